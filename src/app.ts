@@ -1,0 +1,19 @@
+import { Elysia } from "elysia";
+import { actionRoutes } from "./http/actions.ts";
+import type { HttpDeps } from "./http/deps.ts";
+import { errorHandling } from "./http/errors.ts";
+import { executionRoutes } from "./http/executions.ts";
+import { healthRoutes } from "./http/health.ts";
+
+// Bun's own limit answers an empty 413 before any hook runs; keep it far above every per-endpoint
+// limit, which the endpoints enforce themselves with a JSON 413 (see http/body.ts).
+const HARD_BODY_LIMIT = 1024 * 1024 * 1024;
+
+export const createApp = (deps: HttpDeps) =>
+  new Elysia({ serve: { maxRequestBodySize: HARD_BODY_LIMIT } })
+    .use(errorHandling(deps.log))
+    .use(healthRoutes)
+    .use(actionRoutes(deps))
+    .use(executionRoutes(deps));
+
+export type App = ReturnType<typeof createApp>;

@@ -1,0 +1,82 @@
+import { join, resolve } from "node:path";
+import { type Static, Type } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+
+const Env = Type.Object({
+  PORT: Type.Integer({ minimum: 0, maximum: 65535 }),
+  HOST: Type.String({ minLength: 1 }),
+  PUBLIC_URL: Type.Optional(Type.String({ pattern: "^https?://[^\\s/]+(/[^\\s]*)?$" })),
+  HANDLE: Type.Optional(Type.String({ pattern: "^[a-z0-9][a-z0-9-]*$" })),
+  DATA_DIR: Type.String({ minLength: 1 }),
+  DATABASE_URL: Type.Optional(Type.String({ pattern: "^(postgres(ql)?://|sqlite:|file:).+" })),
+  SERVICE_KEYS: Type.Optional(Type.String()),
+  WAIT_MS: Type.Integer({ minimum: 1, maximum: 3_600_000 }),
+  RELEASE_POLL_MS: Type.Integer({ minimum: 10, maximum: 60_000 }),
+});
+
+export interface Config {
+  port: number;
+  host: string;
+  /** Base URL used in statusUrl and auth metadata, no trailing slash; derived from the bound address when unset. */
+  publicUrl?: string;
+  handle: string;
+  dataDir: string;
+  /** `sqlite:<path>` or `postgres://…`. */
+  databaseUrl: string;
+  serviceKeys: string[];
+  waitMs: number;
+  releasePollMs: number;
+}
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+const defaults = {
+  PORT: "3000",
+  HOST: "127.0.0.1",
+  DATA_DIR: ".data",
+  WAIT_MS: "110000",
+  RELEASE_POLL_MS: "500",
+};
+
+/** Reads and validates the process environment once; a bad value throws a ConfigError naming it. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const raw: Record<string, unknown> = {};
+  for (const key of Object.keys(Env.properties)) {
+    const value = env[key] === "" ? undefined : (env[key] ?? defaults[key as keyof typeof defaults]);
+    if (value !== undefined) raw[key] = value;
+  }
+  const converted = Value.Convert(Env, raw) as Record<string, unknown>;
+  const problems = [...Value.Errors(Env, converted)];
+  if (problems.length > 0) {
+    const lines = problems.map((p) => `  ${p.path.slice(1) || "(env)"}=${JSON.stringify(raw[p.path.slice(1)])}: ${p.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join("\n")}`);
+  }
+  const parsed = converted as Static<typeof Env>;
+  const dataDir = resolve(parsed.DATA_DIR);
+  return {
+    port: parsed.PORT,
+    host: parsed.HOST,
+    publicUrl: parsed.PUBLIC_URL?.replace(/\/+$/, ""),
+    handle: parsed.HANDLE ?? "local",
+    dataDir,
+    databaseUrl: parsed.DATABASE_URL ?? `sqlite:${join(dataDir, "actuate.db")}`,
+    serviceKeys: (parsed.SERVICE_KEYS ?? "")
+      .split(",")
+      .map((k) => k.trim())
+      .filter(Boolean),
+    waitMs: parsed.WAIT_MS,
+    releasePollMs: parsed.RELEASE_POLL_MS,
+  };
+}
+
+/** The URL a client on this machine reaches a server bound to `host:port` at. */
+export function localUrl(host: string, port: number): string {
+  return `http://${hostForUrl(host)}:${port}`;
+}
+
+function hostForUrl(host: string): string {
+  if (host === "0.0.0.0" || host === "::") return "127.0.0.1";
+  return host.includes(":") ? `[${host}]` : host;
+}

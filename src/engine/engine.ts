@@ -1,0 +1,191 @@
+import { canonicalJson, sha256Hex } from "../release/canonical-json.ts";
+import type { ActionContract } from "../release/contract.ts";
+import type { LoadedRelease } from "../release/load.ts";
+import type { Principal } from "../sdk/index.ts";
+import { type ExecutionRow, type ExecutionStatus, isTerminal, type Store } from "../store/types.ts";
+import { actionNotFound, EngineError, executionNotFound } from "./errors.ts";
+import { canSee } from "./executions.ts";
+import { Runner } from "./runner.ts";
+
+export interface EngineResources {
+  store: Store;
+  /** The release to serve now; each call reads it once and keeps it until the call ends. */
+  release: () => LoadedRelease | null;
+  waitMs: number;
+  log: (message: string) => void;
+  now?: () => number;
+}
+
+export interface InvokeRequest {
+  principal: Principal;
+  action: string;
+  requestId: string;
+  input: unknown;
+}
+
+export interface InvokeOutcome {
+  execution: ExecutionRow;
+  /** False when the wait ran out first: the execution goes on and is followed by its id. */
+  settled: boolean;
+  /** True when `requestId` had been used with this input before and nothing ran again. */
+  replayed: boolean;
+}
+
+export interface ExecutionPage {
+  items: ExecutionRow[];
+  /** The last id of this page when another may follow. */
+  lastId: string | null;
+}
+
+const POLL_MIN_MS = 25;
+const POLL_MAX_MS = 1_000;
+
+/** The one path every caller (HTTP, MCP) takes to run actions and follow executions. */
+export class Engine {
+  private readonly runner: Runner;
+  private readonly now: () => number;
+
+  constructor(private readonly $: EngineResources) {
+    this.now = $.now ?? Date.now;
+    this.runner = new Runner({ store: $.store, log: $.log, now: this.now });
+  }
+
+  contract(name: string): ActionContract {
+    return this.action(this.activeRelease(), name).contract;
+  }
+
+  /**
+   * Validate → claim (principal, requestId) → run → wait up to `waitMs`. A replay with the same input
+   * returns the first execution without running anything; a different input is REQUEST_CONFLICT.
+   */
+  async invoke(request: InvokeRequest): Promise<InvokeOutcome> {
+    const release = this.activeRelease();
+    const action = this.action(release, request.action);
+    const fingerprint = sha256Hex(canonicalJson({ action: request.action, input: request.input }));
+    const issues = action.checkInput(request.input);
+    if (issues.length > 0) {
+      // The same request may have been accepted before under another contract; answer that one.
+      const earlier = await this.$.store.findExecutionByRequest(request.principal, request.requestId);
+      if (earlier) return this.replay(earlier, fingerprint);
+      throw new EngineError("action_contract_validation_failed", "the input does not fit the action's input schema", {
+        details: { issues },
+      });
+    }
+
+    const now = this.now();
+    const claim = await this.$.store.claimExecution({
+      id: Bun.randomUUIDv7(),
+      requestId: request.requestId,
+      principalKind: request.principal.kind,
+      principalId: request.principal.id,
+      action: request.action,
+      kind: action.contract.kind,
+      releaseVersion: release.version,
+      contractHash: action.contract.contractHash,
+      inputFingerprint: fingerprint,
+      input: request.input,
+      status: "running",
+      output: null,
+      errorCode: null,
+      errorMessage: null,
+      createdAt: now,
+      startedAt: now,
+      finishedAt: null,
+    });
+    if (!claim.created) return this.replay(claim.row, fingerprint);
+
+    const done = this.runner.start(claim.row, action, request.principal, request.input);
+    const latest = (await this.within(done, this.$.waitMs)) ?? claim.row;
+    return { execution: latest, settled: isTerminal(latest.status), replayed: false };
+  }
+
+  async execution(principal: Principal, id: string): Promise<ExecutionRow> {
+    const row = await this.$.store.getExecution(id);
+    if (!row || !canSee(principal, row)) throw executionNotFound();
+    return row;
+  }
+
+  async executionByRequest(principal: Principal, requestId: string): Promise<ExecutionRow> {
+    const row = await this.$.store.findExecutionByRequest(principal, requestId);
+    if (!row) throw executionNotFound();
+    return row;
+  }
+
+  async listExecutions(
+    principal: Principal,
+    query: { limit: number; afterId?: string; action?: string; status?: ExecutionStatus },
+  ): Promise<ExecutionPage> {
+    const items = await this.$.store.listExecutions({
+      principal: principal.kind === "service" ? undefined : principal,
+      action: query.action,
+      status: query.status,
+      beforeId: query.afterId,
+      limit: query.limit + 1,
+    });
+    const more = items.length > query.limit;
+    if (more) items.length = query.limit;
+    return { items, lastId: more ? (items.at(-1)?.id ?? null) : null };
+  }
+
+  /** Waits up to `waitMs` for the execution to end; `settled: false` when it has not. */
+  async awaitResult(principal: Principal, id: string, waitMs = this.$.waitMs) {
+    const row = await this.execution(principal, id);
+    if (isTerminal(row.status)) return { execution: row, settled: true };
+    const settled = await this.waitForEnd(row, waitMs);
+    return { execution: settled ?? row, settled: settled !== undefined };
+  }
+
+  /** Stops handlers (their `ctx.signal` aborts) and waits briefly for their outcome to be stored. */
+  shutdown(graceMs = 5_000): Promise<void> {
+    return this.runner.drain(graceMs);
+  }
+
+  private async replay(row: ExecutionRow, fingerprint: string): Promise<InvokeOutcome> {
+    if (row.inputFingerprint !== fingerprint) {
+      throw new EngineError("REQUEST_CONFLICT", "this requestId was already used with a different input", {
+        executionId: row.id,
+        requestId: row.requestId,
+      });
+    }
+    if (isTerminal(row.status)) return { execution: row, settled: true, replayed: true };
+    const settled = await this.waitForEnd(row, this.$.waitMs);
+    return { execution: settled ?? row, settled: settled !== undefined, replayed: true };
+  }
+
+  /** Settles from this process's runner when it runs here; otherwise polls the store with backoff. */
+  private async waitForEnd(row: ExecutionRow, waitMs: number): Promise<ExecutionRow | undefined> {
+    const deadline = this.now() + waitMs;
+    for (let delay = POLL_MIN_MS; ; delay = Math.min(delay * 2, POLL_MAX_MS)) {
+      const local = this.runner.running(row.id);
+      const latest = local ? await this.within(local, deadline - this.now()) : await this.$.store.getExecution(row.id);
+      if (latest && isTerminal(latest.status)) return latest;
+      const left = deadline - this.now();
+      if (left <= 0) return undefined;
+      await Bun.sleep(Math.min(delay, left));
+    }
+  }
+
+  private async within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<undefined>((resolve) => {
+      timer = setTimeout(resolve, Math.max(0, ms));
+    });
+    try {
+      return await Promise.race([promise, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private activeRelease(): LoadedRelease {
+    const release = this.$.release();
+    if (!release) throw new EngineError("no_active_release", "no release is active; publish one first");
+    return release;
+  }
+
+  private action(release: LoadedRelease, name: string) {
+    const action = release.actions.get(name);
+    if (!action) throw actionNotFound(name);
+    return action;
+  }
+}

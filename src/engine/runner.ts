@@ -1,0 +1,99 @@
+import type { LoadedAction } from "../release/load.ts";
+import type { ActionContext, Principal } from "../sdk/index.ts";
+import type { ExecutionRow, ExecutionSettlement, Store } from "../store/types.ts";
+
+export interface RunnerResources {
+  store: Store;
+  log: (message: string) => void;
+  now: () => number;
+}
+
+const SETTLE_ATTEMPTS = 5;
+
+/**
+ * Runs handlers and records how they ended. Every execution started here is tracked until its final
+ * status is stored, so a waiter in this process is told at once instead of polling.
+ */
+export class Runner {
+  private readonly inFlight = new Map<string, { done: Promise<ExecutionRow>; abort: AbortController }>();
+
+  constructor(private readonly $: RunnerResources) {}
+
+  start(row: ExecutionRow, action: LoadedAction, principal: Principal, input: unknown): Promise<ExecutionRow> {
+    const abort = new AbortController();
+    const ctx: ActionContext = {
+      auth: principal,
+      execution: { id: row.id, requestId: row.requestId },
+      log: (...args) => this.$.log(`[${row.action} ${row.id}] ${args.map(format).join(" ")}`),
+      signal: abort.signal,
+    };
+    const done = this.execute(action, input, ctx)
+      .then((settlement) => this.settle(row, settlement))
+      .finally(() => this.inFlight.delete(row.id));
+    this.inFlight.set(row.id, { done, abort });
+    return done;
+  }
+
+  /** Resolves to the row as finally stored if `id` runs in this process; undefined otherwise. Never rejects. */
+  running(id: string): Promise<ExecutionRow> | undefined {
+    return this.inFlight.get(id)?.done;
+  }
+
+  /** Aborts every handler's signal and waits (up to `graceMs`) for their final status to be stored. */
+  async drain(graceMs: number): Promise<void> {
+    const pending = [...this.inFlight.values()];
+    for (const { abort } of pending) abort.abort(new Error("the server is shutting down"));
+    await Promise.race([Promise.allSettled(pending.map((p) => p.done)), Bun.sleep(graceMs)]);
+  }
+
+  private async execute(action: LoadedAction, input: unknown, ctx: ActionContext): Promise<ExecutionSettlement> {
+    const failed = (message: string): ExecutionSettlement => ({
+      status: "failed",
+      output: null,
+      errorCode: "action_failed",
+      errorMessage: message,
+      finishedAt: this.$.now(),
+    });
+    let returned: unknown;
+    try {
+      returned = await action.definition.handler(input as never, ctx);
+    } catch (error) {
+      return failed(error instanceof Error ? error.message : String(error));
+    }
+    let output: unknown;
+    try {
+      output = returned === undefined ? null : JSON.parse(JSON.stringify(returned));
+    } catch (error) {
+      return failed(`the action returned a value that is not JSON: ${(error as Error).message}`);
+    }
+    const issues = action.checkOutput(output);
+    if (issues.length > 0) {
+      const first = issues[0];
+      return failed(`the action's output does not match its output schema: ${first?.where} ${first?.message}`);
+    }
+    return { status: "succeeded", output, errorCode: null, errorMessage: null, finishedAt: this.$.now() };
+  }
+
+  /** Stores the final status, retrying a failing store; resolves to the row as stored (still `running` if it never was). */
+  private async settle(row: ExecutionRow, settlement: ExecutionSettlement): Promise<ExecutionRow> {
+    for (let attempt = 1; attempt <= SETTLE_ATTEMPTS; attempt++) {
+      try {
+        await this.$.store.settleExecution(row.id, settlement);
+        return { ...row, ...settlement };
+      } catch (error) {
+        this.$.log(`could not record the end of execution ${row.id} (attempt ${attempt}): ${(error as Error).message}`);
+        if (attempt < SETTLE_ATTEMPTS) await Bun.sleep(100 * 2 ** attempt);
+      }
+    }
+    return row;
+  }
+}
+
+function format(value: unknown): string {
+  if (typeof value === "string") return value;
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return String(value);
+  }
+}

@@ -1,0 +1,66 @@
+import { Elysia } from "elysia";
+import { EngineError, type EngineErrorCode } from "../engine/errors.ts";
+
+/** A refusal that only exists at the HTTP boundary (credentials, body size). */
+export class HttpError extends Error {
+  override name = "HttpError";
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly headers: Record<string, string> = {},
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+const engineStatus: Record<EngineErrorCode, number> = {
+  invalid_request: 400,
+  action_contract_validation_failed: 400,
+  action_not_found: 404,
+  execution_not_found: 404,
+  REQUEST_CONFLICT: 409,
+  no_active_release: 503,
+};
+
+export function errorResponse(
+  status: number,
+  code: string,
+  message: string,
+  extra: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+): Response {
+  return Response.json({ ok: false, error: code, message, ...extra }, { status, headers });
+}
+
+/**
+ * The one place errors become responses. Every body is JSON with `ok:false` and `error`; anything
+ * not recognised is logged and answered as a JSON 500, never as HTML.
+ */
+export const errorHandling = (log: (message: string) => void) =>
+  new Elysia({ name: "error-handling" }).onError({ as: "global" }, ({ code, error }) => {
+    if (error instanceof EngineError) return errorResponse(engineStatus[error.code], error.code, error.message, error.details);
+    if (error instanceof HttpError) return errorResponse(error.status, error.code, error.message, error.details, error.headers);
+    switch (code) {
+      case "NOT_FOUND":
+        return errorResponse(404, "not_found", "no such endpoint");
+      case "PARSE":
+        return errorResponse(400, "invalid_request", "the body is not valid JSON");
+      case "VALIDATION":
+        return errorResponse(400, "invalid_request", "the request does not fit the endpoint", {
+          details: {
+            issues: error.all.map((issue) => ({
+              where: `/${error.type}${"path" in issue ? issue.path : ""}`,
+              code: "invalid",
+              message: issue.summary ?? ("message" in issue ? issue.message : "invalid"),
+            })),
+          },
+        });
+      case "INVALID_COOKIE_SIGNATURE":
+      case "INVALID_FILE_TYPE":
+        return errorResponse(400, "invalid_request", error.message);
+    }
+    log(`unhandled error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    return errorResponse(500, "internal_error", "the server failed to answer this request");
+  });

@@ -1,0 +1,72 @@
+import { Type } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+import { Elysia } from "elysia";
+import { invalidRequest } from "../engine/errors.ts";
+import { toExecutionView } from "../engine/executions.ts";
+import { EXECUTION_STATUSES, type ExecutionRow, type ExecutionStatus } from "../store/types.ts";
+import { authenticated } from "./auth.ts";
+import { executionUrl, type HttpDeps } from "./deps.ts";
+import { HttpError } from "./errors.ts";
+
+const ListQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200 })),
+    cursor: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_-]{1,200}$" })),
+    action: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    status: Type.Optional(Type.Union(EXECUTION_STATUSES.map((s) => Type.Literal(s)))),
+  },
+  { additionalProperties: false },
+);
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export const executionRoutes = (deps: HttpDeps) => {
+  const view = (row: ExecutionRow) => ({ ...toExecutionView(row), statusUrl: executionUrl(deps.publicUrl(), row.id) });
+  return new Elysia({ name: "executions" })
+    .use(authenticated(deps.auth, deps.publicUrl))
+    .get("/executions", async ({ query, principal }) => {
+      const q = parseListQuery(query);
+      const page = await deps.engine.listExecutions(principal, {
+        limit: q.limit ?? 50,
+        afterId: q.cursor === undefined ? undefined : decodeCursor(q.cursor),
+        action: q.action,
+        status: q.status as ExecutionStatus | undefined,
+      });
+      return { items: page.items.map(view), nextCursor: page.lastId ? encodeCursor(page.lastId) : null };
+    })
+    .get("/executions/requests/:requestId", async ({ params, principal }) =>
+      view(await deps.engine.executionByRequest(principal, params.requestId.toLowerCase())),
+    )
+    .get("/executions/:id", async ({ params, principal }) => view(await deps.engine.execution(principal, params.id)))
+    .get("/executions/:id/result", async ({ params, principal }) => {
+      const { execution, settled } = await deps.engine.awaitResult(principal, params.id);
+      if (!settled) {
+        throw new HttpError(504, "execution_result_timeout", "the execution has not ended yet; follow statusUrl", {}, {
+          executionId: execution.id,
+          requestId: execution.requestId,
+          statusUrl: executionUrl(deps.publicUrl(), execution.id),
+        });
+      }
+      return view(execution);
+    });
+};
+
+function parseListQuery(query: Record<string, string | undefined>) {
+  const converted = Value.Convert(ListQuery, { ...query });
+  const errors = [...Value.Errors(ListQuery, converted)];
+  if (errors.length > 0) {
+    throw invalidRequest(
+      errors.map((e) => ({ where: `/query${e.path}`, code: "invalid", message: `${e.path.slice(1) || "query"}: ${e.message}` })),
+    );
+  }
+  return converted as { limit?: number; cursor?: string; action?: string; status?: string };
+}
+
+// Cursors are opaque to callers; today they carry the last id seen (ids are time-ordered UUIDv7).
+const encodeCursor = (id: string) => Buffer.from(id).toString("base64url");
+
+function decodeCursor(cursor: string): string {
+  const id = Buffer.from(cursor, "base64url").toString();
+  if (!UUID.test(id)) throw invalidRequest([{ where: "/query/cursor", code: "invalid", message: "cursor is not one this server gave out" }]);
+  return id;
+}

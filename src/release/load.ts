@@ -1,0 +1,101 @@
+import "../../plugins/release-loader.ts";
+import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Kind } from "@sinclair/typebox";
+import { type DefinedAction, type DefinedRelease, isDefinedAction, isDefinedRelease } from "../sdk/index.ts";
+import type { BuiltBundle } from "./build.ts";
+import { type ActionContract, type CompiledContract, compileContract } from "./contract.ts";
+import { ReleaseError } from "./errors.ts";
+
+export interface LoadedAction extends CompiledContract {
+  definition: DefinedAction;
+}
+
+/** What a bundle holds, before a version is given to it. */
+export interface LoadedBundle {
+  hash: string;
+  declared: DefinedRelease | null;
+  actions: ReadonlyMap<string, LoadedAction>;
+}
+
+export interface ReleaseManifest {
+  version: string;
+  description: string | null;
+  bundleHash: string;
+  actions: ActionContract[];
+}
+
+export interface LoadedRelease extends LoadedBundle {
+  version: string;
+  manifest: ReleaseManifest;
+}
+
+/**
+ * Imports a bundle through the release-loader plugin. Bundles are cached on disk by content hash, so
+ * one content is imported (and its module state created) once per process, whichever versions share it.
+ */
+export async function loadBundle(bundle: BuiltBundle, bundlesDir: string): Promise<LoadedBundle> {
+  const path = join(bundlesDir, `${bundle.hash}.js`);
+  if (!existsSync(path)) {
+    mkdirSync(bundlesDir, { recursive: true });
+    const temporary = `${path}.${process.pid}.${Date.now()}.tmp`;
+    writeFileSync(temporary, bundle.code);
+    renameSync(temporary, path);
+  }
+  let module: { default?: { release?: unknown; actions?: Record<string, unknown> } };
+  try {
+    module = await import(path);
+  } catch (error) {
+    throw new ReleaseError(`release code failed while loading: ${(error as Error).message}`);
+  }
+  const exported = module.default;
+  if (!exported?.actions) throw new ReleaseError("bundle has no actions export; was it built by actuate?");
+  if (exported.release !== undefined && !isDefinedRelease(exported.release)) {
+    throw new ReleaseError("release.ts must default-export defineRelease({ … })");
+  }
+  const actions = new Map<string, LoadedAction>();
+  for (const [name, definition] of Object.entries(exported.actions)) {
+    actions.set(name, compileAction(name, definition));
+  }
+  return { hash: bundle.hash, declared: (exported.release as DefinedRelease | undefined) ?? null, actions };
+}
+
+export function asRelease(bundle: LoadedBundle, version: string): LoadedRelease {
+  return {
+    ...bundle,
+    version,
+    manifest: {
+      version,
+      description: bundle.declared?.description ?? null,
+      bundleHash: bundle.hash,
+      actions: [...bundle.actions.values()].map((a) => a.contract),
+    },
+  };
+}
+
+function compileAction(name: string, definition: unknown): LoadedAction {
+  const [domain, action] = name.split(".");
+  const where = `actions/${domain}/${action}`;
+  if (!isDefinedAction(definition)) throw new ReleaseError(`${where} must default-export defineAction({ … })`);
+  if (typeof definition.description !== "string" || definition.description.trim() === "") {
+    throw new ReleaseError(`${where}: description must be a non-empty string`);
+  }
+  if (typeof definition.handler !== "function") throw new ReleaseError(`${where}: handler must be a function`);
+  for (const part of ["input", "output"] as const) {
+    const schema = definition[part] as unknown as Record<string | symbol, unknown> | undefined;
+    if (!schema || typeof schema !== "object" || !(Kind in schema)) {
+      throw new ReleaseError(`${where}: ${part} must be a schema built with Type (from "actuate")`);
+    }
+  }
+  if ((definition.input as unknown as Record<symbol, unknown>)[Kind] !== "Object") {
+    throw new ReleaseError(`${where}: input must be Type.Object({ … }); the request's input is always an object`);
+  }
+  const compiled = compileContract({
+    name,
+    kind: "function",
+    description: definition.description,
+    input: definition.input,
+    output: definition.output,
+  });
+  return { ...compiled, definition };
+}

@@ -1,0 +1,100 @@
+import type { Store } from "../store/types.ts";
+import { buildBundle } from "./build.ts";
+import { ReleaseError } from "./errors.ts";
+import { asRelease, type LoadedRelease, loadBundle, type ReleaseManifest } from "./load.ts";
+import { folderVersion, readReleaseSource } from "./source.ts";
+
+export interface PublishOptions {
+  store: Store;
+  bundlesDir: string;
+  dir: string;
+  /** Overrides release.ts's version (which overrides the folder's name). */
+  version?: string;
+  /**
+   * When the version is already taken by different content: `refuse` (the CLI's publish) or
+   * `suffix`, which publishes as `<version>+<hash8>` (dev and start, which republish on every edit).
+   */
+  whenTaken: "refuse" | "suffix";
+  now?: () => number;
+}
+
+export interface ContractChange {
+  name: string;
+  change: "added" | "removed" | "changed" | "unchanged";
+  contractHash: string;
+}
+
+export interface PublishResult {
+  version: string;
+  /** `existing`: that version already held this exact content; it was (re)activated, not stored again. */
+  status: "published" | "existing";
+  previousVersion: string | null;
+  release: LoadedRelease;
+  changes: ContractChange[];
+}
+
+const VERSION = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/;
+
+/** Builds a release folder, stores it under its version and makes it the active release. */
+export async function publishRelease(options: PublishOptions): Promise<PublishResult> {
+  const { store } = options;
+  const now = options.now ?? Date.now;
+  const source = readReleaseSource(options.dir);
+  const built = await buildBundle(source);
+  const bundle = await loadBundle(built, options.bundlesDir);
+  const base = options.version ?? bundle.declared?.version ?? folderVersion(source);
+  if (!VERSION.test(base)) {
+    throw new ReleaseError(`version "${base}" is not valid: use letters, digits and . _ + - (at most 64 characters)`);
+  }
+
+  let version = base;
+  let existing = await store.getRelease(version);
+  if (existing && existing.bundleHash !== bundle.hash) {
+    if (options.whenTaken === "refuse") {
+      throw new ReleaseError(
+        `version ${version} is already published with different content; publish under a new version (--version) or activate ${version} to roll back to it`,
+      );
+    }
+    version = `${base}+${bundle.hash.slice(0, 8)}`;
+    existing = await store.getRelease(version);
+  }
+
+  const release = asRelease(bundle, version);
+  const active = await store.getActive();
+  const previous = active.version ? await store.getRelease(active.version) : null;
+  if (!existing) {
+    try {
+      await store.insertRelease({
+        version,
+        bundleHash: bundle.hash,
+        manifest: release.manifest,
+        bundle: built.code,
+        createdAt: now(),
+      });
+    } catch (error) {
+      // Another publisher stored the same version first; fine if it is the same content.
+      const raced = await store.getRelease(version);
+      if (raced?.bundleHash !== bundle.hash) throw error;
+    }
+  }
+  if (active.version !== version) await store.activate(version, now());
+  return {
+    version,
+    status: existing ? "existing" : "published",
+    previousVersion: active.version,
+    release,
+    changes: diffContracts((previous?.manifest as ReleaseManifest | undefined) ?? null, release.manifest),
+  };
+}
+
+export function diffContracts(before: ReleaseManifest | null, after: ReleaseManifest): ContractChange[] {
+  const old = new Map(before?.actions.map((a) => [a.name, a.contractHash]) ?? []);
+  const changes: ContractChange[] = after.actions.map((a) => {
+    const previous = old.get(a.name);
+    old.delete(a.name);
+    const change = previous === undefined ? "added" : previous === a.contractHash ? "unchanged" : "changed";
+    return { name: a.name, change, contractHash: a.contractHash };
+  });
+  for (const [name, contractHash] of old) changes.push({ name, change: "removed", contractHash });
+  return changes;
+}

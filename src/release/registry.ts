@@ -1,0 +1,64 @@
+import type { Store } from "../store/types.ts";
+import { asRelease, type LoadedRelease, loadBundle } from "./load.ts";
+
+/**
+ * The release this process serves. Swapping is one reference assignment: a request holds the release
+ * it started with until it ends, so a switch never changes code under a call in flight.
+ */
+export class ReleaseRegistry {
+  private active: LoadedRelease | null = null;
+  private revision = -1;
+  private readonly loaded = new Map<string, LoadedRelease>();
+  private refreshing: Promise<void> | null = null;
+  private timer: ReturnType<typeof setInterval> | null = null;
+
+  constructor(
+    private readonly store: Store,
+    private readonly bundlesDir: string,
+    private readonly log: (message: string) => void = () => {},
+  ) {}
+
+  current(): LoadedRelease | null {
+    return this.active;
+  }
+
+  /** Loads the active release if it changed since the last look (one cheap row read when it did not). */
+  refresh(): Promise<void> {
+    this.refreshing ??= this.load().finally(() => {
+      this.refreshing = null;
+    });
+    return this.refreshing;
+  }
+
+  /** Polls the active release so a publish or activation by the CLI or another instance is served within `intervalMs`. */
+  watch(intervalMs: number): void {
+    this.timer ??= setInterval(() => {
+      this.refresh().catch((error) => this.log(`could not load the active release: ${(error as Error).message}`));
+    }, intervalMs);
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  private async load(): Promise<void> {
+    const { version, revision } = await this.store.getActive();
+    if (revision === this.revision) return;
+    if (!version) {
+      this.revision = revision;
+      return;
+    }
+    let release = this.loaded.get(version);
+    if (!release) {
+      const row = await this.store.getRelease(version);
+      if (!row) throw new Error(`active release ${version} is not stored`);
+      release = asRelease(await loadBundle({ code: row.bundle, hash: row.bundleHash }, this.bundlesDir), version);
+      this.loaded.set(version, release);
+    }
+    const switched = this.active?.version !== version;
+    this.active = release;
+    this.revision = revision;
+    if (switched) this.log(`release ${version} is live (${release.actions.size} actions)`);
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * What release code imports as "actuate".
+ *
+ * @example
+ * import { defineAction, Type } from "actuate";
+ * export default defineAction({
+ *   description: "Add two numbers",
+ *   input: Type.Object({ a: Type.Number(), b: Type.Number() }),
+ *   output: Type.Object({ sum: Type.Number() }),
+ *   handler: async ({ a, b }) => ({ sum: a + b }),
+ * });
+ */
+import type { Static, TSchema } from "@sinclair/typebox";
+
+export { type Static, type TSchema, Type } from "@sinclair/typebox";
+
+/** Who is calling: a user token acts as that user, a service key as an administrator. */
+export interface Principal {
+  kind: "user" | "service";
+  id: string;
+}
+
+export interface ActionContext {
+  auth: Principal;
+  execution: { id: string; requestId: string };
+  /** Writes a line attributed to this execution. */
+  log: (...args: unknown[]) => void;
+  /** Aborted when the execution is canceled or the server shuts down. */
+  signal: AbortSignal;
+}
+
+export interface ActionDefinition<I extends TSchema = TSchema, O extends TSchema = TSchema> {
+  description: string;
+  input: I;
+  output: O;
+  handler: (input: Static<I>, ctx: ActionContext) => Promise<Static<O>> | Static<O>;
+}
+
+export interface ReleaseDefinition {
+  version?: string;
+  description?: string;
+}
+
+// Symbol.for, not a module-local symbol: a definition must be recognised even if two copies of the SDK load.
+export const ACTION = Symbol.for("actuate.action");
+export const RELEASE = Symbol.for("actuate.release");
+
+export interface DefinedAction extends ActionDefinition {
+  readonly [ACTION]: "function";
+}
+
+export interface DefinedRelease extends ReleaseDefinition {
+  readonly [RELEASE]: true;
+}
+
+export function defineAction<I extends TSchema, O extends TSchema>(definition: ActionDefinition<I, O>): DefinedAction {
+  return { ...(definition as unknown as ActionDefinition), [ACTION]: "function" };
+}
+
+export function defineRelease(definition: ReleaseDefinition = {}): DefinedRelease {
+  return { ...definition, [RELEASE]: true };
+}
+
+export const isDefinedAction = (value: unknown): value is DefinedAction =>
+  typeof value === "object" && value !== null && ACTION in value;
+
+export const isDefinedRelease = (value: unknown): value is DefinedRelease =>
+  typeof value === "object" && value !== null && RELEASE in value;

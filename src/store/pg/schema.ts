@@ -1,0 +1,57 @@
+import { bigint, index, integer, jsonb, pgTable, text, uniqueIndex } from "drizzle-orm/pg-core";
+
+// Same table names, column names and row shapes as ../sqlite/schema.ts; timestamps are epoch milliseconds.
+
+const millis = (name: string) => bigint(name, { mode: "number" });
+
+export const releases = pgTable("releases", {
+  version: text("version").primaryKey(),
+  bundleHash: text("bundle_hash").notNull(),
+  manifest: jsonb("manifest").notNull(),
+  bundle: text("bundle").notNull(),
+  createdAt: millis("created_at").notNull(),
+});
+
+/** One row (id = 1): which release is live. `revision` grows on every activation so instances can poll one cheap row. */
+export const environment = pgTable("environment", {
+  id: integer("id").primaryKey(),
+  activeVersion: text("active_version"),
+  revision: integer("revision").notNull().default(0),
+  updatedAt: millis("updated_at").notNull(),
+});
+
+export const executions = pgTable(
+  "executions",
+  {
+    id: text("id").primaryKey(),
+    requestId: text("request_id").notNull(),
+    principalKind: text("principal_kind").notNull(),
+    principalId: text("principal_id").notNull(),
+    action: text("action").notNull(),
+    kind: text("kind").notNull(),
+    releaseVersion: text("release_version").notNull(),
+    contractHash: text("contract_hash").notNull(),
+    inputFingerprint: text("input_fingerprint").notNull(),
+    input: jsonb("input").notNull(),
+    status: text("status").notNull(),
+    output: jsonb("output"),
+    errorCode: text("error_code"),
+    errorMessage: text("error_message"),
+    createdAt: millis("created_at").notNull(),
+    startedAt: millis("started_at"),
+    finishedAt: millis("finished_at"),
+  },
+  (t) => [
+    uniqueIndex("executions_request_uq").on(t.principalKind, t.principalId, t.requestId),
+    index("executions_principal_id_idx").on(t.principalKind, t.principalId, t.id),
+  ],
+);
+
+export const apiTokens = pgTable("api_tokens", {
+  id: text("id").primaryKey(),
+  tokenHash: text("token_hash").notNull().unique(),
+  prefix: text("prefix").notNull(),
+  userId: text("user_id").notNull(),
+  createdAt: millis("created_at").notNull(),
+  revokedAt: millis("revoked_at"),
+});

@@ -1,0 +1,149 @@
+import { and, desc, eq, lt, type SQL, sql } from "drizzle-orm";
+import type { PgDatabase } from "drizzle-orm/pg-core";
+import type * as tables from "./pg/schema.ts";
+import type {
+  ActiveRelease,
+  ExecutionFilter,
+  ExecutionRow,
+  ExecutionSettlement,
+  PrincipalKind,
+  ReleaseRow,
+  ReleaseSummary,
+  Store,
+  TokenRow,
+} from "./types.ts";
+
+// biome-ignore lint/suspicious/noExplicitAny: the query-result HKT differs per driver; the builder API does not.
+export type AnyDatabase = PgDatabase<any>;
+export type Tables = typeof tables;
+
+/**
+ * The repository, written once. drizzle's sqlite-core and pg-core builders read the same for every
+ * query used here, and both schemas have the same names and row shapes, so the SQLite side is typed
+ * through the PostgreSQL one (see sqlite/open.ts).
+ */
+export class SqlStore implements Store {
+  constructor(
+    readonly dialect: "sqlite" | "postgres",
+    private readonly db: AnyDatabase,
+    private readonly t: Tables,
+    private readonly onClose: () => Promise<void>,
+  ) {}
+
+  async insertRelease(row: ReleaseRow): Promise<void> {
+    await this.db.insert(this.t.releases).values(row);
+  }
+
+  async getRelease(version: string): Promise<ReleaseRow | null> {
+    const rows = await this.db.select().from(this.t.releases).where(eq(this.t.releases.version, version));
+    return rows[0] ?? null;
+  }
+
+  async listReleases(): Promise<ReleaseSummary[]> {
+    const r = this.t.releases;
+    return this.db
+      .select({ version: r.version, bundleHash: r.bundleHash, manifest: r.manifest, createdAt: r.createdAt })
+      .from(r)
+      .orderBy(r.createdAt, r.version);
+  }
+
+  async getActive(): Promise<ActiveRelease> {
+    const e = this.t.environment;
+    const rows = await this.db.select({ version: e.activeVersion, revision: e.revision }).from(e).where(eq(e.id, 1));
+    return rows[0] ?? { version: null, revision: 0 };
+  }
+
+  async activate(version: string, at: number): Promise<number> {
+    const e = this.t.environment;
+    const rows = await this.db
+      .insert(e)
+      .values({ id: 1, activeVersion: version, revision: 1, updatedAt: at })
+      .onConflictDoUpdate({
+        target: e.id,
+        set: { activeVersion: version, revision: sqlIncrement(e.revision), updatedAt: at },
+      })
+      .returning({ revision: e.revision });
+    return rows[0]?.revision ?? 0;
+  }
+
+  async claimExecution(row: ExecutionRow): Promise<{ row: ExecutionRow; created: boolean }> {
+    const x = this.t.executions;
+    const inserted = await this.db
+      .insert(x)
+      .values(row)
+      .onConflictDoNothing({ target: [x.principalKind, x.principalId, x.requestId] })
+      .returning({ id: x.id });
+    if (inserted.length > 0) return { row, created: true };
+    const existing = await this.findExecutionByRequest({ kind: row.principalKind, id: row.principalId }, row.requestId);
+    if (!existing) throw new Error(`execution for request ${row.requestId} vanished after a conflicting insert`);
+    return { row: existing, created: false };
+  }
+
+  async getExecution(id: string): Promise<ExecutionRow | null> {
+    const rows = await this.db.select().from(this.t.executions).where(eq(this.t.executions.id, id));
+    return (rows[0] as ExecutionRow | undefined) ?? null;
+  }
+
+  async findExecutionByRequest(principal: { kind: PrincipalKind; id: string }, requestId: string) {
+    const x = this.t.executions;
+    const rows = await this.db
+      .select()
+      .from(x)
+      .where(and(eq(x.principalKind, principal.kind), eq(x.principalId, principal.id), eq(x.requestId, requestId)));
+    return (rows[0] as ExecutionRow | undefined) ?? null;
+  }
+
+  async listExecutions(filter: ExecutionFilter): Promise<ExecutionRow[]> {
+    const x = this.t.executions;
+    const conditions: SQL[] = [];
+    if (filter.principal) {
+      conditions.push(eq(x.principalKind, filter.principal.kind), eq(x.principalId, filter.principal.id));
+    }
+    if (filter.action) conditions.push(eq(x.action, filter.action));
+    if (filter.status) conditions.push(eq(x.status, filter.status));
+    if (filter.beforeId) conditions.push(lt(x.id, filter.beforeId));
+    const rows = await this.db
+      .select()
+      .from(x)
+      .where(and(...conditions))
+      .orderBy(desc(x.id))
+      .limit(filter.limit);
+    return rows as ExecutionRow[];
+  }
+
+  async settleExecution(id: string, s: ExecutionSettlement): Promise<void> {
+    await this.db
+      .update(this.t.executions)
+      .set({
+        status: s.status,
+        output: s.output,
+        errorCode: s.errorCode,
+        errorMessage: s.errorMessage,
+        finishedAt: s.finishedAt,
+      })
+      .where(eq(this.t.executions.id, id));
+  }
+
+  async insertToken(row: TokenRow): Promise<void> {
+    await this.db.insert(this.t.apiTokens).values(row);
+  }
+
+  async findToken(tokenHash: string): Promise<TokenRow | null> {
+    const rows = await this.db.select().from(this.t.apiTokens).where(eq(this.t.apiTokens.tokenHash, tokenHash));
+    return rows[0] ?? null;
+  }
+
+  async findTokensByPrefix(prefix: string): Promise<TokenRow[]> {
+    return this.db.select().from(this.t.apiTokens).where(eq(this.t.apiTokens.prefix, prefix));
+  }
+
+  async revokeToken(id: string, at: number): Promise<void> {
+    await this.db.update(this.t.apiTokens).set({ revokedAt: at }).where(eq(this.t.apiTokens.id, id));
+  }
+
+  close(): Promise<void> {
+    return this.onClose();
+  }
+}
+
+const sqlIncrement = (column: Tables["environment"]["revision"]) => sql`${column} + 1`;

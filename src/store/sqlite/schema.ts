@@ -1,0 +1,56 @@
+import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+// Same table names, column names and row shapes as ../pg/schema.ts; timestamps are epoch milliseconds.
+
+export const releases = sqliteTable("releases", {
+  version: text("version").primaryKey(),
+  bundleHash: text("bundle_hash").notNull(),
+  manifest: text("manifest", { mode: "json" }).notNull(),
+  bundle: text("bundle").notNull(),
+  createdAt: integer("created_at").notNull(),
+});
+
+/** One row (id = 1): which release is live. `revision` grows on every activation so instances can poll one cheap row. */
+export const environment = sqliteTable("environment", {
+  id: integer("id").primaryKey(),
+  activeVersion: text("active_version"),
+  revision: integer("revision").notNull().default(0),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+export const executions = sqliteTable(
+  "executions",
+  {
+    id: text("id").primaryKey(),
+    requestId: text("request_id").notNull(),
+    principalKind: text("principal_kind").notNull(),
+    principalId: text("principal_id").notNull(),
+    action: text("action").notNull(),
+    kind: text("kind").notNull(),
+    releaseVersion: text("release_version").notNull(),
+    contractHash: text("contract_hash").notNull(),
+    inputFingerprint: text("input_fingerprint").notNull(),
+    input: text("input", { mode: "json" }).notNull(),
+    status: text("status").notNull(),
+    output: text("output", { mode: "json" }),
+    errorCode: text("error_code"),
+    errorMessage: text("error_message"),
+    createdAt: integer("created_at").notNull(),
+    startedAt: integer("started_at"),
+    finishedAt: integer("finished_at"),
+  },
+  (t) => [
+    uniqueIndex("executions_request_uq").on(t.principalKind, t.principalId, t.requestId),
+    index("executions_principal_id_idx").on(t.principalKind, t.principalId, t.id),
+  ],
+);
+
+export const apiTokens = sqliteTable("api_tokens", {
+  id: text("id").primaryKey(),
+  tokenHash: text("token_hash").notNull().unique(),
+  prefix: text("prefix").notNull(),
+  userId: text("user_id").notNull(),
+  createdAt: integer("created_at").notNull(),
+  revokedAt: integer("revoked_at"),
+});
+

@@ -1,0 +1,96 @@
+/** Row shapes shared by both dialects (see sqlite/schema.ts and pg/schema.ts). Timestamps are epoch milliseconds. */
+
+export type ExecutionStatus = "queued" | "running" | "succeeded" | "failed" | "canceled";
+export const EXECUTION_STATUSES: readonly ExecutionStatus[] = ["queued", "running", "succeeded", "failed", "canceled"];
+export const isTerminal = (status: string) => status === "succeeded" || status === "failed" || status === "canceled";
+
+export type ActionKind = "function" | "workflow";
+export type PrincipalKind = "user" | "service";
+
+export interface ExecutionRow {
+  id: string;
+  requestId: string;
+  principalKind: PrincipalKind;
+  principalId: string;
+  action: string;
+  kind: ActionKind;
+  releaseVersion: string;
+  contractHash: string;
+  inputFingerprint: string;
+  input: unknown;
+  status: ExecutionStatus;
+  output: unknown;
+  errorCode: string | null;
+  errorMessage: string | null;
+  createdAt: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+}
+
+export interface ExecutionSettlement {
+  status: "succeeded" | "failed" | "canceled";
+  output: unknown;
+  errorCode: string | null;
+  errorMessage: string | null;
+  finishedAt: number;
+}
+
+export interface ExecutionFilter {
+  /** Omitted for a service key, which sees every execution. */
+  principal?: { kind: PrincipalKind; id: string };
+  action?: string;
+  status?: ExecutionStatus;
+  /** Keyset: only ids strictly below this one (ids are UUIDv7, so id order is creation order). */
+  beforeId?: string;
+  limit: number;
+}
+
+export interface ReleaseRow {
+  version: string;
+  bundleHash: string;
+  manifest: unknown;
+  bundle: string;
+  createdAt: number;
+}
+
+export type ReleaseSummary = Omit<ReleaseRow, "bundle">;
+
+export interface ActiveRelease {
+  version: string | null;
+  revision: number;
+}
+
+export interface TokenRow {
+  id: string;
+  tokenHash: string;
+  prefix: string;
+  userId: string;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+/** Everything the runtime persists, behind one interface with a SQLite and a PostgreSQL implementation. */
+export interface Store {
+  readonly dialect: "sqlite" | "postgres";
+
+  insertRelease(row: ReleaseRow): Promise<void>;
+  getRelease(version: string): Promise<ReleaseRow | null>;
+  listReleases(): Promise<ReleaseSummary[]>;
+  getActive(): Promise<ActiveRelease>;
+  /** Makes `version` live; returns the new revision. */
+  activate(version: string, at: number): Promise<number>;
+
+  /** Inserts the execution unless (principal, requestId) exists; either way returns the row that holds the key. */
+  claimExecution(row: ExecutionRow): Promise<{ row: ExecutionRow; created: boolean }>;
+  getExecution(id: string): Promise<ExecutionRow | null>;
+  findExecutionByRequest(principal: { kind: PrincipalKind; id: string }, requestId: string): Promise<ExecutionRow | null>;
+  listExecutions(filter: ExecutionFilter): Promise<ExecutionRow[]>;
+  settleExecution(id: string, settlement: ExecutionSettlement): Promise<void>;
+
+  insertToken(row: TokenRow): Promise<void>;
+  findToken(tokenHash: string): Promise<TokenRow | null>;
+  findTokensByPrefix(prefix: string): Promise<TokenRow[]>;
+  revokeToken(id: string, at: number): Promise<void>;
+
+  close(): Promise<void>;
+}
