@@ -1,0 +1,51 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import postgres from "postgres";
+
+/** A fresh, empty database for one suite; `drop()` removes it. */
+export interface TestDatabase {
+  url: string;
+  drop(): Promise<void>;
+}
+
+export interface Dialect {
+  name: "sqlite" | "postgres";
+  create(): Promise<TestDatabase>;
+}
+
+const sqlite: Dialect = {
+  name: "sqlite",
+  async create() {
+    const dir = mkdtempSync(join(tmpdir(), "actuate-db-"));
+    return { url: `sqlite:${join(dir, "test.db")}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  },
+};
+
+const postgresUrl = process.env.TEST_DATABASE_URL;
+if (process.env.CI && !postgresUrl) {
+  throw new Error("CI must run the PostgreSQL suite: set TEST_DATABASE_URL (see .ci/run)");
+}
+
+const pg = (adminUrl: string): Dialect => ({
+  name: "postgres",
+  async create() {
+    const name = `actuate_test_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`;
+    const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+    await admin.unsafe(`create database ${name}`);
+    await admin.end();
+    const url = new URL(adminUrl);
+    url.pathname = `/${name}`;
+    return {
+      url: url.toString(),
+      async drop() {
+        const dropper = postgres(adminUrl, { max: 1, onnotice: () => {} });
+        await dropper.unsafe(`drop database if exists ${name} with (force)`);
+        await dropper.end();
+      },
+    };
+  },
+});
+
+/** SQLite always; PostgreSQL when TEST_DATABASE_URL names a server (CI always sets it). */
+export const dialects: Dialect[] = postgresUrl ? [sqlite, pg(postgresUrl)] : [sqlite];
