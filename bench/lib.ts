@@ -1,0 +1,205 @@
+// Reusable pieces for benchmark scenarios: subprocesses, health waits, load runs.
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import type { LoadReport } from "./load.ts";
+
+export const BENCH_DIR = import.meta.dir;
+export const ROOT_DIR = join(import.meta.dir, "..");
+
+export interface Proc {
+  name: string;
+  proc: Subprocess;
+  logPath: string;
+  /** The last lines the process printed, for error messages. */
+  tail(lines?: number): string;
+  stop(): Promise<void>;
+}
+
+const running = new Set<Proc>();
+const tempDirs = new Set<string>();
+
+// A bench that dies half-way must not leave servers listening.
+process.on("exit", () => {
+  for (const p of running) p.proc.kill("SIGKILL");
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+});
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => process.exit(130));
+}
+
+export function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  tempDirs.add(dir);
+  return dir;
+}
+
+export function startProcess(options: { name: string; cmd: string[]; env?: Record<string, string>; cwd?: string }): Proc {
+  const logPath = join(tempDir("actuate-bench-log-"), options.name.replace(/\W+/g, "-"));
+  const proc = Bun.spawn(options.cmd, {
+    cwd: options.cwd ?? ROOT_DIR,
+    env: { ...process.env, ...options.env },
+    stdin: "ignore",
+    stdout: Bun.file(`${logPath}.out`),
+    stderr: Bun.file(`${logPath}.err`),
+  });
+  const handle: Proc = {
+    name: options.name,
+    proc,
+    logPath,
+    tail: (lines = 20) => `${readLog(`${logPath}.out`)}${readLog(`${logPath}.err`)}`.trimEnd().split("\n").slice(-lines).join("\n"),
+    async stop() {
+      running.delete(handle);
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      proc.kill("SIGTERM");
+      const exited = await Promise.race([proc.exited.then(() => true), Bun.sleep(3000).then(() => false)]);
+      if (!exited) proc.kill("SIGKILL");
+    },
+  };
+  running.add(handle);
+  return handle;
+}
+
+function readLog(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return "";
+  }
+}
+
+export async function stopAll(): Promise<void> {
+  await Promise.all([...running].map((p) => p.stop()));
+}
+
+export function freePort(): number {
+  const listener = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = listener.port;
+  listener.stop(true);
+  return port;
+}
+
+/** Polls `url` until it answers 200 `{"ok":true}`; fails early if the process exits. */
+export async function waitHealthy(url: string, proc: Proc, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (proc.proc.exitCode !== null) {
+      throw new Error(`${proc.name} exited with code ${proc.proc.exitCode} before it was healthy:\n${proc.tail()}`);
+    }
+    if (await isHealthy(url)) return;
+    await Bun.sleep(100);
+  }
+  throw new Error(`${proc.name} not healthy at ${url} after ${timeoutMs} ms:\n${proc.tail()}`);
+}
+
+async function isHealthy(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
+    const body = (await res.json()) as { ok?: unknown };
+    return res.status === 200 && body.ok === true;
+  } catch {
+    return false;
+  }
+}
+
+/** Every `{{uuid}}` in the template becomes its own fresh UUID v4 (the same rule as bench/invoke.lua). */
+export function fillTemplate(template: string): string {
+  return template.replaceAll("{{uuid}}", () => crypto.randomUUID());
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const index = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
+  return sorted[Math.max(0, index)] ?? Number.NaN;
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  if (sorted.length % 2 === 1) return sorted[mid] ?? Number.NaN;
+  return ((sorted[mid - 1] ?? Number.NaN) + (sorted[mid] ?? Number.NaN)) / 2;
+}
+
+export interface LoadOptions {
+  url: string;
+  headers: Record<string, string>;
+  /** JSON body; each `{{uuid}}` is replaced by a fresh UUID v4 per request. */
+  bodyTemplate: string;
+  durationS: number;
+  connections: number;
+}
+
+export interface LoadResult {
+  tool: "wrk" | "bun";
+  requests: number;
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  non2xx: number;
+  socketErrors: number;
+}
+
+export const loadTool = (): "wrk" | "bun" => (Bun.which("wrk") ? "wrk" : "bun");
+
+export function runLoad(options: LoadOptions): Promise<LoadResult> {
+  return loadTool() === "wrk" ? runWrk(options) : runBunLoad(options);
+}
+
+async function runWrk(options: LoadOptions): Promise<LoadResult> {
+  const headerArgs = Object.entries(options.headers).map(([name, value]) => `${name}: ${value}`);
+  const cmd = [
+    "wrk",
+    "-t1",
+    `-c${options.connections}`,
+    `-d${options.durationS}s`,
+    "--latency",
+    "-s",
+    join(BENCH_DIR, "invoke.lua"),
+    options.url,
+    "--",
+    options.bodyTemplate,
+    ...headerArgs,
+  ];
+  const out = await capture(cmd);
+  const line = out.split("\n").find((l) => l.startsWith("BENCH_JSON "));
+  if (!line) throw new Error(`wrk printed no BENCH_JSON line:\n${out}`);
+  const r = JSON.parse(line.slice("BENCH_JSON ".length)) as {
+    requests: number;
+    durationUs: number;
+    non2xx: number;
+    socketErrors: number;
+    p50Us: number;
+    p99Us: number;
+  };
+  return {
+    tool: "wrk",
+    requests: r.requests,
+    rps: r.requests / (r.durationUs / 1e6),
+    p50Ms: r.p50Us / 1000,
+    p99Ms: r.p99Us / 1000,
+    non2xx: r.non2xx,
+    socketErrors: r.socketErrors,
+  };
+}
+
+async function runBunLoad(options: LoadOptions): Promise<LoadResult> {
+  const out = await capture(["bun", join(BENCH_DIR, "load.ts"), JSON.stringify(options)]);
+  const r = JSON.parse(out.trim().split("\n").at(-1) ?? "null") as LoadReport;
+  return {
+    tool: "bun",
+    requests: r.requests,
+    rps: r.rps,
+    p50Ms: r.p50,
+    p99Ms: r.p99,
+    non2xx: r.non2xx,
+    socketErrors: r.errors,
+  };
+}
+
+async function capture(cmd: string[]): Promise<string> {
+  const proc = Bun.spawn(cmd, { cwd: ROOT_DIR, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  if (code !== 0) throw new Error(`${cmd[0]} exited with code ${code}:\n${out}${err}`);
+  return out;
+}

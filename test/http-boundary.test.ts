@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { revokeUserToken } from "../src/auth/tokens.ts";
+import { dialects } from "./support/databases.ts";
+import { fixture, startTestServer, type TestServer } from "./support/server.ts";
+
+const MiB = 1024 * 1024;
+
+const endpoints: [method: string, path: string][] = [
+  ["POST", "/actions/test.echo/invoke"],
+  ["GET", "/actions/test.echo/contract"],
+  ["GET", "/executions"],
+  ["GET", `/executions/${crypto.randomUUID()}`],
+  ["GET", `/executions/${crypto.randomUUID()}/result`],
+  ["GET", `/executions/requests/${crypto.randomUUID()}`],
+];
+
+async function expectJsonError(res: Response, status: number, error: string) {
+  expect(res.status).toBe(status);
+  expect(res.headers.get("content-type")).toStartWith("application/json");
+  const body = await res.json();
+  expect(body).toMatchObject({ ok: false, error });
+  return body;
+}
+
+for (const dialect of dialects) {
+  describe(`HTTP boundary (${dialect.name})`, () => {
+    let t: TestServer;
+    beforeAll(async () => {
+      t = await startTestServer(dialect, { release: fixture("basic") });
+    });
+    afterAll(() => t.stop());
+
+    test("every endpoint but /healthz refuses a missing, unknown or malformed credential with 401", async () => {
+      const metadata = `Bearer resource_metadata="${t.url}/.well-known/oauth-protected-resource/mcp"`;
+      for (const [method, path] of endpoints) {
+        for (const authorization of [null, "Bearer nope", "Basic dXNlcjpwdw==", `Bearer ${t.serviceKey} extra`, "Bearer"]) {
+          const headers: Record<string, string> = authorization ? { authorization } : {};
+          const res = await fetch(`${t.url}${path}`, { method, headers, body: method === "POST" ? "{}" : undefined });
+          await expectJsonError(res, 401, "unauthorized");
+          expect(res.headers.get("www-authenticate")).toBe(metadata);
+        }
+      }
+      const health = await fetch(`${t.url}/healthz`);
+      expect(health.status).toBe(200);
+      expect(await health.json()).toEqual({ ok: true });
+    });
+
+    test("a token in the query string is never accepted", async () => {
+      const res = await fetch(`${t.url}/executions?access_token=${t.serviceKey}`);
+      await expectJsonError(res, 401, "unauthorized");
+    });
+
+    test("a revoked user token stops working on the next request", async () => {
+      const token = await t.userToken("dora");
+      expect((await t.fetch("/executions", { token })).status).toBe(200);
+      await revokeUserToken(t.store, token.slice(0, 14));
+      await expectJsonError(await t.fetch("/executions", { token }), 401, "unauthorized");
+    });
+
+    test("unknown endpoints and methods are JSON 404s", async () => {
+      await expectJsonError(await t.fetch("/nope"), 404, "not_found");
+      await expectJsonError(await t.fetch("/actions/test.echo/invoke", { method: "GET" }), 404, "not_found");
+    });
+
+    test("a body over 8 MiB is 413 payload_too_large as JSON, with Content-Length or chunked", async () => {
+      const big = JSON.stringify({ requestId: crypto.randomUUID(), input: { text: "x".repeat(8 * MiB) } });
+      const sized = await t.fetch("/actions/test.echo/invoke", { method: "POST", body: big });
+      await expectJsonError(sized, 413, "payload_too_large");
+      const chunks = new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (let i = 0; i < 9; i++) controller.enqueue(new Uint8Array(MiB).fill(32));
+          controller.close();
+        },
+      });
+      const chunked = await t.fetch("/actions/test.echo/invoke", { method: "POST", body: chunks });
+      await expectJsonError(chunked, 413, "payload_too_large");
+      // Just under the limit is read and judged on its merits.
+      const under = JSON.stringify({ requestId: crypto.randomUUID(), input: { text: "y".repeat(8 * MiB - 200) } });
+      const ok = await t.fetch("/actions/test.echo/invoke", { method: "POST", body: under });
+      expect(ok.status).toBe(200);
+    });
+
+    test("malformed envelopes are 400 invalid_request with issues", async () => {
+      const cases: [body: string, where: string][] = [
+        ["not json", ""],
+        ["", ""],
+        ["[]", ""],
+        ["null", ""],
+        ['"text"', ""],
+        [JSON.stringify({ input: {} }), "/requestId"],
+        [JSON.stringify({ requestId: "123", input: {} }), "/requestId"],
+        [JSON.stringify({ requestId: 5, input: {} }), "/requestId"],
+        [JSON.stringify({ requestId: crypto.randomUUID() }), "/input"],
+        [JSON.stringify({ requestId: crypto.randomUUID(), input: [] }), "/input"],
+        [JSON.stringify({ requestId: crypto.randomUUID(), input: "x" }), "/input"],
+        [JSON.stringify({ requestId: crypto.randomUUID(), input: {}, extra: 1 }), "/extra"],
+      ];
+      for (const [body, where] of cases) {
+        const res = await t.fetch("/actions/test.echo/invoke", { method: "POST", body });
+        const json = await expectJsonError(res, 400, "invalid_request");
+        expect(json.details.issues.map((i: { where: string }) => i.where)).toContain(where);
+      }
+    });
+
+    test("no malformed request gets a 500 or a non-JSON answer, and nothing recorded is lost", async () => {
+      const before = await (await t.invoke("test.echo", { text: "keep me" })).json();
+      const paths = [
+        "/actions/%ZZ/invoke",
+        "/actions/../../etc/passwd/invoke",
+        `/actions/${"a".repeat(5000)}/invoke`,
+        "/actions/test.echo%00/invoke",
+        "/executions/%00",
+        "/executions/requests/%ZZ",
+        `/executions?cursor=${"A".repeat(5000)}`,
+        "/executions?limit=1e400",
+        "/executions?limit=1&limit=2",
+      ];
+      const bodies = ["{", '{"requestId":"', "\u0000", '{"__proto__":{"x":1},"requestId":"x"}', "9".repeat(1000), '{"a":'.repeat(5000)];
+      const requests: [string, RequestInit][] = [];
+      for (const path of paths) {
+        requests.push([path, { method: "GET" }], [path, { method: "POST", body: "{}" }]);
+      }
+      for (const body of bodies) {
+        requests.push(["/actions/test.echo/invoke", { method: "POST", body, headers: { "content-type": "application/json" } }]);
+      }
+      requests.push(["/actions/test.echo/invoke", { method: "POST", body: "{}", headers: { "content-type": "multipart/form-data; boundary=x" } }]);
+      requests.push(["/executions", { method: "DELETE" }]);
+      for (const [path, init] of requests) {
+        const res = await t.fetch(path, init);
+        expect(res.status, `${init.method} ${path.slice(0, 60)}`).toBeLessThan(500);
+        expect(res.headers.get("content-type") ?? "").toStartWith("application/json");
+        const body = await res.json();
+        if (res.status >= 400) expect(body).toMatchObject({ ok: false, error: expect.any(String) });
+      }
+      const after = await (await t.fetch(`/executions/${before.execution.id}`)).json();
+      expect(after).toMatchObject({ status: "succeeded", output: { text: "keep me" } });
+    });
+  });
+}
