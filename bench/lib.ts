@@ -19,6 +19,7 @@ export interface Proc {
 
 const running = new Set<Proc>();
 const tempDirs = new Set<string>();
+const cleanupHooks: (() => Promise<void>)[] = [];
 
 // A bench that dies half-way must not leave servers listening.
 process.on("exit", () => {
@@ -26,7 +27,26 @@ process.on("exit", () => {
   for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
 });
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.on(signal, () => process.exit(130));
+  process.on(signal, () => {
+    cleanup().finally(() => process.exit(130));
+  });
+}
+
+/** Runs after every process is stopped, e.g. to drop a database the servers used. */
+export function onCleanup(hook: () => Promise<void>): void {
+  cleanupHooks.push(hook);
+}
+
+/** Stops every started process, then runs the cleanup hooks (newest first); safe to call twice. */
+export async function cleanup(): Promise<void> {
+  await Promise.all([...running].map((p) => p.stop()));
+  for (const hook of cleanupHooks.splice(0).reverse()) {
+    try {
+      await hook();
+    } catch (error) {
+      console.error(`cleanup: ${(error as Error).message}`);
+    }
+  }
 }
 
 export function tempDir(prefix: string): string {
@@ -67,10 +87,6 @@ function readLog(path: string): string {
   } catch {
     return "";
   }
-}
-
-export async function stopAll(): Promise<void> {
-  await Promise.all([...running].map((p) => p.stop()));
 }
 
 export function freePort(): number {

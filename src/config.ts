@@ -50,7 +50,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const converted = Value.Convert(Env, raw) as Record<string, unknown>;
   const problems = [...Value.Errors(Env, converted)];
   if (problems.length > 0) {
-    const lines = problems.map((p) => `  ${p.path.slice(1) || "(env)"}=${JSON.stringify(raw[p.path.slice(1)])}: ${p.message}`);
+    const lines = problems.map((p) => {
+      const name = p.path.slice(1);
+      return `  ${name}=${JSON.stringify(env[name] ?? defaults[name as keyof typeof defaults])}: ${p.message}`;
+    });
     throw new ConfigError(`invalid configuration:\n${lines.join("\n")}`);
   }
   const parsed = converted as Static<typeof Env>;

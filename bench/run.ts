@@ -1,0 +1,186 @@
+// `bun run bench`: HTTP action invocation throughput against a bare Bun.serve JSON echo,
+// interleaved (bare, invoke, bare, invoke, …) because the machine is small and noisy.
+// Env: BENCH_SECONDS (per round, default 4), BENCH_DATABASE_URL (PostgreSQL server to
+// create a throwaway database on; default postgres://postgres@127.0.0.1:5432/postgres).
+import postgres from "postgres";
+import {
+  cleanup,
+  freePort,
+  type LoadOptions,
+  type LoadResult,
+  loadTool,
+  median,
+  onCleanup,
+  type Proc,
+  runLoad,
+  startProcess,
+  tempDir,
+  waitHealthy,
+} from "./lib.ts";
+
+const ROUNDS = 3;
+const CONNECTIONS = 32;
+const WARMUP_S = 1;
+const TARGET_RATIO = 0.35;
+const DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/postgres";
+const INVOKE_PATH = "/actions/math.add/invoke";
+
+interface Scenario {
+  name: string;
+  load: Omit<LoadOptions, "durationS" | "connections">;
+  /** One request before the load: throws unless the target answers as expected. */
+  verify(): Promise<void>;
+  /** Compared with `baseline` in the ratio lines. */
+  baseline?: string;
+}
+
+const serviceKey = `bench-${crypto.randomUUID()}`;
+const headers = { Authorization: `Bearer ${serviceKey}`, "Content-Type": "application/json" };
+const bodyTemplate = JSON.stringify({ requestId: "{{uuid}}", input: { a: 1, b: 2 } });
+
+function durationS(): number {
+  const raw = process.env.BENCH_SECONDS;
+  const value = raw ? Number(raw) : 4;
+  if (!Number.isInteger(value) || value < 1) throw new Error(`BENCH_SECONDS must be a whole number >= 1, got ${raw}`);
+  return value;
+}
+
+async function startBare(): Promise<Scenario> {
+  const port = freePort();
+  const proc = startProcess({ name: "bare-echo", cmd: ["bun", "bench/bare-echo.ts"], env: { PORT: String(port), HOST: "127.0.0.1" } });
+  const base = `http://127.0.0.1:${port}`;
+  await waitHealthy(`${base}/healthz`, proc);
+  const url = `${base}${INVOKE_PATH}`; // same path as invoke, so requests are byte-for-byte the same size
+  return {
+    name: "bare echo",
+    load: { url, headers, bodyTemplate },
+    verify: async () => {
+      const res = await post(url);
+      const body = (await res.json()) as { ok?: unknown };
+      if (res.status !== 200 || body.ok !== true) throw new Error(`bare echo answered ${res.status} ${JSON.stringify(body)}`);
+    },
+  };
+}
+
+async function startActuate(label: string, databaseUrl?: string): Promise<Scenario> {
+  const port = freePort();
+  const env: Record<string, string> = {
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    DATA_DIR: tempDir("actuate-bench-data-"),
+    SERVICE_KEYS: serviceKey,
+    DATABASE_URL: databaseUrl ?? "",
+  };
+  const proc = startProcess({ name: `actuate-${label}`, cmd: ["bun", "src/cli/main.ts", "start", "--release", "releases/v1"], env });
+  const base = `http://127.0.0.1:${port}`;
+  await waitHealthy(`${base}/healthz`, proc);
+  const url = `${base}${INVOKE_PATH}`;
+  return {
+    name: `invoke (${label})`,
+    baseline: "bare echo",
+    load: { url, headers, bodyTemplate },
+    verify: () => verifyInvoke(url, proc),
+  };
+}
+
+async function verifyInvoke(url: string, proc: Proc): Promise<void> {
+  const res = await post(url);
+  const text = await res.text();
+  const body = JSON.parse(text) as { execution?: { status?: string; output?: { sum?: unknown } } };
+  if (res.status !== 200 || body.execution?.status !== "succeeded" || body.execution.output?.sum !== 3) {
+    throw new Error(`${url} answered ${res.status} ${text}\n${proc.tail()}`);
+  }
+}
+
+function post(url: string): Promise<Response> {
+  return fetch(url, { method: "POST", headers, body: bodyTemplate.replace("{{uuid}}", crypto.randomUUID()) });
+}
+
+/** A fresh database on the PostgreSQL server, dropped at cleanup; null (with a note) when none is reachable. */
+async function createPgDatabase(): Promise<string | null> {
+  const explicit = process.env.BENCH_DATABASE_URL;
+  const adminUrl = explicit || DEFAULT_PG;
+  const sql = postgres(adminUrl, { max: 1, connect_timeout: 3, onnotice: () => {} });
+  try {
+    await sql`select 1`;
+  } catch (error) {
+    await sql.end({ timeout: 1 });
+    if (explicit) throw new Error(`BENCH_DATABASE_URL unreachable: ${(error as Error).message}`);
+    console.log(`note: no PostgreSQL at ${adminUrl} (${(error as Error).message}); skipping the PostgreSQL variant`);
+    return null;
+  }
+  const name = `actuate_bench_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
+  await sql.unsafe(`create database ${name}`);
+  onCleanup(async () => {
+    await sql.unsafe(`drop database if exists ${name} with (force)`);
+    await sql.end({ timeout: 5 });
+  });
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+async function measure(scenario: Scenario, seconds: number): Promise<LoadResult> {
+  const result = await runLoad({ ...scenario.load, durationS: seconds, connections: CONNECTIONS });
+  if (result.non2xx > 0) {
+    throw new Error(`${scenario.name}: ${result.non2xx} of ${result.requests} responses were not 2xx/3xx`);
+  }
+  return result;
+}
+
+async function runRounds(scenarios: Scenario[], seconds: number): Promise<Map<string, LoadResult[]>> {
+  const results = new Map<string, LoadResult[]>(scenarios.map((s) => [s.name, []]));
+  for (const s of scenarios) await measure(s, WARMUP_S); // JIT and connection warm-up, not recorded
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const s of scenarios) {
+      const r = await measure(s, seconds);
+      results.get(s.name)?.push(r);
+      const errors = r.socketErrors > 0 ? `  socket errors ${r.socketErrors}` : "";
+      console.log(`  round ${round}  ${s.name.padEnd(18)} ${fmt(r.rps, 0).padStart(7)} rps${errors}`);
+    }
+  }
+  return results;
+}
+
+function fmt(value: number, digits: number): string {
+  return value.toFixed(digits);
+}
+
+function printTable(scenarios: Scenario[], results: Map<string, LoadResult[]>): void {
+  console.log(`\n${"scenario".padEnd(20)}${"rps".padStart(8)}${"p50 ms".padStart(10)}${"p99 ms".padStart(10)}   rounds (rps)`);
+  for (const s of scenarios) {
+    const rs = results.get(s.name) ?? [];
+    const rps = median(rs.map((r) => r.rps));
+    const p50 = median(rs.map((r) => r.p50Ms));
+    const p99 = median(rs.map((r) => r.p99Ms));
+    const rounds = rs.map((r) => fmt(r.rps, 0)).join(" ");
+    console.log(`${s.name.padEnd(20)}${fmt(rps, 0).padStart(8)}${fmt(p50, 2).padStart(10)}${fmt(p99, 2).padStart(10)}   ${rounds}`);
+  }
+  console.log("");
+  for (const s of scenarios) {
+    if (!s.baseline) continue;
+    const ratio = median((results.get(s.name) ?? []).map((r) => r.rps)) / median((results.get(s.baseline) ?? []).map((r) => r.rps));
+    const verdict = ratio >= TARGET_RATIO ? "" : "  MISSED";
+    console.log(`ratio ${s.name}/${s.baseline}: ${fmt(ratio, 2)}  (target >= ${TARGET_RATIO})${verdict}`);
+  }
+}
+
+async function main(): Promise<void> {
+  const seconds = durationS();
+  console.log(`load: ${loadTool()}, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${seconds} s (+${WARMUP_S} s warm-up each)`);
+  const scenarios = [await startBare(), await startActuate("sqlite")];
+  const pgUrl = await createPgDatabase();
+  if (pgUrl) scenarios.push(await startActuate("postgres", pgUrl));
+  for (const s of scenarios) await s.verify();
+  const results = await runRounds(scenarios, seconds);
+  printTable(scenarios, results);
+}
+
+try {
+  await main();
+  await cleanup();
+} catch (error) {
+  console.error(`bench failed: ${error instanceof Error ? error.message : String(error)}`);
+  await cleanup();
+  process.exit(1);
+}

@@ -1,0 +1,128 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { cli, repoRoot, serve } from "./support/cli.ts";
+import { dialects, type TestDatabase } from "./support/databases.ts";
+import { eventually, fixture } from "./support/server.ts";
+
+const invoke = (url: string, token: string, action: string, input: unknown) =>
+  fetch(`${url}/actions/${action}/invoke`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}` },
+    body: JSON.stringify({ requestId: crypto.randomUUID(), input }),
+  });
+
+for (const dialect of dialects) {
+  describe(`CLI (${dialect.name})`, () => {
+    let database: TestDatabase;
+    let dataDir: string;
+    let env: Record<string, string>;
+    const serviceKey = `cli-key-${crypto.randomUUID()}`;
+    beforeAll(async () => {
+      database = await dialect.create();
+      dataDir = mkdtempSync(join(tmpdir(), "actuate-cli-"));
+      env = { DATA_DIR: dataDir, DATABASE_URL: database.url, SERVICE_KEYS: serviceKey, RELEASE_POLL_MS: "100" };
+    });
+    afterAll(async () => {
+      await database.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    });
+
+    test("release publish / list / activate, seen by a running server within about a second", async () => {
+      const published = await cli(["release", "publish", fixture("basic")], env);
+      expect(published.code).toBe(0);
+      expect(published.stdout).toContain("release t1 published");
+      expect(published.stdout).toMatch(/added\s+test\.echo\s+[0-9a-f]{16}/);
+
+      const server = await serve(["start", "--release", fixture("basic")], env);
+      try {
+        expect(server.output()).toContain("release t1");
+        const v1 = await (await invoke(server.url, serviceKey, "test.version", {})).json();
+        expect(v1.execution.output).toEqual({ release: "t1" });
+
+        const second = await cli(["release", "publish", fixture("basic-v2")], env);
+        expect(second.code).toBe(0);
+        expect(second.stdout).toMatch(/removed\s+test\.echo/);
+        expect(second.stdout).toMatch(/unchanged\s+test\.version/);
+        await server.waitFor(/release t2 is live/, 3_000);
+        expect((await (await invoke(server.url, serviceKey, "test.version", {})).json()).execution.output).toEqual({ release: "t2" });
+
+        const list = await cli(["release", "list"], env);
+        expect(list.stdout).toMatch(/^ {2}t1 /m);
+        expect(list.stdout).toMatch(/^\* t2 /m);
+
+        expect((await cli(["release", "activate", "t1"], env)).code).toBe(0);
+        await server.waitFor(/release t1 is live/, 3_000);
+        expect((await (await invoke(server.url, serviceKey, "test.version", {})).json()).execution.output).toEqual({ release: "t1" });
+
+        const refused = await cli(["release", "publish", fixture("basic-v2"), "--version", "t1"], env);
+        expect(refused.code).toBe(1);
+        expect(refused.stderr).toContain("already published with different content");
+        const unknown = await cli(["release", "activate", "t9"], env);
+        expect(unknown.code).toBe(1);
+        expect(unknown.stderr).toContain("no release t9");
+      } finally {
+        await server.kill();
+      }
+    });
+
+    test("token create prints the token alone on the last line; revoke stops it; only its hash is stored", async () => {
+      const created = await cli(["token", "create", "--user", "erin"], env);
+      expect(created.code).toBe(0);
+      const token = created.stdout.trim().split("\n").at(-1) ?? "";
+      expect(token).toMatch(/^act_u_[A-Za-z0-9_-]{43}$/);
+
+      const server = await serve(["start", "--release", fixture("basic")], env);
+      try {
+        const who = await (await invoke(server.url, token, "test.version", {})).json();
+        expect(who.execution.principal).toEqual({ kind: "user", id: "erin" });
+        const revoked = await cli(["token", "revoke", token.slice(0, 14)], env);
+        expect(revoked.code).toBe(0);
+        expect((await invoke(server.url, token, "test.version", {})).status).toBe(401);
+      } finally {
+        await server.kill();
+      }
+      expect((await cli(["token", "create"], env)).code).toBe(1);
+      expect((await cli(["token", "revoke", "act_u_"], env)).stderr).toContain("at least the first 14 characters");
+    });
+
+    test("a bad configuration value stops start-up with a message naming it", async () => {
+      const bad = await cli(["start"], { ...env, PORT: "eighty", WAIT_MS: "-5" });
+      expect(bad.code).toBe(1);
+      expect(bad.stderr).toContain("PORT=\"eighty\"");
+      expect(bad.stderr).toContain("WAIT_MS=\"-5\"");
+    });
+  });
+}
+
+describe("bun run dev", () => {
+  test("creates and prints a dev key with a working curl, and republishes on every change", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "actuate-dev-"));
+    // The example release of the README, as a developer would start from it.
+    const source = mkdtempSync(join(tmpdir(), "actuate-dev-src-"));
+    cpSync(join(repoRoot, "releases", "v1"), source, { recursive: true });
+    const server = await serve(["dev", "--release", source], { DATA_DIR: dataDir, DATABASE_URL: "", SERVICE_KEYS: "" });
+    try {
+      await eventually(() => server.output().includes("watching"));
+      const key = (await Bun.file(join(dataDir, "dev-service-key")).text()).trim();
+      expect(server.output()).toContain(key);
+      const curl = /curl -s (\S+) \\\n\s+-H "Authorization: Bearer (\S+)" -H "Content-Type: application\/json" \\\n\s+-d '(.+)'/.exec(server.output());
+      expect(curl).not.toBeNull();
+      const [, url = "", bearer = "", body = ""] = curl ?? [];
+      const pasted = await fetch(url, { method: "POST", headers: { authorization: `Bearer ${bearer}` }, body });
+      expect(pasted.status).toBe(200);
+      expect((await pasted.json()).execution.status).toBe("succeeded");
+
+      const file = join(source, "actions/math/add.ts");
+      writeFileSync(file, (await Bun.file(file).text()).replace("sum: a + b", "sum: a + b + 1000"));
+      await server.waitFor(/release v1\+[0-9a-f]{8} is live/);
+      const edited = await (await invoke(server.url, key, "math.add", { a: 1, b: 2 })).json();
+      expect(edited.execution.output).toEqual({ sum: 1003 });
+    } finally {
+      await server.kill();
+      rmSync(dataDir, { recursive: true, force: true });
+      rmSync(source, { recursive: true, force: true });
+    }
+  });
+});
