@@ -156,7 +156,12 @@ export interface LoadResult {
   socketErrors: number;
 }
 
-export const loadTool = (): "wrk" | "bun" => (Bun.which("wrk") ? "wrk" : "bun");
+/** wrk when it is on PATH, else the Bun client; BENCH_LOAD=bun|wrk forces one. */
+export function loadTool(): "wrk" | "bun" {
+  const forced = process.env.BENCH_LOAD;
+  if (forced === "wrk" || forced === "bun") return forced;
+  return Bun.which("wrk") ? "wrk" : "bun";
+}
 
 export function runLoad(options: LoadOptions): Promise<LoadResult> {
   return loadTool() === "wrk" ? runWrk(options) : runBunLoad(options);

@@ -1,7 +1,9 @@
 // `bun run bench`: HTTP action invocation throughput against a bare Bun.serve JSON echo,
 // interleaved (bare, invoke, bare, invoke, …) because the machine is small and noisy.
 // Env: BENCH_SECONDS (per round, default 4), BENCH_DATABASE_URL (PostgreSQL server to
-// create a throwaway database on; default postgres://postgres@127.0.0.1:5432/postgres).
+// create a throwaway database on; default postgres://postgres@127.0.0.1:5432/postgres),
+// BENCH_LOAD=wrk|bun (load tool; default wrk when on PATH).
+import { availableParallelism, loadavg } from "node:os";
 import postgres from "postgres";
 import {
   cleanup,
@@ -167,6 +169,8 @@ function printTable(scenarios: Scenario[], results: Map<string, LoadResult[]>): 
 
 async function main(): Promise<void> {
   const seconds = durationS();
+  const load = loadavg().map((l) => l.toFixed(2)).join(" ");
+  console.log(`machine: ${availableParallelism()} cpus, load average ${load} (other work skews the figures)`);
   console.log(`load: ${loadTool()}, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${seconds} s (+${WARMUP_S} s warm-up each)`);
   const scenarios = [await startBare(), await startActuate("sqlite")];
   const pgUrl = await createPgDatabase();

@@ -14,7 +14,10 @@ if (!registry[installed]) {
       // bundle's SDK import is linked where the bundle is loaded.
       build.onLoad({ filter: BUNDLE_FILE_PATTERN }, async ({ path }) => {
         const source = await Bun.file(path).text();
-        return { contents: source.replaceAll(JSON.stringify(SDK_SPECIFIER), JSON.stringify(sdkEntryPath)), loader: "js" };
+        return {
+          contents: source.replaceAll(JSON.stringify(SDK_SPECIFIER), JSON.stringify(sdkEntryPath)),
+          loader: "js",
+        };
       });
     },
   });

@@ -4,9 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cli, repoRoot, serve } from "./support/cli.ts";
 import { dialects, type TestDatabase } from "./support/databases.ts";
-import { eventually, fixture } from "./support/server.ts";
+import { eventually, fixture, type TestResponse } from "./support/server.ts";
 
-const invoke = (url: string, token: string, action: string, input: unknown) =>
+const invoke = (url: string, token: string, action: string, input: unknown): Promise<TestResponse> =>
   fetch(`${url}/actions/${action}/invoke`, {
     method: "POST",
     headers: { authorization: `Bearer ${token}` },
@@ -46,7 +46,9 @@ for (const dialect of dialects) {
         expect(second.stdout).toMatch(/removed\s+test\.echo/);
         expect(second.stdout).toMatch(/unchanged\s+test\.version/);
         await server.waitFor(/release t2 is live/, 3_000);
-        expect((await (await invoke(server.url, serviceKey, "test.version", {})).json()).execution.output).toEqual({ release: "t2" });
+        expect((await (await invoke(server.url, serviceKey, "test.version", {})).json()).execution.output).toEqual({
+          release: "t2",
+        });
 
         const list = await cli(["release", "list"], env);
         expect(list.stdout).toMatch(/^ {2}t1 /m);
@@ -54,7 +56,9 @@ for (const dialect of dialects) {
 
         expect((await cli(["release", "activate", "t1"], env)).code).toBe(0);
         await server.waitFor(/release t1 is live/, 3_000);
-        expect((await (await invoke(server.url, serviceKey, "test.version", {})).json()).execution.output).toEqual({ release: "t1" });
+        expect((await (await invoke(server.url, serviceKey, "test.version", {})).json()).execution.output).toEqual({
+          release: "t1",
+        });
 
         const refused = await cli(["release", "publish", fixture("basic-v2"), "--version", "t1"], env);
         expect(refused.code).toBe(1);
@@ -90,8 +94,8 @@ for (const dialect of dialects) {
     test("a bad configuration value stops start-up with a message naming it", async () => {
       const bad = await cli(["start"], { ...env, PORT: "eighty", WAIT_MS: "-5" });
       expect(bad.code).toBe(1);
-      expect(bad.stderr).toContain("PORT=\"eighty\"");
-      expect(bad.stderr).toContain("WAIT_MS=\"-5\"");
+      expect(bad.stderr).toContain('PORT="eighty"');
+      expect(bad.stderr).toContain('WAIT_MS="-5"');
     });
   });
 }
@@ -107,10 +111,17 @@ describe("bun run dev", () => {
       await eventually(() => server.output().includes("watching"));
       const key = (await Bun.file(join(dataDir, "dev-service-key")).text()).trim();
       expect(server.output()).toContain(key);
-      const curl = /curl -s (\S+) \\\n\s+-H "Authorization: Bearer (\S+)" -H "Content-Type: application\/json" \\\n\s+-d '(.+)'/.exec(server.output());
+      const curl =
+        /curl -s (\S+) \\\n\s+-H "Authorization: Bearer (\S+)" -H "Content-Type: application\/json" \\\n\s+-d '(.+)'/.exec(
+          server.output(),
+        );
       expect(curl).not.toBeNull();
       const [, url = "", bearer = "", body = ""] = curl ?? [];
-      const pasted = await fetch(url, { method: "POST", headers: { authorization: `Bearer ${bearer}` }, body });
+      const pasted: TestResponse = await fetch(url, {
+        method: "POST",
+        headers: { authorization: `Bearer ${bearer}` },
+        body,
+      });
       expect(pasted.status).toBe(200);
       expect((await pasted.json()).execution.status).toBe("succeeded");
 

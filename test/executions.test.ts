@@ -79,7 +79,15 @@ for (const dialect of dialects) {
     });
 
     test("bad paging parameters are 400 invalid_request naming the parameter", async () => {
-      for (const query of ["limit=0", "limit=201", "limit=abc", "status=done", "cursor=!!", "cursor=bm90LWEtdXVpZA", "x=1"]) {
+      for (const query of [
+        "limit=0",
+        "limit=201",
+        "limit=abc",
+        "status=done",
+        "cursor=!!",
+        "cursor=bm90LWEtdXVpZA",
+        "x=1",
+      ]) {
         const res = await t.fetch(`/executions?${query}`);
         expect(res.status).toBe(400);
         const body = await res.json();
@@ -117,7 +125,11 @@ for (const dialect of dialects) {
 
       const timeout = await t.fetch(`/executions/${body.execution.id}/result`);
       expect(timeout.status).toBe(504);
-      expect(await timeout.json()).toMatchObject({ ok: false, error: "execution_result_timeout", executionId: body.execution.id });
+      expect(await timeout.json()).toMatchObject({
+        ok: false,
+        error: "execution_result_timeout",
+        executionId: body.execution.id,
+      });
 
       // A replay while it still runs waits the same way and names the same execution.
       const replay = await t.invoke("test.count", { key: counter, gate }, { requestId });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { revokeUserToken } from "../src/auth/tokens.ts";
 import { dialects } from "./support/databases.ts";
-import { fixture, startTestServer, type TestServer } from "./support/server.ts";
+import { fixture, startTestServer, type TestResponse, type TestServer } from "./support/server.ts";
 
 const MiB = 1024 * 1024;
 
@@ -14,7 +14,7 @@ const endpoints: [method: string, path: string][] = [
   ["GET", `/executions/requests/${crypto.randomUUID()}`],
 ];
 
-async function expectJsonError(res: Response, status: number, error: string) {
+async function expectJsonError(res: TestResponse, status: number, error: string) {
   expect(res.status).toBe(status);
   expect(res.headers.get("content-type")).toStartWith("application/json");
   const body = await res.json();
@@ -33,7 +33,13 @@ for (const dialect of dialects) {
     test("every endpoint but /healthz refuses a missing, unknown or malformed credential with 401", async () => {
       const metadata = `Bearer resource_metadata="${t.url}/.well-known/oauth-protected-resource/mcp"`;
       for (const [method, path] of endpoints) {
-        for (const authorization of [null, "Bearer nope", "Basic dXNlcjpwdw==", `Bearer ${t.serviceKey} extra`, "Bearer"]) {
+        for (const authorization of [
+          null,
+          "Bearer nope",
+          "Basic dXNlcjpwdw==",
+          `Bearer ${t.serviceKey} extra`,
+          "Bearer",
+        ]) {
           const headers: Record<string, string> = authorization ? { authorization } : {};
           const res = await fetch(`${t.url}${path}`, { method, headers, body: method === "POST" ? "{}" : undefined });
           await expectJsonError(res, 401, "unauthorized");
@@ -115,15 +121,28 @@ for (const dialect of dialects) {
         "/executions?limit=1e400",
         "/executions?limit=1&limit=2",
       ];
-      const bodies = ["{", '{"requestId":"', "\u0000", '{"__proto__":{"x":1},"requestId":"x"}', "9".repeat(1000), '{"a":'.repeat(5000)];
+      const bodies = [
+        "{",
+        '{"requestId":"',
+        "\u0000",
+        '{"__proto__":{"x":1},"requestId":"x"}',
+        "9".repeat(1000),
+        '{"a":'.repeat(5000),
+      ];
       const requests: [string, RequestInit][] = [];
       for (const path of paths) {
         requests.push([path, { method: "GET" }], [path, { method: "POST", body: "{}" }]);
       }
       for (const body of bodies) {
-        requests.push(["/actions/test.echo/invoke", { method: "POST", body, headers: { "content-type": "application/json" } }]);
+        requests.push([
+          "/actions/test.echo/invoke",
+          { method: "POST", body, headers: { "content-type": "application/json" } },
+        ]);
       }
-      requests.push(["/actions/test.echo/invoke", { method: "POST", body: "{}", headers: { "content-type": "multipart/form-data; boundary=x" } }]);
+      requests.push([
+        "/actions/test.echo/invoke",
+        { method: "POST", body: "{}", headers: { "content-type": "multipart/form-data; boundary=x" } },
+      ]);
       requests.push(["/executions", { method: "DELETE" }]);
       for (const [path, init] of requests) {
         const res = await t.fetch(path, init);

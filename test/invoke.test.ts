@@ -57,7 +57,9 @@ for (const dialect of dialects) {
       const requestId = crypto.randomUUID();
       const counter = key();
       const first = await (await t.invoke("test.count", { key: counter }, { requestId })).json();
-      const second = await (await t.invoke("test.count", { key: counter }, { requestId: requestId.toUpperCase() })).json();
+      const second = await (
+        await t.invoke("test.count", { key: counter }, { requestId: requestId.toUpperCase() })
+      ).json();
       expect(second.execution.id).toBe(first.execution.id);
       expect(runsOf(counter)).toBe(1);
     });
@@ -86,7 +88,12 @@ for (const dialect of dialects) {
       const first = await (await t.invoke("test.echo", { text: "a" }, { requestId })).json();
       const res = await t.invoke("test.echo", { text: "b" }, { requestId });
       expect(res.status).toBe(409);
-      expect(await res.json()).toMatchObject({ ok: false, error: "REQUEST_CONFLICT", executionId: first.execution.id, requestId });
+      expect(await res.json()).toMatchObject({
+        ok: false,
+        error: "REQUEST_CONFLICT",
+        executionId: first.execution.id,
+        requestId,
+      });
       const other = await t.invoke("test.whoami", {}, { requestId });
       expect(other.status).toBe(409);
       const kept = await (await t.fetch(`/executions/${first.execution.id}`)).json();
@@ -114,15 +121,32 @@ for (const dialect of dialects) {
         expect(typeof issue.message).toBe("string");
       }
       const missing = await (await t.invoke("test.echo", {})).json();
-      expect(missing.details.issues).toContainEqual(expect.objectContaining({ where: "/input/text", code: "object_required_property" }));
+      expect(missing.details.issues).toContainEqual(
+        expect.objectContaining({ where: "/input/text", code: "object_required_property" }),
+      );
       expect((await t.fetch(`/executions/requests/${requestId}`)).status).toBe(404);
+    });
+
+    test("U+0000 is refused in input on every database, and an output holding it fails the execution", async () => {
+      const res = await t.invoke("test.echo", { text: "a\u0000b" });
+      expect(res.status).toBe(400);
+      expect((await res.json()).details.issues).toContainEqual(
+        expect.objectContaining({ where: "/input/text", code: "unsupported_character" }),
+      );
+      const failed = await (await t.invoke("test.nul", {})).json();
+      expect(failed.execution).toMatchObject({ status: "failed", errorCode: "action_failed" });
+      expect(failed.execution.errorMessage).toContain("/output/text");
     });
 
     test("a failing action still answers 200 with status failed, action_failed and its message", async () => {
       const res = await t.invoke("test.fail", { message: "the printer is on fire" });
       expect(res.status).toBe(200);
       const body = await res.json();
-      expect(body.execution).toMatchObject({ status: "failed", errorCode: "action_failed", errorMessage: "the printer is on fire" });
+      expect(body.execution).toMatchObject({
+        status: "failed",
+        errorCode: "action_failed",
+        errorMessage: "the printer is on fire",
+      });
       expect(body.execution.output).toBeUndefined();
     });
 
@@ -137,7 +161,12 @@ for (const dialect of dialects) {
       const res = await t.fetch("/actions/test.echo/contract");
       expect(res.status).toBe(200);
       const contract = await res.json();
-      expect(contract).toMatchObject({ name: "test.echo", kind: "function", description: "Returns its input", files: [] });
+      expect(contract).toMatchObject({
+        name: "test.echo",
+        kind: "function",
+        description: "Returns its input",
+        files: [],
+      });
       expect(contract.input).toMatchObject({ type: "object", additionalProperties: false, required: ["text"] });
       expect(contract.contractHash).toMatch(/^[0-9a-f]{64}$/);
       const unknown = await t.fetch("/actions/test.nope/contract");

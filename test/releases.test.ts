@@ -67,7 +67,10 @@ for (const dialect of dialects) {
       const dir = mkdtempSync(join(tmpdir(), "actuate-release-"));
       cpSync(fixture("basic"), dir, { recursive: true });
       const before = (await t.publish(dir, "hash-a")).release.manifest.actions;
-      writeFileSync(join(dir, "actions/test/fail.ts"), (await Bun.file(join(dir, "actions/test/fail.ts")).text()).replace("Always fails", "Fails"));
+      writeFileSync(
+        join(dir, "actions/test/fail.ts"),
+        (await Bun.file(join(dir, "actions/test/fail.ts")).text()).replace("Always fails", "Fails"),
+      );
       const describedOnly = (await t.publish(dir, "hash-b")).release.manifest.actions;
       const echo = join(dir, "actions/test/echo.ts");
       writeFileSync(echo, (await Bun.file(echo).text()).replace("minLength: 1", "minLength: 2"));
@@ -84,7 +87,9 @@ for (const dialect of dialects) {
       writeFileSync(join(dir, "actions/test/broken.ts"), "export default {");
       await expect(t.publish(dir, "broken-1")).rejects.toThrow(/does not build/);
       writeFileSync(join(dir, "actions/test/broken.ts"), "export default { handler() {} };");
-      await expect(t.publish(dir, "broken-2")).rejects.toThrow(/actions\/test\/broken must default-export defineAction/);
+      await expect(t.publish(dir, "broken-2")).rejects.toThrow(
+        /actions\/test\/broken must default-export defineAction/,
+      );
       await expect(t.publish(join(dir, "missing"))).rejects.toThrow(/release folder not found/);
       expect(await t.store.getRelease("broken-1")).toBeNull();
     });

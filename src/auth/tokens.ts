@@ -33,7 +33,11 @@ export class TokenError extends Error {
 }
 
 /** Revokes the token whose first characters (at least the displayed prefix) or whole value is given. */
-export async function revokeUserToken(store: Store, given: string, now = Date.now()): Promise<{ prefix: string; userId: string }> {
+export async function revokeUserToken(
+  store: Store,
+  given: string,
+  now = Date.now(),
+): Promise<{ prefix: string; userId: string }> {
   if (given.length < DISPLAY_PREFIX_LENGTH) {
     throw new TokenError(`give at least the first ${DISPLAY_PREFIX_LENGTH} characters of the token`);
   }

@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
+import { TokenError } from "../auth/tokens.ts";
 import { ConfigError, loadConfig } from "../config.ts";
 import { ReleaseError } from "../release/errors.ts";
-import { TokenError } from "../auth/tokens.ts";
 import { releaseCommand } from "./release.ts";
 import { serveCommand } from "./serve.ts";
 import { tokenCommand } from "./token.ts";
@@ -20,7 +20,12 @@ async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: rest,
     allowPositionals: true,
-    options: { release: { type: "string" }, version: { type: "string" }, user: { type: "string" }, help: { type: "boolean" } },
+    options: {
+      release: { type: "string" },
+      version: { type: "string" },
+      user: { type: "string" },
+      help: { type: "boolean" },
+    },
   });
   if (!command || values.help) {
     console.log(usage);

@@ -1,7 +1,7 @@
 import type { Config } from "../config.ts";
 import { bundlesDir } from "../main.ts";
 import { ReleaseError } from "../release/errors.ts";
-import { publishRelease, type PublishResult } from "../release/publish.ts";
+import { type PublishResult, publishRelease } from "../release/publish.ts";
 import { openStore } from "../store/open.ts";
 
 export async function releaseCommand(config: Config, args: string[], flags: { version?: string }): Promise<number> {
@@ -11,7 +11,13 @@ export async function releaseCommand(config: Config, args: string[], flags: { ve
     switch (sub) {
       case "publish": {
         if (!target) throw new ReleaseError("usage: bun run release publish <dir> [--version <v>]");
-        const result = await publishRelease({ store, bundlesDir: bundlesDir(config), dir: target, version: flags.version, whenTaken: "refuse" });
+        const result = await publishRelease({
+          store,
+          bundlesDir: bundlesDir(config),
+          dir: target,
+          version: flags.version,
+          whenTaken: "refuse",
+        });
         printPublish(result);
         return 0;
       }
@@ -21,7 +27,9 @@ export async function releaseCommand(config: Config, args: string[], flags: { ve
         for (const r of releases) {
           const actions = (r.manifest as { actions: unknown[] }).actions.length;
           const mark = r.version === active.version ? "*" : " ";
-          console.log(`${mark} ${r.version.padEnd(24)} ${new Date(r.createdAt).toISOString()}  ${actions} actions  ${r.bundleHash.slice(0, 12)}`);
+          console.log(
+            `${mark} ${r.version.padEnd(24)} ${new Date(r.createdAt).toISOString()}  ${actions} actions  ${r.bundleHash.slice(0, 12)}`,
+          );
         }
         return 0;
       }

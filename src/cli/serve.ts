@@ -24,7 +24,9 @@ export async function serveCommand(config: Config, options: { watch: boolean; re
 
   const server = await startServer(serving, { store });
   const release = server.releases.current();
-  console.log(`actuate serving ${server.url}  (release ${release?.version ?? "none"}, database ${describeDb(config.databaseUrl)})`);
+  console.log(
+    `actuate serving ${server.url}  (release ${release?.version ?? "none"}, database ${describeDb(config.databaseUrl)})`,
+  );
   if (devKey) printDevHelp(server, devKey, config.dataDir);
 
   if (options.watch && dir) {
@@ -70,12 +72,13 @@ function ensureDevServiceKey(dataDir: string): string {
 
 function printDevHelp(server: RunningServer, key: string, dataDir: string) {
   const release = server.releases.current();
-  console.log(`\ndevelopment service key (kept in ${join(relative(process.cwd(), dataDir) || ".", "dev-service-key")}):\n  ${key}`);
+  console.log(
+    `\ndevelopment service key (kept in ${join(relative(process.cwd(), dataDir) || ".", "dev-service-key")}):\n  ${key}`,
+  );
   if (!release) return;
   // Prefer an action whose schema-default input is valid, so the printed curl works as pasted.
   const actions = [...release.actions.values()];
-  const example =
-    actions.find((a) => a.checkInput(Value.Create(a.definition.input)).length === 0) ?? actions[0];
+  const example = actions.find((a) => a.checkInput(Value.Create(a.definition.input)).length === 0) ?? actions[0];
   if (!example) return;
   const body = JSON.stringify({ requestId: crypto.randomUUID(), input: Value.Create(example.definition.input) });
   console.log(`\ntry it:\n  curl -s ${server.url}/actions/${example.contract.name}/invoke \\

@@ -1,5 +1,5 @@
-import type { Config } from "../config.ts";
 import { createUserToken, revokeUserToken, TokenError } from "../auth/tokens.ts";
+import type { Config } from "../config.ts";
 import { openStore } from "../store/open.ts";
 
 const USER_ID = /^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$/;

@@ -5,6 +5,7 @@ import type { Principal } from "../sdk/index.ts";
 import { type ExecutionRow, type ExecutionStatus, isTerminal, type Store } from "../store/types.ts";
 import { actionNotFound, EngineError, executionNotFound } from "./errors.ts";
 import { canSee } from "./executions.ts";
+import { findNulCharacter } from "./json-text.ts";
 import { Runner } from "./runner.ts";
 
 export interface EngineResources {
@@ -63,6 +64,9 @@ export class Engine {
     const action = this.action(release, request.action);
     const fingerprint = sha256Hex(canonicalJson({ action: request.action, input: request.input }));
     const issues = action.checkInput(request.input);
+    const nul = findNulCharacter(request.input, "/input");
+    if (nul !== null)
+      issues.push({ where: nul, code: "unsupported_character", message: "strings and keys cannot contain U+0000" });
     if (issues.length > 0) {
       // The same request may have been accepted before under another contract; answer that one.
       const earlier = await this.$.store.findExecutionByRequest(request.principal, request.requestId);
@@ -166,9 +170,9 @@ export class Engine {
   }
 
   private async within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let timer: Timer | undefined;
     const timeout = new Promise<undefined>((resolve) => {
-      timer = setTimeout(resolve, Math.max(0, ms));
+      timer = setTimeout(() => resolve(undefined), Math.max(0, ms));
     });
     try {
       return await Promise.race([promise, timeout]);

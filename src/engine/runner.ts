@@ -1,6 +1,7 @@
 import type { LoadedAction } from "../release/load.ts";
 import type { ActionContext, Principal } from "../sdk/index.ts";
 import type { ExecutionRow, ExecutionSettlement, Store } from "../store/types.ts";
+import { findNulCharacter } from "./json-text.ts";
 
 export interface RunnerResources {
   store: Store;
@@ -66,6 +67,8 @@ export class Runner {
     } catch (error) {
       return failed(`the action returned a value that is not JSON: ${(error as Error).message}`);
     }
+    const nul = findNulCharacter(output, "/output");
+    if (nul !== null) return failed(`the action's output holds U+0000 at ${nul}, which cannot be stored`);
     const issues = action.checkOutput(output);
     if (issues.length > 0) {
       const first = issues[0];
@@ -74,16 +77,32 @@ export class Runner {
     return { status: "succeeded", output, errorCode: null, errorMessage: null, finishedAt: this.$.now() };
   }
 
-  /** Stores the final status, retrying a failing store; resolves to the row as stored (still `running` if it never was). */
+  /**
+   * Stores the final status, retrying a failing store. If the outcome itself cannot be stored, the
+   * execution is recorded as failed with the reason, so it never stays `running` for ever. Resolves to
+   * the row as stored (still `running` only if the store refused every write).
+   */
   private async settle(row: ExecutionRow, settlement: ExecutionSettlement): Promise<ExecutionRow> {
+    let lastError: unknown;
     for (let attempt = 1; attempt <= SETTLE_ATTEMPTS; attempt++) {
       try {
         await this.$.store.settleExecution(row.id, settlement);
         return { ...row, ...settlement };
       } catch (error) {
+        lastError = error;
         this.$.log(`could not record the end of execution ${row.id} (attempt ${attempt}): ${(error as Error).message}`);
-        if (attempt < SETTLE_ATTEMPTS) await Bun.sleep(100 * 2 ** attempt);
+        if (attempt < SETTLE_ATTEMPTS) await Bun.sleep(50 * 2 ** attempt);
       }
+    }
+    if (settlement.status === "succeeded") {
+      const reason = `the output could not be stored: ${(lastError as Error).message}`;
+      return this.settle(row, {
+        ...settlement,
+        status: "failed",
+        output: null,
+        errorCode: "action_failed",
+        errorMessage: reason,
+      });
     }
     return row;
   }

@@ -36,17 +36,24 @@ export const actionRoutes = (deps: HttpDeps) =>
 /** `{ requestId, input }`: requestId a UUID (compared lower-cased), input an object, nothing else. */
 function parseEnvelope(body: unknown): { requestId: string; input: Record<string, unknown> } {
   if (!isPlainObject(body)) {
-    throw invalidRequest([{ where: "", code: "invalid_type", message: "the body must be a JSON object { requestId, input }" }]);
+    throw invalidRequest([
+      { where: "", code: "invalid_type", message: "the body must be a JSON object { requestId, input }" },
+    ]);
   }
   const issues: ValidationIssue[] = [];
   const { requestId, input, ...rest } = body;
   if (requestId === undefined) {
-    issues.push({ where: "/requestId", code: "required", message: "requestId is required (a UUID chosen by the caller)" });
+    issues.push({
+      where: "/requestId",
+      code: "required",
+      message: "requestId is required (a UUID chosen by the caller)",
+    });
   } else if (typeof requestId !== "string" || !UUID.test(requestId)) {
     issues.push({ where: "/requestId", code: "invalid_format", message: "requestId must be a UUID" });
   }
   if (input === undefined) issues.push({ where: "/input", code: "required", message: "input is required (an object)" });
-  else if (!isPlainObject(input)) issues.push({ where: "/input", code: "invalid_type", message: "input must be an object" });
+  else if (!isPlainObject(input))
+    issues.push({ where: "/input", code: "invalid_type", message: "input must be an object" });
   for (const key of Object.keys(rest)) {
     issues.push({ where: `/${key}`, code: "unknown_property", message: `unknown property ${JSON.stringify(key)}` });
   }

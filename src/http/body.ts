@@ -3,7 +3,13 @@ import { HttpError } from "./errors.ts";
 export const MiB = 1024 * 1024;
 
 export const payloadTooLarge = (limit: number) =>
-  new HttpError(413, "payload_too_large", `the body is larger than ${limit / MiB} MiB`, {}, { details: { limitBytes: limit } });
+  new HttpError(
+    413,
+    "payload_too_large",
+    `the body is larger than ${limit / MiB} MiB`,
+    {},
+    { details: { limitBytes: limit } },
+  );
 
 /**
  * Reads a body as text, refusing it (413) as soon as it passes `limit` bytes: by Content-Length when
@@ -32,8 +38,14 @@ export async function readJsonBody(request: Request, limit: number): Promise<unk
   try {
     return JSON.parse(text);
   } catch {
-    throw new HttpError(400, "invalid_request", "the body is not valid JSON", {}, {
-      details: { issues: [{ where: "", code: "invalid_json", message: "the body is not valid JSON" }] },
-    });
+    throw new HttpError(
+      400,
+      "invalid_request",
+      "the body is not valid JSON",
+      {},
+      {
+        details: { issues: [{ where: "", code: "invalid_json", message: "the body is not valid JSON" }] },
+      },
+    );
   }
 }

@@ -40,8 +40,10 @@ export function errorResponse(
  */
 export const errorHandling = (log: (message: string) => void) =>
   new Elysia({ name: "error-handling" }).onError({ as: "global" }, ({ code, error }) => {
-    if (error instanceof EngineError) return errorResponse(engineStatus[error.code], error.code, error.message, error.details);
-    if (error instanceof HttpError) return errorResponse(error.status, error.code, error.message, error.details, error.headers);
+    if (error instanceof EngineError)
+      return errorResponse(engineStatus[error.code], error.code, error.message, error.details);
+    if (error instanceof HttpError)
+      return errorResponse(error.status, error.code, error.message, error.details, error.headers);
     switch (code) {
       case "NOT_FOUND":
         return errorResponse(404, "not_found", "no such endpoint");

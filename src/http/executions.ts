@@ -1,7 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { Elysia } from "elysia";
-import { invalidRequest } from "../engine/errors.ts";
+import { executionNotFound, invalidRequest } from "../engine/errors.ts";
 import { toExecutionView } from "../engine/executions.ts";
 import { EXECUTION_STATUSES, type ExecutionRow, type ExecutionStatus } from "../store/types.ts";
 import { authenticated } from "./auth.ts";
@@ -12,13 +12,20 @@ const ListQuery = Type.Object(
   {
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200 })),
     cursor: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_-]{1,200}$" })),
-    action: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    action: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_.-]{1,200}$" })),
     status: Type.Optional(Type.Union(EXECUTION_STATUSES.map((s) => Type.Literal(s)))),
   },
   { additionalProperties: false },
 );
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Execution ids and request ids are UUIDs; anything else cannot name an execution, so it never reaches the store. */
+function uuidOrNotFound(value: string): string {
+  const lower = value.toLowerCase();
+  if (!UUID.test(lower)) throw executionNotFound();
+  return lower;
+}
 
 export const executionRoutes = (deps: HttpDeps) => {
   const view = (row: ExecutionRow) => ({ ...toExecutionView(row), statusUrl: executionUrl(deps.publicUrl(), row.id) });
@@ -35,17 +42,25 @@ export const executionRoutes = (deps: HttpDeps) => {
       return { items: page.items.map(view), nextCursor: page.lastId ? encodeCursor(page.lastId) : null };
     })
     .get("/executions/requests/:requestId", async ({ params, principal }) =>
-      view(await deps.engine.executionByRequest(principal, params.requestId.toLowerCase())),
+      view(await deps.engine.executionByRequest(principal, uuidOrNotFound(params.requestId))),
     )
-    .get("/executions/:id", async ({ params, principal }) => view(await deps.engine.execution(principal, params.id)))
+    .get("/executions/:id", async ({ params, principal }) =>
+      view(await deps.engine.execution(principal, uuidOrNotFound(params.id))),
+    )
     .get("/executions/:id/result", async ({ params, principal }) => {
-      const { execution, settled } = await deps.engine.awaitResult(principal, params.id);
+      const { execution, settled } = await deps.engine.awaitResult(principal, uuidOrNotFound(params.id));
       if (!settled) {
-        throw new HttpError(504, "execution_result_timeout", "the execution has not ended yet; follow statusUrl", {}, {
-          executionId: execution.id,
-          requestId: execution.requestId,
-          statusUrl: executionUrl(deps.publicUrl(), execution.id),
-        });
+        throw new HttpError(
+          504,
+          "execution_result_timeout",
+          "the execution has not ended yet; follow statusUrl",
+          {},
+          {
+            executionId: execution.id,
+            requestId: execution.requestId,
+            statusUrl: executionUrl(deps.publicUrl(), execution.id),
+          },
+        );
       }
       return view(execution);
     });
@@ -56,7 +71,11 @@ function parseListQuery(query: Record<string, string | undefined>) {
   const errors = [...Value.Errors(ListQuery, converted)];
   if (errors.length > 0) {
     throw invalidRequest(
-      errors.map((e) => ({ where: `/query${e.path}`, code: "invalid", message: `${e.path.slice(1) || "query"}: ${e.message}` })),
+      errors.map((e) => ({
+        where: `/query${e.path}`,
+        code: "invalid",
+        message: `${e.path.slice(1) || "query"}: ${e.message}`,
+      })),
     );
   }
   return converted as { limit?: number; cursor?: string; action?: string; status?: string };
@@ -67,6 +86,9 @@ const encodeCursor = (id: string) => Buffer.from(id).toString("base64url");
 
 function decodeCursor(cursor: string): string {
   const id = Buffer.from(cursor, "base64url").toString();
-  if (!UUID.test(id)) throw invalidRequest([{ where: "/query/cursor", code: "invalid", message: "cursor is not one this server gave out" }]);
+  if (!UUID.test(id))
+    throw invalidRequest([
+      { where: "/query/cursor", code: "invalid", message: "cursor is not one this server gave out" },
+    ]);
   return id;
 }

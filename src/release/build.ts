@@ -1,6 +1,6 @@
 import { relative, sep } from "node:path";
-import { sha256Hex } from "./canonical-json.ts";
 import { SDK_SPECIFIER } from "./bundle-format.ts";
+import { sha256Hex } from "./canonical-json.ts";
 import { ReleaseError } from "./errors.ts";
 import type { ReleaseSource } from "./source.ts";
 
@@ -41,7 +41,9 @@ export async function buildBundle(source: ReleaseSource): Promise<BuiltBundle> {
   });
   const output = result.outputs[0];
   if (!result.success || !output) {
-    const messages = result.logs.map((log) => `  ${log.message}${log.position ? ` (${log.position.file}:${log.position.line})` : ""}`);
+    const messages = result.logs.map(
+      (log) => `  ${log.message}${log.position ? ` (${log.position.file}:${log.position.line})` : ""}`,
+    );
     throw new ReleaseError(`release ${source.dir} does not build:\n${messages.join("\n")}`);
   }
   // Bun names each inlined file in a comment relative to the working directory; make the bundle

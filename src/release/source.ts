@@ -30,7 +30,8 @@ export function readReleaseSource(dirPath: string): ReleaseSource {
       );
     }
     const name = `${domain}.${action}`;
-    if (names.has(name)) throw new ReleaseError(`action ${name} is defined by more than one file in actions/${domain}/`);
+    if (names.has(name))
+      throw new ReleaseError(`action ${name} is defined by more than one file in actions/${domain}/`);
     names.add(name);
     actions.push([name, join(dir, relative)]);
   }

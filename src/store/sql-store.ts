@@ -13,8 +13,8 @@ import type {
   TokenRow,
 } from "./types.ts";
 
-// biome-ignore lint/suspicious/noExplicitAny: the query-result HKT differs per driver; the builder API does not.
-export type AnyDatabase = PgDatabase<any>;
+// biome-ignore lint/suspicious/noExplicitAny: the result HKT and schema differ per driver; the builder API does not.
+export type AnyDatabase = PgDatabase<any, any>;
 export type Tables = typeof tables;
 
 /**

@@ -83,7 +83,10 @@ export interface Store {
   /** Inserts the execution unless (principal, requestId) exists; either way returns the row that holds the key. */
   claimExecution(row: ExecutionRow): Promise<{ row: ExecutionRow; created: boolean }>;
   getExecution(id: string): Promise<ExecutionRow | null>;
-  findExecutionByRequest(principal: { kind: PrincipalKind; id: string }, requestId: string): Promise<ExecutionRow | null>;
+  findExecutionByRequest(
+    principal: { kind: PrincipalKind; id: string },
+    requestId: string,
+  ): Promise<ExecutionRow | null>;
   listExecutions(filter: ExecutionFilter): Promise<ExecutionRow[]>;
   settleExecution(id: string, settlement: ExecutionSettlement): Promise<void>;
 

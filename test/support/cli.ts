@@ -17,7 +17,11 @@ export async function cli(args: string[], env: Record<string, string>): Promise<
     stdout: "pipe",
     stderr: "pipe",
   });
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
   return { code, stdout, stderr };
 }
 
@@ -61,7 +65,10 @@ export async function serve(args: string[], env: Record<string, string>): Promis
   void pump(proc.stderr);
   const waitFor = (pattern: RegExp, timeoutMs = 15_000) =>
     new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no ${pattern} within ${timeoutMs} ms; output:\n${output}`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`no ${pattern} within ${timeoutMs} ms; output:\n${output}`)),
+        timeoutMs,
+      );
       waiters.push({
         pattern,
         from: output.length,

@@ -9,6 +9,10 @@ import { openStore } from "../../src/store/open.ts";
 import type { Store } from "../../src/store/types.ts";
 import type { Dialect, TestDatabase } from "./databases.ts";
 
+/** A Response whose JSON body tests inspect freely: its shape is what they assert. */
+// biome-ignore lint/suspicious/noExplicitAny: see above
+export type TestResponse = Omit<Response, "json"> & { json(): Promise<any> };
+
 export const fixture = (name: string) => join(import.meta.dir, "..", "fixtures", "releases", name);
 
 export interface TestServer {
@@ -21,8 +25,12 @@ export interface TestServer {
   publish(dir: string, version?: string): ReturnType<typeof publishRelease>;
   userToken(userId: string): Promise<string>;
   /** Every request a test sends goes through here: real HTTP against the listening server. */
-  fetch(path: string, init?: RequestInit & { token?: string | null }): Promise<Response>;
-  invoke(action: string, input: unknown, options?: { requestId?: string; token?: string | null }): Promise<Response>;
+  fetch(path: string, init?: RequestInit & { token?: string | null }): Promise<TestResponse>;
+  invoke(
+    action: string,
+    input: unknown,
+    options?: { requestId?: string; token?: string | null },
+  ): Promise<TestResponse>;
   stop(): Promise<void>;
 }
 
@@ -48,7 +56,7 @@ export async function startTestServer(
   if (options.release !== undefined) await publish(options.release);
   const server = await startServer(config, { store, log: () => {} });
 
-  const fetchServer = (path: string, init: RequestInit & { token?: string | null } = {}) => {
+  const fetchServer = (path: string, init: RequestInit & { token?: string | null } = {}): Promise<TestResponse> => {
     const headers = new Headers(init.headers);
     const token = init.token === undefined ? serviceKey : init.token;
     if (token !== null) headers.set("authorization", `Bearer ${token}`);

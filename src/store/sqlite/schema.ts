@@ -53,4 +53,3 @@ export const apiTokens = sqliteTable("api_tokens", {
   createdAt: integer("created_at").notNull(),
   revokedAt: integer("revoked_at"),
 });
-

@@ -1,0 +1,15 @@
+/**
+ * PostgreSQL cannot store U+0000 in jsonb, and SQLite can; to behave alike on both, inputs and outputs
+ * holding it are refused. Returns the JSON pointer of the first string or key that holds it.
+ */
+export function findNulCharacter(value: unknown, pointer = ""): string | null {
+  if (typeof value === "string") return value.includes("\u0000") ? pointer : null;
+  if (value === null || typeof value !== "object") return null;
+  for (const [key, child] of Object.entries(value)) {
+    const childPointer = `${pointer}/${key.replaceAll("~", "~0").replaceAll("/", "~1")}`;
+    if (key.includes("\u0000")) return childPointer;
+    const found = findNulCharacter(child, childPointer);
+    if (found !== null) return found;
+  }
+  return null;
+}
