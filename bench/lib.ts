@@ -18,12 +18,14 @@ export interface Proc {
 }
 
 const running = new Set<Proc>();
+const loadProcs = new Set<Subprocess>();
 const tempDirs = new Set<string>();
 const cleanupHooks: (() => Promise<void>)[] = [];
 
 // A bench that dies half-way must not leave servers listening.
 process.on("exit", () => {
   for (const p of running) p.proc.kill("SIGKILL");
+  for (const p of loadProcs) p.kill("SIGKILL");
   for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
 });
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
@@ -55,7 +57,12 @@ export function tempDir(prefix: string): string {
   return dir;
 }
 
-export function startProcess(options: { name: string; cmd: string[]; env?: Record<string, string>; cwd?: string }): Proc {
+export function startProcess(options: {
+  name: string;
+  cmd: string[];
+  env?: Record<string, string>;
+  cwd?: string;
+}): Proc {
   const logPath = join(tempDir("actuate-bench-log-"), options.name.replace(/\W+/g, "-"));
   const proc = Bun.spawn(options.cmd, {
     cwd: options.cwd ?? ROOT_DIR,
@@ -68,7 +75,8 @@ export function startProcess(options: { name: string; cmd: string[]; env?: Recor
     name: options.name,
     proc,
     logPath,
-    tail: (lines = 20) => `${readLog(`${logPath}.out`)}${readLog(`${logPath}.err`)}`.trimEnd().split("\n").slice(-lines).join("\n"),
+    tail: (lines = 20) =>
+      `${readLog(`${logPath}.out`)}${readLog(`${logPath}.err`)}`.trimEnd().split("\n").slice(-lines).join("\n"),
     async stop() {
       running.delete(handle);
       if (proc.exitCode !== null || proc.signalCode !== null) return;
@@ -220,7 +228,13 @@ async function runBunLoad(options: LoadOptions): Promise<LoadResult> {
 
 async function capture(cmd: string[]): Promise<string> {
   const proc = Bun.spawn(cmd, { cwd: ROOT_DIR, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  loadProcs.add(proc);
+  const [out, err, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
+  loadProcs.delete(proc);
   if (code !== 0) throw new Error(`${cmd[0]} exited with code ${code}:\n${out}${err}`);
   return out;
 }

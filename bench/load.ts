@@ -24,7 +24,11 @@ async function loop(spec: LoadSpec, until: number, latencies: number[], counts: 
   while (performance.now() < until) {
     const started = performance.now();
     try {
-      const res = await fetch(spec.url, { method: "POST", headers: spec.headers, body: fillTemplate(spec.bodyTemplate) });
+      const res = await fetch(spec.url, {
+        method: "POST",
+        headers: spec.headers,
+        body: fillTemplate(spec.bodyTemplate),
+      });
       await res.arrayBuffer();
       if (res.status < 200 || res.status > 299) counts.non2xx++;
       latencies.push(performance.now() - started);

@@ -49,7 +49,11 @@ function durationS(): number {
 
 async function startBare(): Promise<Scenario> {
   const port = freePort();
-  const proc = startProcess({ name: "bare-echo", cmd: ["bun", "bench/bare-echo.ts"], env: { PORT: String(port), HOST: "127.0.0.1" } });
+  const proc = startProcess({
+    name: "bare-echo",
+    cmd: ["bun", "bench/bare-echo.ts"],
+    env: { PORT: String(port), HOST: "127.0.0.1" },
+  });
   const base = `http://127.0.0.1:${port}`;
   await waitHealthy(`${base}/healthz`, proc);
   const url = `${base}${INVOKE_PATH}`; // same path as invoke, so requests are byte-for-byte the same size
@@ -59,7 +63,9 @@ async function startBare(): Promise<Scenario> {
     verify: async () => {
       const res = await post(url);
       const body = (await res.json()) as { ok?: unknown };
-      if (res.status !== 200 || body.ok !== true) throw new Error(`bare echo answered ${res.status} ${JSON.stringify(body)}`);
+      if (res.status !== 200 || body.ok !== true) {
+        throw new Error(`bare echo answered ${res.status} ${JSON.stringify(body)}`);
+      }
     },
   };
 }
@@ -73,7 +79,11 @@ async function startActuate(label: string, databaseUrl?: string): Promise<Scenar
     SERVICE_KEYS: serviceKey,
     DATABASE_URL: databaseUrl ?? "",
   };
-  const proc = startProcess({ name: `actuate-${label}`, cmd: ["bun", "src/cli/main.ts", "start", "--release", "releases/v1"], env });
+  const proc = startProcess({
+    name: `actuate-${label}`,
+    cmd: ["bun", "src/cli/main.ts", "start", "--release", "releases/v1"],
+    env,
+  });
   const base = `http://127.0.0.1:${port}`;
   await waitHealthy(`${base}/healthz`, proc);
   const url = `${base}${INVOKE_PATH}`;
@@ -149,19 +159,24 @@ function fmt(value: number, digits: number): string {
 }
 
 function printTable(scenarios: Scenario[], results: Map<string, LoadResult[]>): void {
-  console.log(`\n${"scenario".padEnd(20)}${"rps".padStart(8)}${"p50 ms".padStart(10)}${"p99 ms".padStart(10)}   rounds (rps)`);
+  console.log(
+    `\n${"scenario".padEnd(20)}${"rps".padStart(8)}${"p50 ms".padStart(10)}${"p99 ms".padStart(10)}   rounds (rps)`,
+  );
   for (const s of scenarios) {
     const rs = results.get(s.name) ?? [];
     const rps = median(rs.map((r) => r.rps));
     const p50 = median(rs.map((r) => r.p50Ms));
     const p99 = median(rs.map((r) => r.p99Ms));
     const rounds = rs.map((r) => fmt(r.rps, 0)).join(" ");
-    console.log(`${s.name.padEnd(20)}${fmt(rps, 0).padStart(8)}${fmt(p50, 2).padStart(10)}${fmt(p99, 2).padStart(10)}   ${rounds}`);
+    console.log(
+      `${s.name.padEnd(20)}${fmt(rps, 0).padStart(8)}${fmt(p50, 2).padStart(10)}${fmt(p99, 2).padStart(10)}   ${rounds}`,
+    );
   }
   console.log("");
   for (const s of scenarios) {
     if (!s.baseline) continue;
-    const ratio = median((results.get(s.name) ?? []).map((r) => r.rps)) / median((results.get(s.baseline) ?? []).map((r) => r.rps));
+    const ratio =
+      median((results.get(s.name) ?? []).map((r) => r.rps)) / median((results.get(s.baseline) ?? []).map((r) => r.rps));
     const verdict = ratio >= TARGET_RATIO ? "" : "  MISSED";
     console.log(`ratio ${s.name}/${s.baseline}: ${fmt(ratio, 2)}  (target >= ${TARGET_RATIO})${verdict}`);
   }
@@ -169,9 +184,13 @@ function printTable(scenarios: Scenario[], results: Map<string, LoadResult[]>): 
 
 async function main(): Promise<void> {
   const seconds = durationS();
-  const load = loadavg().map((l) => l.toFixed(2)).join(" ");
+  const load = loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ");
   console.log(`machine: ${availableParallelism()} cpus, load average ${load} (other work skews the figures)`);
-  console.log(`load: ${loadTool()}, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${seconds} s (+${WARMUP_S} s warm-up each)`);
+  console.log(
+    `load: ${loadTool()}, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${seconds} s (+${WARMUP_S} s warm-up each)`,
+  );
   const scenarios = [await startBare(), await startActuate("sqlite")];
   const pgUrl = await createPgDatabase();
   if (pgUrl) scenarios.push(await startActuate("postgres", pgUrl));

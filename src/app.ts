@@ -4,16 +4,25 @@ import type { HttpDeps } from "./http/deps.ts";
 import { errorHandling } from "./http/errors.ts";
 import { executionRoutes } from "./http/executions.ts";
 import { healthRoutes } from "./http/health.ts";
+import { type McpRouteOptions, mcpRoutes } from "./http/mcp.ts";
+import { type ResourceMetadataOptions, wellKnownRoutes } from "./http/well-known.ts";
 
 // Bun's own limit answers an empty 413 before any hook runs; keep it far above every per-endpoint
 // limit, which the endpoints enforce themselves with a JSON 413 (see http/body.ts).
 const HARD_BODY_LIMIT = 1024 * 1024 * 1024;
 
-export const createApp = (deps: HttpDeps) =>
+export interface AppDeps extends HttpDeps {
+  mcp: Omit<McpRouteOptions, "auth" | "publicUrl">;
+  metadata: Omit<ResourceMetadataOptions, "publicUrl">;
+}
+
+export const createApp = (deps: AppDeps) =>
   new Elysia({ serve: { maxRequestBodySize: HARD_BODY_LIMIT } })
     .use(errorHandling(deps.log))
     .use(healthRoutes)
+    .use(wellKnownRoutes({ ...deps.metadata, publicUrl: deps.publicUrl }))
     .use(actionRoutes(deps))
-    .use(executionRoutes(deps));
+    .use(executionRoutes(deps))
+    .use(mcpRoutes({ ...deps.mcp, auth: deps.auth, publicUrl: deps.publicUrl }));
 
 export type App = ReturnType<typeof createApp>;

@@ -12,6 +12,8 @@ const Env = Type.Object({
   SERVICE_KEYS: Type.Optional(Type.String()),
   WAIT_MS: Type.Integer({ minimum: 1, maximum: 3_600_000 }),
   RELEASE_POLL_MS: Type.Integer({ minimum: 10, maximum: 60_000 }),
+  ALLOWED_ORIGINS: Type.Optional(Type.String()),
+  AUTH_ISSUER: Type.Optional(Type.String({ pattern: "^https?://\\S+$" })),
 });
 
 export interface Config {
@@ -26,6 +28,10 @@ export interface Config {
   serviceKeys: string[];
   waitMs: number;
   releasePollMs: number;
+  /** Browser origins allowed to call /mcp besides PUBLIC_URL's own. */
+  allowedOrigins: string[];
+  /** OAuth authorization server named in the protected-resource metadata, when there is one. */
+  authIssuer?: string;
 }
 
 export class ConfigError extends Error {
@@ -65,14 +71,21 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     handle: parsed.HANDLE ?? "local",
     dataDir,
     databaseUrl: parsed.DATABASE_URL ?? `sqlite:${join(dataDir, "actuate.db")}`,
-    serviceKeys: (parsed.SERVICE_KEYS ?? "")
-      .split(",")
-      .map((k) => k.trim())
-      .filter(Boolean),
+    serviceKeys: list(parsed.SERVICE_KEYS),
     waitMs: parsed.WAIT_MS,
     releasePollMs: parsed.RELEASE_POLL_MS,
+    allowedOrigins: list(parsed.ALLOWED_ORIGINS).map((o) => o.replace(/\/+$/, "")),
+    authIssuer: parsed.AUTH_ISSUER,
   };
 }
+
+const list = (value: string | undefined) =>
+  (value ?? "")
+    .split(",")
+    .map((item) => item.trim())
+    .filter(Boolean);
+
+export const isLoopback = (host: string) => host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
 
 /** The URL a client on this machine reaches a server bound to `host:port` at. */
 export function localUrl(host: string, port: number): string {

@@ -1,8 +1,11 @@
 import { join } from "node:path";
 import { createApp } from "./app.ts";
 import { Authenticator } from "./auth/authenticator.ts";
-import { type Config, localUrl } from "./config.ts";
+import { type Config, ConfigError, isLoopback, localUrl } from "./config.ts";
 import { Engine } from "./engine/engine.ts";
+import { executionUrl } from "./http/deps.ts";
+import { McpEndpoint } from "./mcp/server.ts";
+import packageJson from "../package.json" with { type: "json" };
 import { ReleaseRegistry } from "./release/registry.ts";
 import { openStore } from "./store/open.ts";
 import type { Store } from "./store/types.ts";
@@ -15,12 +18,15 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
+const packageVersion = packageJson.version;
+const ANONYMOUS = { kind: "user", id: "anonymous" } as const;
+
 export const bundlesDir = (config: Config) => join(config.dataDir, "bundles");
 
 /** Start-up: config → store → active release → HTTP. */
 export async function startServer(
   config: Config,
-  options: { log?: (message: string) => void; store?: Store } = {},
+  options: { log?: (message: string) => void; store?: Store; insecureNoAuth?: boolean } = {},
 ): Promise<RunningServer> {
   const log = options.log ?? ((message: string) => console.log(message));
   const store = options.store ?? (await openStore(config.databaseUrl));
@@ -31,7 +37,32 @@ export async function startServer(
   const auth = new Authenticator(store, config.serviceKeys);
 
   let publicUrl = config.publicUrl ?? "";
-  const app = createApp({ engine, auth, publicUrl: () => publicUrl, log });
+  const endpoint = new McpEndpoint(
+    {
+      engine,
+      release: () => releases.current(),
+      handle: config.handle,
+      executionUrl: (id) => executionUrl(publicUrl, id),
+    },
+    packageVersion,
+  );
+  if (options.insecureNoAuth) {
+    if (!isLoopback(config.host)) throw new ConfigError("--insecure-no-auth only runs bound to a loopback HOST");
+    log(`WARNING: --insecure-no-auth: /mcp callers without a credential act as user "${ANONYMOUS.id}". Never expose this server.`);
+  }
+  const app = createApp({
+    engine,
+    auth,
+    publicUrl: () => publicUrl,
+    log,
+    metadata: { handle: config.handle, authIssuer: config.authIssuer },
+    mcp: {
+      endpoint,
+      allowedOrigins: config.allowedOrigins,
+      loopbackOnly: isLoopback(config.host),
+      anonymous: options.insecureNoAuth ? ANONYMOUS : undefined,
+    },
+  });
   app.listen({ port: config.port, hostname: config.host });
   const port = app.server?.port ?? config.port;
   publicUrl ||= localUrl(config.host, port);

@@ -9,6 +9,7 @@ import { tokenCommand } from "./token.ts";
 const usage = `usage:
   bun run dev     [--release <dir>]        serve, republishing the release folder on every change
   bun run start   [--release <dir>]        publish <dir> if it differs from the active release, then serve
+                  [--insecure-no-auth]     /mcp without a credential (loopback only; for the MCP conformance suite)
   bun run release publish <dir> [--version <v>]
   bun run release list
   bun run release activate <version>       switch the live release (also the rollback)
@@ -24,6 +25,7 @@ async function main(argv: string[]): Promise<number> {
       release: { type: "string" },
       version: { type: "string" },
       user: { type: "string" },
+      "insecure-no-auth": { type: "boolean" },
       help: { type: "boolean" },
     },
   });
@@ -35,7 +37,11 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case "dev":
     case "start":
-      return serveCommand(config, { watch: command === "dev", release: values.release });
+      return serveCommand(config, {
+        watch: command === "dev",
+        release: values.release,
+        insecureNoAuth: values["insecure-no-auth"] ?? false,
+      });
     case "release":
       return releaseCommand(config, positionals, values);
     case "token":

@@ -10,7 +10,7 @@ import { printPublish } from "./release.ts";
 
 const RELEASES_DIR = "releases";
 
-export async function serveCommand(config: Config, options: { watch: boolean; release?: string }): Promise<number> {
+export async function serveCommand(config: Config, options: { watch: boolean; release?: string; insecureNoAuth: boolean }): Promise<number> {
   const devKey = options.watch ? ensureDevServiceKey(config.dataDir) : null;
   const serving = { ...config, serviceKeys: devKey ? [...config.serviceKeys, devKey] : config.serviceKeys };
   const store = await openStore(config.databaseUrl);
@@ -22,7 +22,7 @@ export async function serveCommand(config: Config, options: { watch: boolean; re
   };
   await publish();
 
-  const server = await startServer(serving, { store });
+  const server = await startServer(serving, { store, insecureNoAuth: options.insecureNoAuth });
   const release = server.releases.current();
   console.log(
     `actuate serving ${server.url}  (release ${release?.version ?? "none"}, database ${describeDb(config.databaseUrl)})`,

@@ -36,7 +36,7 @@ export interface TestServer {
 
 export async function startTestServer(
   dialect: Dialect,
-  options: { release?: string; env?: Record<string, string> } = {},
+  options: { release?: string; env?: Record<string, string>; insecureNoAuth?: boolean } = {},
 ): Promise<TestServer> {
   const database: TestDatabase = await dialect.create();
   const dataDir = mkdtempSync(join(tmpdir(), "actuate-data-"));
@@ -54,7 +54,7 @@ export async function startTestServer(
   const publish = (dir: string, version?: string) =>
     publishRelease({ store, bundlesDir: bundlesDir(config), dir, version, whenTaken: "refuse" });
   if (options.release !== undefined) await publish(options.release);
-  const server = await startServer(config, { store, log: () => {} });
+  const server = await startServer(config, { store, log: () => {}, insecureNoAuth: options.insecureNoAuth });
 
   const fetchServer = (path: string, init: RequestInit & { token?: string | null } = {}): Promise<TestResponse> => {
     const headers = new Headers(init.headers);

@@ -1,0 +1,90 @@
+import { Elysia } from "elysia";
+import type { Authenticator } from "../auth/authenticator.ts";
+import { isLoopback } from "../config.ts";
+import type { McpEndpoint } from "../mcp/server.ts";
+import type { Principal } from "../sdk/index.ts";
+import { unauthorized } from "./auth.ts";
+import { MiB, readTextBody } from "./body.ts";
+
+export interface McpRouteOptions {
+  endpoint: McpEndpoint;
+  auth: Authenticator;
+  publicUrl: () => string;
+  /** Origins allowed besides PUBLIC_URL's own. */
+  allowedOrigins: string[];
+  /** Bound to a loopback address: then the Host header must name one too (DNS-rebinding defence). */
+  loopbackOnly: boolean;
+  /** Only for the conformance suite, which cannot send a credential: callers without one act as this user. */
+  anonymous?: Principal;
+}
+
+// One tool call carries at most an invocation body.
+const MCP_BODY_LIMIT = 8 * MiB;
+
+/** A JSON-RPC error without id, in our error envelope (`ok:false`) too. */
+const rpcError = (status: number, code: number, message: string, headers: Record<string, string> = {}) =>
+  Response.json({ jsonrpc: "2.0", id: null, ok: false, error: { code, message } }, { status, headers });
+
+const methodNotAllowed = () => rpcError(405, -32000, "Method not allowed: this endpoint takes one JSON-RPC message per POST", { allow: "POST" });
+
+/**
+ * POST /mcp: one JSON-RPC message per request, one JSON answer, no session and no stream. This adapter
+ * only guards (origin, host, credential, body shape); the MCP SDK speaks the protocol and the tools
+ * call the same engine as HTTP.
+ */
+export const mcpRoutes = (options: McpRouteOptions) =>
+  new Elysia({ name: "mcp" })
+    .post("/mcp", async ({ request }) => {
+      const refused = refuseForeignCaller(request, options);
+      if (refused) return refused;
+      const principal = (await options.auth.authenticate(request.headers.get("authorization"))) ?? options.anonymous;
+      if (!principal) throw unauthorized(options.publicUrl());
+
+      let message: unknown;
+      try {
+        message = JSON.parse(await readTextBody(request, MCP_BODY_LIMIT));
+      } catch (error) {
+        if (error instanceof SyntaxError) return rpcError(400, -32700, "Parse error: the body is not valid JSON");
+        throw error;
+      }
+      if (Array.isArray(message)) return rpcError(400, -32600, "Invalid Request: batches are not supported; send one message per POST");
+      return withErrorEnvelope(await options.endpoint.handle(request, message, principal));
+    })
+    .get("/mcp", methodNotAllowed)
+    .delete("/mcp", methodNotAllowed);
+
+/**
+ * DNS-rebinding and cross-site defence. A server bound to loopback answers only requests addressed to
+ * a loopback name (or PUBLIC_URL's host). An Origin, when sent, must be the server's own as addressed
+ * (same-origin), PUBLIC_URL's, or listed in ALLOWED_ORIGINS.
+ */
+function refuseForeignCaller(request: Request, options: McpRouteOptions): Response | null {
+  const host = request.headers.get("host") ?? "";
+  const publicUrl = new URL(options.publicUrl());
+  if (options.loopbackOnly) {
+    const hostname = host.replace(/:\d+$/, "").replace(/^\[(.*)\]$/, "$1");
+    if (!isLoopback(hostname) && hostname !== publicUrl.hostname) {
+      return rpcError(403, -32000, `Forbidden: host ${host} is not this server`);
+    }
+  }
+  const origin = request.headers.get("origin");
+  if (origin === null) return null;
+  const sameOrigin = originHost(origin) === host;
+  if (sameOrigin || origin === publicUrl.origin || options.allowedOrigins.includes(origin)) return null;
+  return rpcError(403, -32000, `Forbidden: origin ${origin} is not allowed`);
+}
+
+function originHost(origin: string): string | null {
+  try {
+    return new URL(origin).host;
+  } catch {
+    return null;
+  }
+}
+
+/** The SDK's own refusals (406, 415, 400 for a bad protocol version) get `ok:false` like every other error body. */
+async function withErrorEnvelope(response: Response): Promise<Response> {
+  if (response.status < 400 || !response.headers.get("content-type")?.includes("application/json")) return response;
+  const body = (await response.json()) as Record<string, unknown>;
+  return Response.json({ ...body, ok: false }, { status: response.status, headers: response.headers });
+}

@@ -1,0 +1,93 @@
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { Principal } from "../sdk/index.ts";
+import { describeRelease } from "./describe.ts";
+import { callTool, listTools, type ToolDeps } from "./tools.ts";
+
+export const schemaResourceUri = (handle: string) => `service://${handle}/schema`;
+
+const principalOf = (authInfo: AuthInfo | undefined): Principal => {
+  const principal = authInfo?.extra?.principal as Principal | undefined;
+  if (!principal) throw new McpError(ErrorCode.InternalError, "request reached MCP without a caller");
+  return principal;
+};
+
+/**
+ * One low-level MCP `Server` (raw JSON Schema tools need it; `McpServer` only takes zod). It holds no
+ * per-caller state: the caller arrives with each request as `authInfo`, so instances are pooled.
+ */
+function buildServer(deps: ToolDeps, version: string): Server {
+  const server = new Server(
+    { name: "actuate", title: `Actuate environment ${deps.handle}`, version },
+    {
+      capabilities: { tools: {}, resources: {} },
+      instructions:
+        "Each tool named <domain>.<action> runs that action as you, the signed-in caller, and records an execution (see _meta['dev.service/execution']). Use `describe` to learn the actions and their schemas, and `query` to read data.",
+    },
+  );
+  const uri = schemaResourceUri(deps.handle);
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listTools(deps.release()) }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const { name, arguments: args = {}, _meta } = request.params;
+    const result = await callTool(deps, principalOf(extra.authInfo), name, args, _meta);
+    if (!result) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    return result;
+  });
+  server.setRequestHandler(ListResourcesRequestSchema, () => ({
+    resources: [
+      {
+        uri,
+        name: "schema",
+        title: "Environment schema",
+        description: "Domains, entities, links and actions of the active release (the same as the describe tool).",
+        mimeType: "application/json",
+      },
+    ],
+  }));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: [] }));
+  server.setRequestHandler(ReadResourceRequestSchema, (request) => {
+    if (request.params.uri !== uri) {
+      throw new McpError(-32002, `Resource not found: ${request.params.uri}`, { uri: request.params.uri });
+    }
+    const text = JSON.stringify(describeRelease(deps.handle, deps.release()));
+    return { contents: [{ uri, mimeType: "application/json", text }] };
+  });
+  return server;
+}
+
+/**
+ * Answers one MCP message. Building a `Server` costs about ten times an HTTP invoke, so idle servers
+ * are reused; each request still gets a fresh stateless transport, as the SDK requires.
+ */
+export class McpEndpoint {
+  private readonly idle: Server[] = [];
+
+  constructor(
+    private readonly deps: ToolDeps,
+    private readonly version: string,
+    private readonly maxIdle = 64,
+  ) {}
+
+  async handle(request: Request, parsedBody: unknown, principal: Principal): Promise<Response> {
+    const server = this.idle.pop() ?? buildServer(this.deps, this.version);
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    try {
+      await server.connect(transport);
+      const authInfo: AuthInfo = { token: "", clientId: principal.id, scopes: [], extra: { principal } };
+      return await transport.handleRequest(request, { parsedBody, authInfo });
+    } finally {
+      await server.close();
+      if (this.idle.length < this.maxIdle) this.idle.push(server);
+    }
+  }
+}

@@ -1,0 +1,127 @@
+import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Engine, InvokeOutcome } from "../engine/engine.ts";
+import { EngineError } from "../engine/errors.ts";
+import { toExecutionView } from "../engine/executions.ts";
+import type { LoadedRelease } from "../release/load.ts";
+import type { Principal } from "../sdk/index.ts";
+import { describeRelease } from "./describe.ts";
+
+/** `_meta` key naming the execution of every tool result, and the one an agent may send its request id under. */
+export const EXECUTION_META = "dev.service/execution";
+export const REQUEST_ID_META = "dev.service/requestId";
+
+export interface ToolDeps {
+  engine: Engine;
+  release: () => LoadedRelease | null;
+  handle: string;
+  executionUrl: (id: string) => string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const builtinTools: Tool[] = [
+  {
+    name: "query",
+    title: "Query data",
+    description:
+      "Read data with the query language (InstaQL: { <entity>: { $: { where, limit }, <link>: {} } }) as the signed-in caller; the caller's permissions decide what returns.",
+    inputSchema: {
+      type: "object",
+      properties: { query: { type: "object", description: "The query, keyed by entity name." } },
+      required: ["query"],
+      additionalProperties: false,
+    },
+    annotations: { readOnlyHint: true, openWorldHint: false },
+  },
+  {
+    name: "describe",
+    title: "Describe this environment",
+    description: "The active release's domains, entities, links and actions with their input and output schemas.",
+    inputSchema: { type: "object", properties: {}, additionalProperties: false },
+    annotations: { readOnlyHint: true, openWorldHint: false },
+  },
+];
+
+/** Action tools of the active release (no read-only hint: clients ask the person first), then query and describe. */
+export function listTools(release: LoadedRelease | null): Tool[] {
+  const actions: Tool[] = release
+    ? [...release.actions.values()].map(({ contract }) => ({
+        name: contract.name,
+        description: contract.description,
+        inputSchema: contract.input as Tool["inputSchema"],
+        ...(contract.output.type === "object" ? { outputSchema: contract.output as Tool["outputSchema"] } : {}),
+      }))
+    : [];
+  return [...actions, ...builtinTools];
+}
+
+/** Runs a tool as `principal`. Unknown tools return null (the caller answers a JSON-RPC error). */
+export async function callTool(
+  deps: ToolDeps,
+  principal: Principal,
+  name: string,
+  args: Record<string, unknown>,
+  meta: Record<string, unknown> | undefined,
+): Promise<CallToolResult | null> {
+  if (name === "describe") return jsonResult(describeRelease(deps.handle, deps.release()));
+  if (name === "query") {
+    return refusal("data_provider_rejected", "this environment has no data schema yet: queries arrive with the data layer", {});
+  }
+  if (!deps.release()?.actions.has(name)) return null;
+
+  const given = meta?.[REQUEST_ID_META];
+  const requestId = typeof given === "string" && UUID.test(given) ? given.toLowerCase() : crypto.randomUUID();
+  let outcome: InvokeOutcome;
+  try {
+    outcome = await deps.engine.invoke({ principal, action: name, requestId, input: args });
+  } catch (error) {
+    if (!(error instanceof EngineError)) throw error;
+    const executionId = typeof error.details.executionId === "string" ? error.details.executionId : null;
+    return refusal(error.code, error.message, error.details, {
+      id: executionId,
+      requestId,
+      status: executionId ? "existing" : "refused",
+      url: executionId ? deps.executionUrl(executionId) : null,
+    });
+  }
+  const execution = toExecutionView(outcome.execution);
+  const named = { id: execution.id, requestId: execution.requestId, status: execution.status, url: deps.executionUrl(execution.id) };
+  if (!outcome.settled) {
+    return refusal(
+      "execution_result_timeout",
+      `the action is still running; it continues and can be followed at ${named.url}`,
+      { executionId: execution.id },
+      named,
+    );
+  }
+  if (execution.status !== "succeeded") {
+    return refusal(execution.errorCode ?? "action_failed", execution.errorMessage ?? "the action failed", {}, named);
+  }
+  return { ...jsonResult(execution.output), _meta: { [EXECUTION_META]: named } };
+}
+
+function jsonResult(value: unknown): CallToolResult {
+  const text = JSON.stringify(value ?? null);
+  const isObject = typeof value === "object" && value !== null && !Array.isArray(value);
+  return {
+    content: [{ type: "text", text }],
+    ...(isObject ? { structuredContent: value as Record<string, unknown> } : {}),
+  };
+}
+
+/**
+ * A refusal the model can read and act on: `isError`, the code and message as JSON text, and never
+ * `structuredContent` (clients validate that against the tool's outputSchema even on errors).
+ */
+function refusal(
+  code: string,
+  message: string,
+  details: Record<string, unknown>,
+  execution?: { id: string | null; requestId: string; status: string; url: string | null },
+): CallToolResult {
+  return {
+    isError: true,
+    content: [{ type: "text", text: JSON.stringify({ error: code, message, ...details }) }],
+    ...(execution ? { _meta: { [EXECUTION_META]: execution } } : {}),
+  };
+}
