@@ -1,11 +1,11 @@
 import { join } from "node:path";
+import packageJson from "../package.json" with { type: "json" };
 import { createApp } from "./app.ts";
 import { Authenticator } from "./auth/authenticator.ts";
 import { type Config, ConfigError, isLoopback, localUrl } from "./config.ts";
 import { Engine } from "./engine/engine.ts";
 import { executionUrl } from "./http/deps.ts";
 import { McpEndpoint } from "./mcp/server.ts";
-import packageJson from "../package.json" with { type: "json" };
 import { ReleaseRegistry } from "./release/registry.ts";
 import { openStore } from "./store/open.ts";
 import type { Store } from "./store/types.ts";
@@ -48,7 +48,9 @@ export async function startServer(
   );
   if (options.insecureNoAuth) {
     if (!isLoopback(config.host)) throw new ConfigError("--insecure-no-auth only runs bound to a loopback HOST");
-    log(`WARNING: --insecure-no-auth: /mcp callers without a credential act as user "${ANONYMOUS.id}". Never expose this server.`);
+    log(
+      `WARNING: --insecure-no-auth: /mcp callers without a credential act as user "${ANONYMOUS.id}". Never expose this server.`,
+    );
   }
   const app = createApp({
     engine,
@@ -74,7 +76,8 @@ export async function startServer(
     engine,
     async stop() {
       releases.stop();
-      await app.stop();
+      // Close keep-alive connections too, or stop waits for clients to hang up.
+      await app.stop(true);
       await engine.shutdown();
       if (!options.store) await store.close();
     },

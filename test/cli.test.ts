@@ -41,11 +41,12 @@ for (const dialect of dialects) {
         const v1 = await (await invoke(server.url, serviceKey, "test.version", {})).json();
         expect(v1.execution.output).toEqual({ release: "t1" });
 
+        let mark = server.output().length;
         const second = await cli(["release", "publish", fixture("basic-v2")], env);
         expect(second.code).toBe(0);
         expect(second.stdout).toMatch(/removed\s+test\.echo/);
         expect(second.stdout).toMatch(/unchanged\s+test\.version/);
-        await server.waitFor(/release t2 is live/, 3_000);
+        await server.waitFor(/release t2 is live/, 3_000, mark);
         expect((await (await invoke(server.url, serviceKey, "test.version", {})).json()).execution.output).toEqual({
           release: "t2",
         });
@@ -54,8 +55,9 @@ for (const dialect of dialects) {
         expect(list.stdout).toMatch(/^ {2}t1 /m);
         expect(list.stdout).toMatch(/^\* t2 /m);
 
+        mark = server.output().length;
         expect((await cli(["release", "activate", "t1"], env)).code).toBe(0);
-        await server.waitFor(/release t1 is live/, 3_000);
+        await server.waitFor(/release t1 is live/, 3_000, mark);
         expect((await (await invoke(server.url, serviceKey, "test.version", {})).json()).execution.output).toEqual({
           release: "t1",
         });
@@ -126,8 +128,9 @@ describe("bun run dev", () => {
       expect((await pasted.json()).execution.status).toBe("succeeded");
 
       const file = join(source, "actions/math/add.ts");
+      const mark = server.output().length;
       writeFileSync(file, (await Bun.file(file).text()).replace("sum: a + b", "sum: a + b + 1000"));
-      await server.waitFor(/release v1\+[0-9a-f]{8} is live/);
+      await server.waitFor(/release v1\+[0-9a-f]{8} is live/, 15_000, mark);
       const edited = await (await invoke(server.url, key, "math.add", { a: 1, b: 2 })).json();
       expect(edited.execution.output).toEqual({ sum: 1003 });
     } finally {

@@ -10,7 +10,10 @@ import { printPublish } from "./release.ts";
 
 const RELEASES_DIR = "releases";
 
-export async function serveCommand(config: Config, options: { watch: boolean; release?: string; insecureNoAuth: boolean }): Promise<number> {
+export async function serveCommand(
+  config: Config,
+  options: { watch: boolean; release?: string; insecureNoAuth: boolean },
+): Promise<number> {
   const devKey = options.watch ? ensureDevServiceKey(config.dataDir) : null;
   const serving = { ...config, serviceKeys: devKey ? [...config.serviceKeys, devKey] : config.serviceKeys };
   const store = await openStore(config.databaseUrl);

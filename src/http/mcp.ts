@@ -25,7 +25,8 @@ const MCP_BODY_LIMIT = 8 * MiB;
 const rpcError = (status: number, code: number, message: string, headers: Record<string, string> = {}) =>
   Response.json({ jsonrpc: "2.0", id: null, ok: false, error: { code, message } }, { status, headers });
 
-const methodNotAllowed = () => rpcError(405, -32000, "Method not allowed: this endpoint takes one JSON-RPC message per POST", { allow: "POST" });
+const methodNotAllowed = () =>
+  rpcError(405, -32000, "Method not allowed: this endpoint takes one JSON-RPC message per POST", { allow: "POST" });
 
 /**
  * POST /mcp: one JSON-RPC message per request, one JSON answer, no session and no stream. This adapter
@@ -47,7 +48,8 @@ export const mcpRoutes = (options: McpRouteOptions) =>
         if (error instanceof SyntaxError) return rpcError(400, -32700, "Parse error: the body is not valid JSON");
         throw error;
       }
-      if (Array.isArray(message)) return rpcError(400, -32600, "Invalid Request: batches are not supported; send one message per POST");
+      if (Array.isArray(message))
+        return rpcError(400, -32600, "Invalid Request: batches are not supported; send one message per POST");
       return withErrorEnvelope(await options.endpoint.handle(request, message, principal));
     })
     .get("/mcp", methodNotAllowed)

@@ -1,6 +1,6 @@
+import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
 import {
   CallToolRequestSchema,
   ErrorCode,
@@ -80,7 +80,10 @@ export class McpEndpoint {
 
   async handle(request: Request, parsedBody: unknown, principal: Principal): Promise<Response> {
     const server = this.idle.pop() ?? buildServer(this.deps, this.version);
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
     try {
       await server.connect(transport);
       const authInfo: AuthInfo = { token: "", clientId: principal.id, scopes: [], extra: { principal } };

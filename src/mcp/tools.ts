@@ -65,7 +65,11 @@ export async function callTool(
 ): Promise<CallToolResult | null> {
   if (name === "describe") return jsonResult(describeRelease(deps.handle, deps.release()));
   if (name === "query") {
-    return refusal("data_provider_rejected", "this environment has no data schema yet: queries arrive with the data layer", {});
+    return refusal(
+      "data_provider_rejected",
+      "this environment has no data schema yet: queries arrive with the data layer",
+      {},
+    );
   }
   if (!deps.release()?.actions.has(name)) return null;
 
@@ -85,7 +89,12 @@ export async function callTool(
     });
   }
   const execution = toExecutionView(outcome.execution);
-  const named = { id: execution.id, requestId: execution.requestId, status: execution.status, url: deps.executionUrl(execution.id) };
+  const named = {
+    id: execution.id,
+    requestId: execution.requestId,
+    status: execution.status,
+    url: deps.executionUrl(execution.id),
+  };
   if (!outcome.settled) {
     return refusal(
       "execution_result_timeout",

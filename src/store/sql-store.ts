@@ -112,7 +112,7 @@ export class SqlStore implements Store {
   }
 
   async settleExecution(id: string, s: ExecutionSettlement): Promise<void> {
-    await this.db
+    const updated = await this.db
       .update(this.t.executions)
       .set({
         status: s.status,
@@ -121,7 +121,9 @@ export class SqlStore implements Store {
         errorMessage: s.errorMessage,
         finishedAt: s.finishedAt,
       })
-      .where(eq(this.t.executions.id, id));
+      .where(eq(this.t.executions.id, id))
+      .returning({ id: this.t.executions.id });
+    if (updated.length === 0) throw new Error(`execution ${id} is not stored`);
   }
 
   async insertToken(row: TokenRow): Promise<void> {

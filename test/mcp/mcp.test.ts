@@ -17,7 +17,7 @@ async function connect(t: TestServer, token: string): Promise<Client> {
   return client;
 }
 
-const text = (result: { content?: unknown }) => JSON.parse((result.content as { text: string }[])[0]?.text ?? "null");
+const text = (result: unknown) => JSON.parse((result as { content: { text: string }[] }).content[0]?.text ?? "null");
 
 for (const dialect of dialects) {
   describe(`MCP with the SDK client (${dialect.name})`, () => {
@@ -113,11 +113,16 @@ for (const dialect of dialects) {
       const counter = crypto.randomUUID();
       const requestId = crypto.randomUUID();
       const call = () =>
-        client.callTool({ name: "test.count", arguments: { key: counter }, _meta: { "dev.service/requestId": requestId } });
+        client.callTool({
+          name: "test.count",
+          arguments: { key: counter },
+          _meta: { "dev.service/requestId": requestId },
+        });
       const first = await call();
       const second = await call();
-      expect((second._meta?.[EXECUTION] as { id: string }).id).toBe((first._meta?.[EXECUTION] as { id: string }).id);
-      expect((first._meta?.[EXECUTION] as { requestId: string }).requestId).toBe(requestId);
+      const named = (result: typeof first) => result._meta?.[EXECUTION] as { id: string; requestId: string };
+      expect(named(second).id).toBe(named(first).id);
+      expect(named(first).requestId).toBe(requestId);
       expect(runsOf(counter)).toBe(1);
       const conflict = await client.callTool({
         name: "test.count",

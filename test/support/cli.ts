@@ -29,8 +29,8 @@ export interface ServerProcess {
   url: string;
   proc: Subprocess<"ignore", "pipe", "pipe">;
   output: () => string;
-  /** Resolves when the server prints a line matching `pattern` (output before the call does not count). */
-  waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  /** Resolves when the server prints `pattern` after offset `from` (default: the output so far does not count). */
+  waitFor(pattern: RegExp, timeoutMs?: number, from?: number): Promise<string>;
   kill(): Promise<void>;
 }
 
@@ -63,7 +63,7 @@ export async function serve(args: string[], env: Record<string, string>): Promis
   };
   void pump(proc.stdout);
   void pump(proc.stderr);
-  const waitFor = (pattern: RegExp, timeoutMs = 15_000) =>
+  const waitFor = (pattern: RegExp, timeoutMs = 15_000, from = output.length) =>
     new Promise<string>((resolve, reject) => {
       const timer = setTimeout(
         () => reject(new Error(`no ${pattern} within ${timeoutMs} ms; output:\n${output}`)),
@@ -71,7 +71,7 @@ export async function serve(args: string[], env: Record<string, string>): Promis
       );
       waiters.push({
         pattern,
-        from: output.length,
+        from,
         resolve: (line) => {
           clearTimeout(timer);
           resolve(line);

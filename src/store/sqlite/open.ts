@@ -5,6 +5,8 @@ import { drizzle } from "drizzle-orm/bun-sqlite";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
 import type { AnyDatabase, Tables } from "../sql-store.ts";
 import { SqlStore } from "../sql-store.ts";
+import type { ExecutionRow, ExecutionSettlement, PrincipalKind } from "../types.ts";
+import { SqliteExecutionWriter } from "./execution-writer.ts";
 import * as schema from "./schema.ts";
 
 const migrationsFolder = new URL("../../../drizzle/sqlite", import.meta.url).pathname;
@@ -18,7 +20,38 @@ export function openSqliteStore(path: string): SqlStore {
   // The CLI and other processes write the same file; wait for their lock instead of failing.
   client.exec("PRAGMA busy_timeout = 5000");
   client.exec("PRAGMA foreign_keys = ON");
+  // The request-id index is written at random places; keep it in memory rather than re-reading pages.
+  client.exec("PRAGMA cache_size = -65536");
   const db = drizzle({ client, schema });
   migrate(db, { migrationsFolder });
-  return new SqlStore("sqlite", db as unknown as AnyDatabase, schema as unknown as Tables, async () => client.close());
+  return new SqliteStore(client, db as unknown as AnyDatabase);
+}
+
+/** The generic store, with the per-invocation writes and lookups on prepared statements and group commit. */
+class SqliteStore extends SqlStore {
+  private readonly writer: SqliteExecutionWriter;
+
+  constructor(client: Database, db: AnyDatabase) {
+    super("sqlite", db, schema as unknown as Tables, async () => {
+      this.writer.flush();
+      client.close();
+    });
+    this.writer = new SqliteExecutionWriter(client);
+  }
+
+  override async claimExecution(row: ExecutionRow) {
+    return this.writer.claim(row);
+  }
+
+  override async getExecution(id: string) {
+    return this.writer.findById(id);
+  }
+
+  override settleExecution(id: string, settlement: ExecutionSettlement) {
+    return this.writer.settle(id, settlement);
+  }
+
+  override async findExecutionByRequest(principal: { kind: PrincipalKind; id: string }, requestId: string) {
+    return this.writer.findByRequest(principal.kind, principal.id, requestId);
+  }
 }

@@ -1,0 +1,165 @@
+import type { Database, Statement } from "bun:sqlite";
+import type { ExecutionRow, ExecutionSettlement } from "../types.ts";
+
+type RawRow = Omit<ExecutionRow, "input" | "output"> & { input: string; output: string | null };
+
+interface PendingInsert {
+  row: ExecutionRow;
+  /** Resolves when the row, with everything merged into it, is committed. */
+  waiters: { done: () => void; fail: (error: unknown) => void }[];
+}
+
+interface PendingUpdate {
+  id: string;
+  settlement: ExecutionSettlement;
+  done: () => void;
+  fail: (error: unknown) => void;
+}
+
+const COLUMNS = `id, request_id as requestId, principal_kind as principalKind, principal_id as principalId, action, kind,
+  release_version as releaseVersion, contract_hash as contractHash, input_fingerprint as inputFingerprint, input, status,
+  output, error_code as errorCode, error_message as errorMessage, created_at as createdAt, started_at as startedAt,
+  finished_at as finishedAt`;
+
+const requestKey = (row: Pick<ExecutionRow, "principalKind" | "principalId" | "requestId">) =>
+  `${row.principalKind}\u0000${row.principalId}\u0000${row.requestId}`;
+
+/**
+ * Group commit for the writes every invocation makes. Writes queued during one turn of the event loop
+ * commit together in one transaction, and an execution that ends before its row was flushed is
+ * written once, already settled, instead of inserted and then updated. Claims are decided here
+ * (queued rows first, then the table), so within this process a (principal, requestId) is claimed
+ * once; one SQLite database is served by one server process (PostgreSQL is the multi-instance store).
+ * Statements are prepared once: drizzle building SQL per call cost more than the writes (BENCHMARKS.md).
+ */
+export class SqliteExecutionWriter {
+  private inserts = new Map<string, PendingInsert>();
+  private byRequestKey = new Map<string, PendingInsert>();
+  private updates: PendingUpdate[] = [];
+  private scheduled = false;
+  private readonly insert: Statement;
+  private readonly byRequest: Statement<RawRow>;
+  private readonly byId: Statement<RawRow>;
+  private readonly update: Statement;
+
+  constructor(private readonly client: Database) {
+    this.insert = client.prepare(
+      `insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version, contract_hash,
+        input_fingerprint, input, status, output, error_code, error_message, created_at, started_at, finished_at)
+       values ($id, $requestId, $principalKind, $principalId, $action, $kind, $releaseVersion, $contractHash,
+        $inputFingerprint, $input, $status, $output, $errorCode, $errorMessage, $createdAt, $startedAt, $finishedAt)`,
+    );
+    this.byRequest = client.prepare(
+      `select ${COLUMNS} from executions where principal_kind = $kind and principal_id = $id and request_id = $requestId`,
+    );
+    this.byId = client.prepare(`select ${COLUMNS} from executions where id = $id`);
+    this.update = client.prepare(
+      `update executions set status = $status, output = $output, error_code = $errorCode, error_message = $errorMessage,
+        finished_at = $finishedAt where id = $id`,
+    );
+  }
+
+  /** Claims (principal, requestId): the queued or stored row holding it, or this one, queued for the next commit. */
+  claim(row: ExecutionRow): { row: ExecutionRow; created: boolean } {
+    const existing = this.findByRequest(row.principalKind, row.principalId, row.requestId);
+    if (existing) return { row: existing, created: false };
+    const pending: PendingInsert = { row: { ...row }, waiters: [] };
+    this.inserts.set(row.id, pending);
+    this.byRequestKey.set(requestKey(row), pending);
+    this.schedule();
+    return { row, created: true };
+  }
+
+  /** Resolves once the final status is committed (merged into the insert when that is still queued). */
+  settle(id: string, settlement: ExecutionSettlement): Promise<void> {
+    return new Promise((done, fail) => {
+      const pending = this.inserts.get(id);
+      if (pending) {
+        Object.assign(pending.row, settlement);
+        pending.waiters.push({ done, fail });
+      } else {
+        this.updates.push({ id, settlement, done, fail });
+      }
+      this.schedule();
+    });
+  }
+
+  findByRequest(kind: string, id: string, requestId: string): ExecutionRow | null {
+    const pending = this.byRequestKey.get(`${kind}\u0000${id}\u0000${requestId}`);
+    if (pending) return { ...pending.row };
+    const raw = this.byRequest.get({ kind, id, requestId });
+    return raw ? parseRow(raw) : null;
+  }
+
+  findById(id: string): ExecutionRow | null {
+    const pending = this.inserts.get(id);
+    if (pending) return { ...pending.row };
+    const raw = this.byId.get({ id });
+    return raw ? parseRow(raw) : null;
+  }
+
+  private schedule() {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      if (this.scheduled) this.flush();
+    });
+  }
+
+  /** Commits everything queued now (the store calls this before closing). */
+  flush() {
+    this.scheduled = false;
+    const inserts = [...this.inserts.values()];
+    const updates = this.updates;
+    this.inserts = new Map();
+    this.byRequestKey = new Map();
+    this.updates = [];
+    try {
+      this.client.transaction(() => {
+        for (const pending of inserts) this.writeInsert(pending.row);
+        for (const update of updates) this.writeUpdate(update);
+      })();
+    } catch {
+      // One bad write must not fail its neighbours: write the batch again one transaction each.
+      for (const pending of inserts) this.alone(() => this.writeInsert(pending.row), pending.waiters);
+      for (const update of updates) this.alone(() => this.writeUpdate(update), [update]);
+      return;
+    }
+    for (const pending of inserts) for (const waiter of pending.waiters) waiter.done();
+    for (const update of updates) update.done();
+  }
+
+  private alone(write: () => void, waiters: { done: () => void; fail: (error: unknown) => void }[]) {
+    try {
+      this.client.transaction(write)();
+    } catch (error) {
+      for (const waiter of waiters) waiter.fail(error);
+      return;
+    }
+    for (const waiter of waiters) waiter.done();
+  }
+
+  private writeInsert(row: ExecutionRow) {
+    this.insert.run({
+      ...row,
+      input: JSON.stringify(row.input),
+      output: row.output === null ? null : JSON.stringify(row.output),
+    });
+  }
+
+  private writeUpdate({ id, settlement: s }: PendingUpdate) {
+    const { changes } = this.update.run({
+      id,
+      status: s.status,
+      output: s.output === null ? null : JSON.stringify(s.output),
+      errorCode: s.errorCode,
+      errorMessage: s.errorMessage,
+      finishedAt: s.finishedAt,
+    });
+    if (changes === 0) throw new Error(`execution ${id} is not stored`);
+  }
+}
+
+function parseRow(raw: RawRow): ExecutionRow {
+  return { ...raw, input: JSON.parse(raw.input), output: raw.output === null ? null : JSON.parse(raw.output) };
+}

@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { dialects } from "../support/databases.ts";
+import { fixture, startTestServer, type TestServer } from "../support/server.ts";
+
+const ACCEPT = "application/json, text/event-stream";
+const [sqlite] = dialects;
+
+describe("MCP over raw HTTP", () => {
+  let t: TestServer;
+  const post = (body: unknown, headers: Record<string, string> = {}, token?: string | null) =>
+    t.fetch("/mcp", {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: ACCEPT, ...headers },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+      token,
+    });
+
+  beforeAll(async () => {
+    if (!sqlite) throw new Error("no dialect");
+    t = await startTestServer(sqlite, {
+      release: fixture("basic"),
+      env: { AUTH_ISSUER: "https://auth.example.com", ALLOWED_ORIGINS: "https://app.example.com" },
+    });
+  });
+  afterAll(() => t.stop());
+
+  test("any method works without a prior initialize, answered as one JSON body with no session id", async () => {
+    for (const method of ["tools/list", "resources/list", "resources/templates/list", "ping"]) {
+      const res = await post({ jsonrpc: "2.0", id: 7, method }, { "mcp-protocol-version": "2025-11-25" });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toStartWith("application/json");
+      expect(res.headers.get("mcp-session-id")).toBeNull();
+      const body = await res.json();
+      expect(body).toMatchObject({ jsonrpc: "2.0", id: 7 });
+      expect(body.result).toBeDefined();
+    }
+    const init = await post({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
+    });
+    expect((await init.json()).result.protocolVersion).toBe("2025-06-18");
+    expect(init.headers.get("mcp-session-id")).toBeNull();
+  });
+
+  test("a notification gets 202 with no body", async () => {
+    const res = await post({ jsonrpc: "2.0", method: "notifications/initialized" });
+    expect(res.status).toBe(202);
+    expect(await res.text()).toBe("");
+  });
+
+  test("a batch is 400 with JSON-RPC error -32600; a body that is not JSON is -32700", async () => {
+    const batch = await post([{ jsonrpc: "2.0", id: 1, method: "ping" }]);
+    expect(batch.status).toBe(400);
+    expect(await batch.json()).toMatchObject({ ok: false, error: { code: -32600 } });
+    const broken = await post("{nope");
+    expect(broken.status).toBe(400);
+    expect(await broken.json()).toMatchObject({ ok: false, error: { code: -32700 } });
+  });
+
+  test("an unsupported MCP-Protocol-Version is 400", async () => {
+    const res = await post({ jsonrpc: "2.0", id: 1, method: "tools/list" }, { "mcp-protocol-version": "1999-01-01" });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ ok: false, error: { code: expect.any(Number) } });
+  });
+
+  test("GET and DELETE are 405 with Allow: POST (no stream is ever opened)", async () => {
+    for (const method of ["GET", "DELETE"]) {
+      const res = await t.fetch("/mcp", { method, headers: { accept: "text/event-stream" } });
+      expect(res.status).toBe(405);
+      expect(res.headers.get("allow")).toBe("POST");
+      expect(await res.json()).toMatchObject({ ok: false });
+    }
+  });
+
+  test("a foreign Origin or Host is 403; same-origin and ALLOWED_ORIGINS pass", async () => {
+    const ping = { jsonrpc: "2.0", id: 1, method: "ping" };
+    expect((await post(ping, { origin: "https://evil.example" })).status).toBe(403);
+    expect((await post(ping, { origin: "null" })).status).toBe(403);
+    expect((await post(ping, { origin: "https://app.example.com" })).status).toBe(200);
+    expect((await post(ping, { origin: t.url })).status).toBe(200);
+    const rebound = await fetch(`${t.url}/mcp`, {
+      method: "POST",
+      headers: {
+        host: "evil.example",
+        "content-type": "application/json",
+        accept: ACCEPT,
+        authorization: `Bearer ${t.serviceKey}`,
+      },
+      body: JSON.stringify(ping),
+    });
+    expect(rebound.status).toBe(403);
+  });
+
+  test("no or a bad credential is 401 pointing at the resource metadata; a query-string token is ignored", async () => {
+    const metadata = `Bearer resource_metadata="${t.url}/.well-known/oauth-protected-resource/mcp"`;
+    for (const token of [null, "wrong"]) {
+      const res = await post({ jsonrpc: "2.0", id: 1, method: "tools/list" }, {}, token);
+      expect(res.status).toBe(401);
+      expect(res.headers.get("www-authenticate")).toBe(metadata);
+      expect(await res.json()).toMatchObject({ ok: false, error: "unauthorized" });
+    }
+    const viaQuery = await fetch(`${t.url}/mcp?access_token=${t.serviceKey}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: ACCEPT },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    expect(viaQuery.status).toBe(401);
+  });
+
+  test("protected-resource metadata (RFC 9728) at the path-inserted and root URLs, without a credential", async () => {
+    for (const path of ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"]) {
+      const res = await fetch(`${t.url}${path}`);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({
+        resource: `${t.url}/mcp`,
+        authorization_servers: ["https://auth.example.com"],
+        bearer_methods_supported: ["header"],
+        scopes_supported: [],
+        resource_name: "Actuate environment local",
+      });
+    }
+  });
+});
+
+describe("MCP without AUTH_ISSUER", () => {
+  test("the metadata omits authorization_servers", async () => {
+    if (!sqlite) throw new Error("no dialect");
+    const t = await startTestServer(sqlite);
+    try {
+      const body = await (await t.fetch("/.well-known/oauth-protected-resource/mcp", { token: null })).json();
+      expect(body.authorization_servers).toBeUndefined();
+      expect(body.resource).toBe(`${t.url}/mcp`);
+    } finally {
+      await t.stop();
+    }
+  });
+});
