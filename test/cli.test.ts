@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { openStore } from "../src/store/open.ts";
 import { cli, repoRoot, serve } from "./support/cli.ts";
 import { dialects, type TestDatabase } from "./support/databases.ts";
 import { eventually, fixture, type TestResponse } from "./support/server.ts";
@@ -137,6 +138,34 @@ describe("bun run dev", () => {
       await server.kill();
       rmSync(dataDir, { recursive: true, force: true });
       rmSync(source, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("shutdown", () => {
+  test("SIGTERM aborts running handlers through ctx.signal and records how they ended", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "actuate-stop-"));
+    const env = { DATA_DIR: dataDir, DATABASE_URL: "", SERVICE_KEYS: "stop-key", WAIT_MS: "100" };
+    const server = await serve(["start", "--release", fixture("basic")], env);
+    let id = "";
+    try {
+      const res = await invoke(server.url, "stop-key", "test.until-aborted", {});
+      expect(res.status).toBe(202);
+      id = (await res.json()).execution.id;
+    } finally {
+      await server.kill();
+    }
+    expect(server.proc.exitCode).toBe(0);
+    const store = await openStore(`sqlite:${join(dataDir, "actuate.db")}`);
+    try {
+      expect(await store.getExecution(id)).toMatchObject({
+        status: "failed",
+        errorCode: "action_failed",
+        errorMessage: "the server is shutting down",
+      });
+    } finally {
+      await store.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });

@@ -156,3 +156,24 @@ for (const dialect of dialects) {
     });
   });
 }
+
+describe("before any release is published", () => {
+  test("invoke and contract answer 503 no_active_release; MCP lists only query and describe", async () => {
+    const [sqlite] = dialects;
+    if (!sqlite) throw new Error("no dialect");
+    const t = await startTestServer(sqlite);
+    try {
+      await expectJsonError(await t.invoke("math.add", { a: 1, b: 2 }), 503, "no_active_release");
+      await expectJsonError(await t.fetch("/actions/math.add/contract"), 503, "no_active_release");
+      const listed = await t.fetch("/mcp", {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+      });
+      const names = (await listed.json()).result.tools.map((tool: { name: string }) => tool.name);
+      expect(names).toEqual(["query", "describe"]);
+    } finally {
+      await t.stop();
+    }
+  });
+});
