@@ -30,6 +30,9 @@ export async function startServer(
 ): Promise<RunningServer> {
   const log = options.log ?? ((message: string) => console.log(message));
   const store = options.store ?? (await openStore(config.databaseUrl));
+  const interrupted = await store.failInterrupted(Date.now());
+  if (interrupted > 0)
+    log(`${interrupted} execution(s) left running by a stopped server were marked failed (execution_interrupted)`);
   const releases = new ReleaseRegistry(store, bundlesDir(config), log);
   await releases.refresh();
   releases.watch(config.releasePollMs);

@@ -143,6 +143,27 @@ describe("bun run dev", () => {
 });
 
 describe("shutdown", () => {
+  test("executions a killed server left running are failed as execution_interrupted at the next start (SQLite)", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "actuate-kill-"));
+    const env = { DATA_DIR: dataDir, DATABASE_URL: "", SERVICE_KEYS: "kill-key", WAIT_MS: "100" };
+    const first = await serve(["start", "--release", fixture("basic")], env);
+    const res = await invoke(first.url, "kill-key", "test.until-aborted", {});
+    expect(res.status).toBe(202);
+    const { id } = (await res.json()).execution;
+    first.proc.kill("SIGKILL");
+    await first.proc.exited;
+
+    const second = await serve(["start", "--release", fixture("basic")], env);
+    try {
+      expect(second.output()).toContain("1 execution(s) left running by a stopped server were marked failed");
+      const after = await fetch(`${second.url}/executions/${id}`, { headers: { authorization: "Bearer kill-key" } });
+      expect(await after.json()).toMatchObject({ status: "failed", errorCode: "execution_interrupted" });
+    } finally {
+      await second.kill();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
   test("SIGTERM aborts running handlers through ctx.signal and records how they ended", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "actuate-stop-"));
     const env = { DATA_DIR: dataDir, DATABASE_URL: "", SERVICE_KEYS: "stop-key", WAIT_MS: "100" };

@@ -126,6 +126,10 @@ export class SqlStore implements Store {
     if (updated.length === 0) throw new Error(`execution ${id} is not stored`);
   }
 
+  async failInterrupted(_at: number): Promise<number> {
+    return 0;
+  }
+
   async insertToken(row: TokenRow): Promise<void> {
     await this.db.insert(this.t.apiTokens).values(row);
   }

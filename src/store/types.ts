@@ -89,6 +89,12 @@ export interface Store {
   ): Promise<ExecutionRow | null>;
   listExecutions(filter: ExecutionFilter): Promise<ExecutionRow[]>;
   settleExecution(id: string, settlement: ExecutionSettlement): Promise<void>;
+  /**
+   * Fails the executions a dead server process left `running`; returns how many. Only where one
+   * process serves the database (SQLite) can it know that at start-up; PostgreSQL answers 0 until
+   * executions carry leases.
+   */
+  failInterrupted(at: number): Promise<number>;
 
   insertToken(row: TokenRow): Promise<void>;
   findToken(tokenHash: string): Promise<TokenRow | null>;

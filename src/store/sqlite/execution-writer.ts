@@ -91,6 +91,17 @@ export class SqliteExecutionWriter {
     return raw ? parseRow(raw) : null;
   }
 
+  /** Fails every stored `running` execution (none can be running: this process has not started any yet). */
+  failRunning(at: number, message: string): number {
+    this.flush();
+    return this.client
+      .prepare(
+        `update executions set status = 'failed', error_code = 'execution_interrupted', error_message = $message,
+          finished_at = $at where status = 'running'`,
+      )
+      .run({ at, message }).changes;
+  }
+
   findById(id: string): ExecutionRow | null {
     const pending = this.inserts.get(id);
     if (pending) return { ...pending.row };

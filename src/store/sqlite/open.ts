@@ -27,6 +27,8 @@ export function openSqliteStore(path: string): SqlStore {
   return new SqliteStore(client, db as unknown as AnyDatabase);
 }
 
+const INTERRUPTED = "the server stopped while this execution ran; it did not finish";
+
 /** The generic store, with the per-invocation writes and lookups on prepared statements and group commit. */
 class SqliteStore extends SqlStore {
   private readonly writer: SqliteExecutionWriter;
@@ -49,6 +51,10 @@ class SqliteStore extends SqlStore {
 
   override settleExecution(id: string, settlement: ExecutionSettlement) {
     return this.writer.settle(id, settlement);
+  }
+
+  override async failInterrupted(at: number) {
+    return this.writer.failRunning(at, INTERRUPTED);
   }
 
   override async findExecutionByRequest(principal: { kind: PrincipalKind; id: string }, requestId: string) {
