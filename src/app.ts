@@ -1,17 +1,22 @@
 import { Elysia } from "elysia";
+import type { DataService } from "./data/service.ts";
 import { actionRoutes } from "./http/actions.ts";
 import type { HttpDeps } from "./http/deps.ts";
 import { errorHandling } from "./http/errors.ts";
 import { executionRoutes } from "./http/executions.ts";
 import { healthRoutes } from "./http/health.ts";
 import { type McpRouteOptions, mcpRoutes } from "./http/mcp.ts";
+import { queryRoutes } from "./http/query.ts";
 import { type ResourceMetadataOptions, wellKnownRoutes } from "./http/well-known.ts";
+import type { LoadedRelease } from "./release/load.ts";
 
 // Bun's own limit answers an empty 413 before any hook runs; keep it far above every per-endpoint
 // limit, which the endpoints enforce themselves with a JSON 413 (see http/body.ts).
 const HARD_BODY_LIMIT = 1024 * 1024 * 1024;
 
 export interface AppDeps extends HttpDeps {
+  data: DataService;
+  release: () => LoadedRelease | null;
   mcp: Omit<McpRouteOptions, "auth" | "publicUrl">;
   metadata: Omit<ResourceMetadataOptions, "publicUrl">;
 }
@@ -23,6 +28,7 @@ export const createApp = (deps: AppDeps) =>
     .use(wellKnownRoutes({ ...deps.metadata, publicUrl: deps.publicUrl }))
     .use(actionRoutes(deps))
     .use(executionRoutes(deps))
+    .use(queryRoutes(deps))
     .use(mcpRoutes({ ...deps.mcp, auth: deps.auth, publicUrl: deps.publicUrl }));
 
 export type App = ReturnType<typeof createApp>;

@@ -3,6 +3,7 @@ import packageJson from "../package.json" with { type: "json" };
 import { createApp } from "./app.ts";
 import { Authenticator } from "./auth/authenticator.ts";
 import { type Config, ConfigError, isLoopback, localUrl } from "./config.ts";
+import { DataService } from "./data/service.ts";
 import { Engine } from "./engine/engine.ts";
 import { executionUrl } from "./http/deps.ts";
 import { McpEndpoint } from "./mcp/server.ts";
@@ -38,11 +39,13 @@ export async function startServer(
   releases.watch(config.releasePollMs);
   const engine = new Engine({ store, release: () => releases.current(), waitMs: config.waitMs, log });
   const auth = new Authenticator(store, config.serviceKeys);
+  const data = new DataService(store);
 
   let publicUrl = config.publicUrl ?? "";
   const endpoint = new McpEndpoint(
     {
       engine,
+      data,
       release: () => releases.current(),
       handle: config.handle,
       executionUrl: (id) => executionUrl(publicUrl, id),
@@ -58,6 +61,8 @@ export async function startServer(
   const app = createApp({
     engine,
     auth,
+    data,
+    release: () => releases.current(),
     publicUrl: () => publicUrl,
     log,
     metadata: { handle: config.handle, authIssuer: config.authIssuer },

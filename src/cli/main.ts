@@ -10,7 +10,7 @@ const usage = `usage:
   bun run dev     [--release <dir>]        serve, republishing the release folder on every change
   bun run start   [--release <dir>]        publish <dir> if it differs from the active release, then serve
                   [--insecure-no-auth]     /mcp without a credential (loopback only; for the MCP conformance suite)
-  bun run release publish <dir> [--version <v>]
+  bun run release publish <dir> [--version <v>] [--force]   --force: even if the schema change orphans stored data
   bun run release list
   bun run release activate <version>       switch the live release (also the rollback)
   bun run token create --user <id>         prints the new token alone on the last line
@@ -26,6 +26,7 @@ async function main(argv: string[]): Promise<number> {
       version: { type: "string" },
       user: { type: "string" },
       "insecure-no-auth": { type: "boolean" },
+      force: { type: "boolean" },
       help: { type: "boolean" },
     },
   });

@@ -4,18 +4,23 @@ import { ReleaseError } from "../release/errors.ts";
 import { type PublishResult, publishRelease } from "../release/publish.ts";
 import { openStore } from "../store/open.ts";
 
-export async function releaseCommand(config: Config, args: string[], flags: { version?: string }): Promise<number> {
+export async function releaseCommand(
+  config: Config,
+  args: string[],
+  flags: { version?: string; force?: boolean },
+): Promise<number> {
   const [sub, target] = args;
   const store = await openStore(config.databaseUrl);
   try {
     switch (sub) {
       case "publish": {
-        if (!target) throw new ReleaseError("usage: bun run release publish <dir> [--version <v>]");
+        if (!target) throw new ReleaseError("usage: bun run release publish <dir> [--version <v>] [--force]");
         const result = await publishRelease({
           store,
           bundlesDir: bundlesDir(config),
           dir: target,
           version: flags.version,
+          force: flags.force,
           whenTaken: "refuse",
         });
         printPublish(result);

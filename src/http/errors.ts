@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { QueryRejected } from "../data/errors.ts";
 import { EngineError, type EngineErrorCode } from "../engine/errors.ts";
 
 /** A refusal that only exists at the HTTP boundary (credentials, body size). */

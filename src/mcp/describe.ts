@@ -7,9 +7,8 @@ export function describeRelease(handle: string, release: LoadedRelease | null) {
     handle,
     release: release ? { version: release.version, description: release.manifest.description } : null,
     domains: [...new Set(actions.map((a) => a.name.split(".")[0] ?? ""))].sort(),
-    // Entities and links are declared in releases once the data layer lands.
-    entities: {},
-    links: {},
+    entities: release?.manifest.schema.entities ?? {},
+    links: release?.manifest.schema.links ?? {},
     actions: actions.map(({ name, kind, description, input, output, contractHash, files }) => ({
       name,
       kind,

@@ -1,4 +1,6 @@
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import { QueryRejected } from "../data/errors.ts";
+import type { DataService } from "../data/service.ts";
 import type { Engine, InvokeOutcome } from "../engine/engine.ts";
 import { EngineError } from "../engine/errors.ts";
 import { toExecutionView } from "../engine/executions.ts";
@@ -12,6 +14,7 @@ export const REQUEST_ID_META = "dev.service/requestId";
 
 export interface ToolDeps {
   engine: Engine;
+  data: DataService;
   release: () => LoadedRelease | null;
   handle: string;
   executionUrl: (id: string) => string;
@@ -24,7 +27,7 @@ const builtinTools: Tool[] = [
     name: "query",
     title: "Query data",
     description:
-      "Read data with the query language (InstaQL: { <entity>: { $: { where, limit }, <link>: {} } }) as the signed-in caller; the caller's permissions decide what returns.",
+      "Read data with the query language (InstaQL: { <entity>: { $: { where, limit, offset, order }, <link label>: {} } }) as the signed-in caller; the caller's permissions decide what returns. Answers { <entity>: [ { id, …attributes, <link label>: … } ] }; `describe` lists the entities and links.",
     inputSchema: {
       type: "object",
       properties: { query: { type: "object", description: "The query, keyed by entity name." } },
@@ -107,6 +110,17 @@ export async function callTool(
     return refusal(execution.errorCode ?? "action_failed", execution.errorMessage ?? "the action failed", {}, named);
   }
   return { ...jsonResult(execution.output), _meta: { [EXECUTION_META]: named } };
+}
+
+async function runQuery(deps: ToolDeps, principal: Principal, query: unknown): Promise<CallToolResult> {
+  const release = deps.release();
+  if (!release) return refusal("no_active_release", "no release is active", {});
+  try {
+    return jsonResult(await deps.data.query(principal, release, query, "objects"));
+  } catch (error) {
+    if (error instanceof QueryRejected) return refusal("data_provider_rejected", error.message, {});
+    throw error;
+  }
 }
 
 function jsonResult(value: unknown): CallToolResult {

@@ -2,6 +2,7 @@ import "../../plugins/release-loader.ts";
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Kind } from "@sinclair/typebox";
+import { compileDataSchema, type DataSchema, type SchemaManifest, schemaManifest } from "../data/schema.ts";
 import { type DefinedAction, type DefinedRelease, isDefinedAction, isDefinedRelease } from "../sdk/index.ts";
 import type { BuiltBundle } from "./build.ts";
 import { type ActionContract, type CompiledContract, compileContract } from "./contract.ts";
@@ -16,6 +17,7 @@ export interface LoadedBundle {
   hash: string;
   declared: DefinedRelease | null;
   actions: ReadonlyMap<string, LoadedAction>;
+  data: DataSchema;
 }
 
 export interface ReleaseManifest {
@@ -23,6 +25,7 @@ export interface ReleaseManifest {
   description: string | null;
   bundleHash: string;
   actions: ActionContract[];
+  schema: SchemaManifest;
 }
 
 export interface LoadedRelease extends LoadedBundle {
@@ -57,7 +60,8 @@ export async function loadBundle(bundle: BuiltBundle, bundlesDir: string): Promi
   for (const [name, definition] of Object.entries(exported.actions)) {
     actions.set(name, compileAction(name, definition));
   }
-  return { hash: bundle.hash, declared: (exported.release as DefinedRelease | undefined) ?? null, actions };
+  const declared = (exported.release as DefinedRelease | undefined) ?? null;
+  return { hash: bundle.hash, declared, actions, data: compileDataSchema(declared) };
 }
 
 export function asRelease(bundle: LoadedBundle, version: string): LoadedRelease {
@@ -69,6 +73,7 @@ export function asRelease(bundle: LoadedBundle, version: string): LoadedRelease 
       description: bundle.declared?.description ?? null,
       bundleHash: bundle.hash,
       actions: [...bundle.actions.values()].map((a) => a.contract),
+      schema: schemaManifest(bundle.data),
     },
   };
 }

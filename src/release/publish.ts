@@ -1,3 +1,5 @@
+import type { SchemaManifest } from "../data/schema.ts";
+import { DataService } from "../data/service.ts";
 import type { Store } from "../store/types.ts";
 import { buildBundle } from "./build.ts";
 import { ReleaseError } from "./errors.ts";
@@ -15,6 +17,8 @@ export interface PublishOptions {
    * `suffix`, which publishes as `<version>+<hash8>` (dev and start, which republish on every edit).
    */
   whenTaken: "refuse" | "suffix";
+  /** Publish even when the schema change would orphan stored data. */
+  force?: boolean;
   now?: () => number;
 }
 
@@ -63,6 +67,11 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
   const active = await store.getActive();
   const previous = active.version ? await store.getRelease(active.version) : null;
   if (!existing) {
+    const data = new DataService(store);
+    if (!options.force)
+      await refuseOrphaning(store, (previous?.manifest as ReleaseManifest | undefined)?.schema, release);
+    // Indexes first: a unique index that existing rows break refuses the release before it is stored.
+    await store.dataDdl(data.indexStatements(release));
     try {
       await store.insertRelease({
         version,
@@ -85,6 +94,38 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
     release,
     changes: diffContracts((previous?.manifest as ReleaseManifest | undefined) ?? null, release.manifest),
   };
+}
+
+/** Refuses a schema that drops an entity that has rows, or changes the type of an attribute rows hold. */
+async function refuseOrphaning(store: Store, before: SchemaManifest | undefined, release: LoadedRelease) {
+  if (!before) return;
+  const after = release.manifest.schema;
+  const problems: string[] = [];
+  for (const [entity, attrs] of Object.entries(before.entities)) {
+    const rows = await countRows(store, entity);
+    if (rows === 0) continue;
+    if (!after.entities[entity]) {
+      problems.push(`entity ${entity} is removed but has ${rows} rows`);
+      continue;
+    }
+    for (const [label, attr] of Object.entries(attrs)) {
+      const now = after.entities[entity]?.[label];
+      if (now && now.type !== attr.type) problems.push(`${entity}.${label} changes from ${attr.type} to ${now.type}`);
+    }
+  }
+  if (problems.length > 0) {
+    throw new ReleaseError(
+      `this release would orphan stored data (publish with --force to accept):\n  ${problems.join("\n  ")}`,
+    );
+  }
+}
+
+async function countRows(store: Store, entity: string): Promise<number> {
+  const placeholder = store.dialect === "sqlite" ? "?" : "$1";
+  const [row] = await store.dataSelect(`select count(*) as n from data_entities where entity = ${placeholder}`, [
+    entity,
+  ]);
+  return Number(row?.n ?? 0);
 }
 
 export function diffContracts(before: ReleaseManifest | null, after: ReleaseManifest): ContractChange[] {

@@ -36,9 +36,28 @@ export interface ActionDefinition<I extends TSchema = TSchema, O extends TSchema
   handler: (input: Static<I>, ctx: ActionContext) => Promise<Static<O>> | Static<O>;
 }
 
+/** One side of a link: the entity it starts from, how many it reaches, and the label it is read by there. */
+export interface LinkEnd {
+  on: string;
+  has: "one" | "many";
+  label: string;
+}
+
+/** A where-clause over an entity's attributes; a string value `"$auth.id"` (or `"$auth.kind"`) names the caller. */
+export type WhereClause = Record<string, unknown>;
+
 export interface ReleaseDefinition {
   version?: string;
   description?: string;
+  /**
+   * Entities and their attributes, each a schema built with `Type`: `Type.String({ indexed: true, unique: true })`,
+   * `Type.Optional(Type.Number())`. Every entity also has an `id`.
+   */
+  entities?: Record<string, Record<string, TSchema>>;
+  /** `{ noteAuthor: { forward: { on: "notes", has: "one", label: "author" }, reverse: { on: "users", has: "many", label: "notes" } } }` */
+  links?: Record<string, { forward: LinkEnd; reverse: LinkEnd }>;
+  /** Who may read each entity: `true`, `false`, or a where-clause. An entity without a rule is visible to service keys only. */
+  permissions?: Record<string, { view?: boolean | WhereClause }>;
 }
 
 // Symbol.for, not a module-local symbol: a definition must be recognised even if two copies of the SDK load.

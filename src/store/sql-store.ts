@@ -1,5 +1,8 @@
+import type { Database, SQLQueryBindings } from "bun:sqlite";
 import { and, desc, eq, lt, type SQL, sql } from "drizzle-orm";
 import type { PgDatabase } from "drizzle-orm/pg-core";
+import type postgres from "postgres";
+import type { ParameterOrJSON } from "postgres";
 import type * as tables from "./pg/schema.ts";
 import type {
   ActiveRelease,
@@ -128,6 +131,44 @@ export class SqlStore implements Store {
 
   async failInterrupted(_at: number): Promise<number> {
     return 0;
+  }
+
+  async dataSelect(sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
+    if (this.dialect === "sqlite")
+      return this.sqliteClient()
+        .query(sql)
+        .all(...(params as SQLQueryBindings[])) as Record<string, unknown>[];
+    return [...(await this.postgresClient().unsafe(sql, params as ParameterOrJSON<never>[]))];
+  }
+
+  async dataDdl(statements: string[]): Promise<void> {
+    for (const statement of statements) {
+      if (this.dialect === "sqlite") this.sqliteClient().exec(statement);
+      else await this.postgresClient().unsafe(statement);
+    }
+  }
+
+  async attrIds(keys: string[], now: number): Promise<Map<string, string>> {
+    const a = this.t.dataAttrs;
+    const rows = keys.map((key) => {
+      const [entity = "", label = ""] = key.split(".");
+      return { id: crypto.randomUUID(), entity, label, createdAt: now };
+    });
+    if (rows.length > 0)
+      await this.db
+        .insert(a)
+        .values(rows)
+        .onConflictDoNothing({ target: [a.entity, a.label] });
+    const stored = await this.db.select().from(a);
+    return new Map(stored.map((r) => [`${r.entity}.${r.label}`, r.id]));
+  }
+
+  private sqliteClient(): Database {
+    return (this.db as unknown as { $client: Database }).$client;
+  }
+
+  private postgresClient(): postgres.Sql {
+    return (this.db as unknown as { $client: postgres.Sql }).$client;
   }
 
   async insertToken(row: TokenRow): Promise<void> {

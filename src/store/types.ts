@@ -96,6 +96,13 @@ export interface Store {
    */
   failInterrupted(at: number): Promise<number>;
 
+  /** Runs one read statement of the data layer (src/data/) and returns its rows. */
+  dataSelect(sql: string, params: unknown[]): Promise<Record<string, unknown>[]>;
+  /** Runs DDL of the data layer (the indexes a release's schema declares); idempotent statements only. */
+  dataDdl(statements: string[]): Promise<void>;
+  /** Stable ids for `entity.label` keys, created on first use and kept across releases. */
+  attrIds(keys: string[], now: number): Promise<Map<string, string>>;
+
   insertToken(row: TokenRow): Promise<void>;
   findToken(tokenHash: string): Promise<TokenRow | null>;
   findTokensByPrefix(prefix: string): Promise<TokenRow[]>;

@@ -1,4 +1,4 @@
-import { bigint, index, integer, jsonb, pgTable, text, uniqueIndex } from "drizzle-orm/pg-core";
+import { bigint, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
 
 // Same table names, column names and row shapes as ../sqlite/schema.ts; timestamps are epoch milliseconds.
 
@@ -55,3 +55,42 @@ export const apiTokens = pgTable("api_tokens", {
   createdAt: millis("created_at").notNull(),
   revokedAt: millis("revoked_at"),
 });
+
+/** Stable ids for the triple format: one per (entity, label), kept across releases. */
+export const dataAttrs = pgTable(
+  "data_attrs",
+  {
+    id: text("id").primaryKey(),
+    entity: text("entity").notNull(),
+    label: text("label").notNull(),
+    createdAt: millis("created_at").notNull(),
+  },
+  (t) => [uniqueIndex("data_attrs_entity_label_uq").on(t.entity, t.label)],
+);
+
+/** Every entity of every type, its attributes as one JSON document (a new release needs no table migration). */
+export const dataEntities = pgTable(
+  "data_entities",
+  {
+    id: text("id").primaryKey(),
+    entity: text("entity").notNull(),
+    doc: jsonb("doc").notNull(),
+    createdAt: millis("created_at").notNull(),
+    updatedAt: millis("updated_at").notNull(),
+  },
+  (t) => [index("data_entities_entity_idx").on(t.entity, t.createdAt, t.id)],
+);
+
+export const dataLinks = pgTable(
+  "data_links",
+  {
+    link: text("link").notNull(),
+    sourceId: text("source_id").notNull(),
+    targetId: text("target_id").notNull(),
+    createdAt: millis("created_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.link, t.sourceId, t.targetId] }),
+    index("data_links_target_idx").on(t.link, t.targetId),
+  ],
+);

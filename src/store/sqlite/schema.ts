@@ -1,4 +1,4 @@
-import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 // Same table names, column names and row shapes as ../pg/schema.ts; timestamps are epoch milliseconds.
 
@@ -53,3 +53,42 @@ export const apiTokens = sqliteTable("api_tokens", {
   createdAt: integer("created_at").notNull(),
   revokedAt: integer("revoked_at"),
 });
+
+/** Stable ids for the triple format: one per (entity, label), kept across releases. */
+export const dataAttrs = sqliteTable(
+  "data_attrs",
+  {
+    id: text("id").primaryKey(),
+    entity: text("entity").notNull(),
+    label: text("label").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [uniqueIndex("data_attrs_entity_label_uq").on(t.entity, t.label)],
+);
+
+/** Every entity of every type, its attributes as one JSON document (a new release needs no table migration). */
+export const dataEntities = sqliteTable(
+  "data_entities",
+  {
+    id: text("id").primaryKey(),
+    entity: text("entity").notNull(),
+    doc: text("doc", { mode: "json" }).notNull(),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [index("data_entities_entity_idx").on(t.entity, t.createdAt, t.id)],
+);
+
+export const dataLinks = sqliteTable(
+  "data_links",
+  {
+    link: text("link").notNull(),
+    sourceId: text("source_id").notNull(),
+    targetId: text("target_id").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.link, t.sourceId, t.targetId] }),
+    index("data_links_target_idx").on(t.link, t.targetId),
+  ],
+);
