@@ -43,6 +43,7 @@ export const errorHandling = (log: (message: string) => void) =>
   new Elysia({ name: "error-handling" }).onError({ as: "global" }, ({ code, error }) => {
     if (error instanceof EngineError)
       return errorResponse(engineStatus[error.code], error.code, error.message, error.details);
+    if (error instanceof QueryRejected) return errorResponse(400, "data_provider_rejected", error.message);
     if (error instanceof HttpError)
       return errorResponse(error.status, error.code, error.message, error.details, error.headers);
     switch (code) {

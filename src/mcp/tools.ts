@@ -67,13 +67,7 @@ export async function callTool(
   meta: Record<string, unknown> | undefined,
 ): Promise<CallToolResult | null> {
   if (name === "describe") return jsonResult(describeRelease(deps.handle, deps.release()));
-  if (name === "query") {
-    return refusal(
-      "data_provider_rejected",
-      "this environment has no data schema yet: queries arrive with the data layer",
-      {},
-    );
-  }
+  if (name === "query") return runQuery(deps, principal, args.query);
   if (!deps.release()?.actions.has(name)) return null;
 
   const given = meta?.[REQUEST_ID_META];
