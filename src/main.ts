@@ -37,9 +37,9 @@ export async function startServer(
   const releases = new ReleaseRegistry(store, bundlesDir(config), log);
   await releases.refresh();
   releases.watch(config.releasePollMs);
-  const engine = new Engine({ store, release: () => releases.current(), waitMs: config.waitMs, log });
-  const auth = new Authenticator(store, config.serviceKeys);
   const data = new DataService(store);
+  const engine = new Engine({ store, data, release: () => releases.current(), waitMs: config.waitMs, log });
+  const auth = new Authenticator(store, config.serviceKeys);
 
   let publicUrl = config.publicUrl ?? "";
   const endpoint = new McpEndpoint(

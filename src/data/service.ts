@@ -1,9 +1,10 @@
 import type { LoadedRelease } from "../release/load.ts";
-import type { Principal } from "../sdk/index.ts";
+import type { DataContext, Principal } from "../sdk/index.ts";
 import type { Store } from "../store/types.ts";
 import { type AttrIds, attrKeys, toObjects, toTriples } from "./format.ts";
 import { parseQuery, runQuery } from "./query.ts";
 import { postgresDialect, type SqlDialect, sqliteDialect } from "./sql-dialect.ts";
+import { ExecutionData, writeStatements } from "./writes.ts";
 
 export type QueryFormat = "triples" | "objects";
 
@@ -27,6 +28,29 @@ export class DataService {
     );
     if (format === "objects") return toObjects(result);
     return toTriples(result, release.data, await this.attrIds(release));
+  }
+
+  /** One stored entity's attributes, or null (committed data: an execution's own writes are in ExecutionData). */
+  async readDoc(entity: string, id: string): Promise<Record<string, unknown> | null> {
+    const params: unknown[] = [];
+    const sql = `select doc from data_entities where id = ${this.dialect.param(params, id)} and entity = ${this.dialect.param(params, entity)}`;
+    const [row] = await this.store.dataSelect(sql, params);
+    if (!row) return null;
+    return (typeof row.doc === "string" ? JSON.parse(row.doc) : row.doc) as Record<string, unknown>;
+  }
+
+  /** `ctx.db` for one execution running on `release` as `principal`. */
+  forExecution(principal: Principal, release: LoadedRelease, now: () => number) {
+    const writes = new ExecutionData(release.data, (entity, id) => this.readDoc(entity, id), now);
+    const db: DataContext = {
+      query: (q) => this.query(principal, release, q, "objects") as Promise<Record<string, unknown[]>>,
+      create: (entity, data) => writes.create(entity, data),
+      update: (entity, id, patch) => writes.update(entity, id, patch),
+      delete: (entity, id) => writes.delete(entity, id),
+      link: (entity, id, label, target) => writes.link(entity, id, label, target),
+      unlink: (entity, id, label, target) => writes.unlink(entity, id, label, target),
+    };
+    return { db, statements: () => writeStatements(this.dialect, writes.writes) };
   }
 
   /** The indexes a release's schema declares (unique ones enforce uniqueness); run before it is stored. */

@@ -1,3 +1,4 @@
+import type { DataService } from "../data/service.ts";
 import { canonicalJson, sha256Hex } from "../release/canonical-json.ts";
 import type { ActionContract } from "../release/contract.ts";
 import type { LoadedRelease } from "../release/load.ts";
@@ -10,6 +11,7 @@ import { Runner } from "./runner.ts";
 
 export interface EngineResources {
   store: Store;
+  data: DataService;
   /** The release to serve now; each call reads it once and keeps it until the call ends. */
   release: () => LoadedRelease | null;
   waitMs: number;
@@ -48,7 +50,7 @@ export class Engine {
 
   constructor(private readonly $: EngineResources) {
     this.now = $.now ?? Date.now;
-    this.runner = new Runner({ store: $.store, log: $.log, now: this.now });
+    this.runner = new Runner({ store: $.store, data: $.data, log: $.log, now: this.now });
   }
 
   contract(name: string): ActionContract {
@@ -98,7 +100,7 @@ export class Engine {
     });
     if (!claim.created) return this.replay(claim.row, fingerprint);
 
-    const done = this.runner.start(claim.row, action, request.principal, request.input);
+    const done = this.runner.start(claim.row, release, action, request.principal, request.input);
     const latest = (await this.within(done, this.$.waitMs)) ?? claim.row;
     return { execution: latest, settled: isTerminal(latest.status), replayed: false };
   }

@@ -1,10 +1,12 @@
-import type { LoadedAction } from "../release/load.ts";
+import type { DataService } from "../data/service.ts";
+import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import type { ActionContext, Principal } from "../sdk/index.ts";
 import type { ExecutionRow, ExecutionSettlement, Store } from "../store/types.ts";
 import { findNulCharacter } from "./json-text.ts";
 
 export interface RunnerResources {
   store: Store;
+  data: DataService;
   log: (message: string) => void;
   now: () => number;
 }
@@ -20,16 +22,26 @@ export class Runner {
 
   constructor(private readonly $: RunnerResources) {}
 
-  start(row: ExecutionRow, action: LoadedAction, principal: Principal, input: unknown): Promise<ExecutionRow> {
+  start(
+    row: ExecutionRow,
+    release: LoadedRelease,
+    action: LoadedAction,
+    principal: Principal,
+    input: unknown,
+  ): Promise<ExecutionRow> {
     const abort = new AbortController();
+    const data = this.$.data.forExecution(principal, release, this.$.now);
     const ctx: ActionContext = {
       auth: principal,
+      db: data.db,
       execution: { id: row.id, requestId: row.requestId },
       log: (...args) => this.$.log(`[${row.action} ${row.id}] ${args.map(format).join(" ")}`),
       signal: abort.signal,
     };
     const done = this.execute(action, input, ctx)
-      .then((settlement) => this.settle(row, settlement))
+      .then((settlement) =>
+        this.settle(row, settlement.status === "succeeded" ? { ...settlement, writes: data.statements() } : settlement),
+      )
       .finally(() => this.inFlight.delete(row.id));
     this.inFlight.set(row.id, { done, abort });
     return done;
@@ -86,8 +98,8 @@ export class Runner {
     let lastError: unknown;
     for (let attempt = 1; attempt <= SETTLE_ATTEMPTS; attempt++) {
       try {
-        await this.$.store.settleExecution(row.id, settlement);
-        return { ...row, ...settlement };
+        const { writes: _, ...stored } = await this.$.store.settleExecution(row.id, settlement);
+        return { ...row, ...stored };
       } catch (error) {
         lastError = error;
         this.$.log(`could not record the end of execution ${row.id} (attempt ${attempt}): ${(error as Error).message}`);

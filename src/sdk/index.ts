@@ -20,8 +20,23 @@ export interface Principal {
   id: string;
 }
 
+/** Reads and writes of the release's entities. Writes commit together with the execution's final status. */
+export interface DataContext {
+  /** Reads as the caller (its view rules apply); answers `{ <entity>: [ … ] }`. */
+  query(query: Record<string, unknown>): Promise<Record<string, unknown[]>>;
+  /** Creates an entity and returns its id. */
+  create(entity: string, data: Record<string, unknown>): Promise<string>;
+  /** Sets the patch's attributes (`null` removes an optional one). */
+  update(entity: string, id: string, patch: Record<string, unknown>): Promise<void>;
+  delete(entity: string, id: string): Promise<void>;
+  /** Links `id` to `targetId` through the link `label` of `entity`. */
+  link(entity: string, id: string, label: string, targetId: string): Promise<void>;
+  unlink(entity: string, id: string, label: string, targetId: string): Promise<void>;
+}
+
 export interface ActionContext {
   auth: Principal;
+  db: DataContext;
   execution: { id: string; requestId: string };
   /** Writes a line attributed to this execution. */
   log: (...args: unknown[]) => void;

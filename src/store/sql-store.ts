@@ -114,7 +114,8 @@ export class SqlStore implements Store {
     return rows as ExecutionRow[];
   }
 
-  async settleExecution(id: string, s: ExecutionSettlement): Promise<void> {
+  async settleExecution(id: string, s: ExecutionSettlement): Promise<ExecutionSettlement> {
+    if (s.writes?.length) return this.settleWithWrites(id, s);
     const updated = await this.db
       .update(this.t.executions)
       .set({
@@ -127,6 +128,37 @@ export class SqlStore implements Store {
       .where(eq(this.t.executions.id, id))
       .returning({ id: this.t.executions.id });
     if (updated.length === 0) throw new Error(`execution ${id} is not stored`);
+    return s;
+  }
+
+  /** PostgreSQL: the writes and the final status in one transaction; a refused write fails the execution instead. */
+  private async settleWithWrites(id: string, s: ExecutionSettlement): Promise<ExecutionSettlement> {
+    const { writes = [], ...settlement } = s;
+    try {
+      await this.postgresClient().begin(async (tx) => {
+        for (const write of writes) {
+          const result = await tx.unsafe(write.sql, write.params as ParameterOrJSON<never>[]);
+          if (write.mustChange && result.count === 0) throw new WriteFailed(write.mustChange);
+        }
+        const updated = await tx.unsafe(
+          `update executions set status = $1, output = $2::jsonb, error_code = $3, error_message = $4, finished_at = $5 where id = $6`,
+          [
+            s.status,
+            JSON.stringify(s.output),
+            s.errorCode,
+            s.errorMessage,
+            s.finishedAt,
+            id,
+          ] as ParameterOrJSON<never>[],
+        );
+        if (updated.count === 0) throw new Error(`execution ${id} is not stored`);
+      });
+      return settlement;
+    } catch (error) {
+      const reason = writeFailure(error);
+      if (reason === null) throw error;
+      return this.settleExecution(id, failedWrites(settlement, reason));
+    }
   }
 
   async failInterrupted(_at: number): Promise<number> {
@@ -192,5 +224,29 @@ export class SqlStore implements Store {
     return this.onClose();
   }
 }
+
+/** A write that must change a row changed none (its entity was deleted meanwhile). */
+export class WriteFailed extends Error {
+  override name = "WriteFailed";
+}
+
+/** The reason an execution's writes could not commit, or null when the error is not about them. */
+export function writeFailure(error: unknown): string | null {
+  if (error instanceof WriteFailed) return error.message;
+  const code = (error as { code?: string; errno?: number }).code;
+  // Constraint violations: a unique attribute taken, a duplicate id; both databases name them so.
+  if (code === "23505" || code === "23503" || String(code).startsWith("SQLITE_CONSTRAINT")) {
+    return `the writes could not be stored: ${(error as Error).message}`;
+  }
+  return null;
+}
+
+export const failedWrites = (s: ExecutionSettlement, reason: string): ExecutionSettlement => ({
+  status: "failed",
+  output: null,
+  errorCode: "action_failed",
+  errorMessage: reason,
+  finishedAt: s.finishedAt,
+});
 
 const sqlIncrement = (column: Tables["environment"]["revision"]) => sql`${column} + 1`;

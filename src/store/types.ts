@@ -33,6 +33,15 @@ export interface ExecutionSettlement {
   errorCode: string | null;
   errorMessage: string | null;
   finishedAt: number;
+  /** The execution's data writes (src/data/writes.ts), committed in the same transaction as this status, or not at all. */
+  writes?: WriteStatement[];
+}
+
+/** A statement of an execution's data writes; when it must change a row, the message for when it does not. */
+export interface WriteStatement {
+  sql: string;
+  params: unknown[];
+  mustChange?: string;
 }
 
 export interface ExecutionFilter {
@@ -88,7 +97,11 @@ export interface Store {
     requestId: string,
   ): Promise<ExecutionRow | null>;
   listExecutions(filter: ExecutionFilter): Promise<ExecutionRow[]>;
-  settleExecution(id: string, settlement: ExecutionSettlement): Promise<void>;
+  /**
+   * Stores the final status, and the writes in the same transaction. If a write fails, nothing of them
+   * is kept and the execution is stored as failed with the reason; resolves to what was stored.
+   */
+  settleExecution(id: string, settlement: ExecutionSettlement): Promise<ExecutionSettlement>;
   /**
    * Fails the executions a dead server process left `running`; returns how many. Only where one
    * process serves the database (SQLite) can it know that at start-up; PostgreSQL answers 0 until

@@ -1,19 +1,25 @@
-import type { Database, Statement } from "bun:sqlite";
-import type { ExecutionRow, ExecutionSettlement } from "../types.ts";
+import type { Database, SQLQueryBindings, Statement } from "bun:sqlite";
+import { failedWrites, WriteFailed, writeFailure } from "../sql-store.ts";
+import type { ExecutionRow, ExecutionSettlement, WriteStatement } from "../types.ts";
 
 type RawRow = Omit<ExecutionRow, "input" | "output"> & { input: string; output: string | null };
 
-interface PendingInsert {
-  row: ExecutionRow;
-  /** Resolves when the row, with everything merged into it, is committed. */
-  waiters: { done: () => void; fail: (error: unknown) => void }[];
+interface Waiter {
+  /** Told what was stored: the settlement asked for, or a failure when its writes could not commit. */
+  done: (stored: ExecutionSettlement) => void;
+  fail: (error: unknown) => void;
 }
 
-interface PendingUpdate {
+interface PendingInsert {
+  row: ExecutionRow;
+  /** Data writes merged in with the settlement; they commit with the row or not at all. */
+  writes: WriteStatement[];
+  waiters: Waiter[];
+}
+
+interface PendingUpdate extends Waiter {
   id: string;
   settlement: ExecutionSettlement;
-  done: () => void;
-  fail: (error: unknown) => void;
 }
 
 const COLUMNS = `id, request_id as requestId, principal_kind as principalKind, principal_id as principalId, action, kind,
@@ -63,7 +69,7 @@ export class SqliteExecutionWriter {
   claim(row: ExecutionRow): { row: ExecutionRow; created: boolean } {
     const existing = this.findByRequest(row.principalKind, row.principalId, row.requestId);
     if (existing) return { row: existing, created: false };
-    const pending: PendingInsert = { row: { ...row }, waiters: [] };
+    const pending: PendingInsert = { row: { ...row }, writes: [], waiters: [] };
     this.inserts.set(row.id, pending);
     this.byRequestKey.set(requestKey(row), pending);
     this.schedule();
@@ -71,11 +77,13 @@ export class SqliteExecutionWriter {
   }
 
   /** Resolves once the final status is committed (merged into the insert when that is still queued). */
-  settle(id: string, settlement: ExecutionSettlement): Promise<void> {
+  settle(id: string, settlement: ExecutionSettlement): Promise<ExecutionSettlement> {
     return new Promise((done, fail) => {
       const pending = this.inserts.get(id);
       if (pending) {
-        Object.assign(pending.row, settlement);
+        const { writes = [], ...final } = settlement;
+        Object.assign(pending.row, final);
+        pending.writes = writes;
         pending.waiters.push({ done, fail });
       } else {
         this.updates.push({ id, settlement, done, fail });
@@ -125,40 +133,48 @@ export class SqliteExecutionWriter {
     this.inserts = new Map();
     this.byRequestKey = new Map();
     this.updates = [];
+    const results: ExecutionSettlement[] = [];
     try {
       this.client.transaction(() => {
-        for (const pending of inserts) this.writeInsert(pending.row);
-        for (const update of updates) this.writeUpdate(update);
+        for (const pending of inserts) results.push(this.writeInsert(pending));
+        for (const update of updates) results.push(this.writeUpdate(update));
       })();
     } catch {
-      // One bad write must not fail its neighbours: write the batch again one transaction each.
-      for (const pending of inserts) this.alone(() => this.writeInsert(pending.row), pending.waiters);
+      // One bad write must not fail its neighbours: write the batch again, one transaction each.
+      for (const pending of inserts) this.alone(() => this.writeInsert(pending), pending.waiters);
       for (const update of updates) this.alone(() => this.writeUpdate(update), [update]);
       return;
     }
-    for (const pending of inserts) for (const waiter of pending.waiters) waiter.done();
-    for (const update of updates) update.done();
+    inserts.forEach((pending, i) => {
+      for (const waiter of pending.waiters) waiter.done(results[i] as ExecutionSettlement);
+    });
+    updates.forEach((update, i) => update.done(results[inserts.length + i] as ExecutionSettlement));
   }
 
-  private alone(write: () => void, waiters: { done: () => void; fail: (error: unknown) => void }[]) {
+  private alone(write: () => ExecutionSettlement, waiters: Waiter[]) {
+    let stored: ExecutionSettlement;
     try {
-      this.client.transaction(write)();
+      stored = this.client.transaction(write)();
     } catch (error) {
       for (const waiter of waiters) waiter.fail(error);
       return;
     }
-    for (const waiter of waiters) waiter.done();
+    for (const waiter of waiters) waiter.done(stored);
   }
 
-  private writeInsert(row: ExecutionRow) {
+  private writeInsert(pending: PendingInsert): ExecutionSettlement {
+    const row = { ...pending.row, ...this.applyWrites(pending.writes, settlementOf(pending.row)) };
     this.insert.run({
       ...row,
       input: JSON.stringify(row.input),
       output: row.output === null ? null : JSON.stringify(row.output),
     });
+    return settlementOf(row);
   }
 
-  private writeUpdate({ id, settlement: s }: PendingUpdate) {
+  private writeUpdate({ id, settlement }: PendingUpdate): ExecutionSettlement {
+    const { writes = [], ...requested } = settlement;
+    const s = this.applyWrites(writes, requested);
     const { changes } = this.update.run({
       id,
       status: s.status,
@@ -168,8 +184,37 @@ export class SqliteExecutionWriter {
       finishedAt: s.finishedAt,
     });
     if (changes === 0) throw new Error(`execution ${id} is not stored`);
+    return s;
+  }
+
+  /** Runs an execution's data writes inside a savepoint: all of them, or none and a failed settlement. */
+  private applyWrites(writes: WriteStatement[], settlement: ExecutionSettlement): ExecutionSettlement {
+    if (writes.length === 0) return settlement;
+    this.client.run("savepoint execution_writes");
+    try {
+      for (const write of writes) {
+        const { changes } = this.client.query(write.sql).run(...(write.params as SQLQueryBindings[]));
+        if (write.mustChange && changes === 0) throw new WriteFailed(write.mustChange);
+      }
+      this.client.run("release execution_writes");
+      return settlement;
+    } catch (error) {
+      this.client.run("rollback to execution_writes");
+      this.client.run("release execution_writes");
+      const reason = writeFailure(error);
+      if (reason === null) throw error;
+      return failedWrites(settlement, reason);
+    }
   }
 }
+
+const settlementOf = (row: ExecutionRow): ExecutionSettlement => ({
+  status: row.status as ExecutionSettlement["status"],
+  output: row.output,
+  errorCode: row.errorCode,
+  errorMessage: row.errorMessage,
+  finishedAt: row.finishedAt ?? 0,
+});
 
 function parseRow(raw: RawRow): ExecutionRow {
   return { ...raw, input: JSON.parse(raw.input), output: raw.output === null ? null : JSON.parse(raw.output) };

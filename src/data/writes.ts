@@ -1,0 +1,194 @@
+import { findNulCharacter } from "../engine/json-text.ts";
+import type { DataContext } from "../sdk/index.ts";
+import type { WriteStatement } from "../store/types.ts";
+import { WriteRejected } from "./errors.ts";
+import type { DataSchema, EntitySpec } from "./schema.ts";
+import type { SqlDialect } from "./sql-dialect.ts";
+
+/** One change an action asked for; all of an execution's changes commit with its final status, or none do. */
+export type DataWrite =
+  | { op: "insert"; entity: string; id: string; doc: Record<string, unknown>; at: number }
+  | { op: "replace"; entity: string; id: string; doc: Record<string, unknown>; at: number }
+  | { op: "delete"; entity: string; id: string }
+  | {
+      op: "link";
+      link: string;
+      sourceId: string;
+      sourceEntity: string;
+      targetId: string;
+      targetEntity: string;
+      at: number;
+      replace: ("source" | "target")[];
+    }
+  | { op: "unlink"; link: string; sourceId: string; targetId: string };
+
+/**
+ * `ctx.db` of one execution: validates each change against the release schema when it is asked for
+ * (so the handler sees the error where it made it) and keeps it until the execution settles.
+ */
+export class ExecutionData implements Omit<DataContext, "query"> {
+  readonly writes: DataWrite[] = [];
+  private readonly pending = new Map<string, { entity: string; doc: Record<string, unknown> }>();
+
+  constructor(
+    private readonly schema: DataSchema,
+    private readonly readDoc: (entity: string, id: string) => Promise<Record<string, unknown> | null>,
+    private readonly now: () => number,
+  ) {}
+
+  async create(entityName: string, data: Record<string, unknown>): Promise<string> {
+    const entity = this.entity(entityName);
+    const doc = this.checked(entity, data, "create");
+    const id = crypto.randomUUID();
+    this.pending.set(id, { entity: entity.name, doc });
+    this.writes.push({ op: "insert", entity: entity.name, id, doc, at: this.now() });
+    return id;
+  }
+
+  async update(entityName: string, id: string, patch: Record<string, unknown>): Promise<void> {
+    const entity = this.entity(entityName);
+    const current = await this.current(entity, id);
+    if (!isObject(patch)) throw new WriteRejected(`update ${entity.name}: the patch must be an object`);
+    const merged = { ...current };
+    for (const [key, value] of Object.entries(patch)) {
+      if (value === undefined || value === null) delete merged[key];
+      else merged[key] = value;
+    }
+    const doc = this.checked(entity, merged, "update");
+    this.pending.set(id, { entity: entity.name, doc });
+    this.writes.push({ op: "replace", entity: entity.name, id, doc, at: this.now() });
+  }
+
+  async delete(entityName: string, id: string): Promise<void> {
+    const entity = this.entity(entityName);
+    await this.current(entity, id);
+    this.pending.delete(id);
+    this.writes.push({ op: "delete", entity: entity.name, id });
+  }
+
+  async link(entityName: string, id: string, label: string, targetId: string): Promise<void> {
+    const { side, entity } = this.side(entityName, label);
+    const target = this.entity(side.to);
+    await this.current(entity, id);
+    await this.current(target, targetId);
+    const [sourceId, sourceEntity, tId, targetEntity] =
+      side.direction === "forward"
+        ? [id, entity.name, targetId, target.name]
+        : [targetId, target.name, id, entity.name];
+    const replace: ("source" | "target")[] = [];
+    // A has-one end keeps one partner: linking again moves the link.
+    if (side.link.forward.has === "one") replace.push("source");
+    if (side.link.reverse.has === "one") replace.push("target");
+    this.writes.push({
+      op: "link",
+      link: side.link.name,
+      sourceId,
+      sourceEntity,
+      targetId: tId,
+      targetEntity,
+      at: this.now(),
+      replace,
+    });
+  }
+
+  async unlink(entityName: string, id: string, label: string, targetId: string): Promise<void> {
+    const { side } = this.side(entityName, label);
+    const [sourceId, tId] = side.direction === "forward" ? [id, targetId] : [targetId, id];
+    this.writes.push({ op: "unlink", link: side.link.name, sourceId, targetId: tId });
+  }
+
+  private entity(name: string): EntitySpec {
+    const entity = this.schema.entities.get(name);
+    if (!entity) throw new WriteRejected(`unknown entity ${JSON.stringify(name)}`);
+    return entity;
+  }
+
+  private side(entityName: string, label: string) {
+    const entity = this.entity(entityName);
+    const side = entity.links.get(label);
+    if (!side) throw new WriteRejected(`${entity.name} has no link named ${JSON.stringify(label)}`);
+    return { entity, side };
+  }
+
+  /** The document as this execution sees it: its own changes first, then the store. */
+  private async current(entity: EntitySpec, id: string): Promise<Record<string, unknown>> {
+    if (typeof id !== "string") throw new WriteRejected(`${entity.name}: ids are strings`);
+    const mine = this.pending.get(id);
+    if (mine?.entity === entity.name) return mine.doc;
+    const deleted = this.writes.some((w) => w.op === "delete" && w.id === id);
+    const stored = deleted ? null : await this.readDoc(entity.name, id);
+    if (!stored) throw new WriteRejected(`no ${entity.name} with id ${id}`);
+    return stored;
+  }
+
+  private checked(entity: EntitySpec, data: unknown, verb: string): Record<string, unknown> {
+    if (!isObject(data)) throw new WriteRejected(`${verb} ${entity.name}: the data must be an object`);
+    const doc = JSON.parse(JSON.stringify(data)) as Record<string, unknown>;
+    if (!entity.check.Check(doc)) {
+      const first = [...entity.check.Errors(doc)][0];
+      throw new WriteRejected(
+        `${verb} ${entity.name}: ${first?.path || "/"} ${first?.message ?? "does not fit the schema"}`,
+      );
+    }
+    const nul = findNulCharacter(doc);
+    if (nul !== null) throw new WriteRejected(`${verb} ${entity.name}: ${nul} holds U+0000, which cannot be stored`);
+    return doc;
+  }
+}
+
+/** The SQL of one execution's writes, in order. Run in the transaction that stores its final status. */
+export function writeStatements(dialect: SqlDialect, writes: readonly DataWrite[]): WriteStatement[] {
+  const statements: WriteStatement[] = [];
+  const add = (sql: (p: (value: unknown) => string) => string, mustChange?: string) => {
+    const params: unknown[] = [];
+    statements.push({ sql: sql((value) => dialect.param(params, value)), params, mustChange });
+  };
+  const json = (doc: unknown) => JSON.stringify(doc);
+  for (const w of writes) {
+    switch (w.op) {
+      case "insert":
+        add(
+          (p) =>
+            `insert into data_entities (id, entity, doc, created_at, updated_at) values (${p(w.id)}, ${p(w.entity)}, ${p(json(w.doc))}${dialect.name === "postgres" ? "::jsonb" : ""}, ${p(w.at)}, ${p(w.at)})`,
+        );
+        break;
+      case "replace":
+        add(
+          (p) =>
+            `update data_entities set doc = ${p(json(w.doc))}${dialect.name === "postgres" ? "::jsonb" : ""}, updated_at = ${p(w.at)} where id = ${p(w.id)} and entity = ${p(w.entity)}`,
+          `no ${w.entity} with id ${w.id} (deleted meanwhile)`,
+        );
+        break;
+      case "delete":
+        add((p) => `delete from data_links where source_id = ${p(w.id)} or target_id = ${p(w.id)}`);
+        add(
+          (p) => `delete from data_entities where id = ${p(w.id)} and entity = ${p(w.entity)}`,
+          `no ${w.entity} with id ${w.id} (deleted meanwhile)`,
+        );
+        break;
+      case "link":
+        if (w.replace.includes("source"))
+          add((p) => `delete from data_links where link = ${p(w.link)} and source_id = ${p(w.sourceId)}`);
+        if (w.replace.includes("target"))
+          add((p) => `delete from data_links where link = ${p(w.link)} and target_id = ${p(w.targetId)}`);
+        add(
+          (p) => `insert into data_links (link, source_id, target_id, created_at)
+            select ${p(w.link)}, ${p(w.sourceId)}, ${p(w.targetId)}, ${p(w.at)}
+            where exists (select 1 from data_entities where id = ${p(w.sourceId)} and entity = ${p(w.sourceEntity)})
+              and exists (select 1 from data_entities where id = ${p(w.targetId)} and entity = ${p(w.targetEntity)})
+            on conflict do nothing`,
+        );
+        break;
+      case "unlink":
+        add(
+          (p) =>
+            `delete from data_links where link = ${p(w.link)} and source_id = ${p(w.sourceId)} and target_id = ${p(w.targetId)}`,
+        );
+        break;
+    }
+  }
+  return statements;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);

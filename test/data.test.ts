@@ -1,0 +1,272 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { dialects } from "./support/databases.ts";
+import { fixture, startTestServer, type TestServer } from "./support/server.ts";
+
+const MiB = 1024 * 1024;
+
+for (const dialect of dialects) {
+  describe(`data (${dialect.name})`, () => {
+    let t: TestServer;
+    let alice: string;
+    let bob: string;
+    let ada = "";
+    let grace = "";
+    const notes: Record<string, string> = {};
+
+    const query = async (q: unknown, token?: string, format = "objects") => {
+      const res = await t.fetch(`/query${format === "objects" ? "?format=objects" : ""}`, {
+        method: "POST",
+        body: JSON.stringify({ query: q }),
+        token,
+      });
+      return { status: res.status, body: await res.json() };
+    };
+    const ids = (list: { id: string }[]) => list.map((n) => n.id);
+
+    beforeAll(async () => {
+      t = await startTestServer(dialect, { release: fixture("data") });
+      alice = await t.userToken("alice");
+      bob = await t.userToken("bob");
+      ada = (await (await t.invoke("data.add-user", { email: "ada@example.com", name: "Ada" })).json()).execution.output
+        .id;
+      grace = (await (await t.invoke("data.add-user", { email: "Grace@Example.com", name: "Grace" })).json()).execution
+        .output.id;
+      const add = async (token: string, input: Record<string, unknown>) => {
+        const body = await (await t.invoke("data.add-note", input, { token })).json();
+        expect(body.execution.status).toBe("succeeded");
+        return body.execution.output.id as string;
+      };
+      notes.a1 = await add(alice, { title: "Buy milk", priority: 1, authorId: ada });
+      notes.a2 = await add(alice, { title: "buy bread", priority: 5, done: true, body: "wholemeal", authorId: grace });
+      notes.a3 = await add(alice, { title: "Call 50% off shop", priority: 3 });
+      notes.b1 = await add(bob, { title: "Bob's note", priority: 2, authorId: ada });
+    });
+    afterAll(() => t.stop());
+
+    test("objects format: attributes, a has-one link as an object, a has-many link as a list", async () => {
+      const { status, body } = await query({ notes: { author: {} } }, alice);
+      expect(status).toBe(200);
+      expect(body.notes).toEqual([
+        {
+          id: notes.a1,
+          title: "Buy milk",
+          priority: 1,
+          done: false,
+          ownerId: "alice",
+          author: { id: ada, email: "ada@example.com", name: "Ada" },
+        },
+        {
+          id: notes.a2,
+          title: "buy bread",
+          priority: 5,
+          done: true,
+          body: "wholemeal",
+          ownerId: "alice",
+          author: { id: grace, email: "Grace@Example.com", name: "Grace" },
+        },
+        { id: notes.a3, title: "Call 50% off shop", priority: 3, done: false, ownerId: "alice", author: null },
+      ]);
+      const users = (await query({ users: { notes: {} } }, alice)).body.users;
+      expect(users.map((u: { email: string; notes: { id: string }[] }) => [u.email, ids(u.notes)])).toEqual([
+        ["ada@example.com", [notes.a1]], // bob's note is not alice's to see, at any level
+        ["Grace@Example.com", [notes.a2]],
+      ]);
+    });
+
+    test("permissions: each user sees its own notes, a service key sees all", async () => {
+      expect(ids((await query({ notes: {} }, bob)).body.notes)).toEqual([notes.b1]);
+      expect(ids((await query({ notes: {} })).body.notes)).toEqual([notes.a1, notes.a2, notes.a3, notes.b1]);
+      const viaUsers = (await query({ users: { notes: {} } })).body.users;
+      expect(ids(viaUsers[0].notes)).toEqual([notes.a1, notes.b1]);
+    });
+
+    test("where operators, and/or, dotted paths through links", async () => {
+      const cases: [unknown, string[]][] = [
+        [{ title: "Buy milk" }, [notes.a1]],
+        [{ done: true }, [notes.a2]],
+        [{ priority: { $in: [1, 3] } }, [notes.a1, notes.a3]],
+        [{ title: { $not: "Buy milk" } }, [notes.a2, notes.a3]],
+        [{ body: { $isNull: true } }, [notes.a1, notes.a3]],
+        [{ body: { $isNull: false } }, [notes.a2]],
+        [{ priority: { $gt: 1, $lte: 5 } }, [notes.a2, notes.a3]],
+        [{ priority: { $gte: 3 } }, [notes.a2, notes.a3]],
+        [{ priority: { $lt: 3 } }, [notes.a1]],
+        [{ title: { $like: "Buy%" } }, [notes.a1]],
+        [{ title: { $ilike: "buy%" } }, [notes.a1, notes.a2]],
+        [{ title: { $like: "%50\\% off%" } }, [notes.a3]],
+        [{ or: [{ priority: 1 }, { done: true }] }, [notes.a1, notes.a2]],
+        [{ and: [{ priority: { $gt: 1 } }, { done: false }] }, [notes.a3]],
+        [{ "author.email": "ada@example.com" }, [notes.a1]],
+        [{ "author.name": { $in: ["Ada", "Grace"] } }, [notes.a1, notes.a2]],
+        [{ id: notes.a3 }, [notes.a3]],
+      ];
+      for (const [where, expected] of cases) {
+        const { status, body } = await query({ notes: { $: { where } } }, alice);
+        expect(status, JSON.stringify(where)).toBe(200);
+        expect(ids(body.notes), JSON.stringify(where)).toEqual(expected);
+      }
+      const byNoteTitle = (await query({ users: { $: { where: { "notes.title": "Bob's note" } } } }, alice)).body.users;
+      expect(byNoteTitle).toEqual([]); // a rule hides bob's note from alice, also inside a path
+    });
+
+    test("order, limit and offset; nested levels with their own where", async () => {
+      const ordered = (await query({ notes: { $: { order: { priority: "desc" }, limit: 2 } } }, alice)).body.notes;
+      expect(ids(ordered)).toEqual([notes.a2, notes.a3]);
+      const page = (await query({ notes: { $: { order: { priority: "asc" }, limit: 1, offset: 1 } } }, alice)).body
+        .notes;
+      expect(ids(page)).toEqual([notes.a3]);
+      const skipped = (await query({ notes: { $: { offset: 2 } } }, alice)).body.notes;
+      expect(ids(skipped)).toEqual([notes.a3]);
+      const nested = (await query({ users: { notes: { $: { where: { done: true } } } } }, alice)).body.users;
+      expect(nested.map((u: { notes: { id: string }[] }) => ids(u.notes))).toEqual([[], [notes.a2]]);
+    });
+
+    test("the default format is triples with attrs; attribute ids are stable", async () => {
+      const { status, body } = await query({ notes: { $: { where: { id: notes.a1 } }, author: {} } }, alice, "triples");
+      expect(status).toBe(200);
+      const rows = body.result[0].data["datalog-result"]["join-rows"][0] as [string, string, unknown, number][];
+      const attrById = new Map(
+        body.attrs.map((a: { id: string; "forward-identity": [string, string, string] }) => [
+          a.id,
+          a["forward-identity"],
+        ]),
+      );
+      const facts = rows.map(([e, a, v]) => [e, (attrById.get(a) as string[]).slice(1).join("."), v]);
+      expect(facts).toEqual(
+        expect.arrayContaining([
+          [notes.a1, "notes.id", notes.a1],
+          [notes.a1, "notes.title", "Buy milk"],
+          [notes.a1, "notes.author", ada],
+          [ada, "users.email", "ada@example.com"],
+        ]),
+      );
+      for (const row of rows) expect(typeof row[3]).toBe("number");
+      const link = body.attrs.find((a: { "value-type": string }) => a["value-type"] === "ref");
+      expect(link).toMatchObject({
+        cardinality: "one",
+        "unique?": false,
+        "reverse-identity": [expect.any(String), "users", "notes"],
+      });
+      const again = await query({ notes: {} }, alice, "triples");
+      expect(again.body.attrs).toEqual(body.attrs);
+    });
+
+    test("a rejected query is 400 data_provider_rejected with a message", async () => {
+      const bad = [
+        { nope: {} },
+        { notes: { $: { where: { colour: "red" } } } },
+        { notes: { $: { where: { title: { $regex: "x" } } } } },
+        { notes: { $: { limit: 0 } } },
+        { notes: { $: { limit: 1.5 } } },
+        { notes: { $: { order: { title: "up" } } } },
+        { notes: { editor: {} } },
+        { notes: { $: { where: { priority: "high" } } } },
+        { notes: { author: { $: { offset: 1 } } } },
+        {},
+        "notes",
+      ];
+      for (const q of bad) {
+        const { status, body } = await query(q, alice);
+        expect(status, JSON.stringify(q)).toBe(400);
+        expect(body).toMatchObject({ ok: false, error: "data_provider_rejected", message: expect.any(String) });
+      }
+      const notAQuery = await t.fetch("/query", { method: "POST", body: JSON.stringify({ q: {} }) });
+      expect((await notAQuery.json()).error).toBe("invalid_request");
+      const big = await t.fetch("/query", {
+        method: "POST",
+        body: JSON.stringify({ query: { notes: {} }, pad: "x".repeat(4 * MiB) }),
+      });
+      expect(big.status).toBe(413);
+      expect((await t.fetch("/query", { method: "POST", body: "{}", token: null })).status).toBe(401);
+    });
+
+    test("an action that throws after writing leaves nothing; a replay writes nothing again", async () => {
+      const before = (await query({ notes: {} })).body.notes.length;
+      const failed = await (
+        await t.invoke("data.add-note", { title: "ghost", priority: 9, fail: true }, { token: alice })
+      ).json();
+      expect(failed.execution).toMatchObject({ status: "failed", errorMessage: "failed after writing" });
+      expect((await query({ notes: {} })).body.notes.length).toBe(before);
+
+      const requestId = crypto.randomUUID();
+      const once = await (
+        await t.invoke("data.add-note", { title: "once", priority: 9 }, { token: alice, requestId })
+      ).json();
+      const twice = await (
+        await t.invoke("data.add-note", { title: "once", priority: 9 }, { token: alice, requestId })
+      ).json();
+      expect(twice.execution.id).toBe(once.execution.id);
+      expect((await query({ notes: { $: { where: { title: "once" } } } })).body.notes.length).toBe(1);
+    });
+
+    test("writes are checked against the schema; a unique attribute taken fails the execution, writing nothing", async () => {
+      const wrongType = await (await t.invoke("data.change", { call: "create", args: ["notes", { title: 5 }] })).json();
+      expect(wrongType.execution).toMatchObject({ status: "failed", errorCode: "action_failed" });
+      expect(wrongType.execution.errorMessage).toContain("create notes");
+      const unknown = await (await t.invoke("data.change", { call: "create", args: ["planets", {}] })).json();
+      expect(unknown.execution.errorMessage).toContain("unknown entity");
+      const missing = await (
+        await t.invoke("data.change", { call: "update", args: ["notes", crypto.randomUUID(), { done: true }] })
+      ).json();
+      expect(missing.execution.errorMessage).toContain("no notes with id");
+
+      const taken = await (await t.invoke("data.add-user", { email: "ada@example.com", name: "Ada Two" })).json();
+      expect(taken.execution).toMatchObject({ status: "failed", errorCode: "action_failed" });
+      expect(taken.execution.errorMessage).toContain("could not be stored");
+      const adas = (await query({ users: { $: { where: { name: "Ada Two" } } } })).body.users;
+      expect(adas).toEqual([]);
+    });
+
+    test("update, unlink, link again (has-one moves) and delete", async () => {
+      const id = (
+        await (
+          await t.invoke("data.add-note", { title: "edit me", priority: 1, body: "x", authorId: ada }, { token: bob })
+        ).json()
+      ).execution.output.id;
+      const run = async (call: string, args: unknown[]) => {
+        const body = await (await t.invoke("data.change", { call, args })).json();
+        expect(body.execution.status, `${call} ${body.execution.errorMessage}`).toBe("succeeded");
+      };
+      const read = async () => (await query({ notes: { $: { where: { id } }, author: {} } }, bob)).body.notes[0];
+      await run("update", ["notes", id, { done: true, body: null }]);
+      expect(await read()).toMatchObject({ done: true, title: "edit me" });
+      expect((await read()).body).toBeUndefined();
+      await run("link", ["notes", id, "author", grace]);
+      expect((await read()).author.id).toBe(grace);
+      await run("unlink", ["users", grace, "notes", id]);
+      expect((await read()).author).toBeNull();
+      await run("delete", ["notes", id]);
+      expect(await read()).toBeUndefined();
+    });
+
+    test("ctx.db.query reads as the caller", async () => {
+      const body = await (await t.invoke("data.query", { query: { notes: {} } }, { token: bob })).json();
+      expect(ids(body.execution.output.result.notes)).toEqual([notes.b1]);
+    });
+
+    test("describe lists entities and links; the MCP query tool reads as the caller", async () => {
+      const call = async (name: string, args: unknown, token: string) => {
+        const res = await t.fetch("/mcp", {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } }),
+          token,
+        });
+        return (await res.json()).result;
+      };
+      const described = await call("describe", {}, alice);
+      expect(described.structuredContent.entities.notes.title).toEqual({
+        type: "string",
+        optional: false,
+        indexed: true,
+        unique: false,
+      });
+      expect(Object.keys(described.structuredContent.links)).toEqual(["noteAuthor"]);
+      const read = await call("query", { query: { notes: {} } }, bob);
+      expect(ids(read.structuredContent.notes)).toEqual([notes.b1]);
+      const rejected = await call("query", { query: { planets: {} } }, bob);
+      expect(rejected.isError).toBe(true);
+      expect(JSON.parse(rejected.content[0].text).error).toBe("data_provider_rejected");
+    });
+  });
+}
