@@ -7,7 +7,9 @@ import { executionRoutes } from "./http/executions.ts";
 import { healthRoutes } from "./http/health.ts";
 import { type McpRouteOptions, mcpRoutes } from "./http/mcp.ts";
 import { queryRoutes } from "./http/query.ts";
+import { sessionRoutes } from "./http/session.ts";
 import { type ResourceMetadataOptions, wellKnownRoutes } from "./http/well-known.ts";
+import type { SessionHub } from "./live/session.ts";
 import type { LoadedRelease } from "./release/load.ts";
 
 // Bun's own limit answers an empty 413 before any hook runs; keep it far above every per-endpoint
@@ -15,6 +17,7 @@ import type { LoadedRelease } from "./release/load.ts";
 const HARD_BODY_LIMIT = 1024 * 1024 * 1024;
 
 export interface AppDeps extends HttpDeps {
+  hub: SessionHub;
   data: DataService;
   release: () => LoadedRelease | null;
   mcp: Omit<McpRouteOptions, "auth" | "publicUrl">;
@@ -29,6 +32,7 @@ export const createApp = (deps: AppDeps) =>
     .use(actionRoutes(deps))
     .use(executionRoutes(deps))
     .use(queryRoutes(deps))
+    .use(sessionRoutes(deps.hub))
     .use(mcpRoutes({ ...deps.mcp, auth: deps.auth, publicUrl: deps.publicUrl }));
 
 export type App = ReturnType<typeof createApp>;

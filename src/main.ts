@@ -6,6 +6,7 @@ import { type Config, ConfigError, isLoopback, localUrl } from "./config.ts";
 import { DataService } from "./data/service.ts";
 import { Engine } from "./engine/engine.ts";
 import { executionUrl } from "./http/deps.ts";
+import { SessionHub } from "./live/session.ts";
 import { McpEndpoint } from "./mcp/server.ts";
 import { ReleaseRegistry } from "./release/registry.ts";
 import { openStore } from "./store/open.ts";
@@ -58,7 +59,9 @@ export async function startServer(
       `WARNING: --insecure-no-auth: /mcp callers without a credential act as user "${ANONYMOUS.id}". Never expose this server.`,
     );
   }
+  const hub = new SessionHub({ auth, data, engine, release: () => releases.current() });
   const app = createApp({
+    hub,
     engine,
     auth,
     data,
@@ -84,6 +87,7 @@ export async function startServer(
     engine,
     async stop() {
       releases.stop();
+      hub.stop();
       // Close keep-alive connections too, or stop waits for clients to hang up.
       await app.stop(true);
       await engine.shutdown();

@@ -11,7 +11,7 @@ for (const dialect of dialects) {
     let bob: string;
     let ada = "";
     let grace = "";
-    const notes: Record<string, string> = {};
+    const notes = { a1: "", a2: "", a3: "", b1: "" };
 
     const query = async (q: unknown, token?: string, format = "objects") => {
       const res = await t.fetch(`/query${format === "objects" ? "?format=objects" : ""}`, {

@@ -163,6 +163,36 @@ async function loadChildren(
   }
 }
 
+/** Every entity a query's result depends on: its levels, the entities its paths cross, and those its rules read. */
+export function entitiesRead(roots: Map<string, QueryNode>, schema: DataSchema): Set<string> {
+  const read = new Set<string>();
+  const visitWhere = (where: unknown, entity: EntitySpec) => {
+    if (!isObject(where)) return;
+    for (const [key, value] of Object.entries(where)) {
+      if ((key === "and" || key === "or") && Array.isArray(value))
+        for (const clause of value) visitWhere(clause, entity);
+      let current: EntitySpec | undefined = entity;
+      for (const label of key.split(".").slice(0, -1)) {
+        const side: LinkSide | undefined = current?.links.get(label);
+        current = side ? schema.entities.get(side.to) : undefined;
+        if (current) addEntity(current);
+      }
+    }
+  };
+  const addEntity = (entity: EntitySpec) => {
+    if (read.has(entity.name)) return;
+    read.add(entity.name);
+    if (typeof entity.view === "object") visitWhere(entity.view, entity);
+  };
+  const visitNode = (node: QueryNode) => {
+    addEntity(node.entity);
+    visitWhere(node.where, node.entity);
+    for (const child of node.children) visitNode(child.node);
+  };
+  for (const node of roots.values()) visitNode(node);
+  return read;
+}
+
 function nodeConditions(node: QueryNode, alias: string, ctx: WhereContext): string[] {
   return [
     node.where === undefined ? "" : compileWhere(node.where, node.entity, alias, ctx),

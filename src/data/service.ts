@@ -1,8 +1,9 @@
 import type { LoadedRelease } from "../release/load.ts";
 import type { DataContext, Principal } from "../sdk/index.ts";
 import type { Store } from "../store/types.ts";
-import { type AttrIds, attrKeys, toObjects, toTriples } from "./format.ts";
-import { parseQuery, runQuery } from "./query.ts";
+import { ChangeFeed } from "./changes.ts";
+import { type AttrIds, attrEntries, attrKeys, toObjects, toTriples } from "./format.ts";
+import { entitiesRead, parseQuery, runQuery } from "./query.ts";
 import { postgresDialect, type SqlDialect, sqliteDialect } from "./sql-dialect.ts";
 import { ExecutionData, writeStatements } from "./writes.ts";
 
@@ -11,6 +12,7 @@ export type QueryFormat = "triples" | "objects";
 /** Reads for every caller (HTTP /query, the MCP query tool, ctx.db.query): one compiler, the caller's rules. */
 export class DataService {
   readonly dialect: SqlDialect;
+  readonly changes = new ChangeFeed();
   private readonly attrIdsByBundle = new Map<string, Promise<AttrIds>>();
 
   constructor(private readonly store: Store) {
@@ -28,6 +30,16 @@ export class DataService {
     );
     if (format === "objects") return toObjects(result);
     return toTriples(result, release.data, await this.attrIds(release));
+  }
+
+  /** The entities a query depends on (for live queries: which changes can alter its result). Throws QueryRejected. */
+  entitiesRead(release: LoadedRelease, query: unknown): Set<string> {
+    return entitiesRead(parseQuery(query, release.data), release.data);
+  }
+
+  /** The attribute list of the triple format, for a live session's `init-ok`. */
+  async attrs(release: LoadedRelease) {
+    return attrEntries(release.data, await this.attrIds(release));
   }
 
   /** One stored entity's attributes, or null (committed data: an execution's own writes are in ExecutionData). */
@@ -50,7 +62,7 @@ export class DataService {
       link: (entity, id, label, target) => writes.link(entity, id, label, target),
       unlink: (entity, id, label, target) => writes.unlink(entity, id, label, target),
     };
-    return { db, statements: () => writeStatements(this.dialect, writes.writes) };
+    return { db, statements: () => writeStatements(this.dialect, writes.writes), touched: () => writes.touched() };
   }
 
   /** The indexes a release's schema declares (unique ones enforce uniqueness); run before it is stored. */

@@ -97,6 +97,19 @@ export class ExecutionData implements Omit<DataContext, "query"> {
     this.writes.push({ op: "unlink", link: side.link.name, sourceId, targetId: tId });
   }
 
+  /** The entities whose rows these writes change (both ends of a link). */
+  touched(): string[] {
+    const names = new Set<string>();
+    for (const w of this.writes) {
+      if (w.op === "link") names.add(w.sourceEntity).add(w.targetEntity);
+      else if (w.op === "unlink") {
+        const link = this.schema.links.get(w.link);
+        if (link) names.add(link.forward.on).add(link.reverse.on);
+      } else names.add(w.entity);
+    }
+    return [...names];
+  }
+
   private entity(name: string): EntitySpec {
     const entity = this.schema.entities.get(name);
     if (!entity) throw new WriteRejected(`unknown entity ${JSON.stringify(name)}`);

@@ -5,6 +5,7 @@ import type { LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
 import { type ExecutionRow, type ExecutionStatus, isTerminal, type Store } from "../store/types.ts";
 import { actionNotFound, EngineError, executionNotFound } from "./errors.ts";
+import { ExecutionFeed } from "./execution-feed.ts";
 import { canSee } from "./executions.ts";
 import { findNulCharacter } from "./json-text.ts";
 import { Runner } from "./runner.ts";
@@ -46,11 +47,13 @@ const POLL_MAX_MS = 1_000;
 /** The one path every caller (HTTP, MCP) takes to run actions and follow executions. */
 export class Engine {
   private readonly runner: Runner;
+  /** Status changes and log lines of the executions running in this process (for subscribe-stream). */
+  readonly feed = new ExecutionFeed();
   private readonly now: () => number;
 
   constructor(private readonly $: EngineResources) {
     this.now = $.now ?? Date.now;
-    this.runner = new Runner({ store: $.store, data: $.data, log: $.log, now: this.now });
+    this.runner = new Runner({ store: $.store, data: $.data, feed: this.feed, log: $.log, now: this.now });
   }
 
   contract(name: string): ActionContract {

@@ -2,11 +2,13 @@ import type { DataService } from "../data/service.ts";
 import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import type { ActionContext, Principal } from "../sdk/index.ts";
 import type { ExecutionRow, ExecutionSettlement, Store } from "../store/types.ts";
+import type { ExecutionFeed } from "./execution-feed.ts";
 import { findNulCharacter } from "./json-text.ts";
 
 export interface RunnerResources {
   store: Store;
   data: DataService;
+  feed: ExecutionFeed;
   log: (message: string) => void;
   now: () => number;
 }
@@ -35,13 +37,22 @@ export class Runner {
       auth: principal,
       db: data.db,
       execution: { id: row.id, requestId: row.requestId },
-      log: (...args) => this.$.log(`[${row.action} ${row.id}] ${args.map(format).join(" ")}`),
+      log: (...args) => {
+        const line = args.map(format).join(" ");
+        this.$.log(`[${row.action} ${row.id}] ${line}`);
+        this.$.feed.publish(row.id, { type: "log", executionId: row.id, line, at: this.$.now() });
+      },
       signal: abort.signal,
     };
     const done = this.execute(action, input, ctx)
       .then((settlement) =>
         this.settle(row, settlement.status === "succeeded" ? { ...settlement, writes: data.statements() } : settlement),
       )
+      .then((stored) => {
+        if (stored.status === "succeeded") this.$.data.changes.publish(data.touched());
+        this.$.feed.publish(row.id, { type: "status", execution: stored });
+        return stored;
+      })
       .finally(() => this.inFlight.delete(row.id));
     this.inFlight.set(row.id, { done, abort });
     return done;

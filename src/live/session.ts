@@ -1,0 +1,235 @@
+import type { Authenticator } from "../auth/authenticator.ts";
+import { QueryRejected } from "../data/errors.ts";
+import type { DataService } from "../data/service.ts";
+import type { Engine } from "../engine/engine.ts";
+import { EngineError } from "../engine/errors.ts";
+import type { ExecutionEvent } from "../engine/execution-feed.ts";
+import { canonicalJson } from "../release/canonical-json.ts";
+import type { LoadedRelease } from "../release/load.ts";
+import type { Principal } from "../sdk/index.ts";
+import { type ExecutionRow, isTerminal } from "../store/types.ts";
+
+/** The socket as the hub sees it; http/session.ts adapts Elysia's. */
+export interface LiveSocket {
+  send(message: string): void;
+  close(code: number, reason: string): void;
+}
+
+export interface HubDeps {
+  auth: Authenticator;
+  data: DataService;
+  engine: Engine;
+  release: () => LoadedRelease | null;
+}
+
+type ReturnType = "join-rows" | "tree";
+
+interface Subscription {
+  q: unknown;
+  returnType: ReturnType;
+  reads: Set<string>;
+  /** The JSON last sent, so an unchanged result is not sent again. */
+  last: string;
+}
+
+interface Session {
+  id: string;
+  socket: LiveSocket;
+  token: string | null;
+  principal: Principal | null;
+  subscriptions: Map<string, Subscription>;
+  streams: Map<string, () => void>;
+}
+
+type Message = Record<string, unknown> & { op?: unknown };
+
+/**
+ * Live queries over one WebSocket per client, in InstantDB's session protocol: `init` (with the
+ * token, since a browser cannot set headers), `add-query` / `remove-query`, and `subscribe-stream` to
+ * follow an execution. After every committed write, each subscription that reads a touched entity is
+ * re-run as its subscriber; changed results go out in one `refresh-ok` per socket.
+ */
+export class SessionHub {
+  private readonly sessions = new Set<Session>();
+  private readonly stopFeed: () => void;
+  private readonly revocationTimer: Timer;
+
+  constructor(
+    private readonly $: HubDeps,
+    revocationCheckMs = 2_000,
+  ) {
+    this.stopFeed = $.data.changes.subscribe((entities) => void this.refresh(entities));
+    this.revocationTimer = setInterval(() => void this.closeRevoked(), revocationCheckMs);
+    this.revocationTimer.unref();
+  }
+
+  open(socket: LiveSocket): Session {
+    const session: Session = {
+      id: crypto.randomUUID(),
+      socket,
+      token: null,
+      principal: null,
+      subscriptions: new Map(),
+      streams: new Map(),
+    };
+    this.sessions.add(session);
+    return session;
+  }
+
+  close(session: Session): void {
+    for (const stop of session.streams.values()) stop();
+    this.sessions.delete(session);
+  }
+
+  stop(): void {
+    this.stopFeed();
+    clearInterval(this.revocationTimer);
+  }
+
+  async message(session: Session, raw: unknown): Promise<void> {
+    let message: Message;
+    try {
+      const parsed = typeof raw === "string" ? JSON.parse(raw) : raw;
+      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("not an object");
+      message = parsed as Message;
+    } catch {
+      return this.error(session, { raw: String(raw).slice(0, 200) }, "each message must be one JSON object");
+    }
+    try {
+      await this.handle(session, message);
+    } catch (error) {
+      if (error instanceof QueryRejected || error instanceof EngineError)
+        return this.error(session, message, error.message);
+      throw error;
+    }
+  }
+
+  private async handle(session: Session, message: Message) {
+    const eventId = message["client-event-id"];
+    if (message.op === "init") return this.init(session, message);
+    if (!session.principal) return this.error(session, message, "init has not run for this session");
+    switch (message.op) {
+      case "add-query":
+        return this.addQuery(session, message);
+      case "remove-query": {
+        session.subscriptions.delete(canonicalJson(message.q ?? null));
+        return send(session, { op: "remove-query-ok", q: message.q, "client-event-id": eventId });
+      }
+      case "subscribe-stream":
+        return this.subscribeStream(session, message);
+      case "transact":
+        return this.error(session, message, "writes are not accepted on this socket: run an action");
+      default:
+        return this.error(session, message, `unknown op ${JSON.stringify(message.op)}`);
+    }
+  }
+
+  private async init(session: Session, message: Message) {
+    if (session.principal) return this.error(session, message, "init has already run for this session");
+    const token = message["access-token"];
+    const principal = typeof token === "string" ? await this.$.auth.resolveToken(token) : null;
+    if (!principal) return this.error(session, message, "init needs a valid access-token", 401);
+    session.principal = principal;
+    session.token = token as string;
+    const release = this.$.release();
+    send(session, {
+      op: "init-ok",
+      "session-id": session.id,
+      "client-event-id": message["client-event-id"],
+      auth: { principal },
+      attrs: release ? await this.$.data.attrs(release) : [],
+    });
+  }
+
+  private async addQuery(session: Session, message: Message) {
+    const key = canonicalJson(message.q ?? null);
+    if (session.subscriptions.has(key)) {
+      return send(session, { op: "add-query-exists", q: message.q, "client-event-id": message["client-event-id"] });
+    }
+    const release = this.requireRelease();
+    const returnType: ReturnType = message["return-type"] === "tree" ? "tree" : "join-rows";
+    const reads = this.$.data.entitiesRead(release, message.q);
+    const result = await this.run(session, release, message.q, returnType);
+    session.subscriptions.set(key, { q: message.q, returnType, reads, last: JSON.stringify(result) });
+    send(session, { op: "add-query-ok", q: message.q, result, "client-event-id": message["client-event-id"] });
+  }
+
+  private async subscribeStream(session: Session, message: Message) {
+    const id = message["execution-id"];
+    if (typeof id !== "string") return this.error(session, message, "subscribe-stream needs an execution-id");
+    let execution: ExecutionRow;
+    try {
+      execution = await this.$.engine.execution(session.principal as Principal, id.toLowerCase());
+    } catch (error) {
+      if (error instanceof EngineError) return this.error(session, message, error.message, 404);
+      throw error;
+    }
+    const eventId = message["client-event-id"];
+    const append = (fields: Record<string, unknown>) =>
+      send(session, { op: "stream-append", "execution-id": execution.id, "client-event-id": eventId, ...fields });
+    append({ status: execution.status, done: isTerminal(execution.status) });
+    if (isTerminal(execution.status) || session.streams.has(execution.id)) return;
+    const stop = this.$.engine.feed.subscribe(execution.id, (event: ExecutionEvent) => {
+      if (event.type === "log") return append({ log: event.line, at: event.at });
+      const done = isTerminal(event.execution.status);
+      append({ status: event.execution.status, done, ...(done ? { errorCode: event.execution.errorCode } : {}) });
+      if (done) {
+        stop();
+        session.streams.delete(execution.id);
+      }
+    });
+    session.streams.set(execution.id, stop);
+  }
+
+  private async refresh(entities: ReadonlySet<string>) {
+    const release = this.$.release();
+    if (!release) return;
+    await Promise.all(
+      [...this.sessions].map(async (session) => {
+        const computations: unknown[] = [];
+        for (const sub of session.subscriptions.values()) {
+          if (![...sub.reads].some((entity) => entities.has(entity))) continue;
+          const result = await this.run(session, release, sub.q, sub.returnType).catch(() => null);
+          const json = JSON.stringify(result);
+          if (result === null || json === sub.last) continue;
+          sub.last = json;
+          computations.push({ "instaql-query": sub.q, "instaql-result": result });
+        }
+        if (computations.length > 0) send(session, { op: "refresh-ok", computations });
+      }),
+    );
+  }
+
+  private async run(session: Session, release: LoadedRelease, q: unknown, returnType: ReturnType) {
+    const principal = session.principal as Principal;
+    if (returnType === "tree") return this.$.data.query(principal, release, q, "objects");
+    const triples = (await this.$.data.query(principal, release, q, "triples")) as { result: unknown };
+    return triples.result;
+  }
+
+  private async closeRevoked() {
+    for (const session of this.sessions) {
+      if (!session.token || session.principal?.kind !== "user") continue;
+      if (!(await this.$.auth.resolveToken(session.token))) {
+        session.socket.close(4001, "the access token was revoked");
+        this.close(session);
+      }
+    }
+  }
+
+  private requireRelease(): LoadedRelease {
+    const release = this.$.release();
+    if (!release) throw new EngineError("no_active_release", "no release is active");
+    return release;
+  }
+
+  private error(session: Session, original: unknown, message: string, status = 400) {
+    const eventId =
+      typeof original === "object" && original !== null ? (original as Message)["client-event-id"] : undefined;
+    send(session, { op: "error", status, "original-event": original, message, "client-event-id": eventId });
+  }
+}
+
+function send(session: Session, message: Record<string, unknown>) {
+  session.socket.send(JSON.stringify(message));
+}

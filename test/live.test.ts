@@ -1,0 +1,179 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { revokeUserToken } from "../src/auth/tokens.ts";
+import { openGate } from "./fixtures/releases/basic/lib/probe.ts";
+import { dialects } from "./support/databases.ts";
+import { LiveClient } from "./support/live-client.ts";
+import { fixture, startTestServer, type TestServer } from "./support/server.ts";
+
+for (const dialect of dialects) {
+  describe(`live queries on /session (${dialect.name})`, () => {
+    let t: TestServer;
+    let alice: string;
+    let bob: string;
+    const clients: LiveClient[] = [];
+    const connect = async (token: string) => {
+      const client = await LiveClient.connect(t.url);
+      clients.push(client);
+      client.send({ op: "init", "access-token": token, "client-event-id": "init-1" });
+      const ok = await client.op("init-ok");
+      expect(ok["client-event-id"]).toBe("init-1");
+      return client;
+    };
+    const addNote = async (token: string, title: string) => {
+      const body = await (await t.invoke("data.add-note", { title, priority: 1 }, { token })).json();
+      expect(body.execution.status).toBe("succeeded");
+      return body.execution.output.id as string;
+    };
+
+    beforeAll(async () => {
+      t = await startTestServer(dialect, { release: fixture("data") });
+      alice = await t.userToken("alice");
+      bob = await t.userToken("bob");
+    });
+    afterAll(async () => {
+      for (const client of clients) client.close();
+      await t.stop();
+    });
+
+    test("nothing but init is accepted first; init-ok carries the attrs", async () => {
+      const client = await LiveClient.connect(t.url);
+      clients.push(client);
+      client.send({ op: "add-query", q: { notes: {} }, "client-event-id": "early" });
+      expect(await client.op("error")).toMatchObject({
+        status: 400,
+        "client-event-id": "early",
+        "original-event": { op: "add-query" },
+      });
+      client.send({ op: "init", "access-token": "wrong" });
+      expect((await client.op("error")).status).toBe(401);
+      client.send({ op: "init", "access-token": alice, "client-event-id": "i" });
+      const ok = await client.op("init-ok");
+      expect(ok.attrs.map((a: { "forward-identity": string[] }) => a["forward-identity"].slice(1).join("."))).toContain(
+        "notes.title",
+      );
+    });
+
+    test("add-query answers the result; the same q again is add-query-exists; remove-query stops it", async () => {
+      const client = await connect(alice);
+      client.send({ op: "add-query", q: { notes: {} }, "return-type": "tree", "client-event-id": "q1" });
+      const ok = await client.op("add-query-ok");
+      expect(ok).toMatchObject({ q: { notes: {} }, "client-event-id": "q1" });
+      expect(Array.isArray(ok.result.notes)).toBe(true);
+      client.send({ op: "add-query", q: { notes: {} }, "client-event-id": "q2" });
+      expect(await client.op("add-query-exists")).toMatchObject({ "client-event-id": "q2" });
+      client.send({ op: "add-query", q: { users: {} }, "client-event-id": "q3" });
+      const triples = await client.op("add-query-ok");
+      expect(triples.result[0].data["datalog-result"]["join-rows"]).toBeArray();
+      client.send({ op: "remove-query", q: { notes: {} }, "client-event-id": "r1" });
+      expect(await client.op("remove-query-ok")).toMatchObject({ q: { notes: {} } });
+      await addNote(alice, "after remove");
+      client.send({ op: "add-query", q: { notes: { $: { limit: 1 } } }, "client-event-id": "sync" });
+      await client.op("add-query-ok");
+      expect(client.pending().filter((m) => m.op === "refresh-ok")).toEqual([]);
+    });
+
+    test("one refresh per relevant write, as the subscriber sees it; none for an unrelated write", async () => {
+      const watcher = await connect(alice);
+      watcher.send({
+        op: "add-query",
+        q: { notes: { $: { where: { title: { $like: "live%" } } } } },
+        "return-type": "tree",
+      });
+      await watcher.op("add-query-ok");
+      const other = await connect(bob);
+      other.send({ op: "add-query", q: { notes: {} }, "return-type": "tree" });
+      const bobsBefore = (await other.op("add-query-ok")).result.notes.length;
+
+      const id = await addNote(alice, "live one");
+      const refresh = await watcher.op("refresh-ok");
+      expect(refresh.computations).toHaveLength(1);
+      expect(refresh.computations[0]["instaql-result"].notes.map((n: { id: string }) => n.id)).toEqual([id]);
+
+      // Bob's query reads notes, but what he may see did not change: nothing is pushed to him.
+      await (await t.invoke("data.add-user", { email: `u${crypto.randomUUID()}@x`, name: "unrelated" })).json();
+      await addNote(bob, "bob's own");
+      const bobs = await other.op("refresh-ok");
+      expect(bobs.computations[0]["instaql-result"].notes).toHaveLength(bobsBefore + 1);
+      // A write to another entity, and alice's own unrelated note, sent nothing more to the watcher.
+      await addNote(alice, "not matching");
+      watcher.send({ op: "add-query", q: { users: { $: { limit: 1 } } }, "client-event-id": "fence" });
+      await watcher.next((m) => m["client-event-id"] === "fence");
+      expect(watcher.pending().filter((m) => m.op === "refresh-ok")).toEqual([]);
+    });
+
+    test("writes, unknown ops and malformed JSON get an error and the socket stays open", async () => {
+      const client = await connect(alice);
+      client.send({ op: "transact", "tx-steps": [], "client-event-id": "w" });
+      expect(await client.op("error")).toMatchObject({
+        status: 400,
+        "client-event-id": "w",
+        "original-event": { op: "transact" },
+      });
+      client.send({ op: "explode", "client-event-id": "x" });
+      expect((await client.op("error")).message).toContain("unknown op");
+      client.send("{not json");
+      expect((await client.op("error")).status).toBe(400);
+      client.send({ op: "add-query", q: { planets: {} }, "client-event-id": "bad" });
+      expect((await client.op("error")).message).toContain("unknown entity");
+      client.send({ op: "add-query", q: { users: {} }, "client-event-id": "alive" });
+      expect((await client.op("add-query-ok"))["client-event-id"]).toBe("alive");
+      expect(client.closed).toBeNull();
+    });
+
+    test("a socket whose token is revoked is closed", async () => {
+      const token = await t.userToken("carol");
+      const client = await connect(token);
+      await revokeUserToken(t.store, token);
+      await client.whenClosed();
+      expect(client.closed?.code).toBe(4001);
+    });
+  });
+
+  describe(`subscribe-stream (${dialect.name})`, () => {
+    let t: TestServer;
+    beforeAll(async () => {
+      t = await startTestServer(dialect, { release: fixture("basic"), env: { WAIT_MS: "100" } });
+    });
+    afterAll(() => t.stop());
+
+    test("follows one execution's status until it ends; another user's execution is not found", async () => {
+      const gate = crypto.randomUUID();
+      const res = await t.invoke("test.count", { key: crypto.randomUUID(), gate });
+      const { id } = (await res.json()).execution;
+      const client = await LiveClient.connect(t.url);
+      client.send({ op: "init", "access-token": t.serviceKey });
+      await client.op("init-ok");
+      client.send({ op: "subscribe-stream", "execution-id": id, "client-event-id": "s" });
+      expect(await client.op("stream-append")).toMatchObject({ "execution-id": id, status: "running", done: false });
+      openGate(gate);
+      expect(await client.op("stream-append")).toMatchObject({ "execution-id": id, status: "succeeded", done: true });
+
+      const stranger = await LiveClient.connect(t.url);
+      stranger.send({ op: "init", "access-token": await t.userToken("stranger") });
+      await stranger.op("init-ok");
+      stranger.send({ op: "subscribe-stream", "execution-id": id });
+      expect((await stranger.op("error")).status).toBe(404);
+      client.close();
+      stranger.close();
+    });
+
+    test("streams ctx.log lines as they are written", async () => {
+      const gate = crypto.randomUUID();
+      const { id } = (await (await t.invoke("test.chatty", { gate })).json()).execution;
+      const client = await LiveClient.connect(t.url);
+      client.send({ op: "init", "access-token": t.serviceKey });
+      await client.op("init-ok");
+      client.send({ op: "subscribe-stream", "execution-id": id });
+      expect(await client.op("stream-append")).toMatchObject({ status: "running" });
+      openGate(gate);
+      expect(await client.next((m) => m.op === "stream-append" && m.log !== undefined)).toMatchObject({
+        "execution-id": id,
+        log: 'after the gate {"n":2}',
+      });
+      expect(await client.next((m) => m.op === "stream-append" && m.done === true)).toMatchObject({
+        status: "succeeded",
+      });
+      client.close();
+    });
+  });
+}
