@@ -44,7 +44,13 @@ export class LiveClient {
     const index = this.received.findIndex(match);
     if (index >= 0) return Promise.resolve(this.received.splice(index, 1)[0] as Record<string, unknown>);
     return new Promise((resolve, reject) => {
-      const waiter = { match, resolve: (m: Record<string, unknown>) => (clearTimeout(timer), resolve(m)) };
+      const waiter = {
+        match,
+        resolve: (m: Record<string, unknown>) => {
+          clearTimeout(timer);
+          resolve(m);
+        },
+      };
       const timer = setTimeout(() => {
         this.waiters.splice(this.waiters.indexOf(waiter), 1);
         reject(new Error(`no matching message within ${timeoutMs} ms; queued: ${JSON.stringify(this.received)}`));

@@ -148,7 +148,9 @@ export class SqliteExecutionWriter {
     inserts.forEach((pending, i) => {
       for (const waiter of pending.waiters) waiter.done(results[i] as ExecutionSettlement);
     });
-    updates.forEach((update, i) => update.done(results[inserts.length + i] as ExecutionSettlement));
+    updates.forEach((update, i) => {
+      update.done(results[inserts.length + i] as ExecutionSettlement);
+    });
   }
 
   private alone(write: () => ExecutionSettlement, waiters: Waiter[]) {
