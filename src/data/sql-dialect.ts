@@ -1,4 +1,4 @@
-import type { AttrSpec } from "./schema.ts";
+import type { AttrSpec, AttrType } from "./schema.ts";
 
 /**
  * The few places where SQLite and PostgreSQL spell the same thing differently. Everything else the
@@ -11,8 +11,8 @@ export interface SqlDialect {
   param(params: unknown[], value: unknown): string;
   /** The attribute's value as a typed scalar (the same expression the attribute's index is built on). */
   attr(alias: string, attr: AttrSpec): string;
-  /** Membership in a list given as one JSON array parameter (any length, one statement). */
-  inJsonList(expr: string, params: unknown[], values: unknown[]): string;
+  /** Membership in a list given as one JSON array parameter (any length, one statement); `type` of the values, text when absent. */
+  inJsonList(expr: string, params: unknown[], values: unknown[], type?: AttrType): string;
   like(expr: string, params: unknown[], pattern: string, caseInsensitive: boolean): string;
   /** A value bound for comparison with `attr(...)`: booleans differ (SQLite's JSON booleans are 0/1). */
   scalar(attr: AttrSpec, value: unknown): unknown;
@@ -51,8 +51,9 @@ export const postgresDialect: SqlDialect = {
   },
   attr: (alias, attr) =>
     attr.type === "json" ? `${alias}.doc->'${attr.label}'` : `((${alias}.doc->>'${attr.label}')${pgCast[attr.type]})`,
-  inJsonList(expr, params, values) {
-    return `${expr} in (select jsonb_array_elements_text(${this.param(params, JSON.stringify(values))}::jsonb))`;
+  inJsonList(expr, params, values, type) {
+    const element = `jsonb_array_elements_text(${this.param(params, JSON.stringify(values))}::jsonb)`;
+    return `${expr} in (select ${type ? `(${element})${pgCast[type]}` : element})`;
   },
   like(expr, params, pattern, caseInsensitive) {
     return `${expr} ${caseInsensitive ? "ilike" : "like"} ${this.param(params, pattern)}`;

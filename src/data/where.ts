@@ -88,7 +88,7 @@ function compileCondition(label: string, value: unknown, entity: EntitySpec, ali
     if (op === "$in") {
       if (!Array.isArray(operand)) throw new QueryRejected("$in takes a list");
       const values = operand.map((v) => (attr ? checkValue(attr, v) : checkId(v)));
-      conditions.push(values.length === 0 ? "1 = 0" : dialect.inJsonList(expr, params, values));
+      conditions.push(values.length === 0 ? "1 = 0" : dialect.inJsonList(expr, params, values, attr?.type));
     } else if (op === "$not" || op === "$ne") {
       // Like InstaQL: an entity without the attribute matches too.
       conditions.push(`(${expr} is null or ${expr} <> ${bind(operand)})`);
