@@ -1,4 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { publishRelease } from "../src/release/publish.ts";
 import { dialects } from "./support/databases.ts";
 import { fixture, startTestServer, type TestServer } from "./support/server.ts";
 
@@ -267,6 +271,43 @@ for (const dialect of dialects) {
       const rejected = await call("query", { query: { planets: {} } }, bob);
       expect(rejected.isError).toBe(true);
       expect(JSON.parse(rejected.content[0].text).error).toBe("data_provider_rejected");
+    });
+  });
+}
+
+for (const dialect of dialects) {
+  describe(`schema changes (${dialect.name})`, () => {
+    test("a release that would orphan stored data is refused unless forced", async () => {
+      const t = await startTestServer(dialect, { release: fixture("data") });
+      const dir = mkdtempSync(join(tmpdir(), "actuate-schema-"));
+      try {
+        expect((await (await t.invoke("data.add-user", { email: "x@example.com", name: "X" })).json()).execution.status).toBe("succeeded");
+        cpSync(fixture("data"), dir, { recursive: true });
+        const release = join(dir, "release.ts");
+        const source = await Bun.file(release).text();
+        writeFileSync(release, source.replace("name: Type.String() }", "name: Type.Number() }"));
+        expect(source).toContain("name: Type.String() }");
+        await expect(t.publish(dir, "d2")).rejects.toThrow(/users\.name changes from string to number/);
+        writeFileSync(
+          release,
+          `import { defineRelease, Type } from "actuate";
+export default defineRelease({ entities: { notes: { title: Type.String() } } });`,
+        );
+        await expect(t.publish(dir, "d3")).rejects.toThrow(/entity users is removed but has 1 rows/);
+        expect(t.server.releases.current()?.version).toBe("d1");
+        const forced = await publishRelease({
+          store: t.store,
+          bundlesDir: join(t.config.dataDir, "bundles"),
+          dir,
+          version: "d4",
+          whenTaken: "refuse",
+          force: true,
+        });
+        expect(forced.version).toBe("d4");
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+        await t.stop();
+      }
     });
   });
 }
