@@ -113,7 +113,8 @@ export async function runQuery(
   const result: QueryResult = new Map();
   for (const [name, node] of roots) {
     const ctx: WhereContext = { schema, dialect, params: [], principal, aliases: { next: 0 } };
-    const conditions = [`e.entity = ${dialect.param(ctx.params, node.entity.name)}`, ...nodeConditions(node, "e", ctx)];
+    // The entity name is a checked identifier; written as a literal, it lets the planner use the partial indexes.
+    const conditions = [`e.entity = '${node.entity.name}'`, ...nodeConditions(node, "e", ctx)];
     let sql = `select e.id, e.doc, e.created_at from data_entities e where ${conditions.join(" and ")} order by ${orderBy(node, "e", dialect)}`;
     if (node.limit !== undefined || node.offset !== undefined) {
       sql += ` limit ${dialect.param(ctx.params, node.limit ?? UNLIMITED)} offset ${dialect.param(ctx.params, node.offset ?? 0)}`;
@@ -145,12 +146,15 @@ async function loadChildren(
       ...nodeConditions(child.node, "e", ctx),
     ];
     const order = orderBy(child.node, "e", dialect);
-    let sql = `select l.${fromColumn(child.side)} as parent_id, l.created_at as linked_at, e.id, e.doc, e.created_at,
-      row_number() over (partition by l.${fromColumn(child.side)} order by ${order}) as position
-      from data_links l join data_entities e on e.id = l.${toColumn(child.side)} where ${conditions.join(" and ")}`;
-    const cap = child.side.single ? 1 : child.node.limit;
-    if (cap !== undefined) sql = `select * from (${sql}) ranked where position <= ${dialect.param(ctx.params, cap)}`;
-    sql += " order by position";
+    const from = `from data_links l join data_entities e on e.id = l.${toColumn(child.side)} where ${conditions.join(" and ")}`;
+    const columns = `l.${fromColumn(child.side)} as parent_id, l.created_at as linked_at, e.id, e.doc, e.created_at`;
+    // A has-one end holds one link at most (writes replace it), so only a nested limit needs ranking per parent.
+    const limit = child.node.limit;
+    const sql =
+      limit === undefined
+        ? `select ${columns} ${from} order by ${order}`
+        : `select * from (select ${columns}, row_number() over (partition by l.${fromColumn(child.side)} order by ${order}) as position ${from}) ranked
+           where position <= ${dialect.param(ctx.params, limit)} order by position`;
     const rows = await run(sql, ctx.params);
     for (const parent of parents) parent.children.set(child.label, { side: child.side, entities: [] });
     for (const r of rows) {

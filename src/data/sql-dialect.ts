@@ -19,7 +19,16 @@ export interface SqlDialect {
   indexDdl(attr: AttrSpec): string;
 }
 
-const indexName = (attr: AttrSpec) => `data_idx_${attr.entity}_${attr.label}`;
+/**
+ * A partial index per indexed attribute, on the very expression queries compare. A plain index also
+ * carries the default order (created_at, id), so "where x = ? order by default limit n" reads just n
+ * entries instead of sorting; a unique index enforces uniqueness.
+ */
+function indexDdl(attr: AttrSpec, expr: string): string {
+  const columns = attr.unique ? expr : `${expr}, created_at, id`;
+  const name = `data_idx_${attr.entity}_${attr.label}`;
+  return `create ${attr.unique ? "unique " : ""}index if not exists ${name} on data_entities (${columns}) where entity = '${attr.entity}'`;
+}
 
 export const sqliteDialect: SqlDialect = {
   name: "sqlite",
@@ -37,8 +46,7 @@ export const sqliteDialect: SqlDialect = {
     return `${expr} glob ${this.param(params, likeToGlob(pattern))}`;
   },
   scalar: (attr, value) => (attr.type === "boolean" && typeof value === "boolean" ? (value ? 1 : 0) : value),
-  indexDdl: (attr) =>
-    `create ${attr.unique ? "unique " : ""}index if not exists ${indexName(attr)} on data_entities (json_extract(doc, '$.${attr.label}')) where entity = '${attr.entity}'`,
+  indexDdl: (attr) => indexDdl(attr, `json_extract(doc, '$.${attr.label}')`),
 };
 
 const pgCast = { string: "", number: "::double precision", boolean: "::boolean", json: "" } as const;
@@ -59,8 +67,7 @@ export const postgresDialect: SqlDialect = {
     return `${expr} ${caseInsensitive ? "ilike" : "like"} ${this.param(params, pattern)}`;
   },
   scalar: (_attr, value) => value,
-  indexDdl: (attr) =>
-    `create ${attr.unique ? "unique " : ""}index if not exists ${indexName(attr)} on data_entities (${postgresDialect.attr("data_entities", attr).replaceAll("data_entities.", "")}) where entity = '${attr.entity}'`,
+  indexDdl: (attr) => indexDdl(attr, postgresDialect.attr("data_entities", attr).replaceAll("data_entities.", "")),
 };
 
 function likeToGlob(pattern: string): string {

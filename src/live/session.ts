@@ -184,16 +184,30 @@ export class SessionHub {
   private async refresh(entities: ReadonlySet<string>) {
     const release = this.$.release();
     if (!release) return;
+    // Subscribers asking the same query as the same caller share one run per change.
+    const runs = new Map<string, Promise<{ result: unknown; json: string } | null>>();
+    const shared = (session: Session, sub: Subscription, key: string) => {
+      const principal = session.principal as Principal;
+      const runKey = `${principal.kind}\u0000${principal.id}\u0000${sub.returnType}\u0000${key}`;
+      let run = runs.get(runKey);
+      if (!run) {
+        run = this.run(session, release, sub.q, sub.returnType).then(
+          (result) => ({ result, json: JSON.stringify(result) }),
+          () => null,
+        );
+        runs.set(runKey, run);
+      }
+      return run;
+    };
     await Promise.all(
       [...this.sessions].map(async (session) => {
         const computations: unknown[] = [];
-        for (const sub of session.subscriptions.values()) {
+        for (const [key, sub] of session.subscriptions) {
           if (![...sub.reads].some((entity) => entities.has(entity))) continue;
-          const result = await this.run(session, release, sub.q, sub.returnType).catch(() => null);
-          const json = JSON.stringify(result);
-          if (result === null || json === sub.last) continue;
-          sub.last = json;
-          computations.push({ "instaql-query": sub.q, "instaql-result": result });
+          const outcome = await shared(session, sub, key);
+          if (outcome === null || outcome.json === sub.last) continue;
+          sub.last = outcome.json;
+          computations.push({ "instaql-query": sub.q, "instaql-result": outcome.result });
         }
         if (computations.length > 0) send(session, { op: "refresh-ok", computations });
       }),

@@ -4,6 +4,7 @@ import type { PgDatabase } from "drizzle-orm/pg-core";
 import type postgres from "postgres";
 import type { ParameterOrJSON } from "postgres";
 import type * as tables from "./pg/schema.ts";
+import { StatementCache } from "./sqlite/statement-cache.ts";
 import type {
   ActiveRelease,
   ExecutionFilter,
@@ -26,6 +27,8 @@ export type Tables = typeof tables;
  * through the PostgreSQL one (see sqlite/open.ts).
  */
 export class SqlStore implements Store {
+  private statements: StatementCache | null = null;
+
   constructor(
     readonly dialect: "sqlite" | "postgres",
     private readonly db: AnyDatabase,
@@ -166,11 +169,12 @@ export class SqlStore implements Store {
   }
 
   async dataSelect(sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
-    if (this.dialect === "sqlite")
-      return this.sqliteClient()
-        .query(sql)
-        .all(...(params as SQLQueryBindings[])) as Record<string, unknown>[];
-    return [...(await this.postgresClient().unsafe(sql, params as ParameterOrJSON<never>[]))];
+    if (this.dialect === "sqlite") {
+      this.statements ??= new StatementCache(this.sqliteClient());
+      return this.statements.get(sql).all(...(params as SQLQueryBindings[])) as Record<string, unknown>[];
+    }
+    // postgres-js prepares (and caches) unsafe statements with parameters by their text.
+    return [...(await this.postgresClient().unsafe(sql, params as ParameterOrJSON<never>[], { prepare: true }))];
   }
 
   async dataDdl(statements: string[]): Promise<void> {
