@@ -281,7 +281,9 @@ for (const dialect of dialects) {
       const t = await startTestServer(dialect, { release: fixture("data") });
       const dir = mkdtempSync(join(tmpdir(), "actuate-schema-"));
       try {
-        expect((await (await t.invoke("data.add-user", { email: "x@example.com", name: "X" })).json()).execution.status).toBe("succeeded");
+        expect(
+          (await (await t.invoke("data.add-user", { email: "x@example.com", name: "X" })).json()).execution.status,
+        ).toBe("succeeded");
         cpSync(fixture("data"), dir, { recursive: true });
         const release = join(dir, "release.ts");
         const source = await Bun.file(release).text();
