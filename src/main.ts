@@ -39,6 +39,7 @@ export async function startServer(
   await releases.refresh();
   releases.watch(config.releasePollMs);
   const data = new DataService(store);
+  await data.changes.relay();
   const engine = new Engine({ store, data, release: () => releases.current(), waitMs: config.waitMs, log });
   const auth = new Authenticator(store, config.serviceKeys);
 

@@ -243,6 +243,12 @@ for (const dialect of dialects) {
       expect(await read()).toBeUndefined();
     });
 
+    test("documents are stored as JSON objects, not as encoded strings", async () => {
+      const typeOf = dialect.name === "postgres" ? "jsonb_typeof(doc)" : "json_type(doc)";
+      const rows = await t.store.dataSelect(`select distinct ${typeOf} as type from data_entities`, []);
+      expect(rows).toEqual([{ type: "object" }]);
+    });
+
     test("ctx.db.query reads as the caller", async () => {
       const body = await (await t.invoke("data.query", { query: { notes: {} } }, { token: bob })).json();
       expect(ids(body.execution.output.result.notes)).toEqual([notes.b1]);

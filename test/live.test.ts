@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { revokeUserToken } from "../src/auth/tokens.ts";
+import { loadConfig } from "../src/config.ts";
+import { startServer } from "../src/main.ts";
+import { openStore } from "../src/store/open.ts";
 import { openGate } from "./fixtures/releases/basic/lib/probe.ts";
 import { dialects } from "./support/databases.ts";
 import { LiveClient } from "./support/live-client.ts";
@@ -177,3 +183,36 @@ for (const dialect of dialects) {
     });
   });
 }
+
+const postgresDialect = dialects.find((d) => d.name === "postgres");
+
+describe.skipIf(!postgresDialect)("live queries across instances (postgres)", () => {
+  test("a write through one server refreshes a subscriber of another on the same database", async () => {
+    const a = await startTestServer(postgresDialect as (typeof dialects)[number], { release: fixture("data") });
+    const config = loadConfig({
+      PORT: "0",
+      DATA_DIR: mkdtempSync(join(tmpdir(), "actuate-b-")),
+      DATABASE_URL: a.config.databaseUrl,
+      SERVICE_KEYS: a.serviceKey,
+    });
+    const storeB = await openStore(config.databaseUrl);
+    const b = await startServer(config, { store: storeB, log: () => {} });
+    const client = await LiveClient.connect(b.url);
+    try {
+      client.send({ op: "init", "access-token": a.serviceKey });
+      await client.op("init-ok");
+      client.send({ op: "add-query", q: { notes: {} }, "return-type": "tree" });
+      expect((await client.op("add-query-ok")).result.notes).toEqual([]);
+      const body = await (await a.invoke("data.add-note", { title: "from A", priority: 1 })).json();
+      const refresh = await client.op("refresh-ok");
+      expect(refresh.computations[0]["instaql-result"].notes.map((n: { id: string }) => n.id)).toEqual([
+        body.execution.output.id,
+      ]);
+    } finally {
+      client.close();
+      await b.stop();
+      await storeB.close();
+      await a.stop();
+    }
+  });
+});

@@ -1,14 +1,31 @@
+import type { Store } from "../store/types.ts";
+
 /**
  * Committed data changes, by entity name. Live queries listen here and re-run only the subscriptions
- * that read a touched entity. In-process for now; instances sharing PostgreSQL will relay it over
- * LISTEN/NOTIFY.
+ * that read a touched entity. Changes committed here are relayed to the other instances sharing the
+ * database (PostgreSQL LISTEN/NOTIFY), and theirs arrive here.
  */
 export class ChangeFeed {
   private readonly listeners = new Set<(entities: ReadonlySet<string>) => void>();
 
+  constructor(private readonly store: Store) {}
+
+  /** Starts hearing other instances' changes (a server calls this once; the CLI never does). */
+  relay(): Promise<void> {
+    return this.store.listenDataChanges((entities) => this.deliver(entities));
+  }
+
   publish(entities: Iterable<string>): void {
+    const touched = [...new Set(entities)];
+    if (touched.length === 0) return;
+    this.deliver(touched);
+    this.store.notifyDataChange(touched).catch(() => {
+      // Other instances miss this refresh; their next one (or a re-subscription) catches up.
+    });
+  }
+
+  private deliver(entities: Iterable<string>) {
     const touched = new Set(entities);
-    if (touched.size === 0) return;
     for (const listener of this.listeners) listener(touched);
   }
 

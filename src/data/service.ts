@@ -12,11 +12,12 @@ export type QueryFormat = "triples" | "objects";
 /** Reads for every caller (HTTP /query, the MCP query tool, ctx.db.query): one compiler, the caller's rules. */
 export class DataService {
   readonly dialect: SqlDialect;
-  readonly changes = new ChangeFeed();
+  readonly changes: ChangeFeed;
   private readonly attrIdsByBundle = new Map<string, Promise<AttrIds>>();
 
   constructor(private readonly store: Store) {
     this.dialect = store.dialect === "sqlite" ? sqliteDialect : postgresDialect;
+    this.changes = new ChangeFeed(store);
   }
 
   async query(principal: Principal, release: LoadedRelease, query: unknown, format: QueryFormat) {

@@ -60,7 +60,7 @@ export const postgresDialect: SqlDialect = {
   attr: (alias, attr) =>
     attr.type === "json" ? `${alias}.doc->'${attr.label}'` : `((${alias}.doc->>'${attr.label}')${pgCast[attr.type]})`,
   inJsonList(expr, params, values, type) {
-    const element = `jsonb_array_elements_text(${this.param(params, JSON.stringify(values))}::jsonb)`;
+    const element = `jsonb_array_elements_text(${this.param(params, JSON.stringify(values))}::text::jsonb)`;
     return `${expr} in (select ${type ? `(${element})${pgCast[type]}` : element})`;
   },
   like(expr, params, pattern, caseInsensitive) {

@@ -162,13 +162,13 @@ export function writeStatements(dialect: SqlDialect, writes: readonly DataWrite[
       case "insert":
         add(
           (p) =>
-            `insert into data_entities (id, entity, doc, created_at, updated_at) values (${p(w.id)}, ${p(w.entity)}, ${p(json(w.doc))}${dialect.name === "postgres" ? "::jsonb" : ""}, ${p(w.at)}, ${p(w.at)})`,
+            `insert into data_entities (id, entity, doc, created_at, updated_at) values (${p(w.id)}, ${p(w.entity)}, ${p(json(w.doc))}${dialect.name === "postgres" ? "::text::jsonb" : ""}, ${p(w.at)}, ${p(w.at)})`,
         );
         break;
       case "replace":
         add(
           (p) =>
-            `update data_entities set doc = ${p(json(w.doc))}${dialect.name === "postgres" ? "::jsonb" : ""}, updated_at = ${p(w.at)} where id = ${p(w.id)} and entity = ${p(w.entity)}`,
+            `update data_entities set doc = ${p(json(w.doc))}${dialect.name === "postgres" ? "::text::jsonb" : ""}, updated_at = ${p(w.at)} where id = ${p(w.id)} and entity = ${p(w.entity)}`,
           `no ${w.entity} with id ${w.id} (deleted meanwhile)`,
         );
         break;

@@ -26,8 +26,12 @@ export type Tables = typeof tables;
  * query used here, and both schemas have the same names and row shapes, so the SQLite side is typed
  * through the PostgreSQL one (see sqlite/open.ts).
  */
+const DATA_CHANNEL = "actuate_data_changes";
+
 export class SqlStore implements Store {
   private statements: StatementCache | null = null;
+  /** Tells this process's own notifications apart from other instances'. */
+  private readonly instance = crypto.randomUUID();
 
   constructor(
     readonly dialect: "sqlite" | "postgres",
@@ -144,7 +148,7 @@ export class SqlStore implements Store {
           if (write.mustChange && result.count === 0) throw new WriteFailed(write.mustChange);
         }
         const updated = await tx.unsafe(
-          `update executions set status = $1, output = $2::jsonb, error_code = $3, error_message = $4, finished_at = $5 where id = $6`,
+          `update executions set status = $1, output = $2::text::jsonb, error_code = $3, error_message = $4, finished_at = $5 where id = $6`,
           [
             s.status,
             JSON.stringify(s.output),
@@ -175,6 +179,19 @@ export class SqlStore implements Store {
     }
     // postgres-js prepares (and caches) unsafe statements with parameters by their text.
     return [...(await this.postgresClient().unsafe(sql, params as ParameterOrJSON<never>[], { prepare: true }))];
+  }
+
+  async notifyDataChange(entities: string[]): Promise<void> {
+    if (this.dialect !== "postgres" || entities.length === 0) return;
+    await this.postgresClient().notify(DATA_CHANNEL, JSON.stringify({ origin: this.instance, entities }));
+  }
+
+  async listenDataChanges(listener: (entities: string[]) => void): Promise<void> {
+    if (this.dialect !== "postgres") return;
+    await this.postgresClient().listen(DATA_CHANNEL, (payload) => {
+      const { origin, entities } = JSON.parse(payload) as { origin: string; entities: string[] };
+      if (origin !== this.instance) listener(entities);
+    });
   }
 
   async dataDdl(statements: string[]): Promise<void> {

@@ -113,6 +113,12 @@ export interface Store {
   dataSelect(sql: string, params: unknown[]): Promise<Record<string, unknown>[]>;
   /** Runs DDL of the data layer (the indexes a release's schema declares); idempotent statements only. */
   dataDdl(statements: string[]): Promise<void>;
+  /**
+   * Tells other instances sharing this database which entities a commit touched; `listen` hears theirs.
+   * PostgreSQL relays over LISTEN/NOTIFY; SQLite has one process, so both do nothing there.
+   */
+  notifyDataChange(entities: string[]): Promise<void>;
+  listenDataChanges(listener: (entities: string[]) => void): Promise<void>;
   /** Stable ids for `entity.label` keys, created on first use and kept across releases. */
   attrIds(keys: string[], now: number): Promise<Map<string, string>>;
 

@@ -1,7 +1,9 @@
 import { drizzle } from "drizzle-orm/postgres-js";
 import { migrate } from "drizzle-orm/postgres-js/migrator";
-import postgres from "postgres";
+import postgres, { type Sql } from "postgres";
 import { SqlStore } from "../sql-store.ts";
+import type { ExecutionRow, ExecutionSettlement } from "../types.ts";
+import { PgExecutionWriter } from "./execution-writer.ts";
 import * as schema from "./schema.ts";
 
 const migrationsFolder = new URL("../../../drizzle/pg", import.meta.url).pathname;
@@ -10,8 +12,9 @@ const MIGRATION_LOCK = 7_351_100_001;
 
 export async function openPostgresStore(url: string): Promise<SqlStore> {
   await migrateUnderLock(url);
-  const client = postgres(url, { max: 10, onnotice: () => {} });
-  return new SqlStore("postgres", drizzle({ client, schema }), schema, () => client.end({ timeout: 5 }));
+  // Plan every execution of a named statement for its own parameters (see pg/execution-writer.ts).
+  const connection = { plan_cache_mode: "force_custom_plan" };
+  return new PostgresStore(postgres(url, { max: 10, onnotice: () => {}, connection }));
 }
 
 async function migrateUnderLock(url: string): Promise<void> {
@@ -21,5 +24,29 @@ async function migrateUnderLock(url: string): Promise<void> {
     await migrate(drizzle({ client: session }), { migrationsFolder });
   } finally {
     await session.end({ timeout: 5 });
+  }
+}
+
+/** The generic store, with the per-invocation writes batched into one statement per event-loop turn. */
+class PostgresStore extends SqlStore {
+  private readonly writer: PgExecutionWriter;
+
+  constructor(client: Sql) {
+    super("postgres", drizzle({ client, schema }), schema, async () => {
+      await this.writer.drain();
+      await client.end({ timeout: 5 });
+    });
+    this.writer = new PgExecutionWriter(client);
+  }
+
+  override claimExecution(row: ExecutionRow) {
+    return this.writer.claim(row);
+  }
+
+  override async settleExecution(id: string, settlement: ExecutionSettlement) {
+    // Data writes commit with the status in one transaction of their own (SqlStore); only plain settlements batch.
+    if (settlement.writes?.length) return super.settleExecution(id, settlement);
+    await this.writer.settle(id, settlement);
+    return settlement;
   }
 }

@@ -1,0 +1,279 @@
+import type { Sql } from "postgres";
+import type { ExecutionRow, ExecutionSettlement } from "../types.ts";
+
+export interface Claim {
+  row: ExecutionRow;
+  created: boolean;
+}
+
+interface Pending {
+  /** The item's row in the statement's JSON parameter, serialized once when queued. */
+  json: string;
+  reject: (error: unknown) => void;
+}
+
+interface PendingClaim extends Pending {
+  row: ExecutionRow;
+  resolve: (claim: Claim) => void;
+}
+
+interface PendingSettle extends Pending {
+  id: string;
+  resolve: () => void;
+}
+
+/** The claims of one (principal, requestId) in a batch: the first is inserted, the others get its outcome. */
+interface ClaimGroup {
+  claims: [PendingClaim, ...PendingClaim[]];
+  done: boolean;
+}
+
+type RawRow = Omit<ExecutionRow, "createdAt" | "startedAt" | "finishedAt"> & {
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+};
+
+/** A statement's rows travel as one JSON text; jsonb_to_recordset matches its keys to these (quoted) names. */
+const ROW_TYPE = `id text, "requestId" text, "principalKind" text, "principalId" text, action text, kind text,
+  "releaseVersion" text, "contractHash" text, "inputFingerprint" text, input jsonb, status text, output jsonb,
+  "errorCode" text, "errorMessage" text, "createdAt" bigint, "startedAt" bigint, "finishedAt" bigint`;
+
+// `$1::text::jsonb`, not `$1::jsonb`: a parameter typed jsonb goes through postgres-js's JSON serializer
+// (and drizzle swaps that one for a no-op), so a text parameter is the one that arrives as written.
+const INSERT = `insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version,
+    contract_hash, input_fingerprint, input, status, output, error_code, error_message, created_at, started_at,
+    finished_at)
+  select * from jsonb_to_recordset($1::text::jsonb) as r(${ROW_TYPE})
+  on conflict (principal_kind, principal_id, request_id) do nothing
+  returning id`;
+
+const BY_KEYS = `select e.id, e.request_id as "requestId", e.principal_kind as "principalKind",
+    e.principal_id as "principalId", e.action, e.kind, e.release_version as "releaseVersion",
+    e.contract_hash as "contractHash", e.input_fingerprint as "inputFingerprint", e.input, e.status, e.output,
+    e.error_code as "errorCode", e.error_message as "errorMessage", e.created_at as "createdAt",
+    e.started_at as "startedAt", e.finished_at as "finishedAt"
+  from jsonb_to_recordset($1::text::jsonb) as k("principalKind" text, "principalId" text, "requestId" text)
+  join executions e
+    on e.principal_kind = k."principalKind" and e.principal_id = k."principalId" and e.request_id = k."requestId"`;
+
+// The ids again as an array the planner can see: it takes any set-returning function for 100 rows and
+// would rather hash-join against a scan of the whole table until that holds some ten thousand rows.
+const UPDATE = `update executions e set status = s.status, output = s.output, error_code = s."errorCode",
+    error_message = s."errorMessage", finished_at = s."finishedAt"
+  from jsonb_to_recordset($1::text::jsonb)
+    as s(id text, status text, output jsonb, "errorCode" text, "errorMessage" text, "finishedAt" bigint)
+  where e.id = any(string_to_array($2::text, ',')) and e.id = s.id
+  returning e.id`;
+
+/**
+ * Named statements: parsed once per connection, and no Describe round trip per call (postgres-js sends
+ * one before every unnamed statement with parameters). open.ts sets plan_cache_mode = force_custom_plan
+ * so each call is still planned for its batch: a generic plan cached while the table was small keeps
+ * scanning all of it until autovacuum next analyzes the table (measured: settles slowed with every row).
+ */
+const PREPARED = { prepare: true };
+
+/** Per statement; a longer queue goes out in several statements, one after the other. */
+const MAX_ROWS = 500;
+const MAX_JSON_CHARS = 4 * 1024 * 1024;
+
+const requestKey = (row: Pick<ExecutionRow, "principalKind" | "principalId" | "requestId">) =>
+  `${row.principalKind}\u0000${row.principalId}\u0000${row.requestId}`;
+
+/**
+ * Group commit for the writes every invocation makes on PostgreSQL: the claims queued during one turn
+ * of the event loop are one INSERT … ON CONFLICT DO NOTHING, the settlements one UPDATE … FROM, each its
+ * own commit. Unlike the SQLite writer, the database decides every claim (through the unique index
+ * executions_request_uq) and a claim resolves only once committed, because several instances may
+ * share the database and the handler must not run before its claim is durable.
+ */
+export class PgExecutionWriter {
+  private readonly claims = new Lane<PendingClaim>((batch) => this.writeClaims(batch));
+  private readonly settles = new Lane<PendingSettle>((batch) => this.writeSettles(batch));
+
+  constructor(private readonly client: Sql) {}
+
+  /** Inserts the row unless its (principal, requestId) is taken; resolves, once committed, to the holder. */
+  claim(row: ExecutionRow): Promise<Claim> {
+    return new Promise((resolve, reject) => this.claims.push({ row, json: JSON.stringify(row), resolve, reject }));
+  }
+
+  /** Resolves once the final status is committed; rejects when no execution has this id. */
+  settle(id: string, settlement: ExecutionSettlement): Promise<void> {
+    const { status, output, errorCode, errorMessage, finishedAt } = settlement;
+    const json = JSON.stringify({ id, status, output, errorCode, errorMessage, finishedAt });
+    return new Promise((resolve, reject) => this.settles.push({ id, json, resolve, reject }));
+  }
+
+  /** Waits until every queued and in-flight write has ended (the store calls this before closing). */
+  async drain(): Promise<void> {
+    await Promise.all([this.claims.drain(), this.settles.drain()]);
+  }
+
+  private async writeClaims(batch: PendingClaim[]): Promise<void> {
+    const groups = groupByRequest(batch);
+    try {
+      await this.claimGroups(groups, false);
+    } catch {
+      // One bad row fails the whole statement: claim each key alone so that only its own claims fail.
+      const left = groups.filter((group) => !group.done);
+      await Promise.all(left.map((group) => this.claimGroups([group], true).catch((error) => failGroup(group, error))));
+    }
+  }
+
+  /**
+   * `retried`: an earlier statement may have committed these rows and lost its answer (a dropped
+   * connection), so finding a row with our own id means the claim is ours, not a replay of someone else's.
+   */
+  private async claimGroups(groups: ClaimGroup[], retried: boolean): Promise<void> {
+    const rows = jsonArray(groups.map((group) => group.claims[0]));
+    const inserted = await this.client.unsafe<{ id: string }[]>(INSERT, [rows], PREPARED);
+    const ids = new Set(inserted.map((r) => r.id));
+    const conflicted = groups.filter((group) => !ids.has(group.claims[0].row.id));
+    for (const group of groups) if (ids.has(group.claims[0].row.id)) resolveCreated(group);
+    if (conflicted.length > 0) await this.resolveConflicts(conflicted, retried);
+  }
+
+  /** Reads the rows that hold the keys whose insert did nothing (a separate statement sees their commit). */
+  private async resolveConflicts(groups: ClaimGroup[], retried: boolean): Promise<void> {
+    const keys = groups.map(({ claims: [{ row }] }) => ({
+      principalKind: row.principalKind,
+      principalId: row.principalId,
+      requestId: row.requestId,
+    }));
+    const found = await this.client.unsafe<RawRow[]>(BY_KEYS, [JSON.stringify(keys)], PREPARED);
+    const byKey = new Map(found.map((raw) => [requestKey(raw), parseRow(raw)]));
+    for (const group of groups) {
+      const first = group.claims[0].row;
+      const existing = byKey.get(requestKey(first));
+      if (!existing) {
+        failGroup(group, new Error(`execution for request ${first.requestId} vanished after a conflicting insert`));
+      } else if (retried && existing.id === first.id) {
+        resolveCreated(group);
+      } else {
+        group.done = true;
+        for (const claim of group.claims) claim.resolve({ row: { ...existing }, created: false });
+      }
+    }
+  }
+
+  private async writeSettles(batch: PendingSettle[]): Promise<void> {
+    // UPDATE … FROM applies only one source row per target row, so a repeated id waits for the next statement.
+    const unique = new Map<string, PendingSettle>();
+    const repeats: PendingSettle[] = [];
+    for (const settle of batch) {
+      if (unique.has(settle.id)) repeats.push(settle);
+      else unique.set(settle.id, settle);
+    }
+    const settles = [...unique.values()];
+    try {
+      await this.settleAll(settles);
+    } catch {
+      await Promise.all(settles.map((settle) => this.settleAll([settle]).catch(settle.reject)));
+    }
+    if (repeats.length > 0) await this.writeSettles(repeats);
+  }
+
+  private async settleAll(settles: PendingSettle[]): Promise<void> {
+    const ids = settles.map((settle) => settle.id).join(",");
+    const updated = await this.client.unsafe<{ id: string }[]>(UPDATE, [jsonArray(settles), ids], PREPARED);
+    const stored = new Set(updated.map((r) => r.id));
+    for (const settle of settles) {
+      if (stored.has(settle.id)) settle.resolve();
+      else settle.reject(new Error(`execution ${settle.id} is not stored`));
+    }
+  }
+}
+
+/**
+ * Items queued during one turn of the event loop go to `write` together. One batch is in flight at a
+ * time: while it waits for its commit the next one gathers everything queued meanwhile, so batches grow
+ * with the load instead of taking more pool connections, and every commit (a WAL flush) carries as many
+ * rows as there are to carry.
+ */
+class Lane<T extends Pending> {
+  private queue: T[] = [];
+  private scheduled = false;
+  private inFlight: Promise<void> | null = null;
+
+  constructor(private readonly write: (batch: T[]) => Promise<void>) {}
+
+  push(item: T) {
+    this.queue.push(item);
+    if (this.scheduled || this.inFlight) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.next();
+    });
+  }
+
+  async drain(): Promise<void> {
+    while (this.inFlight || this.queue.length > 0) {
+      this.next();
+      await this.inFlight;
+    }
+  }
+
+  private next() {
+    if (this.inFlight || this.queue.length === 0) return;
+    const batch = this.queue.splice(0, batchLength(this.queue));
+    this.inFlight = this.write(batch)
+      // `write` answers every item itself; this only keeps a bug from leaving callers waiting for ever.
+      .catch((error) => {
+        for (const item of batch) item.reject(error);
+      })
+      .finally(() => {
+        this.inFlight = null;
+        this.next();
+      });
+  }
+}
+
+/** How many queued items the next statement takes: up to MAX_ROWS, and up to MAX_JSON_CHARS unless just one. */
+function batchLength(queue: Pending[]): number {
+  let chars = 0;
+  for (let i = 0; i < queue.length && i < MAX_ROWS; i++) {
+    chars += queue[i]?.json.length ?? 0;
+    if (chars > MAX_JSON_CHARS) return Math.max(i, 1);
+  }
+  return Math.min(queue.length, MAX_ROWS);
+}
+
+const jsonArray = (items: Pending[]) => `[${items.map((item) => item.json).join(",")}]`;
+
+function groupByRequest(batch: PendingClaim[]): ClaimGroup[] {
+  const groups = new Map<string, ClaimGroup>();
+  for (const claim of batch) {
+    const key = requestKey(claim.row);
+    const group = groups.get(key);
+    if (group) group.claims.push(claim);
+    else groups.set(key, { claims: [claim], done: false });
+  }
+  // Two instances inserting overlapping keys in opposite orders would deadlock on each other's pending
+  // index entries; the same order everywhere rules that out.
+  return [...groups.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, group]) => group);
+}
+
+function resolveCreated(group: ClaimGroup) {
+  group.done = true;
+  const [first, ...others] = group.claims;
+  first.resolve({ row: first.row, created: true });
+  for (const claim of others) claim.resolve({ row: { ...first.row }, created: false });
+}
+
+function failGroup(group: ClaimGroup, error: unknown) {
+  group.done = true;
+  for (const claim of group.claims) claim.reject(error);
+}
+
+/** postgres-js returns bigint as text; drizzle's schema reads these columns as numbers. */
+function parseRow(raw: RawRow): ExecutionRow {
+  return {
+    ...raw,
+    createdAt: Number(raw.createdAt),
+    startedAt: raw.startedAt === null ? null : Number(raw.startedAt),
+    finishedAt: raw.finishedAt === null ? null : Number(raw.finishedAt),
+  };
+}

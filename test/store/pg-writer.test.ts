@@ -1,0 +1,180 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import postgres from "postgres";
+import { openStore } from "../../src/store/open.ts";
+import type { ExecutionRow, ExecutionSettlement, Store } from "../../src/store/types.ts";
+import { dialects, type TestDatabase } from "../support/databases.ts";
+
+const pg = dialects.find((d) => d.name === "postgres");
+
+const row = (overrides: Partial<ExecutionRow> = {}): ExecutionRow => ({
+  id: Bun.randomUUIDv7(),
+  requestId: crypto.randomUUID(),
+  principalKind: "user",
+  principalId: "alice",
+  action: "test.echo",
+  kind: "function",
+  releaseVersion: "t1",
+  contractHash: "c".repeat(64),
+  inputFingerprint: "f".repeat(64),
+  input: { text: "hi", nested: { list: [1, 2] } },
+  status: "running",
+  output: null,
+  errorCode: null,
+  errorMessage: null,
+  createdAt: Date.now(),
+  startedAt: Date.now(),
+  finishedAt: null,
+  ...overrides,
+});
+
+const succeeded = (output: unknown): ExecutionSettlement => ({
+  status: "succeeded",
+  output,
+  errorCode: null,
+  errorMessage: null,
+  finishedAt: Date.now(),
+});
+
+describe.skipIf(!pg)("PostgreSQL execution writer", () => {
+  let database: TestDatabase;
+  let store: Store;
+  let sql: postgres.Sql;
+  beforeAll(async () => {
+    database = await (pg as NonNullable<typeof pg>).create();
+    store = await openStore(database.url);
+    sql = postgres(database.url, { max: 1, onnotice: () => {} });
+  });
+  afterAll(async () => {
+    await sql.end();
+    await store.close();
+    await database.drop();
+  });
+
+  test("50 concurrent claims of one key: one is created, all name the same execution", async () => {
+    const requestId = crypto.randomUUID();
+    const claims = await Promise.all(Array.from({ length: 50 }, () => store.claimExecution(row({ requestId }))));
+    expect(claims.filter((c) => c.created).length).toBe(1);
+    expect(new Set(claims.map((c) => c.row.id)).size).toBe(1);
+    const stored = await sql`select count(*)::int as rows from executions where request_id = ${requestId}`;
+    expect([...stored]).toEqual([{ rows: 1 }]);
+  });
+
+  test("two instances claiming one key together: the database decides, one is created", async () => {
+    const other = await openStore(database.url);
+    try {
+      const requestId = crypto.randomUUID();
+      const claims = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => (i % 2 ? other : store).claimExecution(row({ requestId }))),
+      );
+      expect(claims.filter((c) => c.created).length).toBe(1);
+      expect(new Set(claims.map((c) => c.row.id)).size).toBe(1);
+    } finally {
+      await other.close();
+    }
+  });
+
+  test("a claim of a key committed earlier gets the stored row, typed as drizzle reads it", async () => {
+    const first = row({ input: { b: 1, a: [true, null, "x"] } });
+    await store.claimExecution(first);
+    await store.settleExecution(first.id, succeeded({ sum: 3 }));
+    const again = await store.claimExecution(row({ requestId: first.requestId }));
+    expect(again.created).toBe(false);
+    expect(again.row).toEqual({ ...first, status: "succeeded", output: { sum: 3 }, finishedAt: expect.any(Number) });
+    expect(again.row).toEqual((await store.getExecution(first.id)) as ExecutionRow);
+  });
+
+  test("claims of different keys issued together are all created, in one statement's commit", async () => {
+    const rows = Array.from({ length: 30 }, () => row({ principalId: "many" }));
+    const claims = await Promise.all(rows.map((r) => store.claimExecution(r)));
+    expect(claims.map((c) => [c.created, c.row.id])).toEqual(rows.map((r) => [true, r.id]));
+    // Rows written by one statement (its own transaction) share their xmin.
+    const [stored] = await sql`select count(*)::int as rows, count(distinct xmin::text)::int as commits
+      from executions where principal_id = 'many'`;
+    expect(stored).toEqual({ rows: 30, commits: 1 });
+  });
+
+  test("a queue too large for one statement goes out in several, and every claim lands", async () => {
+    const blob = "x".repeat(2_500_000);
+    const rows = Array.from({ length: 3 }, () => row({ principalId: "large", input: { blob } }));
+    const claims = await Promise.all(rows.map((r) => store.claimExecution(r)));
+    expect(claims.every((c) => c.created)).toBe(true);
+    const stored = await sql`select count(*)::int as rows, count(distinct xmin::text)::int as commits,
+      min(length(input ->> 'blob'))::int as shortest from executions where principal_id = 'large'`;
+    expect([...stored]).toEqual([{ rows: 3, commits: 3, shortest: blob.length }]);
+  });
+
+  test("a bad row fails only its own claim, not the others queued with it", async () => {
+    const taken = row();
+    await store.claimExecution(taken);
+    const good = Array.from({ length: 5 }, () => row({ principalId: "neighbour" }));
+    const clash = row({ id: taken.id, principalId: "neighbour" });
+    const results = await Promise.allSettled([...good, clash].map((r) => store.claimExecution(r)));
+    expect(results.slice(0, 5).map((r) => r.status === "fulfilled" && r.value.created)).toEqual(Array(5).fill(true));
+    expect(results[5]).toMatchObject({ status: "rejected", reason: expect.objectContaining({ code: "23505" }) });
+    expect(await store.getExecution(taken.id)).toMatchObject({ principalId: "alice" });
+  });
+
+  test("settles issued together land, and one of an unknown id fails alone", async () => {
+    const rows = Array.from({ length: 10 }, () => row());
+    await Promise.all(rows.map((r) => store.claimExecution(r)));
+    const unknown = Bun.randomUUIDv7();
+    const results = await Promise.allSettled([
+      ...rows.map((r, i) => store.settleExecution(r.id, succeeded({ i }))),
+      store.settleExecution(unknown, succeeded({})),
+    ]);
+    expect(results.slice(0, 10).every((r) => r.status === "fulfilled")).toBe(true);
+    expect(results[10]).toMatchObject({
+      status: "rejected",
+      reason: expect.objectContaining({ message: `execution ${unknown} is not stored` }),
+    });
+    expect(await store.getExecution(rows[3]?.id ?? "")).toMatchObject({ status: "succeeded", output: { i: 3 } });
+    const commits = await sql`select count(distinct xmin::text)::int as commits from executions
+      where id in ${sql(rows.map((r) => r.id))}`;
+    expect([...commits]).toEqual([{ commits: 1 }]);
+  });
+
+  test("two settles of one id in one turn are applied in order", async () => {
+    const r = row();
+    await store.claimExecution(r);
+    await Promise.all([
+      store.settleExecution(r.id, succeeded({ n: 1 })),
+      store.settleExecution(r.id, succeeded({ n: 2 })),
+    ]);
+    expect(await store.getExecution(r.id)).toMatchObject({ output: { n: 2 } });
+  });
+
+  test("input and output are stored as jsonb objects, not as JSON text", async () => {
+    const r = row({ input: { text: 'quoted "and" \\ escaped', n: 1.5 } });
+    await store.claimExecution(r);
+    await store.settleExecution(r.id, succeeded({ ok: true }));
+    const [stored] =
+      await sql`select jsonb_typeof(input) as input, jsonb_typeof(output) as output, input ->> 'text' as text
+      from executions where id = ${r.id}`;
+    expect(stored).toEqual({ input: "object", output: "object", text: 'quoted "and" \\ escaped' });
+  });
+
+  test("a failed execution keeps a null output (SQL NULL, not JSON null)", async () => {
+    const r = row();
+    await store.claimExecution(r);
+    await store.settleExecution(r.id, {
+      status: "failed",
+      output: null,
+      errorCode: "action_failed",
+      errorMessage: "boom",
+      finishedAt: Date.now(),
+    });
+    const [stored] = await sql`select output is null as missing from executions where id = ${r.id}`;
+    expect(stored).toEqual({ missing: true });
+    expect(await store.getExecution(r.id)).toMatchObject({ output: null, errorMessage: "boom" });
+  });
+
+  test("close waits for queued writes", async () => {
+    const other = await openStore(database.url);
+    const r = row();
+    await other.claimExecution(r);
+    const settling = other.settleExecution(r.id, succeeded({ late: true }));
+    await other.close();
+    await settling;
+    expect(await store.getExecution(r.id)).toMatchObject({ output: { late: true } });
+  });
+});
