@@ -22,11 +22,11 @@ export interface HubDeps {
   release: () => LoadedRelease | null;
 }
 
-type ReturnType = "join-rows" | "tree";
+type ResultShape = "join-rows" | "tree";
 
 interface Subscription {
   q: unknown;
-  returnType: ReturnType;
+  returnType: ResultShape;
   reads: Set<string>;
   /** The JSON last sent, so an unchanged result is not sent again. */
   last: string;
@@ -147,7 +147,7 @@ export class SessionHub {
       return send(session, { op: "add-query-exists", q: message.q, "client-event-id": message["client-event-id"] });
     }
     const release = this.requireRelease();
-    const returnType: ReturnType = message["return-type"] === "tree" ? "tree" : "join-rows";
+    const returnType: ResultShape = message["return-type"] === "tree" ? "tree" : "join-rows";
     const reads = this.$.data.entitiesRead(release, message.q);
     const result = await this.run(session, release, message.q, returnType);
     session.subscriptions.set(key, { q: message.q, returnType, reads, last: JSON.stringify(result) });
@@ -214,7 +214,7 @@ export class SessionHub {
     );
   }
 
-  private async run(session: Session, release: LoadedRelease, q: unknown, returnType: ReturnType) {
+  private async run(session: Session, release: LoadedRelease, q: unknown, returnType: ResultShape) {
     const principal = session.principal as Principal;
     if (returnType === "tree") return this.$.data.query(principal, release, q, "objects");
     const triples = (await this.$.data.query(principal, release, q, "triples")) as { result: unknown };

@@ -3,29 +3,9 @@ import postgres from "postgres";
 import { openStore } from "../../src/store/open.ts";
 import type { ExecutionRow, ExecutionSettlement, Store } from "../../src/store/types.ts";
 import { dialects, type TestDatabase } from "../support/databases.ts";
+import { row } from "../support/rows.ts";
 
 const pg = dialects.find((d) => d.name === "postgres");
-
-const row = (overrides: Partial<ExecutionRow> = {}): ExecutionRow => ({
-  id: Bun.randomUUIDv7(),
-  requestId: crypto.randomUUID(),
-  principalKind: "user",
-  principalId: "alice",
-  action: "test.echo",
-  kind: "function",
-  releaseVersion: "t1",
-  contractHash: "c".repeat(64),
-  inputFingerprint: "f".repeat(64),
-  input: { text: "hi", nested: { list: [1, 2] } },
-  status: "running",
-  output: null,
-  errorCode: null,
-  errorMessage: null,
-  createdAt: Date.now(),
-  startedAt: Date.now(),
-  finishedAt: null,
-  ...overrides,
-});
 
 const succeeded = (output: unknown): ExecutionSettlement => ({
   status: "succeeded",

@@ -1,28 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { openStore } from "../../src/store/open.ts";
-import type { ExecutionRow, Store } from "../../src/store/types.ts";
+import type { Store } from "../../src/store/types.ts";
 import { dialects, type TestDatabase } from "../support/databases.ts";
-
-const row = (overrides: Partial<ExecutionRow> = {}): ExecutionRow => ({
-  id: Bun.randomUUIDv7(),
-  requestId: crypto.randomUUID(),
-  principalKind: "user",
-  principalId: "alice",
-  action: "test.echo",
-  kind: "function",
-  releaseVersion: "t1",
-  contractHash: "c".repeat(64),
-  inputFingerprint: "f".repeat(64),
-  input: { text: "hi", nested: { list: [1, 2] } },
-  status: "running",
-  output: null,
-  errorCode: null,
-  errorMessage: null,
-  createdAt: Date.now(),
-  startedAt: Date.now(),
-  finishedAt: null,
-  ...overrides,
-});
+import { row } from "../support/rows.ts";
 
 for (const dialect of dialects) {
   describe(`store (${dialect.name})`, () => {
