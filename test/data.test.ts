@@ -8,6 +8,9 @@ import { fixture, startTestServer, type TestServer } from "./support/server.ts";
 
 const MiB = 1024 * 1024;
 
+const deeplyNested = (depth: number): Record<string, unknown> =>
+  depth === 0 ? { title: "x" } : { and: [deeplyNested(depth - 1)] };
+
 for (const dialect of dialects) {
   describe(`data (${dialect.name})`, () => {
     let t: TestServer;
@@ -168,6 +171,9 @@ for (const dialect of dialects) {
         { notes: { author: { $: { offset: 1 } } } },
         {},
         "notes",
+        { notes: { $: { where: deeplyNested(200) } } },
+        { notes: { $: { where: { or: Array.from({ length: 2000 }, (_, i) => ({ title: `t${i}` })) } } } },
+        { notes: { $: { where: Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`author.name${i}`, "x"])) } } },
       ];
       for (const q of bad) {
         const { status, body } = await query(q, alice);

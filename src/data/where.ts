@@ -25,18 +25,24 @@ export function viewRule(entity: EntitySpec, alias: string, ctx: WhereContext): 
   return compileWhere(bound, entity, alias, { ...ctx, principal: null });
 }
 
+// Far beyond any hand-written query; keeps a hostile one from exhausting the stack or the database's parameter limit.
+const MAX_DEPTH = 32;
+const MAX_PARAMS = 1_000;
+
 /** Compiles an InstaQL where-clause (ANDed keys; `and`/`or` lists; dotted paths through links) for rows `alias`. */
-export function compileWhere(where: unknown, entity: EntitySpec, alias: string, ctx: WhereContext): string {
+export function compileWhere(where: unknown, entity: EntitySpec, alias: string, ctx: WhereContext, depth = 0): string {
   if (typeof where !== "object" || where === null || Array.isArray(where)) {
     throw new QueryRejected(`where on ${entity.name} must be an object`);
   }
+  if (depth > MAX_DEPTH) throw new QueryRejected(`where nests deeper than ${MAX_DEPTH} levels`);
+  if (ctx.params.length > MAX_PARAMS) throw new QueryRejected(`where has more than ${MAX_PARAMS} conditions`);
   const parts: string[] = [];
   for (const [key, value] of Object.entries(where)) {
     if (key === "and" || key === "or") {
       if (!Array.isArray(value) || value.length === 0)
         throw new QueryRejected(`${key} must be a non-empty list of clauses`);
       const clauses = value
-        .map((clause) => compileWhere(clause, entity, alias, ctx))
+        .map((clause) => compileWhere(clause, entity, alias, ctx, depth + 1))
         .map((sql) => `(${sql || "1 = 1"})`);
       parts.push(`(${clauses.join(key === "and" ? " and " : " or ")})`);
     } else {
