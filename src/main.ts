@@ -60,7 +60,7 @@ export async function startServer(
       `WARNING: --insecure-no-auth: /mcp callers without a credential act as user "${ANONYMOUS.id}". Never expose this server.`,
     );
   }
-  const hub = new SessionHub({ auth, data, engine, release: () => releases.current() });
+  const hub = new SessionHub({ auth, data, engine, release: () => releases.current(), log });
   const app = createApp({
     hub,
     engine,

@@ -20,6 +20,7 @@ export interface HubDeps {
   data: DataService;
   engine: Engine;
   release: () => LoadedRelease | null;
+  log: (message: string) => void;
 }
 
 type ResultShape = "join-rows" | "tree";
