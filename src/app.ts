@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import type { DataService } from "./data/service.ts";
+import type { FileService } from "./files/service.ts";
 import { actionRoutes } from "./http/actions.ts";
 import type { HttpDeps } from "./http/deps.ts";
 import { errorHandling } from "./http/errors.ts";
@@ -8,6 +9,7 @@ import { healthRoutes } from "./http/health.ts";
 import { type McpRouteOptions, mcpRoutes } from "./http/mcp.ts";
 import { queryRoutes } from "./http/query.ts";
 import { sessionRoutes } from "./http/session.ts";
+import { storageRoutes } from "./http/storage.ts";
 import { type ResourceMetadataOptions, wellKnownRoutes } from "./http/well-known.ts";
 import type { SessionHub } from "./live/session.ts";
 import type { LoadedRelease } from "./release/load.ts";
@@ -17,6 +19,7 @@ import type { LoadedRelease } from "./release/load.ts";
 const HARD_BODY_LIMIT = 1024 * 1024 * 1024;
 
 export interface AppDeps extends HttpDeps {
+  files: FileService;
   hub: SessionHub;
   data: DataService;
   release: () => LoadedRelease | null;
@@ -33,6 +36,7 @@ export const createApp = (deps: AppDeps) =>
     .use(executionRoutes(deps))
     .use(queryRoutes(deps))
     .use(sessionRoutes(deps.hub))
+    .use(storageRoutes(deps))
     .use(mcpRoutes({ ...deps.mcp, auth: deps.auth, publicUrl: deps.publicUrl }));
 
 export type App = ReturnType<typeof createApp>;

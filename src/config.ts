@@ -13,6 +13,8 @@ const Env = Type.Object({
   WAIT_MS: Type.Integer({ minimum: 1, maximum: 3_600_000 }),
   RELEASE_POLL_MS: Type.Integer({ minimum: 10, maximum: 60_000 }),
   ALLOWED_ORIGINS: Type.Optional(Type.String()),
+  MAX_FILE_BYTES: Type.Integer({ minimum: 1 }),
+  SIGNING_SECRET: Type.Optional(Type.String({ minLength: 32 })),
   AUTH_ISSUER: Type.Optional(Type.String({ pattern: "^https?://\\S+$" })),
 });
 
@@ -30,6 +32,9 @@ export interface Config {
   releasePollMs: number;
   /** Browser origins allowed to call /mcp besides PUBLIC_URL's own. */
   allowedOrigins: string[];
+  maxFileBytes: number;
+  /** HMAC key of signed storage URLs; kept under DATA_DIR when unset. */
+  signingSecret?: string;
   /** OAuth authorization server named in the protected-resource metadata, when there is one. */
   authIssuer?: string;
 }
@@ -44,6 +49,7 @@ const defaults = {
   DATA_DIR: ".data",
   WAIT_MS: "110000",
   RELEASE_POLL_MS: "500",
+  MAX_FILE_BYTES: String(100 * 1024 * 1024),
 };
 
 /** Reads and validates the process environment once; a bad value throws a ConfigError naming it. */
@@ -76,6 +82,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     releasePollMs: parsed.RELEASE_POLL_MS,
     allowedOrigins: list(parsed.ALLOWED_ORIGINS).map((o) => o.replace(/\/+$/, "")),
     authIssuer: parsed.AUTH_ISSUER,
+    maxFileBytes: parsed.MAX_FILE_BYTES,
+    signingSecret: parsed.SIGNING_SECRET,
   };
 }
 

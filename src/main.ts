@@ -1,3 +1,5 @@
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import packageJson from "../package.json" with { type: "json" };
 import { createApp } from "./app.ts";
@@ -5,6 +7,8 @@ import { Authenticator } from "./auth/authenticator.ts";
 import { type Config, ConfigError, isLoopback, localUrl } from "./config.ts";
 import { DataService } from "./data/service.ts";
 import { Engine } from "./engine/engine.ts";
+import { DiskStorage } from "./files/disk.ts";
+import { FileService } from "./files/service.ts";
 import { executionUrl } from "./http/deps.ts";
 import { SessionHub } from "./live/session.ts";
 import { McpEndpoint } from "./mcp/server.ts";
@@ -22,6 +26,16 @@ export interface RunningServer {
 
 const packageVersion = packageJson.version;
 const ANONYMOUS = { kind: "user", id: "anonymous" } as const;
+
+/** The HMAC key of signed storage URLs, created once (mode 0600) so URLs survive restarts. */
+function signingSecret(dataDir: string): string {
+  const path = join(dataDir, "signing-secret");
+  if (existsSync(path)) return readFileSync(path, "utf8").trim();
+  mkdirSync(dataDir, { recursive: true });
+  const secret = randomBytes(32).toString("base64url");
+  writeFileSync(path, `${secret}\n`, { mode: 0o600 });
+  return secret;
+}
 
 export const bundlesDir = (config: Config) => join(config.dataDir, "bundles");
 
@@ -60,8 +74,16 @@ export async function startServer(
       `WARNING: --insecure-no-auth: /mcp callers without a credential act as user "${ANONYMOUS.id}". Never expose this server.`,
     );
   }
+  const files = new FileService({
+    store,
+    storage: new DiskStorage(join(config.dataDir, "files")),
+    secret: config.signingSecret ?? signingSecret(config.dataDir),
+    maxBytes: config.maxFileBytes,
+    publicUrl: () => publicUrl,
+  });
   const hub = new SessionHub({ auth, data, engine, release: () => releases.current(), log });
   const app = createApp({
+    files,
     hub,
     engine,
     auth,

@@ -1,6 +1,10 @@
 import { Elysia } from "elysia";
 import { QueryRejected } from "../data/errors.ts";
 import { EngineError, type EngineErrorCode } from "../engine/errors.ts";
+import { InvalidPath } from "../files/paths.ts";
+import { FileNotFound, SignedContentTypeMismatch } from "../files/service.ts";
+import { SignedUrlRefused } from "../files/signing.ts";
+import { TooLarge } from "../files/storage.ts";
 
 /** A refusal that only exists at the HTTP boundary (credentials, body size). */
 export class HttpError extends Error {
@@ -43,6 +47,12 @@ export const errorHandling = (log: (message: string) => void) =>
   new Elysia({ name: "error-handling" }).onError({ as: "global" }, ({ code, error }) => {
     if (error instanceof EngineError)
       return errorResponse(engineStatus[error.code], error.code, error.message, error.details);
+    if (error instanceof InvalidPath) return errorResponse(400, "invalid_path", error.message);
+    if (error instanceof FileNotFound) return errorResponse(404, "file_not_found", error.message);
+    if (error instanceof TooLarge)
+      return errorResponse(413, "payload_too_large", error.message, { details: { limitBytes: error.limit } });
+    if (error instanceof SignedUrlRefused) return errorResponse(403, error.code, error.message);
+    if (error instanceof SignedContentTypeMismatch) return errorResponse(403, "signed_url_invalid", error.message);
     if (error instanceof QueryRejected) return errorResponse(400, "data_provider_rejected", error.message);
     if (error instanceof HttpError)
       return errorResponse(error.status, error.code, error.message, error.details, error.headers);

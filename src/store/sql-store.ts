@@ -10,6 +10,7 @@ import type {
   ExecutionFilter,
   ExecutionRow,
   ExecutionSettlement,
+  FileRow,
   PrincipalKind,
   ReleaseRow,
   ReleaseSummary,
@@ -222,6 +223,21 @@ export class SqlStore implements Store {
 
   private postgresClient(): postgres.Sql {
     return (this.db as unknown as { $client: postgres.Sql }).$client;
+  }
+
+  async getFile(path: string): Promise<FileRow | null> {
+    const rows = await this.db.select().from(this.t.files).where(eq(this.t.files.path, path));
+    return (rows[0] as FileRow | undefined) ?? null;
+  }
+
+  async putFile(row: FileRow): Promise<void> {
+    const f = this.t.files;
+    const { createdAt: _, path: __, ...changes } = row;
+    await this.db.insert(f).values(row).onConflictDoUpdate({ target: f.path, set: changes });
+  }
+
+  async deleteFile(path: string): Promise<void> {
+    await this.db.delete(this.t.files).where(eq(this.t.files.path, path));
   }
 
   async insertToken(row: TokenRow): Promise<void> {

@@ -69,6 +69,17 @@ export interface ActiveRelease {
   revision: number;
 }
 
+export interface FileRow {
+  path: string;
+  contentType: string;
+  size: number | null;
+  sha256: string | null;
+  ownerKind: PrincipalKind;
+  ownerId: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
 export interface TokenRow {
   id: string;
   tokenHash: string;
@@ -121,6 +132,11 @@ export interface Store {
   listenDataChanges(listener: (entities: string[]) => void): Promise<void>;
   /** Stable ids for `entity.label` keys, created on first use and kept across releases. */
   attrIds(keys: string[], now: number): Promise<Map<string, string>>;
+
+  getFile(path: string): Promise<FileRow | null>;
+  /** Inserts or replaces the metadata of `row.path` (created_at is kept on replace). */
+  putFile(row: FileRow): Promise<void>;
+  deleteFile(path: string): Promise<void>;
 
   insertToken(row: TokenRow): Promise<void>;
   findToken(tokenHash: string): Promise<TokenRow | null>;

@@ -94,3 +94,15 @@ export const dataLinks = pgTable(
     index("data_links_target_idx").on(t.link, t.targetId),
   ],
 );
+
+/** Metadata of stored files; the bytes are in the storage driver. `size`/`sha256` are null until an upload lands. */
+export const files = pgTable("files", {
+  path: text("path").primaryKey(),
+  contentType: text("content_type").notNull(),
+  size: millis("size"),
+  sha256: text("sha256"),
+  ownerKind: text("owner_kind").notNull(),
+  ownerId: text("owner_id").notNull(),
+  createdAt: millis("created_at").notNull(),
+  updatedAt: millis("updated_at").notNull(),
+});

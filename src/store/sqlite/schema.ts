@@ -92,3 +92,15 @@ export const dataLinks = sqliteTable(
     index("data_links_target_idx").on(t.link, t.targetId),
   ],
 );
+
+/** Metadata of stored files; the bytes are in the storage driver. `size`/`sha256` are null until an upload lands. */
+export const files = sqliteTable("files", {
+  path: text("path").primaryKey(),
+  contentType: text("content_type").notNull(),
+  size: integer("size"),
+  sha256: text("sha256"),
+  ownerKind: text("owner_kind").notNull(),
+  ownerId: text("owner_id").notNull(),
+  createdAt: integer("created_at").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});

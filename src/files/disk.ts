@@ -1,0 +1,55 @@
+import { createWriteStream } from "node:fs";
+import { mkdir, rename, rm, stat } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { finished } from "node:stream/promises";
+import { checkPath } from "./paths.ts";
+import { type Storage, type StoredObject, TooLarge } from "./storage.ts";
+
+/**
+ * Files under one root folder. Writes go to a temporary file beside the target and are renamed in
+ * place, so a reader never sees half a file and a refused upload leaves nothing.
+ */
+export class DiskStorage implements Storage {
+  readonly driver = "disk";
+
+  constructor(private readonly root: string) {}
+
+  async put(path: string, body: ReadableStream<Uint8Array>, options: { maxBytes: number }): Promise<StoredObject> {
+    const target = this.resolve(path);
+    await mkdir(dirname(target), { recursive: true });
+    const temporary = `${target}.${crypto.randomUUID()}.part`;
+    const out = createWriteStream(temporary);
+    const hash = new Bun.CryptoHasher("sha256");
+    let size = 0;
+    try {
+      for await (const chunk of body) {
+        size += chunk.byteLength;
+        if (size > options.maxBytes) throw new TooLarge(options.maxBytes);
+        hash.update(chunk);
+        if (!out.write(chunk)) await new Promise((resolve) => out.once("drain", resolve));
+      }
+      out.end();
+      await finished(out);
+      await rename(temporary, target);
+    } catch (error) {
+      out.destroy();
+      await rm(temporary, { force: true });
+      throw error;
+    }
+    return { size, sha256: hash.digest("hex") };
+  }
+
+  async get(path: string) {
+    const file = Bun.file(this.resolve(path));
+    if (!(await file.exists())) return null;
+    return { body: file.stream(), size: (await stat(this.resolve(path))).size };
+  }
+
+  async delete(path: string): Promise<void> {
+    await rm(this.resolve(path), { force: true });
+  }
+
+  private resolve(path: string): string {
+    return join(this.root, checkPath(path));
+  }
+}

@@ -1,0 +1,164 @@
+import type { Principal } from "../sdk/index.ts";
+import type { FileRow, Store } from "../store/types.ts";
+import { checkPath } from "./paths.ts";
+import { type SignedGrant, signGrant, verifyGrant } from "./signing.ts";
+import type { Storage } from "./storage.ts";
+
+export class FileNotFound extends Error {
+  override name = "FileNotFound";
+  constructor() {
+    super("no such file");
+  }
+}
+
+export interface FileView {
+  path: string;
+  contentType: string;
+  size: number | null;
+  sha256: string | null;
+  owner: Principal;
+  createdAt: string;
+  updatedAt: string;
+}
+
+const HOUR = 3_600_000;
+export const MAX_EXPIRY_MS = 7 * 24 * HOUR;
+
+/**
+ * Files for every caller: metadata and ownership in the store, bytes in the driver. A user reaches
+ * the files it uploaded; a service key reaches all; anything else is "not found" (existence is not
+ * leaked). Signed URLs carry their own grant, so a browser uses them without a credential.
+ */
+export class FileService {
+  constructor(
+    private readonly $: {
+      store: Store;
+      storage: Storage;
+      secret: string;
+      maxBytes: number;
+      publicUrl: () => string;
+      now?: () => number;
+    },
+  ) {}
+
+  private now() {
+    return (this.$.now ?? Date.now)();
+  }
+
+  async upload(
+    principal: Principal,
+    path: unknown,
+    contentType: string,
+    body: ReadableStream<Uint8Array>,
+  ): Promise<FileView> {
+    const checked = checkPath(path);
+    const existing = await this.owned(principal, checked, true);
+    const stored = await this.$.storage.put(checked, body, { contentType, maxBytes: this.$.maxBytes });
+    return this.record(checked, contentType, stored, existing, principal);
+  }
+
+  async signUpload(principal: Principal, path: unknown, contentType: string, expiresInMs = HOUR) {
+    const checked = checkPath(path);
+    const existing = await this.owned(principal, checked, true);
+    // The owner is recorded now: the browser that uploads carries no credential.
+    if (!existing) await this.record(checked, contentType, { size: null, sha256: null }, null, principal);
+    const expiresAt = this.now() + expiresInMs;
+    const token = signGrant({ p: checked, m: "PUT", ct: contentType, exp: expiresAt }, this.$.secret);
+    return {
+      url: `${this.$.publicUrl()}/storage/signed/${token}`,
+      method: "PUT" as const,
+      headers: { "content-type": contentType },
+      expiresAt: new Date(expiresAt).toISOString(),
+    };
+  }
+
+  async signDownload(principal: Principal, path: unknown, expiresInMs = HOUR) {
+    const checked = checkPath(path);
+    if (!(await this.owned(principal, checked, false))) throw new FileNotFound();
+    const expiresAt = this.now() + expiresInMs;
+    const token = signGrant({ p: checked, m: "GET", exp: expiresAt }, this.$.secret);
+    return { url: `${this.$.publicUrl()}/storage/signed/${token}`, expiresAt: new Date(expiresAt).toISOString() };
+  }
+
+  async delete(principal: Principal, path: unknown): Promise<void> {
+    const checked = checkPath(path);
+    if (!(await this.owned(principal, checked, false))) throw new FileNotFound();
+    await this.$.storage.delete(checked);
+    await this.$.store.deleteFile(checked);
+  }
+
+  /** PUT to a signed upload URL: the grant's path, with the grant's content type. */
+  async signedUpload(token: string, contentType: string | null, body: ReadableStream<Uint8Array>): Promise<FileView> {
+    const grant = this.grant(token, "PUT");
+    if (grant.ct && contentType !== grant.ct) throw new SignedContentTypeMismatch(grant.ct);
+    const existing = await this.$.store.getFile(grant.p);
+    if (!existing) throw new FileNotFound();
+    const stored = await this.$.storage.put(grant.p, body, { contentType: grant.ct ?? "", maxBytes: this.$.maxBytes });
+    const owner = { kind: existing.ownerKind, id: existing.ownerId };
+    return this.record(grant.p, grant.ct ?? existing.contentType, stored, existing, owner);
+  }
+
+  /** GET of a signed download URL. */
+  async signedDownload(token: string) {
+    const grant = this.grant(token, "GET");
+    const [row, object] = await Promise.all([this.$.store.getFile(grant.p), this.$.storage.get(grant.p)]);
+    if (!row || !object) throw new FileNotFound();
+    return { ...object, contentType: row.contentType };
+  }
+
+  private grant(token: string, method: SignedGrant["m"]): SignedGrant {
+    return verifyGrant(token, method, this.$.secret, this.now());
+  }
+
+  /** The row at `path` if the caller may use it; null when there is none; FileNotFound when it is someone else's. */
+  private async owned(principal: Principal, path: string, allowMissing: boolean): Promise<FileRow | null> {
+    const row = await this.$.store.getFile(path);
+    if (!row) {
+      if (allowMissing) return null;
+      throw new FileNotFound();
+    }
+    if (principal.kind !== "service" && (row.ownerKind !== principal.kind || row.ownerId !== principal.id)) {
+      throw new FileNotFound();
+    }
+    return row;
+  }
+
+  private async record(
+    path: string,
+    contentType: string,
+    stored: { size: number | null; sha256: string | null },
+    existing: FileRow | null,
+    owner: Principal,
+  ): Promise<FileView> {
+    const now = this.now();
+    const row: FileRow = {
+      path,
+      contentType,
+      size: stored.size,
+      sha256: stored.sha256,
+      ownerKind: existing?.ownerKind ?? owner.kind,
+      ownerId: existing?.ownerId ?? owner.id,
+      createdAt: existing?.createdAt ?? now,
+      updatedAt: now,
+    };
+    await this.$.store.putFile(row);
+    return toFileView(row);
+  }
+}
+
+export class SignedContentTypeMismatch extends Error {
+  override name = "SignedContentTypeMismatch";
+  constructor(expected: string) {
+    super(`this URL takes content-type ${expected}`);
+  }
+}
+
+export const toFileView = (row: FileRow): FileView => ({
+  path: row.path,
+  contentType: row.contentType,
+  size: row.size,
+  sha256: row.sha256,
+  owner: { kind: row.ownerKind, id: row.ownerId },
+  createdAt: new Date(row.createdAt).toISOString(),
+  updatedAt: new Date(row.updatedAt).toISOString(),
+});

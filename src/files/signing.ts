@@ -1,0 +1,40 @@
+import { createHmac, timingSafeEqual } from "node:crypto";
+
+export interface SignedGrant {
+  /** The file path the URL is for. */
+  p: string;
+  /** The one method it allows. */
+  m: "GET" | "PUT";
+  /** For an upload: the content type the browser must send. */
+  ct?: string;
+  /** Expiry, epoch milliseconds. */
+  exp: number;
+}
+
+export class SignedUrlRefused extends Error {
+  override name = "SignedUrlRefused";
+  constructor(readonly code: "signed_url_invalid" | "signed_url_expired") {
+    super(code === "signed_url_expired" ? "this signed URL has expired" : "this signed URL is not valid");
+  }
+}
+
+/** A self-contained grant: base64url(JSON) + "." + HMAC-SHA256 of it under the server's secret. */
+export function signGrant(grant: SignedGrant, secret: string): string {
+  const payload = Buffer.from(JSON.stringify(grant)).toString("base64url");
+  return `${payload}.${mac(payload, secret)}`;
+}
+
+/** The grant a token carries, if its MAC is right, it allows `method`, and it has not expired. */
+export function verifyGrant(token: string, method: string, secret: string, now = Date.now()): SignedGrant {
+  const [payload = "", signature = ""] = token.split(".");
+  const expected = Buffer.from(mac(payload, secret));
+  const given = Buffer.from(signature);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected))
+    throw new SignedUrlRefused("signed_url_invalid");
+  const grant = JSON.parse(Buffer.from(payload, "base64url").toString()) as SignedGrant;
+  if (grant.m !== method) throw new SignedUrlRefused("signed_url_invalid");
+  if (grant.exp < now) throw new SignedUrlRefused("signed_url_expired");
+  return grant;
+}
+
+const mac = (payload: string, secret: string) => createHmac("sha256", secret).update(payload).digest("base64url");

@@ -1,0 +1,26 @@
+/** Where file bytes live. File metadata (owner, type, size) is in the database, not here. */
+export interface Storage {
+  readonly driver: "disk" | "s3";
+  /** Streams `body` in, refusing it past `maxBytes` (nothing is kept then); answers its size and sha256. */
+  put(
+    path: string,
+    body: ReadableStream<Uint8Array>,
+    options: { contentType: string; maxBytes: number },
+  ): Promise<StoredObject>;
+  /** The bytes, streamed; null when there is no such file. */
+  get(path: string): Promise<{ body: ReadableStream<Uint8Array>; size: number } | null>;
+  delete(path: string): Promise<void>;
+}
+
+export interface StoredObject {
+  size: number;
+  sha256: string;
+}
+
+/** The body was larger than allowed; whatever was written of it is gone. */
+export class TooLarge extends Error {
+  override name = "TooLarge";
+  constructor(readonly limit: number) {
+    super(`the file is larger than ${limit} bytes`);
+  }
+}

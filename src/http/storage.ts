@@ -1,0 +1,68 @@
+import { Type } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+import { Elysia } from "elysia";
+import { invalidRequest } from "../engine/errors.ts";
+import { type FileService, MAX_EXPIRY_MS } from "../files/service.ts";
+import { authenticated } from "./auth.ts";
+import { MiB, readJsonBody } from "./body.ts";
+import type { HttpDeps } from "./deps.ts";
+
+const SIGN_BODY_LIMIT = 1 * MiB;
+
+const SignUpload = Type.Object(
+  {
+    path: Type.String(),
+    contentType: Type.String({ minLength: 1, maxLength: 255 }),
+    /** Seconds. */
+    expiresIn: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_EXPIRY_MS / 1000 })),
+  },
+  { additionalProperties: false },
+);
+
+const contentTypeOf = (request: Request) => request.headers.get("content-type") ?? "application/octet-stream";
+const emptyBody = () => new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+
+/** /storage: uploads streamed to the driver, signed URLs a browser can use without a credential, deletes. */
+export const storageRoutes = (deps: HttpDeps & { files: FileService }) =>
+  new Elysia({ name: "storage" })
+    // Signed URLs authenticate by their own signature, so they sit outside the bearer guard.
+    .put("/storage/signed/:token", async ({ params, request }) =>
+      deps.files.signedUpload(params.token, request.headers.get("content-type"), request.body ?? emptyBody()),
+    )
+    .get("/storage/signed/:token", async ({ params }) => {
+      const file = await deps.files.signedDownload(params.token);
+      return new Response(file.body, {
+        headers: { "content-type": file.contentType, "content-length": String(file.size) },
+      });
+    })
+    .use(authenticated(deps.auth, deps.publicUrl))
+    .put("/storage/upload", async ({ request, principal }) =>
+      deps.files.upload(principal, request.headers.get("path"), contentTypeOf(request), request.body ?? emptyBody()),
+    )
+    .post("/storage/signed-upload-url", async ({ request, principal }) => {
+      const body = await readJsonBody(request, SIGN_BODY_LIMIT);
+      const errors = [...Value.Errors(SignUpload, body)];
+      if (errors.length > 0) {
+        throw invalidRequest(
+          errors.map((e) => ({
+            where: e.path,
+            code: "invalid",
+            message: `${e.path.slice(1) || "body"}: ${e.message}`,
+          })),
+        );
+      }
+      const { path, contentType, expiresIn } = body as { path: string; contentType: string; expiresIn?: number };
+      return deps.files.signUpload(
+        principal,
+        path,
+        contentType,
+        expiresIn === undefined ? undefined : expiresIn * 1000,
+      );
+    })
+    .get("/storage/signed-download-url", async ({ query, principal }) =>
+      deps.files.signDownload(principal, query.filename),
+    )
+    .delete("/storage/files", async ({ query, principal }) => {
+      await deps.files.delete(principal, query.filename);
+      return { ok: true };
+    });
