@@ -157,6 +157,20 @@ for (const dialect of dialects) {
       expect(body.execution.errorMessage).toContain("/output/ok");
     });
 
+    test("file fields are listed in the contract, not in its input; a JSON invoke of them is file_required", async () => {
+      const contract = await (await t.fetch("/actions/test.attach/contract")).json();
+      expect(contract.files).toEqual([
+        { field: "picture", required: true, maxBytes: 5_000_000, contentTypes: ["image/png", "image/jpeg"] },
+        { field: "extra", required: false, maxBytes: null, contentTypes: [] },
+      ]);
+      expect(Object.keys(contract.input.properties)).toEqual(["note"]);
+      const res = await t.invoke("test.attach", { note: "hi" });
+      expect(res.status).toBe(400);
+      expect((await res.json()).details.issues).toEqual([
+        expect.objectContaining({ where: "/input/picture", code: "file_required" }),
+      ]);
+    });
+
     test("the contract names schemas, hash and file limits; unknown actions are 404", async () => {
       const res = await t.fetch("/actions/test.echo/contract");
       expect(res.status).toBe(200);

@@ -41,6 +41,7 @@ export interface ExecutionPage {
   lastId: string | null;
 }
 
+const NO_FILES: ReadonlyMap<string, { size: number; contentType: string }> = new Map();
 const POLL_MIN_MS = 25;
 const POLL_MAX_MS = 1_000;
 
@@ -68,7 +69,8 @@ export class Engine {
     const release = this.activeRelease();
     const action = this.action(release, request.action);
     const fingerprint = sha256Hex(canonicalJson({ action: request.action, input: request.input }));
-    const issues = action.checkInput(request.input);
+    // A JSON invocation carries no file parts: a required file field is missing.
+    const issues = [...action.checkInput(request.input), ...action.checkFiles(NO_FILES)];
     const nul = findNulCharacter(request.input, "/input");
     if (nul !== null)
       issues.push({ where: nul, code: "unsupported_character", message: "strings and keys cannot contain U+0000" });

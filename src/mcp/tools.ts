@@ -68,7 +68,15 @@ export async function callTool(
 ): Promise<CallToolResult | null> {
   if (name === "describe") return jsonResult(describeRelease(deps.handle, deps.release()));
   if (name === "query") return runQuery(deps, principal, args.query);
-  if (!deps.release()?.actions.has(name)) return null;
+  const action = deps.release()?.actions.get(name);
+  if (!action) return null;
+  if (action.contract.files.length > 0) {
+    return refusal(
+      "execution_files_required",
+      `${name} takes files (${action.contract.files.map((f) => f.field).join(", ")}); invoke it over HTTP with multipart/form-data`,
+      { files: action.contract.files },
+    );
+  }
 
   const given = meta?.[REQUEST_ID_META];
   const requestId = typeof given === "string" && UUID.test(given) ? given.toLowerCase() : crypto.randomUUID();

@@ -1,6 +1,7 @@
-import { Kind, type TSchema } from "@sinclair/typebox";
+import { Kind, OptionalKind, type TSchema } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { ValueErrorType } from "@sinclair/typebox/errors";
+import { FILE_FIELD } from "../sdk/index.ts";
 import type { ActionKind } from "../store/types.ts";
 import { canonicalJson, sha256Hex } from "./canonical-json.ts";
 
@@ -12,13 +13,16 @@ export interface ActionContract {
   input: Record<string, unknown>;
   output: Record<string, unknown>;
   contractHash: string;
-  /** File fields of the input and their limits; none until file inputs exist. */
+  /** File fields of the input (sent as multipart parts, not in `input`) and their limits. */
   files: FileLimit[];
 }
 
 export interface FileLimit {
   field: string;
-  maxBytes: number;
+  required: boolean;
+  /** Null: the server's MAX_FILE_BYTES. */
+  maxBytes: number | null;
+  /** Empty: any type. */
   contentTypes: string[];
 }
 
@@ -34,6 +38,8 @@ export interface CompiledContract {
   /** Issues of `value` against the input schema, each `where` under `/input`. Empty when it fits. */
   checkInput(value: unknown): ValidationIssue[];
   checkOutput(value: unknown): ValidationIssue[];
+  /** Issues of the files sent (by field) against the file fields: missing, too large, type not listed. */
+  checkFiles(sent: ReadonlyMap<string, { size: number; contentType: string }>): ValidationIssue[];
 }
 
 const MAX_ISSUES = 20;
@@ -50,9 +56,9 @@ export function compileContract(action: {
   input: TSchema;
   output: TSchema;
 }): CompiledContract {
-  const input = closeObjects(action.input) as TSchema;
+  const { schema: withoutFiles, files } = splitFileFields(action.input);
+  const input = closeObjects(withoutFiles) as TSchema;
   const output = closeObjects(action.output) as TSchema;
-  const files: FileLimit[] = [];
   const plainInput = toJsonSchema(input);
   const plainOutput = toJsonSchema(output);
   const contractHash = sha256Hex(
@@ -72,7 +78,59 @@ export function compileContract(action: {
     },
     checkInput: (value) => (inputCheck.Check(value) ? [] : issuesOf(inputCheck.Errors(value), "/input")),
     checkOutput: (value) => (outputCheck.Check(value) ? [] : issuesOf(outputCheck.Errors(value), "/output")),
+    checkFiles: (sent) => checkFiles(files, sent),
   };
+}
+
+/** Takes the FileInput properties out of an object input schema: they travel beside the JSON input. */
+function splitFileFields(input: TSchema): { schema: TSchema; files: FileLimit[] } {
+  const properties = (input.properties ?? {}) as Record<string, TSchema>;
+  const files: FileLimit[] = [];
+  const kept: Record<string, TSchema> = {};
+  for (const [field, schema] of Object.entries(properties)) {
+    const limits = schema[FILE_FIELD] as { maxBytes: number | null; contentTypes: string[] } | undefined;
+    if (!limits) {
+      kept[field] = schema;
+      continue;
+    }
+    files.push({ field, required: schema[OptionalKind] !== "Optional", ...limits });
+  }
+  if (files.length === 0) return { schema: input, files };
+  const required = ((input.required ?? []) as string[]).filter((field) => field in kept);
+  const schema = { ...input, properties: kept, required } as TSchema;
+  if (required.length === 0) delete schema.required;
+  return { schema, files };
+}
+
+function checkFiles(
+  files: FileLimit[],
+  sent: ReadonlyMap<string, { size: number; contentType: string }>,
+): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  for (const limit of files) {
+    const where = `/input/${limit.field}`;
+    const file = sent.get(limit.field);
+    if (!file) {
+      if (limit.required)
+        issues.push({
+          where,
+          code: "file_required",
+          message: "this file is required (a multipart part named after the field)",
+        });
+      continue;
+    }
+    if (limit.maxBytes !== null && file.size > limit.maxBytes) {
+      issues.push({ where, code: "file_too_large", message: `the file is larger than ${limit.maxBytes} bytes` });
+    }
+    if (limit.contentTypes.length > 0 && !limit.contentTypes.includes(file.contentType)) {
+      issues.push({
+        where,
+        code: "file_type_not_allowed",
+        message: `the file must be one of ${limit.contentTypes.join(", ")}`,
+      });
+    }
+  }
+  return issues;
 }
 
 function issuesOf(errors: Iterable<{ type: ValueErrorType; path: string; message: string }>, root: string) {

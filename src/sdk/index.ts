@@ -12,7 +12,36 @@
  */
 import type { Static, TSchema } from "@sinclair/typebox";
 
+import { Type } from "@sinclair/typebox";
+
 export { type Static, type TSchema, Type } from "@sinclair/typebox";
+
+/** Marks an input property as a file: sent as a multipart part, never inside the JSON input. */
+export const FILE_FIELD = "x-actuate-file";
+
+/** A file the caller sent, as the handler receives it. */
+export interface FileHandle {
+  path: string;
+  filename: string;
+  contentType: string;
+  size: number;
+  text(): Promise<string>;
+  bytes(): Promise<Uint8Array>;
+  stream(): ReadableStream<Uint8Array>;
+  signedUrl(): Promise<string>;
+}
+
+/**
+ * A file field of an action's input, e.g. `attachment: FileInput({ maxBytes: 5_000_000, contentTypes: ["image/png"] })`.
+ * Its limits are part of the action's contract (and its hash); `Type.Optional(FileInput())` makes it optional.
+ */
+export function FileInput(limits: { maxBytes?: number; contentTypes?: string[] } = {}) {
+  return Type.Unsafe<FileHandle>({
+    type: "object",
+    description: "a file, sent as a multipart/form-data part named after this field",
+    [FILE_FIELD]: { maxBytes: limits.maxBytes ?? null, contentTypes: limits.contentTypes ?? [] },
+  });
+}
 
 /** Who is calling: a user token acts as that user, a service key as an administrator. */
 export interface Principal {

@@ -133,6 +133,13 @@ for (const dialect of dialects) {
       expect(text(conflict)).toMatchObject({ error: "REQUEST_CONFLICT" });
     });
 
+    test("an action that takes files answers execution_files_required and runs nothing", async () => {
+      const result = await client.callTool({ name: "test.attach", arguments: { note: "hi" } });
+      expect(result.isError).toBe(true);
+      expect(text(result)).toMatchObject({ error: "execution_files_required" });
+      expect(result.structuredContent).toBeUndefined();
+    });
+
     test("an unknown tool is JSON-RPC error -32602", async () => {
       await expect(client.callTool({ name: "test.nope", arguments: {} })).rejects.toMatchObject({ code: -32602 });
     });
