@@ -32,7 +32,9 @@ export class DiskStorage implements Storage {
       await finished(out);
       await rename(temporary, target);
     } catch (error) {
+      // The file may still be opening; let the stream close first, or it would reappear after the rm.
       out.destroy();
+      await finished(out).catch(() => {});
       await rm(temporary, { force: true });
       throw error;
     }
