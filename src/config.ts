@@ -16,7 +16,20 @@ const Env = Type.Object({
   MAX_FILE_BYTES: Type.Integer({ minimum: 1 }),
   SIGNING_SECRET: Type.Optional(Type.String({ minLength: 32 })),
   AUTH_ISSUER: Type.Optional(Type.String({ pattern: "^https?://\\S+$" })),
+  STORAGE: Type.Union([Type.Literal("disk"), Type.Literal("s3")]),
+  S3_ENDPOINT: Type.Optional(Type.String({ pattern: "^https?://[^\\s/]+/?$" })),
+  S3_REGION: Type.String({ minLength: 1 }),
+  S3_BUCKET: Type.Optional(Type.String({ pattern: "^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$" })),
+  S3_ACCESS_KEY: Type.Optional(Type.String()),
+  S3_SECRET_KEY: Type.Optional(Type.String()),
 });
+
+/** Where file bytes live: a folder, or an S3 bucket. */
+export type StorageConfig =
+  | { driver: "disk"; root: string }
+  | { driver: "s3"; endPoint: string; region: string; bucket: string; accessKey: string; secretKey: string };
+
+const S3_REQUIRED = ["S3_ENDPOINT", "S3_BUCKET", "S3_ACCESS_KEY", "S3_SECRET_KEY"] as const;
 
 export interface Config {
   port: number;
@@ -37,6 +50,7 @@ export interface Config {
   signingSecret?: string;
   /** OAuth authorization server named in the protected-resource metadata, when there is one. */
   authIssuer?: string;
+  storage: StorageConfig;
 }
 
 export class ConfigError extends Error {
@@ -50,6 +64,8 @@ const defaults = {
   WAIT_MS: "110000",
   RELEASE_POLL_MS: "500",
   MAX_FILE_BYTES: String(100 * 1024 * 1024),
+  STORAGE: "disk",
+  S3_REGION: "us-east-1",
 };
 
 /** Reads and validates the process environment once; a bad value throws a ConfigError naming it. */
@@ -84,6 +100,26 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     authIssuer: parsed.AUTH_ISSUER,
     maxFileBytes: parsed.MAX_FILE_BYTES,
     signingSecret: parsed.SIGNING_SECRET,
+    storage: storageConfig(parsed, dataDir),
+  };
+}
+
+function storageConfig(parsed: Static<typeof Env>, dataDir: string): StorageConfig {
+  if (parsed.STORAGE === "disk") return { driver: "disk", root: join(dataDir, "files") };
+  const { S3_ENDPOINT: endPoint, S3_BUCKET: bucket, S3_ACCESS_KEY: accessKey, S3_SECRET_KEY: secretKey } = parsed;
+  if (endPoint === undefined || bucket === undefined || accessKey === undefined || secretKey === undefined) {
+    const lines = S3_REQUIRED.filter((name) => parsed[name] === undefined).map(
+      (name) => `  ${name}: required when STORAGE=s3`,
+    );
+    throw new ConfigError(`invalid configuration:\n${lines.join("\n")}`);
+  }
+  return {
+    driver: "s3",
+    endPoint: endPoint.replace(/\/+$/, ""),
+    region: parsed.S3_REGION,
+    bucket,
+    accessKey,
+    secretKey,
   };
 }
 

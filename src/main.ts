@@ -8,6 +8,7 @@ import { type Config, ConfigError, isLoopback, localUrl } from "./config.ts";
 import { DataService } from "./data/service.ts";
 import { Engine } from "./engine/engine.ts";
 import { DiskStorage } from "./files/disk.ts";
+import { S3Storage } from "./files/s3.ts";
 import { FileService } from "./files/service.ts";
 import { executionUrl } from "./http/deps.ts";
 import { SessionHub } from "./live/session.ts";
@@ -76,7 +77,8 @@ export async function startServer(
   }
   const files = new FileService({
     store,
-    storage: new DiskStorage(join(config.dataDir, "files")),
+    storage:
+      config.storage.driver === "s3" ? await S3Storage.open(config.storage) : new DiskStorage(config.storage.root),
     secret: config.signingSecret ?? signingSecret(config.dataDir),
     maxBytes: config.maxFileBytes,
     publicUrl: () => publicUrl,

@@ -197,7 +197,7 @@ describe("streaming", () => {
           controller.enqueue(chunk);
         },
       });
-      const res = await fetch(`${server.url}/storage/upload`, {
+      const res: TestResponse = await fetch(`${server.url}/storage/upload`, {
         method: "PUT",
         headers: { authorization: "Bearer big-key", path: "big/file.bin", "content-type": "application/octet-stream" },
         body,
