@@ -1,0 +1,165 @@
+import { Readable } from "node:stream";
+import { Client } from "minio";
+import { checkPath } from "./paths.ts";
+import { type Storage, type StoredObject, TooLarge } from "./storage.ts";
+
+export interface S3Settings {
+  /** `http(s)://host[:port]` of the S3 API. */
+  endPoint: string;
+  region: string;
+  bucket: string;
+  accessKey: string;
+  secretKey: string;
+  /** Bytes held in memory per upload part; S3 wants at least 5 MiB for every part but the last. */
+  partSize?: number;
+}
+
+const MiB = 1024 * 1024;
+const DEFAULT_PART_SIZE = 8 * MiB;
+const MIN_PART_SIZE = 5 * MiB;
+
+/**
+ * Files as objects in one S3 bucket, keyed by their checked path. Uploads stream: a body that fits
+ * in one part is sent as a single PUT, a larger one as a multipart upload driven here part by part,
+ * so memory holds at most one part. A refused or failed upload is aborted and leaves no object.
+ */
+export class S3Storage implements Storage {
+  readonly driver = "s3";
+  private readonly client: Client;
+  private readonly bucket: string;
+  private readonly region: string;
+  private readonly partSize: number;
+
+  constructor(settings: S3Settings) {
+    const url = new URL(settings.endPoint);
+    this.partSize = Math.max(settings.partSize ?? DEFAULT_PART_SIZE, MIN_PART_SIZE);
+    this.bucket = settings.bucket;
+    this.region = settings.region;
+    this.client = new Client({
+      endPoint: url.hostname.replace(/^\[(.*)\]$/, "$1"),
+      port: url.port ? Number(url.port) : undefined,
+      useSSL: url.protocol === "https:",
+      region: settings.region,
+      accessKey: settings.accessKey,
+      secretKey: settings.secretKey,
+      partSize: this.partSize,
+    });
+  }
+
+  /** A driver whose bucket exists. */
+  static async open(settings: S3Settings): Promise<S3Storage> {
+    const storage = new S3Storage(settings);
+    await storage.init();
+    return storage;
+  }
+
+  async init(): Promise<void> {
+    if (!(await this.client.bucketExists(this.bucket))) await this.client.makeBucket(this.bucket, this.region);
+  }
+
+  async put(
+    path: string,
+    body: ReadableStream<Uint8Array>,
+    options: { contentType: string; maxBytes: number },
+  ): Promise<StoredObject> {
+    const key = checkPath(path);
+    const headers = { "Content-Type": options.contentType };
+    const hash = new Bun.CryptoHasher("sha256");
+    const upload = new PartUpload(this.client, this.bucket, key, headers);
+    let pending: Uint8Array[] = [];
+    let pendingBytes = 0;
+    let size = 0;
+    try {
+      for await (const chunk of body) {
+        size += chunk.byteLength;
+        if (size > options.maxBytes) throw new TooLarge(options.maxBytes);
+        hash.update(chunk);
+        pending.push(chunk);
+        pendingBytes += chunk.byteLength;
+        if (pendingBytes >= this.partSize) {
+          await upload.part(Buffer.concat(pending));
+          pending = [];
+          pendingBytes = 0;
+        }
+      }
+      const rest = Buffer.concat(pending);
+      if (upload.started) await upload.finish(rest);
+      else await this.client.putObject(this.bucket, key, rest, rest.byteLength, headers);
+    } catch (error) {
+      await upload.abort();
+      throw error;
+    }
+    return { size, sha256: hash.digest("hex") };
+  }
+
+  async get(path: string): Promise<{ body: ReadableStream<Uint8Array>; size: number } | null> {
+    const key = checkPath(path);
+    try {
+      const { size } = await this.client.statObject(this.bucket, key);
+      const stream = await this.client.getObject(this.bucket, key);
+      return { body: Readable.toWeb(stream) as ReadableStream<Uint8Array>, size };
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw error;
+    }
+  }
+
+  async delete(path: string): Promise<void> {
+    try {
+      await this.client.removeObject(this.bucket, checkPath(path));
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+    }
+  }
+}
+
+/**
+ * One multipart upload, started on its first part. minio's own putObject cannot be used for
+ * streams: it buffers any body up to its part size, and beyond that first lists pending multipart
+ * uploads (to resume them), which some S3 servers, s3rver among them, do not implement.
+ */
+class PartUpload {
+  private uploadId: string | undefined;
+  private readonly parts: { part: number; etag: string }[] = [];
+
+  constructor(
+    private readonly client: Client,
+    private readonly bucket: string,
+    private readonly key: string,
+    private readonly headers: Record<string, string>,
+  ) {}
+
+  get started(): boolean {
+    return this.uploadId !== undefined;
+  }
+
+  async part(bytes: Buffer): Promise<void> {
+    this.uploadId ??= await this.client.initiateNewMultipartUpload(this.bucket, this.key, this.headers);
+    const partNumber = this.parts.length + 1;
+    const { etag } = await this.client.uploadPart(
+      { bucketName: this.bucket, objectName: this.key, uploadID: this.uploadId, partNumber, headers: {} },
+      bytes,
+    );
+    this.parts.push({ part: partNumber, etag });
+  }
+
+  async finish(last: Buffer): Promise<void> {
+    if (last.byteLength > 0) await this.part(last);
+    if (this.uploadId === undefined) return;
+    await this.client.completeMultipartUpload(this.bucket, this.key, this.uploadId, this.parts);
+    this.uploadId = undefined;
+  }
+
+  /** Drops the parts sent so far; the upload's own failure is what the caller reports. */
+  async abort(): Promise<void> {
+    if (this.uploadId === undefined) return;
+    const uploadId = this.uploadId;
+    this.uploadId = undefined;
+    await this.client.abortMultipartUpload(this.bucket, this.key, uploadId).catch(() => {});
+  }
+}
+
+function isNotFound(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === "NotFound" || code === "NoSuchKey";
+}

@@ -1,0 +1,193 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+// @ts-expect-error s3rver ships no types; the little used here is typed below
+import S3rverModule from "s3rver";
+import { ConfigError, loadConfig } from "../../src/config.ts";
+import { InvalidPath } from "../../src/files/paths.ts";
+import { type S3Settings, S3Storage } from "../../src/files/s3.ts";
+import { TooLarge } from "../../src/files/storage.ts";
+import { dialects } from "../support/databases.ts";
+import { startTestServer, type TestServer } from "../support/server.ts";
+
+interface S3rverInstance {
+  run(): Promise<{ port: number }>;
+  close(): Promise<void>;
+}
+const S3rver = S3rverModule as new (options: Record<string, unknown>) => S3rverInstance;
+
+const MiB = 1024 * 1024;
+let s3rver: S3rverInstance;
+let directory: string;
+let endPoint: string;
+
+beforeAll(async () => {
+  directory = mkdtempSync(join(tmpdir(), "actuate-s3-"));
+  s3rver = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory });
+  const { port } = await s3rver.run();
+  endPoint = `http://127.0.0.1:${port}`;
+});
+
+afterAll(async () => {
+  await s3rver.close();
+  rmSync(directory, { recursive: true, force: true });
+});
+
+const settings = (bucket: string): S3Settings => ({
+  endPoint,
+  region: "us-east-1",
+  bucket,
+  accessKey: "S3RVER",
+  secretKey: "S3RVER",
+  partSize: 5 * MiB,
+});
+
+/** A body streamed in `chunk`-sized pieces, so no Content-Length is known up front. */
+function streamOf(bytes: Uint8Array, chunk = 64 * 1024): ReadableStream<Uint8Array> {
+  let offset = 0;
+  return new ReadableStream({
+    pull(controller) {
+      if (offset >= bytes.byteLength) return controller.close();
+      controller.enqueue(bytes.subarray(offset, offset + chunk));
+      offset += chunk;
+    },
+  });
+}
+
+const sha256 = (bytes: Uint8Array | string) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
+const randomBytes = (size: number) => {
+  const bytes = new Uint8Array(size);
+  for (let i = 0; i < size; i += 65_536) crypto.getRandomValues(bytes.subarray(i, i + 65_536));
+  return bytes;
+};
+
+describe("S3Storage against s3rver", () => {
+  let storage: S3Storage;
+  const put = (path: string, bytes: Uint8Array, maxBytes = 64 * MiB) =>
+    storage.put(path, streamOf(bytes), { contentType: "application/octet-stream", maxBytes });
+  const read = async (path: string) => {
+    const found = await storage.get(path);
+    if (!found) return null;
+    return { size: found.size, bytes: new Uint8Array(await new Response(found.body).arrayBuffer()) };
+  };
+
+  beforeAll(async () => {
+    storage = await S3Storage.open(settings("actuate-unit"));
+    await storage.init(); // a second init finds the bucket and keeps it
+  });
+
+  test("put, get and delete round trip with size and sha256", async () => {
+    const bytes = new TextEncoder().encode("hello s3");
+    expect(await put("docs/hello.txt", bytes)).toEqual({ size: 8, sha256: sha256(bytes) });
+    const found = await read("docs/hello.txt");
+    expect(found?.size).toBe(8);
+    expect(new TextDecoder().decode(found?.bytes)).toBe("hello s3");
+    await storage.delete("docs/hello.txt");
+    expect(await storage.get("docs/hello.txt")).toBeNull();
+    await storage.delete("docs/hello.txt"); // idempotent
+  });
+
+  test("an empty body is an empty object", async () => {
+    expect(await put("empty", new Uint8Array(0))).toEqual({ size: 0, sha256: sha256("") });
+    expect((await read("empty"))?.size).toBe(0);
+  });
+
+  test("a body larger than one part goes up in parts and comes back whole", async () => {
+    const bytes = randomBytes(12 * MiB + 3);
+    expect(await put("big/parts.bin", bytes)).toEqual({ size: bytes.byteLength, sha256: sha256(bytes) });
+    const found = await read("big/parts.bin");
+    expect(found?.size).toBe(bytes.byteLength);
+    expect(sha256(found?.bytes ?? new Uint8Array())).toBe(sha256(bytes));
+  });
+
+  test("past maxBytes the put throws TooLarge and leaves no object, whether or not parts were sent", async () => {
+    for (const [path, size, limit] of [
+      ["small-too-large", 2048, 1024],
+      ["parts-too-large", 11 * MiB, 10 * MiB],
+    ] as const) {
+      await expect(put(path, new Uint8Array(size), limit)).rejects.toBeInstanceOf(TooLarge);
+      expect(await storage.get(path)).toBeNull();
+    }
+  });
+
+  test("a refused replacement keeps the object already there", async () => {
+    await put("kept.txt", new TextEncoder().encode("old"));
+    await expect(put("kept.txt", new Uint8Array(100), 10)).rejects.toBeInstanceOf(TooLarge);
+    expect(new TextDecoder().decode((await read("kept.txt"))?.bytes)).toBe("old");
+  });
+
+  test("a path that could leave the bucket is refused", async () => {
+    for (const path of ["../escape", "a/../../b", "/abs", "a//b"]) {
+      await expect(put(path, new Uint8Array(1))).rejects.toBeInstanceOf(InvalidPath);
+      await expect(storage.get(path)).rejects.toBeInstanceOf(InvalidPath);
+      await expect(storage.delete(path)).rejects.toBeInstanceOf(InvalidPath);
+    }
+  });
+});
+
+for (const dialect of dialects) {
+  describe(`storage on s3 through the server (${dialect.name})`, () => {
+    let t: TestServer;
+    let alice: string;
+    const upload = (path: string, body: RequestInit["body"], token?: string | null) =>
+      t.fetch("/storage/upload", { method: "PUT", headers: { path, "content-type": "text/plain" }, body, token });
+    const signDownload = (path: string) =>
+      t.fetch(`/storage/signed-download-url?filename=${encodeURIComponent(path)}`, { token: alice });
+
+    beforeAll(async () => {
+      t = await startTestServer(dialect, {
+        env: {
+          STORAGE: "s3",
+          S3_ENDPOINT: endPoint,
+          S3_BUCKET: "actuate-test",
+          S3_ACCESS_KEY: "S3RVER",
+          S3_SECRET_KEY: "S3RVER",
+          MAX_FILE_BYTES: String(MiB),
+        },
+      });
+      alice = await t.userToken("alice");
+    });
+    afterAll(() => t.stop());
+
+    test("upload lands in the bucket; our own signed URL serves it; delete removes it", async () => {
+      const res = await upload("docs/hello.txt", "hello world", alice);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ path: "docs/hello.txt", size: 11, sha256: sha256("hello world") });
+      const direct = await new S3Storage(settings("actuate-test")).get("docs/hello.txt");
+      expect(direct?.size).toBe(11);
+      await direct?.body.cancel();
+
+      const signed = await (await signDownload("docs/hello.txt")).json();
+      expect(signed.url.startsWith(`${t.url}/storage/signed/`)).toBe(true);
+      const download = await fetch(signed.url);
+      expect(download.status).toBe(200);
+      expect(download.headers.get("content-type")).toBe("text/plain");
+      expect(await download.text()).toBe("hello world");
+
+      const gone = await t.fetch("/storage/files?filename=docs/hello.txt", { method: "DELETE", token: alice });
+      expect(await gone.json()).toEqual({ ok: true });
+      expect((await fetch(signed.url)).status).toBe(404);
+      expect(await new S3Storage(settings("actuate-test")).get("docs/hello.txt")).toBeNull();
+    });
+
+    test("a body over MAX_FILE_BYTES is 413 and leaves no object, declared or streamed", async () => {
+      for (const body of [new Uint8Array(MiB + 1), streamOf(new Uint8Array(MiB + 1))]) {
+        const res = await upload("big.bin", body, alice);
+        expect(res.status).toBe(413);
+        expect((await res.json()).error).toBe("payload_too_large");
+        expect((await signDownload("big.bin")).status).toBe(404);
+        expect(await new S3Storage(settings("actuate-test")).get("big.bin")).toBeNull();
+      }
+    });
+  });
+}
+
+describe("STORAGE=s3 configuration", () => {
+  test("a missing S3 setting is a ConfigError naming it", () => {
+    const load = () => loadConfig({ STORAGE: "s3", S3_ENDPOINT: "http://127.0.0.1:9000", S3_ACCESS_KEY: "k" });
+    expect(load).toThrow(ConfigError);
+    expect(load).toThrow(/S3_BUCKET: required when STORAGE=s3[\s\S]*S3_SECRET_KEY/);
+    expect(loadConfig({}).storage.driver).toBe("disk");
+  });
+});
