@@ -46,7 +46,13 @@ export async function startServer(
   options: { log?: (message: string) => void; store?: Store; insecureNoAuth?: boolean } = {},
 ): Promise<RunningServer> {
   const log = options.log ?? ((message: string) => console.log(message));
+  if (options.insecureNoAuth && !isLoopback(config.host)) {
+    throw new ConfigError("--insecure-no-auth only runs bound to a loopback HOST");
+  }
   const store = options.store ?? (await openStore(config.databaseUrl));
+  // Storage is reached before anything starts running, so an unreachable bucket stops start-up cleanly.
+  const storage =
+    config.storage.driver === "s3" ? await S3Storage.open(config.storage) : new DiskStorage(config.storage.root);
   const interrupted = await store.failInterrupted(Date.now());
   if (interrupted > 0)
     log(`${interrupted} execution(s) left running by a stopped server were marked failed (execution_interrupted)`);
@@ -70,15 +76,13 @@ export async function startServer(
     packageVersion,
   );
   if (options.insecureNoAuth) {
-    if (!isLoopback(config.host)) throw new ConfigError("--insecure-no-auth only runs bound to a loopback HOST");
     log(
       `WARNING: --insecure-no-auth: /mcp callers without a credential act as user "${ANONYMOUS.id}". Never expose this server.`,
     );
   }
   const files = new FileService({
     store,
-    storage:
-      config.storage.driver === "s3" ? await S3Storage.open(config.storage) : new DiskStorage(config.storage.root),
+    storage,
     secret: config.signingSecret ?? signingSecret(config.dataDir),
     maxBytes: config.maxFileBytes,
     publicUrl: () => publicUrl,
