@@ -20,6 +20,7 @@ const HARD_BODY_LIMIT = 1024 * 1024 * 1024;
 
 export interface AppDeps extends HttpDeps {
   files: FileService;
+  maxFileBytes: number;
   hub: SessionHub;
   data: DataService;
   release: () => LoadedRelease | null;

@@ -61,10 +61,17 @@ export async function startServer(
   releases.watch(config.releasePollMs);
   const data = new DataService(store);
   await data.changes.relay();
-  const engine = new Engine({ store, data, release: () => releases.current(), waitMs: config.waitMs, log });
+  let publicUrl = config.publicUrl ?? "";
+  const files = new FileService({
+    store,
+    storage,
+    secret: config.signingSecret ?? signingSecret(config.dataDir),
+    maxBytes: config.maxFileBytes,
+    publicUrl: () => publicUrl,
+  });
+  const engine = new Engine({ store, data, files, release: () => releases.current(), waitMs: config.waitMs, log });
   const auth = new Authenticator(store, config.serviceKeys);
 
-  let publicUrl = config.publicUrl ?? "";
   const endpoint = new McpEndpoint(
     {
       engine,
@@ -80,16 +87,10 @@ export async function startServer(
       `WARNING: --insecure-no-auth: /mcp callers without a credential act as user "${ANONYMOUS.id}". Never expose this server.`,
     );
   }
-  const files = new FileService({
-    store,
-    storage,
-    secret: config.signingSecret ?? signingSecret(config.dataDir),
-    maxBytes: config.maxFileBytes,
-    publicUrl: () => publicUrl,
-  });
   const hub = new SessionHub({ auth, data, engine, release: () => releases.current(), log });
   const app = createApp({
     files,
+    maxFileBytes: config.maxFileBytes,
     hub,
     engine,
     auth,

@@ -1,4 +1,5 @@
 import type { DataService } from "../data/service.ts";
+import type { FileService, SentFile } from "../files/service.ts";
 import { canonicalJson, sha256Hex } from "../release/canonical-json.ts";
 import type { ActionContract } from "../release/contract.ts";
 import type { LoadedRelease } from "../release/load.ts";
@@ -13,6 +14,7 @@ import { Runner } from "./runner.ts";
 export interface EngineResources {
   store: Store;
   data: DataService;
+  files: FileService;
   /** The release to serve now; each call reads it once and keeps it until the call ends. */
   release: () => LoadedRelease | null;
   waitMs: number;
@@ -25,6 +27,8 @@ export interface InvokeRequest {
   action: string;
   requestId: string;
   input: unknown;
+  /** File parts of a multipart invocation, by input field. */
+  files?: ReadonlyMap<string, SentFile>;
 }
 
 export interface InvokeOutcome {
@@ -41,7 +45,7 @@ export interface ExecutionPage {
   lastId: string | null;
 }
 
-const NO_FILES: ReadonlyMap<string, { size: number; contentType: string }> = new Map();
+const NO_FILES: ReadonlyMap<string, SentFile> = new Map();
 const POLL_MIN_MS = 25;
 const POLL_MAX_MS = 1_000;
 
@@ -68,9 +72,12 @@ export class Engine {
   async invoke(request: InvokeRequest): Promise<InvokeOutcome> {
     const release = this.activeRelease();
     const action = this.action(release, request.action);
-    const fingerprint = sha256Hex(canonicalJson({ action: request.action, input: request.input }));
-    // A JSON invocation carries no file parts: a required file field is missing.
-    const issues = [...action.checkInput(request.input), ...action.checkFiles(NO_FILES)];
+    const sent = request.files ?? NO_FILES;
+    const files = Object.fromEntries(
+      [...sent].map(([field, f]) => [field, { filename: f.filename, contentType: f.contentType, sha256: f.sha256 }]),
+    );
+    const fingerprint = sha256Hex(canonicalJson({ action: request.action, input: request.input, files }));
+    const issues = [...action.checkInput(request.input), ...action.checkFiles(sent)];
     const nul = findNulCharacter(request.input, "/input");
     if (nul !== null)
       issues.push({ where: nul, code: "unsupported_character", message: "strings and keys cannot contain U+0000" });
@@ -105,7 +112,23 @@ export class Engine {
     });
     if (!claim.created) return this.replay(claim.row, fingerprint);
 
-    const done = this.runner.start(claim.row, release, action, request.principal, request.input);
+    let input = request.input as Record<string, unknown>;
+    if (sent.size > 0) {
+      try {
+        input = { ...input, ...(await this.$.files.storeUploads(request.principal, claim.row.id, sent)) };
+      } catch (error) {
+        const reason = `the files sent could not be stored: ${(error as Error).message}`;
+        const stored = await this.$.store.settleExecution(claim.row.id, {
+          status: "failed",
+          output: null,
+          errorCode: "action_failed",
+          errorMessage: reason,
+          finishedAt: this.now(),
+        });
+        return { execution: { ...claim.row, ...stored }, settled: true, replayed: false };
+      }
+    }
+    const done = this.runner.start(claim.row, release, action, request.principal, input);
     const latest = (await this.within(done, this.$.waitMs)) ?? claim.row;
     return { execution: latest, settled: isTerminal(latest.status), replayed: false };
   }

@@ -28,7 +28,7 @@ export interface ExecutionView {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-export function toExecutionView(row: ExecutionRow): ExecutionView {
+export function toExecutionView(row: ExecutionRow, uploads: unknown[] = []): ExecutionView {
   const view: ExecutionView = {
     id: row.id,
     requestId: row.requestId,
@@ -39,7 +39,7 @@ export function toExecutionView(row: ExecutionRow): ExecutionView {
     principal: { kind: row.principalKind, id: row.principalId },
     releaseVersion: row.releaseVersion,
     contractHash: row.contractHash,
-    uploads: [],
+    uploads,
     createdAt: new Date(row.createdAt).toISOString(),
     startedAt: iso(row.startedAt),
     finishedAt: iso(row.finishedAt),

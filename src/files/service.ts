@@ -1,4 +1,4 @@
-import type { Principal } from "../sdk/index.ts";
+import type { FileHandle, Principal } from "../sdk/index.ts";
 import type { FileRow, Store } from "../store/types.ts";
 import { checkPath } from "./paths.ts";
 import { type SignedGrant, signGrant, verifyGrant } from "./signing.ts";
@@ -87,6 +87,73 @@ export class FileService {
     await this.$.store.deleteFile(checked);
   }
 
+  /**
+   * Stores the files sent with a new execution under `executions/<id>/<field>/<filename>`, owned by the
+   * caller, and answers the handles its handler gets.
+   */
+  async storeUploads(principal: Principal, executionId: string, sent: ReadonlyMap<string, SentFile>) {
+    const handles: Record<string, FileHandle> = {};
+    for (const [field, file] of sent) {
+      const filename = safeFilename(file.filename);
+      const path = `executions/${executionId}/${field}/${filename}`;
+      const stored = await this.$.storage.put(path, file.stream(), {
+        contentType: file.contentType,
+        maxBytes: this.$.maxBytes,
+      });
+      const now = this.now();
+      const row: FileRow = {
+        path,
+        contentType: file.contentType,
+        size: stored.size,
+        sha256: stored.sha256,
+        ownerKind: principal.kind,
+        ownerId: principal.id,
+        createdAt: now,
+        updatedAt: now,
+        executionId,
+        field,
+        filename,
+      };
+      await this.$.store.putFile(row);
+      handles[field] = this.handle(principal, row);
+    }
+    return handles;
+  }
+
+  async uploadsOf(executionIds: string[]): Promise<Map<string, Upload[]>> {
+    const byExecution = new Map<string, Upload[]>();
+    for (const row of await this.$.store.uploadsOf(executionIds)) {
+      const list = byExecution.get(row.executionId ?? "") ?? [];
+      list.push(toUpload(row));
+      byExecution.set(row.executionId ?? "", list);
+    }
+    return byExecution;
+  }
+
+  private handle(principal: Principal, row: FileRow): FileHandle {
+    const read = async () => {
+      const object = await this.$.storage.get(row.path);
+      if (!object) throw new FileNotFound();
+      return object.body;
+    };
+    return {
+      path: row.path,
+      filename: row.filename ?? "",
+      contentType: row.contentType,
+      size: row.size ?? 0,
+      text: async () => new Response(await read()).text(),
+      bytes: async () => new Uint8Array(await new Response(await read()).arrayBuffer()),
+      stream: () =>
+        new ReadableStream<Uint8Array>({
+          async start(controller) {
+            for await (const chunk of await read()) controller.enqueue(chunk);
+            controller.close();
+          },
+        }),
+      signedUrl: async () => (await this.signDownload(principal, row.path)).url,
+    };
+  }
+
   /** PUT to a signed upload URL: the grant's path, with the grant's content type. */
   async signedUpload(token: string, contentType: string | null, body: ReadableStream<Uint8Array>): Promise<FileView> {
     const grant = this.grant(token, "PUT");
@@ -146,11 +213,45 @@ export class FileService {
   }
 }
 
+/** A file part of a multipart invocation, as received. */
+export interface SentFile {
+  filename: string;
+  contentType: string;
+  size: number;
+  sha256: string;
+  stream(): ReadableStream<Uint8Array>;
+}
+
+/** An execution's upload, as executions show it. */
+export interface Upload {
+  field: string;
+  path: string;
+  filename: string;
+  contentType: string;
+  size: number;
+}
+
+export const toUpload = (row: FileRow): Upload => ({
+  field: row.field ?? "",
+  path: row.path,
+  filename: row.filename ?? "",
+  contentType: row.contentType,
+  size: row.size ?? 0,
+});
+
 export class SignedContentTypeMismatch extends Error {
   override name = "SignedContentTypeMismatch";
   constructor(expected: string) {
     super(`this URL takes content-type ${expected}`);
   }
+}
+
+/** A sent filename reduced to one safe path segment. */
+function safeFilename(name: string): string {
+  const base = name.split(/[\\/]/).pop() ?? "";
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is removed
+  const cleaned = base.replace(/[\u0000-\u001f\u007f]/g, "").slice(0, 200);
+  return cleaned === "" || cleaned === "." || cleaned === ".." ? "file" : cleaned;
 }
 
 export const toFileView = (row: FileRow): FileView => ({

@@ -3,6 +3,7 @@ import { Value } from "@sinclair/typebox/value";
 import { Elysia } from "elysia";
 import { executionNotFound, invalidRequest } from "../engine/errors.ts";
 import { toExecutionView } from "../engine/executions.ts";
+import type { FileService } from "../files/service.ts";
 import { EXECUTION_STATUSES, type ExecutionRow, type ExecutionStatus } from "../store/types.ts";
 import { authenticated } from "./auth.ts";
 import { executionUrl, type HttpDeps } from "./deps.ts";
@@ -27,8 +28,16 @@ function uuidOrNotFound(value: string): string {
   return lower;
 }
 
-export const executionRoutes = (deps: HttpDeps) => {
-  const view = (row: ExecutionRow) => ({ ...toExecutionView(row), statusUrl: executionUrl(deps.publicUrl(), row.id) });
+export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
+  /** Views of executions with their uploads, looked up in one query for the lot. */
+  const views = async (rows: ExecutionRow[]) => {
+    const uploads = await deps.files.uploadsOf(rows.map((r) => r.id));
+    return rows.map((row) => ({
+      ...toExecutionView(row, uploads.get(row.id)),
+      statusUrl: executionUrl(deps.publicUrl(), row.id),
+    }));
+  };
+  const view = async (row: ExecutionRow) => (await views([row]))[0];
   return new Elysia({ name: "executions" })
     .use(authenticated(deps.auth, deps.publicUrl))
     .get("/executions", async ({ query, principal }) => {
@@ -39,7 +48,7 @@ export const executionRoutes = (deps: HttpDeps) => {
         action: q.action,
         status: q.status as ExecutionStatus | undefined,
       });
-      return { items: page.items.map(view), nextCursor: page.lastId ? encodeCursor(page.lastId) : null };
+      return { items: await views(page.items), nextCursor: page.lastId ? encodeCursor(page.lastId) : null };
     })
     .get("/executions/requests/:requestId", async ({ params, principal }) =>
       view(await deps.engine.executionByRequest(principal, uuidOrNotFound(params.requestId))),

@@ -1,5 +1,5 @@
 import type { Database, SQLQueryBindings } from "bun:sqlite";
-import { and, desc, eq, lt, type SQL, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, lt, type SQL, sql } from "drizzle-orm";
 import type { PgDatabase } from "drizzle-orm/pg-core";
 import type postgres from "postgres";
 import type { ParameterOrJSON } from "postgres";
@@ -234,6 +234,12 @@ export class SqlStore implements Store {
     const f = this.t.files;
     const { createdAt: _, path: __, ...changes } = row;
     await this.db.insert(f).values(row).onConflictDoUpdate({ target: f.path, set: changes });
+  }
+
+  async uploadsOf(executionIds: string[]): Promise<FileRow[]> {
+    if (executionIds.length === 0) return [];
+    const f = this.t.files;
+    return (await this.db.select().from(f).where(inArray(f.executionId, executionIds)).orderBy(f.field)) as FileRow[];
   }
 
   async deleteFile(path: string): Promise<void> {

@@ -78,6 +78,10 @@ export interface FileRow {
   ownerId: string;
   createdAt: number;
   updatedAt: number;
+  /** Set when the file was sent as an input of this execution (one of its uploads). */
+  executionId?: string | null;
+  field?: string | null;
+  filename?: string | null;
 }
 
 export interface TokenRow {
@@ -137,6 +141,8 @@ export interface Store {
   /** Inserts or replaces the metadata of `row.path` (created_at is kept on replace). */
   putFile(row: FileRow): Promise<void>;
   deleteFile(path: string): Promise<void>;
+  /** The uploads of these executions. */
+  uploadsOf(executionIds: string[]): Promise<FileRow[]>;
 
   insertToken(row: TokenRow): Promise<void>;
   findToken(tokenHash: string): Promise<TokenRow | null>;

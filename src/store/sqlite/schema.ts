@@ -94,13 +94,21 @@ export const dataLinks = sqliteTable(
 );
 
 /** Metadata of stored files; the bytes are in the storage driver. `size`/`sha256` are null until an upload lands. */
-export const files = sqliteTable("files", {
-  path: text("path").primaryKey(),
-  contentType: text("content_type").notNull(),
-  size: integer("size"),
-  sha256: text("sha256"),
-  ownerKind: text("owner_kind").notNull(),
-  ownerId: text("owner_id").notNull(),
-  createdAt: integer("created_at").notNull(),
-  updatedAt: integer("updated_at").notNull(),
-});
+export const files = sqliteTable(
+  "files",
+  {
+    path: text("path").primaryKey(),
+    contentType: text("content_type").notNull(),
+    size: integer("size"),
+    sha256: text("sha256"),
+    ownerKind: text("owner_kind").notNull(),
+    ownerId: text("owner_id").notNull(),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+    /** Set for a file sent as an execution's input: it is one of that execution's uploads. */
+    executionId: text("execution_id"),
+    field: text("field"),
+    filename: text("filename"),
+  },
+  (t) => [index("files_execution_idx").on(t.executionId)],
+);
