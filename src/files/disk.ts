@@ -1,9 +1,10 @@
-import { createWriteStream } from "node:fs";
 import { mkdir, rename, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { finished } from "node:stream/promises";
 import { checkPath } from "./paths.ts";
 import { type Storage, type StoredObject, TooLarge } from "./storage.ts";
+
+/** Written to the file in pieces of this size: fewer, larger writes. */
+const WRITE_BUFFER = 1024 * 1024;
 
 /**
  * Files under one root folder. Writes go to a temporary file beside the target and are renamed in
@@ -18,7 +19,7 @@ export class DiskStorage implements Storage {
     const target = this.resolve(path);
     await mkdir(dirname(target), { recursive: true });
     const temporary = `${target}.${crypto.randomUUID()}.part`;
-    const out = createWriteStream(temporary);
+    const out = Bun.file(temporary).writer({ highWaterMark: WRITE_BUFFER });
     const hash = new Bun.CryptoHasher("sha256");
     let size = 0;
     try {
@@ -26,15 +27,12 @@ export class DiskStorage implements Storage {
         size += chunk.byteLength;
         if (size > options.maxBytes) throw new TooLarge(options.maxBytes);
         hash.update(chunk);
-        if (!out.write(chunk)) await new Promise((resolve) => out.once("drain", resolve));
+        await out.write(chunk);
       }
-      out.end();
-      await finished(out);
+      await out.end();
       await rename(temporary, target);
     } catch (error) {
-      // The file may still be opening; let the stream close first, or it would reappear after the rm.
-      out.destroy();
-      await finished(out).catch(() => {});
+      await Promise.resolve(out.end()).catch(() => {});
       await rm(temporary, { force: true });
       throw error;
     }

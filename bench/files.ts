@@ -1,0 +1,178 @@
+// `bun bench/files.ts` (part of `bun run bench`): a 100 MiB file uploaded and downloaded through the
+// server, against the same bytes written and read straight to the disk / straight to the S3 endpoint
+// (presigned single PUT and GET), in one run; and the server's peak RSS meanwhile.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import * as Minio from "minio";
+// @ts-expect-error s3rver ships no types
+import S3rverModule from "s3rver";
+import { cleanup, freePort, median, startProcess, tempDir, waitHealthy } from "./lib.ts";
+
+const MiB = 1024 * 1024;
+const SIZE_MIB = 100;
+const ROUNDS = 3;
+const S3rver = S3rverModule as new (
+  o: Record<string, unknown>,
+) => { run(): Promise<{ port: number }>; close(): Promise<void> };
+
+const body = () => {
+  const chunk = new Uint8Array(MiB).fill(42);
+  let sent = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (sent++ === SIZE_MIB) controller.close();
+      else controller.enqueue(chunk);
+    },
+  });
+};
+
+async function drain(res: Response): Promise<number> {
+  let size = 0;
+  for await (const chunk of res.body as ReadableStream<Uint8Array>) size += chunk.byteLength;
+  return size;
+}
+
+const rssOf = (pid: number) =>
+  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) * 1024;
+
+async function timed(run: () => Promise<unknown>): Promise<number> {
+  const start = performance.now();
+  await run();
+  return performance.now() - start;
+}
+
+async function throughServer(env: Record<string, string>) {
+  const port = freePort();
+  const key = `bench-${crypto.randomUUID()}`;
+  const server = startProcess({
+    name: `actuate-files-${env.STORAGE ?? "disk"}`,
+    cmd: ["bun", "src/cli/main.ts", "start"],
+    env: {
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      DATA_DIR: tempDir("actuate-bench-files-"),
+      SERVICE_KEYS: key,
+      DATABASE_URL: "",
+      MAX_FILE_BYTES: String(200 * MiB),
+      ...env,
+    },
+  });
+  const base = `http://127.0.0.1:${port}`;
+  await waitHealthy(`${base}/healthz`, server);
+  const pid = server.proc.pid;
+  let peak = rssOf(pid);
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, rssOf(pid));
+  }, 20);
+  const auth = { authorization: `Bearer ${key}` };
+  return {
+    upload: () =>
+      timed(async () => {
+        const res = await fetch(`${base}/storage/upload`, {
+          method: "PUT",
+          headers: { ...auth, path: "bench/file.bin", "content-type": "application/octet-stream" },
+          body: body(),
+        });
+        if (res.status !== 200) throw new Error(`upload answered ${res.status}: ${await res.text()}`);
+      }),
+    download: () =>
+      timed(async () => {
+        const signed = (await (
+          await fetch(`${base}/storage/signed-download-url?filename=bench/file.bin`, { headers: auth })
+        ).json()) as { url: string };
+        if ((await drain(await fetch(signed.url))) !== SIZE_MIB * MiB) throw new Error("short download");
+      }),
+    peak: () => {
+      clearInterval(sampler);
+      return peak;
+    },
+    stop: () => server.stop(),
+  };
+}
+
+async function compare(
+  label: string,
+  server: Awaited<ReturnType<typeof throughServer>>,
+  direct: { upload(): Promise<number>; download(): Promise<number> },
+) {
+  const rows = {
+    serverUp: [] as number[],
+    serverDown: [] as number[],
+    directUp: [] as number[],
+    directDown: [] as number[],
+  };
+  for (let round = 0; round < ROUNDS; round++) {
+    rows.directUp.push(await direct.upload());
+    rows.serverUp.push(await server.upload());
+    rows.directDown.push(await direct.download());
+    rows.serverDown.push(await server.download());
+  }
+  const mbps = (ms: number) => (SIZE_MIB / (ms / 1000)).toFixed(0);
+  const up = median(rows.directUp) / median(rows.serverUp);
+  const down = median(rows.directDown) / median(rows.serverDown);
+  console.log(`${label}: ${SIZE_MIB} MiB, median of ${ROUNDS}`);
+  console.log(
+    `  upload    server ${mbps(median(rows.serverUp))} MiB/s  direct ${mbps(median(rows.directUp))} MiB/s  ratio ${up.toFixed(2)}${up >= 0.6 ? "" : "  MISSED"} (target >= 0.6)`,
+  );
+  console.log(
+    `  download  server ${mbps(median(rows.serverDown))} MiB/s  direct ${mbps(median(rows.directDown))} MiB/s  ratio ${down.toFixed(2)}${down >= 0.6 ? "" : "  MISSED"} (target >= 0.6)`,
+  );
+  console.log(`  server peak RSS ${(server.peak() / MiB).toFixed(0)} MiB`);
+}
+
+async function disk() {
+  const dir = tempDir("actuate-bench-direct-");
+  const path = join(dir, "file.bin");
+  const server = await throughServer({});
+  await compare("disk", server, {
+    upload: () => timed(() => Bun.write(path, new Response(body()))),
+    download: () => timed(async () => drain(new Response(Bun.file(path).stream()))),
+  });
+  await server.stop();
+}
+
+async function s3() {
+  const directory = tempDir("actuate-bench-s3-");
+  const s3rver = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory });
+  const { port } = await s3rver.run();
+  const endPoint = `http://127.0.0.1:${port}`;
+  const client = new Minio.Client({
+    endPoint: "127.0.0.1",
+    port,
+    useSSL: false,
+    accessKey: "S3RVER",
+    secretKey: "S3RVER",
+    region: "us-east-1",
+  });
+  await client.makeBucket("bench-direct", "us-east-1");
+  const server = await throughServer({
+    STORAGE: "s3",
+    S3_ENDPOINT: endPoint,
+    S3_BUCKET: "bench-server",
+    S3_ACCESS_KEY: "S3RVER",
+    S3_SECRET_KEY: "S3RVER",
+  });
+  await compare("s3 (s3rver)", server, {
+    upload: () =>
+      timed(async () => {
+        const url = await client.presignedPutObject("bench-direct", "file.bin", 600);
+        const res = await fetch(url, {
+          method: "PUT",
+          body: body(),
+          headers: { "content-length": String(SIZE_MIB * MiB) },
+        });
+        if (!res.ok) throw new Error(`direct PUT answered ${res.status}`);
+      }),
+    download: () =>
+      timed(async () => drain(await fetch(await client.presignedGetObject("bench-direct", "file.bin", 600)))),
+  });
+  await server.stop();
+  await s3rver.close();
+}
+
+try {
+  await disk();
+  await s3();
+} finally {
+  await cleanup();
+}
