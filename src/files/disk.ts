@@ -1,7 +1,7 @@
 import { mkdir, rename, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { checkPath } from "./paths.ts";
-import { type Storage, type StoredObject, TooLarge } from "./storage.ts";
+import { metered, type Storage, type StoredObject } from "./storage.ts";
 
 /** Written to the file in pieces of this size: fewer, larger writes. */
 const WRITE_BUFFER = 1024 * 1024;
@@ -20,15 +20,9 @@ export class DiskStorage implements Storage {
     await mkdir(dirname(target), { recursive: true });
     const temporary = `${target}.${crypto.randomUUID()}.part`;
     const out = Bun.file(temporary).writer({ highWaterMark: WRITE_BUFFER });
-    const hash = new Bun.CryptoHasher("sha256");
-    let size = 0;
+    const input = metered(body, options.maxBytes);
     try {
-      for await (const chunk of body) {
-        size += chunk.byteLength;
-        if (size > options.maxBytes) throw new TooLarge(options.maxBytes);
-        hash.update(chunk);
-        await out.write(chunk);
-      }
+      for await (const chunk of input.chunks()) await out.write(chunk);
       await out.end();
       await rename(temporary, target);
     } catch (error) {
@@ -36,7 +30,7 @@ export class DiskStorage implements Storage {
       await rm(temporary, { force: true });
       throw error;
     }
-    return { size, sha256: hash.digest("hex") };
+    return input.stored();
   }
 
   async get(path: string) {

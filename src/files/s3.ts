@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import { Client } from "minio";
 import { checkPath } from "./paths.ts";
-import { type Storage, type StoredObject, TooLarge } from "./storage.ts";
+import { metered, type Storage, type StoredObject } from "./storage.ts";
 
 export interface S3Settings {
   /** `http(s)://host[:port]` of the S3 API. */
@@ -64,16 +64,12 @@ export class S3Storage implements Storage {
   ): Promise<StoredObject> {
     const key = checkPath(path);
     const headers = { "Content-Type": options.contentType };
-    const hash = new Bun.CryptoHasher("sha256");
+    const input = metered(body, options.maxBytes);
     const upload = new PartUpload(this.client, this.bucket, key, headers);
     let pending: Uint8Array[] = [];
     let pendingBytes = 0;
-    let size = 0;
     try {
-      for await (const chunk of body) {
-        size += chunk.byteLength;
-        if (size > options.maxBytes) throw new TooLarge(options.maxBytes);
-        hash.update(chunk);
+      for await (const chunk of input.chunks()) {
         pending.push(chunk);
         pendingBytes += chunk.byteLength;
         if (pendingBytes >= this.partSize) {
@@ -89,7 +85,7 @@ export class S3Storage implements Storage {
       await upload.abort();
       throw error;
     }
-    return { size, sha256: hash.digest("hex") };
+    return input.stored();
   }
 
   async get(path: string): Promise<{ body: ReadableStream<Uint8Array>; size: number } | null> {

@@ -24,3 +24,23 @@ export class TooLarge extends Error {
     super(`the file is larger than ${limit} bytes`);
   }
 }
+
+/**
+ * Passes a body through while counting and hashing it, refusing it (TooLarge) once it passes
+ * `maxBytes`. Drivers write what `chunks()` yields and answer `stored()` when it is done.
+ */
+export function metered(body: ReadableStream<Uint8Array>, maxBytes: number) {
+  const hash = new Bun.CryptoHasher("sha256");
+  let size = 0;
+  return {
+    async *chunks(): AsyncGenerator<Uint8Array> {
+      for await (const chunk of body) {
+        size += chunk.byteLength;
+        if (size > maxBytes) throw new TooLarge(maxBytes);
+        hash.update(chunk);
+        yield chunk;
+      }
+    },
+    stored: (): StoredObject => ({ size, sha256: hash.digest("hex") }),
+  };
+}
