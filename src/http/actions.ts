@@ -27,8 +27,10 @@ export const actionRoutes = (deps: HttpDeps & { files: FileService; maxFileBytes
       } catch (error) {
         throw invocationError(error, envelope.requestId);
       }
-      const uploads = await deps.files.uploadsOf([outcome.execution.id]);
-      const execution = toExecutionView(outcome.execution, uploads.get(outcome.execution.id));
+      // Only a multipart invocation can have uploads (a JSON one of the same request would conflict):
+      // the lookup stays off the plain invoke path.
+      const uploads = files ? (await deps.files.uploadsOf([outcome.execution.id])).get(outcome.execution.id) : [];
+      const execution = toExecutionView(outcome.execution, uploads);
       set.status = outcome.settled ? 200 : 202;
       return {
         kind: execution.kind,
