@@ -1,6 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { spoolDir } from "../src/files/spool.ts";
+import { serve } from "./support/cli.ts";
 import { dialects } from "./support/databases.ts";
-import { fixture, startTestServer, type TestServer } from "./support/server.ts";
+import { fixture, startTestServer, type TestResponse, type TestServer } from "./support/server.ts";
+import { filledStream, MiB, multipartStream, type PartSpec, watchRss } from "./support/streams.ts";
+
+/** The in-process server's spool files: none may outlive the invocation that wrote them. */
+const spooled = () => (existsSync(spoolDir) ? readdirSync(spoolDir) : []);
 
 for (const dialect of dialects) {
   describe(`file inputs (${dialect.name})`, () => {
@@ -13,9 +22,23 @@ for (const dialect of dialects) {
       return t.fetch("/actions/test.attach/invoke", { method: "POST", body: form, token });
     };
     const png = (text: string, name = "cat.png") => new File([text], name, { type: "image/png" });
+    const invokeStreamed = (parts: PartSpec[], contentType?: string) => {
+      const multipart = multipartStream(parts);
+      return t.fetch("/actions/test.attach/invoke", {
+        method: "POST",
+        headers: { "content-type": contentType ?? multipart.contentType },
+        body: multipart.body,
+        token: alice,
+      });
+    };
+    const requestPart = (requestId: string, note = "x"): PartSpec => ({
+      name: "request",
+      body: JSON.stringify({ requestId, input: { note } }),
+    });
+    const picturePart: PartSpec = { name: "picture", filename: "p.png", contentType: "image/png", body: "png" };
 
     beforeAll(async () => {
-      t = await startTestServer(dialect, { release: fixture("basic") });
+      t = await startTestServer(dialect, { release: fixture("basic"), env: { MAX_FILE_BYTES: String(6 * MiB) } });
       alice = await t.userToken("alice");
     });
     afterAll(() => t.stop());
@@ -65,6 +88,7 @@ for (const dialect of dialects) {
         alice,
       );
       expect(conflict.status).toBe(409);
+      expect(spooled()).toEqual([]);
     });
 
     test("missing, too large, or of a type not listed: 400 with an issue at /input/<field>; nothing stored", async () => {
@@ -82,6 +106,37 @@ for (const dialect of dialects) {
         expect(body.details.issues).toContainEqual(expect.objectContaining({ where: "/input/picture", code }));
         expect((await t.fetch(`/executions/requests/${requestId}`, { token: alice })).status).toBe(404);
       }
+      expect(spooled()).toEqual([]);
+    });
+
+    test("a file over MAX_FILE_BYTES or a request part over 8 MiB is 413; nothing is kept", async () => {
+      const requestId = crypto.randomUUID();
+      const tooBig = await invokeStreamed([
+        requestPart(requestId),
+        picturePart,
+        { name: "extra", filename: "big.bin", body: filledStream(7) },
+      ]);
+      expect(tooBig.status).toBe(413);
+      expect((await tooBig.json()).error).toBe("payload_too_large");
+      expect((await t.fetch(`/executions/requests/${requestId}`, { token: alice })).status).toBe(404);
+
+      const longRequest = await invokeStreamed([requestPart(crypto.randomUUID(), "n".repeat(8 * MiB)), picturePart]);
+      expect(longRequest.status).toBe(413);
+      expect((await longRequest.json()).error).toBe("payload_too_large");
+      expect(spooled()).toEqual([]);
+    });
+
+    test("a file just under MAX_FILE_BYTES is taken whole, part order does not matter", async () => {
+      const res: TestResponse = await invokeStreamed([
+        picturePart,
+        { name: "extra", filename: "big.bin", body: filledStream(6) },
+        requestPart(crypto.randomUUID()),
+      ]);
+      expect(res.status).toBe(200);
+      const body = await res.json();
+      expect(body.execution.output).toMatchObject({ text: "png", hasExtra: true });
+      expect(body.uploads).toContainEqual(expect.objectContaining({ field: "extra", size: 6 * MiB }));
+      expect(spooled()).toEqual([]);
     });
 
     test("a malformed multipart invoke is 400 invalid_request", async () => {
@@ -96,6 +151,57 @@ for (const dialect of dialects) {
         (await (await t.fetch("/actions/test.attach/invoke", { method: "POST", body: noRequest, token: alice })).json())
           .error,
       ).toBe("invalid_request");
+
+      const truncated = multipartStream([requestPart(crypto.randomUUID()), picturePart]);
+      const bytes = new Uint8Array(await new Response(truncated.body).arrayBuffer());
+      const broken: [Uint8Array | string, string][] = [
+        [bytes.subarray(0, bytes.length - 20), truncated.contentType], // no closing boundary
+        [bytes, "multipart/form-data"], // no boundary parameter
+        ["not multipart at all", truncated.contentType],
+        ["", truncated.contentType],
+      ];
+      for (const [body, contentType] of broken) {
+        const res = await t.fetch("/actions/test.attach/invoke", {
+          method: "POST",
+          headers: { "content-type": contentType },
+          body,
+          token: alice,
+        });
+        expect(res.status).toBe(400);
+        expect(await res.json()).toMatchObject({ ok: false, error: "invalid_request" });
+      }
+      expect(spooled()).toEqual([]);
     });
   });
 }
+
+describe("streaming multipart invocation", () => {
+  test("a 200 MiB file part streams through a server process without holding the file in memory", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "actuate-big-invoke-"));
+    const env = { DATA_DIR: dataDir, DATABASE_URL: "", SERVICE_KEYS: "big-key", MAX_FILE_BYTES: String(300 * MiB) };
+    const server = await serve(["start", "--release", fixture("basic")], env);
+    try {
+      const multipart = multipartStream([
+        { name: "request", body: JSON.stringify({ requestId: crypto.randomUUID(), input: { note: "big" } }) },
+        { name: "picture", filename: "p.png", contentType: "image/png", body: "png" },
+        { name: "extra", filename: "big.bin", contentType: "application/octet-stream", body: filledStream(200) },
+      ]);
+      const rss = watchRss(server.proc.pid);
+      const res: TestResponse = await fetch(`${server.url}/actions/test.attach/invoke`, {
+        method: "POST",
+        headers: { authorization: "Bearer big-key", "content-type": multipart.contentType },
+        body: multipart.body,
+      });
+      const growth = rss.stop();
+      expect(res.status).toBe(200);
+      const body = await res.json();
+      expect(body.execution.status).toBe("succeeded");
+      expect(body.uploads).toContainEqual(expect.objectContaining({ field: "extra", size: 200 * MiB }));
+      // Spooled, then stored: the file held in memory would add 200 MiB (formData() did); streaming adds buffers and GC slack.
+      expect(growth).toBeLessThan(120 * MiB);
+    } finally {
+      await server.kill();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});

@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { serve } from "./support/cli.ts";
 import { dialects } from "./support/databases.ts";
 import { startTestServer, type TestResponse, type TestServer } from "./support/server.ts";
-
-const MiB = 1024 * 1024;
+import { filledStream, MiB, watchRss } from "./support/streams.ts";
 
 for (const dialect of dialects) {
   describe(`storage on disk (${dialect.name})`, () => {
@@ -180,34 +179,19 @@ describe("streaming", () => {
     const dataDir = mkdtempSync(join(tmpdir(), "actuate-big-"));
     const env = { DATA_DIR: dataDir, DATABASE_URL: "", SERVICE_KEYS: "big-key", MAX_FILE_BYTES: String(300 * MiB) };
     const server = await serve(["start"], env);
-    const rss = () =>
-      Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.proc.pid}/status`, "utf8"))?.[1] ?? 0) * 1024;
     try {
-      const before = rss();
-      let peak = before;
-      const sampler = setInterval(() => {
-        peak = Math.max(peak, rss());
-      }, 20);
-      let sent = 0;
-      const chunk = new Uint8Array(MiB).fill(7);
-      const body = new ReadableStream<Uint8Array>({
-        pull(controller) {
-          if (sent === 200) return controller.close();
-          sent++;
-          controller.enqueue(chunk);
-        },
-      });
+      const rss = watchRss(server.proc.pid);
       const res: TestResponse = await fetch(`${server.url}/storage/upload`, {
         method: "PUT",
         headers: { authorization: "Bearer big-key", path: "big/file.bin", "content-type": "application/octet-stream" },
-        body,
+        body: filledStream(200),
       });
-      clearInterval(sampler);
+      const growth = rss.stop();
       expect(res.status).toBe(200);
       expect((await res.json()).size).toBe(200 * MiB);
       expect(statSync(join(dataDir, "files", "big/file.bin")).size).toBe(200 * MiB);
       // The whole file held in memory would add 200 MiB; streaming keeps the growth to buffers and GC slack (~60 MiB seen).
-      expect(peak - before).toBeLessThan(120 * MiB);
+      expect(growth).toBeLessThan(120 * MiB);
     } finally {
       await server.kill();
       rmSync(dataDir, { recursive: true, force: true });

@@ -2,13 +2,19 @@ import { Elysia } from "elysia";
 import type { InvokeOutcome } from "../engine/engine.ts";
 import { EngineError, invalidRequest } from "../engine/errors.ts";
 import { toExecutionView } from "../engine/executions.ts";
+import { MalformedMultipart, MultipartReader } from "../files/multipart.ts";
 import type { FileService, SentFile } from "../files/service.ts";
+import { Spool } from "../files/spool.ts";
+import { TooLarge } from "../files/storage.ts";
 import type { ValidationIssue } from "../release/contract.ts";
 import { authenticated } from "./auth.ts";
 import { MiB, payloadTooLarge, readJsonBody } from "./body.ts";
-import { executionUrl, type HttpDeps } from "./deps.ts";
+import { executionUrl, type HttpDeps, runUrl } from "./deps.ts";
 
 export const INVOKE_BODY_LIMIT = 8 * MiB;
+
+/** Parts of one multipart invocation: the request and the file fields, with room to spare. */
+const MAX_PARTS = 100;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -18,68 +24,102 @@ export const actionRoutes = (deps: HttpDeps & { files: FileService; maxFileBytes
     .get("/actions/:name/contract", ({ params }) => deps.engine.contract(params.name))
     .post("/actions/:name/invoke", async ({ params, request, principal, set }) => {
       const multipart = request.headers.get("content-type")?.startsWith("multipart/form-data") ?? false;
-      const { envelope, files } = multipart
-        ? await readMultipart(request, deps.maxFileBytes)
-        : { envelope: parseEnvelope(await readJsonBody(request, INVOKE_BODY_LIMIT)), files: undefined };
-      let outcome: InvokeOutcome;
+      const spool = multipart ? new Spool() : undefined;
       try {
-        outcome = await deps.engine.invoke({ principal, action: params.name, ...envelope, files });
-      } catch (error) {
-        throw invocationError(error, envelope.requestId);
+        const { envelope, files } = spool
+          ? await readMultipart(request, deps.maxFileBytes, spool)
+          : { envelope: parseEnvelope(await readJsonBody(request, INVOKE_BODY_LIMIT)), files: undefined };
+        let outcome: InvokeOutcome;
+        try {
+          outcome = await deps.engine.invoke({ principal, action: params.name, ...envelope, files });
+        } catch (error) {
+          throw invocationError(error, envelope.requestId);
+        }
+        // Only a multipart invocation can have uploads (a JSON one of the same request would conflict):
+        // the lookup stays off the plain invoke path.
+        const uploads = files ? (await deps.files.uploadsOf([outcome.execution.id])).get(outcome.execution.id) : [];
+        const execution = toExecutionView(outcome.execution, uploads);
+        if (outcome.runId !== undefined) {
+          // A workflow answers once its run is admitted, whatever the run has done since.
+          set.status = 202;
+          return {
+            kind: execution.kind,
+            runId: outcome.runId,
+            execution,
+            uploads: execution.uploads,
+            statusUrl: runUrl(deps.publicUrl(), outcome.runId),
+          };
+        }
+        set.status = outcome.settled ? 200 : 202;
+        return {
+          kind: execution.kind,
+          execution,
+          uploads: execution.uploads,
+          statusUrl: executionUrl(deps.publicUrl(), execution.id),
+        };
+      } finally {
+        // The engine has stored what it keeps (or nothing, on a replay or refusal) by now.
+        await spool?.dispose();
       }
-      // Only a multipart invocation can have uploads (a JSON one of the same request would conflict):
-      // the lookup stays off the plain invoke path.
-      const uploads = files ? (await deps.files.uploadsOf([outcome.execution.id])).get(outcome.execution.id) : [];
-      const execution = toExecutionView(outcome.execution, uploads);
-      set.status = outcome.settled ? 200 : 202;
-      return {
-        kind: execution.kind,
-        execution,
-        uploads: execution.uploads,
-        statusUrl: executionUrl(deps.publicUrl(), execution.id),
-      };
     });
 
 /**
- * multipart/form-data: a part `request` with the JSON envelope (≤ 8 MiB) and one part per file field,
- * named by its input property. Each file part is capped by MAX_FILE_BYTES.
+ * multipart/form-data, read as it streams: a part `request` with the JSON envelope (≤ 8 MiB) and one
+ * part per file field, named by its input property. Each file part goes to a spool file (counted,
+ * hashed, capped by MAX_FILE_BYTES); the caller disposes of the spool however the invocation ends.
  */
-async function readMultipart(request: Request, maxFileBytes: number) {
-  let form: Awaited<ReturnType<Request["formData"]>>;
+async function readMultipart(request: Request, maxFileBytes: number, spool: Spool) {
+  const files = new Map<string, SentFile>();
+  let text: string | null = null;
+  let reader: MultipartReader | undefined;
   try {
-    form = await request.formData();
-  } catch {
-    throw invalidRequest([{ where: "", code: "invalid_multipart", message: "the multipart body could not be read" }]);
+    reader = MultipartReader.of(request);
+    let parts = 0;
+    for (let head = await reader.next(); head; head = await reader.next()) {
+      if (++parts > MAX_PARTS) throw new MalformedMultipart(`at most ${MAX_PARTS} parts`);
+      if (head.name === "request") text = await readText(reader.body(), INVOKE_BODY_LIMIT);
+      else if (head.name && head.filename !== undefined) {
+        const file = await spool.write(reader.body(), maxFileBytes);
+        files.set(head.name, {
+          filename: head.filename,
+          contentType: head.mediaType || "application/octet-stream",
+          size: file.size,
+          sha256: file.sha256,
+          stream: file.stream,
+        });
+      }
+    }
+  } catch (error) {
+    await reader?.cancel();
+    if (error instanceof TooLarge) throw payloadTooLarge(error.limit);
+    if (error instanceof MalformedMultipart) {
+      throw invalidRequest([{ where: "", code: "invalid_multipart", message: `the multipart body: ${error.message}` }]);
+    }
+    throw error;
   }
-  const part = form.get("request");
-  const text = typeof part === "string" ? part : part ? await part.text() : null;
   if (text === null) {
     throw invalidRequest([
       { where: "/request", code: "required", message: "a part named request holds { requestId, input }" },
     ]);
   }
-  if (new TextEncoder().encode(text).length > INVOKE_BODY_LIMIT) throw payloadTooLarge(INVOKE_BODY_LIMIT);
   let body: unknown;
   try {
     body = JSON.parse(text);
   } catch {
     throw invalidRequest([{ where: "/request", code: "invalid_json", message: "the request part is not valid JSON" }]);
   }
-  const envelope = parseEnvelope(body);
-  const files = new Map<string, SentFile>();
-  for (const [field, value] of form.entries()) {
-    if (field === "request" || typeof value === "string") continue;
-    if (value.size > maxFileBytes) throw payloadTooLarge(maxFileBytes);
-    const bytes = new Uint8Array(await value.arrayBuffer());
-    files.set(field, {
-      filename: value.name,
-      contentType: value.type || "application/octet-stream",
-      size: value.size,
-      sha256: new Bun.CryptoHasher("sha256").update(bytes).digest("hex"),
-      stream: () => new Blob([bytes]).stream(),
-    });
+  return { envelope: parseEnvelope(body), files };
+}
+
+async function readText(chunks: AsyncIterable<Uint8Array>, limit: number): Promise<string> {
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of chunks) {
+    size += chunk.byteLength;
+    if (size > limit) throw new TooLarge(limit);
+    parts.push(chunk);
   }
-  return { envelope, files };
+  return new TextDecoder().decode(Buffer.concat(parts));
 }
 
 /** `{ requestId, input }`: requestId a UUID (compared lower-cased), input an object, nothing else. */
