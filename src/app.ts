@@ -8,6 +8,7 @@ import { executionRoutes } from "./http/executions.ts";
 import { healthRoutes } from "./http/health.ts";
 import { type McpRouteOptions, mcpRoutes } from "./http/mcp.ts";
 import { queryRoutes } from "./http/query.ts";
+import { runRoutes } from "./http/runs.ts";
 import { sessionRoutes } from "./http/session.ts";
 import { storageRoutes } from "./http/storage.ts";
 import { type ResourceMetadataOptions, wellKnownRoutes } from "./http/well-known.ts";
@@ -35,6 +36,7 @@ export const createApp = (deps: AppDeps) =>
     .use(wellKnownRoutes({ ...deps.metadata, publicUrl: deps.publicUrl }))
     .use(actionRoutes(deps))
     .use(executionRoutes(deps))
+    .use(runRoutes(deps))
     .use(queryRoutes(deps))
     .use(sessionRoutes(deps.hub))
     .use(storageRoutes(deps))

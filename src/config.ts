@@ -22,6 +22,9 @@ const Env = Type.Object({
   S3_BUCKET: Type.Optional(Type.String({ pattern: "^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$" })),
   S3_ACCESS_KEY: Type.Optional(Type.String()),
   S3_SECRET_KEY: Type.Optional(Type.String()),
+  WORKFLOW_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 10_000 }),
+  WORKFLOW_LEASE_MS: Type.Integer({ minimum: 300, maximum: 3_600_000 }),
+  WORKFLOW_POLL_MS: Type.Integer({ minimum: 10, maximum: 60_000 }),
 });
 
 /** Where file bytes live: a folder, or an S3 bucket. */
@@ -51,6 +54,7 @@ export interface Config {
   /** OAuth authorization server named in the protected-resource metadata, when there is one. */
   authIssuer?: string;
   storage: StorageConfig;
+  workflows: { concurrency: number; leaseMs: number; pollMs: number };
 }
 
 export class ConfigError extends Error {
@@ -66,6 +70,9 @@ const defaults = {
   MAX_FILE_BYTES: String(100 * 1024 * 1024),
   STORAGE: "disk",
   S3_REGION: "us-east-1",
+  WORKFLOW_CONCURRENCY: "16",
+  WORKFLOW_LEASE_MS: "30000",
+  WORKFLOW_POLL_MS: "1000",
 };
 
 /** Reads and validates the process environment once; a bad value throws a ConfigError naming it. */
@@ -101,6 +108,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxFileBytes: parsed.MAX_FILE_BYTES,
     signingSecret: parsed.SIGNING_SECRET,
     storage: storageConfig(parsed, dataDir),
+    workflows: {
+      concurrency: parsed.WORKFLOW_CONCURRENCY,
+      leaseMs: parsed.WORKFLOW_LEASE_MS,
+      pollMs: parsed.WORKFLOW_POLL_MS,
+    },
   };
 }
 

@@ -10,7 +10,7 @@ import { Engine } from "./engine/engine.ts";
 import { DiskStorage } from "./files/disk.ts";
 import { S3Storage } from "./files/s3.ts";
 import { FileService } from "./files/service.ts";
-import { executionUrl } from "./http/deps.ts";
+import { executionUrl, runUrl } from "./http/deps.ts";
 import { SessionHub } from "./live/session.ts";
 import { McpEndpoint } from "./mcp/server.ts";
 import { ReleaseRegistry } from "./release/registry.ts";
@@ -55,7 +55,9 @@ export async function startServer(
     config.storage.driver === "s3" ? await S3Storage.open(config.storage) : new DiskStorage(config.storage.root);
   const interrupted = await store.failInterrupted(Date.now());
   if (interrupted > 0)
-    log(`${interrupted} execution(s) left running by a stopped server were marked failed (execution_interrupted)`);
+    log(
+      `${interrupted} function execution(s) left running by a stopped server were marked failed (execution_interrupted)`,
+    );
   const releases = new ReleaseRegistry(store, bundlesDir(config), log);
   await releases.refresh();
   releases.watch(config.releasePollMs);
@@ -69,7 +71,17 @@ export async function startServer(
     maxBytes: config.maxFileBytes,
     publicUrl: () => publicUrl,
   });
-  const engine = new Engine({ store, data, files, release: () => releases.current(), waitMs: config.waitMs, log });
+  const engine = new Engine({
+    store,
+    data,
+    files,
+    release: () => releases.current(),
+    releaseVersion: (version) => releases.version(version),
+    workflows: config.workflows,
+    waitMs: config.waitMs,
+    log,
+  });
+  engine.start();
   const auth = new Authenticator(store, config.serviceKeys);
 
   const endpoint = new McpEndpoint(
@@ -79,6 +91,7 @@ export async function startServer(
       release: () => releases.current(),
       handle: config.handle,
       executionUrl: (id) => executionUrl(publicUrl, id),
+      runUrl: (id) => runUrl(publicUrl, id),
     },
     packageVersion,
   );

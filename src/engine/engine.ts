@@ -2,14 +2,23 @@ import type { DataService } from "../data/service.ts";
 import type { FileService, SentFile } from "../files/service.ts";
 import { canonicalJson, sha256Hex } from "../release/canonical-json.ts";
 import type { ActionContract } from "../release/contract.ts";
-import type { LoadedRelease } from "../release/load.ts";
+import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
-import { type ExecutionRow, type ExecutionStatus, isTerminal, type Store } from "../store/types.ts";
-import { actionNotFound, EngineError, executionNotFound } from "./errors.ts";
+import {
+  type ExecutionRow,
+  type ExecutionStatus,
+  isRunTerminal,
+  isTerminal,
+  type RunRow,
+  type StepRow,
+  type Store,
+} from "../store/types.ts";
+import { actionNotFound, EngineError, executionNotFound, runNotFound } from "./errors.ts";
 import { ExecutionFeed } from "./execution-feed.ts";
 import { canSee } from "./executions.ts";
 import { findNulCharacter } from "./json-text.ts";
 import { Runner } from "./runner.ts";
+import { type WorkerSettings, WorkflowWorker } from "./workflows/worker.ts";
 
 export interface EngineResources {
   store: Store;
@@ -17,6 +26,9 @@ export interface EngineResources {
   files: FileService;
   /** The release to serve now; each call reads it once and keeps it until the call ends. */
   release: () => LoadedRelease | null;
+  /** Any stored release by version (a workflow run stays on the release it started with). */
+  releaseVersion: (version: string) => Promise<LoadedRelease>;
+  workflows: WorkerSettings;
   waitMs: number;
   log: (message: string) => void;
   now?: () => number;
@@ -37,6 +49,8 @@ export interface InvokeOutcome {
   settled: boolean;
   /** True when `requestId` had been used with this input before and nothing ran again. */
   replayed: boolean;
+  /** A workflow's run (admitted; its id is the execution's). */
+  runId?: string;
 }
 
 export interface ExecutionPage {
@@ -52,6 +66,7 @@ const POLL_MAX_MS = 1_000;
 /** The one path every caller (HTTP, MCP) takes to run actions and follow executions. */
 export class Engine {
   private readonly runner: Runner;
+  private readonly workflows: WorkflowWorker;
   /** Status changes and log lines of the executions running in this process (for subscribe-stream). */
   readonly feed = new ExecutionFeed();
   private readonly now: () => number;
@@ -59,6 +74,15 @@ export class Engine {
   constructor(private readonly $: EngineResources) {
     this.now = $.now ?? Date.now;
     this.runner = new Runner({ store: $.store, data: $.data, feed: this.feed, log: $.log, now: this.now });
+    this.workflows = new WorkflowWorker(
+      { store: $.store, data: $.data, feed: this.feed, release: $.releaseVersion, log: $.log, now: this.now },
+      $.workflows,
+    );
+  }
+
+  /** Starts this process's workflow workers (runs admitted here, due runs of any instance). */
+  start(): void {
+    this.workflows.start();
   }
 
   contract(name: string): ActionContract {
@@ -90,6 +114,7 @@ export class Engine {
       });
     }
 
+    if (action.kind === "workflow") return this.admitRun(request, release, action, fingerprint);
     const now = this.now();
     const claim = await this.$.store.claimExecution({
       id: Bun.randomUUIDv7(),
@@ -133,6 +158,99 @@ export class Engine {
     return { execution: latest, settled: isTerminal(latest.status), replayed: false };
   }
 
+  /**
+   * A workflow invocation: the execution and its run are committed together, then the run starts here
+   * at once when a worker slot is free (this process takes the lease at admission), else it waits for a
+   * worker of any instance. The caller is answered as soon as the run is admitted.
+   */
+  private async admitRun(
+    request: InvokeRequest,
+    release: LoadedRelease,
+    action: LoadedAction,
+    fingerprint: string,
+  ): Promise<InvokeOutcome> {
+    const now = this.now();
+    const id = Bun.randomUUIDv7();
+    const starting = this.workflows.reserve();
+    const status = starting ? "running" : "queued";
+    const principal = { principalKind: request.principal.kind, principalId: request.principal.id };
+    const run: RunRow = {
+      id,
+      requestId: request.requestId,
+      workflow: request.action,
+      releaseVersion: release.version,
+      ...principal,
+      input: request.input,
+      status,
+      output: null,
+      errorCode: null,
+      errorMessage: null,
+      cancelRequested: false,
+      leaseOwner: starting ? this.workflows.owner : null,
+      leaseExpiresAt: starting ? this.workflows.leaseUntil(now) : null,
+      wakeAt: now,
+      createdAt: now,
+      updatedAt: now,
+      finishedAt: null,
+    };
+    let admitted: Awaited<ReturnType<Store["runs"]["admit"]>>;
+    try {
+      admitted = await this.$.store.runs.admit(
+        {
+          id,
+          requestId: request.requestId,
+          ...principal,
+          action: request.action,
+          kind: "workflow",
+          releaseVersion: release.version,
+          contractHash: action.contract.contractHash,
+          inputFingerprint: fingerprint,
+          input: request.input,
+          status,
+          output: null,
+          errorCode: null,
+          errorMessage: null,
+          createdAt: now,
+          startedAt: starting ? now : null,
+          finishedAt: null,
+        },
+        run,
+      );
+    } catch (error) {
+      if (starting) this.workflows.unreserve();
+      throw error;
+    }
+    if (!admitted.created) {
+      if (starting) this.workflows.unreserve();
+      return this.replay(admitted.execution, fingerprint);
+    }
+    if (starting) this.workflows.launch(run);
+    return { execution: admitted.execution, settled: false, replayed: false, runId: id };
+  }
+
+  /** A workflow run with its steps, if the caller may see it (its own, or any for a service key). */
+  async run(principal: Principal, id: string): Promise<{ run: RunRow; steps: StepRow[] }> {
+    const run = await this.$.store.runs.get(id);
+    if (!run || !canSee(principal, run)) throw runNotFound();
+    return { run, steps: await this.$.store.runs.steps(id) };
+  }
+
+  /**
+   * Stops a run: one that waits (queued, sleeping, backing off) ends `canceled` at once; a running one at
+   * its next step boundary, its step's `ctx.signal` aborted now. Canceling a canceled run changes nothing.
+   */
+  async cancelRun(principal: Principal, id: string): Promise<{ run: RunRow; steps: StepRow[] }> {
+    const { run } = await this.run(principal, id);
+    if (isRunTerminal(run.status) && run.status !== "canceled") {
+      throw new EngineError("run_not_cancelable", `the run has already ended (${run.status})`, { runId: id });
+    }
+    if (run.status !== "canceled") {
+      await this.$.store.runs.requestCancel(id, this.now());
+      this.workflows.cancel(id);
+    }
+    return this.run(principal, id);
+  }
+
   async execution(principal: Principal, id: string): Promise<ExecutionRow> {
     const row = await this.$.store.getExecution(id);
     if (!row || !canSee(principal, row)) throw executionNotFound();
@@ -169,9 +287,12 @@ export class Engine {
     return { execution: settled ?? row, settled: settled !== undefined };
   }
 
-  /** Stops handlers (their `ctx.signal` aborts) and waits briefly for their outcome to be stored. */
-  shutdown(graceMs = 5_000): Promise<void> {
-    return this.runner.drain(graceMs);
+  /**
+   * Stops handlers (their `ctx.signal` aborts) and waits briefly for their outcome to be stored; halts
+   * the workflow runs here and lets go of their leases, so another instance resumes them at once.
+   */
+  async shutdown(graceMs = 5_000): Promise<void> {
+    await Promise.all([this.runner.drain(graceMs), this.workflows.stop(graceMs)]);
   }
 
   private async replay(row: ExecutionRow, fingerprint: string): Promise<InvokeOutcome> {
@@ -181,6 +302,9 @@ export class Engine {
         requestId: row.requestId,
       });
     }
+    // A workflow's invocation answers at admission, replayed or not: the same run, to be followed.
+    if (row.kind === "workflow")
+      return { execution: row, settled: isTerminal(row.status), replayed: true, runId: row.id };
     if (isTerminal(row.status)) return { execution: row, settled: true, replayed: true };
     const settled = await this.waitForEnd(row, this.$.waitMs);
     return { execution: settled ?? row, settled: settled !== undefined, replayed: true };
@@ -191,7 +315,14 @@ export class Engine {
     const deadline = this.now() + waitMs;
     for (let delay = POLL_MIN_MS; ; delay = Math.min(delay * 2, POLL_MAX_MS)) {
       const local = this.runner.running(row.id);
-      const latest = local ? await this.within(local, deadline - this.now()) : await this.$.store.getExecution(row.id);
+      let latest: ExecutionRow | null | undefined;
+      if (local) latest = await this.within(local, deadline - this.now());
+      else {
+        // A run's pass here ends when the run does, sleeps or is let go; the row says which.
+        const pass = this.workflows.pass(row.id);
+        if (pass) await this.within(pass, deadline - this.now());
+        latest = await this.$.store.getExecution(row.id);
+      }
       if (latest && isTerminal(latest.status)) return latest;
       const left = deadline - this.now();
       if (left <= 0) return undefined;

@@ -21,6 +21,8 @@ export type EngineErrorCode =
   | "action_contract_validation_failed"
   | "REQUEST_CONFLICT"
   | "execution_not_found"
+  | "run_not_found"
+  | "run_not_cancelable"
   | "no_active_release";
 
 export const invalidRequest = (issues: ValidationIssue[]) =>
@@ -30,3 +32,5 @@ export const actionNotFound = (name: string) =>
   new EngineError("action_not_found", `no action named ${JSON.stringify(name)} in the active release`);
 
 export const executionNotFound = () => new EngineError("execution_not_found", "no such execution");
+
+export const runNotFound = () => new EngineError("run_not_found", "no such workflow run");

@@ -12,6 +12,11 @@ export class ExecutionFeed {
     for (const listener of this.listeners.get(executionId) ?? []) listener(event);
   }
 
+  /** Whether anyone follows this execution (so work done only for followers can be skipped). */
+  watched(executionId: string): boolean {
+    return this.listeners.has(executionId);
+  }
+
   subscribe(executionId: string, listener: (event: ExecutionEvent) => void): () => void {
     let set = this.listeners.get(executionId);
     if (!set) {

@@ -2,7 +2,7 @@ import type { Principal } from "../sdk/index.ts";
 import type { ExecutionRow } from "../store/types.ts";
 
 /** A user sees its own executions; a service key acts as administrator and sees every one. */
-export function canSee(principal: Principal, row: ExecutionRow): boolean {
+export function canSee(principal: Principal, row: Pick<ExecutionRow, "principalKind" | "principalId">): boolean {
   return principal.kind === "service" || (row.principalKind === principal.kind && row.principalId === principal.id);
 }
 

@@ -1,9 +1,10 @@
 import type { DataService } from "../data/service.ts";
-import type { LoadedAction, LoadedRelease } from "../release/load.ts";
+import type { LoadedFunction, LoadedRelease } from "../release/load.ts";
 import type { ActionContext, Principal } from "../sdk/index.ts";
 import type { ExecutionRow, ExecutionSettlement, Store } from "../store/types.ts";
 import type { ExecutionFeed } from "./execution-feed.ts";
 import { findNulCharacter } from "./json-text.ts";
+import { logLine } from "./log-line.ts";
 
 export interface RunnerResources {
   store: Store;
@@ -27,7 +28,7 @@ export class Runner {
   start(
     row: ExecutionRow,
     release: LoadedRelease,
-    action: LoadedAction,
+    action: LoadedFunction,
     principal: Principal,
     input: unknown,
   ): Promise<ExecutionRow> {
@@ -38,7 +39,7 @@ export class Runner {
       db: data.db,
       execution: { id: row.id, requestId: row.requestId },
       log: (...args) => {
-        const line = args.map(format).join(" ");
+        const line = logLine(args);
         this.$.log(`[${row.action} ${row.id}] ${line}`);
         this.$.feed.publish(row.id, { type: "log", executionId: row.id, line, at: this.$.now() });
       },
@@ -70,7 +71,7 @@ export class Runner {
     await Promise.race([Promise.allSettled(pending.map((p) => p.done)), Bun.sleep(graceMs)]);
   }
 
-  private async execute(action: LoadedAction, input: unknown, ctx: ActionContext): Promise<ExecutionSettlement> {
+  private async execute(action: LoadedFunction, input: unknown, ctx: ActionContext): Promise<ExecutionSettlement> {
     const failed = (message: string): ExecutionSettlement => ({
       status: "failed",
       output: null,
@@ -128,14 +129,5 @@ export class Runner {
       });
     }
     return row;
-  }
-}
-
-function format(value: unknown): string {
-  if (typeof value === "string") return value;
-  try {
-    return JSON.stringify(value);
-  } catch {
-    return String(value);
   }
 }

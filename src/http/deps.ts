@@ -10,3 +10,5 @@ export interface HttpDeps {
 }
 
 export const executionUrl = (publicUrl: string, id: string) => `${publicUrl}/executions/${id}`;
+
+export const runUrl = (publicUrl: string, id: string) => `${publicUrl}/runs/${id}`;

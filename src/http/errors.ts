@@ -25,7 +25,9 @@ const engineStatus: Record<EngineErrorCode, number> = {
   action_contract_validation_failed: 400,
   action_not_found: 404,
   execution_not_found: 404,
+  run_not_found: 404,
   REQUEST_CONFLICT: 409,
+  run_not_cancelable: 409,
   no_active_release: 503,
 };
 

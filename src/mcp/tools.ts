@@ -18,6 +18,7 @@ export interface ToolDeps {
   release: () => LoadedRelease | null;
   handle: string;
   executionUrl: (id: string) => string;
+  runUrl: (id: string) => string;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -50,9 +51,15 @@ export function listTools(release: LoadedRelease | null): Tool[] {
   const actions: Tool[] = release
     ? [...release.actions.values()].map(({ contract }) => ({
         name: contract.name,
-        description: contract.description,
+        description:
+          contract.kind === "workflow"
+            ? `${contract.description} (a durable workflow: the call answers once its run is admitted, with the runId and statusUrl to follow it)`
+            : contract.description,
         inputSchema: contract.input as Tool["inputSchema"],
-        ...(contract.output.type === "object" ? { outputSchema: contract.output as Tool["outputSchema"] } : {}),
+        // A workflow's call answers its admission, not its output.
+        ...(contract.kind === "function" && contract.output.type === "object"
+          ? { outputSchema: contract.output as Tool["outputSchema"] }
+          : {}),
       }))
     : [];
   return [...actions, ...builtinTools];
@@ -100,6 +107,10 @@ export async function callTool(
     status: execution.status,
     url: deps.executionUrl(execution.id),
   };
+  if (outcome.runId !== undefined) {
+    const admitted = { runId: outcome.runId, status: execution.status, statusUrl: deps.runUrl(outcome.runId) };
+    return { ...jsonResult(admitted), _meta: { [EXECUTION_META]: named } };
+  }
   if (!outcome.settled) {
     return refusal(
       "execution_result_timeout",

@@ -3,13 +3,28 @@ import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Kind } from "@sinclair/typebox";
 import { compileDataSchema, type DataSchema, type SchemaManifest, schemaManifest } from "../data/schema.ts";
-import { type DefinedAction, type DefinedRelease, isDefinedAction, isDefinedRelease } from "../sdk/index.ts";
+import {
+  ACTION,
+  type DefinedAction,
+  type DefinedRelease,
+  type DefinedWorkflow,
+  isDefinedAction,
+  isDefinedRelease,
+} from "../sdk/index.ts";
 import type { BuiltBundle } from "./build.ts";
 import { type ActionContract, type CompiledContract, compileContract } from "./contract.ts";
 import { ReleaseError } from "./errors.ts";
 
-export interface LoadedAction extends CompiledContract {
+export type LoadedAction = LoadedFunction | LoadedWorkflow;
+
+export interface LoadedFunction extends CompiledContract {
+  kind: "function";
   definition: DefinedAction;
+}
+
+export interface LoadedWorkflow extends CompiledContract {
+  kind: "workflow";
+  definition: DefinedWorkflow;
 }
 
 /** What a bundle holds, before a version is given to it. */
@@ -81,11 +96,17 @@ export function asRelease(bundle: LoadedBundle, version: string): LoadedRelease 
 function compileAction(name: string, definition: unknown): LoadedAction {
   const [domain, action] = name.split(".");
   const where = `actions/${domain}/${action}`;
-  if (!isDefinedAction(definition)) throw new ReleaseError(`${where} must default-export defineAction({ … })`);
+  if (!isDefinedAction(definition)) {
+    throw new ReleaseError(`${where} must default-export defineAction({ … }) or defineWorkflow({ … })`);
+  }
   if (typeof definition.description !== "string" || definition.description.trim() === "") {
     throw new ReleaseError(`${where}: description must be a non-empty string`);
   }
-  if (typeof definition.handler !== "function") throw new ReleaseError(`${where}: handler must be a function`);
+  const kind = definition[ACTION];
+  const body = kind === "workflow" ? "run" : "handler";
+  if (typeof (definition as unknown as Record<string, unknown>)[body] !== "function") {
+    throw new ReleaseError(`${where}: ${body} must be a function`);
+  }
   for (const part of ["input", "output"] as const) {
     const schema = definition[part] as unknown as Record<string | symbol, unknown> | undefined;
     if (!schema || typeof schema !== "object" || !(Kind in schema)) {
@@ -97,10 +118,17 @@ function compileAction(name: string, definition: unknown): LoadedAction {
   }
   const compiled = compileContract({
     name,
-    kind: "function",
+    kind,
     description: definition.description,
     input: definition.input,
     output: definition.output,
   });
-  return { ...compiled, definition };
+  if (definition[ACTION] === "workflow") {
+    // A run's input is stored and replayed as JSON; file handles are not. Files travel as storage paths.
+    if (compiled.contract.files.length > 0) {
+      throw new ReleaseError(`${where}: a workflow takes no FileInput; upload with /storage and pass the path`);
+    }
+    return { ...compiled, kind: "workflow", definition };
+  }
+  return { ...compiled, kind: "function", definition };
 }

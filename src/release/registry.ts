@@ -42,6 +42,20 @@ export class ReleaseRegistry {
     this.timer = null;
   }
 
+  /**
+   * Any stored release, loaded once and then kept: a workflow run stays on the release it started with,
+   * whatever is active, until it ends.
+   */
+  async version(version: string): Promise<LoadedRelease> {
+    const loaded = this.loaded.get(version);
+    if (loaded) return loaded;
+    const row = await this.store.getRelease(version);
+    if (!row) throw new Error(`release ${version} is not stored`);
+    const release = asRelease(await loadBundle({ code: row.bundle, hash: row.bundleHash }, this.bundlesDir), version);
+    this.loaded.set(version, release);
+    return release;
+  }
+
   private async load(): Promise<void> {
     const { version, revision } = await this.store.getActive();
     if (revision === this.revision) return;
@@ -49,13 +63,7 @@ export class ReleaseRegistry {
       this.revision = revision;
       return;
     }
-    let release = this.loaded.get(version);
-    if (!release) {
-      const row = await this.store.getRelease(version);
-      if (!row) throw new Error(`active release ${version} is not stored`);
-      release = asRelease(await loadBundle({ code: row.bundle, hash: row.bundleHash }, this.bundlesDir), version);
-      this.loaded.set(version, release);
-    }
+    const release = await this.version(version);
     const switched = this.active?.version !== version;
     this.active = release;
     this.revision = revision;

@@ -69,8 +69,45 @@ export interface ActionContext {
   execution: { id: string; requestId: string };
   /** Writes a line attributed to this execution. */
   log: (...args: unknown[]) => void;
-  /** Aborted when the execution is canceled or the server shuts down. */
+  /** Aborted when the execution (or its workflow run) is canceled or the server shuts down. */
   signal: AbortSignal;
+}
+
+/** What a workflow's code sees: the caller, the execution, reads (writes belong inside a step), logs, cancellation. */
+export interface WorkflowContext extends ActionContext {
+  run: { id: string };
+}
+
+/** What a step's function gets: writes through `db` commit together with the step's checkpoint. */
+export interface StepContext extends ActionContext {
+  /** 1 for the first try, then 2, 3, … for retries. */
+  attempt: number;
+}
+
+export interface StepOptions {
+  /** How many times a failing attempt is tried again (default 2: three attempts in all). */
+  retries?: number;
+  /** The wait before the first retry, doubling after each (default 1000 ms). */
+  backoffMs?: number;
+}
+
+export interface WorkflowTools {
+  /**
+   * Runs `fn` once and checkpoints its JSON result under `name` (unique within the run); when the run
+   * resumes, a finished step answers its checkpoint without running again. A failing attempt is retried
+   * with exponential backoff; once the attempts are spent the step throws its last error.
+   */
+  step<T>(name: string, fn: (ctx: StepContext) => Promise<T> | T, options?: StepOptions): Promise<T>;
+  /** A durable timer: the run sleeps without holding a worker and resumes at the right time, even after a restart. */
+  sleep(name: string, ms: number): Promise<void>;
+  ctx: WorkflowContext;
+}
+
+export interface WorkflowDefinition<I extends TSchema = TSchema, O extends TSchema = TSchema> {
+  description: string;
+  input: I;
+  output: O;
+  run: (input: Static<I>, tools: WorkflowTools) => Promise<Static<O>> | Static<O>;
 }
 
 export interface ActionDefinition<I extends TSchema = TSchema, O extends TSchema = TSchema> {
@@ -112,6 +149,10 @@ export interface DefinedAction extends ActionDefinition {
   readonly [ACTION]: "function";
 }
 
+export interface DefinedWorkflow extends WorkflowDefinition {
+  readonly [ACTION]: "workflow";
+}
+
 export interface DefinedRelease extends ReleaseDefinition {
   readonly [RELEASE]: true;
 }
@@ -120,11 +161,18 @@ export function defineAction<I extends TSchema, O extends TSchema>(definition: A
   return { ...(definition as unknown as ActionDefinition), [ACTION]: "function" };
 }
 
+/** A durable workflow: invoking it answers 202 once its run is admitted; the run's steps are checkpointed. */
+export function defineWorkflow<I extends TSchema, O extends TSchema>(
+  definition: WorkflowDefinition<I, O>,
+): DefinedWorkflow {
+  return { ...(definition as unknown as WorkflowDefinition), [ACTION]: "workflow" };
+}
+
 export function defineRelease(definition: ReleaseDefinition = {}): DefinedRelease {
   return { ...definition, [RELEASE]: true };
 }
 
-export const isDefinedAction = (value: unknown): value is DefinedAction =>
+export const isDefinedAction = (value: unknown): value is DefinedAction | DefinedWorkflow =>
   typeof value === "object" && value !== null && ACTION in value;
 
 export const isDefinedRelease = (value: unknown): value is DefinedRelease =>

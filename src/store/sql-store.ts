@@ -14,6 +14,7 @@ import type {
   PrincipalKind,
   ReleaseRow,
   ReleaseSummary,
+  RunStore,
   Store,
   TokenRow,
 } from "./types.ts";
@@ -29,7 +30,8 @@ export type Tables = typeof tables;
  */
 const DATA_CHANNEL = "actuate_data_changes";
 
-export class SqlStore implements Store {
+export abstract class SqlStore implements Store {
+  abstract readonly runs: RunStore;
   private statements: StatementCache | null = null;
   /** Tells this process's own notifications apart from other instances'. */
   private readonly instance = crypto.randomUUID();

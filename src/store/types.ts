@@ -84,6 +84,107 @@ export interface FileRow {
   filename?: string | null;
 }
 
+export type RunStatus = "queued" | "running" | "sleeping" | "succeeded" | "failed" | "canceled";
+export const isRunTerminal = (status: RunStatus) =>
+  status === "succeeded" || status === "failed" || status === "canceled";
+
+/** A workflow run. Its id is the id of the execution that admitted it. */
+export interface RunRow {
+  id: string;
+  requestId: string;
+  workflow: string;
+  releaseVersion: string;
+  principalKind: PrincipalKind;
+  principalId: string;
+  input: unknown;
+  status: RunStatus;
+  output: unknown;
+  errorCode: string | null;
+  errorMessage: string | null;
+  cancelRequested: boolean;
+  leaseOwner: string | null;
+  leaseExpiresAt: number | null;
+  /** When a waiting run (queued, sleeping, backing off) may be claimed. */
+  wakeAt: number;
+  createdAt: number;
+  updatedAt: number;
+  finishedAt: number | null;
+}
+
+/** `retrying`: an attempt failed and another is due; `sleeping`: a durable timer that has not fired. */
+export type StepStatus = "running" | "retrying" | "sleeping" | "succeeded" | "failed";
+
+export interface StepRow {
+  runId: string;
+  name: string;
+  /** The order in which the run first reached it. */
+  seq: number;
+  kind: "step" | "sleep";
+  status: StepStatus;
+  attempts: number;
+  output: unknown;
+  error: string | null;
+  startedAt: number | null;
+  finishedAt: number | null;
+}
+
+/** How a run ended, for the run and the execution that follows it. */
+export interface RunSettlement {
+  status: "succeeded" | "failed" | "canceled";
+  output: unknown;
+  errorCode: string | null;
+  errorMessage: string | null;
+  finishedAt: number;
+}
+
+export const runCanceled = (at: number): RunSettlement => ({
+  status: "canceled",
+  output: null,
+  errorCode: "run_canceled",
+  errorMessage: "the run was canceled",
+  finishedAt: at,
+});
+
+/**
+ * Workflow runs and their checkpoints. Every write a worker makes about a run it holds is fenced by its
+ * lease (`owner`): it answers false, and changes nothing, once another worker has taken the run over.
+ */
+export interface RunStore {
+  /**
+   * Inserts the execution and its run in one transaction unless (principal, requestId) is taken; then
+   * answers the execution holding the key (its run, if it is a workflow's, has the same id).
+   */
+  admit(execution: ExecutionRow, run: RunRow): Promise<{ execution: ExecutionRow; created: boolean }>;
+  get(id: string): Promise<RunRow | null>;
+  steps(runId: string): Promise<StepRow[]>;
+  /**
+   * Leases up to `limit` runs that are due (or asked to cancel) and not held by a live lease; the runs
+   * become `running` (their executions too, when queued).
+   */
+  claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<RunRow[]>;
+  /** Extends the leases `owner` still holds among `ids`; answers those, with whether a cancel was asked. */
+  renew(owner: string, ids: string[], leaseUntil: number): Promise<{ id: string; cancelRequested: boolean }[]>;
+  /** Stores a step's row; its data writes (a succeeded step's) commit with it or not at all. */
+  saveStep(owner: string, step: StepRow, writes?: WriteStatement[]): Promise<boolean>;
+  /** Gives the run up until `wakeAt` (a sleep, a retry's backoff), with the step row that says why. */
+  suspend(
+    owner: string,
+    runId: string,
+    status: "running" | "sleeping",
+    wakeAt: number,
+    step: StepRow,
+  ): Promise<boolean>;
+  /** Ends the run and its execution in one transaction. */
+  finish(owner: string, runId: string, settlement: RunSettlement): Promise<boolean>;
+  /**
+   * Asks a run to stop. One that no live lease holds ends `canceled` at once (with its execution); a held
+   * one is flagged for its worker. Answers the run as it is afterwards, or null when there is none.
+   */
+  requestCancel(runId: string, now: number): Promise<RunRow | null>;
+  /** Lets go of every run `owner` holds (on shutdown), so another worker can resume them at once. */
+  release(owner: string): Promise<void>;
+}
+
 export interface TokenRow {
   id: string;
   tokenHash: string;
@@ -96,6 +197,7 @@ export interface TokenRow {
 /** Everything the runtime persists, behind one interface with a SQLite and a PostgreSQL implementation. */
 export interface Store {
   readonly dialect: "sqlite" | "postgres";
+  readonly runs: RunStore;
 
   insertRelease(row: ReleaseRow): Promise<void>;
   getRelease(version: string): Promise<ReleaseRow | null>;
@@ -118,9 +220,9 @@ export interface Store {
    */
   settleExecution(id: string, settlement: ExecutionSettlement): Promise<ExecutionSettlement>;
   /**
-   * Fails the executions a dead server process left `running`; returns how many. Only where one
-   * process serves the database (SQLite) can it know that at start-up; PostgreSQL answers 0 until
-   * executions carry leases.
+   * Fails the function executions a dead server process left `running`, and frees the runs it held;
+   * returns how many executions failed. Only where one process serves the database (SQLite) can it know
+   * that at start-up; on PostgreSQL run leases expire by themselves and this answers 0.
    */
   failInterrupted(at: number): Promise<number>;
 

@@ -21,6 +21,8 @@ export interface TestServer {
   config: Config;
   store: Store;
   server: RunningServer;
+  /** Stops the server (its shutdown runs) and starts another on the same database and data folder; `url` changes. */
+  restart(): Promise<void>;
   /** Publishes a release folder into the server's database, as the CLI would. */
   publish(dir: string, version?: string): ReturnType<typeof publishRelease>;
   userToken(userId: string): Promise<string>;
@@ -54,7 +56,8 @@ export async function startTestServer(
   const publish = (dir: string, version?: string) =>
     publishRelease({ store, bundlesDir: bundlesDir(config), dir, version, whenTaken: "refuse" });
   if (options.release !== undefined) await publish(options.release);
-  const server = await startServer(config, { store, log: () => {}, insecureNoAuth: options.insecureNoAuth });
+  const start = () => startServer(config, { store, log: () => {}, insecureNoAuth: options.insecureNoAuth });
+  let server = await start();
 
   const fetchServer = (path: string, init: RequestInit & { token?: string | null } = {}): Promise<TestResponse> => {
     const headers = new Headers(init.headers);
@@ -63,12 +66,18 @@ export async function startTestServer(
     return fetch(`${server.url}${path}`, { ...init, headers });
   };
 
-  return {
+  const handle: TestServer = {
     url: server.url,
     serviceKey,
     config,
     store,
     server,
+    async restart() {
+      await server.stop();
+      server = await start();
+      handle.server = server;
+      handle.url = server.url;
+    },
     publish,
     userToken: async (userId) => (await createUserToken(store, userId)).token,
     fetch: fetchServer,
@@ -86,6 +95,7 @@ export async function startTestServer(
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+  return handle;
 }
 
 /** Resolves once `check` returns a truthy value; for state that another process or a timer changes. */

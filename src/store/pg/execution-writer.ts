@@ -1,5 +1,6 @@
 import type { Sql } from "postgres";
 import type { ExecutionRow, ExecutionSettlement } from "../types.ts";
+import { Lane } from "./lane.ts";
 
 export interface Claim {
   row: ExecutionRow;
@@ -75,8 +76,7 @@ const UPDATE = `update executions e set status = s.status, output = s.output, er
 const PREPARED = { prepare: true };
 
 /** Per statement; a longer queue goes out in several statements, one after the other. */
-const MAX_ROWS = 500;
-const MAX_JSON_CHARS = 4 * 1024 * 1024;
+const byJson = { maxItems: 500, maxWeight: 4 * 1024 * 1024, weigh: (item: Pending) => item.json.length };
 
 const requestKey = (row: Pick<ExecutionRow, "principalKind" | "principalId" | "requestId">) =>
   `${row.principalKind}\u0000${row.principalId}\u0000${row.requestId}`;
@@ -89,8 +89,8 @@ const requestKey = (row: Pick<ExecutionRow, "principalKind" | "principalId" | "r
  * share the database and the handler must not run before its claim is durable.
  */
 export class PgExecutionWriter {
-  private readonly claims = new Lane<PendingClaim>((batch) => this.writeClaims(batch));
-  private readonly settles = new Lane<PendingSettle>((batch) => this.writeSettles(batch));
+  private readonly claims = new Lane<PendingClaim>((batch) => this.writeClaims(batch), byJson);
+  private readonly settles = new Lane<PendingSettle>((batch) => this.writeSettles(batch), byJson);
 
   constructor(private readonly client: Sql) {}
 
@@ -184,61 +184,6 @@ export class PgExecutionWriter {
       else settle.reject(new Error(`execution ${settle.id} is not stored`));
     }
   }
-}
-
-/**
- * Items queued during one turn of the event loop go to `write` together. One batch is in flight at a
- * time: while it waits for its commit the next one gathers everything queued meanwhile, so batches grow
- * with the load instead of taking more pool connections, and every commit (a WAL flush) carries as many
- * rows as there are to carry.
- */
-class Lane<T extends Pending> {
-  private queue: T[] = [];
-  private scheduled = false;
-  private inFlight: Promise<void> | null = null;
-
-  constructor(private readonly write: (batch: T[]) => Promise<void>) {}
-
-  push(item: T) {
-    this.queue.push(item);
-    if (this.scheduled || this.inFlight) return;
-    this.scheduled = true;
-    setImmediate(() => {
-      this.scheduled = false;
-      this.next();
-    });
-  }
-
-  async drain(): Promise<void> {
-    while (this.inFlight || this.queue.length > 0) {
-      this.next();
-      await this.inFlight;
-    }
-  }
-
-  private next() {
-    if (this.inFlight || this.queue.length === 0) return;
-    const batch = this.queue.splice(0, batchLength(this.queue));
-    this.inFlight = this.write(batch)
-      // `write` answers every item itself; this only keeps a bug from leaving callers waiting for ever.
-      .catch((error) => {
-        for (const item of batch) item.reject(error);
-      })
-      .finally(() => {
-        this.inFlight = null;
-        this.next();
-      });
-  }
-}
-
-/** How many queued items the next statement takes: up to MAX_ROWS, and up to MAX_JSON_CHARS unless just one. */
-function batchLength(queue: Pending[]): number {
-  let chars = 0;
-  for (let i = 0; i < queue.length && i < MAX_ROWS; i++) {
-    chars += queue[i]?.json.length ?? 0;
-    if (chars > MAX_JSON_CHARS) return Math.max(i, 1);
-  }
-  return Math.min(queue.length, MAX_ROWS);
 }
 
 const jsonArray = (items: Pending[]) => `[${items.map((item) => item.json).join(",")}]`;

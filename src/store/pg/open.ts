@@ -4,6 +4,7 @@ import postgres, { type Sql } from "postgres";
 import { SqlStore } from "../sql-store.ts";
 import type { ExecutionRow, ExecutionSettlement } from "../types.ts";
 import { PgExecutionWriter } from "./execution-writer.ts";
+import { PgRunStore } from "./run-store.ts";
 import * as schema from "./schema.ts";
 
 const migrationsFolder = new URL("../../../drizzle/pg", import.meta.url).pathname;
@@ -30,13 +31,15 @@ async function migrateUnderLock(url: string): Promise<void> {
 /** The generic store, with the per-invocation writes batched into one statement per event-loop turn. */
 class PostgresStore extends SqlStore {
   private readonly writer: PgExecutionWriter;
+  readonly runs: PgRunStore;
 
   constructor(client: Sql) {
     super("postgres", drizzle({ client, schema }), schema, async () => {
-      await this.writer.drain();
+      await Promise.all([this.writer.drain(), this.runs.drain()]);
       await client.end({ timeout: 5 });
     });
     this.writer = new PgExecutionWriter(client);
+    this.runs = new PgRunStore(client, (principal, requestId) => this.findExecutionByRequest(principal, requestId));
   }
 
   override claimExecution(row: ExecutionRow) {

@@ -1,4 +1,5 @@
-import { bigint, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
+import { sql } from "drizzle-orm";
+import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
 
 // Same table names, column names and row shapes as ../sqlite/schema.ts; timestamps are epoch milliseconds.
 
@@ -113,4 +114,52 @@ export const files = pgTable(
     filename: text("filename"),
   },
   (t) => [index("files_execution_idx").on(t.executionId)],
+);
+
+/**
+ * A workflow run; its id is the id of the execution that admitted it (the execution follows the run).
+ * A worker holds a run while `lease_expires_at` is ahead; `wake_at` is when a run that waits (queued,
+ * sleeping, backing off before a retry) may be claimed.
+ */
+export const workflowRuns = pgTable(
+  "workflow_runs",
+  {
+    id: text("id").primaryKey(),
+    requestId: text("request_id").notNull(),
+    workflow: text("workflow").notNull(),
+    releaseVersion: text("release_version").notNull(),
+    principalKind: text("principal_kind").notNull(),
+    principalId: text("principal_id").notNull(),
+    input: jsonb("input").notNull(),
+    status: text("status").notNull(),
+    output: jsonb("output"),
+    errorCode: text("error_code"),
+    errorMessage: text("error_message"),
+    cancelRequested: boolean("cancel_requested").notNull().default(false),
+    leaseOwner: text("lease_owner"),
+    leaseExpiresAt: millis("lease_expires_at"),
+    wakeAt: millis("wake_at").notNull(),
+    createdAt: millis("created_at").notNull(),
+    updatedAt: millis("updated_at").notNull(),
+    finishedAt: millis("finished_at"),
+  },
+  (t) => [index("workflow_runs_due_idx").on(t.wakeAt).where(sql`status in ('queued', 'running', 'sleeping')`)],
+);
+
+/** A run's checkpoints: one row per step or sleep name, its result once it succeeded. */
+export const workflowSteps = pgTable(
+  "workflow_steps",
+  {
+    runId: text("run_id").notNull(),
+    name: text("name").notNull(),
+    seq: integer("seq").notNull(),
+    kind: text("kind").notNull(),
+    status: text("status").notNull(),
+    attempts: integer("attempts").notNull(),
+    output: jsonb("output"),
+    error: text("error"),
+    startedAt: millis("started_at"),
+    finishedAt: millis("finished_at"),
+  },
+  (t) => [primaryKey({ columns: [t.runId, t.name] })],
 );

@@ -80,6 +80,11 @@ export class SqliteExecutionWriter {
     return { row, created: true };
   }
 
+  /** Inserts a row at once, outside the group commit (inside the caller's transaction): a workflow's admission. */
+  insertNow(row: ExecutionRow): void {
+    this.insert.run({ ...row, input: JSON.stringify(row.input), output: null });
+  }
+
   /** Resolves once the final status is committed (merged into the insert when that is still queued). */
   settle(id: string, settlement: ExecutionSettlement): Promise<ExecutionSettlement> {
     return new Promise((done, fail) => {
@@ -103,13 +108,16 @@ export class SqliteExecutionWriter {
     return raw ? parseRow(raw) : null;
   }
 
-  /** Fails every stored `running` execution (none can be running: this process has not started any yet). */
+  /**
+   * Fails every stored `running` function execution (none can be running: this process has not started
+   * any yet). A workflow's execution follows its run, which resumes instead.
+   */
   failRunning(at: number, message: string): number {
     this.flush();
     return this.client
       .prepare(
         `update executions set status = 'failed', error_code = 'execution_interrupted', error_message = $message,
-          finished_at = $at where status = 'running'`,
+          finished_at = $at where status = 'running' and kind = 'function'`,
       )
       .run({ at, message }).changes;
   }

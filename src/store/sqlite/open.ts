@@ -7,6 +7,7 @@ import type { AnyDatabase, Tables } from "../sql-store.ts";
 import { SqlStore } from "../sql-store.ts";
 import type { ExecutionRow, ExecutionSettlement, PrincipalKind } from "../types.ts";
 import { SqliteExecutionWriter } from "./execution-writer.ts";
+import { SqliteRunStore } from "./run-store.ts";
 import * as schema from "./schema.ts";
 
 const migrationsFolder = new URL("../../../drizzle/sqlite", import.meta.url).pathname;
@@ -32,6 +33,7 @@ const INTERRUPTED = "the server stopped while this execution ran; it did not fin
 /** The generic store, with the per-invocation writes and lookups on prepared statements and group commit. */
 class SqliteStore extends SqlStore {
   private readonly writer: SqliteExecutionWriter;
+  readonly runs: SqliteRunStore;
 
   constructor(client: Database, db: AnyDatabase) {
     super("sqlite", db, schema as unknown as Tables, async () => {
@@ -39,6 +41,7 @@ class SqliteStore extends SqlStore {
       client.close();
     });
     this.writer = new SqliteExecutionWriter(client);
+    this.runs = new SqliteRunStore(client, this.writer);
   }
 
   override async claimExecution(row: ExecutionRow) {
@@ -54,6 +57,7 @@ class SqliteStore extends SqlStore {
   }
 
   override async failInterrupted(at: number) {
+    this.runs.releaseAllLeases();
     return this.writer.failRunning(at, INTERRUPTED);
   }
 

@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 // Same table names, column names and row shapes as ../pg/schema.ts; timestamps are epoch milliseconds.
@@ -111,4 +112,47 @@ export const files = sqliteTable(
     filename: text("filename"),
   },
   (t) => [index("files_execution_idx").on(t.executionId)],
+);
+
+/** See ../pg/schema.ts. */
+export const workflowRuns = sqliteTable(
+  "workflow_runs",
+  {
+    id: text("id").primaryKey(),
+    requestId: text("request_id").notNull(),
+    workflow: text("workflow").notNull(),
+    releaseVersion: text("release_version").notNull(),
+    principalKind: text("principal_kind").notNull(),
+    principalId: text("principal_id").notNull(),
+    input: text("input", { mode: "json" }).notNull(),
+    status: text("status").notNull(),
+    output: text("output", { mode: "json" }),
+    errorCode: text("error_code"),
+    errorMessage: text("error_message"),
+    cancelRequested: integer("cancel_requested", { mode: "boolean" }).notNull().default(false),
+    leaseOwner: text("lease_owner"),
+    leaseExpiresAt: integer("lease_expires_at"),
+    wakeAt: integer("wake_at").notNull(),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+    finishedAt: integer("finished_at"),
+  },
+  (t) => [index("workflow_runs_due_idx").on(t.wakeAt).where(sql`status in ('queued', 'running', 'sleeping')`)],
+);
+
+export const workflowSteps = sqliteTable(
+  "workflow_steps",
+  {
+    runId: text("run_id").notNull(),
+    name: text("name").notNull(),
+    seq: integer("seq").notNull(),
+    kind: text("kind").notNull(),
+    status: text("status").notNull(),
+    attempts: integer("attempts").notNull(),
+    output: text("output", { mode: "json" }),
+    error: text("error"),
+    startedAt: integer("started_at"),
+    finishedAt: integer("finished_at"),
+  },
+  (t) => [primaryKey({ columns: [t.runId, t.name] })],
 );

@@ -1,0 +1,13 @@
+/** A `ctx.log(...)` call as one line: strings as they are, anything else as JSON where it can be. */
+export function logLine(args: unknown[]): string {
+  return args.map(format).join(" ");
+}
+
+function format(value: unknown): string {
+  if (typeof value === "string") return value;
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return String(value);
+  }
+}

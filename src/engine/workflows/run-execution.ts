@@ -1,0 +1,359 @@
+import type { DataService } from "../../data/service.ts";
+import type { LoadedRelease, LoadedWorkflow } from "../../release/load.ts";
+import type { DataContext, Principal, StepContext, StepOptions, WorkflowContext } from "../../sdk/index.ts";
+import { writeFailure } from "../../store/sql-store.ts";
+import {
+  type RunRow,
+  type RunSettlement,
+  runCanceled,
+  type StepRow,
+  type Store,
+  type WriteStatement,
+} from "../../store/types.ts";
+import type { ExecutionFeed } from "../execution-feed.ts";
+import { findNulCharacter } from "../json-text.ts";
+import { logLine } from "../log-line.ts";
+
+export interface RunDeps {
+  store: Store;
+  data: DataService;
+  feed: ExecutionFeed;
+  /** Any stored release by version: a run stays on the one it started with. */
+  release: (version: string) => Promise<LoadedRelease>;
+  log: (message: string) => void;
+  now: () => number;
+}
+
+/** Why a run stops short of an end of its own: asked to, the server is going away, or another worker took it. */
+export type Halt = "canceled" | "shutdown" | "lease_lost";
+
+/** How one pass over a run ended: the run ended, it waits (sleep, retry backoff) until `wakeAt`, or it was let go. */
+export type PassOutcome =
+  | { kind: "ended"; settlement: RunSettlement }
+  | { kind: "suspended"; wakeAt: number }
+  | { kind: "released" };
+
+const DEFAULT_RETRIES = 2;
+const DEFAULT_BACKOFF_MS = 1_000;
+
+/** Thrown by a step whose attempts are spent; the run fails with its message unless the workflow catches it. */
+export class StepFailed extends Error {
+  override name = "StepFailed";
+  constructor(
+    readonly step: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Unwinds the workflow's code when the pass cannot go on; what happens next is in the execution's state. */
+class Unwind extends Error {
+  override name = "Unwind";
+  constructor() {
+    super("the workflow run stopped here (suspended, canceled or handed over)");
+  }
+}
+
+/**
+ * One pass over a run by the worker holding its lease: the workflow's code runs from the top, steps that
+ * have a checkpoint answer it without running, the first step without one runs and is checkpointed, and
+ * so on until the code returns (the run ends), sleeps or backs off (the run is suspended, the lease given
+ * up), or is halted. State, not exceptions, decides the outcome: workflow code that catches an unwinding
+ * error cannot make a suspended or halted pass go on.
+ */
+export class RunExecution {
+  private readonly abort = new AbortController();
+  private halted: Halt | null = null;
+  private suspendedUntil: number | null = null;
+  /** A misuse of the workflow API (a name used twice, a result that is not JSON): the run fails with it. */
+  private misuse: string | null = null;
+  private checkpoints = new Map<string, StepRow>();
+  private readonly used = new Set<string>();
+  private seq = 0;
+  private readonly principal: Principal;
+
+  constructor(
+    private readonly run: RunRow,
+    private readonly owner: string,
+    private readonly $: RunDeps,
+  ) {
+    this.principal = { kind: run.principalKind, id: run.principalId };
+    if (run.cancelRequested) this.halted = "canceled";
+  }
+
+  get id() {
+    return this.run.id;
+  }
+
+  /** Cancel stops the run at its next step boundary; shutdown and a lost lease stop this pass at once. */
+  halt(reason: Halt): void {
+    if (this.halted === null || reason !== "canceled") this.halted = reason;
+    this.abort.abort(new Error(reason === "canceled" ? "the run was canceled" : "the run was handed over"));
+  }
+
+  async execute(): Promise<PassOutcome> {
+    let release: LoadedRelease;
+    try {
+      release = await this.$.release(this.run.releaseVersion);
+    } catch (error) {
+      return this.end(failed(`the run's release cannot be loaded: ${(error as Error).message}`, this.$.now()));
+    }
+    const action = release.actions.get(this.run.workflow);
+    if (action?.kind !== "workflow") {
+      return this.end(failed(`release ${release.version} has no workflow ${this.run.workflow}`, this.$.now()));
+    }
+    this.checkpoints = new Map((await this.$.store.runs.steps(this.run.id)).map((step) => [step.name, step]));
+    if (this.halted === "canceled") return this.end(runCanceled(this.$.now()));
+
+    let returned: unknown;
+    let thrown: unknown = null;
+    try {
+      returned = await action.definition.run(this.run.input as never, {
+        step: (name, fn, options) => this.step(release, name, fn, options),
+        sleep: (name, ms) => this.sleep(name, ms),
+        ctx: this.context(release),
+      });
+    } catch (error) {
+      thrown = error;
+    }
+    return this.conclude(action, returned, thrown);
+  }
+
+  private async conclude(action: LoadedWorkflow, returned: unknown, thrown: unknown): Promise<PassOutcome> {
+    const now = this.$.now();
+    if (this.suspendedUntil !== null) return { kind: "suspended", wakeAt: this.suspendedUntil };
+    if (this.halted === "shutdown" || this.halted === "lease_lost") return { kind: "released" };
+    if (this.misuse !== null) return this.end(failed(this.misuse, now));
+    if (this.halted === "canceled") return this.end(runCanceled(now));
+    if (thrown !== null) return this.end(failed(messageOf(thrown), now));
+    let output: unknown;
+    try {
+      output = returned === undefined ? null : JSON.parse(JSON.stringify(returned));
+    } catch (error) {
+      return this.end(failed(`the workflow returned a value that is not JSON: ${(error as Error).message}`, now));
+    }
+    const nul = findNulCharacter(output, "/output");
+    if (nul !== null)
+      return this.end(failed(`the workflow's output holds U+0000 at ${nul}, which cannot be stored`, now));
+    const [issue] = action.checkOutput(output);
+    if (issue) {
+      return this.end(
+        failed(`the workflow's output does not match its output schema: ${issue.where} ${issue.message}`, now),
+      );
+    }
+    return this.end({ status: "succeeded", output, errorCode: null, errorMessage: null, finishedAt: now });
+  }
+
+  private async step<T>(
+    release: LoadedRelease,
+    name: string,
+    fn: (ctx: StepContext) => Promise<T> | T,
+    options: StepOptions = {},
+  ): Promise<T> {
+    const seq = this.enter(name, "step");
+    const { retries = DEFAULT_RETRIES, backoffMs = DEFAULT_BACKOFF_MS } = options;
+    if (!isCount(retries) || !isCount(backoffMs) || typeof fn !== "function") {
+      throw this.misused(`step "${name}": fn must be a function, retries and backoffMs whole numbers ≥ 0`);
+    }
+    const prior = this.checkpoints.get(name);
+    if (prior?.status === "succeeded") return prior.output as T;
+    // A failure the workflow caught before answers the same way again, so the code takes the same path.
+    if (prior?.status === "failed") throw new StepFailed(name, prior.error ?? "the step failed");
+
+    const attempt = (prior?.attempts ?? 0) + 1;
+    const startedAt = this.$.now();
+    const row: StepRow = {
+      runId: this.run.id,
+      name,
+      seq,
+      kind: "step",
+      status: "running",
+      attempts: attempt,
+      output: null,
+      error: null,
+      startedAt,
+      finishedAt: null,
+    };
+    // Shows the attempt while it runs (and counts it if the process dies); not waited for: only the
+    // checkpoint after it decides anything, and it queues behind this write.
+    this.$.store.runs.saveStep(this.owner, row).catch((error) => this.logStoreError(error));
+
+    const data = this.$.data.forExecution(this.principal, release, this.$.now);
+    let value: unknown;
+    let output: unknown;
+    try {
+      value = await fn({ ...this.context(release), db: data.db, attempt });
+    } catch (error) {
+      if (this.halted !== null) throw this.unwind();
+      return this.attemptFailed(row, messageOf(error), retries, backoffMs);
+    }
+    try {
+      output = value === undefined ? null : JSON.parse(JSON.stringify(value));
+    } catch (error) {
+      throw this.misused(`step "${name}" returned a value that is not JSON: ${(error as Error).message}`);
+    }
+    const nul = findNulCharacter(output, "");
+    if (nul !== null) throw this.misused(`step "${name}" returned U+0000 at ${nul || "/"}, which cannot be stored`);
+
+    const done: StepRow = { ...row, status: "succeeded", output, finishedAt: this.$.now() };
+    const refused = await this.save(done, data.statements());
+    if (refused !== null) return this.attemptFailed(row, refused, retries, backoffMs);
+    this.$.data.changes.publish(data.touched());
+    this.checkpoints.set(name, done);
+    // A cancel asked while the step ran takes effect here, with the step's work recorded.
+    if (this.halted !== null) throw this.unwind();
+    return output as T;
+  }
+
+  /** Retries after a backoff (the run is suspended meanwhile), or records the failure and throws it. */
+  private async attemptFailed(row: StepRow, message: string, retries: number, backoffMs: number): Promise<never> {
+    const now = this.$.now();
+    if (row.attempts <= retries) {
+      const wakeAt = now + backoffMs * 2 ** (row.attempts - 1);
+      return this.suspend("running", wakeAt, { ...row, status: "retrying", error: message, finishedAt: now });
+    }
+    const failedRow: StepRow = { ...row, status: "failed", error: message, finishedAt: now };
+    await this.save(failedRow);
+    this.checkpoints.set(row.name, failedRow);
+    throw new StepFailed(row.name, message);
+  }
+
+  private async sleep(name: string, ms: number): Promise<void> {
+    const seq = this.enter(name, "sleep");
+    if (typeof ms !== "number" || !Number.isFinite(ms) || ms < 0) {
+      throw this.misused(`sleep "${name}": ms must be a finite number ≥ 0`);
+    }
+    const prior = this.checkpoints.get(name);
+    if (prior?.status === "succeeded") return;
+    const now = this.$.now();
+    const until = prior ? (prior.output as { until: number }).until : now + ms;
+    const row: StepRow = {
+      runId: this.run.id,
+      name,
+      seq,
+      kind: "sleep",
+      status: "sleeping",
+      attempts: 1,
+      output: { until },
+      error: null,
+      startedAt: prior?.startedAt ?? now,
+      finishedAt: null,
+    };
+    if (until > now) return this.suspend("sleeping", until, row);
+    const woke: StepRow = { ...row, status: "succeeded", finishedAt: now };
+    await this.save(woke);
+    this.checkpoints.set(name, woke);
+  }
+
+  /** The checks every step and sleep starts with; answers the name's place in the run. */
+  private enter(name: string, kind: StepRow["kind"]): number {
+    if (this.suspendedUntil !== null || this.halted !== null || this.misuse !== null) throw this.unwind();
+    if (typeof name !== "string" || name === "" || name.length > 200) {
+      throw this.misused(`a ${kind} name must be a non-empty string of at most 200 characters`);
+    }
+    if (this.used.has(name)) throw this.misused(`the name "${name}" is used twice in this run`);
+    this.used.add(name);
+    const prior = this.checkpoints.get(name);
+    if (prior && prior.kind !== kind) {
+      throw this.misused(`"${name}" was a ${prior.kind} when the run last ran and is a ${kind} now`);
+    }
+    return this.seq++;
+  }
+
+  /**
+   * Stores a step's row (and a succeeded step's data writes with it). Answers the reason when the database
+   * refused the writes (the attempt fails); unwinds when the lease is gone or the store itself fails.
+   */
+  private async save(row: StepRow, writes: WriteStatement[] = []): Promise<string | null> {
+    let saved: boolean;
+    try {
+      saved = await this.$.store.runs.saveStep(this.owner, row, writes);
+    } catch (error) {
+      const reason = writes.length > 0 ? writeFailure(error) : null;
+      if (reason !== null) return reason;
+      throw this.storeFailed(error);
+    }
+    if (!saved) this.lost();
+    return null;
+  }
+
+  private async suspend(status: "running" | "sleeping", wakeAt: number, row: StepRow): Promise<never> {
+    let suspended: boolean;
+    try {
+      suspended = await this.$.store.runs.suspend(this.owner, this.run.id, status, wakeAt, row);
+    } catch (error) {
+      throw this.storeFailed(error);
+    }
+    if (!suspended) this.lost();
+    this.suspendedUntil = wakeAt;
+    throw this.unwind();
+  }
+
+  private async end(settlement: RunSettlement): Promise<PassOutcome> {
+    // False: another worker holds the run now, or a cancel ended it while it waited; either way not ours.
+    if (!(await this.$.store.runs.finish(this.owner, this.run.id, settlement))) return { kind: "released" };
+    return { kind: "ended", settlement };
+  }
+
+  private context(release: LoadedRelease): WorkflowContext {
+    const { run } = this;
+    return {
+      auth: this.principal,
+      db: readsOnly(this.$.data.forExecution(this.principal, release, this.$.now).db),
+      execution: { id: run.id, requestId: run.requestId },
+      run: { id: run.id },
+      log: (...args) => {
+        const line = logLine(args);
+        this.$.log(`[${run.workflow} ${run.id}] ${line}`);
+        this.$.feed.publish(run.id, { type: "log", executionId: run.id, line, at: this.$.now() });
+      },
+      signal: this.abort.signal,
+    };
+  }
+
+  private lost(): never {
+    this.halted = "lease_lost";
+    throw this.unwind();
+  }
+
+  /** The store failed (not a write the database refused): let the run go; its lease expires and it is resumed. */
+  private storeFailed(error: unknown): Unwind {
+    this.logStoreError(error);
+    this.halted = "lease_lost";
+    return this.unwind();
+  }
+
+  private misused(message: string): Unwind {
+    this.misuse ??= message;
+    return this.unwind();
+  }
+
+  private unwind(): Unwind {
+    return new Unwind();
+  }
+
+  private logStoreError(error: unknown) {
+    this.$.log(`workflow run ${this.run.id}: the store failed: ${(error as Error).message}`);
+  }
+}
+
+/** The run's own `ctx.db`: reads; writes belong inside a step, where they commit with its checkpoint. */
+function readsOnly(db: DataContext): DataContext {
+  const refuse = async () => {
+    throw new Error("ctx.db writes in a workflow belong inside a step, where they commit with its checkpoint");
+  };
+  return { query: db.query, create: refuse, update: refuse, delete: refuse, link: refuse, unlink: refuse };
+}
+
+const failed = (message: string, at: number): RunSettlement => ({
+  status: "failed",
+  output: null,
+  errorCode: "action_failed",
+  errorMessage: message,
+  finishedAt: at,
+});
+
+const isCount = (value: unknown) => typeof value === "number" && Number.isInteger(value) && value >= 0;
+
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));

@@ -1,0 +1,32 @@
+import type { RunRow, StepRow } from "../../store/types.ts";
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** The public shape of a run (`GET /runs/{id}`): output once succeeded, error fields once it failed or was canceled. */
+export function toRunView(run: RunRow, steps: StepRow[]) {
+  return {
+    id: run.id,
+    executionId: run.id,
+    workflow: run.workflow,
+    releaseVersion: run.releaseVersion,
+    status: run.status,
+    cancelRequested: run.cancelRequested,
+    input: run.input,
+    output: run.status === "succeeded" ? run.output : null,
+    errorCode: run.errorCode,
+    errorMessage: run.errorMessage,
+    steps: steps.map((step) => ({
+      name: step.name,
+      kind: step.kind,
+      status: step.status,
+      attempts: step.attempts,
+      output: step.status === "succeeded" ? step.output : null,
+      error: step.error,
+      startedAt: iso(step.startedAt),
+      finishedAt: iso(step.finishedAt),
+    })),
+    createdAt: iso(run.createdAt),
+    updatedAt: iso(run.updatedAt),
+    finishedAt: iso(run.finishedAt),
+  };
+}

@@ -1,0 +1,195 @@
+import { hostname } from "node:os";
+import type { RunRow } from "../../store/types.ts";
+import { type PassOutcome, type RunDeps, RunExecution } from "./run-execution.ts";
+
+export interface WorkerSettings {
+  /** Runs executing at once in this process. */
+  concurrency: number;
+  /** How long a lease lasts without renewal: a run whose process died is resumed this long after. */
+  leaseMs: number;
+  /** How often idle workers look for due runs (another instance's admissions, timers that fired elsewhere). */
+  pollMs: number;
+}
+
+/** Timers further off than this are left to the poll: a run may sleep for days. */
+const MAX_TIMER_MS = 60_000;
+const MAX_HEARTBEAT_MS = 2_000;
+
+/**
+ * The workflow workers of one server process. A run executes here while this process holds its lease:
+ * taken at admission when a slot is free (the run starts at once, no claim needed), or claimed later by
+ * the poll. Leases are renewed by one heartbeat statement for all runs held; a renewal that comes back
+ * without a run means another worker took it over, and this pass stops writing.
+ */
+export class WorkflowWorker {
+  readonly owner = `${hostname()}:${process.pid}:${crypto.randomUUID().slice(0, 8)}`;
+  private readonly active = new Map<string, { execution: RunExecution; done: Promise<PassOutcome | null> }>();
+  private readonly wakeTimers = new Set<Timer>();
+  private reserved = 0;
+  private claiming = false;
+  private claimAgain = false;
+  /** Some due run may be waiting for a slot: check again when one frees. */
+  private backlog = true;
+  private stopped = true;
+  private pollTimer: Timer | null = null;
+  private heartbeatTimer: Timer | null = null;
+
+  constructor(
+    private readonly $: RunDeps,
+    private readonly settings: WorkerSettings,
+  ) {}
+
+  start(): void {
+    this.stopped = false;
+    this.pollTimer = setInterval(() => this.kick(), this.settings.pollMs);
+    const heartbeatMs = Math.min(Math.floor(this.settings.leaseMs / 3), MAX_HEARTBEAT_MS);
+    this.heartbeatTimer = setInterval(() => this.heartbeat(), heartbeatMs);
+    this.kick();
+  }
+
+  leaseUntil(now: number): number {
+    return now + this.settings.leaseMs;
+  }
+
+  /** A slot for a run this process is admitting, so it can start at once; false when every slot is busy. */
+  reserve(): boolean {
+    if (this.stopped || this.active.size + this.reserved >= this.settings.concurrency) {
+      this.backlog = true;
+      return false;
+    }
+    this.reserved++;
+    return true;
+  }
+
+  unreserve(): void {
+    this.reserved--;
+  }
+
+  /** Starts a run admitted with this process's lease in a reserved slot. */
+  launch(run: RunRow): void {
+    this.reserved--;
+    this.begin(run);
+  }
+
+  /** Resolves when this process's current pass over the run ends (ended, suspended or let go); undefined if none. */
+  pass(runId: string): Promise<unknown> | undefined {
+    return this.active.get(runId)?.done;
+  }
+
+  /** Stops a run this process executes at its next step boundary; false when it does not run here. */
+  cancel(runId: string): boolean {
+    const running = this.active.get(runId);
+    running?.execution.halt("canceled");
+    return running !== undefined;
+  }
+
+  /** Claims due runs for the free slots; concurrent calls fold into one more round. */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.claiming) {
+      this.claimAgain = true;
+      return;
+    }
+    this.claiming = true;
+    this.claimRounds()
+      .catch((error) => this.$.log(`workflow worker: claiming runs failed: ${(error as Error).message}`))
+      .finally(() => {
+        this.claiming = false;
+      });
+  }
+
+  /** Halts every run here, waits up to `graceMs` for the passes to stop, then lets go of their leases. */
+  async stop(graceMs: number): Promise<void> {
+    this.stopped = true;
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+    for (const timer of this.wakeTimers) clearTimeout(timer);
+    this.wakeTimers.clear();
+    const passes = [...this.active.values()];
+    for (const { execution } of passes) execution.halt("shutdown");
+    await Promise.race([Promise.allSettled(passes.map((p) => p.done)), Bun.sleep(graceMs)]);
+    await this.$.store.runs
+      .release(this.owner)
+      .catch((error) => this.$.log(`workflow worker: releasing leases failed: ${(error as Error).message}`));
+  }
+
+  private async claimRounds(): Promise<void> {
+    do {
+      this.claimAgain = false;
+      const free = this.settings.concurrency - this.active.size - this.reserved;
+      if (free <= 0) {
+        this.backlog = true;
+        return;
+      }
+      const now = this.$.now();
+      const runs = await this.$.store.runs.claim(this.owner, now, this.leaseUntil(now), free);
+      this.backlog = runs.length === free;
+      for (const run of runs) this.begin(run);
+    } while (this.claimAgain && !this.stopped);
+  }
+
+  private begin(run: RunRow): void {
+    const execution = new RunExecution(run, this.owner, this.$);
+    const done = execution
+      .execute()
+      .then((outcome) => {
+        this.after(run, outcome);
+        return outcome;
+      })
+      .catch((error) => {
+        // The lease runs out and the run is resumed from its checkpoints, here or elsewhere.
+        this.$.log(`workflow run ${run.id} stopped: ${(error as Error).message}`);
+        return null;
+      })
+      .finally(() => {
+        this.active.delete(run.id);
+        if (this.backlog) this.kick();
+      });
+    this.active.set(run.id, { execution, done });
+  }
+
+  private after(run: RunRow, outcome: PassOutcome): void {
+    if (outcome.kind === "suspended") this.wakeAt(outcome.wakeAt);
+    if (outcome.kind === "ended" && this.$.feed.watched(run.id)) {
+      this.$.store
+        .getExecution(run.id)
+        .then((row) => row && this.$.feed.publish(run.id, { type: "status", execution: row }))
+        .catch(() => {});
+    }
+  }
+
+  /** A run suspended here is claimed again by a local timer when it is due soon (the poll covers the rest). */
+  private wakeAt(at: number): void {
+    const delay = at - this.$.now();
+    if (delay > MAX_TIMER_MS || this.stopped) return;
+    const timer = setTimeout(
+      () => {
+        this.wakeTimers.delete(timer);
+        this.kick();
+      },
+      Math.max(0, delay),
+    );
+    this.wakeTimers.add(timer);
+  }
+
+  private async heartbeat(): Promise<void> {
+    const ids = [...this.active.keys()];
+    if (ids.length === 0) return;
+    let held: { id: string; cancelRequested: boolean }[];
+    try {
+      held = await this.$.store.runs.renew(this.owner, ids, this.leaseUntil(this.$.now()));
+    } catch (error) {
+      this.$.log(`workflow worker: renewing leases failed: ${(error as Error).message}`);
+      return;
+    }
+    const still = new Map(held.map((h) => [h.id, h.cancelRequested]));
+    for (const id of ids) {
+      const running = this.active.get(id);
+      if (!running) continue;
+      const cancelRequested = still.get(id);
+      // Absent: the pass ended meanwhile (its row is no longer waiting) or another worker took the run over.
+      if (cancelRequested === undefined) running.execution.halt("lease_lost");
+      else if (cancelRequested) running.execution.halt("canceled");
+    }
+  }
+}

@@ -1,0 +1,293 @@
+import type { ParameterOrJSON, PendingQuery, Row, Sql, TransactionSql } from "postgres";
+import { WriteFailed } from "../sql-store.ts";
+import {
+  type ExecutionRow,
+  type PrincipalKind,
+  type RunRow,
+  type RunSettlement,
+  type RunStore,
+  runCanceled,
+  type StepRow,
+  type WriteStatement,
+} from "../types.ts";
+import { Lane, type Queued } from "./lane.ts";
+
+type Params = ParameterOrJSON<never>[];
+
+const RUN_COLUMNS = `id, request_id as "requestId", workflow, release_version as "releaseVersion", principal_kind as "principalKind",
+  principal_id as "principalId", input, status, output, error_code as "errorCode", error_message as "errorMessage",
+  cancel_requested as "cancelRequested", lease_owner as "leaseOwner", lease_expires_at as "leaseExpiresAt",
+  wake_at as "wakeAt", created_at as "createdAt", updated_at as "updatedAt", finished_at as "finishedAt"`;
+
+const STEP_COLUMNS = `run_id as "runId", name, seq, kind, status, attempts, output, error, started_at as "startedAt",
+  finished_at as "finishedAt"`;
+
+const WAITING = `status in ('queued', 'running', 'sleeping')`;
+
+// jsonb parameters travel as text (`::text::jsonb`), as in execution-writer.ts.
+const ADMIT = `with e as (
+    insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version,
+      contract_hash, input_fingerprint, input, status, output, error_code, error_message, created_at, started_at,
+      finished_at)
+    values ($1, $2, $3, $4, $5, 'workflow', $6, $7, $8, $9::text::jsonb, $10, null, null, null, $11, $12, null)
+    on conflict (principal_kind, principal_id, request_id) do nothing
+    returning id
+  )
+  insert into workflow_runs (id, request_id, workflow, release_version, principal_kind, principal_id, input, status,
+    cancel_requested, lease_owner, lease_expires_at, wake_at, created_at, updated_at)
+  select e.id, $2, $5, $6, $3, $4, $9::text::jsonb, $13, false, $14, $15, $16, $11, $11 from e
+  returning id`;
+
+const UPSERT_STEP = `insert into workflow_steps (run_id, name, seq, kind, status, attempts, output, error, started_at,
+    finished_at)
+  select $1, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9, $10
+  where exists (select 1 from workflow_runs where id = $1 and lease_owner = $11 and ${WAITING})
+  on conflict (run_id, name) do update set seq = excluded.seq, kind = excluded.kind, status = excluded.status,
+    attempts = excluded.attempts, output = excluded.output, error = excluded.error,
+    started_at = excluded.started_at, finished_at = excluded.finished_at
+  returning run_id`;
+
+// Skip locked: two instances claiming at once take different runs instead of waiting on each other.
+const CLAIM = `with due as (
+    select id, status from workflow_runs
+    where ${WAITING} and (wake_at <= $1 or cancel_requested)
+      and (lease_expires_at is null or lease_expires_at < $1)
+    order by wake_at
+    limit $4
+    for update skip locked
+  ), leased as (
+    update workflow_runs r set lease_owner = $2, lease_expires_at = $3, status = 'running', updated_at = $1
+    from due where r.id = due.id
+    returning r.*
+  ), started as (
+    update executions x set status = 'running', started_at = $1
+    from due where x.id = due.id and x.status = 'queued'
+  )
+  select ${RUN_COLUMNS} from leased`;
+
+const RENEW = `update workflow_runs set lease_expires_at = $3
+  where id = any(string_to_array($1::text, ',')) and lease_owner = $2 and ${WAITING}
+  returning id, cancel_requested as "cancelRequested"`;
+
+const SUSPEND = `update workflow_runs set status = $3, wake_at = $4, lease_owner = null, lease_expires_at = null,
+    updated_at = $5
+  where id = $1 and lease_owner = $2 and ${WAITING}
+  returning id`;
+
+// $7 null: end only a run that no live lease holds (a cancel of a waiting run).
+const FINISH = `with r as (
+    update workflow_runs set status = $2, output = $3::text::jsonb, error_code = $4, error_message = $5,
+      lease_owner = null, lease_expires_at = null, updated_at = $6, finished_at = $6
+    where id = $1 and ${WAITING}
+      and (($7::text is null and (lease_expires_at is null or lease_expires_at < $6)) or lease_owner = $7)
+    returning id
+  )
+  update executions x set status = $2, output = $3::text::jsonb, error_code = $4, error_message = $5,
+    finished_at = $6, started_at = coalesce(x.started_at, $6)
+  from r where x.id = r.id
+  returning x.id`;
+
+interface PendingWrite extends Queued {
+  sql: string;
+  params: Params;
+  resolve: (rows: Row[]) => void;
+}
+
+const PREPARED = { prepare: true };
+
+/**
+ * Runs on PostgreSQL. The writes of a run's life (admission, checkpoints, suspensions, ends) are single
+ * statements, so the ones queued during one turn of the event loop are pipelined in one transaction:
+ * one commit (one WAL flush) for every run progressing at that moment. A step with data writes takes a
+ * transaction of its own, since its writes and its checkpoint commit together or not at all.
+ */
+export class PgRunStore implements RunStore {
+  private readonly writes = new Lane<PendingWrite>((batch) => this.writeBatch(batch), {
+    maxItems: 200,
+    maxWeight: 4 * 1024 * 1024,
+    weigh: (item) => item.params.reduce<number>((n, p) => n + (typeof p === "string" ? p.length : 8), 0),
+  });
+
+  constructor(
+    private readonly client: Sql,
+    private readonly findExecution: (
+      principal: { kind: PrincipalKind; id: string },
+      requestId: string,
+    ) => Promise<ExecutionRow | null>,
+  ) {}
+
+  async admit(execution: ExecutionRow, run: RunRow) {
+    const rows = await this.write(ADMIT, [
+      execution.id,
+      execution.requestId,
+      execution.principalKind,
+      execution.principalId,
+      execution.action,
+      execution.releaseVersion,
+      execution.contractHash,
+      execution.inputFingerprint,
+      JSON.stringify(execution.input),
+      execution.status,
+      execution.createdAt,
+      execution.startedAt,
+      run.status,
+      run.leaseOwner,
+      run.leaseExpiresAt,
+      run.wakeAt,
+    ]);
+    if (rows.length > 0) return { execution, created: true };
+    const existing = await this.findExecution(
+      { kind: execution.principalKind, id: execution.principalId },
+      execution.requestId,
+    );
+    if (!existing) throw new Error(`execution for request ${execution.requestId} vanished after a conflicting insert`);
+    return { execution: existing, created: false };
+  }
+
+  async get(id: string): Promise<RunRow | null> {
+    const [raw] = await this.client.unsafe(`select ${RUN_COLUMNS} from workflow_runs where id = $1`, [id], PREPARED);
+    return raw ? parseRun(raw) : null;
+  }
+
+  async steps(runId: string): Promise<StepRow[]> {
+    const rows = await this.client.unsafe(
+      `select ${STEP_COLUMNS} from workflow_steps where run_id = $1 order by seq`,
+      [runId],
+      PREPARED,
+    );
+    return rows.map(parseStep);
+  }
+
+  async claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<RunRow[]> {
+    const rows = await this.client.unsafe(CLAIM, [now, owner, leaseUntil, limit], PREPARED);
+    return rows.map(parseRun);
+  }
+
+  async renew(owner: string, ids: string[], leaseUntil: number) {
+    if (ids.length === 0) return [];
+    const rows = await this.client.unsafe(RENEW, [ids.join(","), owner, leaseUntil], PREPARED);
+    return rows.map((r) => ({ id: r.id as string, cancelRequested: r.cancelRequested as boolean }));
+  }
+
+  async saveStep(owner: string, step: StepRow, writes: WriteStatement[] = []): Promise<boolean> {
+    if (writes.length === 0) return (await this.write(UPSERT_STEP, stepParams(owner, step))).length > 0;
+    try {
+      await this.client.begin(async (tx) => {
+        for (const write of writes) {
+          const result = await tx.unsafe(write.sql, write.params as Params);
+          if (write.mustChange && result.count === 0) throw new WriteFailed(write.mustChange);
+        }
+        const saved = await tx.unsafe(UPSERT_STEP, stepParams(owner, step), PREPARED);
+        if (saved.length === 0) throw new LeaseLost();
+      });
+      return true;
+    } catch (error) {
+      if (error instanceof LeaseLost) return false;
+      throw error;
+    }
+  }
+
+  async suspend(owner: string, runId: string, status: "running" | "sleeping", wakeAt: number, step: StepRow) {
+    // The step row first: it needs the lease, which the suspension gives up.
+    if (!(await this.saveStep(owner, step))) return false;
+    return (await this.write(SUSPEND, [runId, owner, status, wakeAt, Date.now()])).length > 0;
+  }
+
+  async finish(owner: string, runId: string, s: RunSettlement): Promise<boolean> {
+    return (await this.write(FINISH, finishParams(runId, s, owner))).length > 0;
+  }
+
+  async requestCancel(runId: string, now: number): Promise<RunRow | null> {
+    await this.client.begin(async (tx) => {
+      const ended = await tx.unsafe(FINISH, finishParams(runId, runCanceled(now), null), PREPARED);
+      if (ended.length === 0) {
+        await tx.unsafe(
+          `update workflow_runs set cancel_requested = true, updated_at = $2 where id = $1 and ${WAITING}`,
+          [runId, now],
+        );
+      }
+    });
+    return this.get(runId);
+  }
+
+  async release(owner: string): Promise<void> {
+    await this.writes.drain();
+    await this.client.unsafe(
+      `update workflow_runs set lease_owner = null, lease_expires_at = null where lease_owner = $1 and ${WAITING}`,
+      [owner],
+    );
+  }
+
+  /** Waits for queued writes (the store calls this before closing). */
+  drain(): Promise<void> {
+    return this.writes.drain();
+  }
+
+  private write(sql: string, params: Params): Promise<Row[]> {
+    return new Promise((resolve, reject) => this.writes.push({ sql, params, resolve, reject }));
+  }
+
+  /** One transaction, its statements pipelined; if it fails, each statement again alone so only its own caller fails. */
+  private async writeBatch(batch: PendingWrite[]): Promise<void> {
+    let results: Row[][];
+    try {
+      results = (await this.client.begin((tx: TransactionSql) =>
+        batch.map((item) => tx.unsafe(item.sql, item.params, PREPARED) as PendingQuery<Row[]>),
+      )) as unknown as Row[][];
+    } catch {
+      await Promise.all(
+        batch.map((item) =>
+          this.client
+            .unsafe(item.sql, item.params, PREPARED)
+            .then((rows) => item.resolve([...rows]))
+            .catch(item.reject),
+        ),
+      );
+      return;
+    }
+    batch.forEach((item, i) => {
+      item.resolve([...(results[i] ?? [])]);
+    });
+  }
+}
+
+class LeaseLost extends Error {}
+
+function stepParams(owner: string, step: StepRow): Params {
+  return [
+    step.runId,
+    step.name,
+    step.seq,
+    step.kind,
+    step.status,
+    step.attempts,
+    step.output === undefined ? null : JSON.stringify(step.output),
+    step.error,
+    step.startedAt,
+    step.finishedAt,
+    owner,
+  ] as Params;
+}
+
+function finishParams(runId: string, s: RunSettlement, owner: string | null): Params {
+  const output = s.output === null || s.output === undefined ? null : JSON.stringify(s.output);
+  return [runId, s.status, output, s.errorCode, s.errorMessage, s.finishedAt, owner] as Params;
+}
+
+/** postgres-js answers bigint columns as text; rows use epoch-millisecond numbers. */
+const millis = (value: unknown) => (value === null || value === undefined ? null : Number(value));
+
+function parseRun(raw: Row): RunRow {
+  return {
+    ...(raw as RunRow),
+    leaseExpiresAt: millis(raw.leaseExpiresAt),
+    wakeAt: Number(raw.wakeAt),
+    createdAt: Number(raw.createdAt),
+    updatedAt: Number(raw.updatedAt),
+    finishedAt: millis(raw.finishedAt),
+  };
+}
+
+function parseStep(raw: Row): StepRow {
+  return { ...(raw as StepRow), startedAt: millis(raw.startedAt), finishedAt: millis(raw.finishedAt) };
+}

@@ -1,0 +1,228 @@
+import type { Database, SQLQueryBindings, Statement } from "bun:sqlite";
+import { WriteFailed } from "../sql-store.ts";
+import {
+  type ExecutionRow,
+  type RunRow,
+  type RunSettlement,
+  type RunStore,
+  runCanceled,
+  type StepRow,
+  type WriteStatement,
+} from "../types.ts";
+import type { SqliteExecutionWriter } from "./execution-writer.ts";
+import { StatementCache } from "./statement-cache.ts";
+
+type RawRun = Omit<RunRow, "input" | "output" | "cancelRequested"> & {
+  input: string;
+  output: string | null;
+  cancelRequested: number;
+};
+type RawStep = Omit<StepRow, "output"> & { output: string | null };
+
+const RUN_COLUMNS = `id, request_id as requestId, workflow, release_version as releaseVersion, principal_kind as principalKind,
+  principal_id as principalId, input, status, output, error_code as errorCode, error_message as errorMessage,
+  cancel_requested as cancelRequested, lease_owner as leaseOwner, lease_expires_at as leaseExpiresAt,
+  wake_at as wakeAt, created_at as createdAt, updated_at as updatedAt, finished_at as finishedAt`;
+
+const STEP_COLUMNS = `run_id as runId, name, seq, kind, status, attempts, output, error, started_at as startedAt,
+  finished_at as finishedAt`;
+
+const WAITING = `status in ('queued', 'running', 'sleeping')`;
+const HELD = `lease_owner = $owner and lease_expires_at is not null`;
+
+/**
+ * Runs on SQLite: statements prepared once, each operation one synchronous transaction. One process
+ * serves a SQLite database, so nothing here needs to skip locked rows; leases still fence every write,
+ * as on PostgreSQL, so the engine behaves the same on both.
+ */
+export class SqliteRunStore implements RunStore {
+  private readonly insertRun: Statement;
+  private readonly byId: Statement<RawRun>;
+  private readonly stepsOf: Statement<RawStep>;
+  private readonly upsertStep: Statement;
+  private readonly isHeld: Statement<{ id: string }>;
+  private readonly due: Statement<RawRun>;
+  private readonly lease: Statement;
+  private readonly startExecution: Statement;
+  private readonly renewOne: Statement<{ id: string; cancelRequested: number }>;
+  private readonly suspendRun: Statement;
+  private readonly finishRun: Statement;
+  private readonly settleExecution: Statement;
+  private readonly flagCancel: Statement;
+  private readonly releaseAll: Statement;
+  private readonly statements: StatementCache;
+
+  constructor(
+    private readonly client: Database,
+    private readonly executions: SqliteExecutionWriter,
+  ) {
+    this.statements = new StatementCache(client);
+    this.insertRun = client.prepare(
+      `insert into workflow_runs (id, request_id, workflow, release_version, principal_kind, principal_id, input, status, output,
+        error_code, error_message, cancel_requested, lease_owner, lease_expires_at, wake_at, created_at, updated_at,
+        finished_at)
+       values ($id, $requestId, $workflow, $releaseVersion, $principalKind, $principalId, $input, $status, null, null, null, 0,
+        $leaseOwner, $leaseExpiresAt, $wakeAt, $createdAt, $updatedAt, null)`,
+    );
+    this.byId = client.prepare(`select ${RUN_COLUMNS} from workflow_runs where id = $id`);
+    this.stepsOf = client.prepare(`select ${STEP_COLUMNS} from workflow_steps where run_id = $runId order by seq`);
+    this.upsertStep = client.prepare(
+      `insert into workflow_steps (run_id, name, seq, kind, status, attempts, output, error, started_at, finished_at)
+       values ($runId, $name, $seq, $kind, $status, $attempts, $output, $error, $startedAt, $finishedAt)
+       on conflict (run_id, name) do update set seq = excluded.seq, kind = excluded.kind, status = excluded.status,
+        attempts = excluded.attempts, output = excluded.output, error = excluded.error,
+        started_at = excluded.started_at, finished_at = excluded.finished_at`,
+    );
+    this.isHeld = client.prepare(`select id from workflow_runs where id = $id and ${HELD} and ${WAITING}`);
+    this.due = client.prepare(
+      `select ${RUN_COLUMNS} from workflow_runs
+       where ${WAITING} and (wake_at <= $now or cancel_requested = 1)
+         and (lease_expires_at is null or lease_expires_at < $now)
+       order by wake_at limit $limit`,
+    );
+    this.lease = client.prepare(
+      `update workflow_runs set lease_owner = $owner, lease_expires_at = $until, status = 'running', updated_at = $now
+       where id = $id`,
+    );
+    this.startExecution = client.prepare(
+      `update executions set status = 'running', started_at = $now where id = $id and status = 'queued'`,
+    );
+    this.renewOne = client.prepare(
+      `update workflow_runs set lease_expires_at = $until where id = $id and ${HELD} and ${WAITING}
+       returning id, cancel_requested as cancelRequested`,
+    );
+    this.suspendRun = client.prepare(
+      `update workflow_runs set status = $status, wake_at = $wakeAt, lease_owner = null, lease_expires_at = null,
+        updated_at = $now
+       where id = $id and ${HELD} and ${WAITING}`,
+    );
+    this.finishRun = client.prepare(
+      `update workflow_runs set status = $status, output = $output, error_code = $errorCode,
+        error_message = $errorMessage, lease_owner = null, lease_expires_at = null, updated_at = $finishedAt,
+        finished_at = $finishedAt
+       where id = $id and ${WAITING} and (($owner is null and (lease_expires_at is null or lease_expires_at < $finishedAt))
+        or (${HELD}))`,
+    );
+    this.settleExecution = client.prepare(
+      `update executions set status = $status, output = $output, error_code = $errorCode, error_message = $errorMessage,
+        finished_at = $finishedAt, started_at = coalesce(started_at, $finishedAt)
+       where id = $id`,
+    );
+    this.flagCancel = client.prepare(
+      `update workflow_runs set cancel_requested = 1, updated_at = $now where id = $id and ${WAITING}`,
+    );
+    this.releaseAll = client.prepare(
+      `update workflow_runs set lease_owner = null, lease_expires_at = null where lease_owner = $owner and ${WAITING}`,
+    );
+  }
+
+  async admit(execution: ExecutionRow, run: RunRow) {
+    const existing = this.executions.findByRequest(execution.principalKind, execution.principalId, execution.requestId);
+    if (existing) return { execution: existing, created: false };
+    this.client.transaction(() => {
+      this.executions.insertNow(execution);
+      this.insertRun.run({ ...run, input: JSON.stringify(run.input) });
+    })();
+    return { execution, created: true };
+  }
+
+  async get(id: string): Promise<RunRow | null> {
+    const raw = this.byId.get({ id });
+    return raw ? parseRun(raw) : null;
+  }
+
+  async steps(runId: string): Promise<StepRow[]> {
+    return this.stepsOf.all({ runId }).map(parseStep);
+  }
+
+  async claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<RunRow[]> {
+    return this.client.transaction(() =>
+      this.due.all({ now, limit }).map((raw) => {
+        this.lease.run({ id: raw.id, owner, until: leaseUntil, now });
+        this.startExecution.run({ id: raw.id, now });
+        return parseRun({ ...raw, status: "running", leaseOwner: owner, leaseExpiresAt: leaseUntil, updatedAt: now });
+      }),
+    )();
+  }
+
+  async renew(owner: string, ids: string[], leaseUntil: number) {
+    return this.client.transaction(() =>
+      ids.flatMap((id) => {
+        const held = this.renewOne.get({ id, owner, until: leaseUntil });
+        return held ? [{ id: held.id, cancelRequested: held.cancelRequested === 1 }] : [];
+      }),
+    )();
+  }
+
+  async saveStep(owner: string, step: StepRow, writes: WriteStatement[] = []): Promise<boolean> {
+    return this.client.transaction(() => {
+      if (!this.isHeld.get({ id: step.runId, owner })) return false;
+      for (const write of writes) {
+        const { changes } = this.statements.get(write.sql).run(...(write.params as SQLQueryBindings[]));
+        if (write.mustChange && changes === 0) throw new WriteFailed(write.mustChange);
+      }
+      this.upsertStep.run(stepParams(step));
+      return true;
+    })();
+  }
+
+  async suspend(owner: string, runId: string, status: "running" | "sleeping", wakeAt: number, step: StepRow) {
+    return this.client.transaction(() => {
+      const { changes } = this.suspendRun.run({ id: runId, owner, status, wakeAt, now: Date.now() });
+      if (changes === 0) return false;
+      this.upsertStep.run(stepParams(step));
+      return true;
+    })();
+  }
+
+  async finish(owner: string, runId: string, settlement: RunSettlement): Promise<boolean> {
+    return this.client.transaction(() => this.finishNow(owner, runId, settlement))();
+  }
+
+  async requestCancel(runId: string, now: number): Promise<RunRow | null> {
+    return this.client.transaction(() => {
+      // Unheld (queued, sleeping, backing off, or its worker died): nobody is there to stop it, so end it here.
+      this.finishNow(null, runId, runCanceled(now));
+      this.flagCancel.run({ id: runId, now });
+      const raw = this.byId.get({ id: runId });
+      return raw ? parseRun(raw) : null;
+    })();
+  }
+
+  async release(owner: string): Promise<void> {
+    this.releaseAll.run({ owner });
+  }
+
+  /** Frees every lease: at start-up no other process can hold one (one process serves a SQLite database). */
+  releaseAllLeases(): number {
+    return this.client.run(
+      `update workflow_runs set lease_owner = null, lease_expires_at = null where lease_owner is not null and ${WAITING}`,
+    ).changes;
+  }
+
+  /** `owner` null: only a run no live lease holds. */
+  private finishNow(owner: string | null, runId: string, s: RunSettlement): boolean {
+    const output = s.output === null || s.output === undefined ? null : JSON.stringify(s.output);
+    const { changes } = this.finishRun.run({ id: runId, owner, ...s, output });
+    if (changes === 0) return false;
+    this.settleExecution.run({ id: runId, ...s, output });
+    return true;
+  }
+}
+
+function stepParams(step: StepRow) {
+  return { ...step, output: step.output === undefined ? null : JSON.stringify(step.output) };
+}
+
+function parseRun(raw: RawRun): RunRow {
+  return {
+    ...raw,
+    input: JSON.parse(raw.input),
+    output: raw.output === null ? null : JSON.parse(raw.output),
+    cancelRequested: Boolean(raw.cancelRequested),
+  };
+}
+
+function parseStep(raw: RawStep): StepRow {
+  return { ...raw, output: raw.output === null ? null : JSON.parse(raw.output) };
+}

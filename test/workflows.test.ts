@@ -1,0 +1,276 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { dialects } from "./support/databases.ts";
+import { eventually, fixture, startTestServer, type TestServer } from "./support/server.ts";
+
+/** The JSON lines a fixture's steps appended to `path`, one per side effect. */
+function effects(path: string): { run: string; step: string; phase?: string; pid: number }[] {
+  let text = "";
+  try {
+    text = readFileSync(path, "utf8");
+  } catch {
+    return [];
+  }
+  return text
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => JSON.parse(line));
+}
+
+for (const dialect of dialects) {
+  describe(`workflows (${dialect.name})`, () => {
+    let server: TestServer;
+    let scratch: string;
+    const file = (name: string) => join(scratch, `${name}-${crypto.randomUUID()}`);
+
+    beforeAll(async () => {
+      scratch = mkdtempSync(join(tmpdir(), "actuate-wf-"));
+      server = await startTestServer(dialect, { release: fixture("workflows") });
+    });
+    afterAll(async () => {
+      await server.stop();
+      rmSync(scratch, { recursive: true, force: true });
+    });
+
+    const run = async (id: string, token?: string | null) => (await server.fetch(`/runs/${id}`, { token })).json();
+    const ended = (id: string, timeoutMs = 10_000) =>
+      eventually(async () => {
+        const view = await run(id);
+        return ["succeeded", "failed", "canceled"].includes(view.status) ? view : null;
+      }, timeoutMs);
+
+    test("invoke answers 202 once the run is admitted; the steps are checkpointed and the execution follows the run", async () => {
+      const log = file("log");
+      const res = await server.invoke("wf.steps", { n: 1, log });
+      expect(res.status).toBe(202);
+      const body = await res.json();
+      expect(body.kind).toBe("workflow");
+      expect(body.runId).toBe(body.execution.id);
+      expect(body.statusUrl).toBe(`${server.url}/runs/${body.runId}`);
+      expect(["queued", "running", "succeeded"]).toContain(body.execution.status);
+
+      const result = await (await server.fetch(`/executions/${body.runId}/result`)).json();
+      expect(result.status).toBe("succeeded");
+      expect(result.output).toEqual({ total: 21 });
+
+      const view = await run(body.runId);
+      expect(view).toMatchObject({
+        id: body.runId,
+        workflow: "wf.steps",
+        releaseVersion: "w1",
+        status: "succeeded",
+        input: { n: 1, log },
+        output: { total: 21 },
+        errorCode: null,
+      });
+      expect(view.steps.map((s: { name: string }) => s.name)).toEqual(["one", "two", "three"]);
+      for (const step of view.steps) {
+        expect(step).toMatchObject({ kind: "step", status: "succeeded", attempts: 1, error: null });
+        expect(Date.parse(step.finishedAt)).toBeGreaterThanOrEqual(Date.parse(step.startedAt));
+      }
+      expect(view.steps.map((s: { output: unknown }) => s.output)).toEqual([2, { value: 20 }, 21]);
+      expect(effects(log).map((e) => e.step)).toEqual(["one", "two", "three"]);
+
+      // The step's ctx.db write committed with its checkpoint.
+      const query = await server.fetch("/query?format=objects", {
+        method: "POST",
+        body: JSON.stringify({ query: { marks: { $: { where: { runId: body.runId } } } } }),
+      });
+      expect((await query.json()).marks).toMatchObject([{ runId: body.runId, step: "two" }]);
+    });
+
+    test("requestId: the same input answers the same run without running it again; another input is 409", async () => {
+      const log = file("log");
+      const requestId = crypto.randomUUID();
+      const first = await (await server.invoke("wf.steps", { n: 2, log }, { requestId })).json();
+      await ended(first.runId);
+      const again = await server.invoke("wf.steps", { n: 2, log }, { requestId });
+      expect(again.status).toBe(202);
+      const replay = await again.json();
+      expect(replay.runId).toBe(first.runId);
+      expect(replay.execution.status).toBe("succeeded");
+      const conflict = await server.invoke("wf.steps", { n: 3, log }, { requestId });
+      expect(conflict.status).toBe(409);
+      expect(await conflict.json()).toMatchObject({ ok: false, error: "REQUEST_CONFLICT", executionId: first.runId });
+      expect(effects(log)).toHaveLength(3);
+    });
+
+    test("concurrent identical invocations admit one run", async () => {
+      const log = file("log");
+      const requestId = crypto.randomUUID();
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, () => server.invoke("wf.steps", { n: 5, log }, { requestId })),
+      );
+      const ids = new Set(await Promise.all(answers.map(async (r) => (await r.json()).runId)));
+      expect(answers.every((r) => r.status === 202)).toBe(true);
+      expect(ids.size).toBe(1);
+      await ended([...ids][0] as string);
+      expect(effects(log)).toHaveLength(3);
+    });
+
+    test("a failing step is retried with backoff, then succeeds", async () => {
+      const { runId } = await (await server.invoke("wf.flaky", { failures: 2, retries: 2, backoffMs: 20 })).json();
+      const view = await ended(runId);
+      expect(view.status).toBe("succeeded");
+      expect(view.output).toEqual({ attempt: 3 });
+      expect(view.steps).toMatchObject([{ name: "call", status: "succeeded", attempts: 3, output: 3 }]);
+    });
+
+    test("a step that keeps failing fails the run with action_failed and the step's message", async () => {
+      const { runId } = await (await server.invoke("wf.flaky", { failures: 9, retries: 1, backoffMs: 20 })).json();
+      const view = await ended(runId);
+      expect(view).toMatchObject({ status: "failed", errorCode: "action_failed", errorMessage: "attempt 2 failed" });
+      expect(view.steps).toMatchObject([{ name: "call", status: "failed", attempts: 2, error: "attempt 2 failed" }]);
+      const execution = await (await server.fetch(`/executions/${runId}`)).json();
+      expect(execution).toMatchObject({
+        status: "failed",
+        errorCode: "action_failed",
+        errorMessage: "attempt 2 failed",
+      });
+    });
+
+    test("a durable sleep suspends the run (sleeping) and resumes it when due", async () => {
+      const log = file("log");
+      const { runId } = await (await server.invoke("wf.nap", { ms: 400, log })).json();
+      const sleeping = await eventually(async () => {
+        const view = await run(runId);
+        return view.status === "sleeping" ? view : null;
+      });
+      expect(sleeping.steps).toMatchObject([
+        { name: "before", status: "succeeded" },
+        { name: "pause", kind: "sleep", status: "sleeping" },
+      ]);
+      const view = await ended(runId);
+      expect(view.status).toBe("succeeded");
+      expect(view.output.sleptMs).toBeGreaterThanOrEqual(400);
+      expect(view.steps.map((s: { status: string }) => s.status)).toEqual(["succeeded", "succeeded", "succeeded"]);
+      expect(effects(log).map((e) => e.step)).toEqual(["before", "after"]);
+    });
+
+    test("cancel stops a running run at its step boundary and aborts the step's signal", async () => {
+      const log = file("log");
+      const { runId } = await (await server.invoke("wf.gated", { gate: file("gate"), log })).json();
+      await eventually(() => effects(log).some((e) => e.step === "wait"));
+      const res = await server.fetch(`/runs/${runId}/cancel`, { method: "POST" });
+      expect(res.status).toBe(200);
+      expect((await res.json()).cancelRequested).toBe(true);
+      const view = await ended(runId);
+      expect(view).toMatchObject({ status: "canceled", errorCode: "run_canceled" });
+      expect(effects(log).map((e) => `${e.step}${e.phase ? `:${e.phase}` : ""}`)).toEqual([
+        "first",
+        "wait:start",
+        "wait:aborted",
+      ]);
+      const execution = await (await server.fetch(`/executions/${runId}/result`)).json();
+      expect(execution.status).toBe("canceled");
+      // Canceling again changes nothing; a run that succeeded cannot be canceled.
+      expect((await server.fetch(`/runs/${runId}/cancel`, { method: "POST" })).status).toBe(200);
+      const done = await (await server.invoke("wf.steps", { n: 1 })).json();
+      await ended(done.runId);
+      const refused = await server.fetch(`/runs/${done.runId}/cancel`, { method: "POST" });
+      expect(refused.status).toBe(409);
+      expect(await refused.json()).toMatchObject({ ok: false, error: "run_not_cancelable" });
+    });
+
+    test("cancel ends a sleeping run at once", async () => {
+      const { runId } = await (await server.invoke("wf.nap", { ms: 60_000 })).json();
+      await eventually(async () => (await run(runId)).status === "sleeping");
+      const view = await (await server.fetch(`/runs/${runId}/cancel`, { method: "POST" })).json();
+      expect(view.status).toBe("canceled");
+      expect((await (await server.fetch(`/executions/${runId}`)).json()).status).toBe("canceled");
+    });
+
+    test("a run stays on the release it started with when another is activated mid-run", async () => {
+      const { runId } = await (await server.invoke("wf.pinned", { ms: 500 })).json();
+      await eventually(async () => (await run(runId)).status === "sleeping");
+      await server.publish(fixture("workflows-next"));
+      await eventually(() => server.server.releases.current()?.version === "w2");
+      const fresh = await (await server.invoke("wf.pinned", { ms: 0 })).json();
+      const view = await ended(runId);
+      expect(view).toMatchObject({ status: "succeeded", releaseVersion: "w1", output: { code: "w1/w1" } });
+      expect(await ended(fresh.runId)).toMatchObject({ releaseVersion: "w2", output: { code: "w2/w2" } });
+      await server.publish(fixture("workflows"));
+      await eventually(() => server.server.releases.current()?.version === "w1");
+    });
+
+    test("a step name used twice, or a step result that is not JSON, fails the run with a clear message", async () => {
+      const twice = await (await server.invoke("wf.misuse", { mistake: "twice" })).json();
+      expect(await ended(twice.runId)).toMatchObject({
+        status: "failed",
+        errorCode: "action_failed",
+        errorMessage: 'the name "same" is used twice in this run',
+      });
+      const notJson = await (await server.invoke("wf.misuse", { mistake: "not-json" })).json();
+      const view = await ended(notJson.runId);
+      expect(view.status).toBe("failed");
+      expect(view.errorMessage).toStartWith('step "big" returned a value that is not JSON');
+    });
+
+    test("a run is visible to its caller and service keys only; bad ids and missing credentials are refused", async () => {
+      const alice = await server.userToken("alice");
+      const bob = await server.userToken("bob");
+      const { runId } = await (await server.invoke("wf.nap", { ms: 60_000 }, { token: alice })).json();
+      expect((await server.fetch(`/runs/${runId}`, { token: alice })).status).toBe(200);
+      expect((await server.fetch(`/runs/${runId}`)).status).toBe(200);
+      for (const [path, method] of [
+        [`/runs/${runId}`, "GET"],
+        [`/runs/${runId}/cancel`, "POST"],
+      ] as const) {
+        const hidden = await server.fetch(path, { method, token: bob });
+        expect(hidden.status).toBe(404);
+        expect(await hidden.json()).toMatchObject({ ok: false, error: "run_not_found" });
+        const anonymous = await server.fetch(path, { method, token: null });
+        expect(anonymous.status).toBe(401);
+        expect((await anonymous.json()).ok).toBe(false);
+      }
+      expect((await run(runId)).status).not.toBe("canceled");
+      for (const id of ["nope", "12345", crypto.randomUUID()]) {
+        const res = await server.fetch(`/runs/${id}`);
+        expect(res.status).toBe(404);
+        expect(await res.json()).toMatchObject({ ok: false, error: "run_not_found" });
+      }
+      await server.fetch(`/runs/${runId}/cancel`, { method: "POST", token: alice });
+    });
+
+    test("over MCP a workflow answers its admission with the run to follow", async () => {
+      const res = await server.fetch("/mcp", {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2025-11-25",
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: { name: "wf.steps", arguments: { n: 4 } },
+        }),
+      });
+      const { result } = await res.json();
+      expect(result.isError).toBeUndefined();
+      const admitted = result.structuredContent;
+      expect(admitted.statusUrl).toBe(`${server.url}/runs/${admitted.runId}`);
+      expect(result._meta["dev.service/execution"].id).toBe(admitted.runId);
+      expect(await ended(admitted.runId)).toMatchObject({ status: "succeeded", output: { total: 51 } });
+    });
+
+    test("workers resume a run from its checkpoints after a restart of the server", async () => {
+      const log = file("log");
+      const gatePath = file("gate");
+      const { runId } = await (await server.invoke("wf.gated", { gate: gatePath, log })).json();
+      await eventually(() => effects(log).some((e) => e.step === "wait"));
+      // A graceful stop halts the run and lets go of its lease; the next server resumes it at once.
+      await server.restart();
+      writeFileSync(gatePath, "");
+      const view = await ended(runId);
+      expect(view.status).toBe("succeeded");
+      const steps = effects(log).map((e) => `${e.step}${e.phase ? `:${e.phase}` : ""}`);
+      expect(steps.filter((s) => s === "first")).toHaveLength(1);
+      expect(steps.filter((s) => s === "last")).toHaveLength(1);
+      expect(view.steps.find((s: { name: string }) => s.name === "wait").attempts).toBe(2);
+    });
+  });
+}
