@@ -6,173 +6,192 @@ import { spoolDir } from "../src/files/spool.ts";
 import { serve } from "./support/cli.ts";
 import { dialects } from "./support/databases.ts";
 import { fixture, startTestServer, type TestResponse, type TestServer } from "./support/server.ts";
+import { storages, storedText } from "./support/storages.ts";
 import { filledStream, MiB, multipartStream, type PartSpec, watchRss } from "./support/streams.ts";
 
 /** The in-process server's spool files: none may outlive the invocation that wrote them. */
 const spooled = () => (existsSync(spoolDir) ? readdirSync(spoolDir) : []);
 
 for (const dialect of dialects) {
-  describe(`file inputs (${dialect.name})`, () => {
-    let t: TestServer;
-    let alice: string;
-    const invoke = (parts: { request: unknown; files?: Record<string, File> }, token?: string | null) => {
-      const form = new FormData();
-      form.set("request", JSON.stringify(parts.request));
-      for (const [field, file] of Object.entries(parts.files ?? {})) form.set(field, file);
-      return t.fetch("/actions/test.attach/invoke", { method: "POST", body: form, token });
-    };
-    const png = (text: string, name = "cat.png") => new File([text], name, { type: "image/png" });
-    const invokeStreamed = (parts: PartSpec[], contentType?: string) => {
-      const multipart = multipartStream(parts);
-      return t.fetch("/actions/test.attach/invoke", {
-        method: "POST",
-        headers: { "content-type": contentType ?? multipart.contentType },
-        body: multipart.body,
-        token: alice,
-      });
-    };
-    const requestPart = (requestId: string, note = "x"): PartSpec => ({
-      name: "request",
-      body: JSON.stringify({ requestId, input: { note } }),
-    });
-    const picturePart: PartSpec = { name: "picture", filename: "p.png", contentType: "image/png", body: "png" };
-
-    beforeAll(async () => {
-      t = await startTestServer(dialect, { release: fixture("basic"), env: { MAX_FILE_BYTES: String(6 * MiB) } });
-      alice = await t.userToken("alice");
-    });
-    afterAll(() => t.stop());
-
-    test("a multipart invoke stores the files as the execution's uploads; the handler reads them", async () => {
-      const requestId = crypto.randomUUID();
-      const res = await invoke(
-        { request: { requestId, input: { note: "hi" } }, files: { picture: png("meow", "../../cat.png") } },
-        alice,
-      );
-      expect(res.status).toBe(200);
-      const body = await res.json();
-      expect(body.execution).toMatchObject({
-        status: "succeeded",
-        output: { size: 4, text: "meow", filename: "cat.png", hasExtra: false },
-      });
-      expect(body.uploads).toEqual([
-        {
-          field: "picture",
-          path: `executions/${body.execution.id}/picture/cat.png`,
-          filename: "cat.png",
-          contentType: "image/png",
-          size: 4,
-        },
-      ]);
-      const followed = await (await t.fetch(`/executions/${body.execution.id}`, { token: alice })).json();
-      expect(followed.uploads).toEqual(body.uploads);
-      const { url } = await (
-        await t.fetch(`/storage/signed-download-url?filename=${body.uploads[0].path}`, { token: alice })
-      ).json();
-      expect(await (await fetch(url)).text()).toBe("meow");
-      const bob = await t.userToken("bob");
-      expect(
-        (await t.fetch(`/storage/signed-download-url?filename=${body.uploads[0].path}`, { token: bob })).status,
-      ).toBe(404);
-
-      const replay = await (
-        await invoke(
-          { request: { requestId, input: { note: "hi" } }, files: { picture: png("meow", "../../cat.png") } },
-          alice,
-        )
-      ).json();
-      expect(replay.execution.id).toBe(body.execution.id);
-      expect(replay.uploads).toHaveLength(1);
-      const conflict = await invoke(
-        { request: { requestId, input: { note: "hi" } }, files: { picture: png("woof", "../../cat.png") } },
-        alice,
-      );
-      expect(conflict.status).toBe(409);
-      expect(spooled()).toEqual([]);
-    });
-
-    test("missing, too large, or of a type not listed: 400 with an issue at /input/<field>; nothing stored", async () => {
-      const cases: [Record<string, File>, string][] = [
-        [{}, "file_required"],
-        [{ picture: new File([new Uint8Array(5_000_001)], "big.png", { type: "image/png" }) }, "file_too_large"],
-        [{ picture: new File(["x"], "cat.gif", { type: "image/gif" }) }, "file_type_not_allowed"],
-      ];
-      for (const [files, code] of cases) {
-        const requestId = crypto.randomUUID();
-        const res = await invoke({ request: { requestId, input: { note: "x" } }, files }, alice);
-        expect(res.status, code).toBe(400);
-        const body = await res.json();
-        expect(body.error).toBe("action_contract_validation_failed");
-        expect(body.details.issues).toContainEqual(expect.objectContaining({ where: "/input/picture", code }));
-        expect((await t.fetch(`/executions/requests/${requestId}`, { token: alice })).status).toBe(404);
-      }
-      expect(spooled()).toEqual([]);
-    });
-
-    test("a file over MAX_FILE_BYTES or a request part over 8 MiB is 413; nothing is kept", async () => {
-      const requestId = crypto.randomUUID();
-      const tooBig = await invokeStreamed([
-        requestPart(requestId),
-        picturePart,
-        { name: "extra", filename: "big.bin", body: filledStream(7) },
-      ]);
-      expect(tooBig.status).toBe(413);
-      expect((await tooBig.json()).error).toBe("payload_too_large");
-      expect((await t.fetch(`/executions/requests/${requestId}`, { token: alice })).status).toBe(404);
-
-      const longRequest = await invokeStreamed([requestPart(crypto.randomUUID(), "n".repeat(8 * MiB)), picturePart]);
-      expect(longRequest.status).toBe(413);
-      expect((await longRequest.json()).error).toBe("payload_too_large");
-      expect(spooled()).toEqual([]);
-    });
-
-    test("a file just under MAX_FILE_BYTES is taken whole, part order does not matter", async () => {
-      const res: TestResponse = await invokeStreamed([
-        picturePart,
-        { name: "extra", filename: "big.bin", body: filledStream(6) },
-        requestPart(crypto.randomUUID()),
-      ]);
-      expect(res.status).toBe(200);
-      const body = await res.json();
-      expect(body.execution.output).toMatchObject({ text: "png", hasExtra: true });
-      expect(body.uploads).toContainEqual(expect.objectContaining({ field: "extra", size: 6 * MiB }));
-      expect(spooled()).toEqual([]);
-    });
-
-    test("a malformed multipart invoke is 400 invalid_request", async () => {
-      const form = new FormData();
-      form.set("request", "{not json");
-      const res = await t.fetch("/actions/test.attach/invoke", { method: "POST", body: form, token: alice });
-      expect(res.status).toBe(400);
-      expect((await res.json()).error).toBe("invalid_request");
-      const noRequest = new FormData();
-      noRequest.set("picture", png("x"));
-      expect(
-        (await (await t.fetch("/actions/test.attach/invoke", { method: "POST", body: noRequest, token: alice })).json())
-          .error,
-      ).toBe("invalid_request");
-
-      const truncated = multipartStream([requestPart(crypto.randomUUID()), picturePart]);
-      const bytes = new Uint8Array(await new Response(truncated.body).arrayBuffer());
-      const broken: [Uint8Array | string, string][] = [
-        [bytes.subarray(0, bytes.length - 20), truncated.contentType], // no closing boundary
-        [bytes, "multipart/form-data"], // no boundary parameter
-        ["not multipart at all", truncated.contentType],
-        ["", truncated.contentType],
-      ];
-      for (const [body, contentType] of broken) {
-        const res = await t.fetch("/actions/test.attach/invoke", {
+  for (const storage of storages) {
+    describe(`file inputs on ${storage.name} (${dialect.name})`, () => {
+      let t: TestServer;
+      let alice: string;
+      const invoke = (parts: { request: unknown; files?: Record<string, File> }, token?: string | null) => {
+        const form = new FormData();
+        form.set("request", JSON.stringify(parts.request));
+        for (const [field, file] of Object.entries(parts.files ?? {})) form.set(field, file);
+        return t.fetch("/actions/test.attach/invoke", { method: "POST", body: form, token });
+      };
+      const png = (text: string, name = "cat.png") => new File([text], name, { type: "image/png" });
+      const invokeStreamed = (parts: PartSpec[], contentType?: string) => {
+        const multipart = multipartStream(parts);
+        return t.fetch("/actions/test.attach/invoke", {
           method: "POST",
-          headers: { "content-type": contentType },
-          body,
+          headers: { "content-type": contentType ?? multipart.contentType },
+          body: multipart.body,
           token: alice,
         });
+      };
+      const requestPart = (requestId: string, note = "x"): PartSpec => ({
+        name: "request",
+        body: JSON.stringify({ requestId, input: { note } }),
+      });
+      const picturePart: PartSpec = { name: "picture", filename: "p.png", contentType: "image/png", body: "png" };
+
+      beforeAll(async () => {
+        const env = { ...(await storage.env()), MAX_FILE_BYTES: String(6 * MiB) };
+        t = await startTestServer(dialect, { release: fixture("basic"), env });
+        alice = await t.userToken("alice");
+      });
+      afterAll(async () => {
+        await t.stop();
+        await storage.release();
+      });
+
+      test("a multipart invoke stores the files as the execution's uploads; the handler reads them", async () => {
+        const requestId = crypto.randomUUID();
+        const res = await invoke(
+          { request: { requestId, input: { note: "hi" } }, files: { picture: png("meow", "../../cat.png") } },
+          alice,
+        );
+        expect(res.status).toBe(200);
+        const body = await res.json();
+        expect(body.execution).toMatchObject({
+          status: "succeeded",
+          output: { size: 4, text: "meow", filename: "cat.png", hasExtra: false },
+        });
+        expect(body.uploads).toEqual([
+          {
+            field: "picture",
+            path: `executions/${body.execution.id}/picture/cat.png`,
+            filename: "cat.png",
+            contentType: "image/png",
+            size: 4,
+          },
+        ]);
+        const stored = await t.store.getFile(body.uploads[0].path);
+        expect(stored).toMatchObject({
+          ownerId: "alice",
+          sha256: new Bun.CryptoHasher("sha256").update("meow").digest("hex"),
+        });
+        expect(await storedText(t.config, body.uploads[0].path)).toBe("meow");
+        const followed = await (await t.fetch(`/executions/${body.execution.id}`, { token: alice })).json();
+        expect(followed.uploads).toEqual(body.uploads);
+        const { url } = await (
+          await t.fetch(`/storage/signed-download-url?filename=${body.uploads[0].path}`, { token: alice })
+        ).json();
+        expect(await (await fetch(url)).text()).toBe("meow");
+        const bob = await t.userToken("bob");
+        expect(
+          (await t.fetch(`/storage/signed-download-url?filename=${body.uploads[0].path}`, { token: bob })).status,
+        ).toBe(404);
+
+        const replay = await (
+          await invoke(
+            { request: { requestId, input: { note: "hi" } }, files: { picture: png("meow", "../../cat.png") } },
+            alice,
+          )
+        ).json();
+        expect(replay.execution.id).toBe(body.execution.id);
+        expect(replay.uploads).toEqual(body.uploads);
+        // Nothing stored again: the file's row was not rewritten and the bytes are the first ones.
+        expect((await t.store.getFile(body.uploads[0].path))?.updatedAt).toBe(stored?.updatedAt);
+        expect(await storedText(t.config, body.uploads[0].path)).toBe("meow");
+        const conflict = await invoke(
+          { request: { requestId, input: { note: "hi" } }, files: { picture: png("woof", "../../cat.png") } },
+          alice,
+        );
+        expect(conflict.status).toBe(409);
+        expect(spooled()).toEqual([]);
+      });
+
+      test("missing, too large, or of a type not listed: 400 with an issue at /input/<field>; nothing stored", async () => {
+        const cases: [Record<string, File>, string][] = [
+          [{}, "file_required"],
+          [{ picture: new File([new Uint8Array(5_000_001)], "big.png", { type: "image/png" }) }, "file_too_large"],
+          [{ picture: new File(["x"], "cat.gif", { type: "image/gif" }) }, "file_type_not_allowed"],
+        ];
+        for (const [files, code] of cases) {
+          const requestId = crypto.randomUUID();
+          const res = await invoke({ request: { requestId, input: { note: "x" } }, files }, alice);
+          expect(res.status, code).toBe(400);
+          const body = await res.json();
+          expect(body.error).toBe("action_contract_validation_failed");
+          expect(body.details.issues).toContainEqual(expect.objectContaining({ where: "/input/picture", code }));
+          expect((await t.fetch(`/executions/requests/${requestId}`, { token: alice })).status).toBe(404);
+        }
+        expect(spooled()).toEqual([]);
+      });
+
+      test("a file over MAX_FILE_BYTES or a request part over 8 MiB is 413; nothing is kept", async () => {
+        const requestId = crypto.randomUUID();
+        const tooBig = await invokeStreamed([
+          requestPart(requestId),
+          picturePart,
+          { name: "extra", filename: "big.bin", body: filledStream(7) },
+        ]);
+        expect(tooBig.status).toBe(413);
+        expect((await tooBig.json()).error).toBe("payload_too_large");
+        expect((await t.fetch(`/executions/requests/${requestId}`, { token: alice })).status).toBe(404);
+
+        const longRequest = await invokeStreamed([requestPart(crypto.randomUUID(), "n".repeat(8 * MiB)), picturePart]);
+        expect(longRequest.status).toBe(413);
+        expect((await longRequest.json()).error).toBe("payload_too_large");
+        expect(spooled()).toEqual([]);
+      });
+
+      test("a file just under MAX_FILE_BYTES is taken whole, part order does not matter", async () => {
+        const res: TestResponse = await invokeStreamed([
+          picturePart,
+          { name: "extra", filename: "big.bin", body: filledStream(6) },
+          requestPart(crypto.randomUUID()),
+        ]);
+        expect(res.status).toBe(200);
+        const body = await res.json();
+        expect(body.execution.output).toMatchObject({ text: "png", hasExtra: true });
+        expect(body.uploads).toContainEqual(expect.objectContaining({ field: "extra", size: 6 * MiB }));
+        expect(spooled()).toEqual([]);
+      });
+
+      test("a malformed multipart invoke is 400 invalid_request", async () => {
+        const form = new FormData();
+        form.set("request", "{not json");
+        const res = await t.fetch("/actions/test.attach/invoke", { method: "POST", body: form, token: alice });
         expect(res.status).toBe(400);
-        expect(await res.json()).toMatchObject({ ok: false, error: "invalid_request" });
-      }
-      expect(spooled()).toEqual([]);
+        expect((await res.json()).error).toBe("invalid_request");
+        const noRequest = new FormData();
+        noRequest.set("picture", png("x"));
+        expect(
+          (
+            await (
+              await t.fetch("/actions/test.attach/invoke", { method: "POST", body: noRequest, token: alice })
+            ).json()
+          ).error,
+        ).toBe("invalid_request");
+
+        const truncated = multipartStream([requestPart(crypto.randomUUID()), picturePart]);
+        const bytes = new Uint8Array(await new Response(truncated.body).arrayBuffer());
+        const broken: [Uint8Array | string, string][] = [
+          [bytes.subarray(0, bytes.length - 20), truncated.contentType], // no closing boundary
+          [bytes, "multipart/form-data"], // no boundary parameter
+          ["not multipart at all", truncated.contentType],
+          ["", truncated.contentType],
+        ];
+        for (const [body, contentType] of broken) {
+          const res = await t.fetch("/actions/test.attach/invoke", {
+            method: "POST",
+            headers: { "content-type": contentType },
+            body,
+            token: alice,
+          });
+          expect(res.status).toBe(400);
+          expect(await res.json()).toMatchObject({ ok: false, error: "invalid_request" });
+        }
+        expect(spooled()).toEqual([]);
+      });
     });
-  });
+  }
 }
 
 describe("streaming multipart invocation", () => {

@@ -100,6 +100,14 @@ export class S3Storage implements Storage {
     }
   }
 
+  signPut(path: string, expiresInSeconds: number): Promise<string> {
+    return this.client.presignedPutObject(this.bucket, checkPath(path), expiresInSeconds);
+  }
+
+  signGet(path: string, expiresInSeconds: number): Promise<string> {
+    return this.client.presignedGetObject(this.bucket, checkPath(path), expiresInSeconds);
+  }
+
   async delete(path: string): Promise<void> {
     try {
       await this.client.removeObject(this.bucket, checkPath(path));

@@ -60,24 +60,60 @@ export class FileService {
   async signUpload(principal: Principal, path: unknown, contentType: string, expiresInMs = HOUR) {
     const checked = checkPath(path);
     const existing = await this.owned(principal, checked, true);
-    // The owner is recorded now: the browser that uploads carries no credential.
-    if (!existing) await this.record(checked, contentType, { size: null, sha256: null }, null, principal);
     const expiresAt = this.now() + expiresInMs;
-    const token = signGrant({ p: checked, m: "PUT", ct: contentType, exp: expiresAt }, this.$.secret);
-    return {
-      url: `${this.$.publicUrl()}/storage/signed/${token}`,
+    const answer = (url: string) => ({
+      url,
       method: "PUT" as const,
       headers: { "content-type": contentType },
       expiresAt: new Date(expiresAt).toISOString(),
-    };
+    });
+    if (this.$.storage.signPut) {
+      // The bytes go straight to the store: the size and checksum are unknown until the file is next
+      // asked for (see known()). The owner is recorded now: the browser carries no credential.
+      await this.record(checked, contentType, { size: null, sha256: null }, existing, principal);
+      return answer(await this.$.storage.signPut(checked, Math.ceil(expiresInMs / 1000)));
+    }
+    if (!existing) await this.record(checked, contentType, { size: null, sha256: null }, null, principal);
+    return answer(
+      `${this.$.publicUrl()}/storage/signed/${signGrant({ p: checked, m: "PUT", ct: contentType, exp: expiresAt }, this.$.secret)}`,
+    );
   }
 
   async signDownload(principal: Principal, path: unknown, expiresInMs = HOUR) {
     const checked = checkPath(path);
-    if (!(await this.owned(principal, checked, false))) throw new FileNotFound();
+    const row = await this.owned(principal, checked, false);
+    if (!row || !(await this.known(row))) throw new FileNotFound();
     const expiresAt = this.now() + expiresInMs;
-    const token = signGrant({ p: checked, m: "GET", exp: expiresAt }, this.$.secret);
-    return { url: `${this.$.publicUrl()}/storage/signed/${token}`, expiresAt: new Date(expiresAt).toISOString() };
+    const url = this.$.storage.signGet
+      ? await this.$.storage.signGet(checked, Math.ceil(expiresInMs / 1000))
+      : `${this.$.publicUrl()}/storage/signed/${signGrant({ p: checked, m: "GET", exp: expiresAt }, this.$.secret)}`;
+    return { url, expiresAt: new Date(expiresAt).toISOString() };
+  }
+
+  /**
+   * The row with its size and sha256 known, or null when its file is absent. A file PUT straight to
+   * the store through a presigned URL is read once here to learn them; one larger than MAX_FILE_BYTES
+   * (a presigned PUT carries no size limit) is deleted and counts as absent. The row itself stays: it
+   * records the owner of an upload URL that may still be used.
+   */
+  private async known(row: FileRow): Promise<FileRow | null> {
+    if (row.size !== null) return row;
+    const object = await this.$.storage.get(row.path);
+    if (!object) return null;
+    if (object.size > this.$.maxBytes) {
+      await object.body.cancel();
+      await this.$.storage.delete(row.path);
+      return null;
+    }
+    const hash = new Bun.CryptoHasher("sha256");
+    let size = 0;
+    for await (const chunk of object.body) {
+      hash.update(chunk);
+      size += chunk.byteLength;
+    }
+    const learned = { ...row, size, sha256: hash.digest("hex"), updatedAt: this.now() };
+    await this.$.store.putFile(learned);
+    return learned;
   }
 
   async delete(principal: Principal, path: unknown): Promise<void> {
@@ -122,7 +158,9 @@ export class FileService {
 
   async uploadsOf(executionIds: string[]): Promise<Map<string, Upload[]>> {
     const byExecution = new Map<string, Upload[]>();
-    for (const row of await this.$.store.uploadsOf(executionIds)) {
+    for (const stored of await this.$.store.uploadsOf(executionIds)) {
+      const row = await this.known(stored);
+      if (!row) continue;
       const list = byExecution.get(row.executionId ?? "") ?? [];
       list.push(toUpload(row));
       byExecution.set(row.executionId ?? "", list);

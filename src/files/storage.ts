@@ -10,6 +10,12 @@ export interface Storage {
   /** The bytes, streamed; null when there is no such file. */
   get(path: string): Promise<{ body: ReadableStream<Uint8Array>; size: number } | null>;
   delete(path: string): Promise<void>;
+  /**
+   * Only for a store that serves presigned URLs itself (S3): a URL that PUTs / GETs `path` for
+   * `expiresInSeconds` without a credential. A driver without them gets the server's own signed URLs.
+   */
+  signPut?(path: string, expiresInSeconds: number): Promise<string>;
+  signGet?(path: string, expiresInSeconds: number): Promise<string>;
 }
 
 export interface StoredObject {

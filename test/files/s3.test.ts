@@ -1,45 +1,24 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-// @ts-expect-error s3rver ships no types; the little used here is typed below
-import S3rverModule from "s3rver";
 import { ConfigError, loadConfig } from "../../src/config.ts";
 import { InvalidPath } from "../../src/files/paths.ts";
 import { type S3Settings, S3Storage } from "../../src/files/s3.ts";
 import { TooLarge } from "../../src/files/storage.ts";
-import { dialects } from "../support/databases.ts";
-import { startTestServer, type TestServer } from "../support/server.ts";
+import { holdS3rver, releaseS3rver, S3_KEY } from "../support/storages.ts";
+import { MiB } from "../support/streams.ts";
 
-interface S3rverInstance {
-  run(): Promise<{ port: number }>;
-  close(): Promise<void>;
-}
-const S3rver = S3rverModule as new (options: Record<string, unknown>) => S3rverInstance;
-
-const MiB = 1024 * 1024;
-let s3rver: S3rverInstance;
-let directory: string;
+// The server-level rules run on S3 too: test/storage.test.ts and test/file-inputs.test.ts take every driver.
 let endPoint: string;
-
 beforeAll(async () => {
-  directory = mkdtempSync(join(tmpdir(), "actuate-s3-"));
-  s3rver = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory });
-  const { port } = await s3rver.run();
-  endPoint = `http://127.0.0.1:${port}`;
+  endPoint = await holdS3rver();
 });
-
-afterAll(async () => {
-  await s3rver.close();
-  rmSync(directory, { recursive: true, force: true });
-});
+afterAll(releaseS3rver);
 
 const settings = (bucket: string): S3Settings => ({
   endPoint,
   region: "us-east-1",
   bucket,
-  accessKey: "S3RVER",
-  secretKey: "S3RVER",
+  accessKey: S3_KEY,
+  secretKey: S3_KEY,
   partSize: 5 * MiB,
 });
 
@@ -125,63 +104,6 @@ describe("S3Storage against s3rver", () => {
     }
   });
 });
-
-for (const dialect of dialects) {
-  describe(`storage on s3 through the server (${dialect.name})`, () => {
-    let t: TestServer;
-    let alice: string;
-    const upload = (path: string, body: RequestInit["body"], token?: string | null) =>
-      t.fetch("/storage/upload", { method: "PUT", headers: { path, "content-type": "text/plain" }, body, token });
-    const signDownload = (path: string) =>
-      t.fetch(`/storage/signed-download-url?filename=${encodeURIComponent(path)}`, { token: alice });
-
-    beforeAll(async () => {
-      t = await startTestServer(dialect, {
-        env: {
-          STORAGE: "s3",
-          S3_ENDPOINT: endPoint,
-          S3_BUCKET: "actuate-test",
-          S3_ACCESS_KEY: "S3RVER",
-          S3_SECRET_KEY: "S3RVER",
-          MAX_FILE_BYTES: String(MiB),
-        },
-      });
-      alice = await t.userToken("alice");
-    });
-    afterAll(() => t.stop());
-
-    test("upload lands in the bucket; our own signed URL serves it; delete removes it", async () => {
-      const res = await upload("docs/hello.txt", "hello world", alice);
-      expect(res.status).toBe(200);
-      expect(await res.json()).toMatchObject({ path: "docs/hello.txt", size: 11, sha256: sha256("hello world") });
-      const direct = await new S3Storage(settings("actuate-test")).get("docs/hello.txt");
-      expect(direct?.size).toBe(11);
-      await direct?.body.cancel();
-
-      const signed = await (await signDownload("docs/hello.txt")).json();
-      expect(signed.url.startsWith(`${t.url}/storage/signed/`)).toBe(true);
-      const download = await fetch(signed.url);
-      expect(download.status).toBe(200);
-      expect(download.headers.get("content-type")).toBe("text/plain");
-      expect(await download.text()).toBe("hello world");
-
-      const gone = await t.fetch("/storage/files?filename=docs/hello.txt", { method: "DELETE", token: alice });
-      expect(await gone.json()).toEqual({ ok: true });
-      expect((await fetch(signed.url)).status).toBe(404);
-      expect(await new S3Storage(settings("actuate-test")).get("docs/hello.txt")).toBeNull();
-    });
-
-    test("a body over MAX_FILE_BYTES is 413 and leaves no object, declared or streamed", async () => {
-      for (const body of [new Uint8Array(MiB + 1), streamOf(new Uint8Array(MiB + 1))]) {
-        const res = await upload("big.bin", body, alice);
-        expect(res.status).toBe(413);
-        expect((await res.json()).error).toBe("payload_too_large");
-        expect((await signDownload("big.bin")).status).toBe(404);
-        expect(await new S3Storage(settings("actuate-test")).get("big.bin")).toBeNull();
-      }
-    });
-  });
-}
 
 describe("STORAGE=s3 configuration", () => {
   test("a missing S3 setting is a ConfigError naming it", () => {
