@@ -55,9 +55,7 @@ export async function startServer(
     config.storage.driver === "s3" ? await S3Storage.open(config.storage) : new DiskStorage(config.storage.root);
   const interrupted = await store.failInterrupted(Date.now());
   if (interrupted > 0)
-    log(
-      `${interrupted} function execution(s) left running by a stopped server were marked failed (execution_interrupted)`,
-    );
+    log(`${interrupted} execution(s) left running by a stopped server were marked failed (execution_interrupted)`);
   const releases = new ReleaseRegistry(store, bundlesDir(config), log);
   await releases.refresh();
   releases.watch(config.releasePollMs);
