@@ -110,12 +110,21 @@ for (const dialect of dialects) {
       expect(effects(log)).toHaveLength(3);
     });
 
-    test("a failing step is retried with backoff, then succeeds", async () => {
+    const marksOf = async (runId: string) => {
+      const res = await server.fetch("/query?format=objects", {
+        method: "POST",
+        body: JSON.stringify({ query: { marks: { $: { where: { runId } } } } }),
+      });
+      return ((await res.json()).marks as { step: string }[]).map((m) => m.step);
+    };
+
+    test("a failing step is retried with backoff, then succeeds; only the attempt that succeeded keeps its writes", async () => {
       const { runId } = await (await server.invoke("wf.flaky", { failures: 2, retries: 2, backoffMs: 20 })).json();
       const view = await ended(runId);
       expect(view.status).toBe("succeeded");
       expect(view.output).toEqual({ attempt: 3 });
       expect(view.steps).toMatchObject([{ name: "call", status: "succeeded", attempts: 3, output: 3 }]);
+      expect(await marksOf(runId)).toEqual(["call-3"]);
     });
 
     test("a step that keeps failing fails the run with action_failed and the step's message", async () => {
@@ -123,6 +132,7 @@ for (const dialect of dialects) {
       const view = await ended(runId);
       expect(view).toMatchObject({ status: "failed", errorCode: "action_failed", errorMessage: "attempt 2 failed" });
       expect(view.steps).toMatchObject([{ name: "call", status: "failed", attempts: 2, error: "attempt 2 failed" }]);
+      expect(await marksOf(runId)).toEqual([]);
       const execution = await (await server.fetch(`/executions/${runId}`)).json();
       expect(execution).toMatchObject({
         status: "failed",

@@ -164,7 +164,10 @@ export interface RunStore {
   claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<RunRow[]>;
   /** Extends the leases `owner` still holds among `ids`; answers those, with whether a cancel was asked. */
   renew(owner: string, ids: string[], leaseUntil: number): Promise<{ id: string; cancelRequested: boolean }[]>;
-  /** Stores a step's row; its data writes (a succeeded step's) commit with it or not at all. */
+  /**
+   * Stores a step's row; its data writes (a succeeded step's) commit with it or not at all. An attempt's
+   * start (`running`) never replaces the row of the same or a later attempt, whatever order writes land in.
+   */
   saveStep(owner: string, step: StepRow, writes?: WriteStatement[]): Promise<boolean>;
   /** Gives the run up until `wakeAt` (a sleep, a retry's backoff), with the step row that says why. */
   suspend(

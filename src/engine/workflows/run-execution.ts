@@ -175,8 +175,8 @@ export class RunExecution {
       startedAt,
       finishedAt: null,
     };
-    // Shows the attempt while it runs (and counts it if the process dies); not waited for: only the
-    // checkpoint after it decides anything, and it queues behind this write.
+    // Shows the attempt while it runs (and counts it if the process dies). Not waited for: only the
+    // checkpoint decides anything, and the store never lets an attempt's start replace a later row.
     this.$.store.runs.saveStep(this.owner, row).catch((error) => this.logStoreError(error));
 
     const data = this.$.data.forExecution(this.principal, release, this.$.now);

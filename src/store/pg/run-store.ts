@@ -45,6 +45,7 @@ const UPSERT_STEP = `insert into workflow_steps (run_id, name, seq, kind, status
   on conflict (run_id, name) do update set seq = excluded.seq, kind = excluded.kind, status = excluded.status,
     attempts = excluded.attempts, output = excluded.output, error = excluded.error,
     started_at = excluded.started_at, finished_at = excluded.finished_at
+  where excluded.status <> 'running' or workflow_steps.attempts < excluded.attempts
   returning run_id`;
 
 // Skip locked: two instances claiming at once take different runs instead of waiting on each other.

@@ -71,7 +71,8 @@ export class SqliteRunStore implements RunStore {
        values ($runId, $name, $seq, $kind, $status, $attempts, $output, $error, $startedAt, $finishedAt)
        on conflict (run_id, name) do update set seq = excluded.seq, kind = excluded.kind, status = excluded.status,
         attempts = excluded.attempts, output = excluded.output, error = excluded.error,
-        started_at = excluded.started_at, finished_at = excluded.finished_at`,
+        started_at = excluded.started_at, finished_at = excluded.finished_at
+       where excluded.status <> 'running' or workflow_steps.attempts < excluded.attempts`,
     );
     this.isHeld = client.prepare(`select id from workflow_runs where id = $id and ${HELD} and ${WAITING}`);
     this.due = client.prepare(
