@@ -73,10 +73,12 @@ export class RunExecution {
   private seq = 0;
   private readonly principal: Principal;
 
+  /** `fresh`: the run was just admitted by this process, so it has no checkpoints to read yet. */
   constructor(
     private readonly run: RunRow,
     private readonly owner: string,
     private readonly $: RunDeps,
+    private readonly fresh = false,
   ) {
     this.principal = { kind: run.principalKind, id: run.principalId };
     if (run.cancelRequested) this.halted = "canceled";
@@ -103,7 +105,8 @@ export class RunExecution {
     if (action?.kind !== "workflow") {
       return this.end(failed(`release ${release.version} has no workflow ${this.run.workflow}`, this.$.now()));
     }
-    this.checkpoints = new Map((await this.$.store.runs.steps(this.run.id)).map((step) => [step.name, step]));
+    const steps = this.fresh ? [] : await this.$.store.runs.steps(this.run.id);
+    this.checkpoints = new Map(steps.map((step) => [step.name, step]));
     if (this.halted === "canceled") return this.end(runCanceled(this.$.now()));
 
     let returned: unknown;

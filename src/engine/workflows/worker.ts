@@ -68,7 +68,7 @@ export class WorkflowWorker {
   /** Starts a run admitted with this process's lease in a reserved slot. */
   launch(run: RunRow): void {
     this.reserved--;
-    this.begin(run);
+    this.begin(run, true);
   }
 
   /** Resolves when this process's current pass over the run ends (ended, suspended or let go); undefined if none. */
@@ -128,8 +128,8 @@ export class WorkflowWorker {
     } while (this.claimAgain && !this.stopped);
   }
 
-  private begin(run: RunRow): void {
-    const execution = new RunExecution(run, this.owner, this.$);
+  private begin(run: RunRow, fresh = false): void {
+    const execution = new RunExecution(run, this.owner, this.$, fresh);
     const done = execution
       .execute()
       .then((outcome) => {
