@@ -124,7 +124,8 @@ export class WorkflowWorker {
       const now = this.$.now();
       const runs = await this.$.store.runs.claim(this.owner, now, this.leaseUntil(now), free);
       this.backlog = runs.length === free;
-      for (const run of runs) this.begin(run);
+      // A run whose lease ran out while its pass here went on (a stalled heartbeat) is ours again: let the pass go on.
+      for (const run of runs) if (!this.active.has(run.id)) this.begin(run);
     } while (this.claimAgain && !this.stopped);
   }
 
