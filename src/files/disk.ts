@@ -1,7 +1,7 @@
 import { mkdir, rename, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { checkPath } from "./paths.ts";
-import { metered, type Storage, type StoredObject } from "./storage.ts";
+import { metered, type PutOptions, type Storage, type StoredBytes, type StoredObject } from "./storage.ts";
 
 /** Written to the file in pieces of this size: fewer, larger writes. */
 const WRITE_BUFFER = 1024 * 1024;
@@ -15,7 +15,7 @@ export class DiskStorage implements Storage {
 
   constructor(private readonly root: string) {}
 
-  async put(path: string, body: ReadableStream<Uint8Array>, options: { maxBytes: number }): Promise<StoredObject> {
+  async put(path: string, body: ReadableStream<Uint8Array>, options: PutOptions): Promise<StoredObject> {
     const target = this.resolve(path);
     await mkdir(dirname(target), { recursive: true });
     const temporary = `${target}.${crypto.randomUUID()}.part`;
@@ -33,10 +33,15 @@ export class DiskStorage implements Storage {
     return input.stored();
   }
 
-  async get(path: string) {
-    const file = Bun.file(this.resolve(path));
-    if (!(await file.exists())) return null;
-    return { body: file.stream(), size: (await stat(this.resolve(path))).size };
+  async get(path: string): Promise<StoredBytes | null> {
+    const target = this.resolve(path);
+    const size = await stat(target).then(
+      (found) => (found.isFile() ? found.size : null),
+      () => null,
+    );
+    if (size === null) return null;
+    const file = Bun.file(target);
+    return { body: file.stream(), size, file };
   }
 
   async delete(path: string): Promise<void> {

@@ -50,10 +50,11 @@ export class FileService {
     path: unknown,
     contentType: string,
     body: ReadableStream<Uint8Array>,
+    size?: number,
   ): Promise<FileView> {
     const checked = checkPath(path);
     const existing = await this.owned(principal, checked, true);
-    const stored = await this.$.storage.put(checked, body, { contentType, maxBytes: this.$.maxBytes });
+    const stored = await this.$.storage.put(checked, body, { contentType, maxBytes: this.$.maxBytes, size });
     return this.record(checked, contentType, stored, existing, principal);
   }
 
@@ -135,6 +136,7 @@ export class FileService {
       const stored = await this.$.storage.put(path, file.stream(), {
         contentType: file.contentType,
         maxBytes: this.$.maxBytes,
+        size: file.size,
       });
       const now = this.now();
       const row: FileRow = {

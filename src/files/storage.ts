@@ -2,13 +2,9 @@
 export interface Storage {
   readonly driver: "disk" | "s3";
   /** Streams `body` in, refusing it past `maxBytes` (nothing is kept then); answers its size and sha256. */
-  put(
-    path: string,
-    body: ReadableStream<Uint8Array>,
-    options: { contentType: string; maxBytes: number },
-  ): Promise<StoredObject>;
+  put(path: string, body: ReadableStream<Uint8Array>, options: PutOptions): Promise<StoredObject>;
   /** The bytes, streamed; null when there is no such file. */
-  get(path: string): Promise<{ body: ReadableStream<Uint8Array>; size: number } | null>;
+  get(path: string): Promise<StoredBytes | null>;
   delete(path: string): Promise<void>;
   /**
    * Only for a store that serves presigned URLs itself (S3): a URL that PUTs / GETs `path` for
@@ -16,6 +12,20 @@ export interface Storage {
    */
   signPut?(path: string, expiresInSeconds: number): Promise<string>;
   signGet?(path: string, expiresInSeconds: number): Promise<string>;
+}
+
+export interface PutOptions {
+  contentType: string;
+  maxBytes: number;
+  /** The body's length, when the sender declared it (Content-Length, a spooled file). */
+  size?: number;
+}
+
+export interface StoredBytes {
+  body: ReadableStream<Uint8Array>;
+  size: number;
+  /** A local file: an HTTP response can send it as is (sendfile) instead of streaming `body` through JS. */
+  file?: Blob;
 }
 
 export interface StoredObject {

@@ -20,6 +20,11 @@ const SignUpload = Type.Object(
 );
 
 const contentTypeOf = (request: Request) => request.headers.get("content-type") ?? "application/octet-stream";
+/** The Content-Length a sender declared, if any (Bun holds the body to it). */
+const declaredLength = (request: Request) => {
+  const header = request.headers.get("content-length");
+  return header === null || !/^\d+$/.test(header) ? undefined : Number(header);
+};
 const emptyBody = () => new ReadableStream<Uint8Array>({ start: (c) => c.close() });
 
 /** /storage: uploads streamed to the driver, signed URLs a browser can use without a credential, deletes. */
@@ -31,13 +36,20 @@ export const storageRoutes = (deps: HttpDeps & { files: FileService }) =>
     )
     .get("/storage/signed/:token", async ({ params }) => {
       const file = await deps.files.signedDownload(params.token);
-      return new Response(file.body, {
+      // A local file goes out by sendfile; anything else streams through.
+      return new Response(file.file ?? file.body, {
         headers: { "content-type": file.contentType, "content-length": String(file.size) },
       });
     })
     .use(authenticated(deps.auth, deps.publicUrl))
     .put("/storage/upload", async ({ request, principal }) =>
-      deps.files.upload(principal, request.headers.get("path"), contentTypeOf(request), request.body ?? emptyBody()),
+      deps.files.upload(
+        principal,
+        request.headers.get("path"),
+        contentTypeOf(request),
+        request.body ?? emptyBody(),
+        declaredLength(request),
+      ),
     )
     .post("/storage/signed-upload-url", async ({ request, principal }) => {
       const body = await readJsonBody(request, SIGN_BODY_LIMIT);

@@ -80,6 +80,20 @@ describe("S3Storage against s3rver", () => {
     expect(sha256(found?.bytes ?? new Uint8Array())).toBe(sha256(bytes));
   });
 
+  test("a body of declared length goes up as one PUT and comes back whole; declared over maxBytes is refused", async () => {
+    const bytes = randomBytes(7 * MiB + 5);
+    const options = { contentType: "image/png", maxBytes: 64 * MiB, size: bytes.byteLength };
+    expect(await storage.put("whole.bin", streamOf(bytes), options)).toEqual({
+      size: bytes.byteLength,
+      sha256: sha256(bytes),
+    });
+    expect(sha256((await read("whole.bin"))?.bytes ?? new Uint8Array())).toBe(sha256(bytes));
+    await expect(
+      storage.put("declared-too-large", streamOf(bytes), { ...options, maxBytes: MiB }),
+    ).rejects.toBeInstanceOf(TooLarge);
+    expect(await storage.get("declared-too-large")).toBeNull();
+  });
+
   test("past maxBytes the put throws TooLarge and leaves no object, whether or not parts were sent", async () => {
     for (const [path, size, limit] of [
       ["small-too-large", 2048, 1024],
