@@ -18,6 +18,7 @@ import { ExecutionFeed } from "./execution-feed.ts";
 import { canSee } from "./executions.ts";
 import { findNulCharacter } from "./json-text.ts";
 import { Runner } from "./runner.ts";
+import { newRun } from "./workflows/new-run.ts";
 import { type WorkerSettings, WorkflowWorker } from "./workflows/worker.ts";
 
 export interface EngineResources {
@@ -170,52 +171,21 @@ export class Engine {
     fingerprint: string,
   ): Promise<InvokeOutcome> {
     const now = this.now();
-    const id = Bun.randomUUIDv7();
     const starting = this.workflows.reserve();
-    const status = starting ? "running" : "queued";
-    const principal = { principalKind: request.principal.kind, principalId: request.principal.id };
-    const run: RunRow = {
-      id,
+    const lease = starting ? { owner: this.workflows.owner, until: this.workflows.leaseUntil(now) } : null;
+    const { execution, run } = newRun({
+      principal: request.principal,
       requestId: request.requestId,
-      workflow: request.action,
-      releaseVersion: release.version,
-      ...principal,
       input: request.input,
-      status,
-      output: null,
-      errorCode: null,
-      errorMessage: null,
-      cancelRequested: false,
-      leaseOwner: starting ? this.workflows.owner : null,
-      leaseExpiresAt: starting ? this.workflows.leaseUntil(now) : null,
-      wakeAt: now,
-      createdAt: now,
-      updatedAt: now,
-      finishedAt: null,
-    };
+      contract: action.contract,
+      releaseVersion: release.version,
+      fingerprint,
+      lease,
+      now,
+    });
     let admitted: Awaited<ReturnType<Store["runs"]["admit"]>>;
     try {
-      admitted = await this.$.store.runs.admit(
-        {
-          id,
-          requestId: request.requestId,
-          ...principal,
-          action: request.action,
-          kind: "workflow",
-          releaseVersion: release.version,
-          contractHash: action.contract.contractHash,
-          inputFingerprint: fingerprint,
-          input: request.input,
-          status,
-          output: null,
-          errorCode: null,
-          errorMessage: null,
-          createdAt: now,
-          startedAt: starting ? now : null,
-          finishedAt: null,
-        },
-        run,
-      );
+      admitted = await this.$.store.runs.admit(execution, run);
     } catch (error) {
       if (starting) this.workflows.unreserve();
       throw error;
@@ -225,7 +195,7 @@ export class Engine {
       return this.replay(admitted.execution, fingerprint);
     }
     if (starting) this.workflows.launch(run);
-    return { execution: admitted.execution, settled: false, replayed: false, runId: id };
+    return { execution: admitted.execution, settled: false, replayed: false, runId: run.id };
   }
 
   /** A workflow run with its steps, if the caller may see it (its own, or any for a service key). */
