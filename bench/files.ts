@@ -1,6 +1,9 @@
 // `bun bench/files.ts` (part of `bun run bench`): a 100 MiB file uploaded and downloaded through the
 // server, against the same bytes written and read straight to the disk / straight to the S3 endpoint
-// (presigned single PUT and GET), in one run; and the server's peak RSS meanwhile.
+// (presigned single PUT and GET), in one run; and the server's peak RSS meanwhile. With STORAGE=s3 a
+// download is the signed-download-url call plus a presigned GET of the store (the bytes no longer
+// pass through the server). For disk, a bare Bun.serve doing the unavoidable work (stream + sha256 to
+// a file, sendfile out; bench/files-floor.ts) is measured too: the floor any server here can reach.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as Minio from "minio";
@@ -70,7 +73,12 @@ async function throughServer(env: Record<string, string>) {
       timed(async () => {
         const res = await fetch(`${base}/storage/upload`, {
           method: "PUT",
-          headers: { ...auth, path: "bench/file.bin", "content-type": "application/octet-stream" },
+          headers: {
+            ...auth,
+            path: "bench/file.bin",
+            "content-type": "application/octet-stream",
+            "content-length": String(SIZE_MIB * MiB),
+          },
           body: body(),
         });
         if (res.status !== 200) throw new Error(`upload answered ${res.status}: ${await res.text()}`);
@@ -90,22 +98,27 @@ async function throughServer(env: Record<string, string>) {
   };
 }
 
-async function compare(
-  label: string,
-  server: Awaited<ReturnType<typeof throughServer>>,
-  direct: { upload(): Promise<number>; download(): Promise<number> },
-) {
+interface Pair {
+  upload(): Promise<number>;
+  download(): Promise<number>;
+}
+
+async function compare(label: string, server: Awaited<ReturnType<typeof throughServer>>, direct: Pair, floor?: Pair) {
   const rows = {
     serverUp: [] as number[],
     serverDown: [] as number[],
     directUp: [] as number[],
     directDown: [] as number[],
+    floorUp: [] as number[],
+    floorDown: [] as number[],
   };
   for (let round = 0; round < ROUNDS; round++) {
     rows.directUp.push(await direct.upload());
     rows.serverUp.push(await server.upload());
+    if (floor) rows.floorUp.push(await floor.upload());
     rows.directDown.push(await direct.download());
     rows.serverDown.push(await server.download());
+    if (floor) rows.floorDown.push(await floor.download());
   }
   const mbps = (ms: number) => (SIZE_MIB / (ms / 1000)).toFixed(0);
   const up = median(rows.directUp) / median(rows.serverUp);
@@ -117,17 +130,55 @@ async function compare(
   console.log(
     `  download  server ${mbps(median(rows.serverDown))} MiB/s  direct ${mbps(median(rows.directDown))} MiB/s  ratio ${down.toFixed(2)}${down >= 0.6 ? "" : "  MISSED"} (target >= 0.6)`,
   );
+  if (floor) {
+    const floorUp = median(rows.directUp) / median(rows.floorUp);
+    const floorDown = median(rows.directDown) / median(rows.floorDown);
+    console.log(
+      `  bare Bun.serve floor: upload ${mbps(median(rows.floorUp))} MiB/s (ratio ${floorUp.toFixed(2)}), download ${mbps(median(rows.floorDown))} MiB/s (ratio ${floorDown.toFixed(2)})`,
+    );
+  }
   console.log(`  server peak RSS ${(server.peak() / MiB).toFixed(0)} MiB`);
+}
+
+async function bareFloor(): Promise<Pair & { stop(): Promise<void> }> {
+  const port = freePort();
+  const proc = startProcess({
+    name: "files-floor",
+    cmd: ["bun", "bench/files-floor.ts"],
+    env: { PORT: String(port), FLOOR_DIR: tempDir("actuate-bench-floor-") },
+  });
+  const base = `http://127.0.0.1:${port}`;
+  await waitHealthy(`${base}/healthz`, proc);
+  return {
+    upload: () =>
+      timed(async () => {
+        const headers = { "content-length": String(SIZE_MIB * MiB) };
+        const res = await fetch(`${base}/file`, { method: "PUT", headers, body: body() });
+        if (res.status !== 200) throw new Error(`floor upload answered ${res.status}`);
+      }),
+    download: () =>
+      timed(async () => {
+        if ((await drain(await fetch(`${base}/file`))) !== SIZE_MIB * MiB) throw new Error("short floor download");
+      }),
+    stop: () => proc.stop(),
+  };
 }
 
 async function disk() {
   const dir = tempDir("actuate-bench-direct-");
   const path = join(dir, "file.bin");
   const server = await throughServer({});
-  await compare("disk", server, {
-    upload: () => timed(() => Bun.write(path, new Response(body()))),
-    download: () => timed(async () => drain(new Response(Bun.file(path).stream()))),
-  });
+  const floor = await bareFloor();
+  await compare(
+    "disk",
+    server,
+    {
+      upload: () => timed(() => Bun.write(path, new Response(body()))),
+      download: () => timed(async () => drain(new Response(Bun.file(path).stream()))),
+    },
+    floor,
+  );
+  await floor.stop();
   await server.stop();
 }
 
