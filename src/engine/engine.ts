@@ -280,23 +280,36 @@ export class Engine {
     return { execution: settled ?? row, settled: settled !== undefined, replayed: true };
   }
 
-  /** Settles from this process's runner when it runs here; otherwise polls the store with backoff. */
+  /**
+   * Answers the execution once it has ended, or undefined after `waitMs`. An end in this process (a
+   * handler, a workflow run's last pass) is published on the feed and wakes the wait at once; otherwise
+   * the row is read again with backoff (another instance, or a run that sleeps).
+   */
   private async waitForEnd(row: ExecutionRow, waitMs: number): Promise<ExecutionRow | undefined> {
     const deadline = this.now() + waitMs;
-    for (let delay = POLL_MIN_MS; ; delay = Math.min(delay * 2, POLL_MAX_MS)) {
-      const local = this.runner.running(row.id);
-      let latest: ExecutionRow | null | undefined;
-      if (local) latest = await this.within(local, deadline - this.now());
-      else {
-        // A run's pass here ends when the run does, sleeps or is let go; the row says which.
-        const pass = this.workflows.pass(row.id);
-        if (pass) await this.within(pass, deadline - this.now());
-        latest = await this.$.store.getExecution(row.id);
+    let ended: ExecutionRow | undefined;
+    let wake = () => {};
+    const unsubscribe = this.feed.subscribe(row.id, (event) => {
+      if (event.type !== "status" || !isTerminal(event.execution.status)) return;
+      ended = event.execution;
+      wake();
+    });
+    try {
+      for (let delay = POLL_MIN_MS; ; delay = Math.min(delay * 2, POLL_MAX_MS)) {
+        const latest = ended ?? (await this.$.store.getExecution(row.id));
+        if (latest && isTerminal(latest.status)) return latest;
+        const left = deadline - this.now();
+        if (left <= 0) return undefined;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(delay, left));
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
       }
-      if (latest && isTerminal(latest.status)) return latest;
-      const left = deadline - this.now();
-      if (left <= 0) return undefined;
-      await Bun.sleep(Math.min(delay, left));
+    } finally {
+      unsubscribe();
     }
   }
 

@@ -59,11 +59,6 @@ export class Runner {
     return done;
   }
 
-  /** Resolves to the row as finally stored if `id` runs in this process; undefined otherwise. Never rejects. */
-  running(id: string): Promise<ExecutionRow> | undefined {
-    return this.inFlight.get(id)?.done;
-  }
-
   /** Aborts every handler's signal and waits (up to `graceMs`) for their final status to be stored. */
   async drain(graceMs: number): Promise<void> {
     const pending = [...this.inFlight.values()];

@@ -71,11 +71,6 @@ export class WorkflowWorker {
     this.begin(run, true);
   }
 
-  /** Resolves when this process's current pass over the run ends (ended, suspended or let go); undefined if none. */
-  pass(runId: string): Promise<unknown> | undefined {
-    return this.active.get(runId)?.done;
-  }
-
   /** Stops a run this process executes at its next step boundary; false when it does not run here. */
   cancel(runId: string): boolean {
     const running = this.active.get(runId);
