@@ -102,7 +102,10 @@ export class MultipartReader {
   }
 
   private async more(): Promise<void> {
-    const { value, done } = await this.reader.read();
+    // A body that breaks off (the client went away) is as unreadable as a malformed one.
+    const { value, done } = await this.reader.read().catch(() => {
+      throw new MalformedMultipart("the body could not be read to its end");
+    });
     if (done || !value) throw new MalformedMultipart("the multipart body ended before its closing boundary");
     const chunk = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
     this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);

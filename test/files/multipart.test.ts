@@ -58,7 +58,7 @@ describe("MultipartReader", () => {
     expect(await reader.next()).toBeNull();
   });
 
-  test("truncated, boundary-less or over-long headers are MalformedMultipart", async () => {
+  test("truncated, boundary-less, over-long headers or a body that breaks off are MalformedMultipart", async () => {
     const bodies = [
       "--b\r\nContent-Disposition: form-data; name=x\r\n\r\nno end",
       "no boundary anywhere",
@@ -69,5 +69,15 @@ describe("MultipartReader", () => {
       const read = readAll(new TextEncoder().encode(text), "b", 16);
       await expect(read).rejects.toBeInstanceOf(MalformedMultipart);
     }
+    let pulls = 0;
+    const broken = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (pulls++ > 0) return controller.error(new Error("connection reset"));
+        controller.enqueue(new TextEncoder().encode("--b\r\nContent-Disposition: form-data; name=x\r\n\r\nsome"));
+      },
+    });
+    const reader = new MultipartReader(broken, "b");
+    expect((await reader.next())?.name).toBe("x");
+    await expect(Array.fromAsync(reader.body())).rejects.toBeInstanceOf(MalformedMultipart);
   });
 });
