@@ -93,8 +93,9 @@ export class S3Storage implements Storage {
 
   /**
    * A body of known length goes up as one streamed PUT (signed by URL, so the payload needs no hash
-   * up front): one request instead of a part per 8 MiB, and no part held in memory. S3 refuses a PUT
-   * whose body falls short of its Content-Length, so a broken upload leaves no object.
+   * up front): one request instead of a part per 8 MiB, and no part held in memory. S3 and MinIO
+   * never complete a PUT whose body breaks off short of its Content-Length, so the object already
+   * there stays; s3rver (tests only) keeps what arrived.
    */
   private async putWhole(key: string, body: ReadableStream<Uint8Array>, options: PutOptions & { size: number }) {
     const input = metered(body, options.maxBytes);
