@@ -154,6 +154,19 @@ for (const dialect of dialects) {
         expect(spooled()).toEqual([]);
       });
 
+      test("an invocation the engine refuses leaves no spool file either", async () => {
+        const multipart = multipartStream([requestPart(crypto.randomUUID()), picturePart]);
+        const res = await t.fetch("/actions/test.nope/invoke", {
+          method: "POST",
+          headers: { "content-type": multipart.contentType },
+          body: multipart.body,
+          token: alice,
+        });
+        expect(res.status).toBe(404);
+        expect(await res.json()).toMatchObject({ ok: false, error: "action_not_found" });
+        expect(spooled()).toEqual([]);
+      });
+
       test("a malformed multipart invoke is 400 invalid_request", async () => {
         const form = new FormData();
         form.set("request", "{not json");
