@@ -100,18 +100,9 @@ export class S3Storage implements Storage {
   private async putWhole(key: string, body: ReadableStream<Uint8Array>, options: PutOptions & { size: number }) {
     const input = metered(body, options.maxBytes);
     const url = await this.client.presignedPutObject(this.bucket, key, SINGLE_PUT_EXPIRY_SECONDS);
-    const chunks = input.chunks();
-    const stream = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        const { value, done } = await chunks.next();
-        if (done) controller.close();
-        else controller.enqueue(value);
-      },
-      cancel: () => void chunks.return(undefined),
-    });
     const res = await fetch(url, {
       method: "PUT",
-      body: stream,
+      body: input.chunks(),
       headers: { "content-type": options.contentType, "content-length": String(options.size) },
     });
     if (!res.ok) throw new Error(`the store answered ${res.status} to a PUT: ${(await res.text()).slice(0, 200)}`);
