@@ -49,11 +49,15 @@ const INSERT = `insert into executions (id, request_id, principal_kind, principa
   on conflict (principal_kind, principal_id, request_id) do nothing
   returning id`;
 
-const BY_KEYS = `select e.id, e.request_id as "requestId", e.principal_kind as "principalKind",
+const COLUMNS = `e.id, e.request_id as "requestId", e.principal_kind as "principalKind",
     e.principal_id as "principalId", e.action, e.kind, e.release_version as "releaseVersion",
     e.contract_hash as "contractHash", e.input_fingerprint as "inputFingerprint", e.input, e.status, e.output,
     e.error_code as "errorCode", e.error_message as "errorMessage", e.created_at as "createdAt",
-    e.started_at as "startedAt", e.finished_at as "finishedAt"
+    e.started_at as "startedAt", e.finished_at as "finishedAt"`;
+
+const BY_ID = `select ${COLUMNS} from executions e where e.id = $1`;
+
+const BY_KEYS = `select ${COLUMNS}
   from jsonb_to_recordset($1::text::jsonb) as k("principalKind" text, "principalId" text, "requestId" text)
   join executions e
     on e.principal_kind = k."principalKind" and e.principal_id = k."principalId" and e.request_id = k."requestId"`;
@@ -104,6 +108,12 @@ export class PgExecutionWriter {
     const { status, output, errorCode, errorMessage, finishedAt } = settlement;
     const json = JSON.stringify({ id, status, output, errorCode, errorMessage, finishedAt });
     return new Promise((resolve, reject) => this.settles.push({ id, json, resolve, reject }));
+  }
+
+  /** One execution by id, on a named statement (waiting for results reads it often; a query builder costs more). */
+  async byId(id: string): Promise<ExecutionRow | null> {
+    const [raw] = await this.client.unsafe<RawRow[]>(BY_ID, [id], PREPARED);
+    return raw ? parseRow(raw) : null;
   }
 
   /** Waits until every queued and in-flight write has ended (the store calls this before closing). */

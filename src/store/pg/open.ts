@@ -42,6 +42,10 @@ class PostgresStore extends SqlStore {
     this.runs = new PgRunStore(client, (principal, requestId) => this.findExecutionByRequest(principal, requestId));
   }
 
+  override getExecution(id: string) {
+    return this.writer.byId(id);
+  }
+
   override claimExecution(row: ExecutionRow) {
     return this.writer.claim(row);
   }

@@ -1,4 +1,4 @@
-import type { ParameterOrJSON, PendingQuery, Row, Sql, TransactionSql } from "postgres";
+import type { ParameterOrJSON, Row, Sql } from "postgres";
 import { WriteFailed } from "../sql-store.ts";
 import {
   type ExecutionRow,
@@ -92,7 +92,16 @@ interface PendingWrite extends Queued {
   sql: string;
   params: Params;
   resolve: (rows: Row[]) => void;
+  /** For an attempt's start: its step, whose next row supersedes it if that comes before it is sent. */
+  startOf?: string;
+  superseded?: boolean;
 }
+
+/**
+ * Lanes write in parallel; all writes of one run go through the same lane, in order, and the rows of
+ * different runs are disjoint, so two lanes' transactions do not wait on each other.
+ */
+const LANES = 4;
 
 const PREPARED = { prepare: true };
 
@@ -103,11 +112,17 @@ const PREPARED = { prepare: true };
  * transaction of its own, since its writes and its checkpoint commit together or not at all.
  */
 export class PgRunStore implements RunStore {
-  private readonly writes = new Lane<PendingWrite>((batch) => this.writeBatch(batch), {
-    maxItems: 200,
-    maxWeight: 4 * 1024 * 1024,
-    weigh: (item) => item.params.reduce<number>((n, p) => n + (typeof p === "string" ? p.length : 8), 0),
-  });
+  private readonly lanes = Array.from(
+    { length: LANES },
+    () =>
+      new Lane<PendingWrite>((batch) => this.writeBatch(batch), {
+        maxItems: 200,
+        maxWeight: 4 * 1024 * 1024,
+        weigh: (item) => item.params.reduce<number>((n, p) => n + (typeof p === "string" ? p.length : 8), 0),
+      }),
+  );
+  /** Attempt starts not sent yet, by step: the step's next row supersedes them. */
+  private readonly unsentStarts = new Map<string, PendingWrite>();
 
   constructor(
     private readonly client: Sql,
@@ -118,7 +133,7 @@ export class PgRunStore implements RunStore {
   ) {}
 
   async admit(execution: ExecutionRow, run: RunRow) {
-    const rows = await this.write(ADMIT, [
+    const rows = await this.write(run.id, ADMIT, [
       execution.id,
       execution.requestId,
       execution.principalKind,
@@ -171,7 +186,16 @@ export class PgRunStore implements RunStore {
   }
 
   async saveStep(owner: string, step: StepRow, writes: WriteStatement[] = []): Promise<boolean> {
-    if (writes.length === 0) return (await this.write(UPSERT_STEP, stepParams(owner, step))).length > 0;
+    const key = `${step.runId}\u0000${step.name}`;
+    const unsent = this.unsentStarts.get(key);
+    if (unsent) {
+      unsent.superseded = true;
+      this.unsentStarts.delete(key);
+    }
+    if (writes.length === 0) {
+      const startOf = step.status === "running" ? key : undefined;
+      return (await this.write(step.runId, UPSERT_STEP, stepParams(owner, step), startOf)).length > 0;
+    }
     try {
       await this.client.begin(async (tx) => {
         for (const write of writes) {
@@ -191,11 +215,11 @@ export class PgRunStore implements RunStore {
   async suspend(owner: string, runId: string, status: "running" | "sleeping", wakeAt: number, step: StepRow) {
     // The step row first: it needs the lease, which the suspension gives up.
     if (!(await this.saveStep(owner, step))) return false;
-    return (await this.write(SUSPEND, [runId, owner, status, wakeAt, Date.now()])).length > 0;
+    return (await this.write(runId, SUSPEND, [runId, owner, status, wakeAt, Date.now()])).length > 0;
   }
 
   async finish(owner: string, runId: string, s: RunSettlement): Promise<boolean> {
-    return (await this.write(FINISH, finishParams(runId, s, owner))).length > 0;
+    return (await this.write(runId, FINISH, finishParams(runId, s, owner))).length > 0;
   }
 
   async requestCancel(runId: string, now: number): Promise<RunRow | null> {
@@ -212,7 +236,7 @@ export class PgRunStore implements RunStore {
   }
 
   async release(owner: string): Promise<void> {
-    await this.writes.drain();
+    await this.drain();
     await this.client.unsafe(
       `update workflow_runs set lease_owner = null, lease_expires_at = null where lease_owner = $1 and ${WAITING}`,
       [owner],
@@ -220,39 +244,68 @@ export class PgRunStore implements RunStore {
   }
 
   /** Waits for queued writes (the store calls this before closing). */
-  drain(): Promise<void> {
-    return this.writes.drain();
+  async drain(): Promise<void> {
+    await Promise.all(this.lanes.map((lane) => lane.drain()));
   }
 
-  private write(sql: string, params: Params): Promise<Row[]> {
-    return new Promise((resolve, reject) => this.writes.push({ sql, params, resolve, reject }));
+  private write(runId: string, sql: string, params: Params, startOf?: string): Promise<Row[]> {
+    const lane = this.lanes[laneOf(runId)] as Lane<PendingWrite>;
+    return new Promise((resolve, reject) => {
+      const item: PendingWrite = { sql, params, resolve, reject, startOf };
+      if (startOf) this.unsentStarts.set(startOf, item);
+      lane.push(item);
+    });
   }
 
-  /** One transaction, its statements pipelined; if it fails, each statement again alone so only its own caller fails. */
-  private async writeBatch(batch: PendingWrite[]): Promise<void> {
-    let results: Row[][];
+  /**
+   * One transaction sent as one pipeline (begin, the statements, commit: one write, one round trip); if
+   * any statement fails, the transaction rolls back and each statement runs again alone, so only its own
+   * caller fails.
+   */
+  private async writeBatch(queued: PendingWrite[]): Promise<void> {
+    const batch: PendingWrite[] = [];
+    for (const item of queued) {
+      if (item.superseded) {
+        item.resolve([]);
+        continue;
+      }
+      if (item.startOf && this.unsentStarts.get(item.startOf) === item) this.unsentStarts.delete(item.startOf);
+      batch.push(item);
+    }
+    if (batch.length === 0) return;
+    const connection = await this.client.reserve();
+    let outcomes: PromiseSettledResult<Row[]>[];
     try {
-      results = (await this.client.begin((tx: TransactionSql) =>
-        batch.map((item) => tx.unsafe(item.sql, item.params, PREPARED) as PendingQuery<Row[]>),
-      )) as unknown as Row[][];
-    } catch {
-      await Promise.all(
-        batch.map((item) =>
-          this.client
-            .unsafe(item.sql, item.params, PREPARED)
-            .then((rows) => item.resolve([...rows]))
-            .catch(item.reject),
-        ),
-      );
+      outcomes = await Promise.allSettled([
+        connection.unsafe("begin"),
+        ...batch.map((item) => connection.unsafe(item.sql, item.params, PREPARED)),
+        connection.unsafe("commit"),
+      ]);
+    } finally {
+      connection.release();
+    }
+    const committed = outcomes.every((outcome) => outcome.status === "fulfilled");
+    if (committed) {
+      batch.forEach((item, i) => {
+        item.resolve([...((outcomes[i + 1] as PromiseFulfilledResult<Row[]>).value ?? [])]);
+      });
       return;
     }
-    batch.forEach((item, i) => {
-      item.resolve([...(results[i] ?? [])]);
-    });
+    await Promise.all(
+      batch.map((item) =>
+        this.client
+          .unsafe(item.sql, item.params, PREPARED)
+          .then((rows) => item.resolve([...rows]))
+          .catch(item.reject),
+      ),
+    );
   }
 }
 
 class LeaseLost extends Error {}
+
+/** Run ids are UUIDv7: their last hex digit is random. */
+const laneOf = (runId: string) => Number.parseInt(runId.slice(-1), 16) % LANES;
 
 function stepParams(owner: string, step: StepRow): Params {
   return [
