@@ -154,6 +154,31 @@ for (const dialect of dialects) {
         expect(spooled()).toEqual([]);
       });
 
+      if (storage.name === "s3") {
+        test("an upload replaced through a presigned URL is learned when the execution is next shown", async () => {
+          const res = await invoke(
+            { request: { requestId: crypto.randomUUID(), input: { note: "x" } }, files: { picture: png("meow") } },
+            alice,
+          );
+          const { execution, uploads } = await res.json();
+          const signed = await (
+            await t.fetch("/storage/signed-upload-url", {
+              method: "POST",
+              body: JSON.stringify({ path: uploads[0].path, contentType: "image/png" }),
+              token: alice,
+            })
+          ).json();
+          expect((await fetch(signed.url, { method: "PUT", headers: signed.headers, body: "purr purr" })).status).toBe(
+            200,
+          );
+          const shown = await (await t.fetch(`/executions/${execution.id}`, { token: alice })).json();
+          expect(shown.uploads).toEqual([{ ...uploads[0], size: 9 }]);
+          expect((await t.store.getFile(uploads[0].path))?.sha256).toBe(
+            new Bun.CryptoHasher("sha256").update("purr purr").digest("hex"),
+          );
+        });
+      }
+
       test("an invocation the engine refuses leaves no spool file either", async () => {
         const multipart = multipartStream([requestPart(crypto.randomUUID()), picturePart]);
         const res = await t.fetch("/actions/test.nope/invoke", {
