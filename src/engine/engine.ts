@@ -194,7 +194,7 @@ export class Engine {
       if (starting) this.workflows.unreserve();
       return this.replay(admitted.execution, fingerprint);
     }
-    if (starting) this.workflows.launch(run);
+    if (starting) this.workflows.launch(run, execution);
     return { execution: admitted.execution, settled: false, replayed: false, runId: run.id };
   }
 
@@ -251,10 +251,16 @@ export class Engine {
 
   /** Waits up to `waitMs` for the execution to end; `settled: false` when it has not. */
   async awaitResult(principal: Principal, id: string, waitMs = this.$.waitMs) {
-    const row = await this.execution(principal, id);
-    if (isTerminal(row.status)) return { execution: row, settled: true };
-    const settled = await this.waitForEnd(row, waitMs);
-    return { execution: settled ?? row, settled: settled !== undefined };
+    // Listening before the read: an end between the two is heard, so the read is not repeated.
+    const watch = this.watchEnd(id);
+    try {
+      const row = await this.execution(principal, id);
+      if (isTerminal(row.status)) return { execution: row, settled: true };
+      const settled = await watch.until(waitMs, row);
+      return { execution: settled ?? row, settled: settled !== undefined };
+    } finally {
+      watch.stop();
+    }
   }
 
   /**
@@ -276,27 +282,31 @@ export class Engine {
     if (row.kind === "workflow")
       return { execution: row, settled: isTerminal(row.status), replayed: true, runId: row.id };
     if (isTerminal(row.status)) return { execution: row, settled: true, replayed: true };
-    const settled = await this.waitForEnd(row, this.$.waitMs);
+    const watch = this.watchEnd(row.id);
+    const settled = await watch.until(this.$.waitMs).finally(watch.stop);
     return { execution: settled ?? row, settled: settled !== undefined, replayed: true };
   }
 
   /**
-   * Answers the execution once it has ended, or undefined after `waitMs`. An end in this process (a
-   * handler, a workflow run's last pass) is published on the feed and wakes the wait at once; otherwise
-   * the row is read again with backoff (another instance, or a run that sleeps).
+   * Follows an execution from now on. `until` answers it once it has ended, or undefined after `waitMs`:
+   * an end in this process (a handler, a workflow run's last pass) is published on the feed and wakes it
+   * at once; otherwise the row is read again with backoff (another instance, a run that sleeps). `seen`
+   * is the row as read after the watch began, which spares the first read.
    */
-  private async waitForEnd(row: ExecutionRow, waitMs: number): Promise<ExecutionRow | undefined> {
-    const deadline = this.now() + waitMs;
+  private watchEnd(id: string) {
     let ended: ExecutionRow | undefined;
     let wake = () => {};
-    const unsubscribe = this.feed.subscribe(row.id, (event) => {
+    const stop = this.feed.subscribe(id, (event) => {
       if (event.type !== "status" || !isTerminal(event.execution.status)) return;
       ended = event.execution;
       wake();
     });
-    try {
+    const until = async (waitMs: number, seen?: ExecutionRow): Promise<ExecutionRow | undefined> => {
+      const deadline = this.now() + waitMs;
+      let known = seen;
       for (let delay = POLL_MIN_MS; ; delay = Math.min(delay * 2, POLL_MAX_MS)) {
-        const latest = ended ?? (await this.$.store.getExecution(row.id));
+        const latest = ended ?? known ?? (await this.$.store.getExecution(id));
+        known = undefined;
         if (latest && isTerminal(latest.status)) return latest;
         const left = deadline - this.now();
         if (left <= 0) return undefined;
@@ -308,9 +318,8 @@ export class Engine {
           };
         });
       }
-    } finally {
-      unsubscribe();
-    }
+    };
+    return { until, stop };
   }
 
   private async within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {

@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import type { RunRow } from "../../store/types.ts";
+import type { ExecutionRow, RunRow } from "../../store/types.ts";
 import { type PassOutcome, type RunDeps, RunExecution } from "./run-execution.ts";
 
 export interface WorkerSettings {
@@ -65,10 +65,10 @@ export class WorkflowWorker {
     this.reserved--;
   }
 
-  /** Starts a run admitted with this process's lease in a reserved slot. */
-  launch(run: RunRow): void {
+  /** Starts a run admitted with this process's lease in a reserved slot (with the execution admitted with it). */
+  launch(run: RunRow, execution: ExecutionRow): void {
     this.reserved--;
-    this.begin(run, true);
+    this.begin(run, execution);
   }
 
   /** Stops a run this process executes at its next step boundary; false when it does not run here. */
@@ -124,12 +124,13 @@ export class WorkflowWorker {
     } while (this.claimAgain && !this.stopped);
   }
 
-  private begin(run: RunRow, fresh = false): void {
-    const execution = new RunExecution(run, this.owner, this.$, fresh);
+  /** `admitted`: the execution this process just admitted with the run (it has no checkpoints yet). */
+  private begin(run: RunRow, admitted?: ExecutionRow): void {
+    const execution = new RunExecution(run, this.owner, this.$, admitted !== undefined);
     const done = execution
       .execute()
       .then((outcome) => {
-        this.after(run, outcome);
+        this.after(run, outcome, admitted);
         return outcome;
       })
       .catch((error) => {
@@ -144,14 +145,17 @@ export class WorkflowWorker {
     this.active.set(run.id, { execution, done });
   }
 
-  private after(run: RunRow, outcome: PassOutcome): void {
+  /** Wakes a suspended run when due; tells whoever follows the execution that the run ended. */
+  private after(run: RunRow, outcome: PassOutcome, admitted?: ExecutionRow): void {
     if (outcome.kind === "suspended") this.wakeAt(outcome.wakeAt);
-    if (outcome.kind === "ended" && this.$.feed.watched(run.id)) {
+    if (outcome.kind !== "ended" || !this.$.feed.watched(run.id)) return;
+    const publish = (execution: ExecutionRow) => this.$.feed.publish(run.id, { type: "status", execution });
+    if (admitted) publish({ ...admitted, ...outcome.settlement });
+    else
       this.$.store
         .getExecution(run.id)
-        .then((row) => row && this.$.feed.publish(run.id, { type: "status", execution: row }))
+        .then((row) => row && publish(row))
         .catch(() => {});
-    }
   }
 
   /** A run suspended here is claimed again by a local timer when it is due soon (the poll covers the rest). */
