@@ -159,6 +159,17 @@ for (const dialect of dialects) {
       expect(effects(log).map((e) => e.step)).toEqual(["before", "after"]);
     });
 
+    test("a restart during a durable sleep resumes the run at the right time", async () => {
+      const log = file("log");
+      const { runId } = await (await server.invoke("wf.nap", { ms: 700, log })).json();
+      await eventually(async () => (await run(runId)).status === "sleeping");
+      await server.restart();
+      const view = await ended(runId);
+      expect(view.status).toBe("succeeded");
+      expect(view.output.sleptMs).toBeGreaterThanOrEqual(700);
+      expect(effects(log).map((e) => e.step)).toEqual(["before", "after"]);
+    });
+
     test("cancel stops a running run at its step boundary and aborts the step's signal", async () => {
       const log = file("log");
       const { runId } = await (await server.invoke("wf.gated", { gate: file("gate"), log })).json();
