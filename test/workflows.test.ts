@@ -226,7 +226,7 @@ for (const dialect of dialects) {
       const notJson = await (await server.invoke("wf.misuse", { mistake: "not-json" })).json();
       const view = await ended(notJson.runId);
       expect(view.status).toBe("failed");
-      expect(view.errorMessage).toStartWith('step "big" returned a value that is not JSON');
+      expect(view.errorMessage).toStartWith('step "big"\'s result is not JSON');
     });
 
     test("a run is visible to its caller and service keys only; bad ids and missing credentials are refused", async () => {

@@ -13,3 +13,20 @@ export function findNulCharacter(value: unknown, pointer = ""): string | null {
   }
   return null;
 }
+
+/**
+ * A returned value as it will be stored: JSON-normalised, `undefined` as null. When it cannot be
+ * stored, the reason, to follow "the action's output" or "step x's result": "is not JSON: …" or
+ * "holds U+0000 at <pointer>, …".
+ */
+export function storableJson(value: unknown, pointer: string): { value: unknown } | { problem: string } {
+  let normalised: unknown;
+  try {
+    normalised = value === undefined ? null : JSON.parse(JSON.stringify(value));
+  } catch (error) {
+    return { problem: `is not JSON: ${(error as Error).message}` };
+  }
+  const nul = findNulCharacter(normalised, pointer);
+  if (nul !== null) return { problem: `holds U+0000 at ${nul || "/"}, which cannot be stored` };
+  return { value: normalised };
+}

@@ -3,7 +3,7 @@ import type { LoadedFunction, LoadedRelease } from "../release/load.ts";
 import type { ActionContext, Principal } from "../sdk/index.ts";
 import type { ExecutionRow, ExecutionSettlement, Store } from "../store/types.ts";
 import type { ExecutionFeed } from "./execution-feed.ts";
-import { findNulCharacter } from "./json-text.ts";
+import { storableJson } from "./json-text.ts";
 import { logLine } from "./log-line.ts";
 
 export interface RunnerResources {
@@ -80,14 +80,9 @@ export class Runner {
     } catch (error) {
       return failed(error instanceof Error ? error.message : String(error));
     }
-    let output: unknown;
-    try {
-      output = returned === undefined ? null : JSON.parse(JSON.stringify(returned));
-    } catch (error) {
-      return failed(`the action returned a value that is not JSON: ${(error as Error).message}`);
-    }
-    const nul = findNulCharacter(output, "/output");
-    if (nul !== null) return failed(`the action's output holds U+0000 at ${nul}, which cannot be stored`);
+    const stored = storableJson(returned, "/output");
+    if ("problem" in stored) return failed(`the action's output ${stored.problem}`);
+    const output = stored.value;
     const issues = action.checkOutput(output);
     if (issues.length > 0) {
       const first = issues[0];

@@ -11,7 +11,7 @@ import {
   type WriteStatement,
 } from "../../store/types.ts";
 import type { ExecutionFeed } from "../execution-feed.ts";
-import { findNulCharacter } from "../json-text.ts";
+import { storableJson } from "../json-text.ts";
 import { logLine } from "../log-line.ts";
 
 export interface RunDeps {
@@ -84,10 +84,6 @@ export class RunExecution {
     if (run.cancelRequested) this.halted = "canceled";
   }
 
-  get id() {
-    return this.run.id;
-  }
-
   /** Cancel stops the run at its next step boundary; shutdown and a lost lease stop this pass at once. */
   halt(reason: Halt): void {
     if (this.halted === null || reason !== "canceled") this.halted = reason;
@@ -130,15 +126,9 @@ export class RunExecution {
     if (this.misuse !== null) return this.end(failed(this.misuse, now));
     if (this.halted === "canceled") return this.end(runCanceled(now));
     if (thrown !== null) return this.end(failed(messageOf(thrown), now));
-    let output: unknown;
-    try {
-      output = returned === undefined ? null : JSON.parse(JSON.stringify(returned));
-    } catch (error) {
-      return this.end(failed(`the workflow returned a value that is not JSON: ${(error as Error).message}`, now));
-    }
-    const nul = findNulCharacter(output, "/output");
-    if (nul !== null)
-      return this.end(failed(`the workflow's output holds U+0000 at ${nul}, which cannot be stored`, now));
+    const stored = storableJson(returned, "/output");
+    if ("problem" in stored) return this.end(failed(`the workflow's output ${stored.problem}`, now));
+    const output = stored.value;
     const [issue] = action.checkOutput(output);
     if (issue) {
       return this.end(
@@ -184,20 +174,15 @@ export class RunExecution {
 
     const data = this.$.data.forExecution(this.principal, release, this.$.now);
     let value: unknown;
-    let output: unknown;
     try {
       value = await fn({ ...this.context(release), db: data.db, attempt });
     } catch (error) {
       if (this.halted !== null) throw this.unwind();
       return this.attemptFailed(row, messageOf(error), retries, backoffMs);
     }
-    try {
-      output = value === undefined ? null : JSON.parse(JSON.stringify(value));
-    } catch (error) {
-      throw this.misused(`step "${name}" returned a value that is not JSON: ${(error as Error).message}`);
-    }
-    const nul = findNulCharacter(output, "");
-    if (nul !== null) throw this.misused(`step "${name}" returned U+0000 at ${nul || "/"}, which cannot be stored`);
+    const stored = storableJson(value, "");
+    if ("problem" in stored) throw this.misused(`step "${name}"'s result ${stored.problem}`);
+    const output = stored.value;
 
     const done: StepRow = { ...row, status: "succeeded", output, finishedAt: this.$.now() };
     const refused = await this.save(done, data.statements());
