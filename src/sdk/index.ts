@@ -79,7 +79,7 @@ export interface WorkflowContext extends ActionContext {
 }
 
 /** What a step's function gets: writes through `db` commit together with the step's checkpoint. */
-export interface StepContext extends ActionContext {
+export interface StepContext extends WorkflowContext {
   /** 1 for the first try, then 2, 3, … for retries. */
   attempt: number;
 }
