@@ -22,6 +22,8 @@ const HARD_BODY_LIMIT = 1024 * 1024 * 1024;
 export interface AppDeps extends HttpDeps {
   files: FileService;
   maxFileBytes: number;
+  /** Where multipart invocations spool their file parts (emptied at start-up). */
+  spoolDir: string;
   hub: SessionHub;
   data: DataService;
   release: () => LoadedRelease | null;

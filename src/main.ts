@@ -10,6 +10,7 @@ import { Engine } from "./engine/engine.ts";
 import { DiskStorage } from "./files/disk.ts";
 import { S3Storage } from "./files/s3.ts";
 import { FileService } from "./files/service.ts";
+import { clearSpool, spoolDirOf } from "./files/spool.ts";
 import { executionUrl, runUrl } from "./http/deps.ts";
 import { SessionHub } from "./live/session.ts";
 import { McpEndpoint } from "./mcp/server.ts";
@@ -53,6 +54,8 @@ export async function startServer(
   // Storage is reached before anything starts running, so an unreachable bucket stops start-up cleanly.
   const storage =
     config.storage.driver === "s3" ? await S3Storage.open(config.storage) : new DiskStorage(config.storage.root);
+  const spoolDir = spoolDirOf(config.dataDir);
+  await clearSpool(spoolDir);
   const interrupted = await store.failInterrupted(Date.now());
   if (interrupted > 0)
     log(`${interrupted} execution(s) left running by a stopped server were marked failed (execution_interrupted)`);
@@ -102,6 +105,7 @@ export async function startServer(
   const app = createApp({
     files,
     maxFileBytes: config.maxFileBytes,
+    spoolDir,
     hub,
     engine,
     auth,

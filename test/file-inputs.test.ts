@@ -2,21 +2,25 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { spoolDir } from "../src/files/spool.ts";
+import { spoolDirOf } from "../src/files/spool.ts";
 import { serve } from "./support/cli.ts";
 import { dialects } from "./support/databases.ts";
-import { fixture, startTestServer, type TestResponse, type TestServer } from "./support/server.ts";
+import { eventually, fixture, startTestServer, type TestResponse, type TestServer } from "./support/server.ts";
 import { storages, storedText } from "./support/storages.ts";
 import { filledStream, MiB, multipartStream, type PartSpec, watchRss } from "./support/streams.ts";
 
-/** The in-process server's spool files: none may outlive the invocation that wrote them. */
-const spooled = () => (existsSync(spoolDir) ? readdirSync(spoolDir) : []);
+/** A server's spool files: none may outlive the invocation that wrote them. */
+const spooledIn = (dataDir: string) => {
+  const dir = spoolDirOf(dataDir);
+  return existsSync(dir) ? readdirSync(dir) : [];
+};
 
 for (const dialect of dialects) {
   for (const storage of storages) {
     describe(`file inputs on ${storage.name} (${dialect.name})`, () => {
       let t: TestServer;
       let alice: string;
+      const spooled = () => spooledIn(t.config.dataDir);
       const invoke = (parts: { request: unknown; files?: Record<string, File> }, token?: string | null) => {
         const form = new FormData();
         form.set("request", JSON.stringify(parts.request));
@@ -261,4 +265,37 @@ describe("streaming multipart invocation", () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   }, 120_000);
+
+  test("spool files left by a killed server are gone once the next server on its DATA_DIR starts", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "actuate-killed-spool-"));
+    const env = { DATA_DIR: dataDir, DATABASE_URL: "", SERVICE_KEYS: "kill-key" };
+    let server = await serve(["start", "--release", fixture("basic")], env);
+    try {
+      // An upload that stalls mid-file: its part is being spooled when the server dies.
+      let sent = 0;
+      const stalled = new ReadableStream<Uint8Array>({
+        pull: (controller) => (sent++ < 2 ? controller.enqueue(new Uint8Array(MiB)) : new Promise(() => {})),
+      });
+      const multipart = multipartStream([
+        { name: "request", body: JSON.stringify({ requestId: crypto.randomUUID(), input: { note: "x" } }) },
+        { name: "extra", filename: "big.bin", body: stalled },
+      ]);
+      const upload = fetch(`${server.url}/actions/test.attach/invoke`, {
+        method: "POST",
+        headers: { authorization: "Bearer kill-key", "content-type": multipart.contentType },
+        body: multipart.body,
+      }).catch(() => null);
+      await eventually(() => spooledIn(dataDir).length > 0);
+      server.proc.kill("SIGKILL");
+      await server.proc.exited;
+      await upload;
+      expect(spooledIn(dataDir)).not.toEqual([]);
+
+      server = await serve(["start", "--release", fixture("basic")], env);
+      expect(spooledIn(dataDir)).toEqual([]);
+    } finally {
+      await server.kill();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

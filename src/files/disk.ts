@@ -15,7 +15,8 @@ export class DiskStorage implements Storage {
 
   constructor(private readonly root: string) {}
 
-  async put(path: string, body: ReadableStream<Uint8Array>, options: PutOptions): Promise<StoredObject> {
+  /** Takes any byte iterable too (a spool writes a multipart file part through here). */
+  async put(path: string, body: AsyncIterable<Uint8Array>, options: PutOptions): Promise<StoredObject> {
     const target = this.resolve(path);
     await mkdir(dirname(target), { recursive: true });
     const temporary = `${target}.${crypto.randomUUID()}.part`;

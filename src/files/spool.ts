@@ -1,12 +1,18 @@
 import { mkdir, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { TooLarge } from "./storage.ts";
+import { DiskStorage } from "./disk.ts";
 
-/** One process's spool folder; a folder per process so two servers never remove each other's files. */
-export const spoolDir = join(tmpdir(), `actuate-spool-${process.pid}`);
+/**
+ * The spool folder of the server serving `dataDir`. Only that server writes there, so at its start
+ * whatever is in it was left by a server that was killed mid-request.
+ */
+export const spoolDirOf = (dataDir: string) => join(dataDir, "spool");
 
-const WRITE_BUFFER = 1024 * 1024;
+/** Empties the spool folder at start-up. */
+export async function clearSpool(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+}
 
 /** A file part written to the spool folder while it arrived, with its size and sha256. */
 export interface SpooledFile {
@@ -21,34 +27,26 @@ export interface SpooledFile {
  * the request calls however it ends.
  */
 export class Spool {
-  private readonly paths: string[] = [];
+  private readonly storage: DiskStorage;
+  private readonly names: string[] = [];
 
-  constructor(private readonly dir = spoolDir) {}
+  constructor(private readonly dir: string) {
+    this.storage = new DiskStorage(dir);
+  }
 
-  /** Writes `chunks` to a new spool file, counting and hashing them; past `maxBytes`, TooLarge. */
+  /** Writes `chunks` to a new spool file, counting and hashing them; past `maxBytes`, TooLarge and nothing kept. */
   async write(chunks: AsyncIterable<Uint8Array>, maxBytes: number): Promise<SpooledFile> {
-    await mkdir(this.dir, { recursive: true });
-    const path = join(this.dir, crypto.randomUUID());
-    this.paths.push(path);
-    const out = Bun.file(path).writer({ highWaterMark: WRITE_BUFFER });
-    const hash = new Bun.CryptoHasher("sha256");
-    let size = 0;
-    try {
-      for await (const chunk of chunks) {
-        size += chunk.byteLength;
-        if (size > maxBytes) throw new TooLarge(maxBytes);
-        hash.update(chunk);
-        await out.write(chunk);
-      }
-      await out.end();
-    } catch (error) {
-      await Promise.resolve(out.end()).catch(() => {});
-      throw error;
-    }
-    return { path, size, sha256: hash.digest("hex"), stream: () => Bun.file(path).stream() };
+    const name = crypto.randomUUID();
+    this.names.push(name);
+    const { size, sha256 } = await this.storage.put(name, chunks, {
+      contentType: "application/octet-stream",
+      maxBytes,
+    });
+    const path = join(this.dir, name);
+    return { path, size, sha256, stream: () => Bun.file(path).stream() };
   }
 
   async dispose(): Promise<void> {
-    await Promise.all(this.paths.splice(0).map((path) => rm(path, { force: true })));
+    await Promise.all(this.names.splice(0).map((name) => this.storage.delete(name)));
   }
 }

@@ -45,7 +45,7 @@ export class TooLarge extends Error {
  * Passes a body through while counting and hashing it, refusing it (TooLarge) once it passes
  * `maxBytes`. Drivers write what `chunks()` yields and answer `stored()` when it is done.
  */
-export function metered(body: ReadableStream<Uint8Array>, maxBytes: number) {
+export function metered(body: AsyncIterable<Uint8Array>, maxBytes: number) {
   const hash = new Bun.CryptoHasher("sha256");
   let size = 0;
   return {

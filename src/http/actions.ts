@@ -18,13 +18,13 @@ const MAX_PARTS = 100;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export const actionRoutes = (deps: HttpDeps & { files: FileService; maxFileBytes: number }) =>
+export const actionRoutes = (deps: HttpDeps & { files: FileService; maxFileBytes: number; spoolDir: string }) =>
   new Elysia({ name: "actions" })
     .use(authenticated(deps.auth, deps.publicUrl))
     .get("/actions/:name/contract", ({ params }) => deps.engine.contract(params.name))
     .post("/actions/:name/invoke", async ({ params, request, principal, set }) => {
       const multipart = request.headers.get("content-type")?.startsWith("multipart/form-data") ?? false;
-      const spool = multipart ? new Spool() : undefined;
+      const spool = multipart ? new Spool(deps.spoolDir) : undefined;
       try {
         const { envelope, files } = spool
           ? await readMultipart(request, deps.maxFileBytes, spool)
