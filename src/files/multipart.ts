@@ -1,113 +1,131 @@
-import { getMultipartBoundary, MultipartPart } from "@remix-run/multipart-parser";
+import { Busboy, type BusboyFileStream, type BusboyInstance } from "@fastify/busboy";
+import type { Spool, SpooledFile } from "./spool.ts";
+import { TooLarge } from "./storage.ts";
 
 /** The body is not well-formed multipart; answered as 400 `invalid_request`. */
 export class MalformedMultipart extends Error {
   override name = "MalformedMultipart";
 }
 
-/** What a part's headers say; the body is read with `MultipartReader.body()`. */
-export interface PartHead {
-  name: string | undefined;
-  /** Present (possibly empty) for a file part. */
-  filename: string | undefined;
-  mediaType: string | undefined;
+export interface MultipartLimits {
+  /** A field (a part without a filename) larger than this is TooLarge. */
+  maxFieldBytes: number;
+  /** A file part larger than this is TooLarge. */
+  maxFileBytes: number;
+  /** More parts than this is MalformedMultipart. */
+  maxParts: number;
+  /** Names whose part is a field even when sent with a filename (`curl -F name=@file`). */
+  fields?: readonly string[];
 }
 
+export interface ReceivedFile extends SpooledFile {
+  filename: string;
+  mediaType: string;
+}
+
+export interface MultipartForm {
+  fields: Map<string, string>;
+  files: Map<string, ReceivedFile>;
+}
+
+/** Busboy keeps this much of a part's headers and drops the rest without saying so (the one limit it does not report). */
 const MAX_HEADER_BYTES = 8 * 1024;
-const HEADER_END = Buffer.from("\r\n\r\n");
 
 /**
- * Reads a multipart body part by part, each part's bytes streamed as they arrive.
- *
- * @remix-run/multipart-parser 0.16 yields a part only once its whole content is in memory, so the
- * boundary scanning is done here; the library still decodes the part headers (Content-Disposition,
- * Content-Type). Memory holds one incoming chunk plus a boundary's length of carry-over.
+ * Reads a multipart/form-data request with busboy as it streams: fields are kept as text, each file
+ * part is written to `spool` (counted, hashed) before the next part is parsed. Any limit busboy
+ * reports is TooLarge or MalformedMultipart, never a truncated value; a body that is cut off or breaks
+ * off is MalformedMultipart. When it throws, nothing is still writing to the spool.
  */
-export class MultipartReader {
-  private readonly reader: { read(): Promise<{ done: boolean; value?: Uint8Array }>; cancel(): Promise<void> };
-  private readonly delimiter: Buffer;
-  // The preamble before the first boundary is read as a body nobody keeps: prefixing CRLF makes the
-  // first boundary look like every later one.
-  private buffer: Buffer = Buffer.from("\r\n");
-  private state: "body" | "boundary" | "end" = "body";
-
-  constructor(body: ReadableStream<Uint8Array>, boundary: string) {
-    this.reader = body.getReader();
-    this.delimiter = Buffer.from(`\r\n--${boundary}`);
-  }
-
-  /** A reader for a request whose content type is multipart with a boundary. */
-  static of(request: Request): MultipartReader {
-    const boundary = getMultipartBoundary(request.headers.get("content-type") ?? "");
-    if (!boundary || !request.body) throw new MalformedMultipart("a multipart body with a boundary is required");
-    return new MultipartReader(request.body, boundary);
-  }
-
-  /** The next part's headers, or null after the closing boundary. An unread body is skipped. */
-  async next(): Promise<PartHead | null> {
-    if (this.state === "body") for await (const _ of this.body());
-    if (this.state === "end") return null;
-    while (this.buffer.length < 2) await this.more();
-    if (this.buffer[0] === 0x2d && this.buffer[1] === 0x2d) {
-      this.state = "end";
-      await this.reader.cancel().catch(() => {});
-      return null;
-    }
-    // Headers run from the CRLF that ends the boundary line to the first empty line.
-    let end = this.buffer.indexOf(HEADER_END);
-    while (end === -1) {
-      if (this.buffer.length > MAX_HEADER_BYTES) throw new MalformedMultipart("a part's headers are too long");
-      await this.more();
-      end = this.buffer.indexOf(HEADER_END);
-    }
-    if (!this.buffer.subarray(0, 2).equals(HEADER_END.subarray(0, 2)))
-      throw new MalformedMultipart("a boundary must end its line");
-    const part = new MultipartPart(this.buffer.subarray(2, end), []);
-    this.buffer = this.buffer.subarray(end + HEADER_END.length);
-    this.state = "body";
-    try {
-      return { name: part.name, filename: part.filename, mediaType: part.mediaType };
-    } catch {
-      throw new MalformedMultipart("a part's headers could not be read");
-    }
-  }
-
-  /** The current part's bytes, as they arrive. */
-  async *body(): AsyncGenerator<Uint8Array> {
-    if (this.state !== "body") return;
-    // A delimiter may straddle two chunks: hold back what could be its start.
-    const keep = this.delimiter.length - 1;
-    for (;;) {
-      const at = this.buffer.indexOf(this.delimiter);
-      if (at !== -1) {
-        const content = this.buffer.subarray(0, at);
-        this.buffer = this.buffer.subarray(at + this.delimiter.length);
-        this.state = "boundary";
-        if (content.length > 0) yield content;
-        return;
-      }
-      if (this.buffer.length > keep) {
-        const content = this.buffer.subarray(0, this.buffer.length - keep);
-        this.buffer = this.buffer.subarray(this.buffer.length - keep);
-        yield content;
-      }
-      await this.more();
-    }
-  }
-
-  /** Stops reading the request body (after a refusal). */
-  async cancel(): Promise<void> {
-    this.state = "end";
-    await this.reader.cancel().catch(() => {});
-  }
-
-  private async more(): Promise<void> {
-    // A body that breaks off (the client went away) is as unreadable as a malformed one.
-    const { value, done } = await this.reader.read().catch(() => {
-      throw new MalformedMultipart("the body could not be read to its end");
+export async function readMultipart(request: Request, limits: MultipartLimits, spool: Spool): Promise<MultipartForm> {
+  const fields = new Set(limits.fields);
+  const body = request.body;
+  let busboy: BusboyInstance;
+  try {
+    if (!body) throw new Error("the body is empty");
+    busboy = Busboy({
+      headers: { "content-type": request.headers.get("content-type") ?? "" },
+      isPartAFile: (name, _type, filename) => filename !== undefined && !fields.has(name ?? ""),
+      limits: {
+        fieldSize: limits.maxFieldBytes,
+        fileSize: limits.maxFileBytes,
+        parts: limits.maxParts,
+        headerSize: MAX_HEADER_BYTES,
+      },
     });
-    if (done || !value) throw new MalformedMultipart("the multipart body ended before its closing boundary");
-    const chunk = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
-    this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
+  } catch (error) {
+    throw new MalformedMultipart(`a multipart body with a boundary is required (${(error as Error).message})`);
+  }
+
+  const form: MultipartForm = { fields: new Map(), files: new Map() };
+  const reader = body.getReader();
+  const open = new Set<BusboyFileStream>();
+  const failed = Promise.withResolvers<void>();
+  let failure: unknown;
+  const fail = (error: unknown) => {
+    failure ??= error;
+    for (const stream of open) stream.destroy();
+    busboy.destroy();
+    // Settles a pending read too, so a client that stalls after a refusal holds nothing up.
+    reader.cancel().catch(() => {});
+    failed.resolve();
+  };
+  // File parts are written one after another; busboy pauses on a file stream nobody reads yet.
+  let writes = Promise.resolve();
+
+  busboy.on("field", (name, value, _nameTruncated, valueTruncated) => {
+    if (valueTruncated) fail(new TooLarge(limits.maxFieldBytes));
+    else form.fields.set(name, value);
+  });
+  busboy.on("file", (name, stream, filename, _encoding, mediaType) => {
+    // A part cut off before its turn to be written errors with nobody reading it yet; the write sees it.
+    stream.on("error", () => {});
+    if (!name) return void stream.resume();
+    open.add(stream);
+    // Busboy would skip the rest of the part; stop reading the body at once instead.
+    stream.once("limit", () => fail(new TooLarge(limits.maxFileBytes)));
+    writes = writes.then(async () => {
+      try {
+        if (failure !== undefined) return;
+        const file = await spool.write(partBytes(stream), limits.maxFileBytes);
+        form.files.set(name, { ...file, filename, mediaType });
+      } catch (error) {
+        fail(error);
+      } finally {
+        open.delete(stream);
+      }
+    });
+  });
+  busboy.on("partsLimit", () => fail(new MalformedMultipart(`at most ${limits.maxParts} parts`)));
+  busboy.on("error", (error: Error) => fail(new MalformedMultipart(error.message)));
+  const finished = new Promise<void>((resolve) => busboy.once("finish", resolve));
+
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (failure !== undefined) break;
+      if (done) {
+        busboy.end();
+        break;
+      }
+      if (!busboy.write(value)) {
+        await Promise.race([new Promise((resolve) => busboy.once("drain", resolve)), failed.promise]);
+      }
+    }
+  } catch {
+    fail(new MalformedMultipart("the body could not be read to its end"));
+  }
+  await Promise.race([finished, failed.promise]);
+  await writes;
+  if (failure !== undefined) throw failure;
+  return form;
+}
+
+/** A file part's bytes; the stream's own errors (cut off, stopped) are the body's fault, not the writer's. */
+async function* partBytes(stream: BusboyFileStream): AsyncGenerator<Uint8Array> {
+  try {
+    yield* stream;
+  } catch {
+    throw new MalformedMultipart("a part ended before its boundary");
   }
 }

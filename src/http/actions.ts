@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import type { InvokeOutcome } from "../engine/engine.ts";
 import { EngineError, invalidRequest } from "../engine/errors.ts";
 import { toExecutionView } from "../engine/executions.ts";
-import { MalformedMultipart, MultipartReader } from "../files/multipart.ts";
+import { MalformedMultipart, type MultipartForm, readMultipart } from "../files/multipart.ts";
 import type { FileService, SentFile } from "../files/service.ts";
 import { Spool } from "../files/spool.ts";
 import { TooLarge } from "../files/storage.ts";
@@ -27,7 +27,7 @@ export const actionRoutes = (deps: HttpDeps & { files: FileService; maxFileBytes
       const spool = multipart ? new Spool(deps.spoolDir) : undefined;
       try {
         const { envelope, files } = spool
-          ? await readMultipart(request, deps.maxFileBytes, spool)
+          ? await readInvocationForm(request, deps.maxFileBytes, spool)
           : { envelope: parseEnvelope(await readJsonBody(request, INVOKE_BODY_LIMIT)), files: undefined };
         let outcome: InvokeOutcome;
         try {
@@ -68,36 +68,23 @@ export const actionRoutes = (deps: HttpDeps & { files: FileService; maxFileBytes
  * part per file field, named by its input property. Each file part goes to a spool file (counted,
  * hashed, capped by MAX_FILE_BYTES); the caller disposes of the spool however the invocation ends.
  */
-async function readMultipart(request: Request, maxFileBytes: number, spool: Spool) {
-  const files = new Map<string, SentFile>();
-  let text: string | null = null;
-  let reader: MultipartReader | undefined;
+async function readInvocationForm(request: Request, maxFileBytes: number, spool: Spool) {
+  let form: MultipartForm;
   try {
-    reader = MultipartReader.of(request);
-    let parts = 0;
-    for (let head = await reader.next(); head; head = await reader.next()) {
-      if (++parts > MAX_PARTS) throw new MalformedMultipart(`at most ${MAX_PARTS} parts`);
-      if (head.name === "request") text = await readText(reader.body(), INVOKE_BODY_LIMIT);
-      else if (head.name && head.filename !== undefined) {
-        const file = await spool.write(reader.body(), maxFileBytes);
-        files.set(head.name, {
-          filename: head.filename,
-          contentType: head.mediaType || "application/octet-stream",
-          size: file.size,
-          sha256: file.sha256,
-          stream: file.stream,
-        });
-      }
-    }
+    form = await readMultipart(
+      request,
+      { maxFieldBytes: INVOKE_BODY_LIMIT, maxFileBytes, maxParts: MAX_PARTS, fields: ["request"] },
+      spool,
+    );
   } catch (error) {
-    await reader?.cancel();
     if (error instanceof TooLarge) throw payloadTooLarge(error.limit);
     if (error instanceof MalformedMultipart) {
       throw invalidRequest([{ where: "", code: "invalid_multipart", message: `the multipart body: ${error.message}` }]);
     }
     throw error;
   }
-  if (text === null) {
+  const text = form.fields.get("request");
+  if (text === undefined) {
     throw invalidRequest([
       { where: "/request", code: "required", message: "a part named request holds { requestId, input }" },
     ]);
@@ -108,18 +95,17 @@ async function readMultipart(request: Request, maxFileBytes: number, spool: Spoo
   } catch {
     throw invalidRequest([{ where: "/request", code: "invalid_json", message: "the request part is not valid JSON" }]);
   }
-  return { envelope: parseEnvelope(body), files };
-}
-
-async function readText(chunks: AsyncIterable<Uint8Array>, limit: number): Promise<string> {
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of chunks) {
-    size += chunk.byteLength;
-    if (size > limit) throw new TooLarge(limit);
-    parts.push(chunk);
+  const files = new Map<string, SentFile>();
+  for (const [field, file] of form.files) {
+    files.set(field, {
+      filename: file.filename,
+      contentType: file.mediaType,
+      size: file.size,
+      sha256: file.sha256,
+      stream: file.stream,
+    });
   }
-  return new TextDecoder().decode(Buffer.concat(parts));
+  return { envelope: parseEnvelope(body), files };
 }
 
 /** `{ requestId, input }`: requestId a UUID (compared lower-cased), input an object, nothing else. */
