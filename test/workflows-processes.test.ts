@@ -45,11 +45,15 @@ async function environment(dialect: Dialect, settings: Record<string, string>) {
     await database.drop();
     rmSync(dir, { recursive: true, force: true });
   });
-  const env = { DATABASE_URL: database.url, DATA_DIR: join(dir, "data"), SERVICE_KEYS: key, ...settings };
+  const env = { DATABASE_URL: database.url, SERVICE_KEYS: key, ...settings };
   return {
     file: (name: string) => join(dir, name),
-    async start() {
-      const server = await serve(["start", "--release", fixture("workflows")], env);
+    /** Each instance has its own data folder, as deployed instances do; a restart reuses its instance's. */
+    async start(instance = "a") {
+      const server = await serve(["start", "--release", fixture("workflows")], {
+        ...env,
+        DATA_DIR: join(dir, `data-${instance}`),
+      });
       servers.push(server);
       return server;
     },
@@ -113,7 +117,7 @@ describe.skipIf(!postgres)("two server processes on one PostgreSQL database", ()
       WORKFLOW_POLL_MS: "50",
     });
     const log = env.file("effects");
-    const [a, b] = [await env.start(), await env.start()];
+    const [a, b] = [await env.start("a"), await env.start("b")];
     // All are admitted through one server: it starts 4 at once, the others wait for either server's workers.
     const runIds = await Promise.all(
       Array.from({ length: 50 }, async (_, n) => {
