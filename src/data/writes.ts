@@ -39,7 +39,7 @@ export class ExecutionData implements Omit<DataContext, "query"> {
   async create(entityName: string, data: Record<string, unknown>): Promise<string> {
     const entity = this.entity(entityName);
     const doc = this.checked(entity, data, "create");
-    const id = crypto.randomUUID();
+    const id = Bun.randomUUIDv7();
     this.pending.set(id, { entity: entity.name, doc });
     this.writes.push({ op: "insert", entity: entity.name, id, doc, at: this.now() });
     return id;
