@@ -1,32 +1,13 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ServerProcess, serve } from "./support/cli.ts";
 import { type Dialect, dialects } from "./support/databases.ts";
+import { effects } from "./support/effects.ts";
 import { eventually, fixture } from "./support/server.ts";
 
 // Workflows across real server processes: one killed mid-run, two sharing a PostgreSQL database.
-
-interface Effect {
-  run: string;
-  step: string;
-  phase?: string;
-  pid: number;
-}
-
-function effects(path: string): Effect[] {
-  let text = "";
-  try {
-    text = readFileSync(path, "utf8");
-  } catch {
-    return [];
-  }
-  return text
-    .split("\n")
-    .filter(Boolean)
-    .map((line) => JSON.parse(line));
-}
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -1,23 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { dialects } from "./support/databases.ts";
+import { effects } from "./support/effects.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "./support/server.ts";
-
-/** The JSON lines a fixture's steps appended to `path`, one per side effect. */
-function effects(path: string): { run: string; step: string; phase?: string; pid: number }[] {
-  let text = "";
-  try {
-    text = readFileSync(path, "utf8");
-  } catch {
-    return [];
-  }
-  return text
-    .split("\n")
-    .filter(Boolean)
-    .map((line) => JSON.parse(line));
-}
 
 for (const dialect of dialects) {
   describe(`workflows (${dialect.name})`, () => {
