@@ -107,9 +107,10 @@ const PREPARED = { prepare: true };
 
 /**
  * Runs on PostgreSQL. The writes of a run's life (admission, checkpoints, suspensions, ends) are single
- * statements, so the ones queued during one turn of the event loop are pipelined in one transaction:
- * one commit (one WAL flush) for every run progressing at that moment. A step with data writes takes a
- * transaction of its own, since its writes and its checkpoint commit together or not at all.
+ * statements, so the ones queued on a lane while its previous batch commits go out together as one
+ * pipelined transaction: one commit (one WAL flush) for every run of that lane progressing at that
+ * moment. A step with data writes takes a transaction of its own, since its writes and its checkpoint
+ * commit together or not at all.
  */
 export class PgRunStore implements RunStore {
   private readonly lanes = Array.from(
