@@ -12,6 +12,8 @@ const endpoints: [method: string, path: string][] = [
   ["GET", `/executions/${crypto.randomUUID()}`],
   ["GET", `/executions/${crypto.randomUUID()}/result`],
   ["GET", `/executions/requests/${crypto.randomUUID()}`],
+  ["GET", `/runs/${crypto.randomUUID()}`],
+  ["POST", `/runs/${crypto.randomUUID()}/cancel`],
 ];
 
 async function expectJsonError(res: TestResponse, status: number, error: string) {
@@ -120,6 +122,9 @@ for (const dialect of dialects) {
         `/executions?cursor=${"A".repeat(5000)}`,
         "/executions?limit=1e400",
         "/executions?limit=1&limit=2",
+        "/runs/%00",
+        "/runs/%ZZ/cancel",
+        `/runs/${"f".repeat(5000)}`,
       ];
       const bodies = [
         "{",
