@@ -59,6 +59,11 @@ for (const dialect of dialects) {
     expect(invoked.status).toBe(202);
     const { runId } = (await invoked.json()) as { runId: string };
     await eventually(() => effects(log).some((e) => e.step === "wait"), 10_000);
+    // The attempt's start is recorded without holding the step up; once it is, the crash counts it.
+    await eventually(async () => {
+      const run = (await (await env.call(first, `/runs/${runId}`)).json()) as { steps: { status: string }[] };
+      return run.steps[1]?.status === "running";
+    }, 10_000);
 
     first.proc.kill("SIGKILL");
     await first.proc.exited;
