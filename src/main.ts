@@ -82,7 +82,7 @@ export async function startServer(
     waitMs: config.waitMs,
     log,
   });
-  engine.start();
+  await engine.start();
   const auth = new Authenticator(store, config.serviceKeys);
 
   const endpoint = new McpEndpoint(

@@ -164,6 +164,51 @@ describe("shutdown", () => {
     }
   });
 
+  const postgres = dialects.find((d) => d.name === "postgres");
+  test.skipIf(!postgres)(
+    "on PostgreSQL, another instance fails what a killed server left running once its heartbeat is overdue",
+    async () => {
+      const database = (await postgres?.create()) as TestDatabase;
+      const dirs = [mkdtempSync(join(tmpdir(), "actuate-kill-a-")), mkdtempSync(join(tmpdir(), "actuate-kill-b-"))];
+      const env = (dir: string) => ({
+        DATA_DIR: dir,
+        DATABASE_URL: database.url,
+        SERVICE_KEYS: "kill-key",
+        WAIT_MS: "100",
+        WORKFLOW_LEASE_MS: "1000",
+      });
+      const survivor = await serve(["start", "--release", fixture("basic")], env(dirs[0] as string));
+      const doomed = await serve(["start", "--release", fixture("basic")], env(dirs[1] as string));
+      try {
+        const res = await invoke(doomed.url, "kill-key", "test.until-aborted", {});
+        expect(res.status).toBe(202);
+        const { id } = (await res.json()).execution;
+        // Alive, its execution is left alone, however long it runs.
+        await Bun.sleep(1_500);
+        const read = async () => {
+          const res = await fetch(`${survivor.url}/executions/${id}`, {
+            headers: { authorization: "Bearer kill-key" },
+          });
+          return (await res.json()) as { status: string };
+        };
+        expect((await read()).status).toBe("running");
+        doomed.proc.kill("SIGKILL");
+        await doomed.proc.exited;
+        const after = await eventually(async () => {
+          const execution = await read();
+          return execution.status === "failed" ? execution : null;
+        }, 10_000);
+        expect(after).toMatchObject({ status: "failed", errorCode: "execution_interrupted" });
+        await survivor.waitFor(/1 execution\(s\) of a stopped server were marked failed/, 5_000, 0);
+      } finally {
+        await survivor.kill();
+        await database.drop();
+        for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    30_000,
+  );
+
   test("SIGTERM aborts running handlers through ctx.signal and records how they ended", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "actuate-stop-"));
     const env = { DATA_DIR: dataDir, DATABASE_URL: "", SERVICE_KEYS: "stop-key", WAIT_MS: "100" };

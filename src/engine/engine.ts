@@ -17,6 +17,7 @@ import { actionNotFound, EngineError, executionNotFound, runNotFound } from "./e
 import { ExecutionFeed } from "./execution-feed.ts";
 import { canSee } from "./executions.ts";
 import { findNulCharacter } from "./json-text.ts";
+import { Liveness } from "./liveness.ts";
 import { Runner } from "./runner.ts";
 import { newRun } from "./workflows/new-run.ts";
 import { type WorkerSettings, WorkflowWorker } from "./workflows/worker.ts";
@@ -68,6 +69,7 @@ const POLL_MAX_MS = 1_000;
 export class Engine {
   private readonly runner: Runner;
   private readonly workflows: WorkflowWorker;
+  private readonly liveness: Liveness;
   /** Status changes and log lines of the executions running in this process (for subscribe-stream). */
   readonly feed = new ExecutionFeed();
   private readonly now: () => number;
@@ -79,10 +81,12 @@ export class Engine {
       { store: $.store, data: $.data, feed: this.feed, release: $.releaseVersion, log: $.log, now: this.now },
       $.workflows,
     );
+    this.liveness = new Liveness({ store: $.store, ttlMs: $.workflows.leaseMs, log: $.log, now: this.now });
   }
 
-  /** Starts this process's workflow workers (runs admitted here, due runs of any instance). */
-  start(): void {
+  /** Starts this process's workflow workers and its heartbeat among the instances sharing the database. */
+  async start(): Promise<void> {
+    await this.liveness.start();
     this.workflows.start();
   }
 
@@ -269,6 +273,7 @@ export class Engine {
    */
   async shutdown(graceMs = 5_000): Promise<void> {
     await Promise.all([this.runner.drain(graceMs), this.workflows.stop(graceMs)]);
+    await this.liveness.stop();
   }
 
   private async replay(row: ExecutionRow, fingerprint: string): Promise<InvokeOutcome> {

@@ -33,8 +33,8 @@ const DATA_CHANNEL = "actuate_data_changes";
 export abstract class SqlStore implements Store {
   abstract readonly runs: RunStore;
   private statements: StatementCache | null = null;
-  /** Tells this process's own notifications apart from other instances'. */
-  private readonly instance = crypto.randomUUID();
+  /** This process among the instances sharing the database (and the origin of its notifications). */
+  readonly instance = crypto.randomUUID();
 
   constructor(
     readonly dialect: "sqlite" | "postgres",
@@ -175,6 +175,12 @@ export abstract class SqlStore implements Store {
     return 0;
   }
 
+  async keepAlive(_now: number, _expiresAt: number): Promise<number> {
+    return 0;
+  }
+
+  async retire(): Promise<void> {}
+
   async dataSelect(sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
     if (this.dialect === "sqlite") {
       this.statements ??= new StatementCache(this.sqliteClient());
@@ -293,5 +299,8 @@ export const failedWrites = (s: ExecutionSettlement, reason: string): ExecutionS
   errorMessage: reason,
   finishedAt: s.finishedAt,
 });
+
+/** The error message of an execution whose server process stopped while it ran. */
+export const INTERRUPTED = "the server stopped while this execution ran; it did not finish";
 
 const sqlIncrement = (column: Tables["environment"]["revision"]) => sql`${column} + 1`;

@@ -228,6 +228,16 @@ export interface Store {
    * that at start-up; on PostgreSQL run leases expire by themselves and this answers 0.
    */
   failInterrupted(at: number): Promise<number>;
+  /** This server process, as other instances sharing the database know it. */
+  readonly instance: string;
+  /**
+   * Says this process is alive until `expiresAt`, and fails the function executions that instances no
+   * longer alive left `running` (`execution_interrupted`); returns how many. PostgreSQL only: a SQLite
+   * database has one process, which does this once at start-up (`failInterrupted`).
+   */
+  keepAlive(now: number, expiresAt: number): Promise<number>;
+  /** Says this process is gone (on shutdown): whatever it still runs is interrupted for the others. */
+  retire(): Promise<void>;
 
   /** Runs one read statement of the data layer (src/data/) and returns its rows. */
   dataSelect(sql: string, params: unknown[]): Promise<Record<string, unknown>[]>;

@@ -42,10 +42,11 @@ const ROW_TYPE = `id text, "requestId" text, "principalKind" text, "principalId"
 
 // `$1::text::jsonb`, not `$1::jsonb`: a parameter typed jsonb goes through postgres-js's JSON serializer
 // (and drizzle swaps that one for a no-op), so a text parameter is the one that arrives as written.
+// $2: this server process, so another can fail its running executions if it dies (see SqlStore.keepAlive).
 const INSERT = `insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version,
     contract_hash, input_fingerprint, input, status, output, error_code, error_message, created_at, started_at,
-    finished_at)
-  select * from jsonb_to_recordset($1::text::jsonb) as r(${ROW_TYPE})
+    finished_at, instance)
+  select r.*, $2::text from jsonb_to_recordset($1::text::jsonb) as r(${ROW_TYPE})
   on conflict (principal_kind, principal_id, request_id) do nothing
   returning id`;
 
@@ -96,7 +97,10 @@ export class PgExecutionWriter {
   private readonly claims = new Lane<PendingClaim>((batch) => this.writeClaims(batch), byJson);
   private readonly settles = new Lane<PendingSettle>((batch) => this.writeSettles(batch), byJson);
 
-  constructor(private readonly client: Sql) {}
+  constructor(
+    private readonly client: Sql,
+    private readonly instance: string,
+  ) {}
 
   /** Inserts the row unless its (principal, requestId) is taken; resolves, once committed, to the holder. */
   claim(row: ExecutionRow): Promise<Claim> {
@@ -138,7 +142,7 @@ export class PgExecutionWriter {
    */
   private async claimGroups(groups: ClaimGroup[], retried: boolean): Promise<void> {
     const rows = jsonArray(groups.map((group) => group.claims[0]));
-    const inserted = await this.client.unsafe<{ id: string }[]>(INSERT, [rows], PREPARED);
+    const inserted = await this.client.unsafe<{ id: string }[]>(INSERT, [rows, this.instance], PREPARED);
     const ids = new Set(inserted.map((r) => r.id));
     const conflicted = groups.filter((group) => !ids.has(group.claims[0].row.id));
     for (const group of groups) if (ids.has(group.claims[0].row.id)) resolveCreated(group);

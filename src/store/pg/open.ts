@@ -1,7 +1,7 @@
 import { drizzle } from "drizzle-orm/postgres-js";
 import { migrate } from "drizzle-orm/postgres-js/migrator";
 import postgres, { type Sql } from "postgres";
-import { SqlStore } from "../sql-store.ts";
+import { INTERRUPTED, SqlStore } from "../sql-store.ts";
 import type { ExecutionRow, ExecutionSettlement } from "../types.ts";
 import { PgExecutionWriter } from "./execution-writer.ts";
 import { PgRunStore } from "./run-store.ts";
@@ -33,13 +33,29 @@ class PostgresStore extends SqlStore {
   private readonly writer: PgExecutionWriter;
   readonly runs: PgRunStore;
 
-  constructor(client: Sql) {
+  constructor(private readonly client: Sql) {
     super("postgres", drizzle({ client, schema }), schema, async () => {
       await Promise.all([this.writer.drain(), this.runs.drain()]);
       await client.end({ timeout: 5 });
     });
-    this.writer = new PgExecutionWriter(client);
+    this.writer = new PgExecutionWriter(client, this.instance);
     this.runs = new PgRunStore(client, (principal, requestId) => this.findExecutionByRequest(principal, requestId));
+  }
+
+  override async keepAlive(now: number, expiresAt: number): Promise<number> {
+    const sql = this.client;
+    await sql`insert into instances (id, started_at, expires_at) values (${this.instance}, ${now}, ${expiresAt})
+      on conflict (id) do update set expires_at = excluded.expires_at`;
+    const failed = await sql`update executions e
+      set status = 'failed', error_code = 'execution_interrupted', error_message = ${INTERRUPTED}, finished_at = ${now}
+      where e.status = 'running' and e.kind = 'function' and e.instance is not null and e.instance <> ${this.instance}
+        and not exists (select 1 from instances i where i.id = e.instance and i.expires_at >= ${now})`;
+    await sql`delete from instances where expires_at < ${now}`;
+    return failed.count;
+  }
+
+  override async retire(): Promise<void> {
+    await this.client`delete from instances where id = ${this.instance}`;
   }
 
   override getExecution(id: string) {

@@ -41,12 +41,22 @@ export const executions = pgTable(
     createdAt: millis("created_at").notNull(),
     startedAt: millis("started_at"),
     finishedAt: millis("finished_at"),
+    /** The server process running a function execution, so another can fail it if that process dies. */
+    instance: text("instance"),
   },
   (t) => [
     uniqueIndex("executions_request_uq").on(t.principalKind, t.principalId, t.requestId),
     index("executions_principal_id_idx").on(t.principalKind, t.principalId, t.id),
+    index("executions_running_instance_idx").on(t.instance).where(sql`status = 'running'`),
   ],
 );
+
+/** Server processes sharing the database, alive while `expires_at` is ahead (renewed by each one's heartbeat). */
+export const instances = pgTable("instances", {
+  id: text("id").primaryKey(),
+  startedAt: millis("started_at").notNull(),
+  expiresAt: millis("expires_at").notNull(),
+});
 
 export const apiTokens = pgTable("api_tokens", {
   id: text("id").primaryKey(),

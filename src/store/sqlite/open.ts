@@ -4,7 +4,7 @@ import { dirname } from "node:path";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
 import type { AnyDatabase, Tables } from "../sql-store.ts";
-import { SqlStore } from "../sql-store.ts";
+import { INTERRUPTED, SqlStore } from "../sql-store.ts";
 import type { ExecutionRow, ExecutionSettlement, PrincipalKind } from "../types.ts";
 import { SqliteExecutionWriter } from "./execution-writer.ts";
 import { SqliteRunStore } from "./run-store.ts";
@@ -27,8 +27,6 @@ export function openSqliteStore(path: string): SqlStore {
   migrate(db, { migrationsFolder });
   return new SqliteStore(client, db as unknown as AnyDatabase);
 }
-
-const INTERRUPTED = "the server stopped while this execution ran; it did not finish";
 
 /** The generic store, with the per-invocation writes and lookups on prepared statements and group commit. */
 class SqliteStore extends SqlStore {

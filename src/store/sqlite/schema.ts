@@ -39,12 +39,22 @@ export const executions = sqliteTable(
     createdAt: integer("created_at").notNull(),
     startedAt: integer("started_at"),
     finishedAt: integer("finished_at"),
+    /** The server process running a function execution, so another can fail it if that process dies. */
+    instance: text("instance"),
   },
   (t) => [
     uniqueIndex("executions_request_uq").on(t.principalKind, t.principalId, t.requestId),
     index("executions_principal_id_idx").on(t.principalKind, t.principalId, t.id),
+    index("executions_running_instance_idx").on(t.instance).where(sql`status = 'running'`),
   ],
 );
+
+/** Server processes sharing the database, alive while `expires_at` is ahead (renewed by each one's heartbeat). */
+export const instances = sqliteTable("instances", {
+  id: text("id").primaryKey(),
+  startedAt: integer("started_at").notNull(),
+  expiresAt: integer("expires_at").notNull(),
+});
 
 export const apiTokens = sqliteTable("api_tokens", {
   id: text("id").primaryKey(),

@@ -1,0 +1,38 @@
+import type { Store } from "../store/types.ts";
+
+const MAX_BEAT_MS = 2_000;
+
+/**
+ * Keeps this server process known as alive to the other instances sharing the database, and fails the
+ * function executions of instances that died while running them (a workflow run has its own lease and
+ * is resumed instead). A process counts as dead `ttlMs` after its last beat.
+ */
+export class Liveness {
+  private timer: Timer | null = null;
+
+  constructor(private readonly $: { store: Store; ttlMs: number; log: (message: string) => void; now: () => number }) {}
+
+  /** Resolves once this process is known as alive: none of its executions can be taken for a dead one's. */
+  async start(): Promise<void> {
+    await this.beat();
+    this.timer = setInterval(() => this.beat(), Math.min(Math.floor(this.$.ttlMs / 3), MAX_BEAT_MS));
+  }
+
+  /** Stops beating and says this process is gone, so others fail at once what it could not finish. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.$.store.retire().catch((error) => this.$.log(`could not retire this instance: ${error.message}`));
+  }
+
+  private beat(): Promise<void> {
+    const now = this.$.now();
+    return this.$.store
+      .keepAlive(now, now + this.$.ttlMs)
+      .then((failed) => {
+        if (failed > 0)
+          this.$.log(`${failed} execution(s) of a stopped server were marked failed (execution_interrupted)`);
+      })
+      .catch((error) => this.$.log(`instance heartbeat failed: ${(error as Error).message}`));
+  }
+}
