@@ -242,7 +242,7 @@ for (const dialect of dialects) {
       await server.fetch(`/runs/${runId}/cancel`, { method: "POST", token: alice });
     });
 
-    test("over MCP a workflow answers its admission with the run to follow", async () => {
+    const mcp = async (method: string, params: Record<string, unknown>, token?: string) => {
       const res = await server.fetch("/mcp", {
         method: "POST",
         headers: {
@@ -250,19 +250,40 @@ for (const dialect of dialects) {
           accept: "application/json, text/event-stream",
           "mcp-protocol-version": "2025-11-25",
         },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "tools/call",
-          params: { name: "wf.steps", arguments: { n: 4 } },
-        }),
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+        token,
       });
-      const { result } = await res.json();
+      return res.json();
+    };
+
+    test("over MCP a workflow answers its admission; the run is a resource its caller can read", async () => {
+      const alice = await server.userToken("mcp-alice");
+      const { result } = await mcp("tools/call", { name: "wf.steps", arguments: { n: 4 } }, alice);
       expect(result.isError).toBeUndefined();
       const admitted = result.structuredContent;
       expect(admitted.statusUrl).toBe(`${server.url}/runs/${admitted.runId}`);
+      expect(admitted.resource).toBe(`service://local/runs/${admitted.runId}`);
       expect(result._meta["dev.service/execution"].id).toBe(admitted.runId);
-      expect(await ended(admitted.runId)).toMatchObject({ status: "succeeded", output: { total: 51 } });
+
+      const templates = (await mcp("resources/templates/list", {}, alice)).result.resourceTemplates;
+      expect(templates).toContainEqual(expect.objectContaining({ uriTemplate: "service://local/runs/{runId}" }));
+      const read = await eventually(async () => {
+        const { result: resource } = await mcp("resources/read", { uri: admitted.resource }, alice);
+        const run = JSON.parse(resource.contents[0].text);
+        return run.status === "succeeded" ? run : null;
+      });
+      expect(read).toMatchObject({ id: admitted.runId, output: { total: 51 }, steps: [{}, {}, {}] });
+
+      // Another user's run, or no run at all, is the same "not found".
+      const bob = await server.userToken("mcp-bob");
+      for (const [uri, token] of [
+        [admitted.resource, bob],
+        [`service://local/runs/${crypto.randomUUID()}`, alice],
+        ["service://local/runs/not-a-run", alice],
+      ] as const) {
+        const { error } = await mcp("resources/read", { uri }, token);
+        expect(error).toMatchObject({ code: -32002 });
+      }
     });
 
     test("workers resume a run from its checkpoints after a restart of the server", async () => {

@@ -10,11 +10,16 @@ import {
   McpError,
   ReadResourceRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
+import { EngineError } from "../engine/errors.ts";
+import { toRunView } from "../engine/workflows/view.ts";
 import type { Principal } from "../sdk/index.ts";
 import { describeRelease } from "./describe.ts";
 import { callTool, listTools, type ToolDeps } from "./tools.ts";
+import { runResourceUri, schemaResourceUri } from "./uris.ts";
 
-export const schemaResourceUri = (handle: string) => `service://${handle}/schema`;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+const resourceNotFound = (uri: string) => new McpError(-32002, `Resource not found: ${uri}`, { uri });
 
 const principalOf = (authInfo: AuthInfo | undefined): Principal => {
   const principal = authInfo?.extra?.principal as Principal | undefined;
@@ -54,13 +59,37 @@ function buildServer(deps: ToolDeps, version: string): Server {
       },
     ],
   }));
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: [] }));
-  server.setRequestHandler(ReadResourceRequestSchema, (request) => {
-    if (request.params.uri !== uri) {
-      throw new McpError(-32002, `Resource not found: ${request.params.uri}`, { uri: request.params.uri });
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
+    resourceTemplates: [
+      {
+        uriTemplate: runResourceUri(deps.handle, "{runId}"),
+        name: "run",
+        title: "Workflow run",
+        description:
+          "A workflow run you started, with its status, output or error, and steps (what GET /runs/{id} answers). A workflow tool call answers its runId.",
+        mimeType: "application/json",
+      },
+    ],
+  }));
+  const runsPrefix = runResourceUri(deps.handle, "");
+  server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
+    const requested = request.params.uri;
+    if (requested === uri) {
+      const text = JSON.stringify(describeRelease(deps.handle, deps.release()));
+      return { contents: [{ uri, mimeType: "application/json", text }] };
     }
-    const text = JSON.stringify(describeRelease(deps.handle, deps.release()));
-    return { contents: [{ uri, mimeType: "application/json", text }] };
+    const runId = requested.startsWith(runsPrefix) ? requested.slice(runsPrefix.length) : "";
+    if (!UUID.test(runId)) throw resourceNotFound(requested);
+    try {
+      const { run, steps } = await deps.engine.run(principalOf(extra.authInfo), runId);
+      return {
+        contents: [{ uri: requested, mimeType: "application/json", text: JSON.stringify(toRunView(run, steps)) }],
+      };
+    } catch (error) {
+      // Another caller's run is as absent as a missing one.
+      if (error instanceof EngineError && error.code === "run_not_found") throw resourceNotFound(requested);
+      throw error;
+    }
   });
   return server;
 }

@@ -7,6 +7,7 @@ import { toExecutionView } from "../engine/executions.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
 import { describeRelease } from "./describe.ts";
+import { runResourceUri } from "./uris.ts";
 
 /** `_meta` key naming the execution of every tool result, and the one an agent may send its request id under. */
 export const EXECUTION_META = "dev.service/execution";
@@ -53,7 +54,7 @@ export function listTools(release: LoadedRelease | null): Tool[] {
         name: contract.name,
         description:
           contract.kind === "workflow"
-            ? `${contract.description} (a durable workflow: the call answers once its run is admitted, with the runId and statusUrl to follow it)`
+            ? `${contract.description} (a durable workflow: the call answers once its run is admitted, with the run's id and a resource URI to read its progress)`
             : contract.description,
         inputSchema: contract.input as Tool["inputSchema"],
         // A workflow's call answers its admission, not its output.
@@ -108,7 +109,13 @@ export async function callTool(
     url: deps.executionUrl(execution.id),
   };
   if (outcome.runId !== undefined) {
-    const admitted = { runId: outcome.runId, status: execution.status, statusUrl: deps.runUrl(outcome.runId) };
+    const admitted = {
+      runId: outcome.runId,
+      status: execution.status,
+      statusUrl: deps.runUrl(outcome.runId),
+      // Agents without HTTP follow the run through resources/read.
+      resource: runResourceUri(deps.handle, outcome.runId),
+    };
     return { ...jsonResult(admitted), _meta: { [EXECUTION_META]: named } };
   }
   if (!outcome.settled) {

@@ -154,7 +154,9 @@ for (const dialect of dialects) {
       expect(resources.map((r) => r.uri)).toEqual(["service://acme/schema"]);
       const read = await client.readResource({ uri: "service://acme/schema" });
       expect(JSON.parse((read.contents[0] as { text: string }).text)).toEqual(schema);
-      expect((await client.listResourceTemplates()).resourceTemplates).toEqual([]);
+      expect((await client.listResourceTemplates()).resourceTemplates).toEqual([
+        expect.objectContaining({ uriTemplate: "service://acme/runs/{runId}", name: "run" }),
+      ]);
       await expect(client.readResource({ uri: "service://acme/other" })).rejects.toMatchObject({ code: -32002 });
     });
 
