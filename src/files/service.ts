@@ -2,7 +2,7 @@ import type { FileHandle, Principal } from "../sdk/index.ts";
 import type { FileRow, Store } from "../store/types.ts";
 import { checkPath } from "./paths.ts";
 import { type SignedGrant, signGrant, verifyGrant } from "./signing.ts";
-import type { Storage } from "./storage.ts";
+import { metered, type Storage } from "./storage.ts";
 
 export class FileNotFound extends Error {
   override name = "FileNotFound";
@@ -106,13 +106,9 @@ export class FileService {
       await this.$.storage.delete(row.path);
       return null;
     }
-    const hash = new Bun.CryptoHasher("sha256");
-    let size = 0;
-    for await (const chunk of object.body) {
-      hash.update(chunk);
-      size += chunk.byteLength;
-    }
-    const learned = { ...row, size, sha256: hash.digest("hex"), updatedAt: this.now() };
+    const reading = metered(object.body, Number.POSITIVE_INFINITY);
+    for await (const _ of reading.chunks());
+    const learned = { ...row, ...reading.stored(), updatedAt: this.now() };
     await this.$.store.putFile(learned);
     return learned;
   }
