@@ -12,6 +12,7 @@ const endpoints: [method: string, path: string][] = [
   ["GET", `/executions/${crypto.randomUUID()}`],
   ["GET", `/executions/${crypto.randomUUID()}/result`],
   ["GET", `/executions/requests/${crypto.randomUUID()}`],
+  ["GET", "/runs"],
   ["GET", `/runs/${crypto.randomUUID()}`],
   ["POST", `/runs/${crypto.randomUUID()}/cancel`],
 ];

@@ -242,6 +242,43 @@ for (const dialect of dialects) {
       await server.fetch(`/runs/${runId}/cancel`, { method: "POST", token: alice });
     });
 
+    test("GET /runs lists the caller's runs newest first, by page, with filters; others' runs are not listed", async () => {
+      const carol = await server.userToken("list-carol");
+      const dave = await server.userToken("list-dave");
+      const invoke = async (action: string, input: unknown) =>
+        (await (await server.invoke(action, input, { token: carol })).json()).runId as string;
+      const one = await invoke("wf.steps", { n: 1 });
+      const two = await invoke("wf.steps", { n: 2 });
+      const napping = await invoke("wf.nap", { ms: 60_000 });
+      const three = await invoke("wf.steps", { n: 3 });
+      for (const id of [one, two, three]) await ended(id);
+      await eventually(async () => (await run(napping)).status === "sleeping");
+      const list = async (query: string, token: string | undefined = carol) =>
+        (await server.fetch(`/runs${query}`, { token })).json();
+      const ids = (page: { items: { id: string }[] }) => page.items.map((r) => r.id);
+
+      const first = await list("?limit=2");
+      expect(ids(first)).toEqual([three, napping]);
+      expect(first.items[0]).toMatchObject({ workflow: "wf.steps", status: "succeeded", output: { total: 41 } });
+      expect(first.items[0].statusUrl).toBe(`${server.url}/runs/${three}`);
+      expect(first.items[0].steps).toBeUndefined();
+      const second = await list(`?limit=2&cursor=${first.nextCursor}`);
+      expect(ids(second)).toEqual([two, one]);
+      expect(second.nextCursor).toBeNull();
+      expect(ids(await list("?status=sleeping"))).toEqual([napping]);
+      expect(ids(await list("?workflow=wf.steps"))).toEqual([three, two, one]);
+      expect(ids(await list("", dave))).toEqual([]);
+      expect(ids(await list("?limit=200", server.serviceKey))).toEqual(
+        expect.arrayContaining([one, two, three, napping]),
+      );
+      for (const bad of ["?limit=0", "?limit=x", "?status=bogus", "?cursor=bm9wZQ", "?sort=id"]) {
+        const res = await server.fetch(`/runs${bad}`, { token: carol });
+        expect(res.status, bad).toBe(400);
+        expect(await res.json()).toMatchObject({ ok: false, error: "invalid_request" });
+      }
+      await server.fetch(`/runs/${napping}/cancel`, { method: "POST", token: carol });
+    });
+
     const mcp = async (method: string, params: Record<string, unknown>, token?: string) => {
       const res = await server.fetch("/mcp", {
         method: "POST",

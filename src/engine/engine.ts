@@ -10,6 +10,7 @@ import {
   isRunTerminal,
   isTerminal,
   type RunRow,
+  type RunStatus,
   type StepRow,
   type Store,
 } from "../store/types.ts";
@@ -200,6 +201,23 @@ export class Engine {
     }
     if (starting) this.workflows.launch(run, execution);
     return { execution: admitted.execution, settled: false, replayed: false, runId: run.id };
+  }
+
+  /** The caller's runs (every run for a service key), newest first, a page at a time. */
+  async listRuns(
+    principal: Principal,
+    query: { limit: number; afterId?: string; workflow?: string; status?: RunStatus },
+  ): Promise<{ items: RunRow[]; lastId: string | null }> {
+    const items = await this.$.store.runs.list({
+      principal: principal.kind === "service" ? undefined : principal,
+      workflow: query.workflow,
+      status: query.status,
+      beforeId: query.afterId,
+      limit: query.limit + 1,
+    });
+    const more = items.length > query.limit;
+    if (more) items.length = query.limit;
+    return { items, lastId: more ? (items.at(-1)?.id ?? null) : null };
   }
 
   /** A workflow run with its steps, if the caller may see it (its own, or any for a service key). */

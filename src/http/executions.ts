@@ -1,18 +1,17 @@
 import { Type } from "@sinclair/typebox";
-import { Value } from "@sinclair/typebox/value";
 import { Elysia } from "elysia";
-import { executionNotFound, invalidRequest } from "../engine/errors.ts";
+import { executionNotFound } from "../engine/errors.ts";
 import { toExecutionView } from "../engine/executions.ts";
 import type { FileService } from "../files/service.ts";
 import { EXECUTION_STATUSES, type ExecutionRow, type ExecutionStatus } from "../store/types.ts";
 import { authenticated } from "./auth.ts";
 import { executionUrl, type HttpDeps } from "./deps.ts";
 import { HttpError } from "./errors.ts";
+import { DEFAULT_PAGE, decodeCursor, encodeCursor, pageParams, parseListQuery } from "./paging.ts";
 
 const ListQuery = Type.Object(
   {
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200 })),
-    cursor: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_-]{1,200}$" })),
+    ...pageParams,
     action: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_.-]{1,200}$" })),
     status: Type.Optional(Type.Union(EXECUTION_STATUSES.map((s) => Type.Literal(s)))),
   },
@@ -41,9 +40,9 @@ export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
   return new Elysia({ name: "executions" })
     .use(authenticated(deps.auth, deps.publicUrl))
     .get("/executions", async ({ query, principal }) => {
-      const q = parseListQuery(query);
+      const q = parseListQuery(ListQuery, query);
       const page = await deps.engine.listExecutions(principal, {
-        limit: q.limit ?? 50,
+        limit: q.limit ?? DEFAULT_PAGE,
         afterId: q.cursor === undefined ? undefined : decodeCursor(q.cursor),
         action: q.action,
         status: q.status as ExecutionStatus | undefined,
@@ -74,30 +73,3 @@ export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
       return view(execution);
     });
 };
-
-function parseListQuery(query: Record<string, string | undefined>) {
-  const converted = Value.Convert(ListQuery, { ...query });
-  const errors = [...Value.Errors(ListQuery, converted)];
-  if (errors.length > 0) {
-    throw invalidRequest(
-      errors.map((e) => ({
-        where: `/query${e.path}`,
-        code: "invalid",
-        message: `${e.path.slice(1) || "query"}: ${e.message}`,
-      })),
-    );
-  }
-  return converted as { limit?: number; cursor?: string; action?: string; status?: string };
-}
-
-// Cursors are opaque to callers; today they carry the last id seen (ids are time-ordered UUIDv7).
-const encodeCursor = (id: string) => Buffer.from(id).toString("base64url");
-
-function decodeCursor(cursor: string): string {
-  const id = Buffer.from(cursor, "base64url").toString();
-  if (!UUID.test(id))
-    throw invalidRequest([
-      { where: "/query/cursor", code: "invalid", message: "cursor is not one this server gave out" },
-    ]);
-  return id;
-}

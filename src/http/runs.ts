@@ -1,8 +1,11 @@
+import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import { runNotFound } from "../engine/errors.ts";
-import { toRunView } from "../engine/workflows/view.ts";
+import { toRunSummary, toRunView } from "../engine/workflows/view.ts";
+import { RUN_STATUSES, type RunStatus } from "../store/types.ts";
 import { authenticated } from "./auth.ts";
-import type { HttpDeps } from "./deps.ts";
+import { type HttpDeps, runUrl } from "./deps.ts";
+import { DEFAULT_PAGE, decodeCursor, encodeCursor, pageParams, parseListQuery } from "./paging.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -13,9 +16,31 @@ function runId(value: string): string {
   return lower;
 }
 
+const ListQuery = Type.Object(
+  {
+    ...pageParams,
+    workflow: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_.-]{1,200}$" })),
+    status: Type.Optional(Type.Union(RUN_STATUSES.map((s) => Type.Literal(s)))),
+  },
+  { additionalProperties: false },
+);
+
 export const runRoutes = (deps: HttpDeps) =>
   new Elysia({ name: "runs" })
     .use(authenticated(deps.auth, deps.publicUrl))
+    .get("/runs", async ({ query, principal }) => {
+      const q = parseListQuery(ListQuery, query);
+      const page = await deps.engine.listRuns(principal, {
+        limit: q.limit ?? DEFAULT_PAGE,
+        afterId: q.cursor === undefined ? undefined : decodeCursor(q.cursor),
+        workflow: q.workflow,
+        status: q.status as RunStatus | undefined,
+      });
+      return {
+        items: page.items.map((run) => ({ ...toRunSummary(run), statusUrl: runUrl(deps.publicUrl(), run.id) })),
+        nextCursor: page.lastId ? encodeCursor(page.lastId) : null,
+      };
+    })
     .get("/runs/:id", async ({ params, principal }) => {
       const { run, steps } = await deps.engine.run(principal, runId(params.id));
       return toRunView(run, steps);

@@ -111,6 +111,18 @@ export interface RunRow {
   finishedAt: number | null;
 }
 
+export const RUN_STATUSES: readonly RunStatus[] = ["queued", "running", "sleeping", "succeeded", "failed", "canceled"];
+
+export interface RunFilter {
+  /** Omitted for a service key, which sees every run. */
+  principal?: { kind: PrincipalKind; id: string };
+  workflow?: string;
+  status?: RunStatus;
+  /** Keyset: only ids strictly below this one (run ids are UUIDv7: id order is creation order). */
+  beforeId?: string;
+  limit: number;
+}
+
 /** `retrying`: an attempt failed and another is due; `sleeping`: a durable timer that has not fired. */
 export type StepStatus = "running" | "retrying" | "sleeping" | "succeeded" | "failed";
 
@@ -156,6 +168,8 @@ export interface RunStore {
    */
   admit(execution: ExecutionRow, run: RunRow): Promise<{ execution: ExecutionRow; created: boolean }>;
   get(id: string): Promise<RunRow | null>;
+  /** Runs newest first. */
+  list(filter: RunFilter): Promise<RunRow[]>;
   steps(runId: string): Promise<StepRow[]>;
   /**
    * Leases up to `limit` runs that are due (or asked to cancel) and not held by a live lease; the runs

@@ -4,6 +4,11 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 
 /** The public shape of a run (`GET /runs/{id}`): output once succeeded, error fields once it failed or was canceled. */
 export function toRunView(run: RunRow, steps: StepRow[]) {
+  return { ...toRunSummary(run), steps: steps.map(toStepView) };
+}
+
+/** A run as lists show it: everything but its steps. */
+export function toRunSummary(run: RunRow) {
   return {
     id: run.id,
     executionId: run.id,
@@ -15,18 +20,19 @@ export function toRunView(run: RunRow, steps: StepRow[]) {
     output: run.status === "succeeded" ? run.output : null,
     errorCode: run.errorCode,
     errorMessage: run.errorMessage,
-    steps: steps.map((step) => ({
-      name: step.name,
-      kind: step.kind,
-      status: step.status,
-      attempts: step.attempts,
-      output: step.status === "succeeded" ? step.output : null,
-      error: step.error,
-      startedAt: iso(step.startedAt),
-      finishedAt: iso(step.finishedAt),
-    })),
     createdAt: iso(run.createdAt),
     updatedAt: iso(run.updatedAt),
     finishedAt: iso(run.finishedAt),
   };
 }
+
+const toStepView = (step: StepRow) => ({
+  name: step.name,
+  kind: step.kind,
+  status: step.status,
+  attempts: step.attempts,
+  output: step.status === "succeeded" ? step.output : null,
+  error: step.error,
+  startedAt: iso(step.startedAt),
+  finishedAt: iso(step.finishedAt),
+});

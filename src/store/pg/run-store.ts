@@ -1,8 +1,10 @@
 import type { ParameterOrJSON, Row, Sql } from "postgres";
+import { listConditions } from "../run-filter.ts";
 import { WriteFailed } from "../sql-store.ts";
 import {
   type ExecutionRow,
   type PrincipalKind,
+  type RunFilter,
   type RunRow,
   type RunSettlement,
   type RunStore,
@@ -164,6 +166,14 @@ export class PgRunStore implements RunStore {
   async get(id: string): Promise<RunRow | null> {
     const [raw] = await this.client.unsafe(`select ${RUN_COLUMNS} from workflow_runs where id = $1`, [id], PREPARED);
     return raw ? parseRun(raw) : null;
+  }
+
+  async list(filter: RunFilter): Promise<RunRow[]> {
+    const { where, params } = listConditions(filter, (_, position) => `$${position}`);
+    const limit = `$${params.length + 1}`;
+    const sql = `select ${RUN_COLUMNS} from workflow_runs ${where} order by id desc limit ${limit}`;
+    const rows = await this.client.unsafe(sql, [...params.map(([, value]) => value), filter.limit] as Params, PREPARED);
+    return rows.map(parseRun);
   }
 
   async steps(runId: string): Promise<StepRow[]> {

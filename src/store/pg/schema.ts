@@ -153,7 +153,10 @@ export const workflowRuns = pgTable(
     updatedAt: millis("updated_at").notNull(),
     finishedAt: millis("finished_at"),
   },
-  (t) => [index("workflow_runs_due_idx").on(t.wakeAt).where(sql`status in ('queued', 'running', 'sleeping')`)],
+  (t) => [
+    index("workflow_runs_due_idx").on(t.wakeAt).where(sql`status in ('queued', 'running', 'sleeping')`),
+    index("workflow_runs_principal_id_idx").on(t.principalKind, t.principalId, t.id),
+  ],
 );
 
 /** A run's checkpoints: one row per step or sleep name, its result once it succeeded. */

@@ -1,7 +1,9 @@
 import type { Database, SQLQueryBindings, Statement } from "bun:sqlite";
+import { listConditions } from "../run-filter.ts";
 import { WriteFailed } from "../sql-store.ts";
 import {
   type ExecutionRow,
+  type RunFilter,
   type RunRow,
   type RunSettlement,
   type RunStore,
@@ -130,6 +132,13 @@ export class SqliteRunStore implements RunStore {
   async get(id: string): Promise<RunRow | null> {
     const raw = this.byId.get({ id });
     return raw ? parseRun(raw) : null;
+  }
+
+  async list(filter: RunFilter): Promise<RunRow[]> {
+    const { where, params } = listConditions(filter, (name) => `$${name}`);
+    const sql = `select ${RUN_COLUMNS} from workflow_runs ${where} order by id desc limit $limit`;
+    const named = Object.fromEntries(params.map(([name, value]) => [name, value]));
+    return (this.statements.get(sql).all({ ...named, limit: filter.limit }) as RawRun[]).map(parseRun);
   }
 
   async steps(runId: string): Promise<StepRow[]> {

@@ -147,7 +147,10 @@ export const workflowRuns = sqliteTable(
     updatedAt: integer("updated_at").notNull(),
     finishedAt: integer("finished_at"),
   },
-  (t) => [index("workflow_runs_due_idx").on(t.wakeAt).where(sql`status in ('queued', 'running', 'sleeping')`)],
+  (t) => [
+    index("workflow_runs_due_idx").on(t.wakeAt).where(sql`status in ('queued', 'running', 'sleeping')`),
+    index("workflow_runs_principal_id_idx").on(t.principalKind, t.principalId, t.id),
+  ],
 );
 
 export const workflowSteps = sqliteTable(

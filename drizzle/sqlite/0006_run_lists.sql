@@ -1,0 +1,1 @@
+CREATE INDEX `workflow_runs_principal_id_idx` ON `workflow_runs` (`principal_kind`,`principal_id`,`id`);

@@ -1,0 +1,41 @@
+import { type Static, type TObject, Type } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+import { invalidRequest } from "../engine/errors.ts";
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The paging parameters every list shares: `?limit` (default 50, at most 200) and an opaque `cursor`. */
+export const pageParams = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200 })),
+  cursor: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_-]{1,200}$" })),
+};
+
+export const DEFAULT_PAGE = 50;
+
+/** A list's query string checked against its schema; every problem is an issue of a 400 invalid_request. */
+export function parseListQuery<T extends TObject>(schema: T, query: Record<string, string | undefined>): Static<T> {
+  const converted = Value.Convert(schema, { ...query });
+  const errors = [...Value.Errors(schema, converted)];
+  if (errors.length > 0) {
+    throw invalidRequest(
+      errors.map((e) => ({
+        where: `/query${e.path}`,
+        code: "invalid",
+        message: `${e.path.slice(1) || "query"}: ${e.message}`,
+      })),
+    );
+  }
+  return converted as Static<T>;
+}
+
+// Cursors are opaque to callers; today they carry the last id seen (ids are time-ordered UUIDv7).
+export const encodeCursor = (id: string) => Buffer.from(id).toString("base64url");
+
+export function decodeCursor(cursor: string): string {
+  const id = Buffer.from(cursor, "base64url").toString();
+  if (!UUID.test(id))
+    throw invalidRequest([
+      { where: "/query/cursor", code: "invalid", message: "cursor is not one this server gave out" },
+    ]);
+  return id;
+}
