@@ -56,10 +56,17 @@ export interface InvokeOutcome {
   runId?: string;
 }
 
-export interface ExecutionPage {
-  items: ExecutionRow[];
+export interface Page<T> {
+  items: T[];
   /** The last id of this page when another may follow. */
   lastId: string | null;
+}
+
+/** Lists ask for one row more than the page holds: its presence says another page follows. */
+function pageOf<T extends { id: string }>(rows: T[], limit: number): Page<T> {
+  const more = rows.length > limit;
+  if (more) rows.length = limit;
+  return { items: rows, lastId: more ? (rows.at(-1)?.id ?? null) : null };
 }
 
 const NO_FILES: ReadonlyMap<string, SentFile> = new Map();
@@ -207,7 +214,7 @@ export class Engine {
   async listRuns(
     principal: Principal,
     query: { limit: number; afterId?: string; workflow?: string; status?: RunStatus },
-  ): Promise<{ items: RunRow[]; lastId: string | null }> {
+  ): Promise<Page<RunRow>> {
     const items = await this.$.store.runs.list({
       principal: principal.kind === "service" ? undefined : principal,
       workflow: query.workflow,
@@ -215,9 +222,7 @@ export class Engine {
       beforeId: query.afterId,
       limit: query.limit + 1,
     });
-    const more = items.length > query.limit;
-    if (more) items.length = query.limit;
-    return { items, lastId: more ? (items.at(-1)?.id ?? null) : null };
+    return pageOf(items, query.limit);
   }
 
   /** A workflow run with its steps, if the caller may see it (its own, or any for a service key). */
@@ -258,7 +263,7 @@ export class Engine {
   async listExecutions(
     principal: Principal,
     query: { limit: number; afterId?: string; action?: string; status?: ExecutionStatus },
-  ): Promise<ExecutionPage> {
+  ): Promise<Page<ExecutionRow>> {
     const items = await this.$.store.listExecutions({
       principal: principal.kind === "service" ? undefined : principal,
       action: query.action,
@@ -266,9 +271,7 @@ export class Engine {
       beforeId: query.afterId,
       limit: query.limit + 1,
     });
-    const more = items.length > query.limit;
-    if (more) items.length = query.limit;
-    return { items, lastId: more ? (items.at(-1)?.id ?? null) : null };
+    return pageOf(items, query.limit);
   }
 
   /** Waits up to `waitMs` for the execution to end; `settled: false` when it has not. */
