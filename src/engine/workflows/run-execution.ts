@@ -105,13 +105,15 @@ export class RunExecution {
     this.checkpoints = new Map(steps.map((step) => [step.name, step]));
     if (this.halted === "canceled") return this.end(runCanceled(this.$.now()));
 
+    // One context for the pass: each step gets it with its own `db`, whose writes commit with its checkpoint.
+    const ctx = this.context(release);
     let returned: unknown;
     let thrown: unknown = null;
     try {
       returned = await action.definition.run(this.run.input as never, {
-        step: (name, fn, options) => this.step(release, name, fn, options),
+        step: (name, fn, options) => this.step(release, ctx, name, fn, options),
         sleep: (name, ms) => this.sleep(name, ms),
-        ctx: this.context(release),
+        ctx,
       });
     } catch (error) {
       thrown = error;
@@ -140,6 +142,7 @@ export class RunExecution {
 
   private async step<T>(
     release: LoadedRelease,
+    ctx: WorkflowContext,
     name: string,
     fn: (ctx: StepContext) => Promise<T> | T,
     options: StepOptions = {},
@@ -175,9 +178,9 @@ export class RunExecution {
     const data = this.$.data.forExecution(this.principal, release, this.$.now);
     let value: unknown;
     try {
-      value = await fn({ ...this.context(release), db: data.db, attempt });
+      value = await fn({ ...ctx, db: data.db, attempt });
     } catch (error) {
-      if (this.halted !== null) throw this.unwind();
+      if (this.halted !== null) throw new Unwind();
       return this.attemptFailed(row, messageOf(error), retries, backoffMs);
     }
     const stored = storableJson(value, "");
@@ -190,7 +193,7 @@ export class RunExecution {
     this.$.data.changes.publish(data.touched());
     this.checkpoints.set(name, done);
     // A cancel asked while the step ran takes effect here, with the step's work recorded.
-    if (this.halted !== null) throw this.unwind();
+    if (this.halted !== null) throw new Unwind();
     return output as T;
   }
 
@@ -236,7 +239,7 @@ export class RunExecution {
 
   /** The checks every step and sleep starts with; answers the name's place in the run. */
   private enter(name: string, kind: StepRow["kind"]): number {
-    if (this.suspendedUntil !== null || this.halted !== null || this.misuse !== null) throw this.unwind();
+    if (this.suspendedUntil !== null || this.halted !== null || this.misuse !== null) throw new Unwind();
     if (typeof name !== "string" || name === "" || name.length > 200) {
       throw this.misused(`a ${kind} name must be a non-empty string of at most 200 characters`);
     }
@@ -275,7 +278,7 @@ export class RunExecution {
     }
     if (!suspended) this.lost();
     this.suspendedUntil = wakeAt;
-    throw this.unwind();
+    throw new Unwind();
   }
 
   private async end(settlement: RunSettlement): Promise<PassOutcome> {
@@ -302,22 +305,18 @@ export class RunExecution {
 
   private lost(): never {
     this.halted = "lease_lost";
-    throw this.unwind();
+    throw new Unwind();
   }
 
   /** The store failed (not a write the database refused): let the run go; its lease expires and it is resumed. */
   private storeFailed(error: unknown): Unwind {
     this.logStoreError(error);
     this.halted = "lease_lost";
-    return this.unwind();
+    return new Unwind();
   }
 
   private misused(message: string): Unwind {
     this.misuse ??= message;
-    return this.unwind();
-  }
-
-  private unwind(): Unwind {
     return new Unwind();
   }
 
