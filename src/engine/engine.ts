@@ -87,7 +87,7 @@ export class Engine {
     this.runner = new Runner({ store: $.store, data: $.data, feed: this.feed, log: $.log, now: this.now });
     this.workflows = new WorkflowWorker(
       { store: $.store, data: $.data, feed: this.feed, release: $.releaseVersion, log: $.log, now: this.now },
-      $.workflows,
+      { ...$.workflows, owner: $.store.instance },
     );
     this.liveness = new Liveness({ store: $.store, ttlMs: $.workflows.leaseMs, log: $.log, now: this.now });
   }
@@ -237,14 +237,13 @@ export class Engine {
    * its next step boundary, its step's `ctx.signal` aborted now. Canceling a canceled run changes nothing.
    */
   async cancelRun(principal: Principal, id: string): Promise<{ run: RunRow; steps: StepRow[] }> {
-    const { run } = await this.run(principal, id);
-    if (isRunTerminal(run.status) && run.status !== "canceled") {
-      throw new EngineError("run_not_cancelable", `the run has already ended (${run.status})`, { runId: id });
+    const current = await this.run(principal, id);
+    if (current.run.status === "canceled") return current;
+    if (isRunTerminal(current.run.status)) {
+      throw new EngineError("run_not_cancelable", `the run has already ended (${current.run.status})`, { runId: id });
     }
-    if (run.status !== "canceled") {
-      await this.$.store.runs.requestCancel(id, this.now());
-      this.workflows.cancel(id);
-    }
+    await this.$.store.runs.requestCancel(id, this.now());
+    this.workflows.cancel(id);
     return this.run(principal, id);
   }
 

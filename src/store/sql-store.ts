@@ -1,4 +1,5 @@
 import type { Database, SQLQueryBindings } from "bun:sqlite";
+import { hostname } from "node:os";
 import { and, desc, eq, inArray, lt, type SQL, sql } from "drizzle-orm";
 import type { PgDatabase } from "drizzle-orm/pg-core";
 import type postgres from "postgres";
@@ -33,8 +34,11 @@ const DATA_CHANNEL = "actuate_data_changes";
 export abstract class SqlStore implements Store {
   abstract readonly runs: RunStore;
   private statements: StatementCache | null = null;
-  /** This process among the instances sharing the database (and the origin of its notifications). */
-  readonly instance = crypto.randomUUID();
+  /**
+   * This process among the instances sharing the database: the owner of its workflow leases, the
+   * instance of its executions, the origin of its notifications. Host and pid make it readable in rows.
+   */
+  readonly instance = `${hostname()}:${process.pid}:${crypto.randomUUID().slice(0, 8)}`;
 
   constructor(
     readonly dialect: "sqlite" | "postgres",

@@ -1,4 +1,3 @@
-import { hostname } from "node:os";
 import type { ExecutionRow, RunRow } from "../../store/types.ts";
 import { type PassOutcome, type RunDeps, RunExecution } from "./run-execution.ts";
 
@@ -22,7 +21,8 @@ const MAX_HEARTBEAT_MS = 2_000;
  * without a run means another worker took it over, and this pass stops writing.
  */
 export class WorkflowWorker {
-  readonly owner = `${hostname()}:${process.pid}:${crypto.randomUUID().slice(0, 8)}`;
+  /** The lease owner: this process, as the other instances sharing the database know it. */
+  readonly owner: string;
   private readonly active = new Map<string, { execution: RunExecution; done: Promise<PassOutcome | null> }>();
   private readonly wakeTimers = new Set<Timer>();
   private reserved = 0;
@@ -36,8 +36,10 @@ export class WorkflowWorker {
 
   constructor(
     private readonly $: RunDeps,
-    private readonly settings: WorkerSettings,
-  ) {}
+    private readonly settings: WorkerSettings & { owner: string },
+  ) {
+    this.owner = settings.owner;
+  }
 
   start(): void {
     this.stopped = false;
