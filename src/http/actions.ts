@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import type { InvokeOutcome } from "../engine/engine.ts";
 import { EngineError, invalidRequest } from "../engine/errors.ts";
 import { toExecutionView } from "../engine/executions.ts";
+import { uuidOrNull } from "../engine/ids.ts";
 import { MalformedMultipart, type MultipartForm, readMultipart } from "../files/multipart.ts";
 import type { FileService, SentFile } from "../files/service.ts";
 import { Spool } from "../files/spool.ts";
@@ -15,8 +16,6 @@ export const INVOKE_BODY_LIMIT = 8 * MiB;
 
 /** Parts of one multipart invocation: the request and the file fields, with room to spare. */
 const MAX_PARTS = 100;
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const actionRoutes = (deps: HttpDeps & { files: FileService; maxFileBytes: number; spoolDir: string }) =>
   new Elysia({ name: "actions" })
@@ -123,7 +122,7 @@ function parseEnvelope(body: unknown): { requestId: string; input: Record<string
       code: "required",
       message: "requestId is required (a UUID chosen by the caller)",
     });
-  } else if (typeof requestId !== "string" || !UUID.test(requestId)) {
+  } else if (uuidOrNull(requestId) === null) {
     issues.push({ where: "/requestId", code: "invalid_format", message: "requestId must be a UUID" });
   }
   if (input === undefined) issues.push({ where: "/input", code: "required", message: "input is required (an object)" });
@@ -133,7 +132,7 @@ function parseEnvelope(body: unknown): { requestId: string; input: Record<string
     issues.push({ where: `/${key}`, code: "unknown_property", message: `unknown property ${JSON.stringify(key)}` });
   }
   if (issues.length > 0) throw invalidRequest(issues);
-  return { requestId: (requestId as string).toLowerCase(), input: input as Record<string, unknown> };
+  return { requestId: uuidOrNull(requestId) as string, input: input as Record<string, unknown> };
 }
 
 /** Invocation errors name the request (and the execution, when one exists) so the caller can follow up. */

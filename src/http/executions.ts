@@ -2,6 +2,7 @@ import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import { executionNotFound } from "../engine/errors.ts";
 import { toExecutionView } from "../engine/executions.ts";
+import { uuidOrNull } from "../engine/ids.ts";
 import type { FileService } from "../files/service.ts";
 import { EXECUTION_STATUSES, type ExecutionRow, type ExecutionStatus } from "../store/types.ts";
 import { authenticated } from "./auth.ts";
@@ -18,13 +19,11 @@ const ListQuery = Type.Object(
   { additionalProperties: false },
 );
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 /** Execution ids and request ids are UUIDs; anything else cannot name an execution, so it never reaches the store. */
 function uuidOrNotFound(value: string): string {
-  const lower = value.toLowerCase();
-  if (!UUID.test(lower)) throw executionNotFound();
-  return lower;
+  const id = uuidOrNull(value);
+  if (id === null) throw executionNotFound();
+  return id;
 }
 
 export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {

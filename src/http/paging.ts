@@ -1,8 +1,7 @@
 import { type Static, type TObject, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { invalidRequest } from "../engine/errors.ts";
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+import { uuidOrNull } from "../engine/ids.ts";
 
 /** The paging parameters every list shares: `?limit` (default 50, at most 200) and an opaque `cursor`. */
 export const pageParams = {
@@ -32,10 +31,11 @@ export function parseListQuery<T extends TObject>(schema: T, query: Record<strin
 export const encodeCursor = (id: string) => Buffer.from(id).toString("base64url");
 
 export function decodeCursor(cursor: string): string {
-  const id = Buffer.from(cursor, "base64url").toString();
-  if (!UUID.test(id))
+  const id = uuidOrNull(Buffer.from(cursor, "base64url").toString());
+  if (id === null) {
     throw invalidRequest([
       { where: "/query/cursor", code: "invalid", message: "cursor is not one this server gave out" },
     ]);
+  }
   return id;
 }

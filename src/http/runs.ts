@@ -1,19 +1,18 @@
 import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import { runNotFound } from "../engine/errors.ts";
+import { uuidOrNull } from "../engine/ids.ts";
 import { toRunSummary, toRunView } from "../engine/workflows/view.ts";
 import { RUN_STATUSES, type RunStatus } from "../store/types.ts";
 import { authenticated } from "./auth.ts";
 import { type HttpDeps, runUrl } from "./deps.ts";
 import { DEFAULT_PAGE, decodeCursor, encodeCursor, pageParams, parseListQuery } from "./paging.ts";
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 /** Run ids are UUIDs; anything else cannot name a run, so it never reaches the store. */
 function runId(value: string): string {
-  const lower = value.toLowerCase();
-  if (!UUID.test(lower)) throw runNotFound();
-  return lower;
+  const id = uuidOrNull(value);
+  if (id === null) throw runNotFound();
+  return id;
 }
 
 const ListQuery = Type.Object(

@@ -11,13 +11,12 @@ import {
   ReadResourceRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { EngineError } from "../engine/errors.ts";
+import { uuidOrNull } from "../engine/ids.ts";
 import { toRunView } from "../engine/workflows/view.ts";
 import type { Principal } from "../sdk/index.ts";
 import { describeRelease } from "./describe.ts";
 import { callTool, listTools, type ToolDeps } from "./tools.ts";
 import { runResourceUri, schemaResourceUri } from "./uris.ts";
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 const resourceNotFound = (uri: string) => new McpError(-32002, `Resource not found: ${uri}`, { uri });
 
@@ -78,8 +77,8 @@ function buildServer(deps: ToolDeps, version: string): Server {
       const text = JSON.stringify(describeRelease(deps.handle, deps.release()));
       return { contents: [{ uri, mimeType: "application/json", text }] };
     }
-    const runId = requested.startsWith(runsPrefix) ? requested.slice(runsPrefix.length) : "";
-    if (!UUID.test(runId)) throw resourceNotFound(requested);
+    const runId = requested.startsWith(runsPrefix) ? uuidOrNull(requested.slice(runsPrefix.length)) : null;
+    if (runId === null) throw resourceNotFound(requested);
     try {
       const { run, steps } = await deps.engine.run(principalOf(extra.authInfo), runId);
       return {

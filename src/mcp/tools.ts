@@ -4,6 +4,7 @@ import type { DataService } from "../data/service.ts";
 import type { Engine, InvokeOutcome } from "../engine/engine.ts";
 import { EngineError } from "../engine/errors.ts";
 import { toExecutionView } from "../engine/executions.ts";
+import { uuidOrNull } from "../engine/ids.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
 import { describeRelease } from "./describe.ts";
@@ -21,8 +22,6 @@ export interface ToolDeps {
   executionUrl: (id: string) => string;
   runUrl: (id: string) => string;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const builtinTools: Tool[] = [
   {
@@ -87,7 +86,7 @@ export async function callTool(
   }
 
   const given = meta?.[REQUEST_ID_META];
-  const requestId = typeof given === "string" && UUID.test(given) ? given.toLowerCase() : crypto.randomUUID();
+  const requestId = uuidOrNull(given) ?? crypto.randomUUID();
   let outcome: InvokeOutcome;
   try {
     outcome = await deps.engine.invoke({ principal, action: name, requestId, input: args });
