@@ -96,6 +96,39 @@ for (const dialect of dialects) {
 const postgres = dialects.find((d) => d.name === "postgres");
 
 describe.skipIf(!postgres)("two server processes on one PostgreSQL database", () => {
+  test("a step longer than the lease keeps its run (heartbeat); a cancel through the other instance reaches it", async () => {
+    const env = await environment(postgres as Dialect, { WORKFLOW_LEASE_MS: "1000", WORKFLOW_POLL_MS: "50" });
+    const log = env.file("effects");
+    const [a, b] = [await env.start("a"), await env.start("b")];
+    const invoked = await env.call(a, "/actions/wf.gated/invoke", {
+      method: "POST",
+      body: JSON.stringify({ requestId: crypto.randomUUID(), input: { gate: env.file("gate"), log } }),
+    });
+    const { runId } = (await invoked.json()) as { runId: string };
+    await eventually(() => effects(log).some((e) => e.step === "wait"), 10_000);
+    // Three leases long: without renewals, the other instance (polling every 50 ms) would take the run over.
+    await Bun.sleep(3_000);
+    expect(
+      effects(log)
+        .filter((e) => e.step === "wait")
+        .map((e) => e.pid),
+    ).toEqual([a.proc.pid]);
+
+    const canceled = await env.call(b, `/runs/${runId}/cancel`, { method: "POST" });
+    expect(canceled.status).toBe(200);
+    const view = await eventually(async () => {
+      const run = (await (await env.call(b, `/runs/${runId}`)).json()) as { status: string };
+      return run.status === "canceled" ? run : null;
+    }, 10_000);
+    expect(view).toMatchObject({ status: "canceled", errorCode: "run_canceled" });
+    // The holder learned of it at its next heartbeat and aborted the step's signal.
+    expect(effects(log).map((e) => `${e.step}${e.phase ? `:${e.phase}` : ""}@${e.pid}`)).toEqual([
+      `first@${a.proc.pid}`,
+      `wait:start@${a.proc.pid}`,
+      `wait:aborted@${a.proc.pid}`,
+    ]);
+  }, 40_000);
+
   test("share 50 runs: every run completes, every step runs once, in one process", async () => {
     const env = await environment(postgres as Dialect, {
       WORKFLOW_CONCURRENCY: "4",
