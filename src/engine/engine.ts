@@ -14,7 +14,8 @@ import {
   type StepRow,
   type Store,
 } from "../store/types.ts";
-import { actionNotFound, EngineError, executionNotFound, runNotFound } from "./errors.ts";
+import { mayKnow, mayRun } from "./access.ts";
+import { accessDenied, actionNotFound, EngineError, executionNotFound, runNotFound } from "./errors.ts";
 import { ExecutionFeed } from "./execution-feed.ts";
 import { canSee } from "./executions.ts";
 import { findNulCharacter } from "./json-text.ts";
@@ -69,6 +70,10 @@ function pageOf<T extends { id: string }>(rows: T[], limit: number): Page<T> {
   return { items: rows, lastId: more ? (rows.at(-1)?.id ?? null) : null };
 }
 
+async function refuseUnless(allowed: boolean | Promise<boolean>, action: string): Promise<void> {
+  if (!(await allowed)) throw accessDenied(action);
+}
+
 const NO_FILES: ReadonlyMap<string, SentFile> = new Map();
 const POLL_MIN_MS = 25;
 const POLL_MAX_MS = 1_000;
@@ -98,8 +103,23 @@ export class Engine {
     this.workflows.start();
   }
 
-  contract(name: string): ActionContract {
-    return this.action(this.activeRelease(), name).contract;
+  /** The active release's actions this caller may know of (a service key's actions are hidden from users). */
+  actions(principal: Principal): ActionContract[] {
+    const release = this.activeRelease();
+    return [...release.actions.values()].filter((a) => mayKnow(a, principal)).map((a) => a.contract);
+  }
+
+  contract(principal: Principal, name: string): ActionContract {
+    const action = this.action(this.activeRelease(), name);
+    if (!mayKnow(action, principal)) throw accessDenied(name);
+    return action.contract;
+  }
+
+  /** Refuses (access_denied) a caller the action's access rule does not let run it. */
+  async authorize(principal: Principal, name: string): Promise<void> {
+    const release = this.activeRelease();
+    const action = this.action(release, name);
+    await refuseUnless(mayRun(this.$, release, action, principal), name);
   }
 
   /**
@@ -109,6 +129,9 @@ export class Engine {
   async invoke(request: InvokeRequest): Promise<InvokeOutcome> {
     const release = this.activeRelease();
     const action = this.action(release, request.action);
+    // Before anything that reads executions: a refused caller learns nothing about this request id.
+    const allowed = mayRun(this.$, release, action, request.principal);
+    if (allowed !== true) await refuseUnless(allowed, request.action);
     const sent = request.files ?? NO_FILES;
     const files = Object.fromEntries(
       [...sent].map(([field, f]) => [field, { filename: f.filename, contentType: f.contentType, sha256: f.sha256 }]),
@@ -300,6 +323,7 @@ export class Engine {
     if (row.inputFingerprint !== fingerprint) {
       throw new EngineError("REQUEST_CONFLICT", "this requestId was already used with a different input", {
         executionId: row.id,
+        executionStatus: row.status,
         requestId: row.requestId,
       });
     }

@@ -17,6 +17,7 @@ export class EngineError extends Error {
 
 export type EngineErrorCode =
   | "invalid_request"
+  | "access_denied"
   | "action_not_found"
   | "action_contract_validation_failed"
   | "REQUEST_CONFLICT"
@@ -30,6 +31,9 @@ export const invalidRequest = (issues: ValidationIssue[]) =>
 
 export const actionNotFound = (name: string) =>
   new EngineError("action_not_found", `no action named ${JSON.stringify(name)} in the active release`);
+
+export const accessDenied = (name: string) =>
+  new EngineError("access_denied", `this caller may not run ${JSON.stringify(name)}`);
 
 export const executionNotFound = () => new EngineError("execution_not_found", "no such execution");
 

@@ -11,6 +11,7 @@ import type { ValidationIssue } from "../release/contract.ts";
 import { authenticated } from "./auth.ts";
 import { MiB, payloadTooLarge, readJsonBody } from "./body.ts";
 import { executionUrl, type HttpDeps, runUrl } from "./deps.ts";
+import { HttpError } from "./errors.ts";
 
 export const INVOKE_BODY_LIMIT = 8 * MiB;
 
@@ -20,20 +21,31 @@ const MAX_PARTS = 100;
 export const actionRoutes = (deps: HttpDeps & { files: FileService; maxFileBytes: number; spoolDir: string }) =>
   new Elysia({ name: "actions" })
     .use(authenticated(deps.auth, deps.publicUrl))
-    .get("/actions/:name/contract", ({ params }) => deps.engine.contract(params.name))
+    .get("/actions", ({ principal }) => ({
+      items: deps.engine.actions(principal).map(({ name, kind, description, contractHash, access }) => ({
+        name,
+        kind,
+        description,
+        contractHash,
+        access,
+      })),
+    }))
+    .get("/actions/:name/contract", ({ params, principal }) => deps.engine.contract(principal, params.name))
     .post("/actions/:name/invoke", async ({ params, request, principal, set }) => {
       const multipart = request.headers.get("content-type")?.startsWith("multipart/form-data") ?? false;
       const spool = multipart ? new Spool(deps.spoolDir) : undefined;
+      let requestId: string | null = null;
       try {
         const { envelope, files } = spool
           ? await readInvocationForm(request, deps.maxFileBytes, spool)
           : { envelope: parseEnvelope(await readJsonBody(request, INVOKE_BODY_LIMIT)), files: undefined };
-        let outcome: InvokeOutcome;
-        try {
-          outcome = await deps.engine.invoke({ principal, action: params.name, ...envelope, files });
-        } catch (error) {
-          throw invocationError(error, envelope.requestId);
-        }
+        requestId = envelope.requestId;
+        const outcome: InvokeOutcome = await deps.engine.invoke({
+          principal,
+          action: params.name,
+          ...envelope,
+          files,
+        });
         // Only a multipart invocation can have uploads (a JSON one of the same request would conflict):
         // the lookup stays off the plain invoke path.
         const uploads = files ? (await deps.files.uploadsOf([outcome.execution.id])).get(outcome.execution.id) : [];
@@ -56,6 +68,8 @@ export const actionRoutes = (deps: HttpDeps & { files: FileService; maxFileBytes
           uploads: execution.uploads,
           statusUrl: executionUrl(deps.publicUrl(), execution.id),
         };
+      } catch (error) {
+        throw invocationError(error, requestId);
       } finally {
         // The engine has stored what it keeps (or nothing, on a replay or refusal) by now.
         await spool?.dispose();
@@ -116,13 +130,14 @@ function parseEnvelope(body: unknown): { requestId: string; input: Record<string
   }
   const issues: ValidationIssue[] = [];
   const { requestId, input, ...rest } = body;
+  const readable = uuidOrNull(requestId);
   if (requestId === undefined) {
     issues.push({
       where: "/requestId",
       code: "required",
       message: "requestId is required (a UUID chosen by the caller)",
     });
-  } else if (uuidOrNull(requestId) === null) {
+  } else if (readable === null) {
     issues.push({ where: "/requestId", code: "invalid_format", message: "requestId must be a UUID" });
   }
   if (input === undefined) issues.push({ where: "/input", code: "required", message: "input is required (an object)" });
@@ -131,14 +146,30 @@ function parseEnvelope(body: unknown): { requestId: string; input: Record<string
   for (const key of Object.keys(rest)) {
     issues.push({ where: `/${key}`, code: "unknown_property", message: `unknown property ${JSON.stringify(key)}` });
   }
-  if (issues.length > 0) throw invalidRequest(issues);
-  return { requestId: uuidOrNull(requestId) as string, input: input as Record<string, unknown> };
+  if (issues.length > 0 || readable === null) {
+    const refusal = invalidRequest(issues);
+    throw new EngineError(refusal.code, refusal.message, { ...refusal.details, requestId: readable });
+  }
+  return { requestId: readable, input: input as Record<string, unknown> };
 }
 
-/** Invocation errors name the request (and the execution, when one exists) so the caller can follow up. */
-function invocationError(error: unknown, requestId: string): unknown {
-  if (!(error instanceof EngineError)) return error;
-  return new EngineError(error.code, error.message, { executionId: null, ...error.details, requestId });
+/**
+ * Every invocation error names the request and the execution (null when the body had no readable
+ * requestId, or no execution exists), so the caller can follow up.
+ */
+function invocationError(error: unknown, requestId: string | null): unknown {
+  const ids = { requestId, executionId: null };
+  if (error instanceof EngineError) {
+    return new EngineError(error.code, error.message, {
+      ...ids,
+      ...error.details,
+      ...(requestId ? { requestId } : {}),
+    });
+  }
+  if (error instanceof HttpError) {
+    return new HttpError(error.status, error.code, error.message, error.headers, { ...ids, ...error.details });
+  }
+  return error;
 }
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>

@@ -23,6 +23,7 @@ export class HttpError extends Error {
 const engineStatus: Record<EngineErrorCode, number> = {
   invalid_request: 400,
   action_contract_validation_failed: 400,
+  access_denied: 403,
   action_not_found: 404,
   execution_not_found: 404,
   run_not_found: 404,

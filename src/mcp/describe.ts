@@ -1,18 +1,23 @@
+import { mayKnow } from "../engine/access.ts";
 import type { LoadedRelease } from "../release/load.ts";
+import type { Principal } from "../sdk/index.ts";
 
-/** What the `describe` tool and the `service://<handle>/schema` resource answer. */
-export function describeRelease(handle: string, release: LoadedRelease | null) {
-  const actions = release ? [...release.actions.values()].map((a) => a.contract) : [];
+/** What the `describe` tool and the `service://<handle>/schema` resource answer: the release as this caller may know it. */
+export function describeRelease(handle: string, release: LoadedRelease | null, principal: Principal) {
+  const actions = release
+    ? [...release.actions.values()].filter((a) => mayKnow(a, principal)).map((a) => a.contract)
+    : [];
   return {
     handle,
     release: release ? { version: release.version, description: release.manifest.description } : null,
     domains: [...new Set(actions.map((a) => a.name.split(".")[0] ?? ""))].sort(),
     entities: release?.manifest.schema.entities ?? {},
     links: release?.manifest.schema.links ?? {},
-    actions: actions.map(({ name, kind, description, input, output, contractHash, files }) => ({
+    actions: actions.map(({ name, kind, description, access, input, output, contractHash, files }) => ({
       name,
       kind,
       description,
+      access,
       input,
       output,
       contractHash,

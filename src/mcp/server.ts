@@ -15,7 +15,7 @@ import { uuidOrNull } from "../engine/ids.ts";
 import { toRunView } from "../engine/workflows/view.ts";
 import type { Principal } from "../sdk/index.ts";
 import { describeRelease } from "./describe.ts";
-import { callTool, listTools, type ToolDeps } from "./tools.ts";
+import { callTool, INVALID_ARGUMENTS_META, listTools, type ToolDeps } from "./tools.ts";
 import { runResourceUri, schemaResourceUri } from "./uris.ts";
 
 const resourceNotFound = (uri: string) => new McpError(-32002, `Resource not found: ${uri}`, { uri });
@@ -40,7 +40,9 @@ function buildServer(deps: ToolDeps, version: string): Server {
     },
   );
   const uri = schemaResourceUri(deps.handle);
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listTools(deps.release()) }));
+  server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => ({
+    tools: listTools(deps.release(), principalOf(extra.authInfo)),
+  }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: args = {}, _meta } = request.params;
     const result = await callTool(deps, principalOf(extra.authInfo), name, args, _meta);
@@ -74,7 +76,7 @@ function buildServer(deps: ToolDeps, version: string): Server {
   server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
     const requested = request.params.uri;
     if (requested === uri) {
-      const text = JSON.stringify(describeRelease(deps.handle, deps.release()));
+      const text = JSON.stringify(describeRelease(deps.handle, deps.release(), principalOf(extra.authInfo)));
       return { contents: [{ uri, mimeType: "application/json", text }] };
     }
     const runId = requested.startsWith(runsPrefix) ? uuidOrNull(requested.slice(runsPrefix.length)) : null;
@@ -92,6 +94,26 @@ function buildServer(deps: ToolDeps, version: string): Server {
   });
   return server;
 }
+
+/**
+ * A tools/call whose `arguments` is not an object would be refused by the SDK's schema check with a
+ * zod dump (-32602) before any tool code runs. It is passed on with empty arguments and a marker, so
+ * the tool answers a readable input refusal like any other.
+ */
+function markInvalidArguments(message: unknown): unknown {
+  if (!isObject(message) || message.method !== "tools/call" || !isObject(message.params)) return message;
+  const args = message.params.arguments;
+  if (args === undefined || isObject(args)) return message;
+  const meta = isObject(message.params._meta) ? message.params._meta : {};
+  const type = args === null ? "null" : Array.isArray(args) ? "an array" : `a ${typeof args}`;
+  return {
+    ...message,
+    params: { ...message.params, arguments: {}, _meta: { ...meta, [INVALID_ARGUMENTS_META]: type } },
+  };
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /**
  * Answers one MCP message. Building a `Server` costs about ten times an HTTP invoke, so idle servers
@@ -115,7 +137,7 @@ export class McpEndpoint {
     try {
       await server.connect(transport);
       const authInfo: AuthInfo = { token: "", clientId: principal.id, scopes: [], extra: { principal } };
-      return await transport.handleRequest(request, { parsedBody, authInfo });
+      return await transport.handleRequest(request, { parsedBody: markInvalidArguments(parsedBody), authInfo });
     } finally {
       await server.close();
       if (this.idle.length < this.maxIdle) this.idle.push(server);

@@ -1,6 +1,7 @@
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { QueryRejected } from "../data/errors.ts";
 import type { DataService } from "../data/service.ts";
+import { mayKnow } from "../engine/access.ts";
 import type { Engine, InvokeOutcome } from "../engine/engine.ts";
 import { EngineError } from "../engine/errors.ts";
 import { toExecutionView } from "../engine/executions.ts";
@@ -46,21 +47,45 @@ const builtinTools: Tool[] = [
   },
 ];
 
-/** Action tools of the active release (no read-only hint: clients ask the person first), then query and describe. */
-export function listTools(release: LoadedRelease | null): Tool[] {
+/** `_meta` key of an action tool: its kind and access, which its description (the action's own) does not say. */
+export const ACTION_META = "dev.service/action";
+/**
+ * Set by the endpoint when a call's `arguments` was not an object (the SDK would refuse it with a schema
+ * dump before any tool code runs): the call is answered as an input refusal instead.
+ */
+export const INVALID_ARGUMENTS_META = "dev.service/invalidArguments";
+
+type NamedExecution = { id: string | null; requestId: string | null; status: string; url: string | null };
+
+/** What a call that recorded no execution names (query, describe, and refusals before any was recorded). */
+const noExecution = (requestId: string | null, status: "refused" | "not_recorded"): NamedExecution => ({
+  id: null,
+  requestId,
+  status,
+  url: null,
+});
+
+/**
+ * Action tools of the active release that this caller may know of (no read-only hint: clients ask the
+ * person first), then query and describe. A tool's description is its action's, exactly.
+ */
+export function listTools(release: LoadedRelease | null, principal: Principal): Tool[] {
   const actions: Tool[] = release
-    ? [...release.actions.values()].map(({ contract }) => ({
-        name: contract.name,
-        description:
-          contract.kind === "workflow"
-            ? `${contract.description} (a durable workflow: the call answers once its run is admitted, with the run's id and a resource URI to read its progress)`
-            : contract.description,
-        inputSchema: contract.input as Tool["inputSchema"],
-        // A workflow's call answers its admission, not its output.
-        ...(contract.kind === "function" && contract.output.type === "object"
-          ? { outputSchema: contract.output as Tool["outputSchema"] }
-          : {}),
-      }))
+    ? [...release.actions.values()]
+        .filter((action) => mayKnow(action, principal))
+        .map(({ contract }) => ({
+          name: contract.name,
+          description: contract.description,
+          inputSchema: contract.input as Tool["inputSchema"],
+          // A workflow's call answers its admission, not its output.
+          ...(contract.kind === "function" && contract.output.type === "object"
+            ? { outputSchema: contract.output as Tool["outputSchema"] }
+            : {}),
+          ...(contract.kind === "workflow"
+            ? { annotations: { title: `${contract.name} (workflow: answers once its run is admitted)` } }
+            : {}),
+          _meta: { [ACTION_META]: { kind: contract.kind, access: contract.access } },
+        }))
     : [];
   return [...actions, ...builtinTools];
 }
@@ -73,32 +98,45 @@ export async function callTool(
   args: Record<string, unknown>,
   meta: Record<string, unknown> | undefined,
 ): Promise<CallToolResult | null> {
-  if (name === "describe") return jsonResult(describeRelease(deps.handle, deps.release()));
-  if (name === "query") return runQuery(deps, principal, args.query);
+  if (name === "describe") return builtinResult(jsonResult(describeRelease(deps.handle, deps.release(), principal)));
+  if (name === "query") return builtinResult(await runQuery(deps, principal, args.query));
   const action = deps.release()?.actions.get(name);
   if (!action) return null;
-  if (action.contract.files.length > 0) {
+  const requestId = uuidOrNull(meta?.[REQUEST_ID_META]) ?? crypto.randomUUID();
+  const refused = noExecution(requestId, "refused");
+
+  const argumentsType = meta?.[INVALID_ARGUMENTS_META];
+  if (typeof argumentsType === "string") {
+    const issues = [
+      { where: "/input", code: "invalid_type", message: `arguments must be an object, not ${argumentsType}` },
+    ];
     return refusal(
-      "execution_files_required",
-      `${name} takes files (${action.contract.files.map((f) => f.field).join(", ")}); invoke it over HTTP with multipart/form-data`,
-      { files: action.contract.files },
+      "action_contract_validation_failed",
+      "the arguments do not fit the tool's input schema",
+      { details: { issues } },
+      refused,
     );
   }
-
-  const given = meta?.[REQUEST_ID_META];
-  const requestId = uuidOrNull(given) ?? crypto.randomUUID();
   let outcome: InvokeOutcome;
   try {
+    if (action.contract.files.length > 0) {
+      await deps.engine.authorize(principal, name);
+      return refusal(
+        "execution_files_required",
+        `${name} takes files (${action.contract.files.map((f) => f.field).join(", ")}); invoke it over HTTP with multipart/form-data`,
+        { files: action.contract.files },
+        refused,
+      );
+    }
     outcome = await deps.engine.invoke({ principal, action: name, requestId, input: args });
   } catch (error) {
     if (!(error instanceof EngineError)) throw error;
-    const executionId = typeof error.details.executionId === "string" ? error.details.executionId : null;
-    return refusal(error.code, error.message, error.details, {
-      id: executionId,
-      requestId,
-      status: executionId ? "existing" : "refused",
-      url: executionId ? deps.executionUrl(executionId) : null,
-    });
+    const { executionId, executionStatus } = error.details;
+    const existing =
+      typeof executionId === "string"
+        ? { id: executionId, requestId, status: String(executionStatus), url: deps.executionUrl(executionId) }
+        : refused;
+    return refusal(error.code, error.message, error.details, existing);
   }
   const execution = toExecutionView(outcome.execution);
   const named = {
@@ -108,14 +146,24 @@ export async function callTool(
     url: deps.executionUrl(execution.id),
   };
   if (outcome.runId !== undefined) {
+    const resource = runResourceUri(deps.handle, outcome.runId);
+    // Agents without HTTP follow the run through resources/read.
     const admitted = {
       runId: outcome.runId,
       status: execution.status,
       statusUrl: deps.runUrl(outcome.runId),
-      // Agents without HTTP follow the run through resources/read.
-      resource: runResourceUri(deps.handle, outcome.runId),
+      resource,
     };
-    return { ...jsonResult(admitted), _meta: { [EXECUTION_META]: named } };
+    const result = jsonResult(admitted);
+    result.content.push({
+      type: "resource_link",
+      uri: resource,
+      name: `run ${outcome.runId}`,
+      title: `${name} run`,
+      description: "The workflow run: status, steps, output or error. Read it to follow the run.",
+      mimeType: "application/json",
+    });
+    return { ...result, _meta: { [EXECUTION_META]: named } };
   }
   if (!outcome.settled) {
     return refusal(
@@ -130,6 +178,12 @@ export async function callTool(
   }
   return { ...jsonResult(execution.output), _meta: { [EXECUTION_META]: named } };
 }
+
+/** query and describe record no execution; their results still carry the key, so every result has it. */
+const builtinResult = (result: CallToolResult): CallToolResult => ({
+  ...result,
+  _meta: { [EXECUTION_META]: noExecution(null, "not_recorded") },
+});
 
 async function runQuery(deps: ToolDeps, principal: Principal, query: unknown): Promise<CallToolResult> {
   const release = deps.release();
@@ -159,7 +213,7 @@ function refusal(
   code: string,
   message: string,
   details: Record<string, unknown>,
-  execution?: { id: string | null; requestId: string; status: string; url: string | null },
+  execution?: NamedExecution,
 ): CallToolResult {
   return {
     isError: true,

@@ -1,15 +1,19 @@
 import { Kind, OptionalKind, type TSchema } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { ValueErrorType } from "@sinclair/typebox/errors";
-import { FILE_FIELD } from "../sdk/index.ts";
+import { type AccessRule, FILE_FIELD } from "../sdk/index.ts";
 import type { ActionKind } from "../store/types.ts";
 import { canonicalJson, sha256Hex } from "./canonical-json.ts";
+
+/** Who may run an action, as its contract shows it: a rule function shows as `"rule"`. */
+export type AccessKind = "authenticated" | "service" | "rule";
 
 /** What `GET /actions/{name}/contract` answers and what the contract hash covers (besides description). */
 export interface ActionContract {
   name: string;
   kind: ActionKind;
   description: string;
+  access: AccessKind;
   input: Record<string, unknown>;
   output: Record<string, unknown>;
   contractHash: string;
@@ -55,14 +59,24 @@ export function compileContract(action: {
   description: string;
   input: TSchema;
   output: TSchema;
+  access: AccessRule;
 }): CompiledContract {
   const { schema: withoutFiles, files } = splitFileFields(action.input);
   const input = closeObjects(withoutFiles) as TSchema;
   const output = closeObjects(action.output) as TSchema;
   const plainInput = toJsonSchema(input);
   const plainOutput = toJsonSchema(output);
+  const access = accessKind(action.access);
+  // The default access stays out of the hash, so contracts published before access existed keep theirs.
   const contractHash = sha256Hex(
-    canonicalJson({ name: action.name, kind: action.kind, input: plainInput, output: plainOutput, files }),
+    canonicalJson({
+      name: action.name,
+      kind: action.kind,
+      input: plainInput,
+      output: plainOutput,
+      files,
+      ...(access === "authenticated" ? {} : { access }),
+    }),
   );
   const inputCheck = TypeCompiler.Compile(input);
   const outputCheck = TypeCompiler.Compile(output);
@@ -71,6 +85,7 @@ export function compileContract(action: {
       name: action.name,
       kind: action.kind,
       description: action.description,
+      access,
       input: plainInput,
       output: plainOutput,
       contractHash,
@@ -81,6 +96,8 @@ export function compileContract(action: {
     checkFiles: (sent) => checkFiles(files, sent),
   };
 }
+
+const accessKind = (rule: AccessRule): AccessKind => (typeof rule === "function" ? "rule" : rule);
 
 /** Takes the FileInput properties out of an object input schema: they travel beside the JSON input. */
 function splitFileFields(input: TSchema): { schema: TSchema; files: FileLimit[] } {

@@ -116,12 +116,19 @@ function compileAction(name: string, definition: unknown): LoadedAction {
   if ((definition.input as unknown as Record<symbol, unknown>)[Kind] !== "Object") {
     throw new ReleaseError(`${where}: input must be Type.Object({ … }); the request's input is always an object`);
   }
+  const access = definition.access ?? "authenticated";
+  if (typeof access !== "function" && access !== "authenticated" && access !== "service") {
+    throw new ReleaseError(
+      `${where}: access must be "authenticated", "service" or a function ({ auth, db }) => boolean; got ${JSON.stringify(access)}`,
+    );
+  }
   const compiled = compileContract({
     name,
     kind,
     description: definition.description,
     input: definition.input,
     output: definition.output,
+    access,
   });
   if (definition[ACTION] === "workflow") {
     // A run's input is stored and replayed as JSON; file handles are not. Files travel as storage paths.

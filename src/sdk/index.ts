@@ -103,10 +103,24 @@ export interface WorkflowTools {
   ctx: WorkflowContext;
 }
 
+/** What an access rule sees: the caller, and reads as the caller (its view rules apply). */
+export interface AccessContext {
+  auth: Principal;
+  db: Pick<DataContext, "query">;
+}
+
+/**
+ * Who may run an action. `"authenticated"` (the default): any valid credential. `"service"`: service keys
+ * only. A function decides per caller (it may be async and read `db`); a rule that throws refuses.
+ * Service keys act as administrators: every rule lets them through.
+ */
+export type AccessRule = "authenticated" | "service" | ((ctx: AccessContext) => boolean | Promise<boolean>);
+
 export interface WorkflowDefinition<I extends TSchema = TSchema, O extends TSchema = TSchema> {
   description: string;
   input: I;
   output: O;
+  access?: AccessRule;
   run: (input: Static<I>, tools: WorkflowTools) => Promise<Static<O>> | Static<O>;
 }
 
@@ -114,6 +128,7 @@ export interface ActionDefinition<I extends TSchema = TSchema, O extends TSchema
   description: string;
   input: I;
   output: O;
+  access?: AccessRule;
   handler: (input: Static<I>, ctx: ActionContext) => Promise<Static<O>> | Static<O>;
 }
 

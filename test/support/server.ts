@@ -38,7 +38,13 @@ export interface TestServer {
 
 export async function startTestServer(
   dialect: Dialect,
-  options: { release?: string; env?: Record<string, string>; insecureNoAuth?: boolean } = {},
+  options: {
+    release?: string;
+    env?: Record<string, string>;
+    insecureNoAuth?: boolean;
+    /** Receives the server's log lines (dropped otherwise). */
+    log?: (message: string) => void;
+  } = {},
 ): Promise<TestServer> {
   const database: TestDatabase = await dialect.create();
   const dataDir = mkdtempSync(join(tmpdir(), "actuate-data-"));
@@ -56,7 +62,8 @@ export async function startTestServer(
   const publish = (dir: string, version?: string) =>
     publishRelease({ store, bundlesDir: bundlesDir(config), dir, version, whenTaken: "refuse" });
   if (options.release !== undefined) await publish(options.release);
-  const start = () => startServer(config, { store, log: () => {}, insecureNoAuth: options.insecureNoAuth });
+  const start = () =>
+    startServer(config, { store, log: options.log ?? (() => {}), insecureNoAuth: options.insecureNoAuth });
   let server = await start();
 
   const fetchServer = (path: string, init: RequestInit & { token?: string | null } = {}): Promise<TestResponse> => {
