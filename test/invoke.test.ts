@@ -190,5 +190,34 @@ for (const dialect of dialects) {
       expect(invoked.status).toBe(404);
       expect(await invoked.json()).toMatchObject({ ok: false, error: "action_not_found" });
     });
+
+    test("every invoke error names requestId (null when none was readable) and executionId (null)", async () => {
+      const post = (body: string, headers: Record<string, string> = {}) =>
+        t.fetch("/actions/test.echo/invoke", {
+          method: "POST",
+          headers: { "content-type": "application/json", ...headers },
+          body,
+        });
+      const requestId = key();
+      const cases: [Response | Awaited<ReturnType<typeof post>>, number, string, string | null][] = [
+        [await post("{not json"), 400, "invalid_request", null],
+        [await post(JSON.stringify({ requestId: "nope", input: {} })), 400, "invalid_request", null],
+        [await post(JSON.stringify({ requestId })), 400, "invalid_request", requestId],
+        [await post(JSON.stringify({ requestId, input: { text: "x" }, extra: 1 })), 400, "invalid_request", requestId],
+        [await post("x".repeat(8 * 1024 * 1024 + 1)), 413, "payload_too_large", null],
+        [
+          await post(JSON.stringify({ requestId, input: { text: 1 } })),
+          400,
+          "action_contract_validation_failed",
+          requestId,
+        ],
+      ];
+      for (const [response, status, error, id] of cases) {
+        expect(response.status).toBe(status);
+        const body = await response.json();
+        expect(body).toMatchObject({ ok: false, error, requestId: id, executionId: null });
+        expect("requestId" in body && "executionId" in body).toBe(true);
+      }
+    });
   });
 }

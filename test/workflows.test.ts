@@ -301,6 +301,18 @@ for (const dialect of dialects) {
       expect(admitted.statusUrl).toBe(`${server.url}/runs/${admitted.runId}`);
       expect(admitted.resource).toBe(`service://local/runs/${admitted.runId}`);
       expect(result._meta["dev.service/execution"].id).toBe(admitted.runId);
+      expect(result.content).toContainEqual(
+        expect.objectContaining({ type: "resource_link", uri: admitted.resource, mimeType: "application/json" }),
+      );
+
+      // The tool's description is the action's own; that it answers at admission is said beside it.
+      const tool = (await mcp("tools/list", {}, alice)).result.tools.find(
+        (t: { name: string }) => t.name === "wf.steps",
+      );
+      const contract = await (await server.fetch("/actions/wf.steps/contract")).json();
+      expect(tool.description).toBe(contract.description);
+      expect(tool.annotations.title).toContain("workflow");
+      expect(tool._meta["dev.service/action"]).toEqual({ kind: "workflow", access: "authenticated" });
 
       const templates = (await mcp("resources/templates/list", {}, alice)).result.resourceTemplates;
       expect(templates).toContainEqual(expect.objectContaining({ uriTemplate: "service://local/runs/{runId}" }));

@@ -131,6 +131,60 @@ for (const dialect of dialects) {
       });
       expect(conflict.isError).toBe(true);
       expect(text(conflict)).toMatchObject({ error: "REQUEST_CONFLICT" });
+      // The conflict names the existing execution with its real status.
+      expect(conflict._meta?.[EXECUTION]).toEqual({
+        id: named(first).id,
+        requestId,
+        status: "succeeded",
+        url: `${t.url}/executions/${named(first).id}`,
+      });
+    });
+
+    test("input refusals name no execution in _meta (id null, status refused)", async () => {
+      const result = await client.callTool({ name: "test.echo", arguments: { text: 42 } });
+      expect(result.isError).toBe(true);
+      expect(text(result)).toMatchObject({ error: "action_contract_validation_failed" });
+      const named = result._meta?.[EXECUTION] as { id: null; requestId: string; status: string; url: null };
+      expect(named).toMatchObject({ id: null, status: "refused", url: null });
+      expect(named.requestId).toMatch(/^[0-9a-f-]{36}$/);
+    });
+
+    test("arguments that are not an object are a readable input refusal, never a protocol error", async () => {
+      for (const args of [[1, 2], "text", 7, null]) {
+        const response = await t.fetch("/mcp", {
+          method: "POST",
+          token: aliceToken,
+          headers: {
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            "mcp-protocol-version": "2025-11-25",
+          },
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 9,
+            method: "tools/call",
+            params: { name: "test.echo", arguments: args },
+          }),
+        });
+        expect(response.status).toBe(200);
+        const body = await response.json();
+        expect(body.error).toBeUndefined();
+        expect(body.result.isError).toBe(true);
+        const refusal = JSON.parse(body.result.content[0].text);
+        expect(refusal).toMatchObject({ error: "action_contract_validation_failed" });
+        expect(refusal.details.issues[0]).toMatchObject({ where: "/input", code: "invalid_type" });
+        expect(body.result._meta[EXECUTION]).toMatchObject({ id: null, status: "refused" });
+      }
+    });
+
+    test("query and describe results carry the execution key too: they record none", async () => {
+      for (const [name, args] of [
+        ["describe", {}],
+        ["query", { query: {} }],
+      ] as const) {
+        const result = await client.callTool({ name, arguments: args });
+        expect(result._meta?.[EXECUTION]).toEqual({ id: null, requestId: null, status: "not_recorded", url: null });
+      }
     });
 
     test("an action that takes files answers execution_files_required and runs nothing", async () => {
@@ -138,6 +192,7 @@ for (const dialect of dialects) {
       expect(result.isError).toBe(true);
       expect(text(result)).toMatchObject({ error: "execution_files_required" });
       expect(result.structuredContent).toBeUndefined();
+      expect(result._meta?.[EXECUTION]).toMatchObject({ id: null, status: "refused", url: null });
     });
 
     test("an unknown tool is JSON-RPC error -32602", async () => {
