@@ -215,4 +215,46 @@ describe.skipIf(!postgresDialect)("live queries across instances (postgres)", ()
       await a.stop();
     }
   });
+
+  test("subscribe-stream and /result on one server follow an execution running on another", async () => {
+    const a = await startTestServer(postgresDialect as (typeof dialects)[number], {
+      release: fixture("basic"),
+      env: { WAIT_MS: "100" },
+    });
+    const config = loadConfig({
+      PORT: "0",
+      DATA_DIR: mkdtempSync(join(tmpdir(), "actuate-b-")),
+      DATABASE_URL: a.config.databaseUrl,
+      SERVICE_KEYS: a.serviceKey,
+      WAIT_MS: "100",
+    });
+    const storeB = await openStore(config.databaseUrl);
+    const b = await startServer(config, { store: storeB, log: () => {} });
+    const client = await LiveClient.connect(a.url);
+    try {
+      const gate = crypto.randomUUID();
+      const response = await fetch(`${b.url}/actions/test.count/invoke`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${a.serviceKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ requestId: crypto.randomUUID(), input: { key: crypto.randomUUID(), gate } }),
+      });
+      expect(response.status).toBe(202);
+      const { id } = (await response.json()).execution;
+      client.send({ op: "init", "access-token": a.serviceKey });
+      await client.op("init-ok");
+      client.send({ op: "subscribe-stream", "execution-id": id });
+      expect(await client.op("stream-append")).toMatchObject({ "execution-id": id, status: "running", done: false });
+      const result = a.fetch(`/executions/${id}/result`);
+      openGate(gate);
+      expect(await client.op("stream-append")).toMatchObject({ "execution-id": id, status: "succeeded", done: true });
+      const answered = await result;
+      expect(answered.status).toBe(200);
+      expect(await answered.json()).toMatchObject({ id, status: "succeeded" });
+    } finally {
+      client.close();
+      await b.stop();
+      await storeB.close();
+      await a.stop();
+    }
+  });
 });

@@ -16,8 +16,9 @@ import {
 } from "../store/types.ts";
 import { mayKnow, mayRun } from "./access.ts";
 import { accessDenied, actionNotFound, EngineError, executionNotFound, runNotFound } from "./errors.ts";
-import { ExecutionFeed } from "./execution-feed.ts";
+import { type ExecutionEvent, ExecutionFeed } from "./execution-feed.ts";
 import { canSee } from "./executions.ts";
+import { type FollowOptions, type FollowResources, followExecution, lastStatus } from "./follow.ts";
 import { findNulCharacter } from "./json-text.ts";
 import { Liveness } from "./liveness.ts";
 import { Runner } from "./runner.ts";
@@ -75,8 +76,6 @@ async function refuseUnless(allowed: boolean | Promise<boolean>, action: string)
 }
 
 const NO_FILES: ReadonlyMap<string, SentFile> = new Map();
-const POLL_MIN_MS = 25;
-const POLL_MAX_MS = 1_000;
 
 /** The one path every caller (HTTP, MCP) takes to run actions and follow executions. */
 export class Engine {
@@ -86,9 +85,11 @@ export class Engine {
   /** Status changes and log lines of the executions running in this process (for subscribe-stream). */
   readonly feed = new ExecutionFeed();
   private readonly now: () => number;
+  private readonly followResources: FollowResources;
 
   constructor(private readonly $: EngineResources) {
     this.now = $.now ?? Date.now;
+    this.followResources = { feed: this.feed, read: (id) => $.store.getExecution(id), now: this.now };
     this.runner = new Runner({ store: $.store, data: $.data, feed: this.feed, log: $.log, now: this.now });
     this.workflows = new WorkflowWorker(
       { store: $.store, data: $.data, feed: this.feed, release: $.releaseVersion, log: $.log, now: this.now },
@@ -296,18 +297,18 @@ export class Engine {
     return pageOf(items, query.limit);
   }
 
+  /**
+   * The events of an execution the caller may see, wherever it runs: its status now, then each change
+   * and log line until it ends (or the deadline passes, or the signal aborts). Throws execution_not_found
+   * (on the first step) for an execution that is not the caller's.
+   */
+  follow(principal: Principal, id: string, options: FollowOptions = {}): AsyncGenerator<ExecutionEvent> {
+    return followExecution(this.followResources, id, () => this.execution(principal, id), options);
+  }
+
   /** Waits up to `waitMs` for the execution to end; `settled: false` when it has not. */
-  async awaitResult(principal: Principal, id: string, waitMs = this.$.waitMs) {
-    // Listening before the read: an end between the two is heard, so the read is not repeated.
-    const watch = this.watchEnd(id);
-    try {
-      const row = await this.execution(principal, id);
-      if (isTerminal(row.status)) return { execution: row, settled: true };
-      const settled = await watch.until(waitMs, row);
-      return { execution: settled ?? row, settled: settled !== undefined };
-    } finally {
-      watch.stop();
-    }
+  awaitResult(principal: Principal, id: string, waitMs = this.$.waitMs) {
+    return lastStatus(this.follow(principal, id, { deadline: this.now() + waitMs }));
   }
 
   /**
@@ -331,44 +332,9 @@ export class Engine {
     if (row.kind === "workflow")
       return { execution: row, settled: isTerminal(row.status), replayed: true, runId: row.id };
     if (isTerminal(row.status)) return { execution: row, settled: true, replayed: true };
-    const watch = this.watchEnd(row.id);
-    const settled = await watch.until(this.$.waitMs).finally(watch.stop);
-    return { execution: settled ?? row, settled: settled !== undefined, replayed: true };
-  }
-
-  /**
-   * Follows an execution from now on. `until` answers it once it has ended, or undefined after `waitMs`:
-   * an end in this process (a handler, a workflow run's last pass) is published on the feed and wakes it
-   * at once; otherwise the row is read again with backoff (another instance, a run that sleeps). `seen`
-   * is the row as read after the watch began, which spares the first read.
-   */
-  private watchEnd(id: string) {
-    let ended: ExecutionRow | undefined;
-    let wake = () => {};
-    const stop = this.feed.subscribe(id, (event) => {
-      if (event.type !== "status" || !isTerminal(event.execution.status)) return;
-      ended = event.execution;
-      wake();
-    });
-    const until = async (waitMs: number, seen?: ExecutionRow): Promise<ExecutionRow | undefined> => {
-      const deadline = this.now() + waitMs;
-      let known = seen;
-      for (let delay = POLL_MIN_MS; ; delay = Math.min(delay * 2, POLL_MAX_MS)) {
-        const latest = ended ?? known ?? (await this.$.store.getExecution(id));
-        known = undefined;
-        if (latest && isTerminal(latest.status)) return latest;
-        const left = deadline - this.now();
-        if (left <= 0) return undefined;
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, Math.min(delay, left));
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-      }
-    };
-    return { until, stop };
+    const deadline = this.now() + this.$.waitMs;
+    const latest = await lastStatus(followExecution(this.followResources, row.id, async () => row, { deadline }));
+    return { ...latest, replayed: true };
   }
 
   private async within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {

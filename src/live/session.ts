@@ -44,6 +44,12 @@ interface Session {
 
 type Message = Record<string, unknown> & { op?: unknown };
 
+/** A status as `stream-append` shows it: `done` once ended, with the error code then. */
+const streamStatus = (execution: ExecutionRow) => {
+  const done = isTerminal(execution.status);
+  return { status: execution.status, done, ...(done ? { errorCode: execution.errorCode } : {}) };
+};
+
 /**
  * Live queries over one WebSocket per client, in InstantDB's session protocol: `init` (with the
  * token, since a browser cannot set headers), `add-query` / `remove-query`, and `subscribe-stream` to
@@ -155,31 +161,45 @@ export class SessionHub {
     send(session, { op: "add-query-ok", q: message.q, result, "client-event-id": message["client-event-id"] });
   }
 
+  /**
+   * Follows an execution wherever it runs (engine.follow): its status, each log line, its end. The
+   * first status is sent before this returns; the rest streams until the end or the socket closes.
+   */
   private async subscribeStream(session: Session, message: Message) {
     const id = message["execution-id"];
     if (typeof id !== "string") return this.error(session, message, "subscribe-stream needs an execution-id");
-    let execution: ExecutionRow;
+    const key = id.toLowerCase();
+    const stop = new AbortController();
+    const events = this.$.engine.follow(session.principal as Principal, key, { signal: stop.signal });
+    let first: IteratorResult<ExecutionEvent>;
     try {
-      execution = await this.$.engine.execution(session.principal as Principal, id.toLowerCase());
+      first = await events.next();
     } catch (error) {
       if (error instanceof EngineError) return this.error(session, message, error.message, 404);
       throw error;
     }
     const eventId = message["client-event-id"];
-    const append = (fields: Record<string, unknown>) =>
-      send(session, { op: "stream-append", "execution-id": execution.id, "client-event-id": eventId, ...fields });
-    append({ status: execution.status, done: isTerminal(execution.status) });
-    if (isTerminal(execution.status) || session.streams.has(execution.id)) return;
-    const stop = this.$.engine.feed.subscribe(execution.id, (event: ExecutionEvent) => {
-      if (event.type === "log") return append({ log: event.line, at: event.at });
-      const done = isTerminal(event.execution.status);
-      append({ status: event.execution.status, done, ...(done ? { errorCode: event.execution.errorCode } : {}) });
-      if (done) {
-        stop();
-        session.streams.delete(execution.id);
+    const append = (event: ExecutionEvent) => {
+      const fields = event.type === "log" ? { log: event.line, at: event.at } : streamStatus(event.execution);
+      send(session, { op: "stream-append", "execution-id": key, "client-event-id": eventId, ...fields });
+    };
+    if (first.done) return;
+    append(first.value);
+    const ended = first.value.type === "status" && isTerminal(first.value.execution.status);
+    if (ended || session.streams.has(key)) {
+      await events.return(undefined);
+      return;
+    }
+    session.streams.set(key, () => stop.abort());
+    void (async () => {
+      try {
+        for await (const event of events) append(event);
+      } catch (error) {
+        this.$.log(`subscribe-stream of ${key} stopped: ${(error as Error).message}`);
+      } finally {
+        session.streams.delete(key);
       }
-    });
-    session.streams.set(execution.id, stop);
+    })();
   }
 
   private async refresh(entities: ReadonlySet<string>) {
