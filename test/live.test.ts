@@ -239,7 +239,7 @@ describe.skipIf(!postgresDialect)("live queries across instances (postgres)", ()
         body: JSON.stringify({ requestId: crypto.randomUUID(), input: { key: crypto.randomUUID(), gate } }),
       });
       expect(response.status).toBe(202);
-      const { id } = (await response.json()).execution;
+      const { id } = ((await response.json()) as { execution: { id: string } }).execution;
       client.send({ op: "init", "access-token": a.serviceKey });
       await client.op("init-ok");
       client.send({ op: "subscribe-stream", "execution-id": id });
