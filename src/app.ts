@@ -1,5 +1,4 @@
 import { Elysia } from "elysia";
-import type { DataService } from "./data/service.ts";
 import type { FileService } from "./files/service.ts";
 import { actionRoutes } from "./http/actions.ts";
 import type { HttpDeps } from "./http/deps.ts";
@@ -13,7 +12,6 @@ import { sessionRoutes } from "./http/session.ts";
 import { storageRoutes } from "./http/storage.ts";
 import { type ResourceMetadataOptions, wellKnownRoutes } from "./http/well-known.ts";
 import type { SessionHub } from "./live/session.ts";
-import type { LoadedRelease } from "./release/load.ts";
 
 // Bun's own limit answers an empty 413 before any hook runs; keep it far above every per-endpoint
 // limit, which the endpoints enforce themselves with a JSON 413 (see http/body.ts).
@@ -25,8 +23,6 @@ export interface AppDeps extends HttpDeps {
   /** Where multipart invocations spool their file parts (emptied at start-up). */
   spoolDir: string;
   hub: SessionHub;
-  data: DataService;
-  release: () => LoadedRelease | null;
   mcp: Omit<McpRouteOptions, "auth" | "publicUrl">;
   metadata: Omit<ResourceMetadataOptions, "publicUrl">;
 }

@@ -88,8 +88,6 @@ export async function startServer(
   const endpoint = new McpEndpoint(
     {
       engine,
-      data,
-      release: () => releases.current(),
       handle: config.handle,
       executionUrl: (id) => executionUrl(publicUrl, id),
       runUrl: (id) => runUrl(publicUrl, id),
@@ -101,7 +99,7 @@ export async function startServer(
       `WARNING: --insecure-no-auth: /mcp callers without a credential act as user "${ANONYMOUS.id}". Never expose this server.`,
     );
   }
-  const hub = new SessionHub({ auth, data, engine, release: () => releases.current(), log });
+  const hub = new SessionHub({ auth, data, engine, log });
   const app = createApp({
     files,
     maxFileBytes: config.maxFileBytes,
@@ -109,8 +107,6 @@ export async function startServer(
     hub,
     engine,
     auth,
-    data,
-    release: () => releases.current(),
     publicUrl: () => publicUrl,
     log,
     metadata: { handle: config.handle, authIssuer: config.authIssuer },

@@ -87,7 +87,7 @@ for (const dialect of dialects) {
       const under = JSON.stringify({ requestId: crypto.randomUUID(), input: { text: "y".repeat(8 * MiB - 200) } });
       const ok = await t.fetch("/actions/test.echo/invoke", { method: "POST", body: under });
       expect(ok.status).toBe(200);
-    });
+    }, 60_000);
 
     test("malformed envelopes are 400 invalid_request with issues", async () => {
       const cases: [body: string, where: string][] = [
@@ -159,7 +159,7 @@ for (const dialect of dialects) {
       }
       const after = await (await t.fetch(`/executions/${before.execution.id}`)).json();
       expect(after).toMatchObject({ status: "succeeded", output: { text: "keep me" } });
-    });
+    }, 60_000);
   });
 }
 

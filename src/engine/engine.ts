@@ -1,4 +1,4 @@
-import type { DataService } from "../data/service.ts";
+import type { DataService, QueryFormat } from "../data/service.ts";
 import type { FileService, SentFile } from "../files/service.ts";
 import { canonicalJson, sha256Hex } from "../release/canonical-json.ts";
 import type { ActionContract } from "../release/contract.ts";
@@ -102,6 +102,11 @@ export class Engine {
   async start(): Promise<void> {
     await this.liveness.start();
     this.workflows.start();
+  }
+
+  /** Reads the active release's data as the caller (its view rules apply). Throws QueryRejected for a bad query. */
+  query(principal: Principal, query: unknown, format: QueryFormat) {
+    return this.$.data.query(principal, this.activeRelease(), query, format);
   }
 
   /** The active release's actions this caller may know of (a service key's actions are hidden from users). */
@@ -349,7 +354,13 @@ export class Engine {
     }
   }
 
-  private activeRelease(): LoadedRelease {
+  /** The release served now, or null before any is published. A call reads it once and keeps it. */
+  currentRelease(): LoadedRelease | null {
+    return this.$.release();
+  }
+
+  /** The release served now; 503 no_active_release before any is published. */
+  activeRelease(): LoadedRelease {
     const release = this.$.release();
     if (!release) throw new EngineError("no_active_release", "no release is active; publish one first");
     return release;

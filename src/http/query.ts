@@ -1,7 +1,4 @@
 import { Elysia } from "elysia";
-import type { DataService } from "../data/service.ts";
-import { EngineError } from "../engine/errors.ts";
-import type { LoadedRelease } from "../release/load.ts";
 import { authenticated } from "./auth.ts";
 import { MiB, readJsonBody } from "./body.ts";
 import type { HttpDeps } from "./deps.ts";
@@ -10,7 +7,7 @@ import { HttpError } from "./errors.ts";
 export const QUERY_BODY_LIMIT = 4 * MiB;
 
 /** POST /query: `{ query }` as the caller; the triple format by default, nested objects with `?format=objects`. */
-export const queryRoutes = (deps: HttpDeps & { data: DataService; release: () => LoadedRelease | null }) =>
+export const queryRoutes = (deps: HttpDeps) =>
   new Elysia({ name: "query" })
     .use(authenticated(deps.auth, deps.publicUrl))
     .post("/query", async ({ request, principal }) => {
@@ -22,7 +19,5 @@ export const queryRoutes = (deps: HttpDeps & { data: DataService; release: () =>
       if (typeof body !== "object" || body === null || Array.isArray(body) || !("query" in body)) {
         throw new HttpError(400, "invalid_request", "the body must be { query: { … } }");
       }
-      const release = deps.release();
-      if (!release) throw new EngineError("no_active_release", "no release is active; publish one first");
-      return deps.data.query(principal, release, body.query, format === "objects" ? "objects" : "triples");
+      return deps.engine.query(principal, body.query, format === "objects" ? "objects" : "triples");
     });

@@ -19,7 +19,6 @@ export interface HubDeps {
   auth: Authenticator;
   data: DataService;
   engine: Engine;
-  release: () => LoadedRelease | null;
   log: (message: string) => void;
 }
 
@@ -138,7 +137,7 @@ export class SessionHub {
     if (!principal) return this.error(session, message, "init needs a valid access-token", 401);
     session.principal = principal;
     session.token = token as string;
-    const release = this.$.release();
+    const release = this.$.engine.currentRelease();
     send(session, {
       op: "init-ok",
       "session-id": session.id,
@@ -153,7 +152,7 @@ export class SessionHub {
     if (session.subscriptions.has(key)) {
       return send(session, { op: "add-query-exists", q: message.q, "client-event-id": message["client-event-id"] });
     }
-    const release = this.requireRelease();
+    const release = this.$.engine.activeRelease();
     const returnType: ResultShape = message["return-type"] === "tree" ? "tree" : "join-rows";
     const reads = this.$.data.entitiesRead(release, message.q);
     const result = await this.run(session, release, message.q, returnType);
@@ -203,7 +202,7 @@ export class SessionHub {
   }
 
   private async refresh(entities: ReadonlySet<string>) {
-    const release = this.$.release();
+    const release = this.$.engine.currentRelease();
     if (!release) return;
     // Subscribers asking the same query as the same caller share one run per change.
     const runs = new Map<string, Promise<{ result: unknown; json: string } | null>>();
@@ -250,12 +249,6 @@ export class SessionHub {
         this.close(session);
       }
     }
-  }
-
-  private requireRelease(): LoadedRelease {
-    const release = this.$.release();
-    if (!release) throw new EngineError("no_active_release", "no release is active");
-    return release;
   }
 
   private error(session: Session, original: unknown, message: string, status = 400) {

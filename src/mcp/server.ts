@@ -41,7 +41,7 @@ function buildServer(deps: ToolDeps, version: string): Server {
   );
   const uri = schemaResourceUri(deps.handle);
   server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => ({
-    tools: listTools(deps.release(), principalOf(extra.authInfo)),
+    tools: listTools(deps.engine.currentRelease(), principalOf(extra.authInfo)),
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: args = {}, _meta } = request.params;
@@ -76,7 +76,9 @@ function buildServer(deps: ToolDeps, version: string): Server {
   server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
     const requested = request.params.uri;
     if (requested === uri) {
-      const text = JSON.stringify(describeRelease(deps.handle, deps.release(), principalOf(extra.authInfo)));
+      const text = JSON.stringify(
+        describeRelease(deps.handle, deps.engine.currentRelease(), principalOf(extra.authInfo)),
+      );
       return { contents: [{ uri, mimeType: "application/json", text }] };
     }
     const runId = requested.startsWith(runsPrefix) ? uuidOrNull(requested.slice(runsPrefix.length)) : null;

@@ -1,6 +1,5 @@
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { QueryRejected } from "../data/errors.ts";
-import type { DataService } from "../data/service.ts";
 import { mayKnow } from "../engine/access.ts";
 import type { Engine, InvokeOutcome } from "../engine/engine.ts";
 import { EngineError } from "../engine/errors.ts";
@@ -17,8 +16,6 @@ export const REQUEST_ID_META = "dev.service/requestId";
 
 export interface ToolDeps {
   engine: Engine;
-  data: DataService;
-  release: () => LoadedRelease | null;
   handle: string;
   executionUrl: (id: string) => string;
   runUrl: (id: string) => string;
@@ -98,9 +95,11 @@ export async function callTool(
   args: Record<string, unknown>,
   meta: Record<string, unknown> | undefined,
 ): Promise<CallToolResult | null> {
-  if (name === "describe") return builtinResult(jsonResult(describeRelease(deps.handle, deps.release(), principal)));
+  if (name === "describe") {
+    return builtinResult(jsonResult(describeRelease(deps.handle, deps.engine.currentRelease(), principal)));
+  }
   if (name === "query") return builtinResult(await runQuery(deps, principal, args.query));
-  const action = deps.release()?.actions.get(name);
+  const action = deps.engine.currentRelease()?.actions.get(name);
   if (!action) return null;
   const requestId = uuidOrNull(meta?.[REQUEST_ID_META]) ?? crypto.randomUUID();
   const refused = noExecution(requestId, "refused");
@@ -186,12 +185,11 @@ const builtinResult = (result: CallToolResult): CallToolResult => ({
 });
 
 async function runQuery(deps: ToolDeps, principal: Principal, query: unknown): Promise<CallToolResult> {
-  const release = deps.release();
-  if (!release) return refusal("no_active_release", "no release is active", {});
   try {
-    return jsonResult(await deps.data.query(principal, release, query, "objects"));
+    return jsonResult(await deps.engine.query(principal, query, "objects"));
   } catch (error) {
     if (error instanceof QueryRejected) return refusal("data_provider_rejected", error.message, {});
+    if (error instanceof EngineError) return refusal(error.code, error.message, {});
     throw error;
   }
 }
