@@ -6,6 +6,7 @@ import type { HttpDeps } from "./http/deps.ts";
 import { errorHandling } from "./http/errors.ts";
 import { executionRoutes } from "./http/executions.ts";
 import { healthRoutes } from "./http/health.ts";
+import { IDLE_TIMEOUT_SECONDS } from "./http/long-wait.ts";
 import { type McpRouteOptions, mcpRoutes } from "./http/mcp.ts";
 import { queryRoutes } from "./http/query.ts";
 import { runRoutes } from "./http/runs.ts";
@@ -32,7 +33,7 @@ export interface AppDeps extends HttpDeps {
 }
 
 export const createApp = (deps: AppDeps) =>
-  new Elysia({ serve: { maxRequestBodySize: HARD_BODY_LIMIT } })
+  new Elysia({ serve: { maxRequestBodySize: HARD_BODY_LIMIT, idleTimeout: IDLE_TIMEOUT_SECONDS } })
     .use(errorHandling(deps.log))
     .use(healthRoutes)
     .use(wellKnownRoutes({ ...deps.metadata, publicUrl: deps.publicUrl }))

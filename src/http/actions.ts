@@ -11,6 +11,7 @@ import type { ValidationIssue } from "../release/contract.ts";
 import { authenticated } from "./auth.ts";
 import { MiB, payloadTooLarge, readJsonBody } from "./body.ts";
 import { executionUrl, type HttpDeps, runUrl } from "./deps.ts";
+import { holdingConnection } from "./long-wait.ts";
 
 export const INVOKE_BODY_LIMIT = 8 * MiB;
 
@@ -21,7 +22,7 @@ export const actionRoutes = (deps: HttpDeps & { files: FileService; maxFileBytes
   new Elysia({ name: "actions" })
     .use(authenticated(deps.auth, deps.publicUrl))
     .get("/actions/:name/contract", ({ params }) => deps.engine.contract(params.name))
-    .post("/actions/:name/invoke", async ({ params, request, principal, set }) => {
+    .post("/actions/:name/invoke", async ({ params, request, principal, set, server }) => {
       const multipart = request.headers.get("content-type")?.startsWith("multipart/form-data") ?? false;
       const spool = multipart ? new Spool(deps.spoolDir) : undefined;
       try {
@@ -30,7 +31,9 @@ export const actionRoutes = (deps: HttpDeps & { files: FileService; maxFileBytes
           : { envelope: parseEnvelope(await readJsonBody(request, INVOKE_BODY_LIMIT)), files: undefined };
         let outcome: InvokeOutcome;
         try {
-          outcome = await deps.engine.invoke({ principal, action: params.name, ...envelope, files });
+          outcome = await holdingConnection(server, request, () =>
+            deps.engine.invoke({ principal, action: params.name, ...envelope, files }),
+          );
         } catch (error) {
           throw invocationError(error, envelope.requestId);
         }

@@ -5,6 +5,7 @@ import type { McpEndpoint } from "../mcp/server.ts";
 import type { Principal } from "../sdk/index.ts";
 import { unauthorized } from "./auth.ts";
 import { MiB, readTextBody } from "./body.ts";
+import { holdingConnection } from "./long-wait.ts";
 
 export interface McpRouteOptions {
   endpoint: McpEndpoint;
@@ -35,7 +36,7 @@ const methodNotAllowed = () =>
  */
 export const mcpRoutes = (options: McpRouteOptions) =>
   new Elysia({ name: "mcp" })
-    .post("/mcp", async ({ request }) => {
+    .post("/mcp", async ({ request, server }) => {
       const refused = refuseForeignCaller(request, options);
       if (refused) return refused;
       const principal = (await options.auth.authenticate(request.headers.get("authorization"))) ?? options.anonymous;
@@ -50,7 +51,10 @@ export const mcpRoutes = (options: McpRouteOptions) =>
       }
       if (Array.isArray(message))
         return rpcError(400, -32600, "Invalid Request: batches are not supported; send one message per POST");
-      return withErrorEnvelope(await options.endpoint.handle(request, message, principal));
+      // A tools/call waits up to WAIT_MS for its execution.
+      return withErrorEnvelope(
+        await holdingConnection(server, request, () => options.endpoint.handle(request, message, principal)),
+      );
     })
     .get("/mcp", methodNotAllowed)
     .delete("/mcp", methodNotAllowed);
