@@ -8,6 +8,7 @@ import { executionRoutes } from "./http/executions.ts";
 import { healthRoutes } from "./http/health.ts";
 import { IDLE_TIMEOUT_SECONDS } from "./http/long-wait.ts";
 import { type McpRouteOptions, mcpRoutes } from "./http/mcp.ts";
+import type { Route } from "./http/methods.ts";
 import { queryRoutes } from "./http/query.ts";
 import { runRoutes } from "./http/runs.ts";
 import { sessionRoutes } from "./http/session.ts";
@@ -32,9 +33,9 @@ export interface AppDeps extends HttpDeps {
   metadata: Omit<ResourceMetadataOptions, "publicUrl">;
 }
 
-export const createApp = (deps: AppDeps) =>
-  new Elysia({ serve: { maxRequestBodySize: HARD_BODY_LIMIT, idleTimeout: IDLE_TIMEOUT_SECONDS } })
-    .use(errorHandling(deps.log))
+export const createApp = (deps: AppDeps) => {
+  const app = new Elysia({ serve: { maxRequestBodySize: HARD_BODY_LIMIT, idleTimeout: IDLE_TIMEOUT_SECONDS } })
+    .use(errorHandling(deps.log, (): readonly Route[] => app.routes))
     .use(healthRoutes)
     .use(wellKnownRoutes({ ...deps.metadata, publicUrl: deps.publicUrl }))
     .use(actionRoutes(deps))
@@ -44,5 +45,7 @@ export const createApp = (deps: AppDeps) =>
     .use(sessionRoutes(deps.hub))
     .use(storageRoutes(deps))
     .use(mcpRoutes({ ...deps.mcp, auth: deps.auth, publicUrl: deps.publicUrl }));
+  return app;
+};
 
 export type App = ReturnType<typeof createApp>;
