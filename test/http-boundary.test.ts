@@ -94,6 +94,9 @@ for (const dialect of dialects) {
       const res = await t.fetch("/session");
       await expectJsonError(res, 426, "upgrade_required");
       expect(res.headers.get("upgrade")).toBe("websocket");
+      // An upgrade without its handshake headers is refused in JSON too.
+      const broken = await t.fetch("/session", { headers: { connection: "upgrade", upgrade: "websocket" } });
+      await expectJsonError(broken, 400, "invalid_request");
     });
 
     test("a body over 8 MiB is 413 payload_too_large as JSON, with Content-Length or chunked", async () => {
