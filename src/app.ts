@@ -5,7 +5,9 @@ import type { HttpDeps } from "./http/deps.ts";
 import { errorHandling } from "./http/errors.ts";
 import { executionRoutes } from "./http/executions.ts";
 import { healthRoutes } from "./http/health.ts";
+import { IDLE_TIMEOUT_SECONDS } from "./http/long-wait.ts";
 import { type McpRouteOptions, mcpRoutes } from "./http/mcp.ts";
+import type { Route } from "./http/methods.ts";
 import { queryRoutes } from "./http/query.ts";
 import { runRoutes } from "./http/runs.ts";
 import { sessionRoutes } from "./http/session.ts";
@@ -27,9 +29,9 @@ export interface AppDeps extends HttpDeps {
   metadata: Omit<ResourceMetadataOptions, "publicUrl">;
 }
 
-export const createApp = (deps: AppDeps) =>
-  new Elysia({ serve: { maxRequestBodySize: HARD_BODY_LIMIT } })
-    .use(errorHandling(deps.log))
+export const createApp = (deps: AppDeps) => {
+  const app = new Elysia({ serve: { maxRequestBodySize: HARD_BODY_LIMIT, idleTimeout: IDLE_TIMEOUT_SECONDS } })
+    .use(errorHandling(deps.log, (): readonly Route[] => app.routes))
     .use(healthRoutes)
     .use(wellKnownRoutes({ ...deps.metadata, publicUrl: deps.publicUrl }))
     .use(actionRoutes(deps))
@@ -39,5 +41,7 @@ export const createApp = (deps: AppDeps) =>
     .use(sessionRoutes(deps.hub))
     .use(storageRoutes(deps))
     .use(mcpRoutes({ ...deps.mcp, auth: deps.auth, publicUrl: deps.publicUrl }));
+  return app;
+};
 
 export type App = ReturnType<typeof createApp>;

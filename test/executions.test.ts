@@ -148,5 +148,16 @@ for (const dialect of dialects) {
       });
       expect(followed.finishedAt).toBeString();
     });
+
+    test("a running execution, as stored, has no finishedAt yet", async () => {
+      const gate = crypto.randomUUID();
+      const res = await t.invoke("test.count", { key: crypto.randomUUID(), gate });
+      expect(res.status).toBe(202);
+      const { id } = (await res.json()).execution;
+      const stored = await (await t.fetch(`/executions/${id}`)).json();
+      openGate(gate);
+      expect(stored).toMatchObject({ status: "running", finishedAt: null });
+      expect(stored.startedAt).toBeString();
+    });
   });
 }

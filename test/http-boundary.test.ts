@@ -66,9 +66,37 @@ for (const dialect of dialects) {
       await expectJsonError(await t.fetch("/executions", { token }), 401, "unauthorized");
     });
 
-    test("unknown endpoints and methods are JSON 404s", async () => {
+    test("an unknown path is a JSON 404; a known path with a wrong method is a JSON 405 with Allow", async () => {
       await expectJsonError(await t.fetch("/nope"), 404, "not_found");
-      await expectJsonError(await t.fetch("/actions/test.echo/invoke", { method: "GET" }), 404, "not_found");
+      await expectJsonError(await t.fetch("/actions/test.echo/nope", { method: "POST" }), 404, "not_found");
+      const id = crypto.randomUUID();
+      const wrong: [method: string, path: string, allow: string][] = [
+        ["GET", "/actions/test.echo/invoke", "POST"],
+        ["DELETE", `/executions/${id}`, "GET, HEAD"],
+        ["POST", `/executions/${id}/result`, "GET, HEAD"],
+        ["PUT", "/query", "POST"],
+        ["GET", `/runs/${id}/cancel`, "POST"],
+        ["PUT", "/mcp", "POST"],
+        ["POST", "/session", "GET"],
+        ["GET", "/storage/files", "DELETE"],
+      ];
+      for (const [method, path, allow] of wrong) {
+        const res = await t.fetch(path, { method, body: method === "GET" ? undefined : "{}" });
+        const body = await expectJsonError(res, 405, "method_not_allowed");
+        expect(res.headers.get("allow"), `${method} ${path}`).toBe(allow);
+        expect(body.message).toBeString();
+      }
+      // Preflights are CORS's to answer, never a 405.
+      expect((await t.fetch("/actions/test.echo/invoke", { method: "OPTIONS" })).status).not.toBe(405);
+    });
+
+    test("GET /session without a WebSocket upgrade is a JSON 426 upgrade_required", async () => {
+      const res = await t.fetch("/session");
+      await expectJsonError(res, 426, "upgrade_required");
+      expect(res.headers.get("upgrade")).toBe("websocket");
+      // An upgrade without its handshake headers is refused in JSON too.
+      const broken = await t.fetch("/session", { headers: { connection: "upgrade", upgrade: "websocket" } });
+      await expectJsonError(broken, 400, "invalid_request");
     });
 
     test("a body over 8 MiB is 413 payload_too_large as JSON, with Content-Length or chunked", async () => {

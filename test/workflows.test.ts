@@ -165,7 +165,12 @@ for (const dialect of dialects) {
       expect(res.status).toBe(200);
       expect((await res.json()).cancelRequested).toBe(true);
       const view = await ended(runId);
-      expect(view).toMatchObject({ status: "canceled", errorCode: "run_canceled" });
+      expect(view).toMatchObject({ status: "canceled", errorCode: "run_canceled", cancelRequested: true });
+      // The step the cancel interrupted ends canceled too, rather than running forever.
+      expect(view.steps).toMatchObject([
+        { name: "first", status: "succeeded" },
+        { name: "wait", status: "canceled", finishedAt: expect.any(String) },
+      ]);
       expect(effects(log).map((e) => `${e.step}${e.phase ? `:${e.phase}` : ""}`)).toEqual([
         "first",
         "wait:start",
@@ -182,12 +187,27 @@ for (const dialect of dialects) {
       expect(await refused.json()).toMatchObject({ ok: false, error: "run_not_cancelable" });
     });
 
-    test("cancel ends a sleeping run at once", async () => {
+    test("cancel ends a sleeping run at once, its sleep canceled", async () => {
       const { runId } = await (await server.invoke("wf.nap", { ms: 60_000 })).json();
       await eventually(async () => (await run(runId)).status === "sleeping");
       const view = await (await server.fetch(`/runs/${runId}/cancel`, { method: "POST" })).json();
-      expect(view.status).toBe("canceled");
+      expect(view).toMatchObject({ status: "canceled", cancelRequested: true, finishedAt: expect.any(String) });
+      expect(view.steps).toMatchObject([
+        { name: "before", status: "succeeded" },
+        { name: "pause", kind: "sleep", status: "canceled", finishedAt: view.finishedAt },
+      ]);
+      expect(await run(runId)).toEqual(view);
       expect((await (await server.fetch(`/executions/${runId}`)).json()).status).toBe("canceled");
+    });
+
+    test("cancel ends a run backing off between attempts at once, its step canceled", async () => {
+      const { runId } = await (await server.invoke("wf.flaky", { failures: 9, retries: 3, backoffMs: 60_000 })).json();
+      await eventually(async () => (await run(runId)).steps[0]?.status === "retrying");
+      const view = await (await server.fetch(`/runs/${runId}/cancel`, { method: "POST" })).json();
+      expect(view).toMatchObject({ status: "canceled", cancelRequested: true });
+      expect(view.steps).toMatchObject([
+        { name: "call", status: "canceled", attempts: 1, error: "attempt 1 failed", finishedAt: view.finishedAt },
+      ]);
     });
 
     test("a run stays on the release it started with when another is activated mid-run", async () => {

@@ -12,6 +12,7 @@ import { authenticated } from "./auth.ts";
 import { MiB, payloadTooLarge, readJsonBody } from "./body.ts";
 import { executionUrl, type HttpDeps, runUrl } from "./deps.ts";
 import { HttpError } from "./errors.ts";
+import { holdingConnection } from "./long-wait.ts";
 
 export const INVOKE_BODY_LIMIT = 8 * MiB;
 
@@ -31,7 +32,7 @@ export const actionRoutes = (deps: HttpDeps & { files: FileService; maxFileBytes
       })),
     }))
     .get("/actions/:name/contract", ({ params, principal }) => deps.engine.contract(principal, params.name))
-    .post("/actions/:name/invoke", async ({ params, request, principal, set }) => {
+    .post("/actions/:name/invoke", async ({ params, request, principal, set, server }) => {
       const multipart = request.headers.get("content-type")?.startsWith("multipart/form-data") ?? false;
       const spool = multipart ? new Spool(deps.spoolDir) : undefined;
       let requestId: string | null = null;
@@ -40,12 +41,9 @@ export const actionRoutes = (deps: HttpDeps & { files: FileService; maxFileBytes
           ? await readInvocationForm(request, deps.maxFileBytes, spool)
           : { envelope: parseEnvelope(await readJsonBody(request, INVOKE_BODY_LIMIT)), files: undefined };
         requestId = envelope.requestId;
-        const outcome: InvokeOutcome = await deps.engine.invoke({
-          principal,
-          action: params.name,
-          ...envelope,
-          files,
-        });
+        const outcome: InvokeOutcome = await holdingConnection(server, request, () =>
+          deps.engine.invoke({ principal, action: params.name, ...envelope, files }),
+        );
         // Only a multipart invocation can have uploads (a JSON one of the same request would conflict):
         // the lookup stays off the plain invoke path.
         const uploads = files ? (await deps.files.uploadsOf([outcome.execution.id])).get(outcome.execution.id) : [];

@@ -5,6 +5,7 @@ import { InvalidPath } from "../files/paths.ts";
 import { FileNotFound, SignedContentTypeMismatch } from "../files/service.ts";
 import { SignedUrlRefused } from "../files/signing.ts";
 import { TooLarge } from "../files/storage.ts";
+import { type Route, routeMisses } from "./methods.ts";
 
 /** A refusal that only exists at the HTTP boundary (credentials, body size). */
 export class HttpError extends Error {
@@ -44,10 +45,33 @@ export function errorResponse(
 
 /**
  * The one place errors become responses. Every body is JSON with `ok:false` and `error`; anything
- * not recognised is logged and answered as a JSON 500, never as HTML.
+ * not recognised is logged and answered as a JSON 500, never as HTML. `routes` are the app's, read when
+ * a request first finds none (they are all registered by then).
  */
-export const errorHandling = (log: (message: string) => void) =>
-  new Elysia({ name: "error-handling" }).onError({ as: "global" }, ({ code, error }) => {
+export const errorHandling = (log: (message: string) => void, routes: () => readonly Route[]) => {
+  let missOf: ReturnType<typeof routeMisses> | undefined;
+  /** No route took the request: a wrong method on a known path (405 with Allow), a WebSocket without upgrade, or 404. */
+  const noRoute = (request: Request) => {
+    missOf ??= routeMisses(routes());
+    const miss = missOf(request.method, new URL(request.url).pathname);
+    if (miss.kind === "method") {
+      const allow = miss.allow.join(", ");
+      return errorResponse(405, "method_not_allowed", `${request.method} is not allowed here: ${allow}`, {}, { allow });
+    }
+    if (miss.kind === "upgrade") {
+      return errorResponse(
+        426,
+        "upgrade_required",
+        "this endpoint is a WebSocket; connect with an upgrade",
+        {},
+        {
+          upgrade: "websocket",
+        },
+      );
+    }
+    return errorResponse(404, "not_found", "no such endpoint");
+  };
+  return new Elysia({ name: "error-handling" }).onError({ as: "global" }, ({ code, error, request }) => {
     if (error instanceof EngineError)
       return errorResponse(engineStatus[error.code], error.code, error.message, error.details);
     if (error instanceof InvalidPath) return errorResponse(400, "invalid_path", error.message);
@@ -61,7 +85,7 @@ export const errorHandling = (log: (message: string) => void) =>
       return errorResponse(error.status, error.code, error.message, error.details, error.headers);
     switch (code) {
       case "NOT_FOUND":
-        return errorResponse(404, "not_found", "no such endpoint");
+        return noRoute(request);
       case "PARSE":
         return errorResponse(400, "invalid_request", "the body is not valid JSON");
       case "VALIDATION":
@@ -81,3 +105,4 @@ export const errorHandling = (log: (message: string) => void) =>
     log(`unhandled error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     return errorResponse(500, "internal_error", "the server failed to answer this request");
   });
+};

@@ -8,6 +8,7 @@ import { EXECUTION_STATUSES, type ExecutionRow, type ExecutionStatus } from "../
 import { authenticated } from "./auth.ts";
 import { executionUrl, type HttpDeps } from "./deps.ts";
 import { HttpError } from "./errors.ts";
+import { holdingConnection } from "./long-wait.ts";
 import { DEFAULT_PAGE, decodeCursor, encodeCursor, pageParams, parseListQuery } from "./paging.ts";
 
 const ListQuery = Type.Object(
@@ -54,8 +55,11 @@ export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
     .get("/executions/:id", async ({ params, principal }) =>
       view(await deps.engine.execution(principal, uuidOrNotFound(params.id))),
     )
-    .get("/executions/:id/result", async ({ params, principal }) => {
-      const { execution, settled } = await deps.engine.awaitResult(principal, uuidOrNotFound(params.id));
+    .get("/executions/:id/result", async ({ params, principal, request, server }) => {
+      const id = uuidOrNotFound(params.id);
+      const { execution, settled } = await holdingConnection(server, request, () =>
+        deps.engine.awaitResult(principal, id),
+      );
       if (!settled) {
         throw new HttpError(
           504,

@@ -5,6 +5,7 @@ import type { McpEndpoint } from "../mcp/server.ts";
 import type { Principal } from "../sdk/index.ts";
 import { unauthorized } from "./auth.ts";
 import { MiB, readTextBody } from "./body.ts";
+import { holdingConnection } from "./long-wait.ts";
 
 export interface McpRouteOptions {
   endpoint: McpEndpoint;
@@ -22,11 +23,8 @@ export interface McpRouteOptions {
 const MCP_BODY_LIMIT = 8 * MiB;
 
 /** A JSON-RPC error without id, in our error envelope (`ok:false`) too. */
-const rpcError = (status: number, code: number, message: string, headers: Record<string, string> = {}) =>
-  Response.json({ jsonrpc: "2.0", id: null, ok: false, error: { code, message } }, { status, headers });
-
-const methodNotAllowed = () =>
-  rpcError(405, -32000, "Method not allowed: this endpoint takes one JSON-RPC message per POST", { allow: "POST" });
+const rpcError = (status: number, code: number, message: string) =>
+  Response.json({ jsonrpc: "2.0", id: null, ok: false, error: { code, message } }, { status });
 
 /**
  * POST /mcp: one JSON-RPC message per request, one JSON answer, no session and no stream. This adapter
@@ -34,26 +32,26 @@ const methodNotAllowed = () =>
  * call the same engine as HTTP.
  */
 export const mcpRoutes = (options: McpRouteOptions) =>
-  new Elysia({ name: "mcp" })
-    .post("/mcp", async ({ request }) => {
-      const refused = refuseForeignCaller(request, options);
-      if (refused) return refused;
-      const principal = (await options.auth.authenticate(request.headers.get("authorization"))) ?? options.anonymous;
-      if (!principal) throw unauthorized(options.publicUrl());
+  new Elysia({ name: "mcp" }).post("/mcp", async ({ request, server }) => {
+    const refused = refuseForeignCaller(request, options);
+    if (refused) return refused;
+    const principal = (await options.auth.authenticate(request.headers.get("authorization"))) ?? options.anonymous;
+    if (!principal) throw unauthorized(options.publicUrl());
 
-      let message: unknown;
-      try {
-        message = JSON.parse(await readTextBody(request, MCP_BODY_LIMIT));
-      } catch (error) {
-        if (error instanceof SyntaxError) return rpcError(400, -32700, "Parse error: the body is not valid JSON");
-        throw error;
-      }
-      if (Array.isArray(message))
-        return rpcError(400, -32600, "Invalid Request: batches are not supported; send one message per POST");
-      return withErrorEnvelope(await options.endpoint.handle(request, message, principal));
-    })
-    .get("/mcp", methodNotAllowed)
-    .delete("/mcp", methodNotAllowed);
+    let message: unknown;
+    try {
+      message = JSON.parse(await readTextBody(request, MCP_BODY_LIMIT));
+    } catch (error) {
+      if (error instanceof SyntaxError) return rpcError(400, -32700, "Parse error: the body is not valid JSON");
+      throw error;
+    }
+    if (Array.isArray(message))
+      return rpcError(400, -32600, "Invalid Request: batches are not supported; send one message per POST");
+    // A tools/call waits up to WAIT_MS for its execution.
+    return withErrorEnvelope(
+      await holdingConnection(server, request, () => options.endpoint.handle(request, message, principal)),
+    );
+  });
 
 /**
  * DNS-rebinding and cross-site defence. A server bound to loopback answers only requests addressed to

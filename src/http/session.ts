@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import type { SessionHub } from "../live/session.ts";
+import { errorResponse } from "./errors.ts";
 
 type Session = ReturnType<SessionHub["open"]>;
 
@@ -22,5 +23,10 @@ export const sessionRoutes = (hub: SessionHub) => {
       const session = sessions.get(ws.raw);
       if (session) hub.close(session);
     },
+    // An upgrade answers nothing; anything else is Elysia's plain-text 400 for a handshake Bun refused.
+    mapResponse: ({ responseValue }) =>
+      responseValue === undefined
+        ? undefined
+        : errorResponse(400, "invalid_request", "not a valid WebSocket upgrade (RFC 6455 handshake headers)"),
   });
 };

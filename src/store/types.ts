@@ -123,8 +123,11 @@ export interface RunFilter {
   limit: number;
 }
 
-/** `retrying`: an attempt failed and another is due; `sleeping`: a durable timer that has not fired. */
-export type StepStatus = "running" | "retrying" | "sleeping" | "succeeded" | "failed";
+/**
+ * `retrying`: an attempt failed and another is due; `sleeping`: a durable timer that has not fired;
+ * `canceled`: the run was canceled while the step ran or waited.
+ */
+export type StepStatus = "running" | "retrying" | "sleeping" | "succeeded" | "failed" | "canceled";
 
 export interface StepRow {
   runId: string;

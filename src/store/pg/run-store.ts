@@ -25,6 +25,7 @@ const STEP_COLUMNS = `run_id as "runId", name, seq, kind, status, attempts, outp
   finished_at as "finishedAt"`;
 
 const WAITING = `status in ('queued', 'running', 'sleeping')`;
+const OPEN_STEP = `('running', 'retrying', 'sleeping')`;
 
 // jsonb parameters travel as text (`::text::jsonb`), as in execution-writer.ts.
 const ADMIT = `with e as (
@@ -77,13 +78,17 @@ const SUSPEND = `update workflow_runs set status = $3, wake_at = $4, lease_owner
   where id = $1 and lease_owner = $2 and ${WAITING}
   returning id`;
 
-// $7 null: end only a run that no live lease holds (a cancel of a waiting run).
+// $7 null: end only a run that no live lease holds (a cancel of a waiting run). A canceled run's steps
+// that were running or waiting end canceled with it.
 const FINISH = `with r as (
     update workflow_runs set status = $2, output = $3::text::jsonb, error_code = $4, error_message = $5,
       lease_owner = null, lease_expires_at = null, updated_at = $6, finished_at = $6
     where id = $1 and ${WAITING}
       and (($7::text is null and (lease_expires_at is null or lease_expires_at < $6)) or lease_owner = $7)
     returning id
+  ), open_steps as (
+    update workflow_steps s set status = 'canceled', finished_at = $6
+    from r where s.run_id = r.id and $2 = 'canceled' and s.status in ${OPEN_STEP}
   )
   update executions x set status = $2, output = $3::text::jsonb, error_code = $4, error_message = $5,
     finished_at = $6, started_at = coalesce(x.started_at, $6)
@@ -235,13 +240,12 @@ export class PgRunStore implements RunStore {
 
   async requestCancel(runId: string, now: number): Promise<RunRow | null> {
     await this.client.begin(async (tx) => {
-      const ended = await tx.unsafe(FINISH, finishParams(runId, runCanceled(now), null), PREPARED);
-      if (ended.length === 0) {
-        await tx.unsafe(
-          `update workflow_runs set cancel_requested = true, updated_at = $2 where id = $1 and ${WAITING}`,
-          [runId, now],
-        );
-      }
+      await tx.unsafe(
+        `update workflow_runs set cancel_requested = true, updated_at = $2 where id = $1 and ${WAITING}`,
+        [runId, now],
+      );
+      // Unheld (queued, sleeping, backing off, or its worker died): nobody is there to stop it, so end it here.
+      await tx.unsafe(FINISH, finishParams(runId, runCanceled(now), null), PREPARED);
     });
     return this.get(runId);
   }

@@ -177,7 +177,11 @@ export class SqliteExecutionWriter {
   }
 
   private writeInsert(pending: PendingInsert): ExecutionSettlement {
-    const row = { ...pending.row, ...this.applyWrites(pending.writes, settlementOf(pending.row)) };
+    // Writes come only with a settlement; a row without them may still be running (finishedAt stays null).
+    const row =
+      pending.writes.length === 0
+        ? pending.row
+        : { ...pending.row, ...this.applyWrites(pending.writes, settlementOf(pending.row)) };
     this.insert.run({
       ...row,
       input: JSON.stringify(row.input),

@@ -30,6 +30,7 @@ const STEP_COLUMNS = `run_id as runId, name, seq, kind, status, attempts, output
   finished_at as finishedAt`;
 
 const WAITING = `status in ('queued', 'running', 'sleeping')`;
+const OPEN_STEP = `('running', 'retrying', 'sleeping')`;
 const HELD = `lease_owner = $owner and lease_expires_at is not null`;
 
 /**
@@ -51,6 +52,7 @@ export class SqliteRunStore implements RunStore {
   private readonly finishRun: Statement;
   private readonly settleExecution: Statement;
   private readonly flagCancel: Statement;
+  private readonly cancelOpenSteps: Statement;
   private readonly releaseAll: Statement;
   private readonly statements: StatementCache;
 
@@ -113,6 +115,9 @@ export class SqliteRunStore implements RunStore {
     );
     this.flagCancel = client.prepare(
       `update workflow_runs set cancel_requested = 1, updated_at = $now where id = $id and ${WAITING}`,
+    );
+    this.cancelOpenSteps = client.prepare(
+      `update workflow_steps set status = 'canceled', finished_at = $at where run_id = $runId and status in ${OPEN_STEP}`,
     );
     this.releaseAll = client.prepare(
       `update workflow_runs set lease_owner = null, lease_expires_at = null where lease_owner = $owner and ${WAITING}`,
@@ -191,9 +196,9 @@ export class SqliteRunStore implements RunStore {
 
   async requestCancel(runId: string, now: number): Promise<RunRow | null> {
     return this.client.transaction(() => {
+      this.flagCancel.run({ id: runId, now });
       // Unheld (queued, sleeping, backing off, or its worker died): nobody is there to stop it, so end it here.
       this.finishNow(null, runId, runCanceled(now));
-      this.flagCancel.run({ id: runId, now });
       const raw = this.byId.get({ id: runId });
       return raw ? parseRun(raw) : null;
     })();
@@ -210,12 +215,13 @@ export class SqliteRunStore implements RunStore {
     ).changes;
   }
 
-  /** `owner` null: only a run no live lease holds. */
+  /** `owner` null: only a run no live lease holds. A canceled run's steps that ran or waited end canceled with it. */
   private finishNow(owner: string | null, runId: string, s: RunSettlement): boolean {
     const output = s.output === null || s.output === undefined ? null : JSON.stringify(s.output);
     const { changes } = this.finishRun.run({ id: runId, owner, ...s, output });
     if (changes === 0) return false;
     this.settleExecution.run({ id: runId, ...s, output });
+    if (s.status === "canceled") this.cancelOpenSteps.run({ runId, at: s.finishedAt });
     return true;
   }
 }
