@@ -1,7 +1,9 @@
 import { Elysia } from "elysia";
+import type { CorsOrigins } from "./config.ts";
 import type { DataService } from "./data/service.ts";
 import type { FileService } from "./files/service.ts";
 import { actionRoutes } from "./http/actions.ts";
+import { cors } from "./http/cors.ts";
 import type { HttpDeps } from "./http/deps.ts";
 import { errorHandling } from "./http/errors.ts";
 import { executionRoutes } from "./http/executions.ts";
@@ -29,11 +31,13 @@ export interface AppDeps extends HttpDeps {
   release: () => LoadedRelease | null;
   mcp: Omit<McpRouteOptions, "auth" | "publicUrl">;
   metadata: Omit<ResourceMetadataOptions, "publicUrl">;
+  cors: CorsOrigins;
 }
 
 export const createApp = (deps: AppDeps) =>
   new Elysia({ serve: { maxRequestBodySize: HARD_BODY_LIMIT } })
     .use(errorHandling(deps.log))
+    .use(cors(deps.cors))
     .use(healthRoutes)
     .use(wellKnownRoutes({ ...deps.metadata, publicUrl: deps.publicUrl }))
     .use(actionRoutes(deps))
