@@ -72,7 +72,7 @@ export interface TestStorage {
 
 const disk: TestStorage = { name: "disk", env: async () => ({}), release: async () => {} };
 
-const s3: TestStorage = {
+export const s3: TestStorage = {
   name: "s3",
   env: async () => ({
     STORAGE: "s3",
