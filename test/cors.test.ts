@@ -7,8 +7,6 @@ import { S3_CORS_BUCKET, S3_CORS_ORIGIN, s3 } from "./support/storages.ts";
 const LISTED = "https://app.example.com";
 const ALSO_LISTED = "https://admin.example.com";
 const UNLISTED = "https://evil.example";
-const ACCEPT = "application/json, text/event-stream";
-const PING = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" });
 const MISSING = "0190c5a4-0000-7000-8000-000000000000";
 
 /** What a browser sends before a request it may not send unasked. */
@@ -16,6 +14,15 @@ const preflight = (url: string, origin: string, method: string, headers = "autho
   fetch(url, {
     method: "OPTIONS",
     headers: { origin, "access-control-request-method": method, "access-control-request-headers": headers },
+  });
+
+/** An MCP ping from a page on `origin` (a service key unless `token` says otherwise). */
+const pingMcp = (t: TestServer, origin: string, token?: string) =>
+  t.fetch("/mcp", {
+    method: "POST",
+    headers: { origin, "content-type": "application/json", accept: "application/json, text/event-stream" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
+    token,
   });
 
 const corsHeaders = (res: Response) => [...res.headers.keys()].filter((name) => name.startsWith("access-control-"));
@@ -160,17 +167,10 @@ for (const dialect of dialects) {
     });
 
     test("/mcp lets a listed origin through with the grant; an unlisted one is 403 with none", async () => {
-      const post = (origin: string) =>
-        t.fetch("/mcp", {
-          method: "POST",
-          headers: { origin, "content-type": "application/json", accept: ACCEPT },
-          body: PING,
-          token: alice,
-        });
-      const listed = await post(LISTED);
+      const listed = await pingMcp(t, LISTED, alice);
       expect(listed.status).toBe(200);
       expect(listed.headers.get("access-control-allow-origin")).toBe(LISTED);
-      const unlisted = await post(UNLISTED);
+      const unlisted = await pingMcp(t, UNLISTED, alice);
       expect(unlisted.status).toBe(403);
       expect(corsHeaders(unlisted)).toEqual([]);
     });
@@ -195,16 +195,10 @@ for (const dialect of dialects) {
     test("* never loosens /mcp: a foreign origin is 403 and granted nothing; same-origin still passes", async () => {
       const asked = await preflight(`${t.url}/mcp`, UNLISTED, "POST");
       expect(corsHeaders(asked)).toEqual([]);
-      const post = (origin: string) =>
-        t.fetch("/mcp", {
-          method: "POST",
-          headers: { origin, "content-type": "application/json", accept: ACCEPT },
-          body: PING,
-        });
-      const foreign = await post(UNLISTED);
+      const foreign = await pingMcp(t, UNLISTED);
       expect(foreign.status).toBe(403);
       expect(corsHeaders(foreign)).toEqual([]);
-      expect((await post(t.url)).status).toBe(200);
+      expect((await pingMcp(t, t.url)).status).toBe(200);
     });
   });
 
@@ -219,11 +213,7 @@ for (const dialect of dialects) {
     test("grants its origins on the API and lets them call /mcp", async () => {
       const asked = await preflight(`${t.url}/executions`, LISTED, "GET");
       expect(asked.headers.get("access-control-allow-origin")).toBe(LISTED);
-      const mcp = await t.fetch("/mcp", {
-        method: "POST",
-        headers: { origin: LISTED, "content-type": "application/json", accept: ACCEPT },
-        body: PING,
-      });
+      const mcp = await pingMcp(t, LISTED);
       expect(mcp.status).toBe(200);
       expect(mcp.headers.get("access-control-allow-origin")).toBe(LISTED);
     });
