@@ -1,6 +1,8 @@
 import { Elysia } from "elysia";
+import type { CorsOrigins } from "./config.ts";
 import type { FileService } from "./files/service.ts";
 import { actionRoutes } from "./http/actions.ts";
+import { cors } from "./http/cors.ts";
 import type { HttpDeps } from "./http/deps.ts";
 import { errorHandling } from "./http/errors.ts";
 import { executionRoutes } from "./http/executions.ts";
@@ -27,11 +29,13 @@ export interface AppDeps extends HttpDeps {
   hub: SessionHub;
   mcp: Omit<McpRouteOptions, "auth" | "publicUrl">;
   metadata: Omit<ResourceMetadataOptions, "publicUrl">;
+  cors: CorsOrigins;
 }
 
 export const createApp = (deps: AppDeps) => {
   const app = new Elysia({ serve: { maxRequestBodySize: HARD_BODY_LIMIT, idleTimeout: IDLE_TIMEOUT_SECONDS } })
     .use(errorHandling(deps.log, (): readonly Route[] => app.routes))
+    .use(cors(deps.cors))
     .use(healthRoutes)
     .use(wellKnownRoutes({ ...deps.metadata, publicUrl: deps.publicUrl }))
     .use(actionRoutes(deps))

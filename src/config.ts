@@ -12,6 +12,8 @@ const Env = Type.Object({
   SERVICE_KEYS: Type.Optional(Type.String()),
   WAIT_MS: Type.Integer({ minimum: 1, maximum: 3_600_000 }),
   RELEASE_POLL_MS: Type.Integer({ minimum: 10, maximum: 60_000 }),
+  CORS_ORIGINS: Type.Optional(Type.String()),
+  /** The older name of CORS_ORIGINS, read when that is unset. */
   ALLOWED_ORIGINS: Type.Optional(Type.String()),
   MAX_FILE_BYTES: Type.Integer({ minimum: 1 }),
   SIGNING_SECRET: Type.Optional(Type.String({ minLength: 32 })),
@@ -46,8 +48,8 @@ export interface Config {
   serviceKeys: string[];
   waitMs: number;
   releasePollMs: number;
-  /** Browser origins allowed to call /mcp besides PUBLIC_URL's own. */
-  allowedOrigins: string[];
+  /** Browser origins allowed to call the API (CORS) and /mcp. */
+  cors: CorsOrigins;
   maxFileBytes: number;
   /** HMAC key of signed storage URLs; kept under DATA_DIR when unset. */
   signingSecret?: string;
@@ -55,6 +57,12 @@ export interface Config {
   authIssuer?: string;
   storage: StorageConfig;
   workflows: { concurrency: number; leaseMs: number; pollMs: number };
+}
+
+/** `CORS_ORIGINS`: the origins it lists, and whether it holds `*` (any origin, except on /mcp). */
+export interface CorsOrigins {
+  listed: string[];
+  any: boolean;
 }
 
 export class ConfigError extends Error {
@@ -103,7 +111,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     serviceKeys: list(parsed.SERVICE_KEYS),
     waitMs: parsed.WAIT_MS,
     releasePollMs: parsed.RELEASE_POLL_MS,
-    allowedOrigins: list(parsed.ALLOWED_ORIGINS).map((o) => o.replace(/\/+$/, "")),
+    cors:
+      parsed.CORS_ORIGINS === undefined
+        ? corsOrigins("ALLOWED_ORIGINS", parsed.ALLOWED_ORIGINS)
+        : corsOrigins("CORS_ORIGINS", parsed.CORS_ORIGINS),
     authIssuer: parsed.AUTH_ISSUER,
     maxFileBytes: parsed.MAX_FILE_BYTES,
     signingSecret: parsed.SIGNING_SECRET,
@@ -134,6 +145,20 @@ function storageConfig(parsed: Static<typeof Env>, dataDir: string): StorageConf
     secretKey,
   };
 }
+
+function corsOrigins(name: string, value: string | undefined): CorsOrigins {
+  const entries = list(value);
+  const listed = entries.filter((entry) => entry !== "*").map((entry) => entry.replace(/\/+$/, "").toLowerCase());
+  const malformed = listed.filter((origin) => !ORIGIN.test(origin));
+  if (malformed.length > 0) {
+    const named = malformed.map((origin) => JSON.stringify(origin)).join(", ");
+    throw new ConfigError(`invalid configuration:\n  ${name}: ${named}: an origin is scheme://host[:port], or *`);
+  }
+  return { listed, any: entries.includes("*") };
+}
+
+// What a browser sends in Origin: no path, query or credentials (schemes like tauri:// included).
+const ORIGIN = /^[a-z][a-z0-9+.-]*:\/\/[^\s/?#@]+$/;
 
 const list = (value: string | undefined) =>
   (value ?? "")

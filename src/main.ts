@@ -110,9 +110,10 @@ export async function startServer(
     publicUrl: () => publicUrl,
     log,
     metadata: { handle: config.handle, authIssuer: config.authIssuer },
+    cors: config.cors,
     mcp: {
       endpoint,
-      allowedOrigins: config.allowedOrigins,
+      allowedOrigins: config.cors.listed,
       loopbackOnly: isLoopback(config.host),
       anonymous: options.insecureNoAuth ? ANONYMOUS : undefined,
     },

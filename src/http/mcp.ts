@@ -11,7 +11,7 @@ export interface McpRouteOptions {
   endpoint: McpEndpoint;
   auth: Authenticator;
   publicUrl: () => string;
-  /** Origins allowed besides PUBLIC_URL's own. */
+  /** Origins allowed besides PUBLIC_URL's own: those CORS_ORIGINS lists (its `*` is not one). */
   allowedOrigins: string[];
   /** Bound to a loopback address: then the Host header must name one too (DNS-rebinding defence). */
   loopbackOnly: boolean;
@@ -56,7 +56,7 @@ export const mcpRoutes = (options: McpRouteOptions) =>
 /**
  * DNS-rebinding and cross-site defence. A server bound to loopback answers only requests addressed to
  * a loopback name (or PUBLIC_URL's host). An Origin, when sent, must be the server's own as addressed
- * (same-origin), PUBLIC_URL's, or listed in ALLOWED_ORIGINS.
+ * (same-origin), PUBLIC_URL's, or listed in CORS_ORIGINS.
  */
 function refuseForeignCaller(request: Request, options: McpRouteOptions): Response | null {
   const host = request.headers.get("host") ?? "";

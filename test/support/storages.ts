@@ -15,6 +15,20 @@ const S3rver = S3rverModule as new (options: Record<string, unknown>) => S3rverI
 
 export const S3_KEY = "S3RVER";
 
+/** A bucket s3rver creates with the CORS rule docs/ARCHITECTURE.md asks operators to set, for this origin. */
+export const S3_CORS_BUCKET = "actuate-cors";
+export const S3_CORS_ORIGIN = "https://app.example.com";
+const S3_CORS_RULE = `<CORSConfiguration>
+  <CORSRule>
+    <AllowedOrigin>${S3_CORS_ORIGIN}</AllowedOrigin>
+    <AllowedMethod>GET</AllowedMethod>
+    <AllowedMethod>PUT</AllowedMethod>
+    <AllowedHeader>content-type</AllowedHeader>
+    <ExposeHeader>ETag</ExposeHeader>
+    <MaxAgeSeconds>3600</MaxAgeSeconds>
+  </CORSRule>
+</CORSConfiguration>`;
+
 /** One s3rver on a loopback port, shared by the suites of a test file while any of them holds it. */
 let s3rver: { endPoint: Promise<string>; close(): Promise<void> } | undefined;
 let holders = 0;
@@ -24,7 +38,13 @@ export async function holdS3rver(): Promise<string> {
   holders++;
   if (!s3rver) {
     const directory = mkdtempSync(join(tmpdir(), "actuate-s3-"));
-    const instance = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory });
+    const instance = new S3rver({
+      port: 0,
+      address: "127.0.0.1",
+      silent: true,
+      directory,
+      configureBuckets: [{ name: S3_CORS_BUCKET, configs: [S3_CORS_RULE] }],
+    });
     s3rver = {
       endPoint: instance.run().then(({ port }) => `http://127.0.0.1:${port}`),
       async close() {
@@ -52,7 +72,7 @@ export interface TestStorage {
 
 const disk: TestStorage = { name: "disk", env: async () => ({}), release: async () => {} };
 
-const s3: TestStorage = {
+export const s3: TestStorage = {
   name: "s3",
   env: async () => ({
     STORAGE: "s3",
