@@ -304,6 +304,35 @@ describe("CLI usage", () => {
   });
 });
 
+describe("errors a developer can act on", () => {
+  test("a handler or a workflow step that throws is logged with its stack, naming the release file and line", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "actuate-errors-"));
+    const env = { DATA_DIR: dataDir, DATABASE_URL: "", SERVICE_KEYS: "errors-key" };
+    let server = await serve(["start", "--release", fixture("basic")], env);
+    try {
+      const failed = await (await invoke(server.url, "errors-key", "test.fail", { message: "kaput" })).json();
+      const { id } = failed.execution;
+      expect(failed.execution).toMatchObject({ status: "failed", errorCode: "action_failed", errorMessage: "kaput" });
+      const frame = String.raw`\n\s+at handler \(\S*/actions/test/fail\.ts:8:\d+\)`;
+      await server.waitFor(
+        new RegExp(String.raw`\[test\.fail ${id}\] the handler threw: Error: kaput${frame}`),
+        5_000,
+        0,
+      );
+      await server.kill();
+
+      server = await serve(["start", "--release", fixture("workflows")], env);
+      const input = { failures: 1, retries: 1, backoffMs: 0 };
+      const { runId } = await (await invoke(server.url, "errors-key", "wf.flaky", input)).json();
+      const thrown = String.raw`\[wf\.flaky ${runId}\] step "call" attempt 1 threw: Error: attempt 1 failed\n\s+at .*/actions/wf/flaky\.ts:13:\d+`;
+      await server.waitFor(new RegExp(thrown), 10_000, 0);
+    } finally {
+      await server.kill();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("shutdown", () => {
   test("executions a killed server left running are failed as execution_interrupted at the next start (SQLite)", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "actuate-kill-"));

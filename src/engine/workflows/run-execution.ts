@@ -13,7 +13,7 @@ import {
 } from "../../store/types.ts";
 import type { ExecutionFeed } from "../execution-feed.ts";
 import { storableJson } from "../json-text.ts";
-import { logLine } from "../log-line.ts";
+import { logLine, thrownLine } from "../log-line.ts";
 
 export interface RunDeps {
   store: Store;
@@ -120,6 +120,8 @@ export class RunExecution {
       });
     } catch (error) {
       thrown = error;
+      // Unwinding (and a step's failure, logged where it happened) is the engine's own doing.
+      if (!(error instanceof Unwind || error instanceof StepFailed)) this.logThrown("the workflow", error);
     }
     return this.conclude(action, returned, thrown);
   }
@@ -184,6 +186,7 @@ export class RunExecution {
       value = await this.stepDb.run(data.db, () => fn({ ...ctx, db: data.db, attempt }));
     } catch (error) {
       if (this.halted !== null) throw new Unwind();
+      this.logThrown(`step "${name}" attempt ${attempt}`, error);
       return this.attemptFailed(row, messageOf(error), retries, backoffMs);
     }
     const stored = storableJson(value, "");
@@ -321,6 +324,10 @@ export class RunExecution {
   private misused(message: string): Unwind {
     this.misuse ??= message;
     return new Unwind();
+  }
+
+  private logThrown(what: string, error: unknown) {
+    this.$.log(`[${this.run.workflow} ${this.run.id}] ${what} threw: ${thrownLine(error)}`);
   }
 
   private logStoreError(error: unknown) {
