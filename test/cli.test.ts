@@ -212,7 +212,7 @@ describe("bun run dev and releases activated from elsewhere", () => {
       await server.waitFor(/watching/, 15_000, 0);
       let mark = server.output().length;
       expect((await cli(["release", "publish", fixture("basic-v2")], env)).code).toBe(0);
-      await server.waitFor(/release t2 is live/, 5_000, mark);
+      await server.waitFor(/release t2 is live/, 15_000, mark);
 
       // What `git checkout` does: the file is written again, its content the same as published.
       const file = join(source, "actions/math/add.ts");
@@ -316,7 +316,7 @@ describe("errors a developer can act on", () => {
       const frame = String.raw`\n\s+at handler \(\S*/actions/test/fail\.ts:8:\d+\)`;
       await server.waitFor(
         new RegExp(String.raw`\[test\.fail ${id}\] the handler threw: Error: kaput${frame}`),
-        5_000,
+        15_000,
         0,
       );
       await server.kill();

@@ -17,6 +17,15 @@ const serveFlags = (release: string): Record<string, Flag> => ({
 
 const string = (value: unknown) => value as string | undefined;
 
+const serve =
+  ({ watch }: { watch: boolean }): Command["run"] =>
+  (config, _, flags) =>
+    serveCommand(config(), {
+      watch,
+      release: string(flags.release),
+      insecureNoAuth: flags["insecure-no-auth"] === true,
+    });
+
 /** Every command of the CLI; `bun run <name> --help` prints one, `bun run <script>` alone lists a script's. */
 export const commands: Command[] = [
   {
@@ -29,12 +38,7 @@ The development key is created once in DATA_DIR/dev-service-key (mode 0600) and 
     flags: serveFlags("the release folder to serve and watch (default: the newest folder under releases/)"),
     env: ENV_NAMES,
     examples: ["bun run dev", "bun run dev --release releases/v2", "PORT=4000 DATA_DIR=/tmp/actuate bun run dev"],
-    run: (config, _, flags) =>
-      serveCommand(config(), {
-        watch: true,
-        release: string(flags.release),
-        insecureNoAuth: flags["insecure-no-auth"] === true,
-      }),
+    run: serve({ watch: true }),
   },
   {
     name: "start",
@@ -45,15 +49,10 @@ published and activated first, and every server on the same database switches to
     flags: serveFlags("publish and activate this release folder first (every server on the database follows)"),
     env: ENV_NAMES,
     examples: [
-      "DATABASE_URL=postgres://actuate:secret@db/actuate SERVICE_KEYS=$(bun run key create) bun run start",
+      "KEY=$(bun run key create) && DATABASE_URL=postgres://actuate:secret@db/actuate SERVICE_KEYS=$KEY bun run start",
       "bun run start --release releases/v2",
     ],
-    run: (config, _, flags) =>
-      serveCommand(config(), {
-        watch: false,
-        release: string(flags.release),
-        insecureNoAuth: flags["insecure-no-auth"] === true,
-      }),
+    run: serve({ watch: false }),
   },
   {
     name: "release publish",
@@ -112,7 +111,7 @@ stored with other content is refused. Every server on the database switches to i
     name: "key create",
     summary: "print a new service key (full access) and how to give it to a server (SERVICE_KEYS)",
     env: [],
-    examples: ["bun run key create", 'SERVICE_KEYS="$(bun run key create)" bun run start'],
+    examples: ["bun run key create", "KEY=$(bun run key create) && SERVICE_KEYS=$KEY bun run start"],
     run: () => keyCreate(),
   },
 ];
