@@ -275,6 +275,8 @@ describe("CLI usage", () => {
     expect(flag.stderr).toBe("error: bun run release list has no flag --bogus\nusage: bun run release list\n");
     const missing = await cli(["release", "activate"], {});
     expect(missing.stderr).toContain("error: missing <version>\nusage: bun run release activate <version>");
+    const user = await cli(["token", "create"], {});
+    expect(user.stderr).toBe("error: missing --user <id>\nusage: bun run token create --user <id>\n");
     const sub = await cli(["token", "mint"], {});
     expect(sub.code).toBe(1);
     expect(sub.stderr).toContain('bun run token has no command "mint"');

@@ -5,6 +5,7 @@ export interface Flag {
   type: "string" | "boolean";
   /** The value's placeholder in the usage line (string flags), e.g. `<dir>`. */
   value?: string;
+  required?: boolean;
   description: string;
 }
 
@@ -54,6 +55,10 @@ export function parseCommand(command: Command, argv: string[]): { args: string[]
   }
   const { values, positionals } = parseArgs({ args: argv, options: flags, allowPositionals: true });
   if (values.help) return { args: positionals, flags: values, help: true };
+  const absent = Object.entries(command.flags ?? {}).find(
+    ([name, flag]) => flag.required && values[name] === undefined,
+  );
+  if (absent) throw fail(`missing --${absent[0]} ${absent[1].value ?? "<value>"}`);
   const expected = command.args ?? [];
   if (positionals.length < expected.length) throw fail(`missing ${expected[positionals.length]}`);
   if (positionals.length > expected.length) throw fail(`unexpected argument ${JSON.stringify(positionals.at(-1))}`);
@@ -61,9 +66,10 @@ export function parseCommand(command: Command, argv: string[]): { args: string[]
 }
 
 export function usageLine(command: Command): string {
-  const flags = Object.entries(command.flags ?? {}).map(([name, flag]) =>
-    flag.type === "string" ? `[--${name} ${flag.value ?? "<value>"}]` : `[--${name}]`,
-  );
+  const flags = Object.entries(command.flags ?? {}).map(([name, flag]) => {
+    const text = flag.type === "string" ? `--${name} ${flag.value ?? "<value>"}` : `--${name}`;
+    return flag.required ? text : `[${text}]`;
+  });
   return `usage: ${["bun run", command.name, ...(command.args ?? []), ...flags].join(" ")}`;
 }
 

@@ -32,8 +32,8 @@ export const commands: Command[] = [
     name: "dev",
     summary: "serve a release folder with a development key, republishing it on every change",
     details: `Serves releases/<newest> (or --release <dir>), publishing it when it differs from what is stored.
-A release published or activated from elsewhere (the CLI, another server) stays active until the folder
-changes; then the folder is published again, and the output says which release it replaces.
+A release published or activated from elsewhere (the CLI, another server) stays active until you edit
+the folder; then dev publishes it again and says which release it replaces.
 The development key is created once in DATA_DIR/dev-service-key (mode 0600) and added to SERVICE_KEYS.`,
     flags: serveFlags("the release folder to serve and watch (default: the newest folder under releases/)"),
     env: ENV_NAMES,
@@ -87,10 +87,10 @@ stored with other content is refused. Every server on the database switches to i
   {
     name: "token create",
     summary: "create a user token; it is printed once, alone on the last line",
-    flags: { user: { type: "string", value: "<id>", description: "the user the token acts as (required)" } },
+    flags: { user: { type: "string", value: "<id>", required: true, description: "the user the token acts as" } },
     env: STORE_ENV,
     examples: ["bun run token create --user alice", "TOKEN=$(bun run token create --user alice)"],
-    run: (config, _, flags) => tokenCreate(config(), string(flags.user)),
+    run: (config, _, flags) => tokenCreate(config(), flags.user as string),
   },
   {
     name: "token list",

@@ -4,10 +4,8 @@ import { withStore } from "./with-store.ts";
 
 const USER_ID = /^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$/;
 
-export function tokenCreate(config: Config, user: string | undefined): Promise<number> {
-  if (!user || !USER_ID.test(user)) {
-    throw new TokenError("token create needs --user <id> (letters, digits and . _ @ : -)");
-  }
+export function tokenCreate(config: Config, user: string): Promise<number> {
+  if (!USER_ID.test(user)) throw new TokenError("a user id is letters, digits and . _ @ : - (at most 128)");
   return withStore(config, async (store) => {
     const created = await createUserToken(store, user);
     console.error(`token ${created.prefix}… for user ${user}; it is shown once, only its hash is stored`);
