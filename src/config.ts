@@ -2,32 +2,90 @@ import { join, resolve } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 
+// The descriptions are the CLI's --help text for each variable (see describeEnvironment).
 const Env = Type.Object({
-  PORT: Type.Integer({ minimum: 0, maximum: 65535 }),
-  HOST: Type.String({ minLength: 1 }),
-  PUBLIC_URL: Type.Optional(Type.String({ pattern: "^https?://[^\\s/]+(/[^\\s]*)?$" })),
-  HANDLE: Type.Optional(Type.String({ pattern: "^[a-z0-9][a-z0-9-]*$" })),
-  DATA_DIR: Type.String({ minLength: 1 }),
-  DATABASE_URL: Type.Optional(Type.String({ pattern: "^(postgres(ql)?://|sqlite:|file:).+" })),
-  SERVICE_KEYS: Type.Optional(Type.String()),
-  WAIT_MS: Type.Integer({ minimum: 1, maximum: 3_600_000 }),
-  RELEASE_POLL_MS: Type.Integer({ minimum: 10, maximum: 60_000 }),
-  CORS_ORIGINS: Type.Optional(Type.String()),
-  /** The older name of CORS_ORIGINS, read when that is unset. */
-  ALLOWED_ORIGINS: Type.Optional(Type.String()),
-  MAX_FILE_BYTES: Type.Integer({ minimum: 1 }),
-  SIGNING_SECRET: Type.Optional(Type.String({ minLength: 32 })),
-  AUTH_ISSUER: Type.Optional(Type.String({ pattern: "^https?://\\S+$" })),
-  STORAGE: Type.Union([Type.Literal("disk"), Type.Literal("s3")]),
-  S3_ENDPOINT: Type.Optional(Type.String({ pattern: "^https?://[^\\s/]+/?$" })),
-  S3_REGION: Type.String({ minLength: 1 }),
-  S3_BUCKET: Type.Optional(Type.String({ pattern: "^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$" })),
-  S3_ACCESS_KEY: Type.Optional(Type.String()),
-  S3_SECRET_KEY: Type.Optional(Type.String()),
-  WORKFLOW_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 10_000 }),
-  WORKFLOW_LEASE_MS: Type.Integer({ minimum: 300, maximum: 3_600_000 }),
-  WORKFLOW_POLL_MS: Type.Integer({ minimum: 10, maximum: 60_000 }),
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, description: "port to listen on (0: any free port)" }),
+  HOST: Type.String({ minLength: 1, description: "address to listen on (0.0.0.0: every interface)" }),
+  PUBLIC_URL: Type.Optional(
+    Type.String({
+      pattern: "^https?://[^\\s/]+(/[^\\s]*)?$",
+      description: "the URL clients reach this server at (statusUrl, MCP metadata); unset: http://HOST:PORT",
+    }),
+  ),
+  HANDLE: Type.String({ pattern: "^[a-z0-9][a-z0-9-]*$", description: "this service's name in MCP resource URIs" }),
+  DATA_DIR: Type.String({
+    minLength: 1,
+    description: "folder of the SQLite database, bundles, files on disk, the dev key and signing secret",
+  }),
+  DATABASE_URL: Type.Optional(
+    Type.String({
+      pattern: "^(postgres(ql)?://|sqlite:|file:).+",
+      description: "postgres://user:pass@host/db or sqlite:<path>; unset: sqlite:DATA_DIR/actuate.db",
+    }),
+  ),
+  SERVICE_KEYS: Type.Optional(
+    Type.String({ description: "comma-separated keys with full access; make one with bun run key create" }),
+  ),
+  WAIT_MS: Type.Integer({
+    minimum: 1,
+    maximum: 3_600_000,
+    description: "how long an invoke waits for its result before answering 202",
+  }),
+  RELEASE_POLL_MS: Type.Integer({
+    minimum: 10,
+    maximum: 60_000,
+    description: "how often a server looks for a newly activated release",
+  }),
+  CORS_ORIGINS: Type.Optional(
+    Type.String({
+      description: "comma-separated browser origins allowed to call the API and /mcp, or * (any; never /mcp)",
+    }),
+  ),
+  ALLOWED_ORIGINS: Type.Optional(Type.String({ description: "the older name of CORS_ORIGINS, read when it is unset" })),
+  MAX_FILE_BYTES: Type.Integer({ minimum: 1, description: "the largest file an upload may hold" }),
+  SIGNING_SECRET: Type.Optional(
+    Type.String({
+      minLength: 32,
+      description: "key of signed storage URLs, the same on every instance; unset: kept in DATA_DIR",
+    }),
+  ),
+  AUTH_ISSUER: Type.Optional(
+    Type.String({ pattern: "^https?://\\S+$", description: "OAuth authorization server named in the MCP metadata" }),
+  ),
+  STORAGE: Type.Union([Type.Literal("disk"), Type.Literal("s3")], {
+    description: "where file bytes live: disk (DATA_DIR/files) or s3",
+  }),
+  S3_ENDPOINT: Type.Optional(
+    Type.String({ pattern: "^https?://[^\\s/]+/?$", description: "S3 or MinIO URL (STORAGE=s3)" }),
+  ),
+  S3_REGION: Type.String({ minLength: 1, description: "S3 region (STORAGE=s3)" }),
+  S3_BUCKET: Type.Optional(
+    Type.String({
+      pattern: "^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
+      description: "bucket, created when missing (STORAGE=s3)",
+    }),
+  ),
+  S3_ACCESS_KEY: Type.Optional(Type.String({ description: "S3 access key (STORAGE=s3)" })),
+  S3_SECRET_KEY: Type.Optional(Type.String({ description: "S3 secret key (STORAGE=s3)" })),
+  WORKFLOW_CONCURRENCY: Type.Integer({
+    minimum: 1,
+    maximum: 10_000,
+    description: "workflow runs one server runs at once",
+  }),
+  WORKFLOW_LEASE_MS: Type.Integer({
+    minimum: 300,
+    maximum: 3_600_000,
+    description: "how long a run stays with a server that stopped renewing it before another resumes it",
+  }),
+  WORKFLOW_POLL_MS: Type.Integer({
+    minimum: 10,
+    maximum: 60_000,
+    description: "how often a server looks for queued or due workflow runs",
+  }),
 });
+
+export type EnvName = keyof typeof Env.properties;
+export const ENV_NAMES = Object.keys(Env.properties) as EnvName[];
 
 /** Where file bytes live: a folder, or an S3 bucket. */
 export type StorageConfig =
@@ -69,9 +127,10 @@ export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
-const defaults = {
+const defaults: Partial<Record<EnvName, string>> = {
   PORT: "3000",
   HOST: "127.0.0.1",
+  HANDLE: "local",
   DATA_DIR: ".data",
   WAIT_MS: "110000",
   RELEASE_POLL_MS: "500",
@@ -87,7 +146,7 @@ const defaults = {
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const raw: Record<string, unknown> = {};
   for (const key of Object.keys(Env.properties)) {
-    const value = env[key] === "" ? undefined : (env[key] ?? defaults[key as keyof typeof defaults]);
+    const value = env[key] === "" ? undefined : (env[key] ?? defaults[key as EnvName]);
     if (value !== undefined) raw[key] = value;
   }
   const converted = Value.Convert(Env, raw) as Record<string, unknown>;
@@ -95,7 +154,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (problems.length > 0) {
     const lines = problems.map((p) => {
       const name = p.path.slice(1);
-      return `  ${name}=${JSON.stringify(env[name] ?? defaults[name as keyof typeof defaults])}: ${p.message}`;
+      return `  ${name}=${JSON.stringify(env[name] ?? defaults[name as EnvName])}: ${p.message}`;
     });
     throw new ConfigError(`invalid configuration:\n${lines.join("\n")}`);
   }
@@ -105,7 +164,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     port: parsed.PORT,
     host: parsed.HOST,
     publicUrl: parsed.PUBLIC_URL?.replace(/\/+$/, ""),
-    handle: parsed.HANDLE ?? "local",
+    handle: parsed.HANDLE,
     dataDir,
     databaseUrl: parsed.DATABASE_URL ?? `sqlite:${join(dataDir, "actuate.db")}`,
     serviceKeys: list(parsed.SERVICE_KEYS),
@@ -125,6 +184,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       pollMs: parsed.WORKFLOW_POLL_MS,
     },
   };
+}
+
+/** The variables' help lines: name, default, what it sets; taken from the schema above so they cannot drift. */
+export function describeEnvironment(names: readonly EnvName[]): string[] {
+  const nameWidth = Math.max(...names.map((name) => name.length));
+  const defaultWidth = Math.max(...names.map((name) => (defaults[name] ?? "-").length));
+  return names.map(
+    (name) =>
+      `  ${name.padEnd(nameWidth)}  ${(defaults[name] ?? "-").padEnd(defaultWidth)}  ${Env.properties[name].description}`,
+  );
 }
 
 function storageConfig(parsed: Static<typeof Env>, dataDir: string): StorageConfig {

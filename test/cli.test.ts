@@ -1,11 +1,15 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ENV_NAMES } from "../src/config.ts";
 import { openStore } from "../src/store/open.ts";
 import { cli, repoRoot, serve } from "./support/cli.ts";
 import { dialects, type TestDatabase } from "./support/databases.ts";
 import { eventually, fixture, type TestResponse } from "./support/server.ts";
+
+// Every test here starts processes; on a loaded machine a cold `bun` start alone can take seconds.
+setDefaultTimeout(60_000);
 
 const invoke = (url: string, token: string, action: string, input: unknown): Promise<TestResponse> =>
   fetch(`${url}/actions/${action}/invoke`, {
@@ -94,6 +98,62 @@ for (const dialect of dialects) {
       expect((await cli(["token", "revoke", "act_u_"], env)).stderr).toContain("at least the first 14 characters");
     });
 
+    test("token list shows each token's prefix, user, creation and revocation, never the token", async () => {
+      const made = async (user: string) =>
+        (await cli(["token", "create", "--user", user], env)).stdout.trim().split("\n").at(-1) ?? "";
+      const kept = await made("list-kept");
+      const gone = await made("list-gone");
+      expect((await cli(["token", "revoke", gone], env)).code).toBe(0);
+      const listed = await cli(["token", "list"], env);
+      expect(listed.code).toBe(0);
+      const [header, ...rows] = listed.stdout.trim().split("\n");
+      expect(header).toMatch(/^PREFIX\s+USER\s+CREATED\s+REVOKED$/);
+      const iso = "\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z";
+      expect(rows).toContainEqual(
+        expect.stringMatching(new RegExp(`^${kept.slice(0, 14)}\\s+list-kept\\s+${iso}\\s+-$`)),
+      );
+      expect(rows).toContainEqual(
+        expect.stringMatching(new RegExp(`^${gone.slice(0, 14)}\\s+list-gone\\s+${iso}\\s+${iso}$`)),
+      );
+      expect(listed.stdout).not.toContain(kept);
+    });
+
+    test("start without --release serves the active release and publishes nothing; --release says who follows", async () => {
+      const isolated = { ...env, DATA_DIR: mkdtempSync(join(tmpdir(), "actuate-start-")) };
+      const fresh = await dialect.create();
+      const onFresh = { ...isolated, DATABASE_URL: fresh.url };
+      try {
+        // What start says may follow its "serving" line: wait for it before stopping the process.
+        const empty = await serve(["start"], onFresh);
+        await empty.waitFor(/no release is active: publish one with bun run release publish <dir>/, 15_000, 0);
+        await empty.kill();
+        expect(empty.output()).toContain("release none");
+
+        const published = await serve(["start", "--release", fixture("basic")], onFresh);
+        await published.waitFor(/every server on \S+ switches to it within its RELEASE_POLL_MS/, 15_000, 0);
+        await published.kill();
+        expect(published.output()).toContain("release t1 published");
+
+        expect((await cli(["release", "publish", fixture("basic-v2")], onFresh)).code).toBe(0);
+        // The repository has releases/v1; start must not publish it over t2.
+        const server = await serve(["start"], onFresh);
+        try {
+          expect(server.output()).toContain("release t2");
+          expect((await (await invoke(server.url, serviceKey, "test.version", {})).json()).execution.output).toEqual({
+            release: "t2",
+          });
+        } finally {
+          await server.kill();
+        }
+        const list = await cli(["release", "list"], onFresh);
+        expect(list.stdout).toMatch(/^\* t2 /m);
+        expect(list.stdout).not.toContain("v1");
+      } finally {
+        await fresh.drop();
+        rmSync(isolated.DATA_DIR, { recursive: true, force: true });
+      }
+    });
+
     test("a bad configuration value stops start-up with a message naming it", async () => {
       const bad = await cli(["start"], { ...env, PORT: "eighty", WAIT_MS: "-5" });
       expect(bad.code).toBe(1);
@@ -138,6 +198,140 @@ describe("bun run dev", () => {
       await server.kill();
       rmSync(dataDir, { recursive: true, force: true });
       rmSync(source, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("bun run dev and releases activated from elsewhere", () => {
+  test("a restored file or a restart does not bring the folder's release back over a newer one; an edit does, and says so", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "actuate-dev-other-"));
+    const source = mkdtempSync(join(tmpdir(), "actuate-dev-other-src-"));
+    cpSync(join(repoRoot, "releases", "v1"), source, { recursive: true });
+    const env = { DATA_DIR: dataDir, DATABASE_URL: "", SERVICE_KEYS: "", RELEASE_POLL_MS: "100" };
+    let server = await serve(["dev", "--release", source], env);
+    try {
+      await server.waitFor(/watching/, 15_000, 0);
+      let mark = server.output().length;
+      expect((await cli(["release", "publish", fixture("basic-v2")], env)).code).toBe(0);
+      await server.waitFor(/release t2 is live/, 15_000, mark);
+
+      // What `git checkout` does: the file is written again, its content the same as published.
+      const file = join(source, "actions/math/add.ts");
+      const original = await Bun.file(file).text();
+      mark = server.output().length;
+      writeFileSync(file, original);
+      await server.waitFor(/serving t2, activated from elsewhere after \S+ last changed/, 15_000, mark);
+      const key = (await Bun.file(join(dataDir, "dev-service-key")).text()).trim();
+      expect((await (await invoke(server.url, key, "test.version", {})).json()).execution.output).toEqual({
+        release: "t2",
+      });
+
+      mark = server.output().length;
+      writeFileSync(file, original.replace("sum: a + b", "sum: a + b + 1000"));
+      await server.waitFor(/changed after t2 was activated from elsewhere; it replaces t2/, 15_000, mark);
+      await server.waitFor(/release v1\+[0-9a-f]{8} is live/, 15_000, mark);
+
+      expect((await cli(["release", "activate", "t2"], env)).code).toBe(0);
+      await server.kill();
+      server = await serve(["dev", "--release", source], env);
+      await server.waitFor(/watching/, 15_000, 0);
+      expect(server.output()).toContain("(release t2,");
+      expect(server.output()).toMatch(/serving t2, activated from elsewhere/);
+    } finally {
+      await server.kill();
+      rmSync(dataDir, { recursive: true, force: true });
+      rmSync(source, { recursive: true, force: true });
+    }
+  }, 90_000);
+});
+
+describe("CLI usage", () => {
+  test("each command's --help lists its flags, the environment it reads with defaults, and examples", async () => {
+    const publish = await cli(["release", "publish", "--help"], {});
+    expect(publish.code).toBe(0);
+    expect(publish.stdout).toStartWith("usage: bun run release publish <dir> [--version <v>] [--force]");
+    expect(publish.stdout).toMatch(/--version <v>\s+publish under this version/);
+    expect(publish.stdout).toMatch(/DATA_DIR\s+\.data\s+folder of the SQLite database/);
+    expect(publish.stdout).toContain("examples:\n  bun run release publish releases/v2");
+    expect(publish.stdout).not.toContain("WAIT_MS");
+
+    const start = await cli(["start", "--help"], {});
+    for (const name of ENV_NAMES) expect(start.stdout).toContain(`  ${name} `);
+    expect(start.stdout).toMatch(/WAIT_MS\s+110000\s/);
+    expect(start.stdout).toMatch(/RELEASE_POLL_MS\s+500\s/);
+
+    const token = await cli(["token", "--help"], {});
+    for (const sub of ["create", "list", "revoke"]) expect(token.stdout).toContain(`usage: bun run token ${sub}`);
+
+    const all = await cli([], {});
+    expect(all.code).toBe(1);
+    for (const name of ["dev", "start", "release publish", "token list", "key create"]) {
+      expect(all.stderr).toContain(`bun run ${name} `);
+    }
+  });
+
+  test("an unknown flag, a missing argument or an unknown command names itself and prints that command's usage", async () => {
+    const flag = await cli(["release", "list", "--bogus"], {});
+    expect(flag.code).toBe(1);
+    expect(flag.stderr).toBe("error: bun run release list has no flag --bogus\nusage: bun run release list\n");
+    const missing = await cli(["release", "activate"], {});
+    expect(missing.stderr).toContain("error: missing <version>\nusage: bun run release activate <version>");
+    const user = await cli(["token", "create"], {});
+    expect(user.stderr).toBe("error: missing --user <id>\nusage: bun run token create --user <id>\n");
+    const sub = await cli(["token", "mint"], {});
+    expect(sub.code).toBe(1);
+    expect(sub.stderr).toContain('bun run token has no command "mint"');
+    expect(sub.stderr).toContain("bun run token create");
+  });
+
+  test("key create prints a strong service key alone on stdout, and how a server takes it", async () => {
+    const made = await cli(["key", "create"], {});
+    expect(made.code).toBe(0);
+    const key = made.stdout.trim();
+    expect(key).toMatch(/^act_s_[A-Za-z0-9_-]{43}$/);
+    expect(made.stderr).toContain(`SERVICE_KEYS=${key} bun run start`);
+    expect((await cli(["key", "create"], {})).stdout.trim()).not.toBe(key);
+
+    const dataDir = mkdtempSync(join(tmpdir(), "actuate-key-"));
+    const server = await serve(["start", "--release", fixture("basic")], {
+      DATA_DIR: dataDir,
+      DATABASE_URL: "",
+      SERVICE_KEYS: key,
+    });
+    try {
+      expect((await invoke(server.url, key, "test.version", {})).status).toBe(200);
+    } finally {
+      await server.kill();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("errors a developer can act on", () => {
+  test("a handler or a workflow step that throws is logged with its stack, naming the release file and line", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "actuate-errors-"));
+    const env = { DATA_DIR: dataDir, DATABASE_URL: "", SERVICE_KEYS: "errors-key" };
+    let server = await serve(["start", "--release", fixture("basic")], env);
+    try {
+      const failed = await (await invoke(server.url, "errors-key", "test.fail", { message: "kaput" })).json();
+      const { id } = failed.execution;
+      expect(failed.execution).toMatchObject({ status: "failed", errorCode: "action_failed", errorMessage: "kaput" });
+      const frame = String.raw`\n\s+at handler \(\S*/actions/test/fail\.ts:8:\d+\)`;
+      await server.waitFor(
+        new RegExp(String.raw`\[test\.fail ${id}\] the handler threw: Error: kaput${frame}`),
+        15_000,
+        0,
+      );
+      await server.kill();
+
+      server = await serve(["start", "--release", fixture("workflows")], env);
+      const input = { failures: 1, retries: 1, backoffMs: 0 };
+      const { runId } = await (await invoke(server.url, "errors-key", "wf.flaky", input)).json();
+      const thrown = String.raw`\[wf\.flaky ${runId}\] step "call" attempt 1 threw: Error: attempt 1 failed\n\s+at .*/actions/wf/flaky\.ts:13:\d+`;
+      await server.waitFor(new RegExp(thrown), 10_000, 0);
+    } finally {
+      await server.kill();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });

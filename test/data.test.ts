@@ -214,7 +214,9 @@ for (const dialect of dialects) {
       expect(wrongType.execution).toMatchObject({ status: "failed", errorCode: "action_failed" });
       expect(wrongType.execution.errorMessage).toContain("create notes");
       const unknown = await (await t.invoke("data.change", { call: "create", args: ["planets", {}] })).json();
-      expect(unknown.execution.errorMessage).toContain("unknown entity");
+      expect(unknown.execution.errorMessage).toBe(
+        'unknown entity "planets": release.ts declares users, notes; add it to defineRelease({ entities })',
+      );
       const missing = await (
         await t.invoke("data.change", { call: "update", args: ["notes", crypto.randomUUID(), { done: true }] })
       ).json();

@@ -93,5 +93,29 @@ for (const dialect of dialects) {
       await expect(t.publish(join(dir, "missing"))).rejects.toThrow(/release folder not found/);
       expect(await t.store.getRelease("broken-1")).toBeNull();
     });
+
+    test("a file that does not build, imports what is missing or throws while loading is named with its line", async () => {
+      const dir = mkdtempSync(join(tmpdir(), "actuate-release-"));
+      cpSync(fixture("basic"), dir, { recursive: true });
+      const broken = (lines: string[]) => writeFileSync(join(dir, "actions/test/broken.ts"), lines.join("\n"));
+      const header = 'import { defineAction, Type } from "actuate";';
+      const action =
+        'export default defineAction({ description: "x", input: Type.Object({}), output: Type.Object({}), handler: () => table });';
+
+      broken([header, "const table = { a: 1,, };", action]);
+      await expect(t.publish(dir, "broken-syntax")).rejects.toThrow(
+        '\n  actions/test/broken.ts:2:22: Expected identifier but found ","\n      const table = { a: 1,, };',
+      );
+
+      broken([header, 'import { table } from "../../lib/missing.ts";', action]);
+      await expect(t.publish(dir, "broken-import")).rejects.toThrow(
+        '\n  actions/test/broken.ts:2:23: Could not resolve: "../../lib/missing.ts"',
+      );
+
+      broken([header, "", 'const table = JSON.parse("{oops");', action]);
+      await expect(t.publish(dir, "broken-load")).rejects.toThrow(
+        "release code failed while loading at actions/test/broken.ts:3:",
+      );
+    });
   });
 }

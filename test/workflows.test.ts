@@ -236,6 +236,27 @@ for (const dialect of dialects) {
       expect(view.errorMessage).toStartWith('step "big"\'s result is not JSON');
     });
 
+    test("the run's own ctx.db writes inside a step's function commit with that step; outside a step they are refused", async () => {
+      const marks = async (runId: string) => {
+        const res = await server.fetch("/query?format=objects", {
+          method: "POST",
+          body: JSON.stringify({ query: { marks: { $: { where: { runId } } } } }),
+        });
+        return (await res.json()).marks;
+      };
+      const inStep = await (await server.invoke("wf.run-db", { where: "step" })).json();
+      const view = await ended(inStep.runId);
+      expect(view).toMatchObject({ status: "succeeded", steps: [{ name: "write", status: "succeeded" }] });
+      expect(await marks(inStep.runId)).toMatchObject([{ id: view.output.id, runId: inStep.runId, step: "step" }]);
+
+      const inBody = await (await server.invoke("wf.run-db", { where: "body" })).json();
+      const refused = await ended(inBody.runId);
+      expect(refused).toMatchObject({ status: "failed", errorCode: "action_failed" });
+      expect(refused.errorMessage).toStartWith("ctx.db.create outside a step");
+      expect(refused.errorMessage).toContain('await step("save", () => ctx.db.create(…))');
+      expect(await marks(inBody.runId)).toEqual([]);
+    });
+
     test("a run is visible to its caller and service keys only; bad ids and missing credentials are refused", async () => {
       const alice = await server.userToken("alice");
       const bob = await server.userToken("bob");

@@ -1,66 +1,53 @@
-import { parseArgs } from "node:util";
 import { TokenError } from "../auth/tokens.ts";
 import { ConfigError, loadConfig } from "../config.ts";
 import { ReleaseError } from "../release/errors.ts";
-import { releaseCommand } from "./release.ts";
-import { serveCommand } from "./serve.ts";
-import { tokenCommand } from "./token.ts";
+import { type Command, commandHelp, overview, parseCommand, UsageError } from "./command.ts";
+import { commands } from "./commands.ts";
 
-const usage = `usage:
-  bun run dev     [--release <dir>]        serve, republishing the release folder on every change
-  bun run start   [--release <dir>]        publish <dir> if it differs from the active release, then serve
-                  [--insecure-no-auth]     /mcp without a credential (loopback only; for the MCP conformance suite)
-  bun run release publish <dir> [--version <v>] [--force]   --force: even if the schema change orphans stored data
-  bun run release list
-  bun run release activate <version>       switch the live release (also the rollback)
-  bun run token create --user <id>         prints the new token alone on the last line
-  bun run token revoke <token-prefix>`;
-
+/** `bun run <script> [<subcommand>] [args]`: finds the command, parses its flags, runs it. */
 async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
-  const { values, positionals } = parseArgs({
-    args: rest,
-    allowPositionals: true,
-    options: {
-      release: { type: "string" },
-      version: { type: "string" },
-      user: { type: "string" },
-      "insecure-no-auth": { type: "boolean" },
-      force: { type: "boolean" },
-      help: { type: "boolean" },
-    },
-  });
-  if (!command || values.help) {
-    console.log(usage);
-    return command ? 0 : 1;
+  const [script, ...rest] = argv;
+  if (script === undefined || script === "--help" || script === "help") {
+    (script ? console.log : console.error)(overview(commands));
+    return script ? 0 : 1;
   }
-  const config = loadConfig();
-  switch (command) {
-    case "dev":
-    case "start":
-      return serveCommand(config, {
-        watch: command === "dev",
-        release: values.release,
-        insecureNoAuth: values["insecure-no-auth"] ?? false,
-      });
-    case "release":
-      return releaseCommand(config, positionals, values);
-    case "token":
-      return tokenCommand(config, positionals, values);
-    default:
-      console.error(`unknown command ${JSON.stringify(command)}\n${usage}`);
-      return 1;
+  const group = commands.filter((c) => c.name.split(" ")[0] === script);
+  if (group.length === 0) throw new UsageError(`unknown command ${JSON.stringify(script)}`, overview(commands));
+  const found = find(group, script, rest);
+  if (typeof found === "string") {
+    console.log(found);
+    return 0;
   }
+  const { command, args } = found;
+  const parsed = parseCommand(command, args);
+  if (parsed.help) {
+    console.log(commandHelp(command));
+    return 0;
+  }
+  return command.run(() => loadConfig(), parsed.args, parsed.flags);
+}
+
+/** The command a script's arguments name, or the help of all its subcommands (`bun run release --help`). */
+function find(group: Command[], script: string, rest: string[]): { command: Command; args: string[] } | string {
+  const single = group.find((c) => c.name === script);
+  if (single) return { command: single, args: rest };
+  const [sub, ...args] = rest;
+  const command = group.find((c) => c.name === `${script} ${sub}`);
+  if (command) return { command, args };
+  if (sub === "--help") return group.map(commandHelp).join(`\n\n${"─".repeat(40)}\n\n`);
+  const what =
+    sub === undefined ? `bun run ${script} needs a command` : `bun run ${script} has no command ${JSON.stringify(sub)}`;
+  throw new UsageError(what, overview(group, `bun run ${script}`));
 }
 
 try {
   const code = await main(process.argv.slice(2));
   if (code !== -1) process.exit(code);
 } catch (error) {
-  if (error instanceof ConfigError || error instanceof ReleaseError || error instanceof TokenError) {
+  if (error instanceof UsageError) {
+    console.error(`error: ${error.message}\n${error.usage}`);
+  } else if (error instanceof ConfigError || error instanceof ReleaseError || error instanceof TokenError) {
     console.error(`error: ${error.message}`);
-  } else if (error instanceof TypeError && "code" in error && String(error.code).startsWith("ERR_PARSE_ARGS")) {
-    console.error(`error: ${error.message}\n${usage}`);
   } else {
     console.error(error);
   }

@@ -4,9 +4,11 @@ import { Value } from "@sinclair/typebox/value";
 import { newSecret, SERVICE_KEY_PREFIX } from "../auth/tokens.ts";
 import type { Config } from "../config.ts";
 import { bundlesDir, type RunningServer, startServer } from "../main.ts";
-import { publishRelease } from "../release/publish.ts";
+import { type PublishResult, publishRelease } from "../release/publish.ts";
 import { openStore } from "../store/open.ts";
-import { printPublish } from "./release.ts";
+import type { ActiveRelease } from "../store/types.ts";
+import { followers, printPublish } from "./release.ts";
+import { describeDatabase } from "./with-store.ts";
 
 const RELEASES_DIR = "releases";
 
@@ -17,19 +19,35 @@ export async function serveCommand(
   const devKey = options.watch ? ensureDevServiceKey(config.dataDir) : null;
   const serving = { ...config, serviceKeys: devKey ? [...config.serviceKeys, devKey] : config.serviceKeys };
   const store = await openStore(config.databaseUrl);
-  const dir = options.release ?? newestReleaseFolder();
+  // dev serves a folder (the newest under releases/ by default); start publishes only when told to.
+  const dir = options.release ?? (options.watch ? newestReleaseFolder() : undefined);
   const publish = async () => {
     if (!dir) return;
-    const result = await publishRelease({ store, bundlesDir: bundlesDir(config), dir, whenTaken: "suffix" });
-    if (result.status === "published" || result.previousVersion !== result.version) printPublish(result);
+    const result = await publishRelease({
+      store,
+      bundlesDir: bundlesDir(config),
+      dir,
+      whenTaken: "suffix",
+      shouldActivate: options.watch ? (active, candidate) => devMayActivate(dir, active, candidate) : undefined,
+    });
+    if (options.watch) printDevPublish(dir, result);
+    else if (result.active.version !== result.version) {
+      printPublish(result);
+      console.log(followers(config));
+    }
   };
   await publish();
 
   const server = await startServer(serving, { store, insecureNoAuth: options.insecureNoAuth });
   const release = server.releases.current();
   console.log(
-    `actuate serving ${server.url}  (release ${release?.version ?? "none"}, database ${describeDb(config.databaseUrl)})`,
+    `actuate serving ${server.url}  (release ${release?.version ?? "none"}, database ${describeDatabase(config.databaseUrl)})`,
   );
+  if (!release) {
+    console.log(
+      "no release is active: publish one with bun run release publish <dir> (every server on this database follows), or start with --release <dir>",
+    );
+  }
   if (devKey) printDevHelp(server, devKey, config.dataDir);
 
   if (options.watch && dir) {
@@ -41,7 +59,7 @@ export async function serveCommand(
         console.error(`release ${dir} not republished: ${(error as Error).message}`);
       }
     });
-    console.log(`watching ${relative(process.cwd(), resolve(dir)) || "."} for changes`);
+    console.log(`watching ${shown(dir)} for changes`);
   }
 
   const shutdown = async () => {
@@ -52,6 +70,54 @@ export async function serveCommand(
   process.once("SIGINT", shutdown);
   process.once("SIGTERM", shutdown);
   return -1; // keep serving
+}
+
+type Candidate = { base: string; version: string; stored: boolean };
+
+/**
+ * dev replaces the active release when it is its folder's own (the folder's version, or one of its
+ * `+hash` republishes) or nothing is active. A release activated from elsewhere (the CLI, another server)
+ * is replaced only by content never published before, from a folder edited after that activation: a
+ * `git checkout` that restores a file, or a restart, does not bring an older release back.
+ */
+function devMayActivate(dir: string, active: ActiveRelease, candidate: Candidate): boolean {
+  if (active.version === null || isFolderVersion(active.version, candidate.base)) return true;
+  return !candidate.stored && lastChange(dir) > (active.activatedAt ?? 0);
+}
+
+const isFolderVersion = (version: string, base: string) => version === base || version.startsWith(`${base}+`);
+
+function printDevPublish(dir: string, result: PublishResult) {
+  const folder = shown(dir);
+  const { active } = result;
+  if (!result.activated) {
+    console.log(
+      `serving ${active.version}, activated from elsewhere after ${folder} last changed; ${folder} is stored as ${result.version} and goes live again when you edit it (or: bun run release activate ${result.version})`,
+    );
+    return;
+  }
+  if (active.version === result.version) return;
+  if (active.version !== null && !isFolderVersion(active.version, result.base)) {
+    console.log(
+      `${folder} changed after ${active.version} was activated from elsewhere; it replaces ${active.version}:`,
+    );
+  }
+  printPublish(result);
+}
+
+/** A folder as the developer knows it: relative to where they are, unless it is elsewhere. */
+function shown(dir: string): string {
+  const fromHere = relative(process.cwd(), resolve(dir));
+  return fromHere.startsWith("..") ? resolve(dir) : fromHere || ".";
+}
+
+/** When a file of the folder last changed (ms). */
+function lastChange(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (entry.isFile()) newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
+  }
+  return newest;
 }
 
 function newestReleaseFolder(): string | undefined {
@@ -98,8 +164,4 @@ function watchFolder(dir: string, onChange: () => Promise<void>) {
       running = running.then(onChange);
     }, 100);
   });
-}
-
-function describeDb(url: string): string {
-  return url.startsWith("postgres") ? url.replace(/\/\/[^@/]*@/, "//***@") : url;
 }

@@ -1,35 +1,46 @@
 import { createUserToken, revokeUserToken, TokenError } from "../auth/tokens.ts";
 import type { Config } from "../config.ts";
-import { openStore } from "../store/open.ts";
+import { withStore } from "./with-store.ts";
 
 const USER_ID = /^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$/;
 
-export async function tokenCommand(config: Config, args: string[], flags: { user?: string }): Promise<number> {
-  const [sub, target] = args;
-  if (sub === "create") {
-    if (!flags.user || !USER_ID.test(flags.user)) {
-      throw new TokenError("usage: bun run token create --user <id> (letters, digits and . _ @ : -)");
-    }
-    const store = await openStore(config.databaseUrl);
-    try {
-      const created = await createUserToken(store, flags.user);
-      console.error(`token ${created.prefix}… for user ${flags.user}; it is shown once, only its hash is stored`);
-      console.log(created.token);
-    } finally {
-      await store.close();
-    }
+export function tokenCreate(config: Config, user: string): Promise<number> {
+  if (!USER_ID.test(user)) throw new TokenError("a user id is letters, digits and . _ @ : - (at most 128)");
+  return withStore(config, async (store) => {
+    const created = await createUserToken(store, user);
+    console.error(`token ${created.prefix}… for user ${user}; it is shown once, only its hash is stored`);
+    console.log(created.token);
     return 0;
-  }
-  if (sub === "revoke") {
-    if (!target) throw new TokenError("usage: bun run token revoke <token-prefix>");
-    const store = await openStore(config.databaseUrl);
-    try {
-      const revoked = await revokeUserToken(store, target);
-      console.log(`revoked ${revoked.prefix}… (user ${revoked.userId})`);
-    } finally {
-      await store.close();
-    }
-    return 0;
-  }
-  throw new TokenError("usage: bun run token create --user <id> | revoke <token-prefix>");
+  });
 }
+
+export const tokenList = (config: Config) =>
+  withStore(config, async (store) => {
+    const tokens = await store.listTokens();
+    if (tokens.length === 0) {
+      console.log("no user tokens yet; make one with bun run token create --user <id>");
+      return 0;
+    }
+    const rows = [
+      ["PREFIX", "USER", "CREATED", "REVOKED"],
+      ...tokens.map((t) => [t.prefix, t.userId, iso(t.createdAt), t.revokedAt === null ? "-" : iso(t.revokedAt)]),
+    ];
+    const widths = [0, 1, 2].map((i) => Math.max(...rows.map((row) => row[i]?.length ?? 0)));
+    for (const row of rows)
+      console.log(
+        row
+          .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+          .join("  ")
+          .trimEnd(),
+      );
+    return 0;
+  });
+
+export const tokenRevoke = (config: Config, given: string) =>
+  withStore(config, async (store) => {
+    const revoked = await revokeUserToken(store, given);
+    console.log(`revoked ${revoked.prefix}… (user ${revoked.userId})`);
+    return 0;
+  });
+
+const iso = (ms: number) => new Date(ms).toISOString();

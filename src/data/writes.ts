@@ -112,7 +112,12 @@ export class ExecutionData implements Omit<DataContext, "query"> {
 
   private entity(name: string): EntitySpec {
     const entity = this.schema.entities.get(name);
-    if (!entity) throw new WriteRejected(`unknown entity ${JSON.stringify(name)}`);
+    if (!entity) {
+      const declared = [...this.schema.entities.keys()];
+      throw new WriteRejected(
+        `unknown entity ${JSON.stringify(name)}: ${declared.length > 0 ? `release.ts declares ${declared.join(", ")}` : "release.ts declares no entities"}; add it to defineRelease({ entities })`,
+      );
+    }
     return entity;
   }
 

@@ -11,3 +11,8 @@ function format(value: unknown): string {
     return String(value);
   }
 }
+
+/** What the server log says about code that threw: the stack (its frames name release files through the source map). */
+export function thrownLine(error: unknown): string {
+  return error instanceof Error ? (error.stack ?? `${error.name}: ${error.message}`) : `thrown: ${format(error)}`;
+}

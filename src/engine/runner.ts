@@ -4,7 +4,7 @@ import type { ActionContext, Principal } from "../sdk/index.ts";
 import type { ExecutionRow, ExecutionSettlement, Store } from "../store/types.ts";
 import type { ExecutionFeed } from "./execution-feed.ts";
 import { storableJson } from "./json-text.ts";
-import { logLine } from "./log-line.ts";
+import { logLine, thrownLine } from "./log-line.ts";
 
 export interface RunnerResources {
   store: Store;
@@ -78,6 +78,7 @@ export class Runner {
     try {
       returned = await action.definition.handler(input as never, ctx);
     } catch (error) {
+      this.$.log(`[${action.contract.name} ${ctx.execution.id}] the handler threw: ${thrownLine(error)}`);
       return failed(error instanceof Error ? error.message : String(error));
     }
     const stored = storableJson(returned, "/output");

@@ -1,4 +1,4 @@
-import { relative, sep } from "node:path";
+import { relative, resolve, sep } from "node:path";
 import { SDK_SPECIFIER } from "./bundle-format.ts";
 import { sha256Hex } from "./canonical-json.ts";
 import { ReleaseError } from "./errors.ts";
@@ -27,6 +27,8 @@ export async function buildBundle(source: ReleaseSource): Promise<BuiltBundle> {
     entrypoints: [ENTRY],
     target: "bun",
     format: "esm",
+    // Stack traces of release code then name its files and lines (see withPortableSourceMap).
+    sourcemap: "inline",
     throw: false,
     plugins: [
       {
@@ -42,13 +44,41 @@ export async function buildBundle(source: ReleaseSource): Promise<BuiltBundle> {
   const output = result.outputs[0];
   if (!result.success || !output) {
     const messages = result.logs.map(
-      (log) => `  ${log.message}${log.position ? ` (${log.position.file}:${log.position.line})` : ""}`,
+      (log) => `  ${where(source.dir, log.position)}${log.message}${excerpt(log.position)}`,
     );
     throw new ReleaseError(`release ${source.dir} does not build:\n${messages.join("\n")}`);
   }
   // Bun names each inlined file in a comment relative to the working directory; make the bundle
   // (and so its hash) the same wherever it is built from.
   const fromCwd = relative(process.cwd(), source.dir).split(sep).join("/");
-  const code = fromCwd ? (await output.text()).replaceAll(`\n// ${fromCwd}/`, "\n// ") : await output.text();
+  const text = withPortableSourceMap(await output.text(), source.dir);
+  const code = fromCwd ? text.replaceAll(`\n// ${fromCwd}/`, "\n// ") : text;
   return { code, hash: sha256Hex(code) };
 }
+
+const SOURCE_MAP = /\n\/\/# debugId=\S+|\n\/\/# sourceMappingURL=data:application\/json;base64,(\S+)/g;
+
+/**
+ * Rewrites Bun's inline source map so the bundle is the same wherever it is built: sources relative to
+ * the release folder (Bun writes them relative to the working directory), without their text or the
+ * build's debug id. A loaded bundle's stack frames then read `…/bundles/actions/<domain>/<file>.ts:line`.
+ */
+function withPortableSourceMap(code: string, dir: string): string {
+  return code.replace(SOURCE_MAP, (_, encoded: string | undefined) => {
+    if (encoded === undefined) return "";
+    const map = JSON.parse(Buffer.from(encoded, "base64").toString()) as { sources: string[]; debugId?: string };
+    const sources = map.sources.map((s) => (s.includes(":") ? s : relative(dir, resolve(s)).split(sep).join("/")));
+    // Bun needs sourcesContent to decode the map; nulls keep the bundle free of a second copy of the code.
+    const portable = { ...map, sources, sourcesContent: sources.map(() => null), debugId: undefined };
+    return `\n//# sourceMappingURL=data:application/json;base64,${Buffer.from(JSON.stringify(portable)).toString("base64")}`;
+  });
+}
+
+type Position = { file: string; line: number; column: number; lineText: string } | null;
+
+/** `actions/x/y.ts:4:24: ` for a build message about a file of the release. */
+const where = (dir: string, position: Position) =>
+  position ? `${relative(dir, position.file).split(sep).join("/")}:${position.line}:${position.column}: ` : "";
+
+/** The offending line under the message, as compilers show it. */
+const excerpt = (position: Position) => (position?.lineText ? `\n      ${position.lineText.trim()}` : "");

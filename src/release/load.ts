@@ -1,6 +1,6 @@
 import "../../plugins/release-loader.ts";
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, relative, sep } from "node:path";
 import { Kind } from "@sinclair/typebox";
 import { compileDataSchema, type DataSchema, type SchemaManifest, schemaManifest } from "../data/schema.ts";
 import {
@@ -12,6 +12,7 @@ import {
   isDefinedRelease,
 } from "../sdk/index.ts";
 import type { BuiltBundle } from "./build.ts";
+import { BUNDLE_FILE_PATTERN } from "./bundle-format.ts";
 import { type ActionContract, type CompiledContract, compileContract } from "./contract.ts";
 import { ReleaseError } from "./errors.ts";
 
@@ -64,7 +65,9 @@ export async function loadBundle(bundle: BuiltBundle, bundlesDir: string): Promi
   try {
     module = await import(path);
   } catch (error) {
-    throw new ReleaseError(`release code failed while loading: ${(error as Error).message}`);
+    throw new ReleaseError(
+      `release code failed while loading${releaseFrame(error, bundlesDir)}: ${(error as Error).message}`,
+    );
   }
   const exported = module.default;
   if (!exported?.actions) throw new ReleaseError("bundle has no actions export; was it built by actuate?");
@@ -138,4 +141,15 @@ function compileAction(name: string, definition: unknown): LoadedAction {
     return { ...compiled, kind: "workflow", definition };
   }
   return { ...compiled, kind: "function", definition };
+}
+
+/** ` at actions/x/y.ts:4:20`: where in the release's own files an error was thrown (its source map says). */
+function releaseFrame(error: unknown, bundlesDir: string): string {
+  const stack = error instanceof Error ? (error.stack ?? "") : "";
+  for (const match of stack.matchAll(/\(?(\/[^\s()]+):(\d+):(\d+)\)?$/gm)) {
+    const [, file = "", line, column] = match;
+    const inRelease = relative(bundlesDir, file).split(sep).join("/");
+    if (!inRelease.startsWith("..") && !BUNDLE_FILE_PATTERN.test(file)) return ` at ${inRelease}:${line}:${column}`;
+  }
+  return "";
 }

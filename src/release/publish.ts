@@ -1,6 +1,6 @@
 import type { SchemaManifest } from "../data/schema.ts";
 import { DataService } from "../data/service.ts";
-import type { Store } from "../store/types.ts";
+import type { ActiveRelease, Store } from "../store/types.ts";
 import { buildBundle } from "./build.ts";
 import { ReleaseError } from "./errors.ts";
 import { asRelease, type LoadedRelease, loadBundle, type ReleaseManifest } from "./load.ts";
@@ -19,6 +19,11 @@ export interface PublishOptions {
   whenTaken: "refuse" | "suffix";
   /** Publish even when the schema change would orphan stored data. */
   force?: boolean;
+  /**
+   * Whether to make it the active release (default: always). `stored`: this content was already published
+   * before this call. Declining still stores new content, so it can be activated later.
+   */
+  shouldActivate?: (active: ActiveRelease, candidate: { base: string; version: string; stored: boolean }) => boolean;
   now?: () => number;
 }
 
@@ -30,9 +35,14 @@ export interface ContractChange {
 
 export interface PublishResult {
   version: string;
-  /** `existing`: that version already held this exact content; it was (re)activated, not stored again. */
+  /** The version asked for: `version` without the `+hash` that `suffix` may have added. */
+  base: string;
+  /** `existing`: that version already held this exact content; it was not stored again. */
   status: "published" | "existing";
-  previousVersion: string | null;
+  /** False when `shouldActivate` declined: `active` is still the active release. */
+  activated: boolean;
+  /** The active release before this call. */
+  active: ActiveRelease;
   release: LoadedRelease;
   changes: ContractChange[];
 }
@@ -86,11 +96,16 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
       if (raced?.bundleHash !== bundle.hash) throw error;
     }
   }
-  if (active.version !== version) await store.activate(version, now());
+  const activated =
+    active.version === version ||
+    (options.shouldActivate?.(active, { base, version, stored: existing !== null }) ?? true);
+  if (activated && active.version !== version) await store.activate(version, now());
   return {
     version,
+    base,
     status: existing ? "existing" : "published",
-    previousVersion: active.version,
+    activated,
+    active,
     release,
     changes: diffContracts((previous?.manifest as ReleaseManifest | undefined) ?? null, release.manifest),
   };

@@ -66,8 +66,11 @@ export abstract class SqlStore implements Store {
 
   async getActive(): Promise<ActiveRelease> {
     const e = this.t.environment;
-    const rows = await this.db.select({ version: e.activeVersion, revision: e.revision }).from(e).where(eq(e.id, 1));
-    return rows[0] ?? { version: null, revision: 0 };
+    const rows = await this.db
+      .select({ version: e.activeVersion, revision: e.revision, activatedAt: e.updatedAt })
+      .from(e)
+      .where(eq(e.id, 1));
+    return rows[0] ?? { version: null, revision: 0, activatedAt: null };
   }
 
   async activate(version: string, at: number): Promise<number> {
@@ -269,6 +272,11 @@ export abstract class SqlStore implements Store {
 
   async findTokensByPrefix(prefix: string): Promise<TokenRow[]> {
     return this.db.select().from(this.t.apiTokens).where(eq(this.t.apiTokens.prefix, prefix));
+  }
+
+  async listTokens(): Promise<Omit<TokenRow, "tokenHash">[]> {
+    const { id, prefix, userId, createdAt, revokedAt } = this.t.apiTokens;
+    return this.db.select({ id, prefix, userId, createdAt, revokedAt }).from(this.t.apiTokens).orderBy(createdAt, id);
   }
 
   async revokeToken(id: string, at: number): Promise<void> {

@@ -67,6 +67,8 @@ export type ReleaseSummary = Omit<ReleaseRow, "bundle">;
 export interface ActiveRelease {
   version: string | null;
   revision: number;
+  /** When the active version was last activated (ms), null when none ever was. */
+  activatedAt: number | null;
 }
 
 export interface FileRow {
@@ -279,6 +281,8 @@ export interface Store {
   insertToken(row: TokenRow): Promise<void>;
   findToken(tokenHash: string): Promise<TokenRow | null>;
   findTokensByPrefix(prefix: string): Promise<TokenRow[]>;
+  /** Every user token, oldest first, without its hash. */
+  listTokens(): Promise<Omit<TokenRow, "tokenHash">[]>;
   revokeToken(id: string, at: number): Promise<void>;
 
   close(): Promise<void>;

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { DataService } from "../../data/service.ts";
 import type { LoadedRelease, LoadedWorkflow } from "../../release/load.ts";
 import type { DataContext, Principal, StepContext, StepOptions, WorkflowContext } from "../../sdk/index.ts";
@@ -12,7 +13,7 @@ import {
 } from "../../store/types.ts";
 import type { ExecutionFeed } from "../execution-feed.ts";
 import { storableJson } from "../json-text.ts";
-import { logLine } from "../log-line.ts";
+import { logLine, thrownLine } from "../log-line.ts";
 
 export interface RunDeps {
   store: Store;
@@ -72,6 +73,8 @@ export class RunExecution {
   private readonly used = new Set<string>();
   private seq = 0;
   private readonly principal: Principal;
+  /** The `db` of the step whose function is running, so the run's own `ctx.db` writes into that step. */
+  private readonly stepDb = new AsyncLocalStorage<DataContext>();
 
   /** `fresh`: the run was just admitted by this process, so it has no checkpoints to read yet. */
   constructor(
@@ -117,6 +120,8 @@ export class RunExecution {
       });
     } catch (error) {
       thrown = error;
+      // Unwinding (and a step's failure, logged where it happened) is the engine's own doing.
+      if (!(error instanceof Unwind || error instanceof StepFailed)) this.logThrown("the workflow", error);
     }
     return this.conclude(action, returned, thrown);
   }
@@ -178,9 +183,10 @@ export class RunExecution {
     const data = this.$.data.forExecution(this.principal, release, this.$.now);
     let value: unknown;
     try {
-      value = await fn({ ...ctx, db: data.db, attempt });
+      value = await this.stepDb.run(data.db, () => fn({ ...ctx, db: data.db, attempt }));
     } catch (error) {
       if (this.halted !== null) throw new Unwind();
+      this.logThrown(`step "${name}" attempt ${attempt}`, error);
       return this.attemptFailed(row, messageOf(error), retries, backoffMs);
     }
     const stored = storableJson(value, "");
@@ -291,7 +297,7 @@ export class RunExecution {
     const { run } = this;
     return {
       auth: this.principal,
-      db: readsOnly(this.$.data.forExecution(this.principal, release, this.$.now).db),
+      db: writesInSteps(this.$.data.forExecution(this.principal, release, this.$.now).db, () => this.stepDb.getStore()),
       execution: { id: run.id, requestId: run.requestId },
       run: { id: run.id },
       log: (...args) => {
@@ -320,18 +326,41 @@ export class RunExecution {
     return new Unwind();
   }
 
+  private logThrown(what: string, error: unknown) {
+    this.$.log(`[${this.run.workflow} ${this.run.id}] ${what} threw: ${thrownLine(error)}`);
+  }
+
   private logStoreError(error: unknown) {
     this.$.log(`workflow run ${this.run.id}: the store failed: ${(error as Error).message}`);
   }
 }
 
-/** The run's own `ctx.db`: reads; writes belong inside a step, where they commit with its checkpoint. */
-function readsOnly(db: DataContext): DataContext {
-  const refuse = async () => {
-    throw new Error("ctx.db writes in a workflow belong inside a step, where they commit with its checkpoint");
+/**
+ * The run's own `ctx.db`: reads anywhere; a write goes to the step whose function is running (and commits
+ * with its checkpoint). Outside a step a write is refused: the run body replays, so it would repeat.
+ */
+function writesInSteps(reads: DataContext, currentStep: () => DataContext | undefined): DataContext {
+  const write =
+    <Verb extends Exclude<keyof DataContext, "query">>(verb: Verb) =>
+    (...args: Parameters<DataContext[Verb]>) => {
+      const db = currentStep();
+      if (!db) return Promise.reject(new Error(outsideStep(verb)));
+      return (db[verb] as (...a: Parameters<DataContext[Verb]>) => ReturnType<DataContext[Verb]>)(...args);
+    };
+  return {
+    query: reads.query,
+    create: write("create"),
+    update: write("update"),
+    delete: write("delete"),
+    link: write("link"),
+    unlink: write("unlink"),
   };
-  return { query: db.query, create: refuse, update: refuse, delete: refuse, link: refuse, unlink: refuse };
 }
+
+const outsideStep = (verb: string) =>
+  `ctx.db.${verb} outside a step: a workflow's code outside steps runs again after every sleep or restart, ` +
+  `so the write would repeat. Write inside a step, where it commits with the step's checkpoint: ` +
+  `await step("save", () => ctx.db.${verb}(…))`;
 
 const failed = (message: string, at: number): RunSettlement => ({
   status: "failed",

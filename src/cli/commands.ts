@@ -1,0 +1,117 @@
+import { ENV_NAMES, type EnvName } from "../config.ts";
+import type { Command, Flag } from "./command.ts";
+import { keyCreate } from "./key.ts";
+import { releaseActivate, releaseList, releasePublish } from "./release.ts";
+import { serveCommand } from "./serve.ts";
+import { tokenCreate, tokenList, tokenRevoke } from "./token.ts";
+
+const STORE_ENV: EnvName[] = ["DATABASE_URL", "DATA_DIR"];
+
+const serveFlags = (release: string): Record<string, Flag> => ({
+  release: { type: "string", value: "<dir>", description: release },
+  "insecure-no-auth": {
+    type: "boolean",
+    description: "/mcp without a credential (loopback only; for the MCP conformance suite)",
+  },
+});
+
+const string = (value: unknown) => value as string | undefined;
+
+const serve =
+  ({ watch }: { watch: boolean }): Command["run"] =>
+  (config, _, flags) =>
+    serveCommand(config(), {
+      watch,
+      release: string(flags.release),
+      insecureNoAuth: flags["insecure-no-auth"] === true,
+    });
+
+/** Every command of the CLI; `bun run <name> --help` prints one, `bun run <script>` alone lists a script's. */
+export const commands: Command[] = [
+  {
+    name: "dev",
+    summary: "serve a release folder with a development key, republishing it on every change",
+    details: `Serves releases/<newest> (or --release <dir>), publishing it when it differs from what is stored.
+A release published or activated from elsewhere (the CLI, another server) stays active until you edit
+the folder; then dev publishes it again and says which release it replaces.
+The development key is created once in DATA_DIR/dev-service-key (mode 0600) and added to SERVICE_KEYS.`,
+    flags: serveFlags("the release folder to serve and watch (default: the newest folder under releases/)"),
+    env: ENV_NAMES,
+    examples: ["bun run dev", "bun run dev --release releases/v2", "PORT=4000 DATA_DIR=/tmp/actuate bun run dev"],
+    run: serve({ watch: true }),
+  },
+  {
+    name: "start",
+    summary: "serve the active release; --release publishes a folder first",
+    details: `Without --release nothing is published: the server serves the database's active release and
+switches when another is activated (bun run release publish|activate). With --release <dir> the folder is
+published and activated first, and every server on the same database switches to it.`,
+    flags: serveFlags("publish and activate this release folder first (every server on the database follows)"),
+    env: ENV_NAMES,
+    examples: [
+      "KEY=$(bun run key create) && DATABASE_URL=postgres://actuate:secret@db/actuate SERVICE_KEYS=$KEY bun run start",
+      "bun run start --release releases/v2",
+    ],
+    run: serve({ watch: false }),
+  },
+  {
+    name: "release publish",
+    args: ["<dir>"],
+    summary: "build a release folder, store it and make it the active release",
+    details: `The version is --version, else release.ts's version, else the folder's name; a version already
+stored with other content is refused. Every server on the database switches to it within RELEASE_POLL_MS.`,
+    flags: {
+      version: { type: "string", value: "<v>", description: "publish under this version" },
+      force: { type: "boolean", description: "publish even if the schema change orphans stored data" },
+    },
+    env: STORE_ENV,
+    examples: ["bun run release publish releases/v2", "bun run release publish releases/v2 --version 2.0.1"],
+    run: (config, [dir], flags) =>
+      releasePublish(config(), dir as string, { version: string(flags.version), force: flags.force === true }),
+  },
+  {
+    name: "release list",
+    summary: "the stored releases, oldest first; * marks the active one",
+    env: STORE_ENV,
+    examples: ["bun run release list"],
+    run: (config) => releaseList(config()),
+  },
+  {
+    name: "release activate",
+    args: ["<version>"],
+    summary: "make a stored release the active one (also the rollback)",
+    env: STORE_ENV,
+    examples: ["bun run release activate v1"],
+    run: (config, [version]) => releaseActivate(config(), version as string),
+  },
+  {
+    name: "token create",
+    summary: "create a user token; it is printed once, alone on the last line",
+    flags: { user: { type: "string", value: "<id>", required: true, description: "the user the token acts as" } },
+    env: STORE_ENV,
+    examples: ["bun run token create --user alice", "TOKEN=$(bun run token create --user alice)"],
+    run: (config, _, flags) => tokenCreate(config(), flags.user as string),
+  },
+  {
+    name: "token list",
+    summary: "every user token: prefix, user, created, revoked",
+    env: STORE_ENV,
+    examples: ["bun run token list"],
+    run: (config) => tokenList(config()),
+  },
+  {
+    name: "token revoke",
+    args: ["<token-prefix>"],
+    summary: "revoke a user token by its first 14 characters (or the whole token)",
+    env: STORE_ENV,
+    examples: ["bun run token revoke act_u_AbCdEfGh"],
+    run: (config, [prefix]) => tokenRevoke(config(), prefix as string),
+  },
+  {
+    name: "key create",
+    summary: "print a new service key (full access) and how to give it to a server (SERVICE_KEYS)",
+    env: [],
+    examples: ["bun run key create", "KEY=$(bun run key create) && SERVICE_KEYS=$KEY bun run start"],
+    run: () => keyCreate(),
+  },
+];
