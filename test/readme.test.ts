@@ -123,8 +123,11 @@ describe("README", () => {
   beforeAll(async () => {
     dir = copyOfRepository();
     server = await serve(["dev"], { ...freshEnv, PORT: "0" }, { command: ["bun", "run"], cwd: dir });
-    const health = await fetch(`${server.url}/healthz`);
-    if (health.status !== 200) throw new Error(`bun run dev answers /healthz ${health.status}:\n${server.output()}`);
+    const health = await fetch(`${server.url}/healthz`).catch((error: Error) => error);
+    if (!(health instanceof Response) || health.status !== 200) {
+      const answer = health instanceof Response ? health.status : health.message;
+      throw new Error(`bun run dev does not answer /healthz (${answer}); its output:\n${server.output()}`);
+    }
     run = await runBlocks(dir, server.url);
   }, 90_000);
 
