@@ -13,7 +13,7 @@
  *   address there instead. That is the only change made to a block.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { repoRoot, type ServerProcess, serve } from "./support/cli.ts";
@@ -83,7 +83,8 @@ interface ScriptRun {
   outputs: string[];
   /** How many blocks ran to their end. */
   finished: number;
-  exitCode: number | null;
+  /** How bash ended: its exit code, or the signal that stopped it (the deadline). */
+  ended: number | string | null;
 }
 
 async function runBlocks(dir: string, url: string): Promise<ScriptRun> {
@@ -94,25 +95,17 @@ async function runBlocks(dir: string, url: string): Promise<ScriptRun> {
     ...blocks.flatMap((block, index) => [`printf '\\n${MARK} ${index}\\n'`, block.code.replaceAll(README_URL, url)]),
     `printf '\\n${MARK} end\\n'`,
   ].join("\n");
-  const scriptFile = join(mkdtempSync(join(tmpdir(), "actuate-readme-script-")), "readme.sh");
-  writeFileSync(scriptFile, script);
-  const proc = Bun.spawn(["bash", scriptFile], {
-    cwd: dir,
-    env: { ...process.env, ...freshEnv },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
+  const proc = Bun.spawn(["bash", "-c", script], { cwd: dir, env: { ...process.env, ...freshEnv }, stdout: "pipe" });
   const deadline = setTimeout(() => proc.kill("SIGKILL"), SCRIPT_DEADLINE_MS);
   const output = await new Response(proc.stdout).text();
   await proc.exited;
   clearTimeout(deadline);
-  rmSync(scriptFile, { force: true });
   const parts = output.split(new RegExp(`\\n${MARK} (\\d+|end)\\n`));
   // parts: [before the first mark, "0", output of block 0, "1", output of block 1, …, "end", ""]
   const outputs: string[] = [];
   for (let i = 1; i < parts.length; i += 2) if (parts[i] !== "end") outputs.push(parts[i + 1] ?? "");
   const finished = parts.at(-2) === "end" ? outputs.length : outputs.length - 1;
-  return { outputs, finished, exitCode: proc.exitCode };
+  return { outputs, finished, ended: proc.exitCode ?? proc.signalCode };
 }
 
 describe("README", () => {
@@ -161,7 +154,7 @@ describe("README", () => {
       const output = run.outputs[index];
       if (output === undefined) throw new Error("not run: an earlier block failed");
       if (index >= run.finished) {
-        throw new Error(`README.md:${block.line} failed (bash exited ${run.exitCode}); its output:\n${output}`);
+        throw new Error(`README.md:${block.line} failed (bash ended: ${run.ended}); its output:\n${output}`);
       }
       let from = 0;
       for (const text of block.expected) {
