@@ -9,9 +9,10 @@ export interface SampleCall {
 type Schema = Record<string, unknown>;
 
 /**
- * Picks, for the dev "try it" hint, the first action (functions before workflows) that takes no
- * required file and for which an input can be made up from its contract that passes validation.
- * Null when none can: the caller says so instead of printing a curl that would fail.
+ * Picks, for the dev "try it" hint, the first action that takes no required file (a JSON curl cannot
+ * send one) and for which an input made up from its contract passes validation; functions come first,
+ * since they answer their output at once. Null when none can: the caller says so instead of printing
+ * a curl that would fail.
  */
 export function sampleCall(actions: Iterable<CompiledContract>): SampleCall | null {
   const candidates = [...actions]
