@@ -72,7 +72,7 @@ for (const dialect of dialects) {
       } finally {
         await server.kill();
       }
-    });
+    }, 60_000);
 
     test("token create prints the token alone on the last line; revoke stops it; only its hash is stored", async () => {
       const created = await cli(["token", "create", "--user", "erin"], env);
@@ -92,7 +92,7 @@ for (const dialect of dialects) {
       }
       expect((await cli(["token", "create"], env)).code).toBe(1);
       expect((await cli(["token", "revoke", "act_u_"], env)).stderr).toContain("at least the first 14 characters");
-    });
+    }, 60_000);
 
     test("a bad configuration value stops start-up with a message naming it", async () => {
       const bad = await cli(["start"], { ...env, PORT: "eighty", WAIT_MS: "-5" });
@@ -139,7 +139,7 @@ describe("bun run dev", () => {
       rmSync(dataDir, { recursive: true, force: true });
       rmSync(source, { recursive: true, force: true });
     }
-  });
+  }, 60_000);
 });
 
 describe("shutdown", () => {
@@ -162,7 +162,7 @@ describe("shutdown", () => {
       await second.kill();
       rmSync(dataDir, { recursive: true, force: true });
     }
-  });
+  }, 60_000);
 
   const postgres = dialects.find((d) => d.name === "postgres");
   test.skipIf(!postgres)(
@@ -233,5 +233,5 @@ describe("shutdown", () => {
       await store.close();
       rmSync(dataDir, { recursive: true, force: true });
     }
-  });
+  }, 60_000);
 });
