@@ -76,7 +76,7 @@ for (const dialect of dialects) {
       } finally {
         await server.kill();
       }
-    });
+    }, 60_000);
 
     test("token create prints the token alone on the last line; revoke stops it; only its hash is stored", async () => {
       const created = await cli(["token", "create", "--user", "erin"], env);
@@ -96,7 +96,7 @@ for (const dialect of dialects) {
       }
       expect((await cli(["token", "create"], env)).code).toBe(1);
       expect((await cli(["token", "revoke", "act_u_"], env)).stderr).toContain("at least the first 14 characters");
-    });
+    }, 60_000);
 
     test("token list shows each token's prefix, user, creation and revocation, never the token", async () => {
       const made = async (user: string) =>
@@ -199,7 +199,7 @@ describe("bun run dev", () => {
       rmSync(dataDir, { recursive: true, force: true });
       rmSync(source, { recursive: true, force: true });
     }
-  });
+  }, 60_000);
 });
 
 describe("bun run dev and releases activated from elsewhere", () => {
@@ -356,7 +356,7 @@ describe("shutdown", () => {
       await second.kill();
       rmSync(dataDir, { recursive: true, force: true });
     }
-  });
+  }, 60_000);
 
   const postgres = dialects.find((d) => d.name === "postgres");
   test.skipIf(!postgres)(
@@ -427,5 +427,5 @@ describe("shutdown", () => {
       await store.close();
       rmSync(dataDir, { recursive: true, force: true });
     }
-  });
+  }, 60_000);
 });

@@ -1,6 +1,5 @@
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, watch, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
-import { Value } from "@sinclair/typebox/value";
 import { newSecret, SERVICE_KEY_PREFIX } from "../auth/tokens.ts";
 import type { Config } from "../config.ts";
 import { bundlesDir, type RunningServer, startServer } from "../main.ts";
@@ -8,6 +7,7 @@ import { type PublishResult, publishRelease } from "../release/publish.ts";
 import { openStore } from "../store/open.ts";
 import type { ActiveRelease } from "../store/types.ts";
 import { followers, printPublish } from "./release.ts";
+import { sampleCall } from "./sample-input.ts";
 import { describeDatabase } from "./with-store.ts";
 
 const RELEASES_DIR = "releases";
@@ -145,12 +145,14 @@ function printDevHelp(server: RunningServer, key: string, dataDir: string) {
     `\ndevelopment service key (kept in ${join(relative(process.cwd(), dataDir) || ".", "dev-service-key")}):\n  ${key}`,
   );
   if (!release) return;
-  // Prefer an action whose schema-default input is valid, so the printed curl works as pasted.
-  const actions = [...release.actions.values()];
-  const example = actions.find((a) => a.checkInput(Value.Create(a.definition.input)).length === 0) ?? actions[0];
-  if (!example) return;
-  const body = JSON.stringify({ requestId: crypto.randomUUID(), input: Value.Create(example.definition.input) });
-  console.log(`\ntry it:\n  curl -s ${server.url}/actions/${example.contract.name}/invoke \\
+  const sample = sampleCall(release.actions.values());
+  if (!sample) {
+    console.log("\nno action of this release can be tried with a made-up input; see GET /actions/{name}/contract\n");
+    return;
+  }
+  // Quoted for the shell: the body goes between single quotes.
+  const body = JSON.stringify({ requestId: crypto.randomUUID(), input: sample.input }).replaceAll("'", "'\\''");
+  console.log(`\ntry it:\n  curl -s ${server.url}/actions/${sample.action}/invoke \\
     -H "Authorization: Bearer ${key}" -H "Content-Type: application/json" \\
     -d '${body}'\n`);
 }

@@ -34,10 +34,17 @@ export interface ServerProcess {
   kill(): Promise<void>;
 }
 
-/** Starts `bun run dev|start` on a free port and resolves once it serves. */
-export async function serve(args: string[], env: Record<string, string>): Promise<ServerProcess> {
-  const proc = Bun.spawn(["bun", "src/cli/main.ts", ...args], {
-    cwd: repoRoot,
+/**
+ * Starts `bun run dev|start` on a free port and resolves once it serves; `command` and `cwd` run it
+ * another way (e.g. `bun run dev` in a copy of the repository).
+ */
+export async function serve(
+  args: string[],
+  env: Record<string, string | undefined>,
+  { command = ["bun", "src/cli/main.ts"], cwd = repoRoot }: { command?: string[]; cwd?: string } = {},
+): Promise<ServerProcess> {
+  const proc = Bun.spawn([...command, ...args], {
+    cwd,
     env: { ...process.env, PORT: "0", ...env },
     stdin: "ignore",
     stdout: "pipe",
