@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, cpSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { cli, type Launch, repoRoot, serve } from "./support/cli.ts";
@@ -25,6 +25,8 @@ beforeAll(async () => {
   }
   copyFileSync(join(repoRoot, "dist", "actuate"), join(folder, "actuate"));
   cpSync(fixture("basic"), join(folder, "app"), { recursive: true });
+  // As the repository's own does: a bunfig.toml where the binary runs must not reach into it.
+  writeFileSync(join(folder, "bunfig.toml"), 'preload = ["./not-there.ts"]\n');
   binary = { command: [join(folder, "actuate")], cwd: folder };
 }, BUILD_TIMEOUT_MS);
 
