@@ -4,3 +4,6 @@
  * module holding the runtime's own SDK, so a bundle never carries its own copy of the SDK.
  */
 export const SDK_SPECIFIER = "actuate:sdk";
+
+/** Bundles are cached on disk as `<DATA_DIR>/bundles/<sha256>.js`. */
+export const BUNDLE_FILE_PATTERN = /[\\/]bundles[\\/][0-9a-f]{64}\.js$/;
