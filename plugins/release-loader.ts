@@ -1,24 +1,13 @@
 import { plugin } from "bun";
-import { BUNDLE_FILE_PATTERN, SDK_SPECIFIER, sdkEntryPath } from "../src/release/bundle-format.ts";
+import { SDK_SPECIFIER } from "../src/release/bundle-format.ts";
+import * as sdk from "../src/sdk/index.ts";
 
-// Preloaded by bunfig.toml and imported again by the loader: registering twice would link twice.
-const installed = Symbol.for("actuate.release-loader");
-const registry = globalThis as { [installed]?: true };
-
-if (!registry[installed]) {
-  registry[installed] = true;
-  plugin({
-    name: "actuate-release-loader",
-    setup(build) {
-      // Runtime onResolve does not fire for bare specifiers in Bun 1.4 (oven-sh/bun#40579), so the
-      // bundle's SDK import is linked where the bundle is loaded.
-      build.onLoad({ filter: BUNDLE_FILE_PATTERN }, async ({ path }) => {
-        const source = await Bun.file(path).text();
-        return {
-          contents: source.replaceAll(JSON.stringify(SDK_SPECIFIER), JSON.stringify(sdkEntryPath)),
-          loader: "js",
-        };
-      });
-    },
-  });
-}
+// A virtual module rather than a file path: inside a compiled binary the SDK is not a file a bundle could import.
+// No onLoad hook here: with one registered, Bun 1.4.5 skipped the migrations macro of store/*/open.ts
+// ("readMigrations is not defined" at start-up).
+plugin({
+  name: "actuate-release-loader",
+  setup(build) {
+    build.module(SDK_SPECIFIER, () => ({ exports: sdk, loader: "object" }));
+  },
+});

@@ -3,16 +3,24 @@ import type { Subprocess } from "bun";
 
 export const repoRoot = join(import.meta.dir, "..", "..");
 
+/** How the CLI is run: from source in the repository (the default), or e.g. a compiled binary elsewhere. */
+export interface Launch {
+  command: string[];
+  cwd: string;
+}
+
+const fromSource: Launch = { command: ["bun", "src/cli/main.ts"], cwd: repoRoot };
+
 export interface CliResult {
   code: number;
   stdout: string;
   stderr: string;
 }
 
-/** Runs `bun src/cli/main.ts …` the way `bun run <script>` does, from the repository root. */
-export async function cli(args: string[], env: Record<string, string>): Promise<CliResult> {
-  const proc = Bun.spawn(["bun", "src/cli/main.ts", ...args], {
-    cwd: repoRoot,
+/** Runs the CLI once, by default `bun src/cli/main.ts …` from the repository root as `bun run <script>` does. */
+export async function cli(args: string[], env: Record<string, string>, launch = fromSource): Promise<CliResult> {
+  const proc = Bun.spawn([...launch.command, ...args], {
+    cwd: launch.cwd,
     env: { ...process.env, ...env },
     stdout: "pipe",
     stderr: "pipe",
@@ -34,17 +42,14 @@ export interface ServerProcess {
   kill(): Promise<void>;
 }
 
-/**
- * Starts `bun run dev|start` on a free port and resolves once it serves; `command` and `cwd` run it
- * another way (e.g. `bun run dev` in a copy of the repository).
- */
+/** Starts `dev` or `start` (by default `bun run dev|start`) on a free port and resolves once it serves. */
 export async function serve(
   args: string[],
   env: Record<string, string | undefined>,
-  { command = ["bun", "src/cli/main.ts"], cwd = repoRoot }: { command?: string[]; cwd?: string } = {},
+  launch = fromSource,
 ): Promise<ServerProcess> {
-  const proc = Bun.spawn([...command, ...args], {
-    cwd,
+  const proc = Bun.spawn([...launch.command, ...args], {
+    cwd: launch.cwd,
     env: { ...process.env, PORT: "0", ...env },
     stdin: "ignore",
     stdout: "pipe",

@@ -1,15 +1,17 @@
+import type { PgDialect } from "drizzle-orm/pg-core";
 import { drizzle } from "drizzle-orm/postgres-js";
-import { migrate } from "drizzle-orm/postgres-js/migrator";
 import postgres, { type Sql } from "postgres";
+import { readMigrations } from "../migrations.ts" with { type: "macro" };
 import { INTERRUPTED, SqlStore } from "../sql-store.ts";
 import type { ExecutionRow, ExecutionSettlement } from "../types.ts";
 import { PgExecutionWriter } from "./execution-writer.ts";
 import { PgRunStore } from "./run-store.ts";
 import * as schema from "./schema.ts";
 
-const migrationsFolder = new URL("../../../drizzle/pg", import.meta.url).pathname;
+const migrations = readMigrations("pg");
 /** Serializes migrations when several instances start at once on one database. */
 const MIGRATION_LOCK = 7_351_100_001;
+type MigrationSession = Parameters<PgDialect["migrate"]>[1];
 
 export async function openPostgresStore(url: string): Promise<SqlStore> {
   await migrateUnderLock(url);
@@ -22,7 +24,9 @@ async function migrateUnderLock(url: string): Promise<void> {
   const session = postgres(url, { max: 1, onnotice: () => {} });
   try {
     await session`select pg_advisory_lock(${MIGRATION_LOCK})`;
-    await migrate(drizzle({ client: session }), { migrationsFolder });
+    // drizzle's own migrate() does exactly this after reading a folder; the migrations are inlined instead.
+    const db = drizzle({ client: session }) as unknown as { dialect: PgDialect; session: MigrationSession };
+    await db.dialect.migrate(migrations, db.session, { migrationsFolder: "drizzle/pg" });
   } finally {
     await session.end({ timeout: 5 });
   }

@@ -2,7 +2,8 @@ import { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { drizzle } from "drizzle-orm/bun-sqlite";
-import { migrate } from "drizzle-orm/bun-sqlite/migrator";
+import type { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
+import { readMigrations } from "../migrations.ts" with { type: "macro" };
 import type { AnyDatabase, Tables } from "../sql-store.ts";
 import { INTERRUPTED, SqlStore } from "../sql-store.ts";
 import type { ExecutionRow, ExecutionSettlement, PrincipalKind } from "../types.ts";
@@ -10,7 +11,8 @@ import { SqliteExecutionWriter } from "./execution-writer.ts";
 import { SqliteRunStore } from "./run-store.ts";
 import * as schema from "./schema.ts";
 
-const migrationsFolder = new URL("../../../drizzle/sqlite", import.meta.url).pathname;
+const migrations = readMigrations("sqlite");
+type MigrationSession = Parameters<SQLiteSyncDialect["migrate"]>[1];
 
 /** Opens (creating when missing) a SQLite database file in WAL mode and applies pending migrations. */
 export function openSqliteStore(path: string): SqlStore {
@@ -24,7 +26,9 @@ export function openSqliteStore(path: string): SqlStore {
   // The request-id index is written at random places; keep it in memory rather than re-reading pages.
   client.exec("PRAGMA cache_size = -65536");
   const db = drizzle({ client, schema });
-  migrate(db, { migrationsFolder });
+  // drizzle's own migrate() does exactly this after reading a folder; the migrations are inlined instead.
+  const internals = db as unknown as { dialect: SQLiteSyncDialect; session: MigrationSession };
+  internals.dialect.migrate(migrations, internals.session);
   return new SqliteStore(client, db as unknown as AnyDatabase);
 }
 

@@ -1,0 +1,98 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { copyFileSync, cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { cli, type Launch, repoRoot, serve } from "./support/cli.ts";
+import { dialects, type TestDatabase } from "./support/databases.ts";
+import { fixture, type TestResponse } from "./support/server.ts";
+
+// `bun run build` bundles ~950 modules and writes a ~115 MB executable: seconds, more on a loaded machine.
+const BUILD_TIMEOUT_MS = 180_000;
+const RUN_TIMEOUT_MS = 60_000;
+
+let folder: string;
+let binary: Launch;
+
+/** Builds the binary and copies it, with a release folder, where neither the repository nor a node_modules is. */
+beforeAll(async () => {
+  const build = Bun.spawn(["bun", "run", "build"], { cwd: repoRoot, stdout: "ignore", stderr: "pipe" });
+  const [stderr, code] = await Promise.all([new Response(build.stderr).text(), build.exited]);
+  if (code !== 0) throw new Error(`bun run build failed:\n${stderr}`);
+  folder = mkdtempSync(join(tmpdir(), "actuate-binary-"));
+  for (let dir = folder; dir !== dirname(dir); dir = dirname(dir)) {
+    if (existsSync(join(dir, "node_modules")))
+      throw new Error(`${dir}/node_modules would be reachable from the binary`);
+  }
+  copyFileSync(join(repoRoot, "dist", "actuate"), join(folder, "actuate"));
+  cpSync(fixture("basic"), join(folder, "app"), { recursive: true });
+  // The binary must ignore a bunfig.toml where it runs (the repository has one); this one's preload would fail.
+  writeFileSync(join(folder, "bunfig.toml"), 'preload = ["./not-there.ts"]\n');
+  binary = { command: [join(folder, "actuate")], cwd: folder };
+}, BUILD_TIMEOUT_MS);
+
+afterAll(() => {
+  rmSync(folder, { recursive: true, force: true });
+});
+
+const invoke = (url: string, credential: string | null, action: string, input: unknown): Promise<TestResponse> =>
+  fetch(`${url}/actions/${action}/invoke`, {
+    method: "POST",
+    headers: credential ? { authorization: `Bearer ${credential}` } : {},
+    body: JSON.stringify({ requestId: crypto.randomUUID(), input }),
+  });
+
+for (const dialect of dialects) {
+  describe(`compiled binary (${dialect.name})`, () => {
+    let database: TestDatabase;
+    beforeAll(async () => {
+      database = await dialect.create();
+    });
+    afterAll(async () => {
+      await database.drop();
+    });
+
+    test(
+      "publishes a release, makes a token and serves the release, from a folder without the repository",
+      async () => {
+        const serviceKey = `binary-key-${crypto.randomUUID()}`;
+        const env = {
+          DATA_DIR: join(folder, `data-${dialect.name}`),
+          DATABASE_URL: database.url,
+          SERVICE_KEYS: serviceKey,
+        };
+
+        const published = await cli(["release", "publish", "app"], env, binary);
+        expect(published.stderr).toBe("");
+        expect(published.stdout).toContain("release t1 published");
+        expect(published.stdout).toMatch(/added\s+test\.echo\s+[0-9a-f]{16}/);
+        const created = await cli(["token", "create", "--user", "erin"], env, binary);
+        expect(created.code).toBe(0);
+        const token = created.stdout.trim().split("\n").at(-1) ?? "";
+
+        const server = await serve(["start"], env, binary);
+        try {
+          const health = await fetch(`${server.url}/healthz`);
+          expect(health.status).toBe(200);
+          expect(await health.json()).toEqual({ ok: true });
+
+          const echoed = await invoke(server.url, serviceKey, "test.echo", { text: "from the binary", n: 3 });
+          expect(echoed.status).toBe(200);
+          expect((await echoed.json()).execution).toMatchObject({
+            status: "succeeded",
+            output: { text: "from the binary", n: 3 },
+            principal: { kind: "service" },
+          });
+          const asUser = await (await invoke(server.url, token, "test.version", {})).json();
+          expect(asUser.execution).toMatchObject({
+            output: { release: "t1" },
+            principal: { kind: "user", id: "erin" },
+          });
+          expect((await invoke(server.url, null, "test.echo", { text: "x" })).status).toBe(401);
+        } finally {
+          await server.kill();
+        }
+      },
+      RUN_TIMEOUT_MS,
+    );
+  });
+}
