@@ -41,6 +41,35 @@ for (const dialect of dialects) {
       expect(found.id).toBe(id);
     });
 
+    test("lists leave out inputs, outputs and error messages over 4 KiB, with their size; the execution by id has them", async () => {
+      const carol = await t.userToken("carol-lists");
+      const big = "x".repeat(10_000);
+      const echoed = (await (await t.invoke("test.echo", { text: big }, { token: carol })).json()).execution;
+      const failed = (await (await t.invoke("test.fail", { message: big }, { token: carol })).json()).execution;
+      const small = (await (await t.invoke("test.echo", { text: "small" }, { token: carol })).json()).execution;
+      const { items } = await (await t.fetch("/executions", { token: carol })).json();
+      const byId = new Map(items.map((item: { id: string }) => [item.id, item]));
+      const listedEcho = byId.get(echoed.id) as Record<string, unknown>;
+      expect(listedEcho.input).toBeUndefined();
+      expect(listedEcho.output).toBeUndefined();
+      expect(listedEcho.inputTruncated).toEqual({ bytes: expect.any(Number) });
+      expect((listedEcho.inputTruncated as { bytes: number }).bytes).toBeGreaterThan(10_000);
+      expect((listedEcho.outputTruncated as { bytes: number }).bytes).toBeGreaterThan(10_000);
+      const listedFail = byId.get(failed.id) as Record<string, unknown>;
+      expect(listedFail).toMatchObject({
+        status: "failed",
+        errorCode: "action_failed",
+        errorMessageTruncated: { bytes: 10_000 },
+      });
+      expect(listedFail.errorMessage).toBeUndefined();
+      expect(byId.get(small.id)).toMatchObject({ input: { text: "small" }, output: { text: "small" } });
+      expect((byId.get(small.id) as Record<string, unknown>).inputTruncated).toBeUndefined();
+      const whole = await (await t.fetch(`/executions/${echoed.id}`, { token: carol })).json();
+      expect(whole.input.text).toHaveLength(10_000);
+      expect(whole.output.text).toHaveLength(10_000);
+      expect((await (await t.fetch(`/executions/${failed.id}`, { token: carol })).json()).errorMessage).toBe(big);
+    });
+
     test("unknown ids are 404 execution_not_found", async () => {
       for (const path of ["/executions/nope", `/executions/${crypto.randomUUID()}/result`, "/executions/requests/x"]) {
         const res = await t.fetch(path);

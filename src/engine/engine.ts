@@ -5,6 +5,7 @@ import type { ActionContract } from "../release/contract.ts";
 import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
 import {
+  type ExecutionListRow,
   type ExecutionRow,
   type ExecutionStatus,
   isRunTerminal,
@@ -17,7 +18,7 @@ import {
 import { mayKnow, mayRun } from "./access.ts";
 import { accessDenied, actionNotFound, EngineError, executionNotFound, runNotFound } from "./errors.ts";
 import { type ExecutionEvent, ExecutionFeed } from "./execution-feed.ts";
-import { canSee } from "./executions.ts";
+import { canSee, LIST_VALUE_BYTES } from "./executions.ts";
 import { type FollowOptions, type FollowResources, followExecution, lastStatus } from "./follow.ts";
 import { findNulCharacter } from "./json-text.ts";
 import { Liveness } from "./liveness.ts";
@@ -291,13 +292,14 @@ export class Engine {
   async listExecutions(
     principal: Principal,
     query: { limit: number; afterId?: string; action?: string; status?: ExecutionStatus },
-  ): Promise<Page<ExecutionRow>> {
+  ): Promise<Page<ExecutionListRow>> {
     const items = await this.$.store.listExecutions({
       principal: principal.kind === "service" ? undefined : principal,
       action: query.action,
       status: query.status,
       beforeId: query.afterId,
       limit: query.limit + 1,
+      maxValueBytes: LIST_VALUE_BYTES,
     });
     return pageOf(items, query.limit);
   }

@@ -1,5 +1,12 @@
 import type { Principal } from "../sdk/index.ts";
-import type { ExecutionRow } from "../store/types.ts";
+import type { ExecutionListRow, ExecutionRow } from "../store/types.ts";
+
+/**
+ * In lists, an input, output or error message larger than this is left out (`inputTruncated`, …, with
+ * its size) and never read from the database, so a page of 200 holds at most ~200 × 3 × 4 KiB of values
+ * however large its executions are. `GET /executions/{id}` answers them whole.
+ */
+export const LIST_VALUE_BYTES = 4 * 1024;
 
 /** A user sees its own executions; a service key acts as administrator and sees every one. */
 export function canSee(principal: Principal, row: Pick<ExecutionRow, "principalKind" | "principalId">): boolean {
@@ -13,7 +20,7 @@ export interface ExecutionView {
   action: string;
   kind: string;
   status: string;
-  input: unknown;
+  input?: unknown;
   output?: unknown;
   errorCode?: string;
   errorMessage?: string;
@@ -21,6 +28,10 @@ export interface ExecutionView {
   releaseVersion: string;
   contractHash: string;
   uploads: unknown[];
+  /** In lists, when the input was too large to show there: its size. */
+  inputTruncated?: { bytes: number };
+  outputTruncated?: { bytes: number };
+  errorMessageTruncated?: { bytes: number };
   createdAt: string;
   startedAt: string | null;
   finishedAt: string | null;
@@ -47,5 +58,23 @@ export function toExecutionView(row: ExecutionRow, uploads: unknown[] = []): Exe
   if (row.status === "succeeded") view.output = row.output;
   if (row.errorCode !== null) view.errorCode = row.errorCode;
   if (row.errorMessage !== null) view.errorMessage = row.errorMessage;
+  return view;
+}
+
+/** An execution as lists show it: values over LIST_VALUE_BYTES are left out, with their size; GET /executions/{id} has them. */
+export function toExecutionSummary(row: ExecutionListRow, uploads: unknown[] = []): ExecutionView {
+  const view = toExecutionView(row, uploads);
+  if (row.inputBytes > LIST_VALUE_BYTES) {
+    delete view.input;
+    view.inputTruncated = { bytes: row.inputBytes };
+  }
+  if (row.status === "succeeded" && row.outputBytes > LIST_VALUE_BYTES) {
+    delete view.output;
+    view.outputTruncated = { bytes: row.outputBytes };
+  }
+  if (row.errorMessageBytes > LIST_VALUE_BYTES) {
+    delete view.errorMessage;
+    view.errorMessageTruncated = { bytes: row.errorMessageBytes };
+  }
   return view;
 }

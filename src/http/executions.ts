@@ -1,7 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import { executionNotFound } from "../engine/errors.ts";
-import { toExecutionView } from "../engine/executions.ts";
+import { type ExecutionView, toExecutionSummary, toExecutionView } from "../engine/executions.ts";
 import { uuidOrNull } from "../engine/ids.ts";
 import type { FileService } from "../files/service.ts";
 import { EXECUTION_STATUSES, type ExecutionRow, type ExecutionStatus } from "../store/types.ts";
@@ -29,14 +29,14 @@ function uuidOrNotFound(value: string): string {
 
 export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
   /** Views of executions with their uploads, looked up in one query for the lot. */
-  const views = async (rows: ExecutionRow[]) => {
+  const views = async <R extends ExecutionRow>(rows: R[], toView: (row: R, uploads?: unknown[]) => ExecutionView) => {
     const uploads = await deps.files.uploadsOf(rows.map((r) => r.id));
     return rows.map((row) => ({
-      ...toExecutionView(row, uploads.get(row.id)),
+      ...toView(row, uploads.get(row.id)),
       statusUrl: executionUrl(deps.publicUrl(), row.id),
     }));
   };
-  const view = async (row: ExecutionRow) => (await views([row]))[0];
+  const view = async (row: ExecutionRow) => (await views([row], toExecutionView))[0];
   return new Elysia({ name: "executions" })
     .use(authenticated(deps.auth, deps.publicUrl))
     .get("/executions", async ({ query, principal }) => {
@@ -47,7 +47,10 @@ export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
         action: q.action,
         status: q.status as ExecutionStatus | undefined,
       });
-      return { items: await views(page.items), nextCursor: page.lastId ? encodeCursor(page.lastId) : null };
+      return {
+        items: await views(page.items, toExecutionSummary),
+        nextCursor: page.lastId ? encodeCursor(page.lastId) : null,
+      };
     })
     .get("/executions/requests/:requestId", async ({ params, principal }) =>
       view(await deps.engine.executionByRequest(principal, uuidOrNotFound(params.requestId))),

@@ -1,6 +1,6 @@
 import type { Database, SQLQueryBindings } from "bun:sqlite";
 import { hostname } from "node:os";
-import { and, desc, eq, inArray, lt, type SQL, sql } from "drizzle-orm";
+import { type AnyColumn, and, desc, eq, getTableColumns, inArray, lt, type SQL, sql } from "drizzle-orm";
 import type { PgDatabase } from "drizzle-orm/pg-core";
 import type postgres from "postgres";
 import type { ParameterOrJSON } from "postgres";
@@ -9,6 +9,7 @@ import { StatementCache } from "./sqlite/statement-cache.ts";
 import type {
   ActiveRelease,
   ExecutionFilter,
+  ExecutionListRow,
   ExecutionRow,
   ExecutionSettlement,
   FileRow,
@@ -113,8 +114,15 @@ export abstract class SqlStore implements Store {
     return (rows[0] as ExecutionRow | undefined) ?? null;
   }
 
-  async listExecutions(filter: ExecutionFilter): Promise<ExecutionRow[]> {
+  async listExecutions(filter: ExecutionFilter): Promise<ExecutionListRow[]> {
     const x = this.t.executions;
+    const { input, output, errorMessage, instance: _, ...columns } = getTableColumns(x);
+    const inputBytes = this.storedBytes(input);
+    const outputBytes = sql<number>`coalesce(${this.storedBytes(output)}, 0)`.mapWith(Number);
+    const errorMessageBytes = sql<number>`coalesce(${this.storedBytes(errorMessage)}, 0)`.mapWith(Number);
+    // A value over the bound is never read out of the database: one page of large executions stays small.
+    const bounded = (column: AnyColumn, bytes: SQL) =>
+      sql`case when ${bytes} <= ${filter.maxValueBytes} then ${column} end`.mapWith(column);
     const conditions: SQL[] = [];
     if (filter.principal) {
       conditions.push(eq(x.principalKind, filter.principal.kind), eq(x.principalId, filter.principal.id));
@@ -123,12 +131,27 @@ export abstract class SqlStore implements Store {
     if (filter.status) conditions.push(eq(x.status, filter.status));
     if (filter.beforeId) conditions.push(lt(x.id, filter.beforeId));
     const rows = await this.db
-      .select()
+      .select({
+        ...columns,
+        input: bounded(input, inputBytes),
+        output: bounded(output, outputBytes),
+        errorMessage: bounded(errorMessage, errorMessageBytes),
+        inputBytes: inputBytes.mapWith(Number),
+        outputBytes,
+        errorMessageBytes,
+      })
       .from(x)
       .where(and(...conditions))
       .orderBy(desc(x.id))
       .limit(filter.limit);
-    return rows as ExecutionRow[];
+    return rows as ExecutionListRow[];
+  }
+
+  /** The size of a text or JSON column as stored (PostgreSQL's jsonb sized as its text). */
+  private storedBytes(column: AnyColumn): SQL<number> {
+    return this.dialect === "postgres"
+      ? sql<number>`octet_length(${column}::text)`
+      : sql<number>`length(cast(${column} as blob))`;
   }
 
   async settleExecution(id: string, s: ExecutionSettlement): Promise<ExecutionSettlement> {

@@ -52,6 +52,17 @@ export interface ExecutionFilter {
   /** Keyset: only ids strictly below this one (ids are UUIDv7, so id order is creation order). */
   beforeId?: string;
   limit: number;
+  /** Inputs, outputs and error messages larger than this (as stored) are left in the database: `null` in the row. */
+  maxValueBytes: number;
+}
+
+/** An execution as lists read it: large values stay in the database, their sizes say what was left out. */
+export interface ExecutionListRow extends ExecutionRow {
+  inputBytes: number;
+  /** 0 when there is no output. */
+  outputBytes: number;
+  /** 0 when there is no error message. */
+  errorMessageBytes: number;
 }
 
 export interface ReleaseRow {
@@ -235,7 +246,7 @@ export interface Store {
     principal: { kind: PrincipalKind; id: string },
     requestId: string,
   ): Promise<ExecutionRow | null>;
-  listExecutions(filter: ExecutionFilter): Promise<ExecutionRow[]>;
+  listExecutions(filter: ExecutionFilter): Promise<ExecutionListRow[]>;
   /**
    * Stores the final status, and the writes in the same transaction. If a write fails, nothing of them
    * is kept and the execution is stored as failed with the reason; resolves to what was stored.

@@ -56,7 +56,11 @@ for (const dialect of dialects) {
           }),
         ),
       );
-      const listed = await store.listExecutions({ principal: { kind: "user", id: "batch" }, limit: 100 });
+      const listed = await store.listExecutions({
+        principal: { kind: "user", id: "batch" },
+        limit: 100,
+        maxValueBytes: 4096,
+      });
       expect(listed.map((e) => e.id)).toEqual(rows.map((r) => r.id).reverse());
       expect(listed.filter((e) => e.status === "failed").length).toBe(20);
     });
