@@ -7,9 +7,10 @@ import { MalformedMultipart, type MultipartForm, readMultipart } from "../files/
 import type { FileService, SentFile } from "../files/service.ts";
 import { Spool } from "../files/spool.ts";
 import { TooLarge } from "../files/storage.ts";
+import { nestsDeeperThan } from "../lib/json-depth.ts";
 import type { ValidationIssue } from "../release/contract.ts";
 import { authenticated } from "./auth.ts";
-import { MiB, payloadTooLarge, readJsonBody } from "./body.ts";
+import { MiB, payloadTooLarge, readJsonBody, tooDeep } from "./body.ts";
 import { executionUrl, type HttpDeps, runUrl } from "./deps.ts";
 import { HttpError } from "./errors.ts";
 import { holdingConnection } from "./long-wait.ts";
@@ -106,6 +107,7 @@ async function readInvocationForm(request: Request, maxFileBytes: number, spool:
   } catch {
     throw invalidRequest([{ where: "/request", code: "invalid_json", message: "the request part is not valid JSON" }]);
   }
+  if (nestsDeeperThan(body)) throw tooDeep("/request");
   const files = new Map<string, SentFile>();
   for (const [field, file] of form.files) {
     files.set(field, {

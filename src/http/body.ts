@@ -1,3 +1,4 @@
+import { nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
 import { HttpError } from "./errors.ts";
 
 export const MiB = 1024 * 1024;
@@ -32,11 +33,27 @@ export async function readTextBody(request: Request, limit: number): Promise<str
   return new TextDecoder().decode(Buffer.concat(chunks));
 }
 
-/** Parses a JSON body; a body that is not JSON is `invalid_request` with the issue at the root. */
+/** A body (or part) nested deeper than MAX_JSON_DEPTH: refused before any code walks it. */
+export const tooDeep = (where = "") =>
+  new HttpError(
+    400,
+    "invalid_request",
+    tooDeepMessage,
+    {},
+    {
+      details: { issues: [{ where, code: "too_deep", message: tooDeepMessage }] },
+    },
+  );
+
+/**
+ * Parses a JSON body; a body that is not JSON is `invalid_request` with the issue at the root, and so
+ * is one nested deeper than MAX_JSON_DEPTH.
+ */
 export async function readJsonBody(request: Request, limit: number): Promise<unknown> {
   const text = await readTextBody(request, limit);
+  let body: unknown;
   try {
-    return JSON.parse(text);
+    body = JSON.parse(text);
   } catch {
     throw new HttpError(
       400,
@@ -48,4 +65,6 @@ export async function readJsonBody(request: Request, limit: number): Promise<unk
       },
     );
   }
+  if (nestsDeeperThan(body)) throw tooDeep();
+  return body;
 }

@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import type { Authenticator } from "../auth/authenticator.ts";
 import { isLoopback } from "../config.ts";
+import { nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
 import type { McpEndpoint } from "../mcp/server.ts";
 import type { Principal } from "../sdk/index.ts";
 import { unauthorized } from "./auth.ts";
@@ -47,11 +48,21 @@ export const mcpRoutes = (options: McpRouteOptions) =>
     }
     if (Array.isArray(message))
       return rpcError(400, -32600, "Invalid Request: batches are not supported; send one message per POST");
+    // Tool arguments are measured on their own: too deep there is an input refusal the model can read.
+    if (nestsDeeperThan(withoutToolArguments(message)))
+      return rpcError(400, -32600, `Invalid Request: ${tooDeepMessage}`);
     // A tools/call waits up to WAIT_MS for its execution.
     return withErrorEnvelope(
       await holdingConnection(server, request, () => options.endpoint.handle(request, message, principal)),
     );
   });
+
+function withoutToolArguments(message: unknown): unknown {
+  if (typeof message !== "object" || message === null || !("params" in message)) return message;
+  const { params } = message as { params: unknown };
+  if (typeof params !== "object" || params === null || !("arguments" in params)) return message;
+  return { ...message, params: { ...params, arguments: null } };
+}
 
 /**
  * DNS-rebinding and cross-site defence. A server bound to loopback answers only requests addressed to

@@ -4,6 +4,7 @@ import type { DataService } from "../data/service.ts";
 import type { Engine } from "../engine/engine.ts";
 import { EngineError } from "../engine/errors.ts";
 import type { ExecutionEvent } from "../engine/execution-feed.ts";
+import { nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
 import { canonicalJson } from "../release/canonical-json.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
@@ -101,6 +102,7 @@ export class SessionHub {
     } catch {
       return this.error(session, { raw: String(raw).slice(0, 200) }, "each message must be one JSON object");
     }
+    if (nestsDeeperThan(message)) return this.error(session, { op: message.op }, tooDeepMessage);
     try {
       await this.handle(session, message);
     } catch (error) {

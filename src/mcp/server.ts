@@ -13,6 +13,7 @@ import {
 import { EngineError } from "../engine/errors.ts";
 import { uuidOrNull } from "../engine/ids.ts";
 import { toRunView } from "../engine/workflows/view.ts";
+import { MAX_JSON_DEPTH, nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
 import type { Principal } from "../sdk/index.ts";
 import { describeRelease } from "./describe.ts";
 import { callTool, INVALID_ARGUMENTS_META, listTools, type ToolDeps } from "./tools.ts";
@@ -99,19 +100,30 @@ function buildServer(deps: ToolDeps, version: string): Server {
 
 /**
  * A tools/call whose `arguments` is not an object would be refused by the SDK's schema check with a
- * zod dump (-32602) before any tool code runs. It is passed on with empty arguments and a marker, so
- * the tool answers a readable input refusal like any other.
+ * zod dump (-32602) before any tool code runs; one nested too deep would reach recursive code. Either is
+ * passed on with empty arguments and a marker naming the issue, so the tool answers a readable input
+ * refusal like any other.
  */
 function markInvalidArguments(message: unknown): unknown {
   if (!isObject(message) || message.method !== "tools/call" || !isObject(message.params)) return message;
-  const args = message.params.arguments;
-  if (args === undefined || isObject(args)) return message;
+  const problem = argumentsProblem(message.params.arguments);
+  if (problem === null) return message;
   const meta = isObject(message.params._meta) ? message.params._meta : {};
-  const type = args === null ? "null" : Array.isArray(args) ? "an array" : `a ${typeof args}`;
   return {
     ...message,
-    params: { ...message.params, arguments: {}, _meta: { ...meta, [INVALID_ARGUMENTS_META]: type } },
+    params: { ...message.params, arguments: {}, _meta: { ...meta, [INVALID_ARGUMENTS_META]: problem } },
   };
+}
+
+/** Why `arguments` cannot be a tool's input (the issue a refusal names), or null when it can. */
+function argumentsProblem(args: unknown): { code: string; message: string } | null {
+  if (args === undefined) return null;
+  if (isObject(args)) {
+    // The object is the input, one level below the body's root.
+    return nestsDeeperThan(args, MAX_JSON_DEPTH - 1) ? { code: "too_deep", message: tooDeepMessage } : null;
+  }
+  const type = args === null ? "null" : Array.isArray(args) ? "an array" : `a ${typeof args}`;
+  return { code: "invalid_type", message: `arguments must be an object, not ${type}` };
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> =>

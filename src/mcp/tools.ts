@@ -104,11 +104,9 @@ export async function callTool(
   const requestId = uuidOrNull(meta?.[REQUEST_ID_META]) ?? crypto.randomUUID();
   const refused = noExecution(requestId, "refused");
 
-  const argumentsType = meta?.[INVALID_ARGUMENTS_META];
-  if (typeof argumentsType === "string") {
-    const issues = [
-      { where: "/input", code: "invalid_type", message: `arguments must be an object, not ${argumentsType}` },
-    ];
+  const argumentsProblem = meta?.[INVALID_ARGUMENTS_META] as { code: string; message: string } | undefined;
+  if (argumentsProblem !== undefined) {
+    const issues = [{ where: "/input", code: argumentsProblem.code, message: argumentsProblem.message }];
     return refusal(
       "action_contract_validation_failed",
       "the arguments do not fit the tool's input schema",
