@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { publishRelease } from "../src/release/publish.ts";
 import { dialects } from "./support/databases.ts";
+import { LiveClient } from "./support/live-client.ts";
 import { fixture, startTestServer, type TestServer } from "./support/server.ts";
 
 const MiB = 1024 * 1024;
@@ -171,7 +172,6 @@ for (const dialect of dialects) {
         { notes: { author: { $: { offset: 1 } } } },
         {},
         "notes",
-        { notes: { $: { where: deeplyNested(200) } } },
         { notes: { $: { where: { or: Array.from({ length: 2000 }, (_, i) => ({ title: `t${i}` })) } } } },
         { notes: { $: { where: Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`author.name${i}`, "x"])) } } },
       ];
@@ -180,6 +180,10 @@ for (const dialect of dialects) {
         expect(status, JSON.stringify(q)).toBe(400);
         expect(body).toMatchObject({ ok: false, error: "data_provider_rejected", message: expect.any(String) });
       }
+      // Nested past the JSON depth limit it never reaches the compiler.
+      const deep = await query({ notes: { $: { where: deeplyNested(200) } } }, alice);
+      expect(deep.status).toBe(400);
+      expect(deep.body.details.issues[0]).toMatchObject({ code: "too_deep" });
       const notAQuery = await t.fetch("/query", { method: "POST", body: JSON.stringify({ q: {} }) });
       expect((await notAQuery.json()).error).toBe("invalid_request");
       const big = await t.fetch("/query", {
@@ -290,6 +294,62 @@ for (const dialect of dialects) {
 }
 
 for (const dialect of dialects) {
+  describe(`unsupported characters in queries (${dialect.name})`, () => {
+    let t: TestServer;
+    beforeAll(async () => {
+      t = await startTestServer(dialect, { release: fixture("data") });
+    });
+    afterAll(() => t.stop());
+
+    // PostgreSQL refuses U+0000 and lone surrogates in values (it answered 500); SQLite would compare them.
+    const values = ["a\u0000b", "\ud800", "x\udc00y"];
+
+    test("over HTTP a query holding one is 400 data_provider_rejected naming where", async () => {
+      for (const value of values) {
+        const res = await t.fetch("/query?format=objects", {
+          method: "POST",
+          body: JSON.stringify({ query: { notes: { $: { where: { title: value } } } } }),
+        });
+        expect(res.status).toBe(400);
+        const body = await res.json();
+        expect(body).toMatchObject({ ok: false, error: "data_provider_rejected" });
+        expect(body.message).toContain("/notes/$/where/title");
+      }
+    });
+
+    test("over MCP the query tool refuses it readably, and so does a live add-query on the socket", async () => {
+      const res = await t.fetch("/mcp", {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2025-11-25",
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: { name: "query", arguments: { query: { notes: { $: { where: { title: "\ud800" } } } } } },
+        }),
+      });
+      const { result } = await res.json();
+      expect(result.isError).toBe(true);
+      expect(JSON.parse(result.content[0].text)).toMatchObject({ error: "data_provider_rejected" });
+
+      const client = await LiveClient.connect(t.url);
+      try {
+        client.send({ op: "init", "access-token": t.serviceKey });
+        await client.op("init-ok");
+        client.send({ op: "add-query", q: { notes: { $: { where: { title: "a\u0000b" } } } } });
+        expect(await client.op("error")).toMatchObject({ status: 400 });
+      } finally {
+        client.close();
+      }
+    });
+  });
+}
+
+for (const dialect of dialects) {
   describe(`schema changes (${dialect.name})`, () => {
     test("a release that would orphan stored data is refused unless forced", async () => {
       const t = await startTestServer(dialect, { release: fixture("data") });
@@ -324,6 +384,6 @@ export default defineRelease({ entities: { notes: { title: Type.String() } } });
         rmSync(dir, { recursive: true, force: true });
         await t.stop();
       }
-    });
+    }, 60_000);
   });
 }

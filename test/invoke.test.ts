@@ -127,12 +127,16 @@ for (const dialect of dialects) {
       expect((await t.fetch(`/executions/requests/${requestId}`)).status).toBe(404);
     });
 
-    test("U+0000 is refused in input on every database, and an output holding it fails the execution", async () => {
-      const res = await t.invoke("test.echo", { text: "a\u0000b" });
-      expect(res.status).toBe(400);
-      expect((await res.json()).details.issues).toContainEqual(
-        expect.objectContaining({ where: "/input/text", code: "unsupported_character" }),
-      );
+    test("U+0000 and lone surrogates are refused in input on every database, and an output holding one fails", async () => {
+      for (const text of ["a\u0000b", "\ud800", "x\udc00"]) {
+        const res = await t.invoke("test.echo", { text });
+        expect(res.status).toBe(400);
+        expect((await res.json()).details.issues).toContainEqual(
+          expect.objectContaining({ where: "/input/text", code: "unsupported_character" }),
+        );
+      }
+      // A well-formed pair (an emoji) is fine.
+      expect((await (await t.invoke("test.echo", { text: "\ud83d\ude00" })).json()).execution.status).toBe("succeeded");
       const failed = await (await t.invoke("test.nul", {})).json();
       expect(failed.execution).toMatchObject({ status: "failed", errorCode: "action_failed" });
       expect(failed.execution.errorMessage).toContain("/output/text");

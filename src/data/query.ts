@@ -1,3 +1,4 @@
+import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "../engine/json-text.ts";
 import type { Principal } from "../sdk/index.ts";
 import { QueryRejected } from "./errors.ts";
 import type { DataSchema, EntitySpec, LinkSide } from "./schema.ts";
@@ -38,6 +39,11 @@ const UNLIMITED = 1_000_000_000;
 export function parseQuery(query: unknown, schema: DataSchema): Map<string, QueryNode> {
   if (!isObject(query) || Object.keys(query).length === 0) {
     throw new QueryRejected("query must be an object with at least one entity: { <entity>: { … } }");
+  }
+  // PostgreSQL cannot compare with such strings (it refuses them), SQLite can: refuse them on both.
+  const unsupported = findUnsupportedCharacter(query);
+  if (unsupported !== null) {
+    throw new QueryRejected(`${UNSUPPORTED_CHARACTERS} cannot appear in a query (at ${unsupported})`);
   }
   const roots = new Map<string, QueryNode>();
   for (const [name, body] of Object.entries(query)) {

@@ -1,4 +1,4 @@
-import { findNulCharacter } from "../engine/json-text.ts";
+import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "../engine/json-text.ts";
 import type { DataContext } from "../sdk/index.ts";
 import type { WriteStatement } from "../store/types.ts";
 import { WriteRejected } from "./errors.ts";
@@ -148,8 +148,12 @@ export class ExecutionData implements Omit<DataContext, "query"> {
         `${verb} ${entity.name}: ${first?.path || "/"} ${first?.message ?? "does not fit the schema"}`,
       );
     }
-    const nul = findNulCharacter(doc);
-    if (nul !== null) throw new WriteRejected(`${verb} ${entity.name}: ${nul} holds U+0000, which cannot be stored`);
+    const unsupported = findUnsupportedCharacter(doc);
+    if (unsupported !== null) {
+      throw new WriteRejected(
+        `${verb} ${entity.name}: ${unsupported || "/"} holds ${UNSUPPORTED_CHARACTERS}, which cannot be stored`,
+      );
+    }
     return doc;
   }
 }

@@ -20,7 +20,7 @@ import { accessDenied, actionNotFound, EngineError, executionNotFound, runNotFou
 import { type ExecutionEvent, ExecutionFeed } from "./execution-feed.ts";
 import { canSee, LIST_VALUE_BYTES } from "./executions.ts";
 import { type FollowOptions, type FollowResources, followExecution, lastStatus } from "./follow.ts";
-import { findNulCharacter } from "./json-text.ts";
+import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "./json-text.ts";
 import { Liveness } from "./liveness.ts";
 import { Runner } from "./runner.ts";
 import { newRun } from "./workflows/new-run.ts";
@@ -145,9 +145,11 @@ export class Engine {
     );
     const fingerprint = sha256Hex(canonicalJson({ action: request.action, input: request.input, files }));
     const issues = [...action.checkInput(request.input), ...action.checkFiles(sent)];
-    const nul = findNulCharacter(request.input, "/input");
-    if (nul !== null)
-      issues.push({ where: nul, code: "unsupported_character", message: "strings and keys cannot contain U+0000" });
+    const unsupported = findUnsupportedCharacter(request.input, "/input");
+    if (unsupported !== null) {
+      const message = `strings and keys cannot contain ${UNSUPPORTED_CHARACTERS}`;
+      issues.push({ where: unsupported, code: "unsupported_character", message });
+    }
     if (issues.length > 0) {
       // The same request may have been accepted before under another contract; answer that one.
       const earlier = await this.$.store.findExecutionByRequest(request.principal, request.requestId);

@@ -1,14 +1,21 @@
+/** What `findUnsupportedCharacter` refuses, as messages name it. */
+export const UNSUPPORTED_CHARACTERS = "U+0000 or a lone surrogate";
+
+/** PostgreSQL's jsonb and text hold neither U+0000 nor a lone UTF-16 surrogate (it is not UTF-8). */
+const unsupported = (text: string) => text.includes("\u0000") || !text.isWellFormed();
+
 /**
- * PostgreSQL cannot store U+0000 in jsonb, and SQLite can; to behave alike on both, inputs and outputs
- * holding it are refused. Returns the JSON pointer of the first string or key that holds it.
+ * PostgreSQL cannot store U+0000 or a lone surrogate, and SQLite can; to behave alike on both, inputs,
+ * outputs and query values holding one are refused. Returns the JSON pointer of the first string or key
+ * that holds one.
  */
-export function findNulCharacter(value: unknown, pointer = ""): string | null {
-  if (typeof value === "string") return value.includes("\u0000") ? pointer : null;
+export function findUnsupportedCharacter(value: unknown, pointer = ""): string | null {
+  if (typeof value === "string") return unsupported(value) ? pointer : null;
   if (value === null || typeof value !== "object") return null;
   for (const [key, child] of Object.entries(value)) {
     const childPointer = `${pointer}/${key.replaceAll("~", "~0").replaceAll("/", "~1")}`;
-    if (key.includes("\u0000")) return childPointer;
-    const found = findNulCharacter(child, childPointer);
+    if (unsupported(key)) return childPointer;
+    const found = findUnsupportedCharacter(child, childPointer);
     if (found !== null) return found;
   }
   return null;
@@ -17,7 +24,7 @@ export function findNulCharacter(value: unknown, pointer = ""): string | null {
 /**
  * A returned value as it will be stored: JSON-normalised, `undefined` as null. When it cannot be
  * stored, the reason, to follow "the action's output" or "step x's result": "is not JSON: …" or
- * "holds U+0000 at <pointer>, …".
+ * "holds U+0000 or a lone surrogate at <pointer>, …".
  */
 export function storableJson(value: unknown, pointer: string): { value: unknown } | { problem: string } {
   let normalised: unknown;
@@ -26,7 +33,7 @@ export function storableJson(value: unknown, pointer: string): { value: unknown 
   } catch (error) {
     return { problem: `is not JSON: ${(error as Error).message}` };
   }
-  const nul = findNulCharacter(normalised, pointer);
-  if (nul !== null) return { problem: `holds U+0000 at ${nul || "/"}, which cannot be stored` };
+  const found = findUnsupportedCharacter(normalised, pointer);
+  if (found !== null) return { problem: `holds ${UNSUPPORTED_CHARACTERS} at ${found || "/"}, which cannot be stored` };
   return { value: normalised };
 }
