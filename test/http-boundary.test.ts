@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { revokeUserToken } from "../src/auth/tokens.ts";
 import { dialects } from "./support/databases.ts";
-import { fixture, startTestServer, type TestResponse, type TestServer } from "./support/server.ts";
+import { eventually, fixture, startTestServer, type TestResponse, type TestServer } from "./support/server.ts";
 
 const MiB = 1024 * 1024;
 
@@ -210,4 +210,38 @@ describe("before any release is published", () => {
       await t.stop();
     }
   });
+});
+
+describe("bodies that break off", () => {
+  test("a client that stops sending its body is a plain 400 in the log, never an unhandled error", async () => {
+    const lines: string[] = [];
+    const t = await startTestServer(dialects[0] as (typeof dialects)[number], {
+      release: fixture("basic"),
+      log: (line) => lines.push(line),
+    });
+    try {
+      const { hostname, port } = new URL(t.url);
+      const paths = ["/actions/test.echo/invoke", "/query", "/mcp"];
+      for (const path of paths) {
+        const socket = await Bun.connect({ hostname, port: Number(port), socket: { data() {} } });
+        socket.write(
+          `POST ${path} HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${t.serviceKey}\r\n` +
+            `Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n` +
+            `Content-Length: 100000\r\n\r\n{"requestId":`,
+        );
+        socket.flush();
+        socket.end();
+      }
+      const broke = await eventually(() => {
+        const found = lines.filter((line) => line.includes("the body broke off before its end (400)"));
+        return found.length === paths.length ? found : null;
+      }, 10_000);
+      expect((broke ?? []).map((line) => line.split(":")[0]).sort()).toEqual(
+        paths.map((path) => `POST ${path}`).sort(),
+      );
+      expect(lines.filter((line) => line.includes("unhandled error"))).toEqual([]);
+    } finally {
+      await t.stop();
+    }
+  }, 30_000);
 });

@@ -12,7 +12,7 @@ import type { ValidationIssue } from "../release/contract.ts";
 import { authenticated } from "./auth.ts";
 import { MiB, payloadTooLarge, readJsonBody, tooDeep } from "./body.ts";
 import { executionUrl, type HttpDeps, runUrl } from "./deps.ts";
-import { HttpError } from "./errors.ts";
+import { BodyAborted, HttpError } from "./errors.ts";
 import { holdingConnection } from "./long-wait.ts";
 
 export const INVOKE_BODY_LIMIT = 8 * MiB;
@@ -166,6 +166,8 @@ function invocationError(error: unknown, requestId: string | null): unknown {
       ...(requestId ? { requestId } : {}),
     });
   }
+  // Nobody reads the answer to a body that broke off: it stays what it is, to be logged as such.
+  if (error instanceof BodyAborted) return error;
   if (error instanceof HttpError) {
     return new HttpError(error.status, error.code, error.message, error.headers, { ...ids, ...error.details });
   }

@@ -1,5 +1,5 @@
 import { nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
-import { HttpError } from "./errors.ts";
+import { BodyAborted, HttpError } from "./errors.ts";
 
 export const MiB = 1024 * 1024;
 
@@ -17,6 +17,15 @@ export const payloadTooLarge = (limit: number) =>
  * sent, otherwise while streaming, so a chunked body is never held beyond the limit.
  */
 export async function readTextBody(request: Request, limit: number): Promise<string> {
+  try {
+    return await readText(request, limit);
+  } catch (error) {
+    if (error instanceof DOMException && error.name === "AbortError") throw new BodyAborted();
+    throw error;
+  }
+}
+
+async function readText(request: Request, limit: number): Promise<string> {
   const declared = request.headers.get("content-length");
   if (declared !== null) {
     if (Number(declared) > limit) throw payloadTooLarge(limit);

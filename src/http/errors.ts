@@ -21,6 +21,13 @@ export class HttpError extends Error {
   }
 }
 
+/** The client stopped sending before the body's end (the connection closed): an ordinary 400, not a bug. */
+export class BodyAborted extends HttpError {
+  constructor() {
+    super(400, "invalid_request", "the body broke off before its end");
+  }
+}
+
 const engineStatus: Record<EngineErrorCode, number> = {
   invalid_request: 400,
   action_contract_validation_failed: 400,
@@ -81,6 +88,7 @@ export const errorHandling = (log: (message: string) => void, routes: () => read
     if (error instanceof SignedUrlRefused) return errorResponse(403, error.code, error.message);
     if (error instanceof SignedContentTypeMismatch) return errorResponse(403, "signed_url_invalid", error.message);
     if (error instanceof QueryRejected) return errorResponse(400, "data_provider_rejected", error.message);
+    if (error instanceof BodyAborted) log(`${request.method} ${new URL(request.url).pathname}: ${error.message} (400)`);
     if (error instanceof HttpError)
       return errorResponse(error.status, error.code, error.message, error.details, error.headers);
     switch (code) {
