@@ -258,3 +258,30 @@ describe.skipIf(!postgresDialect)("live queries across instances (postgres)", ()
     }
   });
 });
+
+describe("sockets that never sign in", () => {
+  test("a socket without a valid init within 10 s is closed with 4008; one that signed in stays", async () => {
+    const t = await startTestServer(dialects[0] as (typeof dialects)[number], { release: fixture("basic") });
+    const silent = await LiveClient.connect(t.url);
+    const refused = await LiveClient.connect(t.url);
+    const signedIn = await LiveClient.connect(t.url);
+    try {
+      refused.send({ op: "init", "access-token": "not-a-token" });
+      expect((await refused.op("error")).status).toBe(401);
+      signedIn.send({ op: "init", "access-token": t.serviceKey });
+      await signedIn.op("init-ok");
+      await Promise.all([silent.whenClosed(), refused.whenClosed()]);
+      expect(silent.closed?.code).toBe(4008);
+      expect(refused.closed?.code).toBe(4008);
+      // The signed-in socket outlived the deadline and still answers.
+      signedIn.send({ op: "init", "access-token": t.serviceKey });
+      expect(await signedIn.op("error")).toMatchObject({ status: 400 });
+      expect(signedIn.closed).toBeNull();
+    } finally {
+      silent.close();
+      refused.close();
+      signedIn.close();
+      await t.stop();
+    }
+  }, 30_000);
+});

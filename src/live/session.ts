@@ -40,6 +40,7 @@ interface Session {
   principal: Principal | null;
   subscriptions: Map<string, Subscription>;
   streams: Map<string, () => void>;
+  initTimer: Timer;
 }
 
 type Message = Record<string, unknown> & { op?: unknown };
@@ -64,6 +65,8 @@ export class SessionHub {
   constructor(
     private readonly $: HubDeps,
     revocationCheckMs = 2_000,
+    /** A socket that has not sent a valid `init` by then is closed (4008): it holds a connection for nothing. */
+    private readonly initTimeoutMs = 10_000,
   ) {
     this.stopFeed = $.data.changes.subscribe((entities) => void this.refresh(entities));
     this.revocationTimer = setInterval(() => void this.closeRevoked(), revocationCheckMs);
@@ -78,12 +81,17 @@ export class SessionHub {
       principal: null,
       subscriptions: new Map(),
       streams: new Map(),
+      initTimer: setTimeout(() => {
+        socket.close(4008, `no valid init within ${this.initTimeoutMs / 1000} s`);
+        this.close(session);
+      }, this.initTimeoutMs).unref(),
     };
     this.sessions.add(session);
     return session;
   }
 
   close(session: Session): void {
+    clearTimeout(session.initTimer);
     for (const stop of session.streams.values()) stop();
     this.sessions.delete(session);
   }
@@ -138,6 +146,7 @@ export class SessionHub {
     const principal = typeof token === "string" ? await this.$.auth.resolveToken(token) : null;
     if (!principal) return this.error(session, message, "init needs a valid access-token", 401);
     session.principal = principal;
+    clearTimeout(session.initTimer);
     session.token = token as string;
     const release = this.$.engine.currentRelease();
     send(session, {
