@@ -82,6 +82,18 @@ const Env = Type.Object({
     maximum: 60_000,
     description: "how often a server looks for queued or due workflow runs",
   }),
+  LIVE_MAX_SUBSCRIPTIONS_PER_SOCKET: Type.Integer({
+    minimum: 1,
+    description: "live queries one /session socket may hold (more are refused with status 429)",
+  }),
+  LIVE_MAX_SUBSCRIPTIONS_PER_CALLER: Type.Integer({
+    minimum: 1,
+    description: "live queries one caller may hold across its sockets on this server",
+  }),
+  LIVE_MAX_SOCKETS_PER_CALLER: Type.Integer({
+    minimum: 1,
+    description: "/session sockets one caller may have signed in on this server",
+  }),
 });
 
 export type EnvName = keyof typeof Env.properties;
@@ -115,6 +127,14 @@ export interface Config {
   authIssuer?: string;
   storage: StorageConfig;
   workflows: { concurrency: number; leaseMs: number; pollMs: number };
+  /** Bounds of live queries per socket and per caller, so one caller cannot load the server for all. */
+  live: LiveLimits;
+}
+
+export interface LiveLimits {
+  subscriptionsPerSocket: number;
+  subscriptionsPerCaller: number;
+  socketsPerCaller: number;
 }
 
 /** `CORS_ORIGINS`: the origins it lists, and whether it holds `*` (any origin, except on /mcp). */
@@ -140,6 +160,9 @@ const defaults: Partial<Record<EnvName, string>> = {
   WORKFLOW_CONCURRENCY: "16",
   WORKFLOW_LEASE_MS: "30000",
   WORKFLOW_POLL_MS: "1000",
+  LIVE_MAX_SUBSCRIPTIONS_PER_SOCKET: "100",
+  LIVE_MAX_SUBSCRIPTIONS_PER_CALLER: "1000",
+  LIVE_MAX_SOCKETS_PER_CALLER: "50",
 };
 
 /** Reads and validates the process environment once; a bad value throws a ConfigError naming it. */
@@ -182,6 +205,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       concurrency: parsed.WORKFLOW_CONCURRENCY,
       leaseMs: parsed.WORKFLOW_LEASE_MS,
       pollMs: parsed.WORKFLOW_POLL_MS,
+    },
+    live: {
+      subscriptionsPerSocket: parsed.LIVE_MAX_SUBSCRIPTIONS_PER_SOCKET,
+      subscriptionsPerCaller: parsed.LIVE_MAX_SUBSCRIPTIONS_PER_CALLER,
+      socketsPerCaller: parsed.LIVE_MAX_SOCKETS_PER_CALLER,
     },
   };
 }

@@ -99,7 +99,7 @@ export async function startServer(
       `WARNING: --insecure-no-auth: /mcp callers without a credential act as user "${ANONYMOUS.id}". Never expose this server.`,
     );
   }
-  const hub = new SessionHub({ auth, data, engine, log });
+  const hub = new SessionHub({ auth, data, engine, log, limits: config.live });
   const app = createApp({
     files,
     maxFileBytes: config.maxFileBytes,

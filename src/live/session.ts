@@ -1,4 +1,5 @@
 import type { Authenticator } from "../auth/authenticator.ts";
+import type { LiveLimits } from "../config.ts";
 import { QueryRejected } from "../data/errors.ts";
 import type { DataService } from "../data/service.ts";
 import type { Engine } from "../engine/engine.ts";
@@ -21,7 +22,16 @@ export interface HubDeps {
   data: DataService;
   engine: Engine;
   log: (message: string) => void;
+  limits: LiveLimits;
 }
+
+/** What one caller holds on this server, across its sockets. */
+interface CallerLoad {
+  sockets: number;
+  subscriptions: number;
+}
+
+const callerKey = (principal: Principal) => `${principal.kind}\u0000${principal.id}`;
 
 type ResultShape = "join-rows" | "tree";
 
@@ -59,6 +69,9 @@ const streamStatus = (execution: ExecutionRow) => {
  */
 export class SessionHub {
   private readonly sessions = new Set<Session>();
+  private readonly callers = new Map<string, CallerLoad>();
+  private refreshing = false;
+  private pendingEntities = new Set<string>();
   private readonly stopFeed: () => void;
   private readonly revocationTimer: Timer;
 
@@ -68,7 +81,7 @@ export class SessionHub {
     /** A socket that has not sent a valid `init` by then is closed (4008): it holds a connection for nothing. */
     private readonly initTimeoutMs = 10_000,
   ) {
-    this.stopFeed = $.data.changes.subscribe((entities) => void this.refresh(entities));
+    this.stopFeed = $.data.changes.subscribe((entities) => this.scheduleRefresh(entities));
     this.revocationTimer = setInterval(() => void this.closeRevoked(), revocationCheckMs);
     this.revocationTimer.unref();
   }
@@ -92,6 +105,12 @@ export class SessionHub {
 
   close(session: Session): void {
     clearTimeout(session.initTimer);
+    if (session.principal && this.sessions.has(session)) {
+      const load = this.load(session.principal);
+      load.sockets -= 1;
+      load.subscriptions -= session.subscriptions.size;
+      if (load.sockets === 0) this.callers.delete(callerKey(session.principal));
+    }
     for (const stop of session.streams.values()) stop();
     this.sessions.delete(session);
   }
@@ -128,7 +147,8 @@ export class SessionHub {
       case "add-query":
         return this.addQuery(session, message);
       case "remove-query": {
-        session.subscriptions.delete(canonicalJson(message.q ?? null));
+        if (session.subscriptions.delete(canonicalJson(message.q ?? null)))
+          this.load(session.principal).subscriptions -= 1;
         return send(session, { op: "remove-query-ok", q: message.q, "client-event-id": eventId });
       }
       case "subscribe-stream":
@@ -145,6 +165,14 @@ export class SessionHub {
     const token = message["access-token"];
     const principal = typeof token === "string" ? await this.$.auth.resolveToken(token) : null;
     if (!principal) return this.error(session, message, "init needs a valid access-token", 401);
+    const load = this.load(principal);
+    if (load.sockets >= this.$.limits.socketsPerCaller) {
+      const limit = `at most ${this.$.limits.socketsPerCaller} sockets per caller (LIVE_MAX_SOCKETS_PER_CALLER)`;
+      this.error(session, message, limit, 429);
+      session.socket.close(4029, "too many sockets for this caller");
+      return this.close(session);
+    }
+    load.sockets += 1;
     session.principal = principal;
     clearTimeout(session.initTimer);
     session.token = token as string;
@@ -163,10 +191,23 @@ export class SessionHub {
     if (session.subscriptions.has(key)) {
       return send(session, { op: "add-query-exists", q: message.q, "client-event-id": message["client-event-id"] });
     }
+    const limits = this.$.limits;
+    if (session.subscriptions.size >= limits.subscriptionsPerSocket) {
+      const limit = `at most ${limits.subscriptionsPerSocket} live queries per socket (LIVE_MAX_SUBSCRIPTIONS_PER_SOCKET)`;
+      return this.error(session, message, limit, 429);
+    }
+    const load = this.load(session.principal as Principal);
+    if (load.subscriptions >= limits.subscriptionsPerCaller) {
+      const limit = `at most ${limits.subscriptionsPerCaller} live queries per caller (LIVE_MAX_SUBSCRIPTIONS_PER_CALLER)`;
+      return this.error(session, message, limit, 429);
+    }
     const release = this.$.engine.activeRelease();
     const returnType: ResultShape = message["return-type"] === "tree" ? "tree" : "join-rows";
     const reads = this.$.data.entitiesRead(release, message.q);
     const result = await this.run(session, release, message.q, returnType);
+    // Counted once its result is in: the caps were checked before the await, so a burst may pass them by
+    // the few queries in flight at once, never more.
+    if (!session.subscriptions.has(key) && this.sessions.has(session)) load.subscriptions += 1;
     session.subscriptions.set(key, { q: message.q, returnType, reads, last: JSON.stringify(result) });
     send(session, { op: "add-query-ok", q: message.q, result, "client-event-id": message["client-event-id"] });
   }
@@ -209,6 +250,37 @@ export class SessionHub {
       } finally {
         session.streams.delete(key);
       }
+    })();
+  }
+
+  private load(principal: Principal): CallerLoad {
+    const key = callerKey(principal);
+    let load = this.callers.get(key);
+    if (!load) {
+      load = { sockets: 0, subscriptions: 0 };
+      this.callers.set(key, load);
+    }
+    return load;
+  }
+
+  /**
+   * One refresh pass at a time: changes that arrive while one runs are gathered and answered by a
+   * single next pass, so a burst of writes costs two passes, not one per write.
+   */
+  private scheduleRefresh(entities: ReadonlySet<string>) {
+    if (this.refreshing) {
+      for (const entity of entities) this.pendingEntities.add(entity);
+      return;
+    }
+    this.refreshing = true;
+    void (async () => {
+      let next: ReadonlySet<string> | null = entities;
+      while (next) {
+        await this.refresh(next).catch((error) => this.$.log(`live refresh failed: ${(error as Error).message}`));
+        next = this.pendingEntities.size > 0 ? this.pendingEntities : null;
+        this.pendingEntities = new Set();
+      }
+      this.refreshing = false;
     })();
   }
 
