@@ -6,7 +6,7 @@ import { cors } from "./http/cors.ts";
 import type { HttpDeps } from "./http/deps.ts";
 import { errorHandling } from "./http/errors.ts";
 import { executionRoutes } from "./http/executions.ts";
-import { healthRoutes } from "./http/health.ts";
+import { healthRoutes, type ReadinessChecks } from "./http/health.ts";
 import { IDLE_TIMEOUT_SECONDS } from "./http/long-wait.ts";
 import { type McpRouteOptions, mcpRoutes } from "./http/mcp.ts";
 import type { Route } from "./http/methods.ts";
@@ -30,13 +30,14 @@ export interface AppDeps extends HttpDeps {
   mcp: Omit<McpRouteOptions, "auth" | "publicUrl">;
   metadata: Omit<ResourceMetadataOptions, "publicUrl">;
   cors: CorsOrigins;
+  readiness: ReadinessChecks;
 }
 
 export const createApp = (deps: AppDeps) => {
   const app = new Elysia({ serve: { maxRequestBodySize: HARD_BODY_LIMIT, idleTimeout: IDLE_TIMEOUT_SECONDS } })
     .use(errorHandling(deps.log, (): readonly Route[] => app.routes))
     .use(cors(deps.cors))
-    .use(healthRoutes)
+    .use(healthRoutes(deps.readiness))
     .use(wellKnownRoutes({ ...deps.metadata, publicUrl: deps.publicUrl }))
     .use(actionRoutes(deps))
     .use(executionRoutes(deps))

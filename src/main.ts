@@ -111,6 +111,7 @@ export async function startServer(
     log,
     metadata: { handle: config.handle, authIssuer: config.authIssuer },
     cors: config.cors,
+    readiness: { database: () => store.ping(), storage: () => storage.check() },
     mcp: {
       endpoint,
       allowedOrigins: config.cors.listed,

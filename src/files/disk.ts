@@ -1,4 +1,5 @@
-import { mkdir, rename, rm, stat } from "node:fs/promises";
+import { constants } from "node:fs";
+import { access, mkdir, rename, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { checkPath } from "./paths.ts";
 import { metered, type PutOptions, type Storage, type StoredBytes, type StoredObject } from "./storage.ts";
@@ -14,6 +15,11 @@ export class DiskStorage implements Storage {
   readonly driver = "disk";
 
   constructor(private readonly root: string) {}
+
+  async check(): Promise<void> {
+    await mkdir(this.root, { recursive: true });
+    await access(this.root, constants.W_OK);
+  }
 
   /** Takes any byte iterable too (a spool writes a multipart file part through here). */
   async put(path: string, body: AsyncIterable<Uint8Array>, options: PutOptions): Promise<StoredObject> {

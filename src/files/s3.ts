@@ -56,6 +56,10 @@ export class S3Storage implements Storage {
     return storage;
   }
 
+  async check(): Promise<void> {
+    if (!(await this.client.bucketExists(this.bucket))) throw new Error(`bucket ${this.bucket} does not exist`);
+  }
+
   async init(): Promise<void> {
     if (!(await this.client.bucketExists(this.bucket))) await this.client.makeBucket(this.bucket, this.region);
   }

@@ -6,6 +6,8 @@ export interface Storage {
   /** The bytes, streamed; null when there is no such file. */
   get(path: string): Promise<StoredBytes | null>;
   delete(path: string): Promise<void>;
+  /** Throws unless the store can be reached now (for /readyz). */
+  check(): Promise<void>;
   /**
    * Only for a store that serves presigned URLs itself (S3): a URL that PUTs / GETs `path` for
    * `expiresInSeconds` without a credential. A driver without them gets the server's own signed URLs.

@@ -5,6 +5,7 @@ import { InvalidPath } from "../files/paths.ts";
 import { FileNotFound, SignedContentTypeMismatch } from "../files/service.ts";
 import { SignedUrlRefused } from "../files/signing.ts";
 import { TooLarge } from "../files/storage.ts";
+import { isDatabaseUnavailable, loggable } from "../store/unavailable.ts";
 import { type Route, routeMisses } from "./methods.ts";
 
 /** A refusal that only exists at the HTTP boundary (credentials, body size). */
@@ -27,6 +28,18 @@ export class BodyAborted extends HttpError {
     super(400, "invalid_request", "the body broke off before its end");
   }
 }
+
+/** Seconds a client is told to wait before trying again while the database is away. */
+const RETRY_AFTER_SECONDS = "5";
+
+const databaseUnavailable = () =>
+  errorResponse(
+    503,
+    "database_unavailable",
+    "the database cannot be reached; try again shortly",
+    {},
+    { "retry-after": RETRY_AFTER_SECONDS },
+  );
 
 const engineStatus: Record<EngineErrorCode, number> = {
   invalid_request: 400,
@@ -110,7 +123,8 @@ export const errorHandling = (log: (message: string) => void, routes: () => read
       case "INVALID_FILE_TYPE":
         return errorResponse(400, "invalid_request", error.message);
     }
-    log(`unhandled error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    if (isDatabaseUnavailable(error)) return databaseUnavailable();
+    log(`unhandled error: ${loggable(error)}`);
     return errorResponse(500, "internal_error", "the server failed to answer this request");
   });
 };

@@ -10,6 +10,7 @@ import { canonicalJson } from "../release/canonical-json.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
 import { type ExecutionRow, isTerminal } from "../store/types.ts";
+import { isDatabaseUnavailable } from "../store/unavailable.ts";
 
 /** The socket as the hub sees it; http/session.ts adapts Elysia's. */
 export interface LiveSocket {
@@ -135,6 +136,9 @@ export class SessionHub {
     } catch (error) {
       if (error instanceof QueryRejected || error instanceof EngineError)
         return this.error(session, message, error.message);
+      if (isDatabaseUnavailable(error)) {
+        return this.error(session, message, "the database cannot be reached; try again shortly", 503);
+      }
       throw error;
     }
   }

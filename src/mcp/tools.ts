@@ -7,6 +7,7 @@ import { toExecutionView } from "../engine/executions.ts";
 import { uuidOrNull } from "../engine/ids.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
+import { isDatabaseUnavailable } from "../store/unavailable.ts";
 import { describeRelease } from "./describe.ts";
 import { runResourceUri } from "./uris.ts";
 
@@ -127,6 +128,9 @@ export async function callTool(
     }
     outcome = await deps.engine.invoke({ principal, action: name, requestId, input: args });
   } catch (error) {
+    if (isDatabaseUnavailable(error)) {
+      return refusal("database_unavailable", "the database cannot be reached; try again shortly", {}, refused);
+    }
     if (!(error instanceof EngineError)) throw error;
     const { executionId, executionStatus } = error.details;
     const existing =

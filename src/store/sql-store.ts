@@ -211,6 +211,10 @@ export abstract class SqlStore implements Store {
 
   async retire(): Promise<void> {}
 
+  async ping(): Promise<void> {
+    await this.dataSelect("select 1 as ok", []);
+  }
+
   async dataSelect(sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
     if (this.dialect === "sqlite") {
       this.statements ??= new StatementCache(this.sqliteClient());

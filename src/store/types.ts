@@ -271,6 +271,8 @@ export interface Store {
 
   /** Runs one read statement of the data layer (src/data/) and returns its rows. */
   dataSelect(sql: string, params: unknown[]): Promise<Record<string, unknown>[]>;
+  /** Throws unless the database answers now (for /readyz). */
+  ping(): Promise<void>;
   /** Runs DDL of the data layer (the indexes a release's schema declares); idempotent statements only. */
   dataDdl(statements: string[]): Promise<void>;
   /**

@@ -17,7 +17,8 @@ export async function openPostgresStore(url: string): Promise<SqlStore> {
   await migrateUnderLock(url);
   // Plan every execution of a named statement for its own parameters (see pg/execution-writer.ts).
   const connection = { plan_cache_mode: "force_custom_plan" };
-  return new PostgresStore(postgres(url, { max: 10, onnotice: () => {}, connection }));
+  // connect_timeout: during an outage a request waits for a connection at most this long, then is a 503.
+  return new PostgresStore(postgres(url, { max: 10, connect_timeout: 5, onnotice: () => {}, connection }));
 }
 
 async function migrateUnderLock(url: string): Promise<void> {

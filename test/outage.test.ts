@@ -1,0 +1,132 @@
+import { expect, test } from "bun:test";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { hashSecret } from "../src/auth/tokens.ts";
+import { cli, serve } from "./support/cli.ts";
+import { eventually, fixture } from "./support/server.ts";
+
+// A private PostgreSQL cluster, made by this test and removed after, so that stopping it harms nothing
+// else. pg_createcluster (Debian's postgresql-common) needs root, as CI runs.
+const canMakeClusters =
+  process.platform === "linux" && process.getuid?.() === 0 && existsSync("/usr/bin/pg_createcluster");
+
+function pgctl(...args: string[]) {
+  const run = Bun.spawnSync(args, { stdout: "pipe", stderr: "pipe" });
+  if (run.exitCode !== 0) throw new Error(`${args.join(" ")}: ${run.stderr.toString()}`);
+}
+
+function freePort(): number {
+  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const { port } = probe;
+  probe.stop(true);
+  return port;
+}
+
+interface Answer {
+  status: number;
+  body: Record<string, unknown>;
+  retryAfter: string | null;
+  ms: number;
+}
+
+test.skipIf(!canMakeClusters)(
+  "a PostgreSQL outage is answered 503 database_unavailable, /readyz flips, the server recovers by itself, nothing answered 200 is lost",
+  async () => {
+    const version = readdirSync("/etc/postgresql")[0] as string;
+    const cluster = `actuate_outage_${crypto.randomUUID().slice(0, 8)}`;
+    const port = freePort();
+    const dataDir = mkdtempSync(join(tmpdir(), "actuate-outage-"));
+    const key = `outage-key-${crypto.randomUUID()}`;
+    const env = {
+      DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/postgres`,
+      DATA_DIR: dataDir,
+      SERVICE_KEYS: key,
+      WAIT_MS: "5000",
+    };
+    pgctl("pg_createcluster", version, cluster, "-p", String(port), "--", "--auth=trust");
+    let server: Awaited<ReturnType<typeof serve>> | undefined;
+    try {
+      pgctl("pg_ctlcluster", version, cluster, "start");
+      const token =
+        (await cli(["token", "create", "--user", "outage-user"], env)).stdout.trim().split("\n").at(-1) ?? "";
+      server = await serve(["start", "--release", fixture("basic")], env);
+      const base = server.url;
+
+      const answers: Answer[] = [];
+      let running = true;
+      const call = async (path: string, init: RequestInit = {}): Promise<Answer> => {
+        const started = performance.now();
+        const response = await fetch(`${base}${path}`, init);
+        const text = await response.text();
+        let body: Record<string, unknown>;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          body = { unparsed: text };
+        }
+        return {
+          status: response.status,
+          body,
+          retryAfter: response.headers.get("retry-after"),
+          ms: performance.now() - started,
+        };
+      };
+      const client = async () => {
+        while (running) {
+          const answer = await call("/actions/test.echo/invoke", {
+            method: "POST",
+            headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+            body: JSON.stringify({ requestId: crypto.randomUUID(), input: { text: "during" } }),
+          });
+          answers.push(answer);
+          if (answer.status !== 200) await Bun.sleep(50);
+        }
+      };
+      const load = Promise.all([client(), client(), client()]);
+      const count = (status: number) => answers.filter((a) => a.status === status).length;
+
+      await eventually(() => count(200) >= 20, 20_000);
+      pgctl("pg_ctlcluster", version, cluster, "stop", "-m", "fast");
+      await eventually(() => count(503) >= 6, 30_000);
+      const down = await call("/readyz");
+      expect(down.status).toBe(503);
+      expect(down.body).toMatchObject({ ok: false, error: "not_ready", database: "unavailable", storage: "ok" });
+      expect((await call("/healthz")).status).toBe(200);
+
+      pgctl("pg_ctlcluster", version, cluster, "start");
+      await eventually(async () => (await call("/readyz")).status === 200, 30_000);
+      const after = answers.length;
+      await eventually(() => answers.slice(after).some((a) => a.status === 200), 30_000);
+      running = false;
+      await load;
+
+      for (const answer of answers) {
+        expect([200, 503]).toContain(answer.status);
+        expect(answer.body.ok === false || answer.status === 200).toBe(true);
+        if (answer.status === 503) {
+          expect(answer.body).toMatchObject({ ok: false, error: "database_unavailable" });
+          expect(answer.retryAfter).toBe("5");
+        }
+        // Bounded by the connect timeout (5 s), never a hang.
+        expect(answer.ms).toBeLessThan(15_000);
+      }
+      const succeeded = answers.filter((a) => a.status === 200);
+      for (const answer of succeeded) {
+        const id = (answer.body.execution as { id: string }).id;
+        const stored = await call(`/executions/${id}`, { headers: { authorization: `Bearer ${token}` } });
+        expect(stored.status).toBe(200);
+        expect(stored.body).toMatchObject({ id, status: "succeeded" });
+      }
+      const log = server.output();
+      expect(log).not.toContain(hashSecret(token));
+      expect(log).not.toContain(token);
+      expect(log).not.toContain("unhandled error");
+    } finally {
+      await server?.kill();
+      Bun.spawnSync(["pg_dropcluster", "--stop", version, cluster]);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  },
+  150_000,
+);
