@@ -168,6 +168,14 @@ export type Fenced = { saved: true } | { leaseLost: true };
 /** A step's checkpoint may also be refused: its data writes broke a rule of the data (a unique value taken, a row gone). */
 export type StepSaved = Fenced | { refused: string };
 
+/** A run given up until `wakeAt` (a sleep, a retry's backoff), with the step row that says why. */
+export interface Suspension {
+  status: "running" | "sleeping";
+  wakeAt: number;
+  step: StepRow;
+  now: number;
+}
+
 export const SAVED = { saved: true } as const;
 export const LEASE_LOST = { leaseLost: true } as const;
 
@@ -209,11 +217,7 @@ export interface RunStore {
    * Gives the run up until `wakeAt` (a sleep, a retry's backoff) with the step row that says why, in one
    * transaction: the step row, the run's status and wake time, and the lease let go, or none of them.
    */
-  suspend(
-    owner: string,
-    runId: string,
-    suspension: { status: "running" | "sleeping"; wakeAt: number; step: StepRow; now: number },
-  ): Promise<Fenced>;
+  suspend(owner: string, runId: string, suspension: Suspension): Promise<Fenced>;
   /** Ends the run and its execution in one transaction (a canceled run's open steps end canceled with it). */
   finish(owner: string, runId: string, settlement: RunSettlement): Promise<Fenced>;
   /**

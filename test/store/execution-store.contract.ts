@@ -1,7 +1,7 @@
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import type { ExecutionFilter, ExecutionSettlement, Store } from "../../src/store/types.ts";
 import { row } from "../support/rows.ts";
-import { at, type ContractStores, dataWrites, type OpenStores } from "./fixture.ts";
+import { at, dataWrites, type OpenStores, storesPerTest } from "./fixture.ts";
 
 const succeeded = (output: unknown, finishedAt = at(10)): ExecutionSettlement => ({
   status: "succeeded",
@@ -24,14 +24,11 @@ const canceled: ExecutionSettlement = {
  * test/store/contracts.test.ts, with times from a fake clock (`at`).
  */
 export function executionStoreContract(open: OpenStores) {
-  let stores: ContractStores;
   let store: Store;
   let peer: Store;
-  beforeEach(async () => {
-    stores = await open();
-    ({ store, peer } = stores);
+  storesPerTest(open, (opened) => {
+    ({ store, peer } = opened);
   });
-  afterEach(() => stores.close());
 
   describe("claimExecution", () => {
     test("a (principal, requestId) is claimed once: a second claim answers the stored row, created false", async () => {

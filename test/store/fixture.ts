@@ -1,6 +1,7 @@
+import { afterEach, beforeEach } from "bun:test";
 import { postgresDialect, sqliteDialect } from "../../src/data/sql-dialect.ts";
+import { newRun } from "../../src/engine/workflows/new-run.ts";
 import type { ExecutionRow, RunRow, StepRow, Store, WriteStatement } from "../../src/store/types.ts";
-import { row } from "../support/rows.ts";
 
 /**
  * What a contract suite runs on: a store on a fresh database, and a peer for what another instance on the
@@ -14,51 +15,35 @@ export interface ContractStores {
 
 export type OpenStores = () => Promise<ContractStores>;
 
+/** Opens fresh stores before each test of the suite (handed to `use`) and closes them after it. */
+export function storesPerTest(open: OpenStores, use: (stores: ContractStores) => void) {
+  let stores: ContractStores | undefined;
+  beforeEach(async () => {
+    stores = await open();
+    use(stores);
+  });
+  afterEach(() => stores?.close());
+}
+
 /** The fake clock: every time a test passes in is an offset from here. */
 export const T0 = 1_800_000_000_000;
 export const at = (offset: number) => T0 + offset;
 
-/** The rows a workflow invocation admits (as engine/workflows/new-run.ts builds them), queued at `now` unless leased. */
+/** The rows a workflow invocation admits (made as the engine makes them), queued at `now` unless leased. */
 export function runRows(
   options: { now?: number; requestId?: string; principalId?: string; lease?: { owner: string; until: number } } = {},
 ): { execution: ExecutionRow; run: RunRow } {
-  const { now = T0, requestId = crypto.randomUUID(), principalId = "alice", lease } = options;
-  const id = Bun.randomUUIDv7();
-  const status = lease ? "running" : "queued";
-  const input = { order: id.slice(-4), lines: [1, 2] };
-  return {
-    execution: row({
-      id,
-      requestId,
-      principalId,
-      action: "orders.fulfil",
-      kind: "workflow",
-      input,
-      status,
-      createdAt: now,
-      startedAt: lease ? now : null,
-    }),
-    run: {
-      id,
-      requestId,
-      workflow: "orders.fulfil",
-      releaseVersion: "t1",
-      principalKind: "user",
-      principalId,
-      input,
-      status,
-      output: null,
-      errorCode: null,
-      errorMessage: null,
-      cancelRequested: false,
-      leaseOwner: lease?.owner ?? null,
-      leaseExpiresAt: lease?.until ?? null,
-      wakeAt: now,
-      createdAt: now,
-      updatedAt: now,
-      finishedAt: null,
-    },
-  };
+  const { now = T0, requestId = crypto.randomUUID(), principalId = "alice", lease = null } = options;
+  return newRun({
+    principal: { kind: "user", id: principalId },
+    requestId,
+    input: { order: crypto.randomUUID(), lines: [1, 2] },
+    contract: { name: "orders.fulfil", contractHash: "c".repeat(64) },
+    releaseVersion: "t1",
+    fingerprint: "f".repeat(64),
+    lease,
+    now,
+  });
 }
 
 export function stepRow(runId: string, overrides: Partial<StepRow> = {}): StepRow {

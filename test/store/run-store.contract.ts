@@ -1,6 +1,6 @@
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { type RunFilter, runCanceled, type Store } from "../../src/store/types.ts";
-import { at, type ContractStores, dataWrites, type OpenStores, runRows, stepRow, T0 } from "./fixture.ts";
+import { at, dataWrites, type OpenStores, runRows, stepRow, storesPerTest, T0 } from "./fixture.ts";
 
 const LEASE = 10_000;
 const done = { status: "succeeded", output: { shipped: true }, errorCode: null, errorMessage: null } as const;
@@ -11,14 +11,11 @@ const done = { status: "succeeded", output: { shipped: true }, errorCode: null, 
  * dialect has several.
  */
 export function runStoreContract(open: OpenStores) {
-  let stores: ContractStores;
   let store: Store;
   let peer: Store;
-  beforeEach(async () => {
-    stores = await open();
-    ({ store, peer } = stores);
+  storesPerTest(open, (opened) => {
+    ({ store, peer } = opened);
   });
-  afterEach(() => stores.close());
 
   /** A run admitted at T0 and claimed by `owner` at `now`, leased until now + LEASE. */
   async function claimedRun(owner = "A", now = T0) {

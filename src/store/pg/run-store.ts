@@ -1,6 +1,6 @@
 import type { ParameterOrJSON, Row, Sql } from "postgres";
 import { listConditions } from "../run-filter.ts";
-import { WriteFailed, writeFailure } from "../sql-store.ts";
+import { refusal, WriteFailed } from "../sql-store.ts";
 import {
   type ExecutionRow,
   type Fenced,
@@ -14,6 +14,7 @@ import {
   SAVED,
   type StepRow,
   type StepSaved,
+  type Suspension,
   type WriteStatement,
 } from "../types.ts";
 import { Lane, type Queued } from "./lane.ts";
@@ -242,17 +243,11 @@ export class PgRunStore implements RunStore {
       return SAVED;
     } catch (error) {
       if (error instanceof LeaseLost) return LEASE_LOST;
-      const refused = writeFailure(error);
-      if (refused === null) throw error;
-      return { refused };
+      return refusal(error);
     }
   }
 
-  async suspend(
-    owner: string,
-    runId: string,
-    { status, wakeAt, step, now }: { status: "running" | "sleeping"; wakeAt: number; step: StepRow; now: number },
-  ): Promise<Fenced> {
+  async suspend(owner: string, runId: string, { status, wakeAt, step, now }: Suspension): Promise<Fenced> {
     this.supersedeUnsentStart(step);
     return fenced(await this.write(runId, SUSPEND, [runId, owner, status, wakeAt, now, ...stepValues(step)] as Params));
   }

@@ -1,6 +1,6 @@
 import type { Database, SQLQueryBindings, Statement } from "bun:sqlite";
 import { listConditions } from "../run-filter.ts";
-import { WriteFailed, writeFailure } from "../sql-store.ts";
+import { refusal, WriteFailed } from "../sql-store.ts";
 import {
   type ExecutionRow,
   type Fenced,
@@ -13,6 +13,7 @@ import {
   SAVED,
   type StepRow,
   type StepSaved,
+  type Suspension,
   type WriteStatement,
 } from "../types.ts";
 import type { SqliteExecutionWriter } from "./execution-writer.ts";
@@ -185,17 +186,11 @@ export class SqliteRunStore implements RunStore {
         return SAVED;
       })();
     } catch (error) {
-      const refused = writeFailure(error);
-      if (refused === null) throw error;
-      return { refused };
+      return refusal(error);
     }
   }
 
-  async suspend(
-    owner: string,
-    runId: string,
-    { status, wakeAt, step, now }: { status: "running" | "sleeping"; wakeAt: number; step: StepRow; now: number },
-  ): Promise<Fenced> {
+  async suspend(owner: string, runId: string, { status, wakeAt, step, now }: Suspension): Promise<Fenced> {
     return this.client.transaction((): Fenced => {
       const { changes } = this.suspendRun.run({ id: runId, owner, status, wakeAt, now });
       if (changes === 0) return LEASE_LOST;
