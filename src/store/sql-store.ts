@@ -331,6 +331,13 @@ export function writeFailure(error: unknown): string | null {
   return null;
 }
 
+/** A step's data writes the data refused, as the run store answers it; any other error is the store failing. */
+export function refusal(error: unknown): { refused: string } {
+  const refused = writeFailure(error);
+  if (refused === null) throw error;
+  return { refused };
+}
+
 export const failedWrites = (s: ExecutionSettlement, reason: string): ExecutionSettlement => ({
   status: "failed",
   output: null,

@@ -173,9 +173,32 @@ export const runCanceled = (at: number): RunSettlement => ({
   finishedAt: at,
 });
 
+/** What a write fenced by a run's lease did: stored, or nothing at all because `owner` no longer holds the run. */
+export type Fenced = { saved: true } | { leaseLost: true };
+
+/** A step's checkpoint may also be refused: its data writes broke a rule of the data (a unique value taken, a row gone). */
+export type StepSaved = Fenced | { refused: string };
+
+/** A run given up until `wakeAt` (a sleep, a retry's backoff), with the step row that says why. */
+export interface Suspension {
+  status: "running" | "sleeping";
+  wakeAt: number;
+  step: StepRow;
+  now: number;
+}
+
+export const SAVED = { saved: true } as const;
+export const LEASE_LOST = { leaseLost: true } as const;
+
 /**
- * Workflow runs and their checkpoints. Every write a worker makes about a run it holds is fenced by its
- * lease (`owner`): it answers false, and changes nothing, once another worker has taken the run over.
+ * Workflow runs and their checkpoints, the same on every dialect (test/store/run-store.contract.ts).
+ *
+ * A run is held by the owner its last claim (or admission) named, until the run ends, is suspended or
+ * released, or another owner claims it once its lease has expired. Every write a worker makes about a
+ * run is fenced by that: once another owner has taken the run over, the old one's writes change nothing
+ * and answer `{ leaseLost }`. Fencing is by owner, not by the clock: a lease that ran out while no one
+ * claimed the run is still its owner's. Times are the caller's (`now`, `leaseUntil`, a settlement's
+ * `finishedAt`); the store never reads a clock.
  */
 export interface RunStore {
   /**
@@ -188,30 +211,30 @@ export interface RunStore {
   list(filter: RunFilter): Promise<RunRow[]>;
   steps(runId: string): Promise<StepRow[]>;
   /**
-   * Leases up to `limit` runs that are due (or asked to cancel) and not held by a live lease; the runs
-   * become `running` (their executions too, when queued).
+   * Leases up to `limit` runs that are due (or asked to cancel) and whose lease, if any, expired before
+   * `now`; the runs become `running` (their executions too, when queued). Concurrent claims never hand
+   * one run to two owners.
    */
   claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<RunRow[]>;
   /** Extends the leases `owner` still holds among `ids`; answers those, with whether a cancel was asked. */
   renew(owner: string, ids: string[], leaseUntil: number): Promise<{ id: string; cancelRequested: boolean }[]>;
   /**
-   * Stores a step's row; its data writes (a succeeded step's) commit with it or not at all. An attempt's
-   * start (`running`) never replaces the row of the same or a later attempt, whatever order writes land in.
+   * Stores a step's row; its data writes (a succeeded step's) commit with it or not at all, and a write
+   * the data refuses answers `{ refused }` with nothing stored. An attempt's start (`running`) never
+   * replaces the row of the same or a later attempt, whatever order writes land in.
    */
-  saveStep(owner: string, step: StepRow, writes?: WriteStatement[]): Promise<boolean>;
-  /** Gives the run up until `wakeAt` (a sleep, a retry's backoff), with the step row that says why. */
-  suspend(
-    owner: string,
-    runId: string,
-    status: "running" | "sleeping",
-    wakeAt: number,
-    step: StepRow,
-  ): Promise<boolean>;
-  /** Ends the run and its execution in one transaction. */
-  finish(owner: string, runId: string, settlement: RunSettlement): Promise<boolean>;
+  saveStep(owner: string, step: StepRow, writes?: WriteStatement[]): Promise<StepSaved>;
   /**
-   * Asks a run to stop. One that no live lease holds ends `canceled` at once (with its execution); a held
-   * one is flagged for its worker. Answers the run as it is afterwards, or null when there is none.
+   * Gives the run up until `wakeAt` (a sleep, a retry's backoff) with the step row that says why, in one
+   * transaction: the step row, the run's status and wake time, and the lease let go, or none of them.
+   */
+  suspend(owner: string, runId: string, suspension: Suspension): Promise<Fenced>;
+  /** Ends the run and its execution in one transaction (a canceled run's open steps end canceled with it). */
+  finish(owner: string, runId: string, settlement: RunSettlement): Promise<Fenced>;
+  /**
+   * Asks a run to stop. One that no live lease holds at `now` ends `canceled` at once (with its
+   * execution); a held one is flagged for its worker. Answers the run as it is afterwards, or null when
+   * there is none.
    */
   requestCancel(runId: string, now: number): Promise<RunRow | null>;
   /** Lets go of every run `owner` holds (on shutdown), so another worker can resume them at once. */

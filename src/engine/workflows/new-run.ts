@@ -10,7 +10,7 @@ export function newRun(request: {
   principal: Principal;
   requestId: string;
   input: unknown;
-  contract: ActionContract;
+  contract: Pick<ActionContract, "name" | "contractHash">;
   releaseVersion: string;
   fingerprint: string;
   lease: { owner: string; until: number } | null;

@@ -2,12 +2,13 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import type { DataService } from "../../data/service.ts";
 import type { LoadedRelease, LoadedWorkflow } from "../../release/load.ts";
 import type { DataContext, Principal, StepContext, StepOptions, WorkflowContext } from "../../sdk/index.ts";
-import { writeFailure } from "../../store/sql-store.ts";
 import {
+  type Fenced,
   type RunRow,
   type RunSettlement,
   runCanceled,
   type StepRow,
+  type StepSaved,
   type Store,
   type WriteStatement,
 } from "../../store/types.ts";
@@ -263,33 +264,32 @@ export class RunExecution {
    * refused the writes (the attempt fails); unwinds when the lease is gone or the store itself fails.
    */
   private async save(row: StepRow, writes: WriteStatement[] = []): Promise<string | null> {
-    let saved: boolean;
+    let saved: StepSaved;
     try {
       saved = await this.$.store.runs.saveStep(this.owner, row, writes);
     } catch (error) {
-      const reason = writes.length > 0 ? writeFailure(error) : null;
-      if (reason !== null) return reason;
       throw this.storeFailed(error);
     }
-    if (!saved) this.lost();
-    return null;
+    if ("leaseLost" in saved) this.lost();
+    return "refused" in saved ? saved.refused : null;
   }
 
-  private async suspend(status: "running" | "sleeping", wakeAt: number, row: StepRow): Promise<never> {
-    let suspended: boolean;
+  private async suspend(status: "running" | "sleeping", wakeAt: number, step: StepRow): Promise<never> {
+    let suspended: Fenced;
     try {
-      suspended = await this.$.store.runs.suspend(this.owner, this.run.id, status, wakeAt, row);
+      suspended = await this.$.store.runs.suspend(this.owner, this.run.id, { status, wakeAt, step, now: this.$.now() });
     } catch (error) {
       throw this.storeFailed(error);
     }
-    if (!suspended) this.lost();
+    if ("leaseLost" in suspended) this.lost();
     this.suspendedUntil = wakeAt;
     throw new Unwind();
   }
 
   private async end(settlement: RunSettlement): Promise<PassOutcome> {
-    // False: another worker holds the run now, or a cancel ended it while it waited; either way not ours.
-    if (!(await this.$.store.runs.finish(this.owner, this.run.id, settlement))) return { kind: "released" };
+    // Lease lost: another worker holds the run now, or a cancel ended it while it waited; either way not ours.
+    const ended = await this.$.store.runs.finish(this.owner, this.run.id, settlement);
+    if ("leaseLost" in ended) return { kind: "released" };
     return { kind: "ended", settlement };
   }
 

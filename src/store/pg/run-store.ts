@@ -1,15 +1,20 @@
 import type { ParameterOrJSON, Row, Sql } from "postgres";
 import { listConditions } from "../run-filter.ts";
-import { WriteFailed } from "../sql-store.ts";
+import { refusal, WriteFailed } from "../sql-store.ts";
 import {
   type ExecutionRow,
+  type Fenced,
+  LEASE_LOST,
   type PrincipalKind,
   type RunFilter,
   type RunRow,
   type RunSettlement,
   type RunStore,
   runCanceled,
+  SAVED,
   type StepRow,
+  type StepSaved,
+  type Suspension,
   type WriteStatement,
 } from "../types.ts";
 import { Lane, type Queued } from "./lane.ts";
@@ -41,15 +46,27 @@ const ADMIT = `with e as (
   select e.id, $2, $5, $6, $3, $4, $9::text::jsonb, $13, false, $14, $15, $16, $11, $11 from e
   returning id`;
 
-const UPSERT_STEP = `insert into workflow_steps (run_id, name, seq, kind, status, attempts, output, error, started_at,
+/** A step row from the ten parameters from `$first` on (stepValues), inserted when `condition` holds. */
+const upsertStep = (first: number, condition: string) => {
+  const $ = (i: number) => `$${first + i}`;
+  return `insert into workflow_steps (run_id, name, seq, kind, status, attempts, output, error, started_at,
     finished_at)
-  select $1, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9, $10
-  where exists (select 1 from workflow_runs where id = $1 and lease_owner = $11 and ${WAITING})
+  select ${$(0)}, ${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, ${$(5)}, ${$(6)}::text::jsonb, ${$(7)}, ${$(8)}, ${$(9)}
+  ${condition}
   on conflict (run_id, name) do update set seq = excluded.seq, kind = excluded.kind, status = excluded.status,
     attempts = excluded.attempts, output = excluded.output, error = excluded.error,
     started_at = excluded.started_at, finished_at = excluded.finished_at
-  where excluded.status <> 'running' or workflow_steps.attempts < excluded.attempts
-  returning run_id`;
+  where excluded.status <> 'running' or workflow_steps.attempts < excluded.attempts`;
+};
+
+// Answers the run when held (whether or not an attempt's start was superseded), locked till commit: a
+// claim (skip locked) cannot take the run over while the step is written.
+const UPSERT_STEP = `with held as (
+    select id from workflow_runs where id = $1 and lease_owner = $11 and ${WAITING} for update
+  ), step as (
+    ${upsertStep(1, "from held")}
+  )
+  select id from held`;
 
 // Skip locked: two instances claiming at once take different runs instead of waiting on each other.
 const CLAIM = `with due as (
@@ -73,10 +90,15 @@ const RENEW = `update workflow_runs set lease_expires_at = $3
   where id = any(string_to_array($1::text, ',')) and lease_owner = $2 and ${WAITING}
   returning id, cancel_requested as "cancelRequested"`;
 
-const SUSPEND = `update workflow_runs set status = $3, wake_at = $4, lease_owner = null, lease_expires_at = null,
-    updated_at = $5
-  where id = $1 and lease_owner = $2 and ${WAITING}
-  returning id`;
+// One statement, so one transaction: the step row is written only if the run was still held and is now let go.
+const SUSPEND = `with r as (
+    update workflow_runs set status = $3, wake_at = $4, lease_owner = null, lease_expires_at = null, updated_at = $5
+    where id = $1 and lease_owner = $2 and ${WAITING}
+    returning id
+  ), step as (
+    ${upsertStep(6, "from r")}
+  )
+  select id from r`;
 
 // $7 null: end only a run that no live lease holds (a cancel of a waiting run). A canceled run's steps
 // that were running or waiting end canceled with it.
@@ -201,41 +223,37 @@ export class PgRunStore implements RunStore {
     return rows.map((r) => ({ id: r.id as string, cancelRequested: r.cancelRequested as boolean }));
   }
 
-  async saveStep(owner: string, step: StepRow, writes: WriteStatement[] = []): Promise<boolean> {
-    const key = `${step.runId}\u0000${step.name}`;
-    const unsent = this.unsentStarts.get(key);
-    if (unsent) {
-      unsent.superseded = true;
-      this.unsentStarts.delete(key);
-    }
+  async saveStep(owner: string, step: StepRow, writes: WriteStatement[] = []): Promise<StepSaved> {
+    const key = this.supersedeUnsentStart(step);
+    const params = [...stepValues(step), owner] as Params;
     if (writes.length === 0) {
       const startOf = step.status === "running" ? key : undefined;
-      return (await this.write(step.runId, UPSERT_STEP, stepParams(owner, step), startOf)).length > 0;
+      return fenced(await this.write(step.runId, UPSERT_STEP, params, startOf));
     }
     try {
       await this.client.begin(async (tx) => {
+        // The checkpoint first: it locks the run, and a worker that lost it sends none of its writes.
+        const saved = await tx.unsafe(UPSERT_STEP, params, PREPARED);
+        if (saved.length === 0) throw new LeaseLost();
         for (const write of writes) {
           const result = await tx.unsafe(write.sql, write.params as Params);
           if (write.mustChange && result.count === 0) throw new WriteFailed(write.mustChange);
         }
-        const saved = await tx.unsafe(UPSERT_STEP, stepParams(owner, step), PREPARED);
-        if (saved.length === 0) throw new LeaseLost();
       });
-      return true;
+      return SAVED;
     } catch (error) {
-      if (error instanceof LeaseLost) return false;
-      throw error;
+      if (error instanceof LeaseLost) return LEASE_LOST;
+      return refusal(error);
     }
   }
 
-  async suspend(owner: string, runId: string, status: "running" | "sleeping", wakeAt: number, step: StepRow) {
-    // The step row first: it needs the lease, which the suspension gives up.
-    if (!(await this.saveStep(owner, step))) return false;
-    return (await this.write(runId, SUSPEND, [runId, owner, status, wakeAt, Date.now()])).length > 0;
+  async suspend(owner: string, runId: string, { status, wakeAt, step, now }: Suspension): Promise<Fenced> {
+    this.supersedeUnsentStart(step);
+    return fenced(await this.write(runId, SUSPEND, [runId, owner, status, wakeAt, now, ...stepValues(step)] as Params));
   }
 
-  async finish(owner: string, runId: string, s: RunSettlement): Promise<boolean> {
-    return (await this.write(runId, FINISH, finishParams(runId, s, owner))).length > 0;
+  async finish(owner: string, runId: string, s: RunSettlement): Promise<Fenced> {
+    return fenced(await this.write(runId, FINISH, finishParams(runId, s, owner)));
   }
 
   async requestCancel(runId: string, now: number): Promise<RunRow | null> {
@@ -261,6 +279,17 @@ export class PgRunStore implements RunStore {
   /** Waits for queued writes (the store calls this before closing). */
   async drain(): Promise<void> {
     await Promise.all(this.lanes.map((lane) => lane.drain()));
+  }
+
+  /** A step's next row makes its attempt's start, if not sent yet, moot; answers the step's key. */
+  private supersedeUnsentStart(step: StepRow): string {
+    const key = `${step.runId}\u0000${step.name}`;
+    const unsent = this.unsentStarts.get(key);
+    if (unsent) {
+      unsent.superseded = true;
+      this.unsentStarts.delete(key);
+    }
+    return key;
   }
 
   private write(runId: string, sql: string, params: Params, startOf?: string): Promise<Row[]> {
@@ -322,7 +351,9 @@ class LeaseLost extends Error {}
 /** Run ids are UUIDv7: their last hex digit is random. */
 const laneOf = (runId: string) => Number.parseInt(runId.slice(-1), 16) % LANES;
 
-function stepParams(owner: string, step: StepRow): Params {
+const fenced = (rows: Row[]): Fenced => (rows.length > 0 ? SAVED : LEASE_LOST);
+
+function stepValues(step: StepRow): Params {
   return [
     step.runId,
     step.name,
@@ -334,7 +365,6 @@ function stepParams(owner: string, step: StepRow): Params {
     step.error,
     step.startedAt,
     step.finishedAt,
-    owner,
   ] as Params;
 }
 

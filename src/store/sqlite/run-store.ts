@@ -1,14 +1,19 @@
 import type { Database, SQLQueryBindings, Statement } from "bun:sqlite";
 import { listConditions } from "../run-filter.ts";
-import { WriteFailed } from "../sql-store.ts";
+import { refusal, WriteFailed } from "../sql-store.ts";
 import {
   type ExecutionRow,
+  type Fenced,
+  LEASE_LOST,
   type RunFilter,
   type RunRow,
   type RunSettlement,
   type RunStore,
   runCanceled,
+  SAVED,
   type StepRow,
+  type StepSaved,
+  type Suspension,
   type WriteStatement,
 } from "../types.ts";
 import type { SqliteExecutionWriter } from "./execution-writer.ts";
@@ -31,7 +36,7 @@ const STEP_COLUMNS = `run_id as runId, name, seq, kind, status, attempts, output
 
 const WAITING = `status in ('queued', 'running', 'sleeping')`;
 const OPEN_STEP = `('running', 'retrying', 'sleeping')`;
-const HELD = `lease_owner = $owner and lease_expires_at is not null`;
+const HELD = `lease_owner = $owner`;
 
 /**
  * Runs on SQLite: statements prepared once, each operation one synchronous transaction. One process
@@ -169,29 +174,33 @@ export class SqliteRunStore implements RunStore {
     )();
   }
 
-  async saveStep(owner: string, step: StepRow, writes: WriteStatement[] = []): Promise<boolean> {
-    return this.client.transaction(() => {
-      if (!this.isHeld.get({ id: step.runId, owner })) return false;
-      for (const write of writes) {
-        const { changes } = this.statements.get(write.sql).run(...(write.params as SQLQueryBindings[]));
-        if (write.mustChange && changes === 0) throw new WriteFailed(write.mustChange);
-      }
+  async saveStep(owner: string, step: StepRow, writes: WriteStatement[] = []): Promise<StepSaved> {
+    try {
+      return this.client.transaction((): StepSaved => {
+        if (!this.isHeld.get({ id: step.runId, owner })) return LEASE_LOST;
+        for (const write of writes) {
+          const { changes } = this.statements.get(write.sql).run(...(write.params as SQLQueryBindings[]));
+          if (write.mustChange && changes === 0) throw new WriteFailed(write.mustChange);
+        }
+        this.upsertStep.run(stepParams(step));
+        return SAVED;
+      })();
+    } catch (error) {
+      return refusal(error);
+    }
+  }
+
+  async suspend(owner: string, runId: string, { status, wakeAt, step, now }: Suspension): Promise<Fenced> {
+    return this.client.transaction((): Fenced => {
+      const { changes } = this.suspendRun.run({ id: runId, owner, status, wakeAt, now });
+      if (changes === 0) return LEASE_LOST;
       this.upsertStep.run(stepParams(step));
-      return true;
+      return SAVED;
     })();
   }
 
-  async suspend(owner: string, runId: string, status: "running" | "sleeping", wakeAt: number, step: StepRow) {
-    return this.client.transaction(() => {
-      const { changes } = this.suspendRun.run({ id: runId, owner, status, wakeAt, now: Date.now() });
-      if (changes === 0) return false;
-      this.upsertStep.run(stepParams(step));
-      return true;
-    })();
-  }
-
-  async finish(owner: string, runId: string, settlement: RunSettlement): Promise<boolean> {
-    return this.client.transaction(() => this.finishNow(owner, runId, settlement))();
+  async finish(owner: string, runId: string, settlement: RunSettlement): Promise<Fenced> {
+    return this.client.transaction(() => (this.finishNow(owner, runId, settlement) ? SAVED : LEASE_LOST))();
   }
 
   async requestCancel(runId: string, now: number): Promise<RunRow | null> {

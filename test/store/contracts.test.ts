@@ -1,0 +1,27 @@
+import { describe } from "bun:test";
+import { openStore } from "../../src/store/open.ts";
+import { dialects } from "../support/databases.ts";
+import { executionStoreContract } from "./execution-store.contract.ts";
+import type { OpenStores } from "./fixture.ts";
+import { runStoreContract } from "./run-store.contract.ts";
+
+for (const dialect of dialects) {
+  /** A fresh database per test; on PostgreSQL the peer is a second instance on it. */
+  const open: OpenStores = async () => {
+    const database = await dialect.create();
+    const store = await openStore(database.url);
+    const peer = dialect.name === "postgres" ? await openStore(database.url) : store;
+    return {
+      store,
+      peer,
+      async close() {
+        await store.close();
+        if (peer !== store) await peer.close();
+        await database.drop();
+      },
+    };
+  };
+
+  describe(`run store contract (${dialect.name})`, () => runStoreContract(open));
+  describe(`execution store contract (${dialect.name})`, () => executionStoreContract(open));
+}

@@ -1,0 +1,179 @@
+import { describe, expect, test } from "bun:test";
+import type { ExecutionFilter, ExecutionSettlement, Store } from "../../src/store/types.ts";
+import { row } from "../support/rows.ts";
+import { at, dataWrites, type OpenStores, storesPerTest } from "./fixture.ts";
+
+const succeeded = (output: unknown, finishedAt = at(10)): ExecutionSettlement => ({
+  status: "succeeded",
+  output,
+  errorCode: null,
+  errorMessage: null,
+  finishedAt,
+});
+
+const canceled: ExecutionSettlement = {
+  status: "canceled",
+  output: null,
+  errorCode: "canceled",
+  errorMessage: "canceled",
+  finishedAt: at(10),
+};
+
+/**
+ * What the execution methods of every Store promise (src/store/types.ts), whatever the dialect: run by
+ * test/store/contracts.test.ts, with times from a fake clock (`at`).
+ */
+export function executionStoreContract(open: OpenStores) {
+  let store: Store;
+  let peer: Store;
+  storesPerTest(open, (opened) => {
+    ({ store, peer } = opened);
+  });
+
+  describe("claimExecution", () => {
+    test("a (principal, requestId) is claimed once: a second claim answers the stored row, created false", async () => {
+      const first = row({ createdAt: at(0), startedAt: at(0) });
+      expect(await store.claimExecution(first)).toEqual({ row: first, created: true });
+      const again = await peer.claimExecution(row({ requestId: first.requestId, input: { other: true } }));
+      expect(again).toEqual({ row: first, created: false });
+      const otherCaller = await store.claimExecution(row({ requestId: first.requestId, principalId: "bob" }));
+      expect(otherCaller.created).toBe(true);
+      expect(await store.getExecution(first.id)).toEqual(first);
+    });
+
+    test("concurrent claims of one key on every instance: one is created, all name the same execution", async () => {
+      const requestId = crypto.randomUUID();
+      const claims = await Promise.all(
+        Array.from({ length: 30 }, (_, i) => (i % 2 ? peer : store).claimExecution(row({ requestId }))),
+      );
+      expect(claims.filter((c) => c.created)).toHaveLength(1);
+      expect(new Set(claims.map((c) => c.row.id)).size).toBe(1);
+      expect(await peer.findExecutionByRequest({ kind: "user", id: "alice" }, requestId)).toMatchObject({
+        id: claims[0]?.row.id,
+      });
+    });
+  });
+
+  describe("reading", () => {
+    test("finds an execution by id and by its caller's key; unknown ones answer null", async () => {
+      const first = row();
+      await store.claimExecution(first);
+      // toMatchObject: PostgreSQL's answer also names the instance running it (the execution writer's column).
+      expect(await store.findExecutionByRequest({ kind: "user", id: "alice" }, first.requestId)).toMatchObject(first);
+      expect(await store.findExecutionByRequest({ kind: "user", id: "carol" }, first.requestId)).toBeNull();
+      expect(await store.findExecutionByRequest({ kind: "service", id: "alice" }, first.requestId)).toBeNull();
+      expect(await store.getExecution(Bun.randomUUIDv7())).toBeNull();
+    });
+
+    test("lists settled executions newest first, filtered by caller, action and status, paged by id", async () => {
+      const [alices, other, bobs, last] = [row(), row({ action: "test.other" }), row({ principalId: "bob" }), row()];
+      const ids = [alices.id, other.id, bobs.id, last.id];
+      for (const r of [alices, other, bobs, last]) await store.claimExecution(r);
+      // Settled, so listed on every dialect: SQLite commits a claim with the next group commit (sqlite/execution-writer.ts).
+      await Promise.all(ids.map((id) => store.settleExecution(id, id === last.id ? canceled : succeeded(null))));
+      const listed = async (filter: Partial<ExecutionFilter>) =>
+        (await store.listExecutions({ limit: 10, maxValueBytes: 4096, ...filter })).map((r) => r.id);
+      expect(await listed({})).toEqual([...ids].reverse());
+      expect(await listed({ principal: { kind: "user", id: "bob" } })).toEqual([bobs.id]);
+      expect(await listed({ action: "test.other" })).toEqual([other.id]);
+      expect(await listed({ status: "canceled" })).toEqual([last.id]);
+      expect(await listed({ beforeId: bobs.id, limit: 1 })).toEqual([other.id]);
+    });
+  });
+
+  describe("listExecutions bounds", () => {
+    test("values over maxValueBytes stay in the database: null in the row, their stored size beside", async () => {
+      const big = "x".repeat(5_000);
+      const large = row({ input: { text: big } });
+      const small = row({ input: { text: "s" } });
+      for (const r of [large, small]) await store.claimExecution(r);
+      await store.settleExecution(large.id, {
+        status: "failed",
+        output: null,
+        errorCode: "action_failed",
+        errorMessage: big,
+        finishedAt: at(1),
+      });
+      await store.settleExecution(small.id, succeeded({ text: "s" }));
+      const rows = await store.listExecutions({ limit: 10, maxValueBytes: 4096 });
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      expect(byId.get(large.id)).toMatchObject({ input: null, errorMessage: null, outputBytes: 0 });
+      expect(byId.get(large.id)?.inputBytes).toBeGreaterThan(5_000);
+      expect(byId.get(large.id)?.errorMessageBytes).toBe(5_000);
+      expect(byId.get(small.id)).toMatchObject({ input: { text: "s" }, output: { text: "s" }, errorMessageBytes: 0 });
+      expect((await store.getExecution(large.id))?.input).toEqual({ text: big });
+    });
+  });
+
+  describe("settleExecution", () => {
+    test("stores the final status; many settles issued together each land once", async () => {
+      const rows = Array.from({ length: 20 }, () => row());
+      await Promise.all(rows.map((r) => store.claimExecution(r)));
+      await Promise.all(
+        rows.map((r, i) =>
+          store.settleExecution(
+            r.id,
+            i % 2
+              ? {
+                  status: "failed",
+                  output: null,
+                  errorCode: "action_failed",
+                  errorMessage: `no ${i}`,
+                  finishedAt: at(i),
+                }
+              : succeeded({ i }, at(i)),
+          ),
+        ),
+      );
+      const stored = await store.listExecutions({ limit: 100, maxValueBytes: 4096 });
+      expect(stored.filter((e) => e.status === "failed")).toHaveLength(10);
+      expect(await store.getExecution(rows[4]?.id as string)).toMatchObject({
+        status: "succeeded",
+        output: { i: 4 },
+        finishedAt: at(4),
+      });
+    });
+
+    test("the data writes commit with the status", async () => {
+      const execution = row();
+      await store.claimExecution(execution);
+      const data = dataWrites(store);
+      const settled = await store.settleExecution(execution.id, {
+        ...succeeded({ ok: true }),
+        writes: [data.insertLabel("kept")],
+      });
+      expect(settled).toEqual(succeeded({ ok: true }));
+      expect(await store.getExecution(execution.id)).toMatchObject({ status: "succeeded", output: { ok: true } });
+      expect(await data.labels()).toEqual(["kept"]);
+    });
+
+    test("writes the data refuses are all dropped, and the execution is stored failed with the reason", async () => {
+      const data = dataWrites(store);
+      const gone = row();
+      await store.claimExecution(gone);
+      const settled = await store.settleExecution(gone.id, {
+        ...succeeded({ ok: true }),
+        writes: [data.insertLabel("half"), data.renameMissing()],
+      });
+      const failed = { status: "failed", output: null, errorCode: "action_failed", finishedAt: at(10) };
+      expect(settled).toMatchObject({ ...failed, errorMessage: "the row is gone" });
+      expect(await store.getExecution(gone.id)).toMatchObject({ ...failed, errorMessage: "the row is gone" });
+
+      const duplicate = row();
+      await store.claimExecution(duplicate);
+      await store.settleExecution(duplicate.id, {
+        ...succeeded(null),
+        writes: [data.insertLabel("twice"), data.insertLabel("twice")],
+      });
+      expect(await store.getExecution(duplicate.id)).toMatchObject({
+        ...failed,
+        errorMessage: expect.stringContaining("the writes could not be stored"),
+      });
+      expect(await data.labels()).toEqual([]);
+    });
+
+    test("settling an execution that was never stored fails loudly", async () => {
+      await expect(store.settleExecution(Bun.randomUUIDv7(), succeeded({}))).rejects.toThrow();
+    });
+  });
+}

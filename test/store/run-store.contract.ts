@@ -1,0 +1,357 @@
+import { describe, expect, test } from "bun:test";
+import { type RunFilter, runCanceled, type Store } from "../../src/store/types.ts";
+import { at, dataWrites, type OpenStores, runRows, stepRow, storesPerTest, T0 } from "./fixture.ts";
+
+const LEASE = 10_000;
+const done = { status: "succeeded", output: { shipped: true }, errorCode: null, errorMessage: null } as const;
+
+/**
+ * What every RunStore promises (src/store/types.ts), whatever the dialect: run by test/store/contracts.test.ts.
+ * Times come from a fake clock (`at`); owners "A" and "B" are two workers, on two instances where the
+ * dialect has several.
+ */
+export function runStoreContract(open: OpenStores) {
+  let store: Store;
+  let peer: Store;
+  storesPerTest(open, (opened) => {
+    ({ store, peer } = opened);
+  });
+
+  /** A run admitted at T0 and claimed by `owner` at `now`, leased until now + LEASE. */
+  async function claimedRun(owner = "A", now = T0) {
+    const { execution, run } = runRows();
+    await store.runs.admit(execution, run);
+    const [claimed] = await store.runs.claim(owner, now, now + LEASE, 1);
+    expect(claimed?.id).toBe(run.id);
+    return run.id;
+  }
+
+  describe("admit", () => {
+    test("admits the execution and its run together; a replay of the key answers the first, adding nothing", async () => {
+      const first = runRows();
+      expect(await store.runs.admit(first.execution, first.run)).toEqual({ execution: first.execution, created: true });
+      expect(await store.runs.get(first.run.id)).toEqual(first.run);
+      expect(await store.getExecution(first.run.id)).toEqual(first.execution);
+
+      const replay = runRows({ requestId: first.execution.requestId });
+      const again = await peer.runs.admit(replay.execution, replay.run);
+      expect(again).toEqual({ execution: expect.objectContaining({ id: first.run.id }), created: false });
+      expect(await store.runs.get(replay.run.id)).toBeNull();
+      expect(await store.getExecution(replay.run.id)).toBeNull();
+
+      const otherCaller = runRows({ requestId: first.execution.requestId, principalId: "bob" });
+      expect((await store.runs.admit(otherCaller.execution, otherCaller.run)).created).toBe(true);
+    });
+
+    test("a run admitted with a lease is held by that owner at once", async () => {
+      const { execution, run } = runRows({ lease: { owner: "A", until: at(LEASE) } });
+      await store.runs.admit(execution, run);
+      expect(await peer.runs.claim("B", at(1), at(1 + LEASE), 10)).toEqual([]);
+      expect(await store.runs.saveStep("A", stepRow(run.id))).toEqual({ saved: true });
+    });
+
+    test("lists runs newest first, filtered and paged by id", async () => {
+      const [first, bobs, last] = [runRows(), runRows({ principalId: "bob" }), runRows()];
+      for (const { execution, run } of [first, bobs, last]) await store.runs.admit(execution, run);
+      const listed = async (filter: Partial<RunFilter>) =>
+        (await store.runs.list({ limit: 10, ...filter })).map((r) => r.id);
+      expect(await listed({})).toEqual([last.run.id, bobs.run.id, first.run.id]);
+      expect(await listed({ principal: { kind: "user", id: "alice" } })).toEqual([last.run.id, first.run.id]);
+      expect(await listed({ beforeId: last.run.id, limit: 1 })).toEqual([bobs.run.id]);
+    });
+
+    test("answers a run's steps in the order the run reached them", async () => {
+      const runId = await claimedRun();
+      await store.runs.saveStep("A", stepRow(runId, { name: "second", seq: 1 }));
+      await store.runs.saveStep("A", stepRow(runId, { name: "first", seq: 0 }));
+      expect((await store.runs.steps(runId)).map((s) => s.name)).toEqual(["first", "second"]);
+    });
+  });
+
+  describe("claim", () => {
+    test("takes due runs, starting them and their executions at the caller's time; not-yet-due runs stay", async () => {
+      const due = runRows();
+      const later = runRows({ now: at(5_000) });
+      for (const { execution, run } of [due, later]) await store.runs.admit(execution, run);
+
+      const claimed = await store.runs.claim("A", at(100), at(100 + LEASE), 10);
+      expect(claimed).toEqual([
+        { ...due.run, status: "running", leaseOwner: "A", leaseExpiresAt: at(100 + LEASE), updatedAt: at(100) },
+      ]);
+      expect(await store.getExecution(due.run.id)).toMatchObject({ status: "running", startedAt: at(100) });
+      expect(await store.runs.get(later.run.id)).toMatchObject({ status: "queued", leaseOwner: null });
+      expect((await store.runs.claim("A", at(5_000), at(5_000 + LEASE), 10)).map((r) => r.id)).toEqual([later.run.id]);
+    });
+
+    test("a run under a live lease is not claimed by another owner; once the lease expired it is", async () => {
+      const runId = await claimedRun("A");
+      expect(await peer.runs.claim("B", at(LEASE), at(2 * LEASE), 10)).toEqual([]);
+      const [taken] = await peer.runs.claim("B", at(LEASE + 1), at(2 * LEASE), 10);
+      expect(taken).toMatchObject({ id: runId, leaseOwner: "B", leaseExpiresAt: at(2 * LEASE) });
+    });
+
+    test("takes no more than the limit, the earliest due first", async () => {
+      const [third, first, second] = [runRows({ now: at(3) }), runRows({ now: at(1) }), runRows({ now: at(2) })];
+      for (const { execution, run } of [third, first, second]) await store.runs.admit(execution, run);
+      const claimed = await store.runs.claim("A", at(10), at(10 + LEASE), 2);
+      expect(claimed.map((r) => r.id)).toEqual([first.run.id, second.run.id]);
+    });
+
+    test("concurrent claims by many owners on every instance never hand one run to two of them", async () => {
+      const rows = Array.from({ length: 30 }, () => runRows());
+      for (const { execution, run } of rows) await store.runs.admit(execution, run);
+      const owners = Array.from({ length: 12 }, (_, i) => `worker-${i}`);
+      const claims = await Promise.all(
+        owners.map((owner, i) => (i % 2 ? peer : store).runs.claim(owner, at(1), at(1 + LEASE), 4)),
+      );
+      const claimedIds = claims.flat().map((r) => r.id);
+      expect(new Set(claimedIds).size).toBe(claimedIds.length);
+      expect(claimedIds.length).toBe(30);
+      for (const [i, owner] of owners.entries()) {
+        for (const claimed of claims[i] ?? [])
+          expect(await store.runs.get(claimed.id)).toMatchObject({ leaseOwner: owner });
+      }
+    });
+  });
+
+  describe("renew (the heartbeat)", () => {
+    test("extends the leases the owner holds, so no one else claims them, and says whether a cancel was asked", async () => {
+      const runId = await claimedRun("A");
+      const unheld = runRows().run.id;
+      expect(await store.runs.renew("A", [runId, unheld], at(LEASE + 5_000))).toEqual([
+        { id: runId, cancelRequested: false },
+      ]);
+      expect(await peer.runs.claim("B", at(LEASE + 1), at(2 * LEASE), 10)).toEqual([]);
+      await peer.runs.requestCancel(runId, at(LEASE + 2));
+      expect(await store.runs.renew("A", [runId], at(LEASE + 9_000))).toEqual([{ id: runId, cancelRequested: true }]);
+      expect(await store.runs.renew("A", [], at(LEASE + 9_000))).toEqual([]);
+    });
+
+    test("after a takeover the old owner's renewal answers nothing and leaves the new lease alone", async () => {
+      const runId = await claimedRun("A");
+      await peer.runs.claim("B", at(LEASE + 1), at(3 * LEASE), 10);
+      expect(await store.runs.renew("A", [runId], at(5 * LEASE))).toEqual([]);
+      expect(await store.runs.get(runId)).toMatchObject({ leaseOwner: "B", leaseExpiresAt: at(3 * LEASE) });
+    });
+
+    test("an owner whose lease ran out while no one claimed the run still holds it", async () => {
+      const runId = await claimedRun("A");
+      expect(await store.runs.renew("A", [runId], at(3 * LEASE))).toEqual([{ id: runId, cancelRequested: false }]);
+      expect(await store.runs.saveStep("A", stepRow(runId))).toEqual({ saved: true });
+    });
+  });
+
+  describe("saveStep", () => {
+    test("stores the step row, and its data writes with it", async () => {
+      const runId = await claimedRun("A");
+      const data = dataWrites(store);
+      const step = stepRow(runId);
+      expect(await store.runs.saveStep("A", step, [data.insertLabel("paid")])).toEqual({ saved: true });
+      expect(await store.runs.steps(runId)).toEqual([step]);
+      expect(await data.labels()).toEqual(["paid"]);
+    });
+
+    test("a worker that lost its lease writes nothing, neither the row nor its data writes, and is told so", async () => {
+      const runId = await claimedRun("A");
+      await peer.runs.claim("B", at(LEASE + 1), at(3 * LEASE), 10);
+      const data = dataWrites(store);
+      expect(await store.runs.saveStep("A", stepRow(runId), [data.insertLabel("stale")])).toEqual({ leaseLost: true });
+      expect(await store.runs.saveStep("A", stepRow(runId, { name: "plain" }))).toEqual({ leaseLost: true });
+      expect(await store.runs.steps(runId)).toEqual([]);
+      expect(await data.labels()).toEqual([]);
+      expect(await peer.runs.saveStep("B", stepRow(runId))).toEqual({ saved: true });
+    });
+
+    test("data writes the data refuses are answered as a refusal, and nothing of the step is stored", async () => {
+      const runId = await claimedRun("A");
+      const data = dataWrites(store);
+      await store.runs.saveStep("A", stepRow(runId, { name: "first" }), [data.insertLabel("taken")]);
+
+      const gone = await store.runs.saveStep("A", stepRow(runId, { name: "rename" }), [
+        data.insertLabel("half"),
+        data.renameMissing(),
+      ]);
+      expect(gone).toEqual({ refused: "the row is gone" });
+      const duplicate = await store.runs.saveStep("A", stepRow(runId, { name: "again" }), [data.insertLabel("taken")]);
+      expect(duplicate).toEqual({ refused: expect.stringContaining("the writes could not be stored") });
+
+      expect((await store.runs.steps(runId)).map((s) => s.name)).toEqual(["first"]);
+      expect(await data.labels()).toEqual(["taken"]);
+    });
+
+    test("an attempt's start never replaces the row of the same or a later attempt", async () => {
+      const runId = await claimedRun("A");
+      const retrying = stepRow(runId, { status: "retrying", attempts: 1, error: "card declined", output: null });
+      await store.runs.saveStep("A", retrying);
+      const secondStart = stepRow(runId, { status: "running", attempts: 2, output: null, finishedAt: null });
+      expect(await store.runs.saveStep("A", secondStart)).toEqual({ saved: true });
+      expect(await store.runs.steps(runId)).toEqual([secondStart]);
+
+      const succeeded = stepRow(runId, { attempts: 2 });
+      await store.runs.saveStep("A", succeeded);
+      expect(await store.runs.saveStep("A", secondStart)).toEqual({ saved: true });
+      expect(await store.runs.steps(runId)).toEqual([succeeded]);
+    });
+  });
+
+  describe("suspend", () => {
+    const sleeping = (runId: string) =>
+      stepRow(runId, {
+        name: "nap",
+        kind: "sleep",
+        status: "sleeping",
+        output: { until: at(60_000) },
+        finishedAt: null,
+      });
+
+    test("stores the step row, the wake time and the status, and lets the lease go, all at once", async () => {
+      const runId = await claimedRun("A");
+      const step = sleeping(runId);
+      const suspended = await store.runs.suspend("A", runId, {
+        status: "sleeping",
+        wakeAt: at(60_000),
+        step,
+        now: at(7),
+      });
+      expect(suspended).toEqual({ saved: true });
+      expect(await store.runs.get(runId)).toMatchObject({
+        status: "sleeping",
+        wakeAt: at(60_000),
+        leaseOwner: null,
+        leaseExpiresAt: null,
+        updatedAt: at(7),
+      });
+      expect(await store.runs.steps(runId)).toEqual([step]);
+      expect(await store.runs.saveStep("A", stepRow(runId))).toEqual({ leaseLost: true });
+      expect(await peer.runs.claim("B", at(59_999), at(59_999 + LEASE), 10)).toEqual([]);
+      expect((await peer.runs.claim("B", at(60_000), at(60_000 + LEASE), 10)).map((r) => r.id)).toEqual([runId]);
+    });
+
+    test("a worker that lost its lease suspends nothing: no step row, no wake time, the new lease intact", async () => {
+      const runId = await claimedRun("A");
+      await peer.runs.claim("B", at(LEASE + 1), at(3 * LEASE), 10);
+      const suspended = await store.runs.suspend("A", runId, {
+        status: "sleeping",
+        wakeAt: at(60_000),
+        step: sleeping(runId),
+        now: at(LEASE + 2),
+      });
+      expect(suspended).toEqual({ leaseLost: true });
+      expect(await store.runs.get(runId)).toMatchObject({ status: "running", wakeAt: T0, leaseOwner: "B" });
+      expect(await store.runs.steps(runId)).toEqual([]);
+    });
+
+    test("racing a takeover, a suspension happens whole or not at all", async () => {
+      for (let i = 0; i < 20; i++) {
+        const runId = await claimedRun("A");
+        const [suspended, taken] = await Promise.all([
+          store.runs.suspend("A", runId, {
+            status: "running",
+            wakeAt: at(LEASE + 1),
+            step: sleeping(runId),
+            now: at(5),
+          }),
+          peer.runs.claim("B", at(LEASE + 1), at(3 * LEASE), 1),
+        ]);
+        const steps = await store.runs.steps(runId);
+        if ("saved" in suspended) expect(steps).toHaveLength(1);
+        else expect({ steps, taken: taken.map((r) => r.id) }).toEqual({ steps: [], taken: [runId] });
+        await peer.runs.finish("B", runId, { ...done, finishedAt: at(LEASE + 2) });
+      }
+    });
+  });
+
+  describe("finish", () => {
+    test("ends the run and its execution together, letting the lease go", async () => {
+      const runId = await claimedRun("A");
+      expect(await store.runs.finish("A", runId, { ...done, finishedAt: at(9) })).toEqual({ saved: true });
+      expect(await store.runs.get(runId)).toMatchObject({
+        status: "succeeded",
+        output: { shipped: true },
+        leaseOwner: null,
+        finishedAt: at(9),
+        updatedAt: at(9),
+      });
+      expect(await store.getExecution(runId)).toMatchObject({
+        status: "succeeded",
+        output: { shipped: true },
+        finishedAt: at(9),
+      });
+      expect(await store.runs.finish("A", runId, { ...done, finishedAt: at(10) })).toEqual({ leaseLost: true });
+      expect(await store.runs.claim("A", at(LEASE * 9), at(LEASE * 10), 10)).toEqual([]);
+    });
+
+    test("a worker that lost its lease ends nothing", async () => {
+      const runId = await claimedRun("A");
+      await peer.runs.claim("B", at(LEASE + 1), at(3 * LEASE), 10);
+      expect(await store.runs.finish("A", runId, { ...done, finishedAt: at(LEASE + 2) })).toEqual({ leaseLost: true });
+      expect(await store.runs.get(runId)).toMatchObject({ status: "running", leaseOwner: "B", finishedAt: null });
+      expect(await store.getExecution(runId)).toMatchObject({ status: "running", finishedAt: null });
+    });
+  });
+
+  describe("requestCancel", () => {
+    test("a run no lease holds ends canceled at once, with its execution and its waiting step", async () => {
+      const queued = runRows();
+      await store.runs.admit(queued.execution, queued.run);
+      expect(await peer.runs.requestCancel(queued.run.id, at(3))).toMatchObject({
+        status: "canceled",
+        cancelRequested: true,
+        errorCode: "run_canceled",
+        finishedAt: at(3),
+      });
+      expect(await store.getExecution(queued.run.id)).toMatchObject({
+        status: "canceled",
+        errorCode: "run_canceled",
+        finishedAt: at(3),
+        startedAt: at(3),
+      });
+
+      const runId = await claimedRun("A");
+      const nap = stepRow(runId, { kind: "sleep", status: "sleeping", output: { until: at(9_000) }, finishedAt: null });
+      await store.runs.suspend("A", runId, { status: "sleeping", wakeAt: at(9_000), step: nap, now: at(4) });
+      expect(await peer.runs.requestCancel(runId, at(5))).toMatchObject({ status: "canceled", finishedAt: at(5) });
+      expect(await store.runs.steps(runId)).toEqual([{ ...nap, status: "canceled", finishedAt: at(5) }]);
+    });
+
+    test("a held run is flagged for its worker, which ends it; a run whose lease expired is ended at once", async () => {
+      const runId = await claimedRun("A");
+      expect(await peer.runs.requestCancel(runId, at(LEASE - 1))).toMatchObject({
+        status: "running",
+        cancelRequested: true,
+        leaseOwner: "A",
+      });
+      expect(await store.getExecution(runId)).toMatchObject({ status: "running" });
+      expect(await store.runs.finish("A", runId, runCanceled(at(LEASE - 1)))).toEqual({ saved: true });
+      expect(await store.getExecution(runId)).toMatchObject({ status: "canceled", errorCode: "run_canceled" });
+
+      const abandoned = await claimedRun("A");
+      expect(await peer.runs.requestCancel(abandoned, at(LEASE + 1))).toMatchObject({ status: "canceled" });
+      expect(await store.runs.finish("A", abandoned, { ...done, finishedAt: at(LEASE + 2) })).toEqual({
+        leaseLost: true,
+      });
+    });
+
+    test("an ended run stays as it ended; an unknown id answers null", async () => {
+      const runId = await claimedRun("A");
+      await store.runs.finish("A", runId, { ...done, finishedAt: at(2) });
+      expect(await store.runs.requestCancel(runId, at(3))).toMatchObject({
+        status: "succeeded",
+        cancelRequested: false,
+      });
+      expect(await store.runs.requestCancel(Bun.randomUUIDv7(), at(3))).toBeNull();
+    });
+  });
+
+  describe("release", () => {
+    test("lets go of every run the owner holds, so another owner claims them before their leases would expire", async () => {
+      const mine = [await claimedRun("A"), await claimedRun("A")];
+      const theirs = await claimedRun("C");
+      await store.runs.release("A");
+      expect(await store.runs.get(theirs)).toMatchObject({ leaseOwner: "C" });
+      const claimed = await peer.runs.claim("B", at(1), at(1 + LEASE), 10);
+      expect(claimed.map((r) => r.id).sort()).toEqual([...mine].sort());
+      expect(await store.runs.saveStep("A", stepRow(mine[0] as string))).toEqual({ leaseLost: true });
+    });
+  });
+}
