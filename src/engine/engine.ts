@@ -10,6 +10,7 @@ import {
   type ExecutionStatus,
   isRunTerminal,
   isTerminal,
+  type RunListRow,
   type RunRow,
   type RunStatus,
   type StepRow,
@@ -246,13 +247,14 @@ export class Engine {
   async listRuns(
     principal: Principal,
     query: { limit: number; afterId?: string; workflow?: string; status?: RunStatus },
-  ): Promise<Page<RunRow>> {
+  ): Promise<Page<RunListRow>> {
     const items = await this.$.store.runs.list({
       principal: principal.kind === "service" ? undefined : principal,
       workflow: query.workflow,
       status: query.status,
       beforeId: query.afterId,
       limit: query.limit + 1,
+      maxValueBytes: LIST_VALUE_BYTES,
     });
     return pageOf(items, query.limit);
   }

@@ -2,7 +2,7 @@ import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import { runNotFound } from "../engine/errors.ts";
 import { uuidOrNull } from "../engine/ids.ts";
-import { toRunSummary, toRunView } from "../engine/workflows/view.ts";
+import { toRunListItem, toRunView } from "../engine/workflows/view.ts";
 import { RUN_STATUSES, type RunStatus } from "../store/types.ts";
 import { authenticated } from "./auth.ts";
 import { type HttpDeps, runUrl } from "./deps.ts";
@@ -36,7 +36,7 @@ export const runRoutes = (deps: HttpDeps) =>
         status: q.status as RunStatus | undefined,
       });
       return {
-        items: page.items.map((run) => ({ ...toRunSummary(run), statusUrl: runUrl(deps.publicUrl(), run.id) })),
+        items: page.items.map((run) => ({ ...toRunListItem(run), statusUrl: runUrl(deps.publicUrl(), run.id) })),
         nextCursor: page.lastId ? encodeCursor(page.lastId) : null,
       };
     })

@@ -134,6 +134,16 @@ export interface RunFilter {
   /** Keyset: only ids strictly below this one (run ids are UUIDv7: id order is creation order). */
   beforeId?: string;
   limit: number;
+  /** Inputs, outputs and error messages larger than this (as stored) are left in the database: `null` in the row. */
+  maxValueBytes: number;
+}
+
+/** A run as lists read it: large values stay in the database, their sizes say what was left out. */
+export interface RunListRow extends RunRow {
+  inputBytes: number;
+  /** 0 when absent, as for the error message. */
+  outputBytes: number;
+  errorMessageBytes: number;
 }
 
 /**
@@ -208,7 +218,7 @@ export interface RunStore {
   admit(execution: ExecutionRow, run: RunRow): Promise<{ execution: ExecutionRow; created: boolean }>;
   get(id: string): Promise<RunRow | null>;
   /** Runs newest first. */
-  list(filter: RunFilter): Promise<RunRow[]>;
+  list(filter: RunFilter): Promise<RunListRow[]>;
   steps(runId: string): Promise<StepRow[]>;
   /**
    * Leases up to `limit` runs that are due (or asked to cancel) and whose lease, if any, expired before

@@ -31,13 +31,19 @@ export const at = (offset: number) => T0 + offset;
 
 /** The rows a workflow invocation admits (made as the engine makes them), queued at `now` unless leased. */
 export function runRows(
-  options: { now?: number; requestId?: string; principalId?: string; lease?: { owner: string; until: number } } = {},
+  options: {
+    now?: number;
+    requestId?: string;
+    principalId?: string;
+    lease?: { owner: string; until: number };
+    input?: unknown;
+  } = {},
 ): { execution: ExecutionRow; run: RunRow } {
   const { now = T0, requestId = crypto.randomUUID(), principalId = "alice", lease = null } = options;
   return newRun({
     principal: { kind: "user", id: principalId },
     requestId,
-    input: { order: crypto.randomUUID(), lines: [1, 2] },
+    input: options.input ?? { order: crypto.randomUUID(), lines: [1, 2] },
     contract: { name: "orders.fulfil", contractHash: "c".repeat(64) },
     releaseVersion: "t1",
     fingerprint: "f".repeat(64),

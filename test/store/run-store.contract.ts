@@ -50,11 +50,23 @@ export function runStoreContract(open: OpenStores) {
       expect(await store.runs.saveStep("A", stepRow(run.id))).toEqual({ saved: true });
     });
 
+    test("lists leave inputs over maxValueBytes in the database: null, with their stored size", async () => {
+      const large = runRows({ input: { text: "x".repeat(5_000) } });
+      const small = runRows({ input: { text: "s" } });
+      for (const { execution, run } of [large, small]) await store.runs.admit(execution, run);
+      const rows = await store.runs.list({ limit: 10, maxValueBytes: 4096 });
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      expect(byId.get(large.run.id)).toMatchObject({ input: null, outputBytes: 0, errorMessageBytes: 0 });
+      expect(byId.get(large.run.id)?.inputBytes).toBeGreaterThan(5_000);
+      expect(byId.get(small.run.id)?.input).toEqual({ text: "s" });
+      expect((await store.runs.get(large.run.id))?.input).toEqual({ text: "x".repeat(5_000) });
+    });
+
     test("lists runs newest first, filtered and paged by id", async () => {
       const [first, bobs, last] = [runRows(), runRows({ principalId: "bob" }), runRows()];
       for (const { execution, run } of [first, bobs, last]) await store.runs.admit(execution, run);
       const listed = async (filter: Partial<RunFilter>) =>
-        (await store.runs.list({ limit: 10, ...filter })).map((r) => r.id);
+        (await store.runs.list({ limit: 10, maxValueBytes: 4096, ...filter })).map((r) => r.id);
       expect(await listed({})).toEqual([last.run.id, bobs.run.id, first.run.id]);
       expect(await listed({ principal: { kind: "user", id: "alice" } })).toEqual([last.run.id, first.run.id]);
       expect(await listed({ beforeId: last.run.id, limit: 1 })).toEqual([bobs.run.id]);

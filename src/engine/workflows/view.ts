@@ -1,4 +1,5 @@
-import type { RunRow, StepRow } from "../../store/types.ts";
+import type { RunListRow, RunRow, StepRow } from "../../store/types.ts";
+import { LIST_VALUE_BYTES } from "../executions.ts";
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -36,3 +37,16 @@ const toStepView = (step: StepRow) => ({
   startedAt: iso(step.startedAt),
   finishedAt: iso(step.finishedAt),
 });
+
+/** A run as `GET /runs` lists it: values over LIST_VALUE_BYTES are left out, with their size (`GET /runs/{id}` has them). */
+export function toRunListItem(run: RunListRow) {
+  const { input, output, errorMessage, ...summary } = toRunSummary(run);
+  return {
+    ...summary,
+    ...(run.inputBytes > LIST_VALUE_BYTES ? { inputTruncated: { bytes: run.inputBytes } } : { input }),
+    ...(run.outputBytes > LIST_VALUE_BYTES ? { outputTruncated: { bytes: run.outputBytes } } : { output }),
+    ...(run.errorMessageBytes > LIST_VALUE_BYTES
+      ? { errorMessageTruncated: { bytes: run.errorMessageBytes } }
+      : { errorMessage }),
+  };
+}

@@ -7,6 +7,7 @@ import {
   LEASE_LOST,
   type PrincipalKind,
   type RunFilter,
+  type RunListRow,
   type RunRow,
   type RunSettlement,
   type RunStore,
@@ -25,6 +26,18 @@ const RUN_COLUMNS = `id, request_id as "requestId", workflow, release_version as
   principal_id as "principalId", input, status, output, error_code as "errorCode", error_message as "errorMessage",
   cancel_requested as "cancelRequested", lease_owner as "leaseOwner", lease_expires_at as "leaseExpiresAt",
   wake_at as "wakeAt", created_at as "createdAt", updated_at as "updatedAt", finished_at as "finishedAt"`;
+
+/** What lists read: a value over `max` bytes (as stored) stays in the database; its size is read instead. */
+const listColumns = (max: string) => {
+  const bounded = (column: string, alias: string) =>
+    `case when octet_length(${column}::text) <= ${max}::int then ${column} end as "${alias}",
+    coalesce(octet_length(${column}::text), 0) as "${alias}Bytes"`;
+  return `id, request_id as "requestId", workflow, release_version as "releaseVersion", principal_kind as "principalKind",
+  principal_id as "principalId", status, error_code as "errorCode", cancel_requested as "cancelRequested",
+  lease_owner as "leaseOwner", lease_expires_at as "leaseExpiresAt", wake_at as "wakeAt", created_at as "createdAt",
+  updated_at as "updatedAt", finished_at as "finishedAt", ${bounded("input", "input")}, ${bounded("output", "output")},
+  ${bounded("error_message", "errorMessage")}`;
+};
 
 const STEP_COLUMNS = `run_id as "runId", name, seq, kind, status, attempts, output, error, started_at as "startedAt",
   finished_at as "finishedAt"`;
@@ -195,12 +208,19 @@ export class PgRunStore implements RunStore {
     return raw ? parseRun(raw) : null;
   }
 
-  async list(filter: RunFilter): Promise<RunRow[]> {
+  async list(filter: RunFilter): Promise<RunListRow[]> {
     const { where, params } = listConditions(filter, (_, position) => `$${position}`);
     const limit = `$${params.length + 1}`;
-    const sql = `select ${RUN_COLUMNS} from workflow_runs ${where} order by id desc limit ${limit}`;
-    const rows = await this.client.unsafe(sql, [...params.map(([, value]) => value), filter.limit] as Params, PREPARED);
-    return rows.map(parseRun);
+    const columns = listColumns(`$${params.length + 2}`);
+    const sql = `select ${columns} from workflow_runs ${where} order by id desc limit ${limit}`;
+    const values = [...params.map(([, value]) => value), filter.limit, filter.maxValueBytes] as Params;
+    const rows = await this.client.unsafe(sql, values, PREPARED);
+    return rows.map((raw) => ({
+      ...parseRun(raw),
+      inputBytes: Number(raw.inputBytes),
+      outputBytes: Number(raw.outputBytes),
+      errorMessageBytes: Number(raw.errorMessageBytes),
+    }));
   }
 
   async steps(runId: string): Promise<StepRow[]> {

@@ -6,6 +6,7 @@ import {
   type Fenced,
   LEASE_LOST,
   type RunFilter,
+  type RunListRow,
   type RunRow,
   type RunSettlement,
   type RunStore,
@@ -30,6 +31,16 @@ const RUN_COLUMNS = `id, request_id as requestId, workflow, release_version as r
   principal_id as principalId, input, status, output, error_code as errorCode, error_message as errorMessage,
   cancel_requested as cancelRequested, lease_owner as leaseOwner, lease_expires_at as leaseExpiresAt,
   wake_at as wakeAt, created_at as createdAt, updated_at as updatedAt, finished_at as finishedAt`;
+
+/** What lists read: a value over $max bytes (as stored) stays in the database; its size is read instead. */
+const bounded = (column: string, alias: string) =>
+  `case when length(cast(${column} as blob)) <= $max then ${column} end as ${alias},
+  coalesce(length(cast(${column} as blob)), 0) as ${alias}Bytes`;
+const LIST_COLUMNS = `id, request_id as requestId, workflow, release_version as releaseVersion,
+  principal_kind as principalKind, principal_id as principalId, status, error_code as errorCode,
+  cancel_requested as cancelRequested, lease_owner as leaseOwner, lease_expires_at as leaseExpiresAt, wake_at as wakeAt,
+  created_at as createdAt, updated_at as updatedAt, finished_at as finishedAt, ${bounded("input", "input")},
+  ${bounded("output", "output")}, ${bounded("error_message", "errorMessage")}`;
 
 const STEP_COLUMNS = `run_id as runId, name, seq, kind, status, attempts, output, error, started_at as startedAt,
   finished_at as finishedAt`;
@@ -144,11 +155,23 @@ export class SqliteRunStore implements RunStore {
     return raw ? parseRun(raw) : null;
   }
 
-  async list(filter: RunFilter): Promise<RunRow[]> {
+  async list(filter: RunFilter): Promise<RunListRow[]> {
     const { where, params } = listConditions(filter, (name) => `$${name}`);
-    const sql = `select ${RUN_COLUMNS} from workflow_runs ${where} order by id desc limit $limit`;
+    const sql = `select ${LIST_COLUMNS} from workflow_runs ${where} order by id desc limit $limit`;
     const named = Object.fromEntries(params.map(([name, value]) => [name, value]));
-    return (this.statements.get(sql).all({ ...named, limit: filter.limit }) as RawRun[]).map(parseRun);
+    const rows = this.statements
+      .get(sql)
+      .all({ ...named, limit: filter.limit, max: filter.maxValueBytes }) as (RawRun & {
+      inputBytes: number;
+      outputBytes: number;
+      errorMessageBytes: number;
+    })[];
+    return rows.map((raw) => ({
+      ...parseRun(raw),
+      inputBytes: Number(raw.inputBytes),
+      outputBytes: Number(raw.outputBytes),
+      errorMessageBytes: Number(raw.errorMessageBytes),
+    }));
   }
 
   async steps(runId: string): Promise<StepRow[]> {
@@ -242,7 +265,8 @@ function stepParams(step: StepRow) {
 function parseRun(raw: RawRun): RunRow {
   return {
     ...raw,
-    input: JSON.parse(raw.input),
+    // A list leaves a large input in the database (null).
+    input: raw.input === null ? null : JSON.parse(raw.input),
     output: raw.output === null ? null : JSON.parse(raw.output),
     cancelRequested: Boolean(raw.cancelRequested),
   };
