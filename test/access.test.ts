@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Type } from "@sinclair/typebox";
-import { canonicalJson, sha256Hex } from "../src/release/canonical-json.ts";
+import { canonicalJson, sha256Hex } from "../src/lib/canonical-json.ts";
 import { compileContract } from "../src/release/contract.ts";
 import { runsOf } from "./fixtures/releases/basic/lib/probe.ts";
 import { dialects } from "./support/databases.ts";

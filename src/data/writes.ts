@@ -1,4 +1,4 @@
-import { findNulCharacter } from "../engine/json-text.ts";
+import { findNulCharacter } from "../lib/json-text.ts";
 import type { DataContext } from "../sdk/index.ts";
 import type { WriteStatement } from "../store/types.ts";
 import { WriteRejected } from "./errors.ts";

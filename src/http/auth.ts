@@ -5,7 +5,7 @@ import { HttpError } from "./errors.ts";
 export const resourceMetadataUrl = (publicUrl: string) => `${publicUrl}/.well-known/oauth-protected-resource/mcp`;
 
 export const unauthorized = (publicUrl: string) =>
-  new HttpError(401, "unauthorized", "a valid bearer credential is required (Authorization: Bearer <token>)", {
+  new HttpError("unauthorized", "a valid bearer credential is required (Authorization: Bearer <token>)", {
     "www-authenticate": `Bearer resource_metadata="${resourceMetadataUrl(publicUrl)}"`,
   });
 

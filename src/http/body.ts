@@ -1,15 +1,9 @@
-import { HttpError } from "./errors.ts";
+import { invalidRequest } from "../engine/errors.ts";
+import { TooLarge } from "../files/storage.ts";
 
 export const MiB = 1024 * 1024;
 
-export const payloadTooLarge = (limit: number) =>
-  new HttpError(
-    413,
-    "payload_too_large",
-    `the body is larger than ${limit / MiB} MiB`,
-    {},
-    { details: { limitBytes: limit } },
-  );
+export const payloadTooLarge = (limit: number) => new TooLarge(limit, `the body is larger than ${limit / MiB} MiB`);
 
 /**
  * Reads a body as text, refusing it (413) as soon as it passes `limit` bytes: by Content-Length when
@@ -38,14 +32,6 @@ export async function readJsonBody(request: Request, limit: number): Promise<unk
   try {
     return JSON.parse(text);
   } catch {
-    throw new HttpError(
-      400,
-      "invalid_request",
-      "the body is not valid JSON",
-      {},
-      {
-        details: { issues: [{ where: "", code: "invalid_json", message: "the body is not valid JSON" }] },
-      },
-    );
+    throw invalidRequest([{ where: "", code: "invalid_json", message: "the body is not valid JSON" }]);
   }
 }

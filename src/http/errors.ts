@@ -1,46 +1,27 @@
 import { Elysia } from "elysia";
-import { QueryRejected } from "../data/errors.ts";
-import { EngineError, type EngineErrorCode } from "../engine/errors.ts";
-import { InvalidPath } from "../files/paths.ts";
-import { FileNotFound, SignedContentTypeMismatch } from "../files/service.ts";
-import { SignedUrlRefused } from "../files/signing.ts";
-import { TooLarge } from "../files/storage.ts";
+import { ERROR_STATUS, type ErrorCode, PublicError } from "../lib/errors.ts";
 import { type Route, routeMisses } from "./methods.ts";
 
-/** A refusal that only exists at the HTTP boundary (credentials, body size). */
-export class HttpError extends Error {
+/** A refusal whose HTTP answer needs headers (the credential challenge). */
+export class HttpError extends PublicError {
   override name = "HttpError";
   constructor(
-    readonly status: number,
-    readonly code: string,
+    code: ErrorCode,
     message: string,
-    readonly headers: Record<string, string> = {},
-    readonly details: Record<string, unknown> = {},
+    readonly headers: Record<string, string>,
   ) {
-    super(message);
+    super(code, message);
   }
 }
 
-const engineStatus: Record<EngineErrorCode, number> = {
-  invalid_request: 400,
-  action_contract_validation_failed: 400,
-  access_denied: 403,
-  action_not_found: 404,
-  execution_not_found: 404,
-  run_not_found: 404,
-  REQUEST_CONFLICT: 409,
-  run_not_cancelable: 409,
-  no_active_release: 503,
-};
-
+/** `{ ok:false, error, message, …fields }` with the code's status from the one table. */
 export function errorResponse(
-  status: number,
-  code: string,
+  code: ErrorCode,
   message: string,
-  extra: Record<string, unknown> = {},
+  fields: Record<string, unknown> = {},
   headers: Record<string, string> = {},
 ): Response {
-  return Response.json({ ok: false, error: code, message, ...extra }, { status, headers });
+  return Response.json({ ok: false, error: code, message, ...fields }, { status: ERROR_STATUS[code], headers });
 }
 
 /**
@@ -56,40 +37,29 @@ export const errorHandling = (log: (message: string) => void, routes: () => read
     const miss = missOf(request.method, new URL(request.url).pathname);
     if (miss.kind === "method") {
       const allow = miss.allow.join(", ");
-      return errorResponse(405, "method_not_allowed", `${request.method} is not allowed here: ${allow}`, {}, { allow });
+      return errorResponse("method_not_allowed", `${request.method} is not allowed here: ${allow}`, {}, { allow });
     }
     if (miss.kind === "upgrade") {
       return errorResponse(
-        426,
         "upgrade_required",
         "this endpoint is a WebSocket; connect with an upgrade",
         {},
-        {
-          upgrade: "websocket",
-        },
+        { upgrade: "websocket" },
       );
     }
-    return errorResponse(404, "not_found", "no such endpoint");
+    return errorResponse("not_found", "no such endpoint");
   };
   return new Elysia({ name: "error-handling" }).onError({ as: "global" }, ({ code, error, request }) => {
-    if (error instanceof EngineError)
-      return errorResponse(engineStatus[error.code], error.code, error.message, error.details);
-    if (error instanceof InvalidPath) return errorResponse(400, "invalid_path", error.message);
-    if (error instanceof FileNotFound) return errorResponse(404, "file_not_found", error.message);
-    if (error instanceof TooLarge)
-      return errorResponse(413, "payload_too_large", error.message, { details: { limitBytes: error.limit } });
-    if (error instanceof SignedUrlRefused) return errorResponse(403, error.code, error.message);
-    if (error instanceof SignedContentTypeMismatch) return errorResponse(403, "signed_url_invalid", error.message);
-    if (error instanceof QueryRejected) return errorResponse(400, "data_provider_rejected", error.message);
-    if (error instanceof HttpError)
-      return errorResponse(error.status, error.code, error.message, error.details, error.headers);
+    if (error instanceof PublicError) {
+      return errorResponse(error.code, error.message, error.fields, error instanceof HttpError ? error.headers : {});
+    }
     switch (code) {
       case "NOT_FOUND":
         return noRoute(request);
       case "PARSE":
-        return errorResponse(400, "invalid_request", "the body is not valid JSON");
+        return errorResponse("invalid_request", "the body is not valid JSON");
       case "VALIDATION":
-        return errorResponse(400, "invalid_request", "the request does not fit the endpoint", {
+        return errorResponse("invalid_request", "the request does not fit the endpoint", {
           details: {
             issues: error.all.map((issue) => ({
               where: `/${error.type}${"path" in issue ? issue.path : ""}`,
@@ -100,9 +70,9 @@ export const errorHandling = (log: (message: string) => void, routes: () => read
         });
       case "INVALID_COOKIE_SIGNATURE":
       case "INVALID_FILE_TYPE":
-        return errorResponse(400, "invalid_request", error.message);
+        return errorResponse("invalid_request", error.message);
     }
     log(`unhandled error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-    return errorResponse(500, "internal_error", "the server failed to answer this request");
+    return errorResponse("internal_error", "the server failed to answer this request");
   });
 };

@@ -2,12 +2,12 @@ import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import { executionNotFound } from "../engine/errors.ts";
 import { toExecutionView } from "../engine/executions.ts";
-import { uuidOrNull } from "../engine/ids.ts";
 import type { FileService } from "../files/service.ts";
+import { PublicError } from "../lib/errors.ts";
+import { uuidOrNull } from "../lib/ids.ts";
 import { EXECUTION_STATUSES, type ExecutionRow, type ExecutionStatus } from "../store/types.ts";
 import { authenticated } from "./auth.ts";
 import { executionUrl, type HttpDeps } from "./deps.ts";
-import { HttpError } from "./errors.ts";
 import { holdingConnection } from "./long-wait.ts";
 import { DEFAULT_PAGE, decodeCursor, encodeCursor, pageParams, parseListQuery } from "./paging.ts";
 
@@ -61,17 +61,11 @@ export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
         deps.engine.awaitResult(principal, id),
       );
       if (!settled) {
-        throw new HttpError(
-          504,
-          "execution_result_timeout",
-          "the execution has not ended yet; follow statusUrl",
-          {},
-          {
-            executionId: execution.id,
-            requestId: execution.requestId,
-            statusUrl: executionUrl(deps.publicUrl(), execution.id),
-          },
-        );
+        throw new PublicError("execution_result_timeout", "the execution has not ended yet; follow statusUrl", {
+          executionId: execution.id,
+          requestId: execution.requestId,
+          statusUrl: executionUrl(deps.publicUrl(), execution.id),
+        });
       }
       return view(execution);
     });

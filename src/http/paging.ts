@@ -1,7 +1,7 @@
 import { type Static, type TObject, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { invalidRequest } from "../engine/errors.ts";
-import { uuidOrNull } from "../engine/ids.ts";
+import { uuidOrNull } from "../lib/ids.ts";
 
 /** The paging parameters every list shares: `?limit` (default 50, at most 200) and an opaque `cursor`. */
 export const pageParams = {

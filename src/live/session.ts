@@ -1,10 +1,9 @@
 import type { Authenticator } from "../auth/authenticator.ts";
-import { QueryRejected } from "../data/errors.ts";
 import type { DataService } from "../data/service.ts";
 import type { Engine } from "../engine/engine.ts";
-import { EngineError } from "../engine/errors.ts";
 import type { ExecutionEvent } from "../engine/execution-feed.ts";
-import { canonicalJson } from "../release/canonical-json.ts";
+import { canonicalJson } from "../lib/canonical-json.ts";
+import { type ErrorCode, PublicError } from "../lib/errors.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
 import { type ExecutionRow, isTerminal } from "../store/types.ts";
@@ -104,8 +103,7 @@ export class SessionHub {
     try {
       await this.handle(session, message);
     } catch (error) {
-      if (error instanceof QueryRejected || error instanceof EngineError)
-        return this.error(session, message, error.message);
+      if (error instanceof PublicError) return this.refuse(session, message, error);
       throw error;
     }
   }
@@ -134,7 +132,7 @@ export class SessionHub {
     if (session.principal) return this.error(session, message, "init has already run for this session");
     const token = message["access-token"];
     const principal = typeof token === "string" ? await this.$.auth.resolveToken(token) : null;
-    if (!principal) return this.error(session, message, "init needs a valid access-token", 401);
+    if (!principal) return this.error(session, message, "init needs a valid access-token", "unauthorized");
     session.principal = principal;
     session.token = token as string;
     const release = this.$.engine.currentRelease();
@@ -170,13 +168,7 @@ export class SessionHub {
     const key = id.toLowerCase();
     const stop = new AbortController();
     const events = this.$.engine.follow(session.principal as Principal, key, { signal: stop.signal });
-    let first: IteratorResult<ExecutionEvent>;
-    try {
-      first = await events.next();
-    } catch (error) {
-      if (error instanceof EngineError) return this.error(session, message, error.message, 404);
-      throw error;
-    }
+    const first = await events.next();
     const eventId = message["client-event-id"];
     const append = (event: ExecutionEvent) => {
       const fields = event.type === "log" ? { log: event.line, at: event.at } : streamStatus(event.execution);
@@ -251,10 +243,23 @@ export class SessionHub {
     }
   }
 
-  private error(session: Session, original: unknown, message: string, status = 400) {
+  private error(session: Session, original: unknown, message: string, code: ErrorCode = "invalid_request") {
+    this.refuse(session, original, new PublicError(code, message));
+  }
+
+  /** A refusal as `error`, with the code and the status the HTTP adapter would answer it with. */
+  private refuse(session: Session, original: unknown, refusal: PublicError) {
     const eventId =
       typeof original === "object" && original !== null ? (original as Message)["client-event-id"] : undefined;
-    send(session, { op: "error", status, "original-event": original, message, "client-event-id": eventId });
+    send(session, {
+      ...refusal.fields,
+      op: "error",
+      status: refusal.status,
+      error: refusal.code,
+      "original-event": original,
+      message: refusal.message,
+      "client-event-id": eventId,
+    });
   }
 }
 

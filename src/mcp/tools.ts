@@ -1,10 +1,9 @@
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
-import { QueryRejected } from "../data/errors.ts";
 import { mayKnow } from "../engine/access.ts";
 import type { Engine, InvokeOutcome } from "../engine/engine.ts";
-import { EngineError } from "../engine/errors.ts";
 import { toExecutionView } from "../engine/executions.ts";
-import { uuidOrNull } from "../engine/ids.ts";
+import { PublicError } from "../lib/errors.ts";
+import { uuidOrNull } from "../lib/ids.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
 import { describeRelease } from "./describe.ts";
@@ -129,13 +128,13 @@ export async function callTool(
     }
     outcome = await deps.engine.invoke({ principal, action: name, requestId, input: args });
   } catch (error) {
-    if (!(error instanceof EngineError)) throw error;
-    const { executionId, executionStatus } = error.details;
+    if (!(error instanceof PublicError)) throw error;
+    const { executionId, executionStatus } = error.fields;
     const existing =
       typeof executionId === "string"
         ? { id: executionId, requestId, status: String(executionStatus), url: deps.executionUrl(executionId) }
         : refused;
-    return refusal(error.code, error.message, error.details, existing);
+    return refusal(error.code, error.message, error.fields, existing);
   }
   const execution = toExecutionView(outcome.execution);
   const named = {
@@ -188,8 +187,7 @@ async function runQuery(deps: ToolDeps, principal: Principal, query: unknown): P
   try {
     return jsonResult(await deps.engine.query(principal, query, "objects"));
   } catch (error) {
-    if (error instanceof QueryRejected) return refusal("data_provider_rejected", error.message, {});
-    if (error instanceof EngineError) return refusal(error.code, error.message, {});
+    if (error instanceof PublicError) return refusal(error.code, error.message, error.fields);
     throw error;
   }
 }
@@ -210,12 +208,12 @@ function jsonResult(value: unknown): CallToolResult {
 function refusal(
   code: string,
   message: string,
-  details: Record<string, unknown>,
+  fields: Record<string, unknown>,
   execution?: NamedExecution,
 ): CallToolResult {
   return {
     isError: true,
-    content: [{ type: "text", text: JSON.stringify({ error: code, message, ...details }) }],
+    content: [{ type: "text", text: JSON.stringify({ error: code, message, ...fields }) }],
     ...(execution ? { _meta: { [EXECUTION_META]: execution } } : {}),
   };
 }
