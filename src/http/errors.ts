@@ -58,16 +58,17 @@ export const errorHandling = (log: (message: string) => void, routes: () => read
         return noRoute(request);
       case "PARSE":
         return errorResponse("invalid_request", "the body is not valid JSON");
-      case "VALIDATION":
-        return errorResponse("invalid_request", "the request does not fit the endpoint", {
-          details: {
-            issues: error.all.map((issue) => ({
-              where: `/${error.type}${"path" in issue ? issue.path : ""}`,
-              code: "invalid",
-              message: issue.summary ?? ("message" in issue ? issue.message : "invalid"),
-            })),
-          },
+      case "VALIDATION": {
+        // A route's `query:` schema (http/query-string.ts) refused the request; its issues name their parameter.
+        const issues = error.all.map((issue) => ({
+          where: `/${error.type}${"path" in issue && issue.path !== "root" ? `/${issue.path}` : ""}`,
+          code: "invalid",
+          message: issue.summary ?? "invalid",
+        }));
+        return errorResponse("invalid_request", issues[0]?.message ?? "the request does not fit the endpoint", {
+          details: { issues },
         });
+      }
       case "INVALID_COOKIE_SIGNATURE":
       case "INVALID_FILE_TYPE":
         return errorResponse("invalid_request", error.message);

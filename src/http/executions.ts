@@ -9,15 +9,18 @@ import { EXECUTION_STATUSES, type ExecutionRow, type ExecutionStatus } from "../
 import { authenticated } from "./auth.ts";
 import { executionUrl, type HttpDeps } from "./deps.ts";
 import { holdingConnection } from "./long-wait.ts";
-import { DEFAULT_PAGE, decodeCursor, encodeCursor, pageParams, parseListQuery } from "./paging.ts";
+import { DEFAULT_PAGE, decodeCursor, encodeCursor, pageParams } from "./paging.ts";
+import { queryString } from "./query-string.ts";
 
-const ListQuery = Type.Object(
-  {
-    ...pageParams,
-    action: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_.-]{1,200}$" })),
-    status: Type.Optional(Type.Union(EXECUTION_STATUSES.map((s) => Type.Literal(s)))),
-  },
-  { additionalProperties: false },
+const ListQuery = queryString(
+  Type.Object(
+    {
+      ...pageParams,
+      action: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_.-]{1,200}$" })),
+      status: Type.Optional(Type.Union(EXECUTION_STATUSES.map((s) => Type.Literal(s)))),
+    },
+    { additionalProperties: false },
+  ),
 );
 
 /** Execution ids and request ids are UUIDs; anything else cannot name an execution, so it never reaches the store. */
@@ -39,16 +42,19 @@ export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
   const view = async (row: ExecutionRow) => (await views([row]))[0];
   return new Elysia({ name: "executions" })
     .use(authenticated(deps.auth, deps.publicUrl))
-    .get("/executions", async ({ query, principal }) => {
-      const q = parseListQuery(ListQuery, query);
-      const page = await deps.engine.listExecutions(principal, {
-        limit: q.limit ?? DEFAULT_PAGE,
-        afterId: q.cursor === undefined ? undefined : decodeCursor(q.cursor),
-        action: q.action,
-        status: q.status as ExecutionStatus | undefined,
-      });
-      return { items: await views(page.items), nextCursor: page.lastId ? encodeCursor(page.lastId) : null };
-    })
+    .get(
+      "/executions",
+      async ({ query: q, principal }) => {
+        const page = await deps.engine.listExecutions(principal, {
+          limit: q.limit ?? DEFAULT_PAGE,
+          afterId: q.cursor === undefined ? undefined : decodeCursor(q.cursor),
+          action: q.action,
+          status: q.status as ExecutionStatus | undefined,
+        });
+        return { items: await views(page.items), nextCursor: page.lastId ? encodeCursor(page.lastId) : null };
+      },
+      { query: ListQuery },
+    )
     .get("/executions/requests/:requestId", async ({ params, principal }) =>
       view(await deps.engine.executionByRequest(principal, uuidOrNotFound(params.requestId))),
     )
