@@ -2,7 +2,6 @@ import { PublicError } from "../lib/errors.ts";
 
 /** Where file bytes live. File metadata (owner, type, size) is in the database, not here. */
 export interface Storage {
-  readonly driver: "disk" | "s3";
   /** Streams `body` in, refusing it past `maxBytes` (nothing is kept then); answers its size and sha256. */
   put(path: string, body: ReadableStream<Uint8Array>, options: PutOptions): Promise<StoredObject>;
   /** The bytes, streamed; null when there is no such file. */

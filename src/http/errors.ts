@@ -56,8 +56,6 @@ export const errorHandling = (log: (message: string) => void, routes: () => read
     switch (code) {
       case "NOT_FOUND":
         return noRoute(request);
-      case "PARSE":
-        return errorResponse("invalid_request", "the body is not valid JSON");
       case "VALIDATION": {
         // A route's `query:` schema (http/query-string.ts) refused the request; its issues name their parameter.
         const issues = error.all.map((issue) => ({
@@ -69,9 +67,6 @@ export const errorHandling = (log: (message: string) => void, routes: () => read
           details: { issues },
         });
       }
-      case "INVALID_COOKIE_SIGNATURE":
-      case "INVALID_FILE_TYPE":
-        return errorResponse("invalid_request", error.message);
     }
     log(`unhandled error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     return errorResponse("internal_error", "the server failed to answer this request");
