@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { Glob } from "bun";
 import { ERROR_STATUS, type ErrorCode } from "../src/lib/errors.ts";
 import { dialects } from "./support/databases.ts";
 import { LiveClient } from "./support/live-client.ts";
+import { mcpClient } from "./support/mcp-client.ts";
 import { fixture, startTestServer, type TestServer } from "./support/server.ts";
 
 const ROOT = join(import.meta.dir, "..");
@@ -46,16 +46,6 @@ describe("the error table", () => {
     expect(Object.fromEntries(rows)).toEqual(ERROR_STATUS);
   });
 });
-
-async function mcpClient(t: TestServer, token: string): Promise<Client> {
-  const client = new Client({ name: "actuate-test", version: "1.0.0" });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), {
-      requestInit: { headers: { authorization: `Bearer ${token}` } },
-    }),
-  );
-  return client;
-}
 
 async function liveClient(t: TestServer, token: string): Promise<LiveClient> {
   const client = await LiveClient.connect(t.url);

@@ -11,7 +11,6 @@ const WRITE_BUFFER = 1024 * 1024;
  * place, so a reader never sees half a file and a refused upload leaves nothing.
  */
 export class DiskStorage implements Storage {
-
   constructor(private readonly root: string) {}
 
   /** Takes any byte iterable too (a spool writes a multipart file part through here). */
