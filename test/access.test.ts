@@ -1,25 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { Type } from "@sinclair/typebox";
-import { canonicalJson, sha256Hex } from "../src/release/canonical-json.ts";
+import { canonicalJson, sha256Hex } from "../src/lib/canonical-json.ts";
 import { compileContract } from "../src/release/contract.ts";
 import { runsOf } from "./fixtures/releases/basic/lib/probe.ts";
 import { dialects } from "./support/databases.ts";
+import { mcpClient } from "./support/mcp-client.ts";
 import { fixture, startTestServer, type TestServer } from "./support/server.ts";
 
 const EXECUTION = "dev.service/execution";
 const text = (result: unknown) => JSON.parse((result as { content: { text: string }[] }).content[0]?.text ?? "null");
-
-async function mcpClient(t: TestServer, token: string): Promise<Client> {
-  const client = new Client({ name: "access-test", version: "1.0.0" });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), {
-      requestInit: { headers: { authorization: `Bearer ${token}` } },
-    }),
-  );
-  return client;
-}
 
 describe("access in the contract", () => {
   const base = {

@@ -384,6 +384,7 @@ export default defineRelease({ entities: { notes: { title: Type.String() } } });
         rmSync(dir, { recursive: true, force: true });
         await t.stop();
       }
+      // Three builds of a release: over 5 s on PostgreSQL on a loaded machine.
     }, 60_000);
   });
 }

@@ -121,7 +121,21 @@ for (const dialect of dialects) {
         expect(res.status).toBe(400);
         const body = await res.json();
         expect(body).toMatchObject({ ok: false, error: "invalid_request" });
-        expect(body.details.issues[0].where).toStartWith("/query/");
+        const param = query.split("=")[0];
+        expect(body.details.issues[0]).toMatchObject({ where: `/query/${param}`, code: "invalid" });
+        expect(body.message).toContain(param);
+      }
+      const several = await (await t.fetch("/executions?limit=0&status=done")).json();
+      expect(several.details.issues.map((issue: { where: string }) => issue.where).sort()).toEqual([
+        "/query/limit",
+        "/query/status",
+      ]);
+    });
+
+    test("without a credential a bad query string is 401, not a 400 that answers before the credential is checked", async () => {
+      for (const path of ["/executions?limit=0", "/runs?x=1", "/storage/signed-download-url?x=1"]) {
+        const res = await t.fetch(path, { token: null });
+        expect(res.status, path).toBe(401);
       }
     });
 

@@ -118,6 +118,21 @@ for (const dialect of dialects) {
         expect((await res.json()).error).toBe("file_not_found");
       });
 
+      test("the filename query parameter is required and alone: 400 invalid_request naming it", async () => {
+        for (const [path, param] of [
+          ["/storage/signed-download-url", "filename"],
+          ["/storage/signed-download-url?filename=a.txt&expires=1", "expires"],
+          ["/storage/files", "filename"],
+        ] as const) {
+          const res = await t.fetch(path, {
+            method: path.startsWith("/storage/files") ? "DELETE" : "GET",
+            token: alice,
+          });
+          expect(res.status, path).toBe(400);
+          expect((await res.json()).details.issues[0]).toMatchObject({ where: `/query/${param}` });
+        }
+      });
+
       test("paths that could escape the root are 400 invalid_path", async () => {
         const bad = [
           "../escape.txt",

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { sha256Hex } from "../release/canonical-json.ts";
+import { sha256Hex } from "../lib/canonical-json.ts";
 import type { Store } from "../store/types.ts";
 
 /** Tokens are 256 random bits, so one round of SHA-256 is the right hash: nothing to brute-force. */

@@ -1,6 +1,11 @@
-/** A query the data layer refuses: answered as `data_provider_rejected` with the message, status 400. */
-export class QueryRejected extends Error {
+import { PublicError } from "../lib/errors.ts";
+
+/** A query the data layer refuses: answered as `data_provider_rejected` with the message. */
+export class QueryRejected extends PublicError {
   override name = "QueryRejected";
+  constructor(message: string) {
+    super("data_provider_rejected", message);
+  }
 }
 
 /** A write an action tried that does not fit the schema; the action fails with this message. */

@@ -1,4 +1,4 @@
-import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "../engine/json-text.ts";
+import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "../lib/json-text.ts";
 import type { Principal } from "../sdk/index.ts";
 import { QueryRejected } from "./errors.ts";
 import type { DataSchema, EntitySpec, LinkSide } from "./schema.ts";

@@ -1,4 +1,4 @@
-import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "../engine/json-text.ts";
+import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "../lib/json-text.ts";
 import type { DataContext } from "../sdk/index.ts";
 import type { WriteStatement } from "../store/types.ts";
 import { WriteRejected } from "./errors.ts";

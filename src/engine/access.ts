@@ -1,4 +1,5 @@
 import type { DataService } from "../data/service.ts";
+import { messageOf } from "../lib/errors.ts";
 import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import type { AccessContext, Principal } from "../sdk/index.ts";
 
@@ -43,5 +44,3 @@ export function mayRun(
     }
   })();
 }
-
-const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));

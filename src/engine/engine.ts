@@ -1,6 +1,8 @@
 import type { DataService, QueryFormat } from "../data/service.ts";
 import type { FileService, SentFile } from "../files/service.ts";
-import { canonicalJson, sha256Hex } from "../release/canonical-json.ts";
+import { canonicalJson, sha256Hex } from "../lib/canonical-json.ts";
+import { PublicError } from "../lib/errors.ts";
+import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "../lib/json-text.ts";
 import type { ActionContract } from "../release/contract.ts";
 import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
@@ -17,11 +19,10 @@ import {
   type Store,
 } from "../store/types.ts";
 import { mayKnow, mayRun } from "./access.ts";
-import { accessDenied, actionNotFound, EngineError, executionNotFound, runNotFound } from "./errors.ts";
+import { accessDenied, actionNotFound, executionNotFound, runNotFound } from "./errors.ts";
 import { type ExecutionEvent, ExecutionFeed } from "./execution-feed.ts";
 import { canSee, LIST_VALUE_BYTES } from "./executions.ts";
 import { type FollowOptions, type FollowResources, followExecution, lastStatus } from "./follow.ts";
-import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "./json-text.ts";
 import { Liveness } from "./liveness.ts";
 import { Runner } from "./runner.ts";
 import { newRun } from "./workflows/new-run.ts";
@@ -155,7 +156,7 @@ export class Engine {
       // The same request may have been accepted before under another contract; answer that one.
       const earlier = await this.$.store.findExecutionByRequest(request.principal, request.requestId);
       if (earlier) return this.replay(earlier, fingerprint);
-      throw new EngineError("action_contract_validation_failed", "the input does not fit the action's input schema", {
+      throw new PublicError("action_contract_validation_failed", "the input does not fit the action's input schema", {
         details: { issues },
       });
     }
@@ -274,7 +275,7 @@ export class Engine {
     const current = await this.run(principal, id);
     if (current.run.status === "canceled") return current;
     if (isRunTerminal(current.run.status)) {
-      throw new EngineError("run_not_cancelable", `the run has already ended (${current.run.status})`, { runId: id });
+      throw new PublicError("run_not_cancelable", `the run has already ended (${current.run.status})`, { runId: id });
     }
     await this.$.store.runs.requestCancel(id, this.now());
     this.workflows.cancel(id);
@@ -333,7 +334,7 @@ export class Engine {
 
   private async replay(row: ExecutionRow, fingerprint: string): Promise<InvokeOutcome> {
     if (row.inputFingerprint !== fingerprint) {
-      throw new EngineError("REQUEST_CONFLICT", "this requestId was already used with a different input", {
+      throw new PublicError("REQUEST_CONFLICT", "this requestId was already used with a different input", {
         executionId: row.id,
         executionStatus: row.status,
         requestId: row.requestId,
@@ -368,7 +369,7 @@ export class Engine {
   /** The release served now; 503 no_active_release before any is published. */
   activeRelease(): LoadedRelease {
     const release = this.$.release();
-    if (!release) throw new EngineError("no_active_release", "no release is active; publish one first");
+    if (!release) throw new PublicError("no_active_release", "no release is active; publish one first");
     return release;
   }
 

@@ -1,9 +1,10 @@
 import type { DataService } from "../data/service.ts";
+import { messageOf } from "../lib/errors.ts";
+import { storableJson } from "../lib/json-text.ts";
 import type { LoadedFunction, LoadedRelease } from "../release/load.ts";
 import type { ActionContext, Principal } from "../sdk/index.ts";
 import type { ExecutionRow, ExecutionSettlement, Store } from "../store/types.ts";
 import type { ExecutionFeed } from "./execution-feed.ts";
-import { storableJson } from "./json-text.ts";
 import { logLine, thrownLine } from "./log-line.ts";
 
 export interface RunnerResources {
@@ -79,7 +80,7 @@ export class Runner {
       returned = await action.definition.handler(input as never, ctx);
     } catch (error) {
       this.$.log(`[${action.contract.name} ${ctx.execution.id}] the handler threw: ${thrownLine(error)}`);
-      return failed(error instanceof Error ? error.message : String(error));
+      return failed(messageOf(error));
     }
     const stored = storableJson(returned, "/output");
     if ("problem" in stored) return failed(`the action's output ${stored.problem}`);

@@ -12,8 +12,6 @@ const WRITE_BUFFER = 1024 * 1024;
  * place, so a reader never sees half a file and a refused upload leaves nothing.
  */
 export class DiskStorage implements Storage {
-  readonly driver = "disk";
-
   constructor(private readonly root: string) {}
 
   async check(): Promise<void> {

@@ -1,6 +1,11 @@
-/** A refused storage path; answered as 400 `invalid_path`. */
-export class InvalidPath extends Error {
+import { PublicError } from "../lib/errors.ts";
+
+/** A refused storage path: `invalid_path`. */
+export class InvalidPath extends PublicError {
   override name = "InvalidPath";
+  constructor(message: string) {
+    super("invalid_path", message);
+  }
 }
 
 const MAX_PATH_BYTES = 1024;

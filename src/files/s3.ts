@@ -27,7 +27,6 @@ const SINGLE_PUT_EXPIRY_SECONDS = 3600;
  * so memory holds at most one part. A refused or failed upload is aborted and leaves no object.
  */
 export class S3Storage implements Storage {
-  readonly driver = "s3";
   private readonly client: Client;
   private readonly bucket: string;
   private readonly region: string;

@@ -1,13 +1,14 @@
+import { PublicError } from "../lib/errors.ts";
 import type { FileHandle, Principal } from "../sdk/index.ts";
 import type { FileRow, Store } from "../store/types.ts";
 import { checkPath } from "./paths.ts";
 import { type SignedGrant, signGrant, verifyGrant } from "./signing.ts";
 import { metered, type Storage } from "./storage.ts";
 
-export class FileNotFound extends Error {
+export class FileNotFound extends PublicError {
   override name = "FileNotFound";
   constructor() {
-    super("no such file");
+    super("file_not_found", "no such file");
   }
 }
 
@@ -275,10 +276,10 @@ export const toUpload = (row: FileRow): Upload => ({
   size: row.size ?? 0,
 });
 
-export class SignedContentTypeMismatch extends Error {
+export class SignedContentTypeMismatch extends PublicError {
   override name = "SignedContentTypeMismatch";
   constructor(expected: string) {
-    super(`this URL takes content-type ${expected}`);
+    super("signed_url_invalid", `this URL takes content-type ${expected}`);
   }
 }
 

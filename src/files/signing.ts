@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { PublicError } from "../lib/errors.ts";
 
 export interface SignedGrant {
   /** The file path the URL is for. */
@@ -11,10 +12,10 @@ export interface SignedGrant {
   exp: number;
 }
 
-export class SignedUrlRefused extends Error {
+export class SignedUrlRefused extends PublicError {
   override name = "SignedUrlRefused";
-  constructor(readonly code: "signed_url_invalid" | "signed_url_expired") {
-    super(code === "signed_url_expired" ? "this signed URL has expired" : "this signed URL is not valid");
+  constructor(code: "signed_url_invalid" | "signed_url_expired") {
+    super(code, code === "signed_url_expired" ? "this signed URL has expired" : "this signed URL is not valid");
   }
 }
 

@@ -1,6 +1,7 @@
+import { PublicError } from "../lib/errors.ts";
+
 /** Where file bytes live. File metadata (owner, type, size) is in the database, not here. */
 export interface Storage {
-  readonly driver: "disk" | "s3";
   /** Streams `body` in, refusing it past `maxBytes` (nothing is kept then); answers its size and sha256. */
   put(path: string, body: ReadableStream<Uint8Array>, options: PutOptions): Promise<StoredObject>;
   /** The bytes, streamed; null when there is no such file. */
@@ -35,11 +36,14 @@ export interface StoredObject {
   sha256: string;
 }
 
-/** The body was larger than allowed; whatever was written of it is gone. */
-export class TooLarge extends Error {
+/** The body was larger than allowed (`payload_too_large`); whatever was written of it is gone. */
+export class TooLarge extends PublicError {
   override name = "TooLarge";
-  constructor(readonly limit: number) {
-    super(`the file is larger than ${limit} bytes`);
+  constructor(
+    readonly limit: number,
+    message = `the file is larger than ${limit} bytes`,
+  ) {
+    super("payload_too_large", message, { details: { limitBytes: limit } });
   }
 }
 

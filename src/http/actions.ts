@@ -1,18 +1,18 @@
 import { Elysia } from "elysia";
 import type { InvokeOutcome } from "../engine/engine.ts";
-import { EngineError, invalidRequest } from "../engine/errors.ts";
+import { invalidRequest } from "../engine/errors.ts";
 import { toExecutionView } from "../engine/executions.ts";
-import { uuidOrNull } from "../engine/ids.ts";
 import { MalformedMultipart, type MultipartForm, readMultipart } from "../files/multipart.ts";
 import type { FileService, SentFile } from "../files/service.ts";
 import { Spool } from "../files/spool.ts";
 import { TooLarge } from "../files/storage.ts";
+import { PublicError } from "../lib/errors.ts";
+import { uuidOrNull } from "../lib/ids.ts";
 import { nestsDeeperThan } from "../lib/json-depth.ts";
 import type { ValidationIssue } from "../release/contract.ts";
 import { authenticated } from "./auth.ts";
-import { MiB, payloadTooLarge, readJsonBody, tooDeep } from "./body.ts";
+import { BodyAborted, MiB, payloadTooLarge, readJsonBody, tooDeep } from "./body.ts";
 import { executionUrl, type HttpDeps, runUrl } from "./deps.ts";
-import { BodyAborted, HttpError } from "./errors.ts";
 import { holdingConnection } from "./long-wait.ts";
 
 export const INVOKE_BODY_LIMIT = 8 * MiB;
@@ -148,7 +148,7 @@ function parseEnvelope(body: unknown): { requestId: string; input: Record<string
   }
   if (issues.length > 0 || readable === null) {
     const refusal = invalidRequest(issues);
-    throw new EngineError(refusal.code, refusal.message, { ...refusal.details, requestId: readable });
+    throw new PublicError(refusal.code, refusal.message, { ...refusal.fields, requestId: readable });
   }
   return { requestId: readable, input: input as Record<string, unknown> };
 }
@@ -158,20 +158,14 @@ function parseEnvelope(body: unknown): { requestId: string; input: Record<string
  * requestId, or no execution exists), so the caller can follow up.
  */
 function invocationError(error: unknown, requestId: string | null): unknown {
-  const ids = { requestId, executionId: null };
-  if (error instanceof EngineError) {
-    return new EngineError(error.code, error.message, {
-      ...ids,
-      ...error.details,
-      ...(requestId ? { requestId } : {}),
-    });
-  }
   // Nobody reads the answer to a body that broke off: it stays what it is, to be logged as such.
-  if (error instanceof BodyAborted) return error;
-  if (error instanceof HttpError) {
-    return new HttpError(error.status, error.code, error.message, error.headers, { ...ids, ...error.details });
-  }
-  return error;
+  if (error instanceof BodyAborted || !(error instanceof PublicError)) return error;
+  return new PublicError(error.code, error.message, {
+    requestId,
+    executionId: null,
+    ...error.fields,
+    ...(requestId ? { requestId } : {}),
+  });
 }
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>

@@ -5,16 +5,18 @@ import { HttpError } from "./errors.ts";
 export const resourceMetadataUrl = (publicUrl: string) => `${publicUrl}/.well-known/oauth-protected-resource/mcp`;
 
 export const unauthorized = (publicUrl: string) =>
-  new HttpError(401, "unauthorized", "a valid bearer credential is required (Authorization: Bearer <token>)", {
+  new HttpError("unauthorized", "a valid bearer credential is required (Authorization: Bearer <token>)", {
     "www-authenticate": `Bearer resource_metadata="${resourceMetadataUrl(publicUrl)}"`,
   });
 
 /**
  * Resolves `principal` for every route of the plugin that uses this one. Deliberately unnamed: Elysia
- * de-duplicates named plugins, and every route plugin needs its own copy of this hook.
+ * de-duplicates named plugins, and every route plugin needs its own copy of this hook. A `derive`, not a
+ * `resolve`: it runs before the route's schema is checked, so a caller without a credential learns
+ * nothing of the endpoint (401 before any 400).
  */
 export const authenticated = (auth: Authenticator, publicUrl: () => string) =>
-  new Elysia().resolve({ as: "scoped" }, async ({ request }) => {
+  new Elysia().derive({ as: "scoped" }, async ({ request }) => {
     const principal = await auth.authenticate(request.headers.get("authorization"));
     if (!principal) throw unauthorized(publicUrl());
     return { principal };

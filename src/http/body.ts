@@ -1,16 +1,18 @@
+import { invalidRequest } from "../engine/errors.ts";
+import { TooLarge } from "../files/storage.ts";
+import { PublicError } from "../lib/errors.ts";
 import { nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
-import { BodyAborted, HttpError } from "./errors.ts";
 
 export const MiB = 1024 * 1024;
 
-export const payloadTooLarge = (limit: number) =>
-  new HttpError(
-    413,
-    "payload_too_large",
-    `the body is larger than ${limit / MiB} MiB`,
-    {},
-    { details: { limitBytes: limit } },
-  );
+/** The client stopped sending before the body's end (the connection closed): an ordinary 400, not a bug. */
+export class BodyAborted extends PublicError {
+  constructor() {
+    super("invalid_request", "the body broke off before its end");
+  }
+}
+
+export const payloadTooLarge = (limit: number) => new TooLarge(limit, `the body is larger than ${limit / MiB} MiB`);
 
 /**
  * Reads a body as text, refusing it (413) as soon as it passes `limit` bytes: by Content-Length when
@@ -44,15 +46,9 @@ async function readText(request: Request, limit: number): Promise<string> {
 
 /** A body (or part) nested deeper than MAX_JSON_DEPTH: refused before any code walks it. */
 export const tooDeep = (where = "") =>
-  new HttpError(
-    400,
-    "invalid_request",
-    tooDeepMessage,
-    {},
-    {
-      details: { issues: [{ where, code: "too_deep", message: tooDeepMessage }] },
-    },
-  );
+  new PublicError("invalid_request", tooDeepMessage, {
+    details: { issues: [{ where, code: "too_deep", message: tooDeepMessage }] },
+  });
 
 /**
  * Parses a JSON body; a body that is not JSON is `invalid_request` with the issue at the root, and so
@@ -64,15 +60,7 @@ export async function readJsonBody(request: Request, limit: number): Promise<unk
   try {
     body = JSON.parse(text);
   } catch {
-    throw new HttpError(
-      400,
-      "invalid_request",
-      "the body is not valid JSON",
-      {},
-      {
-        details: { issues: [{ where: "", code: "invalid_json", message: "the body is not valid JSON" }] },
-      },
-    );
+    throw invalidRequest([{ where: "", code: "invalid_json", message: "the body is not valid JSON" }]);
   }
   if (nestsDeeperThan(body)) throw tooDeep();
   return body;

@@ -2,22 +2,25 @@ import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import { executionNotFound } from "../engine/errors.ts";
 import { type ExecutionView, toExecutionSummary, toExecutionView } from "../engine/executions.ts";
-import { uuidOrNull } from "../engine/ids.ts";
 import type { FileService } from "../files/service.ts";
+import { PublicError } from "../lib/errors.ts";
+import { uuidOrNull } from "../lib/ids.ts";
 import { EXECUTION_STATUSES, type ExecutionRow, type ExecutionStatus } from "../store/types.ts";
 import { authenticated } from "./auth.ts";
 import { executionUrl, type HttpDeps } from "./deps.ts";
-import { HttpError } from "./errors.ts";
 import { holdingConnection } from "./long-wait.ts";
-import { DEFAULT_PAGE, decodeCursor, encodeCursor, pageParams, parseListQuery } from "./paging.ts";
+import { DEFAULT_PAGE, decodeCursor, encodeCursor, pageParams } from "./paging.ts";
+import { queryString } from "./query-string.ts";
 
-const ListQuery = Type.Object(
-  {
-    ...pageParams,
-    action: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_.-]{1,200}$" })),
-    status: Type.Optional(Type.Union(EXECUTION_STATUSES.map((s) => Type.Literal(s)))),
-  },
-  { additionalProperties: false },
+const ListQuery = queryString(
+  Type.Object(
+    {
+      ...pageParams,
+      action: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_.-]{1,200}$" })),
+      status: Type.Optional(Type.Union(EXECUTION_STATUSES.map((s) => Type.Literal(s)))),
+    },
+    { additionalProperties: false },
+  ),
 );
 
 /** Execution ids and request ids are UUIDs; anything else cannot name an execution, so it never reaches the store. */
@@ -39,19 +42,22 @@ export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
   const view = async (row: ExecutionRow) => (await views([row], toExecutionView))[0];
   return new Elysia({ name: "executions" })
     .use(authenticated(deps.auth, deps.publicUrl))
-    .get("/executions", async ({ query, principal }) => {
-      const q = parseListQuery(ListQuery, query);
-      const page = await deps.engine.listExecutions(principal, {
-        limit: q.limit ?? DEFAULT_PAGE,
-        afterId: q.cursor === undefined ? undefined : decodeCursor(q.cursor),
-        action: q.action,
-        status: q.status as ExecutionStatus | undefined,
-      });
-      return {
-        items: await views(page.items, toExecutionSummary),
-        nextCursor: page.lastId ? encodeCursor(page.lastId) : null,
-      };
-    })
+    .get(
+      "/executions",
+      async ({ query: q, principal }) => {
+        const page = await deps.engine.listExecutions(principal, {
+          limit: q.limit ?? DEFAULT_PAGE,
+          afterId: q.cursor === undefined ? undefined : decodeCursor(q.cursor),
+          action: q.action,
+          status: q.status as ExecutionStatus | undefined,
+        });
+        return {
+          items: await views(page.items, toExecutionSummary),
+          nextCursor: page.lastId ? encodeCursor(page.lastId) : null,
+        };
+      },
+      { query: ListQuery },
+    )
     .get("/executions/requests/:requestId", async ({ params, principal }) =>
       view(await deps.engine.executionByRequest(principal, uuidOrNotFound(params.requestId))),
     )
@@ -64,17 +70,11 @@ export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
         deps.engine.awaitResult(principal, id),
       );
       if (!settled) {
-        throw new HttpError(
-          504,
-          "execution_result_timeout",
-          "the execution has not ended yet; follow statusUrl",
-          {},
-          {
-            executionId: execution.id,
-            requestId: execution.requestId,
-            statusUrl: executionUrl(deps.publicUrl(), execution.id),
-          },
-        );
+        throw new PublicError("execution_result_timeout", "the execution has not ended yet; follow statusUrl", {
+          executionId: execution.id,
+          requestId: execution.requestId,
+          statusUrl: executionUrl(deps.publicUrl(), execution.id),
+        });
       }
       return view(execution);
     });

@@ -1,7 +1,6 @@
-import { type Static, type TObject, Type } from "@sinclair/typebox";
-import { Value } from "@sinclair/typebox/value";
+import { Type } from "@sinclair/typebox";
 import { invalidRequest } from "../engine/errors.ts";
-import { uuidOrNull } from "../engine/ids.ts";
+import { uuidOrNull } from "../lib/ids.ts";
 
 /** The paging parameters every list shares: `?limit` (default 50, at most 200) and an opaque `cursor`. */
 export const pageParams = {
@@ -10,22 +9,6 @@ export const pageParams = {
 };
 
 export const DEFAULT_PAGE = 50;
-
-/** A list's query string checked against its schema; every problem is an issue of a 400 invalid_request. */
-export function parseListQuery<T extends TObject>(schema: T, query: Record<string, string | undefined>): Static<T> {
-  const converted = Value.Convert(schema, { ...query });
-  const errors = [...Value.Errors(schema, converted)];
-  if (errors.length > 0) {
-    throw invalidRequest(
-      errors.map((e) => ({
-        where: `/query${e.path}`,
-        code: "invalid",
-        message: `${e.path.slice(1) || "query"}: ${e.message}`,
-      })),
-    );
-  }
-  return converted as Static<T>;
-}
 
 // Cursors are opaque to callers; today they carry the last id seen (ids are time-ordered UUIDv7).
 export const encodeCursor = (id: string) => Buffer.from(id).toString("base64url");

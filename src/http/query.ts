@@ -1,8 +1,8 @@
 import { Elysia } from "elysia";
+import { PublicError } from "../lib/errors.ts";
 import { authenticated } from "./auth.ts";
 import { MiB, readJsonBody } from "./body.ts";
 import type { HttpDeps } from "./deps.ts";
-import { HttpError } from "./errors.ts";
 
 export const QUERY_BODY_LIMIT = 4 * MiB;
 
@@ -13,11 +13,11 @@ export const queryRoutes = (deps: HttpDeps) =>
     .post("/query", async ({ request, principal }) => {
       const format = new URL(request.url).searchParams.get("format");
       if (format !== null && format !== "objects" && format !== "triples") {
-        throw new HttpError(400, "invalid_request", "format must be objects (or absent, for triples)");
+        throw new PublicError("invalid_request", "format must be objects (or absent, for triples)");
       }
       const body = await readJsonBody(request, QUERY_BODY_LIMIT);
       if (typeof body !== "object" || body === null || Array.isArray(body) || !("query" in body)) {
-        throw new HttpError(400, "invalid_request", "the body must be { query: { … } }");
+        throw new PublicError("invalid_request", "the body must be { query: { … } }");
       }
       return deps.engine.query(principal, body.query, format === "objects" ? "objects" : "triples");
     });

@@ -1,12 +1,13 @@
 import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import { runNotFound } from "../engine/errors.ts";
-import { uuidOrNull } from "../engine/ids.ts";
 import { toRunListItem, toRunView } from "../engine/workflows/view.ts";
+import { uuidOrNull } from "../lib/ids.ts";
 import { RUN_STATUSES, type RunStatus } from "../store/types.ts";
 import { authenticated } from "./auth.ts";
 import { type HttpDeps, runUrl } from "./deps.ts";
-import { DEFAULT_PAGE, decodeCursor, encodeCursor, pageParams, parseListQuery } from "./paging.ts";
+import { DEFAULT_PAGE, decodeCursor, encodeCursor, pageParams } from "./paging.ts";
+import { queryString } from "./query-string.ts";
 
 /** Run ids are UUIDs; anything else cannot name a run, so it never reaches the store. */
 function runId(value: string): string {
@@ -15,31 +16,36 @@ function runId(value: string): string {
   return id;
 }
 
-const ListQuery = Type.Object(
-  {
-    ...pageParams,
-    workflow: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_.-]{1,200}$" })),
-    status: Type.Optional(Type.Union(RUN_STATUSES.map((s) => Type.Literal(s)))),
-  },
-  { additionalProperties: false },
+const ListQuery = queryString(
+  Type.Object(
+    {
+      ...pageParams,
+      workflow: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_.-]{1,200}$" })),
+      status: Type.Optional(Type.Union(RUN_STATUSES.map((s) => Type.Literal(s)))),
+    },
+    { additionalProperties: false },
+  ),
 );
 
 export const runRoutes = (deps: HttpDeps) =>
   new Elysia({ name: "runs" })
     .use(authenticated(deps.auth, deps.publicUrl))
-    .get("/runs", async ({ query, principal }) => {
-      const q = parseListQuery(ListQuery, query);
-      const page = await deps.engine.listRuns(principal, {
-        limit: q.limit ?? DEFAULT_PAGE,
-        afterId: q.cursor === undefined ? undefined : decodeCursor(q.cursor),
-        workflow: q.workflow,
-        status: q.status as RunStatus | undefined,
-      });
-      return {
-        items: page.items.map((run) => ({ ...toRunListItem(run), statusUrl: runUrl(deps.publicUrl(), run.id) })),
-        nextCursor: page.lastId ? encodeCursor(page.lastId) : null,
-      };
-    })
+    .get(
+      "/runs",
+      async ({ query: q, principal }) => {
+        const page = await deps.engine.listRuns(principal, {
+          limit: q.limit ?? DEFAULT_PAGE,
+          afterId: q.cursor === undefined ? undefined : decodeCursor(q.cursor),
+          workflow: q.workflow,
+          status: q.status as RunStatus | undefined,
+        });
+        return {
+          items: page.items.map((run) => ({ ...toRunListItem(run), statusUrl: runUrl(deps.publicUrl(), run.id) })),
+          nextCursor: page.lastId ? encodeCursor(page.lastId) : null,
+        };
+      },
+      { query: ListQuery },
+    )
     .get("/runs/:id", async ({ params, principal }) => {
       const { run, steps } = await deps.engine.run(principal, runId(params.id));
       return toRunView(run, steps);

@@ -27,6 +27,6 @@ export const sessionRoutes = (hub: SessionHub) => {
     mapResponse: ({ responseValue }) =>
       responseValue === undefined
         ? undefined
-        : errorResponse(400, "invalid_request", "not a valid WebSocket upgrade (RFC 6455 handshake headers)"),
+        : errorResponse("invalid_request", "not a valid WebSocket upgrade (RFC 6455 handshake headers)"),
   });
 };

@@ -6,6 +6,7 @@ import { type FileService, MAX_EXPIRY_MS } from "../files/service.ts";
 import { authenticated } from "./auth.ts";
 import { MiB, readJsonBody } from "./body.ts";
 import type { HttpDeps } from "./deps.ts";
+import { queryString } from "./query-string.ts";
 
 const SIGN_BODY_LIMIT = 1 * MiB;
 
@@ -18,6 +19,9 @@ const SignUpload = Type.Object(
   },
   { additionalProperties: false },
 );
+
+/** `?filename=<path>`: the path is checked by the file service (400 invalid_path). */
+const FileQuery = queryString(Type.Object({ filename: Type.String() }, { additionalProperties: false }));
 
 const contentTypeOf = (request: Request) => request.headers.get("content-type") ?? "application/octet-stream";
 /** The Content-Length a sender declared, if any (Bun holds the body to it). */
@@ -71,10 +75,16 @@ export const storageRoutes = (deps: HttpDeps & { files: FileService }) =>
         expiresIn === undefined ? undefined : expiresIn * 1000,
       );
     })
-    .get("/storage/signed-download-url", async ({ query, principal }) =>
-      deps.files.signDownload(principal, query.filename),
+    .get(
+      "/storage/signed-download-url",
+      async ({ query, principal }) => deps.files.signDownload(principal, query.filename),
+      { query: FileQuery },
     )
-    .delete("/storage/files", async ({ query, principal }) => {
-      await deps.files.delete(principal, query.filename);
-      return { ok: true };
-    });
+    .delete(
+      "/storage/files",
+      async ({ query, principal }) => {
+        await deps.files.delete(principal, query.filename);
+        return { ok: true };
+      },
+      { query: FileQuery },
+    );

@@ -1,16 +1,15 @@
 import type { Authenticator } from "../auth/authenticator.ts";
 import type { LiveLimits } from "../config.ts";
-import { QueryRejected } from "../data/errors.ts";
 import type { DataService } from "../data/service.ts";
 import type { Engine } from "../engine/engine.ts";
-import { EngineError } from "../engine/errors.ts";
 import type { ExecutionEvent } from "../engine/execution-feed.ts";
+import { canonicalJson } from "../lib/canonical-json.ts";
+import { isDatabaseUnavailable } from "../lib/database-errors.ts";
+import { type ErrorCode, PublicError } from "../lib/errors.ts";
 import { nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
-import { canonicalJson } from "../release/canonical-json.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
 import { type ExecutionRow, isTerminal } from "../store/types.ts";
-import { isDatabaseUnavailable } from "../store/unavailable.ts";
 
 /** The socket as the hub sees it; http/session.ts adapts Elysia's. */
 export interface LiveSocket {
@@ -134,10 +133,14 @@ export class SessionHub {
     try {
       await this.handle(session, message);
     } catch (error) {
-      if (error instanceof QueryRejected || error instanceof EngineError)
-        return this.error(session, message, error.message);
+      if (error instanceof PublicError) return this.refuse(session, message, error);
       if (isDatabaseUnavailable(error)) {
-        return this.error(session, message, "the database cannot be reached; try again shortly", 503);
+        return this.error(
+          session,
+          message,
+          "the database cannot be reached; try again shortly",
+          "database_unavailable",
+        );
       }
       throw error;
     }
@@ -168,11 +171,11 @@ export class SessionHub {
     if (session.principal) return this.error(session, message, "init has already run for this session");
     const token = message["access-token"];
     const principal = typeof token === "string" ? await this.$.auth.resolveToken(token) : null;
-    if (!principal) return this.error(session, message, "init needs a valid access-token", 401);
+    if (!principal) return this.error(session, message, "init needs a valid access-token", "unauthorized");
     const load = this.load(principal);
     if (load.sockets >= this.$.limits.socketsPerCaller) {
       const limit = `at most ${this.$.limits.socketsPerCaller} sockets per caller (LIVE_MAX_SOCKETS_PER_CALLER)`;
-      this.error(session, message, limit, 429);
+      this.error(session, message, limit, "limit_reached");
       session.socket.close(4029, "too many sockets for this caller");
       return this.close(session);
     }
@@ -198,12 +201,12 @@ export class SessionHub {
     const limits = this.$.limits;
     if (session.subscriptions.size >= limits.subscriptionsPerSocket) {
       const limit = `at most ${limits.subscriptionsPerSocket} live queries per socket (LIVE_MAX_SUBSCRIPTIONS_PER_SOCKET)`;
-      return this.error(session, message, limit, 429);
+      return this.error(session, message, limit, "limit_reached");
     }
     const load = this.load(session.principal as Principal);
     if (load.subscriptions >= limits.subscriptionsPerCaller) {
       const limit = `at most ${limits.subscriptionsPerCaller} live queries per caller (LIVE_MAX_SUBSCRIPTIONS_PER_CALLER)`;
-      return this.error(session, message, limit, 429);
+      return this.error(session, message, limit, "limit_reached");
     }
     const release = this.$.engine.activeRelease();
     const returnType: ResultShape = message["return-type"] === "tree" ? "tree" : "join-rows";
@@ -226,13 +229,7 @@ export class SessionHub {
     const key = id.toLowerCase();
     const stop = new AbortController();
     const events = this.$.engine.follow(session.principal as Principal, key, { signal: stop.signal });
-    let first: IteratorResult<ExecutionEvent>;
-    try {
-      first = await events.next();
-    } catch (error) {
-      if (error instanceof EngineError) return this.error(session, message, error.message, 404);
-      throw error;
-    }
+    const first = await events.next();
     const eventId = message["client-event-id"];
     const append = (event: ExecutionEvent) => {
       const fields = event.type === "log" ? { log: event.line, at: event.at } : streamStatus(event.execution);
@@ -338,10 +335,23 @@ export class SessionHub {
     }
   }
 
-  private error(session: Session, original: unknown, message: string, status = 400) {
+  private error(session: Session, original: unknown, message: string, code: ErrorCode = "invalid_request") {
+    this.refuse(session, original, new PublicError(code, message));
+  }
+
+  /** A refusal as `error`, with the code and the status the HTTP adapter would answer it with. */
+  private refuse(session: Session, original: unknown, refusal: PublicError) {
     const eventId =
       typeof original === "object" && original !== null ? (original as Message)["client-event-id"] : undefined;
-    send(session, { op: "error", status, "original-event": original, message, "client-event-id": eventId });
+    send(session, {
+      ...refusal.fields,
+      op: "error",
+      status: refusal.status,
+      error: refusal.code,
+      "original-event": original,
+      message: refusal.message,
+      "client-event-id": eventId,
+    });
   }
 }
 

@@ -10,9 +10,9 @@ import {
   McpError,
   ReadResourceRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { EngineError } from "../engine/errors.ts";
-import { uuidOrNull } from "../engine/ids.ts";
 import { toRunView } from "../engine/workflows/view.ts";
+import { PublicError } from "../lib/errors.ts";
+import { uuidOrNull } from "../lib/ids.ts";
 import { MAX_JSON_DEPTH, nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
 import type { Principal } from "../sdk/index.ts";
 import { describeRelease } from "./describe.ts";
@@ -91,7 +91,7 @@ function buildServer(deps: ToolDeps, version: string): Server {
       };
     } catch (error) {
       // Another caller's run is as absent as a missing one.
-      if (error instanceof EngineError && error.code === "run_not_found") throw resourceNotFound(requested);
+      if (error instanceof PublicError && error.code === "run_not_found") throw resourceNotFound(requested);
       throw error;
     }
   });

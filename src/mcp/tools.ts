@@ -1,13 +1,12 @@
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
-import { QueryRejected } from "../data/errors.ts";
 import { mayKnow } from "../engine/access.ts";
 import type { Engine, InvokeOutcome } from "../engine/engine.ts";
-import { EngineError } from "../engine/errors.ts";
 import { toExecutionView } from "../engine/executions.ts";
-import { uuidOrNull } from "../engine/ids.ts";
+import { isDatabaseUnavailable } from "../lib/database-errors.ts";
+import { PublicError } from "../lib/errors.ts";
+import { uuidOrNull } from "../lib/ids.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
-import { isDatabaseUnavailable } from "../store/unavailable.ts";
 import { describeRelease } from "./describe.ts";
 import { runResourceUri } from "./uris.ts";
 
@@ -131,13 +130,13 @@ export async function callTool(
     if (isDatabaseUnavailable(error)) {
       return refusal("database_unavailable", "the database cannot be reached; try again shortly", {}, refused);
     }
-    if (!(error instanceof EngineError)) throw error;
-    const { executionId, executionStatus } = error.details;
+    if (!(error instanceof PublicError)) throw error;
+    const { executionId, executionStatus } = error.fields;
     const existing =
       typeof executionId === "string"
         ? { id: executionId, requestId, status: String(executionStatus), url: deps.executionUrl(executionId) }
         : refused;
-    return refusal(error.code, error.message, error.details, existing);
+    return refusal(error.code, error.message, error.fields, existing);
   }
   const execution = toExecutionView(outcome.execution);
   const named = {
@@ -190,8 +189,7 @@ async function runQuery(deps: ToolDeps, principal: Principal, query: unknown): P
   try {
     return jsonResult(await deps.engine.query(principal, query, "objects"));
   } catch (error) {
-    if (error instanceof QueryRejected) return refusal("data_provider_rejected", error.message, {});
-    if (error instanceof EngineError) return refusal(error.code, error.message, {});
+    if (error instanceof PublicError) return refusal(error.code, error.message, error.fields);
     throw error;
   }
 }
@@ -212,12 +210,12 @@ function jsonResult(value: unknown): CallToolResult {
 function refusal(
   code: string,
   message: string,
-  details: Record<string, unknown>,
+  fields: Record<string, unknown>,
   execution?: NamedExecution,
 ): CallToolResult {
   return {
     isError: true,
-    content: [{ type: "text", text: JSON.stringify({ error: code, message, ...details }) }],
+    content: [{ type: "text", text: JSON.stringify({ error: code, message, ...fields }) }],
     ...(execution ? { _meta: { [EXECUTION_META]: execution } } : {}),
   };
 }

@@ -1,6 +1,6 @@
 import { relative, resolve, sep } from "node:path";
+import { sha256Hex } from "../lib/canonical-json.ts";
 import { SDK_SPECIFIER } from "./bundle-format.ts";
-import { sha256Hex } from "./canonical-json.ts";
 import { ReleaseError } from "./errors.ts";
 import type { ReleaseSource } from "./source.ts";
 

@@ -1,9 +1,9 @@
 import { Kind, OptionalKind, type TSchema } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { ValueErrorType } from "@sinclair/typebox/errors";
+import { canonicalJson, sha256Hex } from "../lib/canonical-json.ts";
 import { type AccessRule, FILE_FIELD } from "../sdk/index.ts";
 import type { ActionKind } from "../store/types.ts";
-import { canonicalJson, sha256Hex } from "./canonical-json.ts";
 
 /** Who may run an action, as its contract shows it: a rule function shows as `"rule"`. */
 export type AccessKind = "authenticated" | "service" | "rule";

@@ -1,21 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { openGate, runsOf } from "../fixtures/releases/basic/lib/probe.ts";
 import { dialects } from "../support/databases.ts";
+import { mcpClient } from "../support/mcp-client.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "../support/server.ts";
 
 const EXECUTION = "dev.service/execution";
-
-async function connect(t: TestServer, token: string): Promise<Client> {
-  const client = new Client({ name: "actuate-test", version: "1.0.0" });
-  const transport = new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), {
-    requestInit: { headers: { authorization: `Bearer ${token}` } },
-  });
-  await client.connect(transport);
-  return client;
-}
 
 const text = (result: unknown) => JSON.parse((result as { content: { text: string }[] }).content[0]?.text ?? "null");
 
@@ -27,7 +18,7 @@ for (const dialect of dialects) {
     beforeAll(async () => {
       t = await startTestServer(dialect, { release: fixture("basic"), env: { WAIT_MS: "300", HANDLE: "acme" } });
       aliceToken = await t.userToken("alice");
-      client = await connect(t, aliceToken);
+      client = await mcpClient(t, aliceToken);
     });
     afterAll(async () => {
       await client.close();
@@ -222,7 +213,7 @@ for (const dialect of dialects) {
     });
 
     test("a service key reaches the same tools and records its executions too", async () => {
-      const admin = await connect(t, t.serviceKey);
+      const admin = await mcpClient(t, t.serviceKey);
       const result = await admin.callTool({ name: "test.whoami", arguments: {} });
       expect(result.structuredContent).toMatchObject({ kind: "service" });
       await admin.close();

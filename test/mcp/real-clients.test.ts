@@ -71,7 +71,8 @@ describe.skipIf(!node)("MCP Inspector CLI", () => {
     const read = await inspector(["--method", "resources/read", "--uri", "service://inspected/schema"]);
     expect(read.code).toBe(0);
     expect(JSON.parse(JSON.parse(read.stdout).contents[0].text).handle).toBe("inspected");
-  });
+    // Three Node processes start here: about 2 s each on a loaded machine.
+  }, 60_000);
 });
 
 describe.skipIf(!node)("MCP conformance suite", () => {

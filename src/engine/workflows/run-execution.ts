@@ -1,5 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { DataService } from "../../data/service.ts";
+import { messageOf } from "../../lib/errors.ts";
+import { storableJson } from "../../lib/json-text.ts";
 import type { LoadedRelease, LoadedWorkflow } from "../../release/load.ts";
 import type { DataContext, Principal, StepContext, StepOptions, WorkflowContext } from "../../sdk/index.ts";
 import {
@@ -13,7 +15,6 @@ import {
   type WriteStatement,
 } from "../../store/types.ts";
 import type { ExecutionFeed } from "../execution-feed.ts";
-import { storableJson } from "../json-text.ts";
 import { logLine, thrownLine } from "../log-line.ts";
 
 export interface RunDeps {
@@ -371,5 +372,3 @@ const failed = (message: string, at: number): RunSettlement => ({
 });
 
 const isCount = (value: unknown) => typeof value === "number" && Number.isInteger(value) && value >= 0;
-
-const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));

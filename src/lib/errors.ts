@@ -1,0 +1,59 @@
+/**
+ * Every public error code and the HTTP status it is answered with. This is the one table: HTTP answers
+ * `{ ok:false, error: code, message, … }` with this status, MCP a tool error `{ error: code, message, … }`,
+ * the /session socket `error { status, error: code, message }` with this status. A code that is not
+ * here cannot be thrown (PublicError takes only these).
+ */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  action_contract_validation_failed: 400,
+  data_provider_rejected: 400,
+  invalid_path: 400,
+  // An MCP tool cannot take files; over HTTP they are sent as multipart, so HTTP never answers this.
+  execution_files_required: 400,
+  unauthorized: 401,
+  access_denied: 403,
+  signed_url_invalid: 403,
+  signed_url_expired: 403,
+  not_found: 404,
+  action_not_found: 404,
+  execution_not_found: 404,
+  run_not_found: 404,
+  file_not_found: 404,
+  method_not_allowed: 405,
+  REQUEST_CONFLICT: 409,
+  run_not_cancelable: 409,
+  payload_too_large: 413,
+  upgrade_required: 426,
+  // A live-query limit (LIVE_MAX_*) on the /session socket.
+  limit_reached: 429,
+  internal_error: 500,
+  no_active_release: 503,
+  database_unavailable: 503,
+  execution_result_timeout: 504,
+} as const satisfies Record<string, number>;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/**
+ * A refusal the caller can act on, thrown by any layer: a public `code`, a message for the caller, and
+ * `fields` the answer carries besides them (`details.issues`, `executionId`, …). Adapters answer it
+ * through ERROR_STATUS; anything thrown that is not a PublicError is a bug (a 500 over HTTP).
+ */
+export class PublicError extends Error {
+  override name = "PublicError";
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly fields: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+}
+
+/** The message of anything thrown. */
+export const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
