@@ -1,0 +1,146 @@
+// `bun bench/soak.ts`: a mixed load held for SOAK_SECONDS (default 300) against one server on SQLite and
+// one on PostgreSQL, each in its own process: invokes (reads and writes), queries, execution lists and
+// lookups from 16 clients, with 50 live-query subscribers refreshed by the writes. It reports, per tenth
+// of the run, requests/s, p50 and p99 and the server's RSS, then RSS growth and p99 drift. Goal: RSS
+// growth < 10 %, p99 stable. Env: SOAK_SECONDS, BENCH_DATABASE_URL (as bench/run.ts).
+import { readFileSync } from "node:fs";
+import postgres from "postgres";
+import { cleanup, freePort, onCleanup, percentile, startProcess, tempDir, waitHealthy } from "./lib.ts";
+
+const SECONDS = Number(process.env.SOAK_SECONDS ?? 300);
+const CLIENTS = 16;
+const SUBSCRIBERS = 50;
+const WINDOWS = 10;
+const DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/postgres";
+const key = `soak-${crypto.randomUUID()}`;
+const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+
+const rssOf = (pid: number) => {
+  const match = readFileSync(`/proc/${pid}/status`, "utf8").match(/^VmRSS:\s+(\d+) kB$/m);
+  return match?.[1] ? Number(match[1]) / 1024 : Number.NaN;
+};
+
+interface Window {
+  latencies: number[];
+  errors: number;
+  rssMiB: number;
+}
+
+async function soak(label: string, databaseUrl: string): Promise<string[]> {
+  const port = freePort();
+  const proc = startProcess({
+    name: `soak-${label}`,
+    cmd: ["bun", "src/cli/main.ts", "start", "--release", "releases/v1"],
+    env: {
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      DATA_DIR: tempDir("actuate-soak-"),
+      SERVICE_KEYS: key,
+      DATABASE_URL: databaseUrl,
+    },
+  });
+  const base = `http://127.0.0.1:${port}`;
+  await waitHealthy(`${base}/healthz`, proc);
+
+  const sockets: WebSocket[] = [];
+  for (let i = 0; i < SUBSCRIBERS; i++) {
+    const socket = new WebSocket(`${base.replace("http", "ws")}/session`);
+    await new Promise((resolve) => {
+      socket.onopen = resolve;
+    });
+    socket.send(JSON.stringify({ op: "init", "access-token": key }));
+    socket.send(JSON.stringify({ op: "add-query", q: { notes: { $: { limit: 5 } } }, "return-type": "tree" }));
+    sockets.push(socket);
+  }
+
+  const windows: Window[] = Array.from({ length: WINDOWS }, () => ({ latencies: [], errors: 0, rssMiB: 0 }));
+  const started = performance.now();
+  const end = started + SECONDS * 1000;
+  const windowOf = (at: number) => Math.min(WINDOWS - 1, Math.floor(((at - started) / (SECONDS * 1000)) * WINDOWS));
+  const ids: string[] = [];
+  const invoke = (action: string, input: unknown) =>
+    fetch(`${base}/actions/${action}/invoke`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ requestId: crypto.randomUUID(), input }),
+    });
+  const operations: (() => Promise<Response>)[] = [
+    ...Array(10).fill(() => invoke("math.add", { a: 1, b: 2 })),
+    ...Array(3).fill(() => invoke("notes.add", { title: `soak ${crypto.randomUUID()}` })),
+    ...Array(3).fill(() =>
+      fetch(`${base}/query?format=objects`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ query: { notes: { $: { limit: 20, order: { createdAt: "desc" } } } } }),
+      }),
+    ),
+    ...Array(3).fill(() => fetch(`${base}/executions?limit=50`, { headers })),
+    () =>
+      fetch(`${base}/executions/${ids[Math.floor(Math.random() * ids.length)] ?? crypto.randomUUID()}`, { headers }),
+  ];
+  const client = async () => {
+    while (performance.now() < end) {
+      const operation = operations[Math.floor(Math.random() * operations.length)] as () => Promise<Response>;
+      const at = performance.now();
+      const response = await operation();
+      const body = await response.text();
+      const window = windows[windowOf(at)] as Window;
+      window.latencies.push(performance.now() - at);
+      if (response.status >= 400 && response.status !== 404) window.errors++;
+      if (ids.length < 1000 && body.startsWith('{"kind"'))
+        ids.push((JSON.parse(body) as { execution: { id: string } }).execution.id);
+    }
+  };
+  const sampler = setInterval(() => {
+    const window = windows[windowOf(performance.now())] as Window;
+    window.rssMiB = rssOf(proc.proc.pid);
+  }, 1000);
+  await Promise.all(Array.from({ length: CLIENTS }, client));
+  clearInterval(sampler);
+  for (const socket of sockets) socket.close();
+  await proc.stop();
+
+  const rows = windows.map((w, i) => {
+    const sorted = [...w.latencies].sort((a, b) => a - b);
+    const rps = w.latencies.length / (SECONDS / WINDOWS);
+    return `${label.padEnd(10)} ${String(i + 1).padStart(2)}/${WINDOWS}  ${rps.toFixed(0).padStart(6)} rps  p50 ${percentile(sorted, 50).toFixed(1).padStart(6)} ms  p99 ${percentile(sorted, 99).toFixed(1).padStart(7)} ms  RSS ${w.rssMiB.toFixed(0).padStart(4)} MiB  errors ${w.errors}`;
+  });
+  const first = windows[0] as Window;
+  const last = windows[WINDOWS - 1] as Window;
+  const middle = windows[Math.floor(WINDOWS / 2)] as Window;
+  const p99 = (w: Window) =>
+    percentile(
+      [...w.latencies].sort((a, b) => a - b),
+      99,
+    );
+  rows.push(
+    `${label}: RSS start/middle/end ${first.rssMiB.toFixed(0)} / ${middle.rssMiB.toFixed(0)} / ${last.rssMiB.toFixed(0)} MiB ` +
+      `(growth ${(((last.rssMiB - first.rssMiB) / first.rssMiB) * 100).toFixed(1)} %, goal < 10 %); ` +
+      `p99 first/last tenth ${p99(first).toFixed(1)} / ${p99(last).toFixed(1)} ms`,
+  );
+  return rows;
+}
+
+async function pgDatabase(): Promise<string> {
+  const admin = process.env.BENCH_DATABASE_URL ?? DEFAULT_PG;
+  const name = `actuate_soak_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
+  const sql = postgres(admin, { max: 1, onnotice: () => {} });
+  await sql.unsafe(`create database ${name}`);
+  await sql.end();
+  onCleanup(async () => {
+    const dropper = postgres(admin, { max: 1, onnotice: () => {} });
+    await dropper.unsafe(`drop database if exists ${name} with (force)`);
+    await dropper.end();
+  });
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+try {
+  console.log(`soak: ${SECONDS} s per database, ${CLIENTS} clients, ${SUBSCRIBERS} live subscribers`);
+  for (const line of await soak("sqlite", "")) console.log(line);
+  for (const line of await soak("postgres", await pgDatabase())) console.log(line);
+} finally {
+  await cleanup();
+}
