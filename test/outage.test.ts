@@ -88,7 +88,12 @@ test.skipIf(!canMakeClusters)(
 
       await eventually(() => count(200) >= 20, 20_000);
       pgctl("pg_ctlcluster", version, cluster, "stop", "-m", "fast");
-      await eventually(() => count(503) >= 6, 30_000);
+      await eventually(() => count(503) >= 6, 30_000).catch((error) => {
+        const seen = answers.slice(-5).map((x) => `${x.status} ${JSON.stringify(x.body).slice(0, 200)}`);
+        throw new Error(
+          `${error.message}; last answers:\n${seen.join("\n")}\nserver log:\n${server?.output().slice(-2000)}`,
+        );
+      });
       const down = await call("/readyz");
       expect(down.status).toBe(503);
       expect(down.body).toMatchObject({ ok: false, error: "not_ready", database: "unavailable", storage: "ok" });
