@@ -18,7 +18,14 @@ import { mayKnow, mayRun } from "./access.ts";
 import { accessDenied, actionNotFound, EngineError, executionNotFound, runNotFound } from "./errors.ts";
 import { type ExecutionEvent, ExecutionFeed } from "./execution-feed.ts";
 import { canSee } from "./executions.ts";
-import { type FollowOptions, type FollowResources, followExecution, lastStatus } from "./follow.ts";
+import {
+  DEFAULT_POLL,
+  type FollowOptions,
+  type FollowResources,
+  followExecution,
+  lastStatus,
+  type PollBackoff,
+} from "./follow.ts";
 import { findNulCharacter } from "./json-text.ts";
 import { Liveness } from "./liveness.ts";
 import { Runner } from "./runner.ts";
@@ -37,6 +44,8 @@ export interface EngineResources {
   waitMs: number;
   log: (message: string) => void;
   now?: () => number;
+  /** How a follower re-reads an execution it has heard nothing about (default 25 ms → 1 s). */
+  followPoll?: PollBackoff;
 }
 
 export interface InvokeRequest {
@@ -89,7 +98,12 @@ export class Engine {
 
   constructor(private readonly $: EngineResources) {
     this.now = $.now ?? Date.now;
-    this.followResources = { feed: this.feed, read: (id) => $.store.getExecution(id), now: this.now };
+    this.followResources = {
+      feed: this.feed,
+      read: (id) => $.store.getExecution(id),
+      now: this.now,
+      poll: $.followPoll ?? DEFAULT_POLL,
+    };
     this.runner = new Runner({ store: $.store, data: $.data, feed: this.feed, log: $.log, now: this.now });
     this.workflows = new WorkflowWorker(
       { store: $.store, data: $.data, feed: this.feed, release: $.releaseVersion, log: $.log, now: this.now },
@@ -98,8 +112,12 @@ export class Engine {
     this.liveness = new Liveness({ store: $.store, ttlMs: $.workflows.leaseMs, log: $.log, now: this.now });
   }
 
-  /** Starts this process's workflow workers and its heartbeat among the instances sharing the database. */
+  /**
+   * Starts this process's workflow workers, its heartbeat among the instances sharing the database, and
+   * hearing their changes to executions (so a follower here learns of an end there at once).
+   */
   async start(): Promise<void> {
+    await this.$.store.listenExecutionChanges((ids) => this.feed.stored(ids));
     await this.liveness.start();
     this.workflows.start();
   }
@@ -317,11 +335,12 @@ export class Engine {
   }
 
   /**
-   * Stops handlers (their `ctx.signal` aborts) and waits briefly for their outcome to be stored; halts
-   * the workflow runs here and lets go of their leases, so another instance resumes them at once.
+   * Halts the workflow runs here at once and lets go of their leases, so another instance resumes them;
+   * lets handlers run on until `drained` settles (the server's requests in flight have their answers),
+   * then stops them (their `ctx.signal` aborts) and waits up to `graceMs` for their outcome to be stored.
    */
-  async shutdown(graceMs = 5_000): Promise<void> {
-    await Promise.all([this.runner.drain(graceMs), this.workflows.stop(graceMs)]);
+  async shutdown(graceMs = 5_000, drained: Promise<unknown> = Promise.resolve()): Promise<void> {
+    await Promise.all([drained.then(() => this.runner.drain(graceMs)), this.workflows.stop(graceMs)]);
     await this.liveness.stop();
   }
 
