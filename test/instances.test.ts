@@ -35,9 +35,13 @@ const get = async (base: string, path: string): Promise<{ status: number; body: 
   return { status: response.status, body: await response.json() };
 };
 
-/** One release holding basic's, workflows' and data's actions beside the instances fixture (see its release.ts). */
-function composeRelease(version: string): string {
-  const dir = mkdtempSync(join(tmpdir(), `actuate-${version}-`));
+/**
+ * One release holding basic's, workflows' and data's actions beside the instances fixture (see its
+ * release.ts, which reads the schemas of ../data and ../workflows: they are copied beside it too).
+ */
+function composeRelease(root: string, version: string): string {
+  for (const from of ["data", "workflows"]) cpSync(join(fixture(from), "release.ts"), join(root, from, "release.ts"));
+  const dir = join(root, version);
   cpSync(fixture("instances"), dir, { recursive: true });
   for (const from of ["basic", "workflows", "data"]) {
     cpSync(join(fixture(from), "actions"), join(dir, "actions"), { recursive: true });
@@ -51,6 +55,8 @@ function composeRelease(version: string): string {
 interface Answer {
   status: number;
   kind?: string;
+  /** An error answer's code (or the balancer's page, which is not JSON). */
+  error?: string;
   /** The execution as answered (id, status, output). */
   execution?: { id: string; status: string; output?: unknown };
 }
@@ -70,8 +76,15 @@ function startLoad(base: string, clients = 3, bound = 3_000) {
         answers.push({ status: 0 });
         continue;
       }
-      const body = (await response.json().catch(() => ({}))) as Json;
-      answers.push({ status: response.status, kind: body.kind, execution: body.execution });
+      const text = await response.text();
+      const body = (() => {
+        try {
+          return JSON.parse(text) as Json;
+        } catch {
+          return { error: text.slice(0, 200) };
+        }
+      })();
+      answers.push({ status: response.status, kind: body.kind, error: body.error, execution: body.execution });
     }
   };
   const done = Promise.all(Array.from({ length: clients }, (_, c) => client(c)));
@@ -95,10 +108,11 @@ describe.skipIf(!pg || !haproxyPath)("three instances behind HAProxy (postgres, 
   let a: ServerProcess;
   let b: ServerProcess;
   let c: ServerProcess;
-  const work = mkdtempSync(join(tmpdir(), "actuate-instances-"));
+  let work: string;
   const file = (name: string) => join(work, `${name}-${crypto.randomUUID()}`);
 
   beforeAll(async () => {
+    work = mkdtempSync(join(tmpdir(), "actuate-instances-"));
     database = await (pg as (typeof dialects)[number]).create();
     sql = postgres(database.url, { max: 1, onnotice: () => {} });
     const lbPort = freePort();
@@ -118,8 +132,9 @@ describe.skipIf(!pg || !haproxyPath)("three instances behind HAProxy (postgres, 
       dirs.push(dir);
       return dir;
     };
-    const [i1, i2] = [composeRelease("i1"), composeRelease("i2")];
-    dirs.push(i1, i2);
+    const releases = mkdtempSync(join(tmpdir(), "actuate-releases-"));
+    dirs.push(releases);
+    const [i1, i2] = [composeRelease(releases, "i1"), composeRelease(releases, "i2")];
     // i2 is stored first, then i1 is published over it: i1 is active, i2 waits for `release activate`.
     for (const dir of [i2, i1]) {
       const published = await cli(["release", "publish", dir], { ...shared, DATA_DIR: dataDir() });

@@ -4,6 +4,9 @@ import { join } from "node:path";
 
 /** HAProxy's path, or null when it is not installed (.ci/run installs it). */
 export const haproxyPath = Bun.which("haproxy");
+if (process.env.CI && !haproxyPath) {
+  throw new Error("CI must run the three-instance test: install haproxy (see .ci/run)");
+}
 
 /** A port free on loopback now (the OS picks it; closed again at once). */
 export function freePort(): number {
