@@ -30,6 +30,8 @@ export interface RunningServer {
 const packageVersion = packageJson.version;
 /** How long a stopping server lets requests in flight finish, then handlers store how they ended. */
 const DRAIN_MS = 5_000;
+/** How long a stopping server gives the answers of its last handlers to be sent, once they have ended. */
+const ANSWER_MS = 100;
 const ANONYMOUS = { kind: "user", id: "anonymous" } as const;
 
 /** The HMAC key of signed storage URLs, created once (mode 0600) so URLs survive restarts. */
@@ -140,8 +142,12 @@ export async function startServer(
     async stop() {
       releases.stop();
       hub.stop();
-      // No new connections from now on; the requests in flight get their answers, for up to DRAIN_MS.
-      const drained = Promise.race([app.server?.stop(false), Bun.sleep(DRAIN_MS)]);
+      // No new connections from now on. The requests in flight get their answers: all of them if they
+      // end within DRAIN_MS; else, once the handlers running here have ended, ANSWER_MS to send theirs
+      // (a request that waits for something else, or a client still sending, does not hold the stop up).
+      const closed = app.server?.stop(false);
+      const handled = engine.idle().then(() => Bun.sleep(ANSWER_MS));
+      const drained = Promise.race([closed, handled, Bun.sleep(DRAIN_MS)]);
       await engine.shutdown(DRAIN_MS, drained);
       // Then close what is left (idle keep-alive connections, live sockets, waits still running).
       await app.stop(true);

@@ -334,6 +334,11 @@ export class Engine {
     return lastStatus(this.follow(principal, id, { deadline: this.now() + waitMs }));
   }
 
+  /** Resolves once no handler runs in this process (their outcomes stored). */
+  idle(): Promise<void> {
+    return this.runner.idle();
+  }
+
   /**
    * Halts the workflow runs here at once and lets go of their leases, so another instance resumes them;
    * lets handlers run on until `drained` settles (the server's requests in flight have their answers),
