@@ -7,6 +7,7 @@ import { Authenticator } from "./auth/authenticator.ts";
 import { type Config, ConfigError, isLoopback, localUrl } from "./config.ts";
 import { DataService } from "./data/service.ts";
 import { Engine } from "./engine/engine.ts";
+import type { PollBackoff } from "./engine/follow.ts";
 import { DiskStorage } from "./files/disk.ts";
 import { S3Storage } from "./files/s3.ts";
 import { FileService } from "./files/service.ts";
@@ -27,6 +28,10 @@ export interface RunningServer {
 }
 
 const packageVersion = packageJson.version;
+/** How long a stopping server lets requests in flight finish, then handlers store how they ended. */
+const DRAIN_MS = 5_000;
+/** How long a stopping server gives the answers of its last handlers to be sent, once they have ended. */
+const ANSWER_MS = 100;
 const ANONYMOUS = { kind: "user", id: "anonymous" } as const;
 
 /** The HMAC key of signed storage URLs, created once (mode 0600) so URLs survive restarts. */
@@ -44,7 +49,13 @@ export const bundlesDir = (config: Config) => join(config.dataDir, "bundles");
 /** Start-up: config → store → active release → HTTP. */
 export async function startServer(
   config: Config,
-  options: { log?: (message: string) => void; store?: Store; insecureNoAuth?: boolean } = {},
+  options: {
+    log?: (message: string) => void;
+    store?: Store;
+    insecureNoAuth?: boolean;
+    /** How followers re-read executions nothing told them about (tests lengthen it to prove NOTIFY). */
+    followPoll?: PollBackoff;
+  } = {},
 ): Promise<RunningServer> {
   const log = options.log ?? ((message: string) => console.log(message));
   if (options.insecureNoAuth && !isLoopback(config.host)) {
@@ -81,6 +92,7 @@ export async function startServer(
     workflows: config.workflows,
     waitMs: config.waitMs,
     log,
+    followPoll: options.followPoll,
   });
   await engine.start();
   const auth = new Authenticator(store, config.serviceKeys);
@@ -131,9 +143,15 @@ export async function startServer(
     async stop() {
       releases.stop();
       hub.stop();
-      // Close keep-alive connections too, or stop waits for clients to hang up.
+      // No new connections from now on. The requests in flight get their answers: all of them if they
+      // end within DRAIN_MS; else, once the handlers running here have ended, ANSWER_MS to send theirs
+      // (a request that waits for something else, or a client still sending, does not hold the stop up).
+      const closed = app.server?.stop(false);
+      const handled = engine.idle().then(() => Bun.sleep(ANSWER_MS));
+      const drained = Promise.race([closed, handled, Bun.sleep(DRAIN_MS)]);
+      await engine.shutdown(DRAIN_MS, drained);
+      // Then close what is left (idle keep-alive connections, live sockets, waits still running).
       await app.stop(true);
-      await engine.shutdown();
       if (!options.store) await store.close();
     },
   };

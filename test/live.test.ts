@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { revokeUserToken } from "../src/auth/tokens.ts";
 import { loadConfig } from "../src/config.ts";
+import type { PollBackoff } from "../src/engine/follow.ts";
 import { startServer } from "../src/main.ts";
 import { openStore } from "../src/store/open.ts";
 import { openGate } from "./fixtures/releases/basic/lib/probe.ts";
@@ -186,17 +187,33 @@ for (const dialect of dialects) {
 
 const postgresDialect = dialects.find((d) => d.name === "postgres");
 
+/** A second server process's worth of server on `a`'s database (its own store, data folder and port). */
+async function startPeer(a: TestServer, env: Record<string, string> = {}, followPoll?: PollBackoff) {
+  const config = loadConfig({
+    PORT: "0",
+    DATA_DIR: mkdtempSync(join(tmpdir(), "actuate-b-")),
+    DATABASE_URL: a.config.databaseUrl,
+    SERVICE_KEYS: a.serviceKey,
+    ...env,
+  });
+  const store = await openStore(config.databaseUrl);
+  const server = await startServer(config, { store, log: () => {}, followPoll });
+  return {
+    url: server.url,
+    async stop() {
+      await server.stop();
+      await store.close();
+    },
+  };
+}
+
 describe.skipIf(!postgresDialect)("live queries across instances (postgres)", () => {
+  const startWith = (release: string, env: Record<string, string> = {}) =>
+    startTestServer(postgresDialect as (typeof dialects)[number], { release: fixture(release), env });
+
   test("a write through one server refreshes a subscriber of another on the same database", async () => {
-    const a = await startTestServer(postgresDialect as (typeof dialects)[number], { release: fixture("data") });
-    const config = loadConfig({
-      PORT: "0",
-      DATA_DIR: mkdtempSync(join(tmpdir(), "actuate-b-")),
-      DATABASE_URL: a.config.databaseUrl,
-      SERVICE_KEYS: a.serviceKey,
-    });
-    const storeB = await openStore(config.databaseUrl);
-    const b = await startServer(config, { store: storeB, log: () => {} });
+    const a = await startWith("data");
+    const b = await startPeer(a);
     const client = await LiveClient.connect(b.url);
     try {
       client.send({ op: "init", "access-token": a.serviceKey });
@@ -211,40 +228,28 @@ describe.skipIf(!postgresDialect)("live queries across instances (postgres)", ()
     } finally {
       client.close();
       await b.stop();
-      await storeB.close();
       await a.stop();
     }
   });
 
-  test("subscribe-stream and /result on one server follow an execution running on another", async () => {
-    const a = await startTestServer(postgresDialect as (typeof dialects)[number], {
-      release: fixture("basic"),
-      env: { WAIT_MS: "100" },
-    });
-    const config = loadConfig({
-      PORT: "0",
-      DATA_DIR: mkdtempSync(join(tmpdir(), "actuate-b-")),
-      DATABASE_URL: a.config.databaseUrl,
-      SERVICE_KEYS: a.serviceKey,
-      WAIT_MS: "100",
-    });
-    const storeB = await openStore(config.databaseUrl);
-    const b = await startServer(config, { store: storeB, log: () => {} });
-    const client = await LiveClient.connect(a.url);
+  /** `executor` runs a gated test.count; `follower` follows it with subscribe-stream and /result. */
+  async function followAcross(executor: { url: string; serviceKey: string }, follower: { url: string }) {
+    const client = await LiveClient.connect(follower.url);
+    const headers = { authorization: `Bearer ${executor.serviceKey}`, "content-type": "application/json" };
     try {
       const gate = crypto.randomUUID();
-      const response = await fetch(`${b.url}/actions/test.count/invoke`, {
+      const response = await fetch(`${executor.url}/actions/test.count/invoke`, {
         method: "POST",
-        headers: { authorization: `Bearer ${a.serviceKey}`, "content-type": "application/json" },
+        headers,
         body: JSON.stringify({ requestId: crypto.randomUUID(), input: { key: crypto.randomUUID(), gate } }),
       });
       expect(response.status).toBe(202);
       const { id } = ((await response.json()) as { execution: { id: string } }).execution;
-      client.send({ op: "init", "access-token": a.serviceKey });
+      client.send({ op: "init", "access-token": executor.serviceKey });
       await client.op("init-ok");
       client.send({ op: "subscribe-stream", "execution-id": id });
       expect(await client.op("stream-append")).toMatchObject({ "execution-id": id, status: "running", done: false });
-      const result = a.fetch(`/executions/${id}/result`);
+      const result = fetch(`${follower.url}/executions/${id}/result`, { headers });
       openGate(gate);
       expect(await client.op("stream-append")).toMatchObject({ "execution-id": id, status: "succeeded", done: true });
       const answered = await result;
@@ -252,11 +257,32 @@ describe.skipIf(!postgresDialect)("live queries across instances (postgres)", ()
       expect(await answered.json()).toMatchObject({ id, status: "succeeded" });
     } finally {
       client.close();
+    }
+  }
+
+  test("subscribe-stream and /result on one server follow an execution running on another", async () => {
+    const a = await startWith("basic", { WAIT_MS: "100" });
+    const b = await startPeer(a, { WAIT_MS: "100" });
+    try {
+      await followAcross({ url: b.url, serviceKey: a.serviceKey }, a);
+    } finally {
       await b.stop();
-      await storeB.close();
       await a.stop();
     }
   });
+
+  test("a follower hears an end on another server at once (NOTIFY), not at its next poll", async () => {
+    const executor = await startWith("basic", { WAIT_MS: "100" });
+    // The follower would read the row again only after a minute: only the notification can tell it in time.
+    const minute = { minMs: 60_000, maxMs: 60_000 };
+    const follower = await startPeer(executor, { WAIT_MS: "20000" }, minute);
+    try {
+      await followAcross(executor, follower);
+    } finally {
+      await follower.stop();
+      await executor.stop();
+    }
+  }, 30_000);
 });
 
 describe("sockets that never sign in", () => {

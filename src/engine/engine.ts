@@ -22,7 +22,14 @@ import { mayKnow, mayRun } from "./access.ts";
 import { accessDenied, actionNotFound, executionNotFound, runNotFound } from "./errors.ts";
 import { type ExecutionEvent, ExecutionFeed } from "./execution-feed.ts";
 import { canSee, LIST_VALUE_BYTES } from "./executions.ts";
-import { type FollowOptions, type FollowResources, followExecution, lastStatus } from "./follow.ts";
+import {
+  DEFAULT_POLL,
+  type FollowOptions,
+  type FollowResources,
+  followExecution,
+  lastStatus,
+  type PollBackoff,
+} from "./follow.ts";
 import { Liveness } from "./liveness.ts";
 import { Runner } from "./runner.ts";
 import { newRun } from "./workflows/new-run.ts";
@@ -40,6 +47,8 @@ export interface EngineResources {
   waitMs: number;
   log: (message: string) => void;
   now?: () => number;
+  /** How a follower re-reads an execution it has heard nothing about (default 25 ms → 1 s). */
+  followPoll?: PollBackoff;
 }
 
 export interface InvokeRequest {
@@ -92,7 +101,12 @@ export class Engine {
 
   constructor(private readonly $: EngineResources) {
     this.now = $.now ?? Date.now;
-    this.followResources = { feed: this.feed, read: (id) => $.store.getExecution(id), now: this.now };
+    this.followResources = {
+      feed: this.feed,
+      read: (id) => $.store.getExecution(id),
+      now: this.now,
+      poll: $.followPoll ?? DEFAULT_POLL,
+    };
     this.runner = new Runner({ store: $.store, data: $.data, feed: this.feed, log: $.log, now: this.now });
     this.workflows = new WorkflowWorker(
       { store: $.store, data: $.data, feed: this.feed, release: $.releaseVersion, log: $.log, now: this.now },
@@ -101,8 +115,12 @@ export class Engine {
     this.liveness = new Liveness({ store: $.store, ttlMs: $.workflows.leaseMs, log: $.log, now: this.now });
   }
 
-  /** Starts this process's workflow workers and its heartbeat among the instances sharing the database. */
+  /**
+   * Starts this process's workflow workers, its heartbeat among the instances sharing the database, and
+   * hearing their changes to executions (so a follower here learns of an end there at once).
+   */
   async start(): Promise<void> {
+    await this.$.store.listenExecutionChanges((ids) => this.feed.stored(ids));
     await this.liveness.start();
     this.workflows.start();
   }
@@ -323,12 +341,18 @@ export class Engine {
     return lastStatus(this.follow(principal, id, { deadline: this.now() + waitMs }));
   }
 
+  /** Resolves once no handler runs in this process (their outcomes stored). */
+  idle(): Promise<void> {
+    return this.runner.idle();
+  }
+
   /**
-   * Stops handlers (their `ctx.signal` aborts) and waits briefly for their outcome to be stored; halts
-   * the workflow runs here and lets go of their leases, so another instance resumes them at once.
+   * Halts the workflow runs here at once and lets go of their leases, so another instance resumes them;
+   * lets handlers run on until `drained` settles (the server's requests in flight have their answers),
+   * then stops them (their `ctx.signal` aborts) and waits up to `graceMs` for their outcome to be stored.
    */
-  async shutdown(graceMs = 5_000): Promise<void> {
-    await Promise.all([this.runner.drain(graceMs), this.workflows.stop(graceMs)]);
+  async shutdown(graceMs = 5_000, drained: Promise<unknown> = Promise.resolve()): Promise<void> {
+    await Promise.all([drained.then(() => this.runner.drain(graceMs)), this.workflows.stop(graceMs)]);
     await this.liveness.stop();
   }
 

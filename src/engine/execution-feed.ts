@@ -4,12 +4,25 @@ export type ExecutionEvent =
   | { type: "status"; execution: ExecutionRow }
   | { type: "log"; executionId: string; line: string; at: number };
 
-/** What happens to executions running in this process: status changes and `ctx.log` lines, per execution. */
-export class ExecutionFeed {
-  private readonly listeners = new Map<string, Set<(event: ExecutionEvent) => void>>();
+/** What a follower hears: an event of this process, or that the stored row changed (to be read again). */
+export type FeedEvent = ExecutionEvent | { type: "stored"; executionId: string };
 
-  publish(executionId: string, event: ExecutionEvent): void {
+/**
+ * What happens to executions, per execution: status changes and `ctx.log` lines of those running in
+ * this process, and word that another writer (another instance) changed an execution's stored row.
+ */
+export class ExecutionFeed {
+  private readonly listeners = new Map<string, Set<(event: FeedEvent) => void>>();
+
+  publish(executionId: string, event: FeedEvent): void {
     for (const listener of this.listeners.get(executionId) ?? []) listener(event);
+  }
+
+  /** The stored rows of these executions changed (the database says so); their followers read them again. */
+  stored(executionIds: Iterable<string>): void {
+    for (const executionId of executionIds) {
+      if (this.listeners.has(executionId)) this.publish(executionId, { type: "stored", executionId });
+    }
   }
 
   /** Whether anyone follows this execution (so work done only for followers can be skipped). */
@@ -17,7 +30,7 @@ export class ExecutionFeed {
     return this.listeners.has(executionId);
   }
 
-  subscribe(executionId: string, listener: (event: ExecutionEvent) => void): () => void {
+  subscribe(executionId: string, listener: (event: FeedEvent) => void): () => void {
     let set = this.listeners.get(executionId);
     if (!set) {
       set = new Set();

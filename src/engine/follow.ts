@@ -1,11 +1,20 @@
 import { type ExecutionRow, isTerminal } from "../store/types.ts";
-import type { ExecutionEvent, ExecutionFeed } from "./execution-feed.ts";
+import type { ExecutionEvent, ExecutionFeed, FeedEvent } from "./execution-feed.ts";
+
+/** How often a follower reads the row when nothing told it of a change: from `minMs`, doubling up to `maxMs`. */
+export interface PollBackoff {
+  minMs: number;
+  maxMs: number;
+}
+
+export const DEFAULT_POLL: PollBackoff = { minMs: 25, maxMs: 1_000 };
 
 export interface FollowResources {
   feed: ExecutionFeed;
   /** The stored row (another instance's progress is seen here). */
   read: (id: string) => Promise<ExecutionRow | null>;
   now: () => number;
+  poll: PollBackoff;
 }
 
 export interface FollowOptions {
@@ -15,15 +24,14 @@ export interface FollowOptions {
   signal?: AbortSignal;
 }
 
-const POLL_MIN_MS = 25;
-const POLL_MAX_MS = 1_000;
-
 /**
  * The events of one execution, wherever it runs: its status as first read, then every status change
  * and log line, ending with its end (or at the deadline, or when aborted). Events of this process come
- * from the feed at once; the row is read again with backoff (25 ms → 1 s) for what happens elsewhere —
- * another instance, a run resumed after a restart. The feed is listened to before the first read, so
- * nothing between the two is missed. `first` reads the row and may refuse (not the caller's).
+ * from the feed at once, and so does word (PostgreSQL NOTIFY) that another instance changed the row,
+ * which is then read at once. Otherwise the row is read again with backoff (`poll`): that covers SQLite
+ * runs resumed after a restart and a missed notification (a listening connection being re-established).
+ * The feed is listened to before the first read, so nothing between the two is missed. `first` reads the
+ * row and may refuse (not the caller's).
  */
 export async function* followExecution(
   $: FollowResources,
@@ -31,7 +39,7 @@ export async function* followExecution(
   first: () => Promise<ExecutionRow>,
   options: FollowOptions = {},
 ): AsyncGenerator<ExecutionEvent> {
-  const pending: ExecutionEvent[] = [];
+  const pending: FeedEvent[] = [];
   let wake: (() => void) | null = null;
   const stop = $.feed.subscribe(id, (event) => {
     pending.push(event);
@@ -42,9 +50,20 @@ export async function* followExecution(
   try {
     let current = await first();
     yield { type: "status", execution: current };
-    let delay = POLL_MIN_MS;
+    let delay = $.poll.minMs;
+    const reread = async () => {
+      const row = await $.read(id);
+      if (!row || row.status === current.status) return null;
+      current = row;
+      return row;
+    };
     while (!isTerminal(current.status) && !options.signal?.aborted) {
       const event = pending.shift();
+      if (event?.type === "stored") {
+        const row = await reread();
+        if (row) yield { type: "status", execution: row };
+        continue;
+      }
       if (event) {
         if (event.type === "status") {
           if (event.execution.status === current.status) continue;
@@ -64,12 +83,9 @@ export async function* followExecution(
       });
       wake = null;
       if (woken) continue;
-      delay = Math.min(delay * 2, POLL_MAX_MS);
-      const row = await $.read(id);
-      if (row && row.status !== current.status) {
-        current = row;
-        yield { type: "status", execution: row };
-      }
+      delay = Math.min(delay * 2, $.poll.maxMs);
+      const row = await reread();
+      if (row) yield { type: "status", execution: row };
     }
   } finally {
     stop();

@@ -60,6 +60,11 @@ export class Runner {
     return done;
   }
 
+  /** Resolves once no handler runs here (those started meanwhile included). */
+  async idle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight.values()].map((p) => p.done));
+  }
+
   /** Aborts every handler's signal and waits (up to `graceMs`) for their final status to be stored. */
   async drain(graceMs: number): Promise<void> {
     const pending = [...this.inFlight.values()];

@@ -60,7 +60,14 @@ export class S3Storage implements Storage {
   }
 
   async init(): Promise<void> {
-    if (!(await this.client.bucketExists(this.bucket))) await this.client.makeBucket(this.bucket, this.region);
+    if (await this.client.bucketExists(this.bucket)) return;
+    try {
+      await this.client.makeBucket(this.bucket, this.region);
+    } catch (error) {
+      // Instances starting together on one bucket race to create it; the loser finds it made.
+      const code = (error as { code?: string }).code;
+      if (code !== "BucketAlreadyExists" && code !== "BucketAlreadyOwnedByYou") throw error;
+    }
   }
 
   async put(path: string, body: ReadableStream<Uint8Array>, options: PutOptions): Promise<StoredObject> {

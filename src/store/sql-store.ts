@@ -31,6 +31,8 @@ export type Tables = typeof tables;
  * through the PostgreSQL one (see sqlite/open.ts).
  */
 const DATA_CHANNEL = "actuate_data_changes";
+/** Notified by a trigger on `executions` (drizzle/pg/0007_execution_changes.sql): ids, comma-separated. */
+const EXECUTION_CHANNEL = "actuate_execution_changes";
 
 export abstract class SqlStore implements Store {
   abstract readonly runs: RunStore;
@@ -235,6 +237,11 @@ export abstract class SqlStore implements Store {
       const { origin, entities } = JSON.parse(payload) as { origin: string; entities: string[] };
       if (origin !== this.instance) listener(entities);
     });
+  }
+
+  async listenExecutionChanges(listener: (ids: string[]) => void): Promise<void> {
+    if (this.dialect !== "postgres") return;
+    await this.postgresClient().listen(EXECUTION_CHANNEL, (payload) => listener(payload.split(",")));
   }
 
   async dataDdl(statements: string[]): Promise<void> {

@@ -286,6 +286,12 @@ export interface Store {
    */
   settleExecution(id: string, settlement: ExecutionSettlement): Promise<ExecutionSettlement>;
   /**
+   * Hears the ids of executions whose status another writer sharing the database changed (this
+   * process's own changes too), so followers need not wait for their next poll. PostgreSQL: LISTEN on
+   * what a trigger on `executions` notifies; SQLite has one process, so this does nothing there.
+   */
+  listenExecutionChanges(listener: (ids: string[]) => void): Promise<void>;
+  /**
    * Fails the function executions a dead server process left `running`, and frees the runs it held;
    * returns how many executions failed. Only where one process serves the database (SQLite) can it know
    * that at start-up; on PostgreSQL run leases expire by themselves and this answers 0.

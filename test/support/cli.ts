@@ -47,6 +47,7 @@ export async function serve(
   args: string[],
   env: Record<string, string | undefined>,
   launch = fromSource,
+  startupMs = 15_000,
 ): Promise<ServerProcess> {
   const proc = Bun.spawn([...launch.command, ...args], {
     cwd: launch.cwd,
@@ -95,7 +96,7 @@ export async function serve(
     output += `\n[exited ${proc.exitCode}]`;
     check();
   });
-  const line = await waitFor(/actuate serving (http:\/\/\S+)/);
+  const line = await waitFor(/actuate serving (http:\/\/\S+)/, startupMs);
   const url = line.replace("actuate serving ", "");
   return {
     url,

@@ -1,0 +1,86 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/** HAProxy's path, or null when it is not installed (.ci/run installs it). */
+export const haproxyPath = Bun.which("haproxy");
+if (process.env.CI && !haproxyPath) {
+  throw new Error("CI must run the three-instance test: install haproxy (see .ci/run)");
+}
+
+/** A port free on loopback now (the OS picks it; closed again at once). */
+export function freePort(): number {
+  const listener = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const { port } = listener;
+  listener.stop(true);
+  return port;
+}
+
+export interface LoadBalancer {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * HAProxy in front of `backends` (host:port), round-robin in http mode on a loopback `port`. A backend
+ * is taken out after one failed health check (GET /healthz every 100 ms) and put back after one good
+ * one. A request whose backend refused the connection or closed it without answering is sent again to
+ * another: safe here because invokes are idempotent by requestId. Timeouts are above any WAIT_MS a test uses.
+ */
+export async function startHaproxy(port: number, backends: string[]): Promise<LoadBalancer> {
+  if (!haproxyPath) throw new Error("haproxy is not installed");
+  const dir = mkdtempSync(join(tmpdir(), "actuate-haproxy-"));
+  const config = join(dir, "haproxy.cfg");
+  writeFileSync(
+    config,
+    `global
+  maxconn 2000
+
+defaults
+  mode http
+  timeout connect 2s
+  timeout client 60s
+  timeout server 60s
+  timeout tunnel 60s
+  retries 3
+  option redispatch 1
+  retry-on conn-failure empty-response
+
+frontend actuate
+  bind 127.0.0.1:${port}
+  default_backend instances
+
+backend instances
+  balance roundrobin
+  option httpchk GET /healthz
+  default-server inter 100 fall 1 rise 1
+${backends.map((backend, i) => `  server i${i} ${backend} check`).join("\n")}
+`,
+  );
+  const proc = Bun.spawn([haproxyPath, "-f", config], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const url = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    proc.kill("SIGTERM");
+    await proc.exited;
+    rmSync(dir, { recursive: true, force: true });
+  };
+  // Serving once a request through it reaches a backend.
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    if (proc.exitCode !== null) {
+      const error = await new Response(proc.stderr).text();
+      rmSync(dir, { recursive: true, force: true });
+      throw new Error(`haproxy exited (${proc.exitCode}): ${error}`);
+    }
+    const answered = await fetch(`${url}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (answered) return { url, stop };
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error("haproxy did not serve within 10 s");
+    }
+    await Bun.sleep(50);
+  }
+}
