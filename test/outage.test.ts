@@ -28,6 +28,8 @@ interface Answer {
   body: Record<string, unknown>;
   retryAfter: string | null;
   ms: number;
+  /** When the answer arrived (performance.now()). */
+  at: number;
 }
 
 test.skipIf(!canMakeClusters)(
@@ -70,6 +72,7 @@ test.skipIf(!canMakeClusters)(
           body,
           retryAfter: response.headers.get("retry-after"),
           ms: performance.now() - started,
+          at: performance.now(),
         };
       };
       const client = async () => {
@@ -87,6 +90,7 @@ test.skipIf(!canMakeClusters)(
       const count = (status: number) => answers.filter((a) => a.status === status).length;
 
       await eventually(() => count(200) >= 20, 20_000);
+      const stoppedAt = performance.now();
       pgctl("pg_ctlcluster", version, cluster, "stop", "-m", "fast");
       await eventually(() => count(503) >= 6, 30_000).catch((error) => {
         const seen = answers.slice(-5).map((x) => `${x.status} ${JSON.stringify(x.body).slice(0, 200)}`);
@@ -100,11 +104,20 @@ test.skipIf(!canMakeClusters)(
       expect((await call("/healthz")).status).toBe(200);
 
       pgctl("pg_ctlcluster", version, cluster, "start");
+      const backAt = performance.now();
       await eventually(async () => (await call("/readyz")).status === 200, 30_000);
       const after = answers.length;
       await eventually(() => answers.slice(after).some((a) => a.status === 200), 30_000);
       running = false;
       await load;
+      const firstRefusal = answers.find((a) => a.status === 503 && a.at >= stoppedAt)?.at ?? Number.NaN;
+      const recovered = answers.find((a) => a.status === 200 && a.at >= backAt)?.at ?? Number.NaN;
+      // Figures for BENCHMARKS.md ("Outage"); no assertion depends on them.
+      console.log(
+        `outage: first 503 ${(firstRefusal - stoppedAt).toFixed(0)} ms after the stop began, first 200 ` +
+          `${(recovered - backAt).toFixed(0)} ms after the database was back, slowest answer ` +
+          `${Math.max(...answers.map((a) => a.ms)).toFixed(0)} ms (${count(503)} × 503, ${count(200)} × 200)`,
+      );
 
       for (const answer of answers) {
         expect([200, 503]).toContain(answer.status);
