@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { publishRelease } from "../src/release/publish.ts";
 import { dialects } from "./support/databases.ts";
 import { LiveClient } from "./support/live-client.ts";
+import { mcpClient } from "./support/mcp-client.ts";
 import { fixture, startTestServer, type TestServer } from "./support/server.ts";
 
 const MiB = 1024 * 1024;
@@ -318,23 +319,18 @@ for (const dialect of dialects) {
     });
 
     test("over MCP the query tool refuses it readably, and so does a live add-query on the socket", async () => {
-      const res = await t.fetch("/mcp", {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          "mcp-protocol-version": "2025-11-25",
-        },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "tools/call",
-          params: { name: "query", arguments: { query: { notes: { $: { where: { title: "\ud800" } } } } } },
-        }),
-      });
-      const { result } = await res.json();
-      expect(result.isError).toBe(true);
-      expect(JSON.parse(result.content[0].text)).toMatchObject({ error: "data_provider_rejected" });
+      const mcp = await mcpClient(t, t.serviceKey);
+      try {
+        const result = await mcp.callTool({
+          name: "query",
+          arguments: { query: { notes: { $: { where: { title: "\ud800" } } } } },
+        });
+        expect(result.isError).toBe(true);
+        const text = (result.content as { text: string }[])[0]?.text ?? "null";
+        expect(JSON.parse(text)).toMatchObject({ error: "data_provider_rejected" });
+      } finally {
+        await mcp.close();
+      }
 
       const client = await LiveClient.connect(t.url);
       try {
