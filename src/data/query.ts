@@ -215,7 +215,11 @@ function orderBy(node: QueryNode, alias: string, dialect: SqlDialect): string {
   if (!node.order) return tail;
   const direction = node.order.direction;
   if (node.order.label === "serverCreatedAt") return `${alias}.created_at ${direction}, ${alias}.id ${direction}`;
-  const expr = dialect.attr(alias, node.entity.attrs.get(node.order.label) as never);
+  const attr = node.entity.attrs.get(node.order.label);
+  const expr = dialect.attr(alias, attr as never);
+  // A required attribute is never absent: ordering by it alone lets the database read its index in order
+  // and stop at the limit (with the "is null" term first it sorted every row of the entity per query).
+  if (attr && !attr.optional) return `${expr} ${direction}, ${tail}`;
   // Absent values last in both directions, on both databases.
   return `(${expr} is null), ${expr} ${direction}, ${tail}`;
 }
