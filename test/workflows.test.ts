@@ -334,6 +334,25 @@ for (const dialect of dialects) {
       return res.json();
     };
 
+    test("GET /runs leaves out an input or output over 4 KiB, with its size; GET /runs/{id} has it whole", async () => {
+      const dana = await server.userToken("runs-dana");
+      const text = "x".repeat(10_000);
+      const big = (await (await server.invoke("wf.measure", { text }, { token: dana })).json()).runId;
+      const small = (await (await server.invoke("wf.measure", { text: "s" }, { token: dana })).json()).runId;
+      expect((await ended(big)).output).toEqual({ length: 10_000 });
+      await ended(small);
+      const { items } = await (await server.fetch("/runs", { token: dana })).json();
+      const byId = new Map(items.map((r: { id: string }) => [r.id, r]));
+      const listed = byId.get(big) as Record<string, unknown>;
+      expect(listed.input).toBeUndefined();
+      expect((listed.inputTruncated as { bytes: number }).bytes).toBeGreaterThan(10_000);
+      expect(listed.output).toEqual({ length: 10_000 });
+      expect(byId.get(small)).toMatchObject({ input: { text: "s" }, output: { length: 1 } });
+      expect((byId.get(small) as Record<string, unknown>).inputTruncated).toBeUndefined();
+      const whole = await (await server.fetch(`/runs/${big}`, { token: dana })).json();
+      expect(whole.input.text).toHaveLength(10_000);
+    });
+
     test("over MCP a workflow answers its admission; the run is a resource its caller can read", async () => {
       const alice = await server.userToken("mcp-alice");
       const { result } = await mcp("tools/call", { name: "wf.steps", arguments: { n: 4 } }, alice);

@@ -14,7 +14,7 @@ export function canSee(principal: Principal, row: Pick<ExecutionRow, "principalK
 }
 
 /** The public shape of an execution: output only once succeeded, error fields only once failed or canceled. */
-export interface ExecutionView {
+export interface ExecutionView extends Truncations {
   id: string;
   requestId: string;
   action: string;
@@ -28,10 +28,6 @@ export interface ExecutionView {
   releaseVersion: string;
   contractHash: string;
   uploads: unknown[];
-  /** In lists, when the input was too large to show there: its size. */
-  inputTruncated?: { bytes: number };
-  outputTruncated?: { bytes: number };
-  errorMessageTruncated?: { bytes: number };
   createdAt: string;
   startedAt: string | null;
   finishedAt: string | null;
@@ -61,20 +57,35 @@ export function toExecutionView(row: ExecutionRow, uploads: unknown[] = []): Exe
   return view;
 }
 
-/** An execution as lists show it: values over LIST_VALUE_BYTES are left out, with their size; GET /executions/{id} has them. */
-export function toExecutionSummary(row: ExecutionListRow, uploads: unknown[] = []): ExecutionView {
-  const view = toExecutionView(row, uploads);
-  if (row.inputBytes > LIST_VALUE_BYTES) {
-    delete view.input;
-    view.inputTruncated = { bytes: row.inputBytes };
-  }
-  if (row.status === "succeeded" && row.outputBytes > LIST_VALUE_BYTES) {
-    delete view.output;
-    view.outputTruncated = { bytes: row.outputBytes };
-  }
-  if (row.errorMessageBytes > LIST_VALUE_BYTES) {
-    delete view.errorMessage;
-    view.errorMessageTruncated = { bytes: row.errorMessageBytes };
-  }
-  return view;
+/** The stored sizes a list reads beside the values it may leave out (executions and runs alike). */
+export interface ListedSizes {
+  inputBytes: number;
+  outputBytes: number;
+  errorMessageBytes: number;
 }
+
+/** What a listed item says of the values it left out. */
+export interface Truncations {
+  inputTruncated?: { bytes: number };
+  outputTruncated?: { bytes: number };
+  errorMessageTruncated?: { bytes: number };
+}
+
+/**
+ * A view as lists show it: each of input, output and error message over LIST_VALUE_BYTES is replaced by
+ * `<name>Truncated: { bytes }` (the list never read it); the by-id endpoints answer them whole.
+ */
+export function boundForList<View extends object>(view: View, sizes: ListedSizes): View & Truncations {
+  const listed = { ...view } as Record<string, unknown>;
+  for (const name of ["input", "output", "errorMessage"] as const) {
+    const bytes = sizes[`${name}Bytes`];
+    if (bytes <= LIST_VALUE_BYTES) continue;
+    delete listed[name];
+    listed[`${name}Truncated`] = { bytes };
+  }
+  return listed as View & Truncations;
+}
+
+/** An execution as `GET /executions` lists it. */
+export const toExecutionSummary = (row: ExecutionListRow, uploads: unknown[] = []): ExecutionView =>
+  boundForList(toExecutionView(row, uploads), row);

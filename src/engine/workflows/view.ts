@@ -1,5 +1,5 @@
 import type { RunListRow, RunRow, StepRow } from "../../store/types.ts";
-import { LIST_VALUE_BYTES } from "../executions.ts";
+import { boundForList } from "../executions.ts";
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -38,15 +38,5 @@ const toStepView = (step: StepRow) => ({
   finishedAt: iso(step.finishedAt),
 });
 
-/** A run as `GET /runs` lists it: values over LIST_VALUE_BYTES are left out, with their size (`GET /runs/{id}` has them). */
-export function toRunListItem(run: RunListRow) {
-  const { input, output, errorMessage, ...summary } = toRunSummary(run);
-  return {
-    ...summary,
-    ...(run.inputBytes > LIST_VALUE_BYTES ? { inputTruncated: { bytes: run.inputBytes } } : { input }),
-    ...(run.outputBytes > LIST_VALUE_BYTES ? { outputTruncated: { bytes: run.outputBytes } } : { output }),
-    ...(run.errorMessageBytes > LIST_VALUE_BYTES
-      ? { errorMessageTruncated: { bytes: run.errorMessageBytes } }
-      : { errorMessage }),
-  };
-}
+/** A run as `GET /runs` lists it (values too large to list left out, with their size). */
+export const toRunListItem = (run: RunListRow) => boundForList(toRunSummary(run), run);
