@@ -2,7 +2,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { Glob } from "bun";
-import { ERROR_STATUS, type ErrorCode } from "../src/lib/errors.ts";
+import { sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/postgres-js";
+import postgres from "postgres";
+import { loggable, publicErrorOf } from "../src/lib/database-errors.ts";
+import { ERROR_STATUS, type ErrorCode, PublicError } from "../src/lib/errors.ts";
 import { dialects } from "./support/databases.ts";
 import { LiveClient } from "./support/live-client.ts";
 import { mcpClient } from "./support/mcp-client.ts";
@@ -155,3 +159,28 @@ for (const dialect of dialects) {
     });
   });
 }
+
+describe("what a caller is told of a thrown error", () => {
+  test("a refused connection, bare or wrapped by drizzle, is database_unavailable; a refusal stays itself; a bug is null", async () => {
+    const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    const port = probe.port;
+    probe.stop(true);
+    const client = postgres(`postgres://postgres@127.0.0.1:${port}/postgres`, {
+      max: 1,
+      connect_timeout: 2,
+      onnotice: () => {},
+    });
+    const bare = await client`select 1`.catch((error: unknown) => error);
+    const wrapped = await drizzle({ client })
+      .execute(sql`select ${"secret"}::text`)
+      .catch((error: unknown) => error);
+    await client.end({ timeout: 1 });
+    for (const error of [bare, wrapped]) {
+      expect(publicErrorOf(error)).toMatchObject({ code: "database_unavailable", status: 503 });
+    }
+    expect(loggable(wrapped)).not.toContain("secret");
+    const refusal = new PublicError("access_denied", "no");
+    expect(publicErrorOf(refusal)).toBe(refusal);
+    expect(publicErrorOf(new TypeError("a bug"))).toBeNull();
+  });
+});

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { hashSecret } from "../src/auth/tokens.ts";
 import { cli, serve } from "./support/cli.ts";
+import { LiveClient } from "./support/live-client.ts";
 import { eventually, fixture } from "./support/server.ts";
 
 // A private PostgreSQL cluster, made by this test and removed after, so that stopping it harms nothing
@@ -98,6 +99,11 @@ test.skipIf(!canMakeClusters)(
           `${error.message}; last answers:\n${seen.join("\n")}\nserver log:\n${server?.output().slice(-2000)}`,
         );
       });
+      // The same refusal on the live socket (the token's lookup fails there).
+      const socket = await LiveClient.connect(base);
+      socket.send({ op: "init", "access-token": token });
+      expect(await socket.op("error")).toMatchObject({ status: 503, error: "database_unavailable" });
+      socket.close();
       const down = await call("/readyz");
       expect(down.status).toBe(503);
       expect(down.body).toMatchObject({ ok: false, error: "not_ready", database: "unavailable", storage: "ok" });

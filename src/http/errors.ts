@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import { isDatabaseUnavailable, loggable } from "../lib/database-errors.ts";
+import { loggable, publicErrorOf } from "../lib/database-errors.ts";
 import { ERROR_STATUS, type ErrorCode, PublicError } from "../lib/errors.ts";
 import { BodyAborted } from "./body.ts";
 import { type Route, routeMisses } from "./methods.ts";
@@ -56,8 +56,13 @@ export const errorHandling = (log: (message: string) => void, routes: () => read
   };
   return new Elysia({ name: "error-handling" }).onError({ as: "global" }, ({ code, error, request }) => {
     if (error instanceof BodyAborted) log(`${request.method} ${new URL(request.url).pathname}: ${error.message} (400)`);
-    if (error instanceof PublicError) {
-      return errorResponse(error.code, error.message, error.fields, error instanceof HttpError ? error.headers : {});
+    const refusal = publicErrorOf(error);
+    if (refusal) {
+      const headers = {
+        ...(refusal instanceof HttpError ? refusal.headers : {}),
+        ...(refusal.code === "database_unavailable" ? { "retry-after": RETRY_AFTER_SECONDS } : {}),
+      };
+      return errorResponse(refusal.code, refusal.message, refusal.fields, headers);
     }
     switch (code) {
       case "NOT_FOUND":
@@ -73,10 +78,6 @@ export const errorHandling = (log: (message: string) => void, routes: () => read
           details: { issues },
         });
       }
-    }
-    if (isDatabaseUnavailable(error)) {
-      const message = "the database cannot be reached; try again shortly";
-      return errorResponse("database_unavailable", message, {}, { "retry-after": RETRY_AFTER_SECONDS });
     }
     log(`unhandled error: ${loggable(error)}`);
     return errorResponse("internal_error", "the server failed to answer this request");

@@ -1,3 +1,5 @@
+import { PublicError } from "./errors.ts";
+
 /**
  * Errors that say the database cannot be reached now (as opposed to a statement it refused): the
  * connection was refused, closed or timed out, or the server is shutting down or full. Callers answer
@@ -55,4 +57,16 @@ export function loggable(error: unknown): string {
     return `a database statement failed: ${root instanceof Error ? (root.stack ?? root.message) : String(root)}`;
   }
   return error.stack ?? error.message;
+}
+
+/**
+ * What a caller is told of a thrown error, on every adapter: its own refusal, or database_unavailable
+ * when the database cannot be reached (the pool reconnects by itself). Null: a bug (a 500 over HTTP).
+ */
+export function publicErrorOf(error: unknown): PublicError | null {
+  if (error instanceof PublicError) return error;
+  if (isDatabaseUnavailable(error)) {
+    return new PublicError("database_unavailable", "the database cannot be reached; try again shortly");
+  }
+  return null;
 }

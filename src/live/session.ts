@@ -4,7 +4,7 @@ import type { DataService } from "../data/service.ts";
 import type { Engine } from "../engine/engine.ts";
 import type { ExecutionEvent } from "../engine/execution-feed.ts";
 import { canonicalJson } from "../lib/canonical-json.ts";
-import { isDatabaseUnavailable } from "../lib/database-errors.ts";
+import { publicErrorOf } from "../lib/database-errors.ts";
 import { type ErrorCode, PublicError } from "../lib/errors.ts";
 import { nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
 import type { LoadedRelease } from "../release/load.ts";
@@ -133,15 +133,8 @@ export class SessionHub {
     try {
       await this.handle(session, message);
     } catch (error) {
-      if (error instanceof PublicError) return this.refuse(session, message, error);
-      if (isDatabaseUnavailable(error)) {
-        return this.error(
-          session,
-          message,
-          "the database cannot be reached; try again shortly",
-          "database_unavailable",
-        );
-      }
+      const refusal = publicErrorOf(error);
+      if (refusal) return this.refuse(session, message, refusal);
       throw error;
     }
   }

@@ -2,8 +2,7 @@ import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { mayKnow } from "../engine/access.ts";
 import type { Engine, InvokeOutcome } from "../engine/engine.ts";
 import { toExecutionView } from "../engine/executions.ts";
-import { isDatabaseUnavailable } from "../lib/database-errors.ts";
-import { PublicError } from "../lib/errors.ts";
+import { publicErrorOf } from "../lib/database-errors.ts";
 import { uuidOrNull } from "../lib/ids.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
@@ -127,16 +126,14 @@ export async function callTool(
     }
     outcome = await deps.engine.invoke({ principal, action: name, requestId, input: args });
   } catch (error) {
-    if (isDatabaseUnavailable(error)) {
-      return refusal("database_unavailable", "the database cannot be reached; try again shortly", {}, refused);
-    }
-    if (!(error instanceof PublicError)) throw error;
-    const { executionId, executionStatus } = error.fields;
+    const known = publicErrorOf(error);
+    if (!known) throw error;
+    const { executionId, executionStatus } = known.fields;
     const existing =
       typeof executionId === "string"
         ? { id: executionId, requestId, status: String(executionStatus), url: deps.executionUrl(executionId) }
         : refused;
-    return refusal(error.code, error.message, error.fields, existing);
+    return refusal(known.code, known.message, known.fields, existing);
   }
   const execution = toExecutionView(outcome.execution);
   const named = {
@@ -189,8 +186,9 @@ async function runQuery(deps: ToolDeps, principal: Principal, query: unknown): P
   try {
     return jsonResult(await deps.engine.query(principal, query, "objects"));
   } catch (error) {
-    if (error instanceof PublicError) return refusal(error.code, error.message, error.fields);
-    throw error;
+    const refused = publicErrorOf(error);
+    if (!refused) throw error;
+    return refusal(refused.code, refused.message, refused.fields);
   }
 }
 
