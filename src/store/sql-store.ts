@@ -4,6 +4,7 @@ import { type AnyColumn, and, desc, eq, getTableColumns, inArray, lt, type SQL, 
 import type { PgDatabase } from "drizzle-orm/pg-core";
 import type postgres from "postgres";
 import type { ParameterOrJSON } from "postgres";
+import { applyDataWrites } from "./pg/data-writes.ts";
 import type * as tables from "./pg/schema.ts";
 import { StatementCache } from "./sqlite/statement-cache.ts";
 import type {
@@ -20,6 +21,7 @@ import type {
   Store,
   TokenRow,
 } from "./types.ts";
+import { failedWrites, writeFailure } from "./write-failure.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: the result HKT and schema differ per driver; the builder API does not.
 export type AnyDatabase = PgDatabase<any, any>;
@@ -178,10 +180,7 @@ export abstract class SqlStore implements Store {
     const { writes = [], ...settlement } = s;
     try {
       await this.postgresClient().begin(async (tx) => {
-        for (const write of writes) {
-          const result = await tx.unsafe(write.sql, write.params as ParameterOrJSON<never>[]);
-          if (write.mustChange && result.count === 0) throw new WriteFailed(write.mustChange);
-        }
+        await applyDataWrites(tx, writes);
         const updated = await tx.unsafe(
           `update executions set status = $1, output = $2::text::jsonb, error_code = $3, error_message = $4, finished_at = $5 where id = $6`,
           [
@@ -321,37 +320,6 @@ export abstract class SqlStore implements Store {
     return this.onClose();
   }
 }
-
-/** A write that must change a row changed none (its entity was deleted meanwhile). */
-export class WriteFailed extends Error {
-  override name = "WriteFailed";
-}
-
-/** The reason an execution's writes could not commit, or null when the error is not about them. */
-export function writeFailure(error: unknown): string | null {
-  if (error instanceof WriteFailed) return error.message;
-  const code = (error as { code?: string; errno?: number }).code;
-  // Constraint violations: a unique attribute taken, a duplicate id; both databases name them so.
-  if (code === "23505" || code === "23503" || String(code).startsWith("SQLITE_CONSTRAINT")) {
-    return `the writes could not be stored: ${(error as Error).message}`;
-  }
-  return null;
-}
-
-/** A step's data writes the data refused, as the run store answers it; any other error is the store failing. */
-export function refusal(error: unknown): { refused: string } {
-  const refused = writeFailure(error);
-  if (refused === null) throw error;
-  return { refused };
-}
-
-export const failedWrites = (s: ExecutionSettlement, reason: string): ExecutionSettlement => ({
-  status: "failed",
-  output: null,
-  errorCode: "action_failed",
-  errorMessage: reason,
-  finishedAt: s.finishedAt,
-});
 
 /** The error message of an execution whose server process stopped while it ran. */
 export const INTERRUPTED = "the server stopped while this execution ran; it did not finish";

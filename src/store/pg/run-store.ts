@@ -1,6 +1,5 @@
 import type { ParameterOrJSON, Row, Sql } from "postgres";
 import { listConditions } from "../run-filter.ts";
-import { refusal, WriteFailed } from "../sql-store.ts";
 import {
   type ExecutionRow,
   type Fenced,
@@ -18,6 +17,8 @@ import {
   type Suspension,
   type WriteStatement,
 } from "../types.ts";
+import { refusal } from "../write-failure.ts";
+import { applyDataWrites } from "./data-writes.ts";
 import { Lane, type Queued } from "./lane.ts";
 
 type Params = ParameterOrJSON<never>[];
@@ -255,10 +256,7 @@ export class PgRunStore implements RunStore {
         // The checkpoint first: it locks the run, and a worker that lost it sends none of its writes.
         const saved = await tx.unsafe(UPSERT_STEP, params, PREPARED);
         if (saved.length === 0) throw new LeaseLost();
-        for (const write of writes) {
-          const result = await tx.unsafe(write.sql, write.params as Params);
-          if (write.mustChange && result.count === 0) throw new WriteFailed(write.mustChange);
-        }
+        await applyDataWrites(tx, writes);
       });
       return SAVED;
     } catch (error) {

@@ -1,7 +1,7 @@
-import type { Database, SQLQueryBindings, Statement } from "bun:sqlite";
-import { failedWrites, WriteFailed, writeFailure } from "../sql-store.ts";
+import type { Database, Statement } from "bun:sqlite";
 import type { ExecutionRow, ExecutionSettlement, WriteStatement } from "../types.ts";
-import { StatementCache } from "./statement-cache.ts";
+import { failedWrites, writeFailure } from "../write-failure.ts";
+import type { SqliteDataWriter } from "./data-writes.ts";
 
 type RawRow = Omit<ExecutionRow, "input" | "output"> & { input: string; output: string | null };
 
@@ -49,10 +49,10 @@ export class SqliteExecutionWriter {
   private readonly byId: Statement<RawRow>;
   private readonly update: Statement;
 
-  private readonly statements: StatementCache;
-
-  constructor(private readonly client: Database) {
-    this.statements = new StatementCache(client);
+  constructor(
+    private readonly client: Database,
+    private readonly data: SqliteDataWriter,
+  ) {
     this.insert = client.prepare(
       `insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version, contract_hash,
         input_fingerprint, input, status, output, error_code, error_message, created_at, started_at, finished_at)
@@ -210,10 +210,7 @@ export class SqliteExecutionWriter {
     if (writes.length === 0) return settlement;
     this.client.run("savepoint execution_writes");
     try {
-      for (const write of writes) {
-        const { changes } = this.statements.get(write.sql).run(...(write.params as SQLQueryBindings[]));
-        if (write.mustChange && changes === 0) throw new WriteFailed(write.mustChange);
-      }
+      this.data.apply(writes);
       this.client.run("release execution_writes");
       return settlement;
     } catch (error) {

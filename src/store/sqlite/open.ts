@@ -7,6 +7,7 @@ import { readMigrations } from "../migrations.ts" with { type: "macro" };
 import type { AnyDatabase, Tables } from "../sql-store.ts";
 import { INTERRUPTED, SqlStore } from "../sql-store.ts";
 import type { ExecutionRow, ExecutionSettlement, PrincipalKind } from "../types.ts";
+import { SqliteDataWriter } from "./data-writes.ts";
 import { SqliteExecutionWriter } from "./execution-writer.ts";
 import { SqliteRunStore } from "./run-store.ts";
 import * as schema from "./schema.ts";
@@ -42,8 +43,9 @@ class SqliteStore extends SqlStore {
       this.writer.flush();
       client.close();
     });
-    this.writer = new SqliteExecutionWriter(client);
-    this.runs = new SqliteRunStore(client, this.writer);
+    const data = new SqliteDataWriter(client);
+    this.writer = new SqliteExecutionWriter(client, data);
+    this.runs = new SqliteRunStore(client, this.writer, data);
   }
 
   override async claimExecution(row: ExecutionRow) {

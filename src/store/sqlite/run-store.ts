@@ -1,6 +1,5 @@
-import type { Database, SQLQueryBindings, Statement } from "bun:sqlite";
+import type { Database, Statement } from "bun:sqlite";
 import { listConditions } from "../run-filter.ts";
-import { refusal, WriteFailed } from "../sql-store.ts";
 import {
   type ExecutionRow,
   type Fenced,
@@ -17,6 +16,8 @@ import {
   type Suspension,
   type WriteStatement,
 } from "../types.ts";
+import { refusal } from "../write-failure.ts";
+import type { SqliteDataWriter } from "./data-writes.ts";
 import type { SqliteExecutionWriter } from "./execution-writer.ts";
 import { StatementCache } from "./statement-cache.ts";
 
@@ -75,6 +76,7 @@ export class SqliteRunStore implements RunStore {
   constructor(
     private readonly client: Database,
     private readonly executions: SqliteExecutionWriter,
+    private readonly data: SqliteDataWriter,
   ) {
     this.statements = new StatementCache(client);
     this.insertRun = client.prepare(
@@ -201,10 +203,7 @@ export class SqliteRunStore implements RunStore {
     try {
       return this.client.transaction((): StepSaved => {
         if (!this.isHeld.get({ id: step.runId, owner })) return LEASE_LOST;
-        for (const write of writes) {
-          const { changes } = this.statements.get(write.sql).run(...(write.params as SQLQueryBindings[]));
-          if (write.mustChange && changes === 0) throw new WriteFailed(write.mustChange);
-        }
+        this.data.apply(writes);
         this.upsertStep.run(stepParams(step));
         return SAVED;
       })();
