@@ -16,8 +16,8 @@ import { executionUrl, runUrl } from "./http/deps.ts";
 import { SessionHub } from "./live/session.ts";
 import { McpEndpoint } from "./mcp/server.ts";
 import { ReleaseRegistry } from "./release/registry.ts";
-import { openStore } from "./store/open.ts";
-import type { Store } from "./store/types.ts";
+import type { Store } from "./store/index.ts";
+import { openStore } from "./store/index.ts";
 
 export interface RunningServer {
   url: string;
@@ -67,7 +67,7 @@ export async function startServer(
     config.storage.driver === "s3" ? await S3Storage.open(config.storage) : new DiskStorage(config.storage.root);
   const spoolDir = spoolDirOf(config.dataDir);
   await clearSpool(spoolDir);
-  const interrupted = await store.failInterrupted(Date.now());
+  const interrupted = await store.instances.recover(Date.now());
   if (interrupted > 0)
     log(`${interrupted} execution(s) left running by a stopped server were marked failed (execution_interrupted)`);
   const releases = new ReleaseRegistry(store, bundlesDir(config), log);

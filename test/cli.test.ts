@@ -3,7 +3,7 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ENV_NAMES } from "../src/config.ts";
-import { openStore } from "../src/store/open.ts";
+import { openStore } from "../src/store/index.ts";
 import { cli, repoRoot, serve } from "./support/cli.ts";
 import { dialects, type TestDatabase } from "./support/databases.ts";
 import { eventually, fixture, type TestResponse } from "./support/server.ts";
@@ -418,7 +418,7 @@ describe("shutdown", () => {
     expect(server.proc.exitCode).toBe(0);
     const store = await openStore(`sqlite:${join(dataDir, "actuate.db")}`);
     try {
-      expect(await store.getExecution(id)).toMatchObject({
+      expect(await store.executions.get(id)).toMatchObject({
         status: "failed",
         errorCode: "action_failed",
         errorMessage: "the server is shutting down",

@@ -1,5 +1,5 @@
 import type { Principal } from "../sdk/index.ts";
-import type { Store } from "../store/types.ts";
+import type { Store } from "../store/index.ts";
 import { hashSecret } from "./tokens.ts";
 
 /**
@@ -33,7 +33,7 @@ export class Authenticator {
     const hash = hashSecret(token);
     const service = this.serviceKeys.get(hash);
     if (service) return service;
-    const row = await this.store.findToken(hash);
+    const row = await this.store.tokens.findByHash(hash);
     if (!row || row.revokedAt !== null) return null;
     return { kind: "user", id: row.userId };
   }

@@ -16,7 +16,7 @@ export function tokenCreate(config: Config, user: string): Promise<number> {
 
 export const tokenList = (config: Config) =>
   withStore(config, async (store) => {
-    const tokens = await store.listTokens();
+    const tokens = await store.tokens.list();
     if (tokens.length === 0) {
       console.log("no user tokens yet; make one with bun run token create --user <id>");
       return 0;

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
+import type { ActionKind, ExecutionStatus, PrincipalKind, RunStatus, StepKind, StepStatus } from "../statuses.ts";
 
 // Same table names, column names and row shapes as ../sqlite/schema.ts; timestamps are epoch milliseconds.
 
@@ -26,15 +27,15 @@ export const executions = pgTable(
   {
     id: text("id").primaryKey(),
     requestId: text("request_id").notNull(),
-    principalKind: text("principal_kind").notNull(),
+    principalKind: text("principal_kind").$type<PrincipalKind>().notNull(),
     principalId: text("principal_id").notNull(),
     action: text("action").notNull(),
-    kind: text("kind").notNull(),
+    kind: text("kind").$type<ActionKind>().notNull(),
     releaseVersion: text("release_version").notNull(),
     contractHash: text("contract_hash").notNull(),
     inputFingerprint: text("input_fingerprint").notNull(),
     input: jsonb("input").notNull(),
-    status: text("status").notNull(),
+    status: text("status").$type<ExecutionStatus>().notNull(),
     output: jsonb("output"),
     errorCode: text("error_code"),
     errorMessage: text("error_message"),
@@ -114,7 +115,7 @@ export const files = pgTable(
     contentType: text("content_type").notNull(),
     size: millis("size"),
     sha256: text("sha256"),
-    ownerKind: text("owner_kind").notNull(),
+    ownerKind: text("owner_kind").$type<PrincipalKind>().notNull(),
     ownerId: text("owner_id").notNull(),
     createdAt: millis("created_at").notNull(),
     updatedAt: millis("updated_at").notNull(),
@@ -138,10 +139,10 @@ export const workflowRuns = pgTable(
     requestId: text("request_id").notNull(),
     workflow: text("workflow").notNull(),
     releaseVersion: text("release_version").notNull(),
-    principalKind: text("principal_kind").notNull(),
+    principalKind: text("principal_kind").$type<PrincipalKind>().notNull(),
     principalId: text("principal_id").notNull(),
     input: jsonb("input").notNull(),
-    status: text("status").notNull(),
+    status: text("status").$type<RunStatus>().notNull(),
     output: jsonb("output"),
     errorCode: text("error_code"),
     errorMessage: text("error_message"),
@@ -166,8 +167,8 @@ export const workflowSteps = pgTable(
     runId: text("run_id").notNull(),
     name: text("name").notNull(),
     seq: integer("seq").notNull(),
-    kind: text("kind").notNull(),
-    status: text("status").notNull(),
+    kind: text("kind").$type<StepKind>().notNull(),
+    status: text("status").$type<StepStatus>().notNull(),
     attempts: integer("attempts").notNull(),
     output: jsonb("output"),
     error: text("error"),

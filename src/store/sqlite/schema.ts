@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import type { ActionKind, ExecutionStatus, PrincipalKind, RunStatus, StepKind, StepStatus } from "../statuses.ts";
 
 // Same table names, column names and row shapes as ../pg/schema.ts; timestamps are epoch milliseconds.
 
@@ -24,15 +25,15 @@ export const executions = sqliteTable(
   {
     id: text("id").primaryKey(),
     requestId: text("request_id").notNull(),
-    principalKind: text("principal_kind").notNull(),
+    principalKind: text("principal_kind").$type<PrincipalKind>().notNull(),
     principalId: text("principal_id").notNull(),
     action: text("action").notNull(),
-    kind: text("kind").notNull(),
+    kind: text("kind").$type<ActionKind>().notNull(),
     releaseVersion: text("release_version").notNull(),
     contractHash: text("contract_hash").notNull(),
     inputFingerprint: text("input_fingerprint").notNull(),
     input: text("input", { mode: "json" }).notNull(),
-    status: text("status").notNull(),
+    status: text("status").$type<ExecutionStatus>().notNull(),
     output: text("output", { mode: "json" }),
     errorCode: text("error_code"),
     errorMessage: text("error_message"),
@@ -112,7 +113,7 @@ export const files = sqliteTable(
     contentType: text("content_type").notNull(),
     size: integer("size"),
     sha256: text("sha256"),
-    ownerKind: text("owner_kind").notNull(),
+    ownerKind: text("owner_kind").$type<PrincipalKind>().notNull(),
     ownerId: text("owner_id").notNull(),
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
@@ -132,10 +133,10 @@ export const workflowRuns = sqliteTable(
     requestId: text("request_id").notNull(),
     workflow: text("workflow").notNull(),
     releaseVersion: text("release_version").notNull(),
-    principalKind: text("principal_kind").notNull(),
+    principalKind: text("principal_kind").$type<PrincipalKind>().notNull(),
     principalId: text("principal_id").notNull(),
     input: text("input", { mode: "json" }).notNull(),
-    status: text("status").notNull(),
+    status: text("status").$type<RunStatus>().notNull(),
     output: text("output", { mode: "json" }),
     errorCode: text("error_code"),
     errorMessage: text("error_message"),
@@ -159,8 +160,8 @@ export const workflowSteps = sqliteTable(
     runId: text("run_id").notNull(),
     name: text("name").notNull(),
     seq: integer("seq").notNull(),
-    kind: text("kind").notNull(),
-    status: text("status").notNull(),
+    kind: text("kind").$type<StepKind>().notNull(),
+    status: text("status").$type<StepStatus>().notNull(),
     attempts: integer("attempts").notNull(),
     output: text("output", { mode: "json" }),
     error: text("error"),

@@ -1,22 +1,20 @@
 import type { ParameterOrJSON, Row, Sql } from "postgres";
-import { listConditions } from "../run-filter.ts";
+import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
+import { listRuns } from "../drizzle/lists.ts";
+import type { ExecutionStore, WriteStatement } from "../executions.ts";
+import type { ExecutionRow, RunRow, StepRow } from "../rows.ts";
 import {
-  type ExecutionRow,
   type Fenced,
   LEASE_LOST,
-  type PrincipalKind,
   type RunFilter,
   type RunListRow,
-  type RunRow,
   type RunSettlement,
   type RunStore,
   runCanceled,
   SAVED,
-  type StepRow,
   type StepSaved,
   type Suspension,
-  type WriteStatement,
-} from "../types.ts";
+} from "../runs.ts";
 import { refusal } from "../write-failure.ts";
 import { applyDataWrites } from "./data-writes.ts";
 import { Lane, type Queued } from "./lane.ts";
@@ -27,18 +25,6 @@ const RUN_COLUMNS = `id, request_id as "requestId", workflow, release_version as
   principal_id as "principalId", input, status, output, error_code as "errorCode", error_message as "errorMessage",
   cancel_requested as "cancelRequested", lease_owner as "leaseOwner", lease_expires_at as "leaseExpiresAt",
   wake_at as "wakeAt", created_at as "createdAt", updated_at as "updatedAt", finished_at as "finishedAt"`;
-
-/** What lists read: a value over `max` bytes (as stored) stays in the database; its size is read instead. */
-const listColumns = (max: string) => {
-  const bounded = (column: string, alias: string) =>
-    `case when octet_length(${column}::text) <= ${max}::int then ${column} end as "${alias}",
-    coalesce(octet_length(${column}::text), 0) as "${alias}Bytes"`;
-  return `id, request_id as "requestId", workflow, release_version as "releaseVersion", principal_kind as "principalKind",
-  principal_id as "principalId", status, error_code as "errorCode", cancel_requested as "cancelRequested",
-  lease_owner as "leaseOwner", lease_expires_at as "leaseExpiresAt", wake_at as "wakeAt", created_at as "createdAt",
-  updated_at as "updatedAt", finished_at as "finishedAt", ${bounded("input", "input")}, ${bounded("output", "output")},
-  ${bounded("error_message", "errorMessage")}`;
-};
 
 const STEP_COLUMNS = `run_id as "runId", name, seq, kind, status, attempts, output, error, started_at as "startedAt",
   finished_at as "finishedAt"`;
@@ -170,10 +156,8 @@ export class PgRunStore implements RunStore {
 
   constructor(
     private readonly client: Sql,
-    private readonly findExecution: (
-      principal: { kind: PrincipalKind; id: string },
-      requestId: string,
-    ) => Promise<ExecutionRow | null>,
+    private readonly executions: Pick<ExecutionStore, "findByRequest">,
+    private readonly lists: { db: AnyDatabase; dialect: Dialect; tables: Tables },
   ) {}
 
   async admit(execution: ExecutionRow, run: RunRow) {
@@ -196,7 +180,7 @@ export class PgRunStore implements RunStore {
       run.wakeAt,
     ]);
     if (rows.length > 0) return { execution, created: true };
-    const existing = await this.findExecution(
+    const existing = await this.executions.findByRequest(
       { kind: execution.principalKind, id: execution.principalId },
       execution.requestId,
     );
@@ -209,19 +193,8 @@ export class PgRunStore implements RunStore {
     return raw ? parseRun(raw) : null;
   }
 
-  async list(filter: RunFilter): Promise<RunListRow[]> {
-    const { where, params } = listConditions(filter, (_, position) => `$${position}`);
-    const limit = `$${params.length + 1}`;
-    const columns = listColumns(`$${params.length + 2}`);
-    const sql = `select ${columns} from workflow_runs ${where} order by id desc limit ${limit}`;
-    const values = [...params.map(([, value]) => value), filter.limit, filter.maxValueBytes] as Params;
-    const rows = await this.client.unsafe(sql, values, PREPARED);
-    return rows.map((raw) => ({
-      ...parseRun(raw),
-      inputBytes: Number(raw.inputBytes),
-      outputBytes: Number(raw.outputBytes),
-      errorMessageBytes: Number(raw.errorMessageBytes),
-    }));
+  list(filter: RunFilter): Promise<RunListRow[]> {
+    return listRuns(this.lists.db, this.lists.dialect, this.lists.tables.workflowRuns, filter);
   }
 
   async steps(runId: string): Promise<StepRow[]> {
