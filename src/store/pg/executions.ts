@@ -1,4 +1,5 @@
 import type { ParameterOrJSON, Sql } from "postgres";
+import { selectList } from "../drizzle/columns.ts";
 import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
 import { listExecutions } from "../drizzle/lists.ts";
 import type { ExecutionFilter, ExecutionSettlement, ExecutionStore } from "../executions.ts";
@@ -7,6 +8,7 @@ import type { PrincipalKind } from "../statuses.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
 import { applyDataWrites } from "./data-writes.ts";
 import { Lane } from "./lane.ts";
+import { executions } from "./schema.ts";
 
 export interface Claim {
   row: ExecutionRow;
@@ -56,11 +58,7 @@ const INSERT = `insert into executions (id, request_id, principal_kind, principa
   on conflict (principal_kind, principal_id, request_id) do nothing
   returning id`;
 
-const COLUMNS = `e.id, e.request_id as "requestId", e.principal_kind as "principalKind",
-    e.principal_id as "principalId", e.action, e.kind, e.release_version as "releaseVersion",
-    e.contract_hash as "contractHash", e.input_fingerprint as "inputFingerprint", e.input, e.status, e.output,
-    e.error_code as "errorCode", e.error_message as "errorMessage", e.created_at as "createdAt",
-    e.started_at as "startedAt", e.finished_at as "finishedAt"`;
+const COLUMNS = selectList(executions, "e", ["instance"]);
 
 const BY_ID = `select ${COLUMNS} from executions e where e.id = $1`;
 

@@ -1,4 +1,5 @@
 import type { ParameterOrJSON, Row, Sql } from "postgres";
+import { selectList } from "../drizzle/columns.ts";
 import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
 import { listRuns } from "../drizzle/lists.ts";
 import type { ExecutionStore, WriteStatement } from "../executions.ts";
@@ -18,16 +19,13 @@ import {
 import { refusal } from "../write-failure.ts";
 import { applyDataWrites } from "./data-writes.ts";
 import { Lane, type Queued } from "./lane.ts";
+import { workflowRuns, workflowSteps } from "./schema.ts";
 
 type Params = ParameterOrJSON<never>[];
 
-const RUN_COLUMNS = `id, request_id as "requestId", workflow, release_version as "releaseVersion", principal_kind as "principalKind",
-  principal_id as "principalId", input, status, output, error_code as "errorCode", error_message as "errorMessage",
-  cancel_requested as "cancelRequested", lease_owner as "leaseOwner", lease_expires_at as "leaseExpiresAt",
-  wake_at as "wakeAt", created_at as "createdAt", updated_at as "updatedAt", finished_at as "finishedAt"`;
+const RUN_COLUMNS = selectList(workflowRuns);
 
-const STEP_COLUMNS = `run_id as "runId", name, seq, kind, status, attempts, output, error, started_at as "startedAt",
-  finished_at as "finishedAt"`;
+const STEP_COLUMNS = selectList(workflowSteps);
 
 const WAITING = `status in ('queued', 'running', 'sleeping')`;
 const OPEN_STEP = `('running', 'retrying', 'sleeping')`;

@@ -1,4 +1,5 @@
 import type { Database, Statement } from "bun:sqlite";
+import { selectList } from "../drizzle/columns.ts";
 import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
 import { listExecutions } from "../drizzle/lists.ts";
 import type { ExecutionFilter, ExecutionSettlement, ExecutionStore, WriteStatement } from "../executions.ts";
@@ -6,6 +7,7 @@ import type { ExecutionRow } from "../rows.ts";
 import type { PrincipalKind } from "../statuses.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
 import type { SqliteDataWriter } from "./data-writes.ts";
+import { executions } from "./schema.ts";
 
 type RawRow = Omit<ExecutionRow, "input" | "output"> & { input: string; output: string | null };
 
@@ -27,10 +29,7 @@ interface PendingUpdate extends Waiter {
   settlement: ExecutionSettlement;
 }
 
-const COLUMNS = `id, request_id as requestId, principal_kind as principalKind, principal_id as principalId, action, kind,
-  release_version as releaseVersion, contract_hash as contractHash, input_fingerprint as inputFingerprint, input, status,
-  output, error_code as errorCode, error_message as errorMessage, created_at as createdAt, started_at as startedAt,
-  finished_at as finishedAt`;
+const COLUMNS = selectList(executions, undefined, ["instance"]);
 
 const requestKey = (row: Pick<ExecutionRow, "principalKind" | "principalId" | "requestId">) =>
   `${row.principalKind}\u0000${row.principalId}\u0000${row.requestId}`;

@@ -1,4 +1,5 @@
 import type { Database, Statement } from "bun:sqlite";
+import { selectList } from "../drizzle/columns.ts";
 import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
 import { listRuns } from "../drizzle/lists.ts";
 import type { WriteStatement } from "../executions.ts";
@@ -18,6 +19,7 @@ import {
 import { refusal } from "../write-failure.ts";
 import type { SqliteDataWriter } from "./data-writes.ts";
 import type { SqliteExecutionStore } from "./executions.ts";
+import { workflowRuns, workflowSteps } from "./schema.ts";
 
 type RawRun = Omit<RunRow, "input" | "output" | "cancelRequested"> & {
   input: string;
@@ -26,13 +28,9 @@ type RawRun = Omit<RunRow, "input" | "output" | "cancelRequested"> & {
 };
 type RawStep = Omit<StepRow, "output"> & { output: string | null };
 
-const RUN_COLUMNS = `id, request_id as requestId, workflow, release_version as releaseVersion, principal_kind as principalKind,
-  principal_id as principalId, input, status, output, error_code as errorCode, error_message as errorMessage,
-  cancel_requested as cancelRequested, lease_owner as leaseOwner, lease_expires_at as leaseExpiresAt,
-  wake_at as wakeAt, created_at as createdAt, updated_at as updatedAt, finished_at as finishedAt`;
+const RUN_COLUMNS = selectList(workflowRuns);
 
-const STEP_COLUMNS = `run_id as runId, name, seq, kind, status, attempts, output, error, started_at as startedAt,
-  finished_at as finishedAt`;
+const STEP_COLUMNS = selectList(workflowSteps);
 
 const WAITING = `status in ('queued', 'running', 'sleeping')`;
 const OPEN_STEP = `('running', 'retrying', 'sleeping')`;
