@@ -10,7 +10,7 @@ import { loadConfig } from "../src/config.ts";
 import { DataService } from "../src/data/service.ts";
 import { bundlesDir } from "../src/main.ts";
 import { publishRelease } from "../src/release/publish.ts";
-import { openStore } from "../src/store/index.ts";
+import { openStore } from "../src/store/open.ts";
 import { cleanup, freePort, median, ROOT_DIR, startProcess, tempDir, waitHealthy } from "./lib.ts";
 
 const RELEASE = join(ROOT_DIR, "test/fixtures/releases/data");

@@ -16,8 +16,8 @@ import { executionUrl, runUrl } from "./http/deps.ts";
 import { SessionHub } from "./live/session.ts";
 import { McpEndpoint } from "./mcp/server.ts";
 import { ReleaseRegistry } from "./release/registry.ts";
-import type { Store } from "./store/index.ts";
-import { openStore } from "./store/index.ts";
+import { openStore } from "./store/open.ts";
+import type { Store } from "./store/store.ts";
 
 export interface RunningServer {
   url: string;

@@ -3,7 +3,7 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ENV_NAMES } from "../src/config.ts";
-import { openStore } from "../src/store/index.ts";
+import { openStore } from "../src/store/open.ts";
 import { cli, repoRoot, serve } from "./support/cli.ts";
 import { dialects, type TestDatabase } from "./support/databases.ts";
 import { eventually, fixture, type TestResponse } from "./support/server.ts";

@@ -6,7 +6,7 @@ import { revokeUserToken } from "../src/auth/tokens.ts";
 import { loadConfig } from "../src/config.ts";
 import type { PollBackoff } from "../src/engine/follow.ts";
 import { startServer } from "../src/main.ts";
-import { openStore } from "../src/store/index.ts";
+import { openStore } from "../src/store/open.ts";
 import { openGate } from "./fixtures/releases/basic/lib/probe.ts";
 import { dialects } from "./support/databases.ts";
 import { LiveClient } from "./support/live-client.ts";

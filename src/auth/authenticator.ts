@@ -1,5 +1,5 @@
 import type { Principal } from "../sdk/index.ts";
-import type { Store } from "../store/index.ts";
+import type { Store } from "../store/store.ts";
 import { hashSecret } from "./tokens.ts";
 
 /**

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { sha256Hex } from "../lib/canonical-json.ts";
-import type { Store } from "../store/index.ts";
+import type { Store } from "../store/store.ts";
 
 /** Tokens are 256 random bits, so one round of SHA-256 is the right hash: nothing to brute-force. */
 export const hashSecret = (secret: string) => sha256Hex(secret);

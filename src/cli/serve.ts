@@ -4,7 +4,7 @@ import { newSecret, SERVICE_KEY_PREFIX } from "../auth/tokens.ts";
 import type { Config } from "../config.ts";
 import { bundlesDir, type RunningServer, startServer } from "../main.ts";
 import { type PublishResult, publishRelease } from "../release/publish.ts";
-import { openStore } from "../store/index.ts";
+import { openStore } from "../store/open.ts";
 import type { ActiveRelease } from "../store/releases.ts";
 import { followers, printPublish } from "./release.ts";
 import { sampleCall } from "./sample-input.ts";

@@ -1,4 +1,4 @@
-import type { Store } from "../store/index.ts";
+import type { Store } from "../store/store.ts";
 
 const MAX_BEAT_MS = 2_000;
 

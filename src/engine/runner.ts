@@ -4,8 +4,8 @@ import { storableJson } from "../lib/json-text.ts";
 import type { LoadedFunction, LoadedRelease } from "../release/load.ts";
 import type { ActionContext, Principal } from "../sdk/index.ts";
 import type { ExecutionSettlement } from "../store/executions.ts";
-import type { Store } from "../store/index.ts";
 import type { ExecutionRow } from "../store/rows.ts";
+import type { Store } from "../store/store.ts";
 import type { ExecutionFeed } from "./execution-feed.ts";
 import { logLine, thrownLine } from "./log-line.ts";
 

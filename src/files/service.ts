@@ -1,7 +1,7 @@
 import { PublicError } from "../lib/errors.ts";
 import type { FileHandle, Principal } from "../sdk/index.ts";
-import type { Store } from "../store/index.ts";
 import type { FileRow, NewFileRow } from "../store/rows.ts";
+import type { Store } from "../store/store.ts";
 import { checkPath } from "./paths.ts";
 import { type SignedGrant, signGrant, verifyGrant } from "./signing.ts";
 import { metered, type Storage } from "./storage.ts";

@@ -1,7 +1,7 @@
 import type { SchemaManifest } from "../data/schema.ts";
 import { DataService } from "../data/service.ts";
-import type { Store } from "../store/index.ts";
 import type { ActiveRelease } from "../store/releases.ts";
+import type { Store } from "../store/store.ts";
 import { buildBundle } from "./build.ts";
 import { ReleaseError } from "./errors.ts";
 import { asRelease, type LoadedRelease, loadBundle, type ReleaseManifest } from "./load.ts";

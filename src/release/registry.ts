@@ -1,4 +1,4 @@
-import type { Store } from "../store/index.ts";
+import type { Store } from "../store/store.ts";
 import { asRelease, type LoadedRelease, loadBundle } from "./load.ts";
 
 /**

@@ -1,5 +1,5 @@
 import { describe } from "bun:test";
-import { openStore } from "../../src/store/index.ts";
+import { openStore } from "../../src/store/open.ts";
 import { dialects } from "../support/databases.ts";
 import { executionStoreContract } from "./execution-store.contract.ts";
 import type { OpenStores } from "./fixture.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { ExecutionFilter, ExecutionSettlement } from "../../src/store/executions.ts";
-import type { Store } from "../../src/store/index.ts";
+import type { Store } from "../../src/store/store.ts";
 import { row } from "../support/rows.ts";
 import { at, dataWrites, type OpenStores, storesPerTest } from "./fixture.ts";
 

@@ -2,8 +2,8 @@ import { afterEach, beforeEach } from "bun:test";
 import { postgresDialect, sqliteDialect } from "../../src/data/sql-dialect.ts";
 import { newRun } from "../../src/engine/workflows/new-run.ts";
 import type { WriteStatement } from "../../src/store/executions.ts";
-import type { Store } from "../../src/store/index.ts";
 import type { ExecutionRow, RunRow, StepRow } from "../../src/store/rows.ts";
+import type { Store } from "../../src/store/store.ts";
 
 /**
  * What a contract suite runs on: a store on a fresh database, and a peer for what another instance on the

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import postgres from "postgres";
 import type { ExecutionSettlement } from "../../src/store/executions.ts";
-import type { Store } from "../../src/store/index.ts";
-import { openStore } from "../../src/store/index.ts";
+import { openStore } from "../../src/store/open.ts";
 import type { ExecutionRow } from "../../src/store/rows.ts";
+import type { Store } from "../../src/store/store.ts";
 import { dialects, type TestDatabase } from "../support/databases.ts";
 import { row } from "../support/rows.ts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import type { Store } from "../../src/store/index.ts";
 import { type RunFilter, runCanceled } from "../../src/store/runs.ts";
+import type { Store } from "../../src/store/store.ts";
 import { at, dataWrites, type OpenStores, runRows, stepRow, storesPerTest, T0 } from "./fixture.ts";
 
 const LEASE = 10_000;

@@ -5,9 +5,9 @@ import { storableJson } from "../../lib/json-text.ts";
 import type { LoadedRelease, LoadedWorkflow } from "../../release/load.ts";
 import type { DataContext, Principal, StepContext, StepOptions, WorkflowContext } from "../../sdk/index.ts";
 import type { WriteStatement } from "../../store/executions.ts";
-import type { Store } from "../../store/index.ts";
 import type { RunRow, StepRow } from "../../store/rows.ts";
 import { type Fenced, type RunSettlement, runCanceled, type StepSaved } from "../../store/runs.ts";
+import type { Store } from "../../store/store.ts";
 import type { ExecutionFeed } from "../execution-feed.ts";
 import { logLine, thrownLine } from "../log-line.ts";
 
