@@ -50,7 +50,7 @@ const ROW_TYPE = `id text, "requestId" text, "principalKind" text, "principalId"
 
 // `$1::text::jsonb`, not `$1::jsonb`: a parameter typed jsonb goes through postgres-js's JSON serializer
 // (and drizzle swaps that one for a no-op), so a text parameter is the one that arrives as written.
-// $2: this server process, so another can fail its running executions if it dies (see SqlStore.keepAlive).
+// $2: this server process, so another can fail its running executions if it dies (see PgInstanceStore.keepAlive).
 const INSERT = `insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version,
     contract_hash, input_fingerprint, input, status, output, error_code, error_message, created_at, started_at,
     finished_at, instance)

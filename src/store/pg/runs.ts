@@ -30,7 +30,7 @@ const STEP_COLUMNS = selectList(workflowSteps);
 const WAITING = `status in ('queued', 'running', 'sleeping')`;
 const OPEN_STEP = `('running', 'retrying', 'sleeping')`;
 
-// jsonb parameters travel as text (`::text::jsonb`), as in execution-writer.ts.
+// jsonb parameters travel as text (`::text::jsonb`), as in executions.ts.
 const ADMIT = `with e as (
     insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version,
       contract_hash, input_fingerprint, input, status, output, error_code, error_message, created_at, started_at,
