@@ -82,7 +82,7 @@ export function executionStoreContract(open: OpenStores) {
     });
   });
 
-  describe("listExecutions bounds", () => {
+  describe("executions.list bounds", () => {
     test("values over maxValueBytes stay in the database: null in the row, their stored size beside", async () => {
       const big = "x".repeat(5_000);
       const large = row({ input: { text: big } });
