@@ -4,6 +4,7 @@ import { join } from "node:path";
 import packageJson from "../package.json" with { type: "json" };
 import { createApp } from "./app.ts";
 import { Authenticator } from "./auth/authenticator.ts";
+import { JwtVerifier } from "./auth/jwt.ts";
 import { type Config, ConfigError, isLoopback, localUrl } from "./config.ts";
 import { DataService } from "./data/service.ts";
 import { Engine } from "./engine/engine.ts";
@@ -95,7 +96,20 @@ export async function startServer(
     followPoll: options.followPoll,
   });
   await engine.start();
-  const auth = new Authenticator(store, config.serviceKeys);
+  const jwt = config.authIssuer
+    ? new JwtVerifier({
+        issuer: config.authIssuer,
+        jwksUrl: config.jwt.jwksUrl,
+        userClaim: config.jwt.userClaim,
+        refetchMs: config.jwt.refetchMs,
+        // RFC 8707: the token must be for this environment (its URL, or its /mcp resource), not another.
+        audiences: () => {
+          const audience = config.jwt.audience ?? publicUrl;
+          return [audience, `${audience}/mcp`];
+        },
+      })
+    : null;
+  const auth = new Authenticator(store, config.serviceKeys, jwt);
 
   const endpoint = new McpEndpoint(
     {
