@@ -152,6 +152,14 @@ describe("JWTs of an identity provider (AUTH_ISSUER)", () => {
     expect(await viewer.json()).toMatchObject({ ok: false, error: "access_denied" });
   });
 
+  test("a workflow run keeps the caller's claims: its steps, resumed after a sleep, see the same ctx.auth", async () => {
+    const res = await t.invoke("reports.build", {}, { token: await token({ sub: "alice", role: "admin" }) });
+    expect(res.status).toBe(202);
+    const { execution } = await res.json();
+    const result = await t.fetch(`/executions/${execution.id}/result`, { token: await token({ sub: "alice" }) });
+    expect(await result.json()).toMatchObject({ status: "succeeded", output: { id: "alice", role: "admin" } });
+  });
+
   test("service keys and our own user tokens keep working beside JWTs", async () => {
     expect((await whoami(t.serviceKey)).status).toBe(200);
     const own = await (await whoami(await t.userToken("dave"))).json();

@@ -39,11 +39,12 @@ export function runRows(
     principalId?: string;
     lease?: { owner: string; until: number };
     input?: unknown;
+    claims?: Record<string, unknown>;
   } = {},
 ): { execution: ExecutionRow; run: RunRow } {
   const { now = T0, requestId = crypto.randomUUID(), principalId = "alice", lease = null } = options;
   return newRun({
-    principal: { kind: "user", id: principalId },
+    principal: { kind: "user", id: principalId, ...(options.claims ? { claims: options.claims } : {}) },
     requestId,
     input: options.input ?? { order: crypto.randomUUID(), lines: [1, 2] },
     contract: { name: "orders.fulfil", contractHash: "c".repeat(64) },

@@ -44,6 +44,19 @@ export function runStoreContract(open: OpenStores) {
       expect((await store.runs.admit(otherCaller.execution, otherCaller.run)).created).toBe(true);
     });
 
+    test("a run keeps its caller's verified claims (none for a caller without them)", async () => {
+      const claimed = runRows({ claims: { role: "admin", groups: ["ops"] } });
+      const plain = runRows({ now: at(1) });
+      for (const { execution, run } of [claimed, plain]) await store.runs.admit(execution, run);
+      expect((await peer.runs.get(claimed.run.id))?.principalClaims).toEqual({ role: "admin", groups: ["ops"] });
+      expect((await peer.runs.get(plain.run.id))?.principalClaims).toBeNull();
+      // The earliest due first: the one with claims.
+      const [leased] = await peer.runs.claim("B", at(2), at(2 + LEASE), 1);
+      expect(leased?.principalClaims).toEqual({ role: "admin", groups: ["ops"] });
+      const listed = await store.runs.list({ limit: 10, maxValueBytes: 4096 });
+      expect(listed.find((r) => r.id === claimed.run.id)?.principalClaims).toEqual({ role: "admin", groups: ["ops"] });
+    });
+
     test("a run admitted with a lease is held by that owner at once", async () => {
       const { execution, run } = runRows({ lease: { owner: "A", until: at(LEASE) } });
       await store.runs.admit(execution, run);

@@ -43,6 +43,7 @@ export function newRun(request: {
       workflow: contract.name,
       releaseVersion,
       ...caller,
+      principalClaims: principal.claims ? { ...principal.claims } : null,
       input,
       status,
       ...ended,

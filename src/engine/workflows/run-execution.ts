@@ -79,7 +79,11 @@ export class RunExecution {
     private readonly $: RunDeps,
     private readonly fresh = false,
   ) {
-    this.principal = { kind: run.principalKind, id: run.principalId };
+    this.principal = {
+      kind: run.principalKind,
+      id: run.principalId,
+      ...(run.principalClaims ? { claims: run.principalClaims } : {}),
+    };
     if (run.cancelRequested) this.halted = "canceled";
   }
 

@@ -39,9 +39,9 @@ const ADMIT = `with e as (
     on conflict (principal_kind, principal_id, request_id) do nothing
     returning id
   )
-  insert into workflow_runs (id, request_id, workflow, release_version, principal_kind, principal_id, input, status,
-    cancel_requested, lease_owner, lease_expires_at, wake_at, created_at, updated_at)
-  select e.id, $2, $5, $6, $3, $4, $9::text::jsonb, $13, false, $14, $15, $16, $11, $11 from e
+  insert into workflow_runs (id, request_id, workflow, release_version, principal_kind, principal_id, principal_claims,
+    input, status, cancel_requested, lease_owner, lease_expires_at, wake_at, created_at, updated_at)
+  select e.id, $2, $5, $6, $3, $4, $17::text::jsonb, $9::text::jsonb, $13, false, $14, $15, $16, $11, $11 from e
   returning id`;
 
 /** A step row from the ten parameters from `$first` on (stepValues), inserted when `condition` holds. */
@@ -176,6 +176,7 @@ export class PgRunStore implements RunStore {
       run.leaseOwner,
       run.leaseExpiresAt,
       run.wakeAt,
+      run.principalClaims === null ? null : JSON.stringify(run.principalClaims),
     ]);
     if (rows.length > 0) return { execution, created: true };
     const existing = await this.executions.findByRequest(

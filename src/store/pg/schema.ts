@@ -141,6 +141,8 @@ export const workflowRuns = pgTable(
     releaseVersion: text("release_version").notNull(),
     principalKind: text("principal_kind").$type<PrincipalKind>().notNull(),
     principalId: text("principal_id").notNull(),
+    /** The caller's verified JWT claims, so the run's steps see the ctx.auth its admission saw. */
+    principalClaims: jsonb("principal_claims").$type<Record<string, unknown>>(),
     input: jsonb("input").notNull(),
     status: text("status").$type<RunStatus>().notNull(),
     output: jsonb("output"),

@@ -21,7 +21,8 @@ import type { SqliteDataWriter } from "./data-writes.ts";
 import type { SqliteExecutionStore } from "./executions.ts";
 import { workflowRuns, workflowSteps } from "./schema.ts";
 
-type RawRun = Omit<RunRow, "input" | "output" | "cancelRequested"> & {
+type RawRun = Omit<RunRow, "principalClaims" | "input" | "output" | "cancelRequested"> & {
+  principalClaims: string | null;
   input: string;
   output: string | null;
   cancelRequested: number;
@@ -65,11 +66,11 @@ export class SqliteRunStore implements RunStore {
     private readonly lists: { db: AnyDatabase; dialect: Dialect; tables: Tables },
   ) {
     this.insertRun = client.prepare(
-      `insert into workflow_runs (id, request_id, workflow, release_version, principal_kind, principal_id, input, status, output,
-        error_code, error_message, cancel_requested, lease_owner, lease_expires_at, wake_at, created_at, updated_at,
-        finished_at)
-       values ($id, $requestId, $workflow, $releaseVersion, $principalKind, $principalId, $input, $status, null, null, null, 0,
-        $leaseOwner, $leaseExpiresAt, $wakeAt, $createdAt, $updatedAt, null)`,
+      `insert into workflow_runs (id, request_id, workflow, release_version, principal_kind, principal_id, principal_claims,
+        input, status, output, error_code, error_message, cancel_requested, lease_owner, lease_expires_at, wake_at,
+        created_at, updated_at, finished_at)
+       values ($id, $requestId, $workflow, $releaseVersion, $principalKind, $principalId, $principalClaims, $input, $status,
+        null, null, null, 0, $leaseOwner, $leaseExpiresAt, $wakeAt, $createdAt, $updatedAt, null)`,
     );
     this.byId = client.prepare(`select ${RUN_COLUMNS} from workflow_runs where id = $id`);
     this.stepsOf = client.prepare(`select ${STEP_COLUMNS} from workflow_steps where run_id = $runId order by seq`);
@@ -136,7 +137,11 @@ export class SqliteRunStore implements RunStore {
     if (existing) return { execution: existing, created: false };
     this.client.transaction(() => {
       this.executions.insertNow(execution);
-      this.insertRun.run({ ...run, input: JSON.stringify(run.input) });
+      this.insertRun.run({
+        ...run,
+        principalClaims: jsonOrNull(run.principalClaims),
+        input: JSON.stringify(run.input),
+      });
     })();
     return { execution, created: true };
   }
@@ -231,6 +236,8 @@ export class SqliteRunStore implements RunStore {
   }
 }
 
+const jsonOrNull = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
+
 function stepParams(step: StepRow) {
   return { ...step, output: step.output === undefined ? null : JSON.stringify(step.output) };
 }
@@ -238,8 +245,8 @@ function stepParams(step: StepRow) {
 function parseRun(raw: RawRun): RunRow {
   return {
     ...raw,
-    // A list leaves a large input in the database (null).
-    input: raw.input === null ? null : JSON.parse(raw.input),
+    principalClaims: raw.principalClaims === null ? null : JSON.parse(raw.principalClaims),
+    input: JSON.parse(raw.input),
     output: raw.output === null ? null : JSON.parse(raw.output),
     cancelRequested: Boolean(raw.cancelRequested),
   };

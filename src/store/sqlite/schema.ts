@@ -135,6 +135,7 @@ export const workflowRuns = sqliteTable(
     releaseVersion: text("release_version").notNull(),
     principalKind: text("principal_kind").$type<PrincipalKind>().notNull(),
     principalId: text("principal_id").notNull(),
+    principalClaims: text("principal_claims", { mode: "json" }).$type<Record<string, unknown>>(),
     input: text("input", { mode: "json" }).notNull(),
     status: text("status").$type<RunStatus>().notNull(),
     output: text("output", { mode: "json" }),
