@@ -12,6 +12,7 @@ export type RunRow = InferSelectModel<typeof pg.workflowRuns>;
 export type StepRow = InferSelectModel<typeof pg.workflowSteps>;
 export type ReleaseRow = InferSelectModel<typeof pg.releases>;
 export type TokenRow = InferSelectModel<typeof pg.apiTokens>;
+export type UserRow = InferSelectModel<typeof pg.users>;
 export type FileRow = InferSelectModel<typeof pg.files>;
 /** A file's metadata as written: its upload fields may be left out (a file not sent as an input). */
 type UploadFields = "executionId" | "field" | "filename";
@@ -31,10 +32,11 @@ agree<
     Agree<"releases">,
     Agree<"environment">,
     Agree<"apiTokens">,
+    Agree<"users">,
     Agree<"files">,
     Agree<"instances">,
     Agree<"dataAttrs">,
     Agree<"dataEntities">,
     Agree<"dataLinks">,
   ]
->([true, true, true, true, true, true, true, true, true, true, true]);
+>([true, true, true, true, true, true, true, true, true, true, true, true]);

@@ -4,6 +4,7 @@ import type { InstanceStore } from "./instances.ts";
 import type { ReleaseStore } from "./releases.ts";
 import type { RunStore } from "./runs.ts";
 import type { TokenStore } from "./tokens.ts";
+import type { UserStore } from "./users.ts";
 
 /**
  * Everything the runtime persists: one store per concern, each an interface with a SQLite and a
@@ -16,6 +17,7 @@ export interface Store {
   readonly runs: RunStore;
   readonly releases: ReleaseStore;
   readonly tokens: TokenStore;
+  readonly users: UserStore;
   readonly files: FileStore;
   readonly instances: InstanceStore;
 

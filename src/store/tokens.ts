@@ -8,4 +8,6 @@ export interface TokenStore {
   /** Every user token, oldest first, without its hash. */
   list(): Promise<Omit<TokenRow, "tokenHash">[]>;
   revoke(id: string, at: number): Promise<void>;
+  /** Revokes every token of a user that is not revoked yet (a disabled user); answers how many. */
+  revokeAllOf(userId: string, at: number): Promise<number>;
 }

@@ -1,4 +1,4 @@
-import { eq } from "drizzle-orm";
+import { and, eq, isNull } from "drizzle-orm";
 import type { TokenRow } from "../rows.ts";
 import type { TokenStore } from "../tokens.ts";
 import type { AnyDatabase, Tables } from "./database.ts";
@@ -29,5 +29,15 @@ export class DrizzleTokenStore implements TokenStore {
 
   async revoke(id: string, at: number): Promise<void> {
     await this.db.update(this.t.apiTokens).set({ revokedAt: at }).where(eq(this.t.apiTokens.id, id));
+  }
+
+  async revokeAllOf(userId: string, at: number): Promise<number> {
+    const t = this.t.apiTokens;
+    const revoked = await this.db
+      .update(t)
+      .set({ revokedAt: at })
+      .where(and(eq(t.userId, userId), isNull(t.revokedAt)))
+      .returning({ id: t.id });
+    return revoked.length;
   }
 }

@@ -7,6 +7,7 @@ import type { Dialect } from "../drizzle/database.ts";
 import { DrizzleFileStore } from "../drizzle/files.ts";
 import { DrizzleReleaseStore } from "../drizzle/releases.ts";
 import { DrizzleTokenStore } from "../drizzle/tokens.ts";
+import { DrizzleUserStore } from "../drizzle/users.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
 import type { Store } from "../store.ts";
 import { PgExecutionStore } from "./executions.ts";
@@ -47,6 +48,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
     runs,
     releases: new DrizzleReleaseStore(db, schema),
     tokens: new DrizzleTokenStore(db, schema),
+    users: new DrizzleUserStore(db, schema),
     files: new DrizzleFileStore(db, schema),
     instances,
     dataSelect: select,

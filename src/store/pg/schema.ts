@@ -59,6 +59,15 @@ export const instances = pgTable("instances", {
   expiresAt: millis("expires_at").notNull(),
 });
 
+/** People who sign in with a password (the built-in authority); `id` is the user id their tokens act as. */
+export const users = pgTable("users", {
+  id: text("id").primaryKey(),
+  /** argon2id (Bun.password), with its parameters and salt in the PHC string. */
+  passwordHash: text("password_hash").notNull(),
+  createdAt: millis("created_at").notNull(),
+  disabledAt: millis("disabled_at"),
+});
+
 export const apiTokens = pgTable("api_tokens", {
   id: text("id").primaryKey(),
   tokenHash: text("token_hash").notNull().unique(),

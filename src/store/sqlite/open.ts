@@ -9,6 +9,7 @@ import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
 import { DrizzleFileStore } from "../drizzle/files.ts";
 import { DrizzleReleaseStore } from "../drizzle/releases.ts";
 import { DrizzleTokenStore } from "../drizzle/tokens.ts";
+import { DrizzleUserStore } from "../drizzle/users.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
 import type { Store } from "../store.ts";
 import { SqliteDataWriter } from "./data-writes.ts";
@@ -56,6 +57,7 @@ export function openSqliteStore(path: string): Store {
     runs,
     releases: new DrizzleReleaseStore(db, tables),
     tokens: new DrizzleTokenStore(db, tables),
+    users: new DrizzleUserStore(db, tables),
     files: new DrizzleFileStore(db, tables),
     instances: new SqliteInstanceStore(executions, runs),
     dataSelect: select,

@@ -57,6 +57,14 @@ export const instances = sqliteTable("instances", {
   expiresAt: integer("expires_at").notNull(),
 });
 
+/** See ../pg/schema.ts. */
+export const users = sqliteTable("users", {
+  id: text("id").primaryKey(),
+  passwordHash: text("password_hash").notNull(),
+  createdAt: integer("created_at").notNull(),
+  disabledAt: integer("disabled_at"),
+});
+
 export const apiTokens = sqliteTable("api_tokens", {
   id: text("id").primaryKey(),
   tokenHash: text("token_hash").notNull().unique(),
