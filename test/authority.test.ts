@@ -1,0 +1,225 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { auth, type OAuthClientProvider, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type {
+  OAuthClientInformationMixed,
+  OAuthClientMetadata,
+  OAuthTokens,
+} from "@modelcontextprotocol/sdk/shared/auth.js";
+import { addUser, disableUser } from "../src/auth/users.ts";
+import { dialects } from "./support/databases.ts";
+import { fixture, startTestServer, type TestServer } from "./support/server.ts";
+
+const REDIRECT = "http://127.0.0.1:9/callback";
+
+/** What an MCP client keeps between runs, in memory; the authorization URL it would open is kept for the test. */
+class MemoryClientProvider implements OAuthClientProvider {
+  client?: OAuthClientInformationMixed;
+  saved?: OAuthTokens;
+  verifier = "";
+  authorizationUrl?: URL;
+
+  get redirectUrl() {
+    return REDIRECT;
+  }
+
+  get clientMetadata(): OAuthClientMetadata {
+    return {
+      client_name: "Test Agent",
+      redirect_uris: [REDIRECT],
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+      token_endpoint_auth_method: "none",
+    };
+  }
+
+  clientInformation() {
+    return this.client;
+  }
+
+  saveClientInformation(info: OAuthClientInformationMixed) {
+    this.client = info;
+  }
+
+  tokens() {
+    return this.saved;
+  }
+
+  saveTokens(tokens: OAuthTokens) {
+    this.saved = tokens;
+  }
+
+  redirectToAuthorization(url: URL) {
+    this.authorizationUrl = url;
+  }
+
+  saveCodeVerifier(verifier: string) {
+    this.verifier = verifier;
+  }
+
+  codeVerifier() {
+    return this.verifier;
+  }
+}
+
+/** A person's browser: keeps cookies, follows redirects until it reaches the client's redirect URI. */
+class Browser {
+  private readonly cookies = new Map<string, string>();
+
+  async visit(url: string, init: { method?: string; form?: Record<string, string> } = {}) {
+    let next = url;
+    let method = init.method ?? "GET";
+    let body: string | undefined = init.form ? new URLSearchParams(init.form).toString() : undefined;
+    for (let hop = 0; hop < 20; hop++) {
+      if (next.startsWith(REDIRECT)) return { redirectedTo: new URL(next), status: 303, html: "" };
+      const headers: Record<string, string> = { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ") };
+      if (body !== undefined) headers["content-type"] = "application/x-www-form-urlencoded";
+      const res = await fetch(next, { method, headers, body, redirect: "manual" });
+      for (const line of res.headers.getSetCookie()) {
+        const [pair = ""] = line.split(";");
+        const [name = "", ...value] = pair.split("=");
+        this.cookies.set(name.trim(), value.join("="));
+      }
+      const location = res.headers.get("location");
+      if (res.status >= 300 && res.status < 400 && location) {
+        next = new URL(location, next).toString();
+        method = "GET";
+        body = undefined;
+        continue;
+      }
+      return { status: res.status, html: await res.text(), url: next };
+    }
+    throw new Error("too many redirects");
+  }
+}
+
+const formAction = (html: string, base: string) => {
+  const action = /<form method="post" action="([^"]+)"/.exec(html)?.[1] ?? "";
+  return new URL(action.replaceAll("&amp;", "&"), base).toString();
+};
+const csrfOf = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
+
+const [sqlite] = dialects;
+
+describe("the environment as its own authority (no AUTH_ISSUER)", () => {
+  let t: TestServer;
+  const password = "correct horse battery staple";
+
+  beforeAll(async () => {
+    t = await startTestServer(sqlite as (typeof dialects)[number], { release: fixture("claims") });
+    await addUser(t.store, "alice", password);
+    await addUser(t.store, "bob", password);
+  });
+
+  afterAll(async () => {
+    await t?.stop();
+  });
+
+  /** Runs the whole sign-in as an MCP client does: discovery, registration, browser, code exchange. */
+  async function signIn(user: string, secret: string) {
+    const provider = new MemoryClientProvider();
+    const transport = new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { authProvider: provider });
+    const client = new Client({ name: "test-agent", version: "1.0.0" });
+    await expect(client.connect(transport)).rejects.toBeInstanceOf(UnauthorizedError);
+    expect(provider.authorizationUrl?.searchParams.get("code_challenge_method")).toBe("S256");
+    expect(provider.authorizationUrl?.searchParams.get("resource")).toBe(`${t.url}/mcp`);
+
+    const browser = new Browser();
+    const signInPage = await browser.visit((provider.authorizationUrl as URL).toString());
+    expect(signInPage.status).toBe(200);
+    expect(signInPage.html).toContain("Test Agent");
+    const consent = await browser.visit(formAction(signInPage.html, t.url), {
+      method: "POST",
+      form: { csrf: csrfOf(signInPage.html), user, password: secret },
+    });
+    if (consent.status !== 200 || !consent.html.includes("Allow")) return { provider, transport, consent };
+    const done = await browser.visit(formAction(consent.html, t.url), {
+      method: "POST",
+      form: { csrf: csrfOf(consent.html) },
+    });
+    const code = done.redirectedTo?.searchParams.get("code");
+    expect(code).toBeTruthy();
+    await transport.finishAuth(code as string);
+    return { provider, transport, consent };
+  }
+
+  test("the resource metadata names this environment as its authorization server, whose metadata follows RFC 8414", async () => {
+    const resource = (await (await fetch(`${t.url}/.well-known/oauth-protected-resource/mcp`)).json()) as {
+      authorization_servers: string[];
+      scopes_supported: string[];
+    };
+    expect(resource.authorization_servers).toEqual([t.url]);
+    expect(resource.scopes_supported).toEqual(["mcp"]);
+    const metadata = await (await fetch(`${t.url}/.well-known/oauth-authorization-server`)).json();
+    expect(metadata).toMatchObject({
+      issuer: t.url,
+      authorization_endpoint: `${t.url}/oauth/authorize`,
+      token_endpoint: `${t.url}/oauth/token`,
+      registration_endpoint: `${t.url}/oauth/register`,
+      code_challenge_methods_supported: ["S256"],
+    });
+  });
+
+  test("an MCP client signs alice in with a browser; its tool calls then act as alice; a refresh rotates", async () => {
+    const { provider } = await signIn("alice", password);
+    const client = new Client({ name: "test-agent", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { authProvider: provider }));
+    try {
+      const result = (await client.callTool({ name: "whoami.get", arguments: {} })) as { structuredContent?: unknown };
+      expect(result.structuredContent).toEqual({ kind: "user", id: "alice", role: null });
+    } finally {
+      await client.close();
+    }
+    // The token acts over plain HTTP too, and its audience is this environment's /mcp resource.
+    const access = provider.saved?.access_token as string;
+    const payload = JSON.parse(Buffer.from(access.split(".")[1] as string, "base64url").toString());
+    expect(payload).toMatchObject({ iss: t.url, aud: `${t.url}/mcp`, sub: "alice" });
+    expect((await t.invoke("whoami.get", {}, { token: access })).status).toBe(200);
+
+    const first = provider.saved?.refresh_token as string;
+    expect(first).toBeTruthy();
+    await auth(provider, { serverUrl: `${t.url}/mcp` });
+    const second = provider.saved?.refresh_token as string;
+    expect(second).toBeTruthy();
+    expect(second).not.toBe(first);
+    // The old refresh token was rotated away.
+    const reuse = await fetch(`${t.url}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        grant_type: "refresh_token",
+        refresh_token: first,
+        client_id: (provider.client as { client_id: string }).client_id,
+      }),
+    });
+    expect(reuse.status).toBe(400);
+  });
+
+  test("a wrong password shows the form again with an error; nothing is issued", async () => {
+    const { consent } = await signIn("alice", "not the password");
+    expect(consent.status).toBe(401);
+    expect(consent.html).toContain("Wrong user or password");
+  });
+
+  test("a disabled user's tokens stop working", async () => {
+    const { provider } = await signIn("bob", password);
+    const access = provider.saved?.access_token as string;
+    expect((await t.invoke("whoami.get", {}, { token: access })).status).toBe(200);
+    await disableUser(t.store, "bob");
+    expect((await t.invoke("whoami.get", {}, { token: access })).status).toBe(401);
+    // Nor can its client get new ones.
+    await expect(auth(provider, { serverUrl: `${t.url}/mcp` })).rejects.toThrow();
+  });
+
+  test("tokens only for this environment: an authorization request for another resource is refused", async () => {
+    const provider = new MemoryClientProvider();
+    const client = new Client({ name: "test-agent", version: "1.0.0" });
+    const transport = new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { authProvider: provider });
+    await expect(client.connect(transport)).rejects.toBeInstanceOf(UnauthorizedError);
+    const foreign = new URL(provider.authorizationUrl as URL);
+    foreign.searchParams.set("resource", "https://other.example/mcp");
+    const answer = await new Browser().visit(foreign.toString());
+    expect(answer.redirectedTo?.searchParams.get("error")).toBe("invalid_target");
+  });
+});
