@@ -8,7 +8,9 @@ import type {
   OAuthTokens,
 } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { addUser, disableUser } from "../src/auth/users.ts";
+import { cli } from "./support/cli.ts";
 import { dialects } from "./support/databases.ts";
+import { LiveClient } from "./support/live-client.ts";
 import { fixture, startTestServer, type TestServer } from "./support/server.ts";
 
 const REDIRECT = "http://127.0.0.1:9/callback";
@@ -176,6 +178,17 @@ describe("the environment as its own authority (no AUTH_ISSUER)", () => {
     const payload = JSON.parse(Buffer.from(access.split(".")[1] as string, "base64url").toString());
     expect(payload).toMatchObject({ iss: t.url, aud: `${t.url}/mcp`, sub: "alice" });
     expect((await t.invoke("whoami.get", {}, { token: access })).status).toBe(200);
+    // And on a live session.
+    const live = await LiveClient.connect(t.url);
+    try {
+      live.send({ op: "init", "access-token": access, "client-event-id": "i" });
+      expect(await live.op("init-ok")).toMatchObject({ "client-event-id": "i" });
+    } finally {
+      live.close();
+    }
+    // The sign-in is listed beside the user tokens, by client and person.
+    const env = { DATABASE_URL: t.config.databaseUrl, DATA_DIR: t.config.dataDir };
+    expect((await cli(["token", "list"], env)).stdout).toMatch(/\nTest Agent\s+alice\s+\S+Z\s+\S+Z/);
 
     const first = provider.saved?.refresh_token as string;
     expect(first).toBeTruthy();
@@ -208,6 +221,7 @@ describe("the environment as its own authority (no AUTH_ISSUER)", () => {
     expect((await t.invoke("whoami.get", {}, { token: access })).status).toBe(200);
     await disableUser(t.store, "bob");
     expect((await t.invoke("whoami.get", {}, { token: access })).status).toBe(401);
+    expect((await t.store.oauth.grants(Date.now())).some((g) => g.accountId === "bob")).toBe(false);
     // Nor can its client get new ones.
     await expect(auth(provider, { serverUrl: `${t.url}/mcp` })).rejects.toThrow();
   });

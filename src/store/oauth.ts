@@ -15,6 +15,10 @@ export interface OAuthStore {
   destroy(model: string, id: string): Promise<void>;
   /** Removes every record of a grant (its codes and tokens): a revocation. */
   revokeGrant(grantId: string): Promise<void>;
+  /** Removes everything issued to a person (grants, codes, tokens, sessions): a disabled user. */
+  revokeAccount(accountId: string): Promise<void>;
+  /** The grants a person or anyone holds that have not expired at `now`, oldest first. */
+  grants(now: number): Promise<OAuthRecord[]>;
   /** Deletes the records that expired before `now`; answers how many. */
   purgeExpired(now: number): Promise<number>;
   /** Inserts the record unless (model, id) exists; either way answers the stored one (first writer wins). */

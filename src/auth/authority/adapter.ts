@@ -18,6 +18,7 @@ export function storeAdapter(store: OAuthStore, now: () => number) {
         id,
         payload: payload as Record<string, unknown>,
         grantId: payload.grantId ?? null,
+        accountId: payload.accountId ?? null,
         uid: payload.uid ?? null,
         userCode: payload.userCode ?? null,
         expiresAt: expiresIn ? now() + expiresIn * 1000 : null,

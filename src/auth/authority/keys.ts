@@ -28,6 +28,7 @@ export async function authorityKeys(store: OAuthStore, now: number): Promise<Aut
     id: "current",
     payload: made as unknown as Record<string, unknown>,
     grantId: null,
+    accountId: null,
     uid: null,
     userCode: null,
     expiresAt: null,

@@ -47,6 +47,19 @@ export class DrizzleOAuthStore implements OAuthStore {
     await this.db.delete(this.t.oauthRecords).where(eq(this.t.oauthRecords.grantId, grantId));
   }
 
+  async revokeAccount(accountId: string): Promise<void> {
+    await this.db.delete(this.t.oauthRecords).where(eq(this.t.oauthRecords.accountId, accountId));
+  }
+
+  async grants(now: number): Promise<OAuthRecord[]> {
+    const r = this.t.oauthRecords;
+    return this.db
+      .select()
+      .from(r)
+      .where(and(eq(r.model, "Grant"), or(isNull(r.expiresAt), gt(r.expiresAt, now))))
+      .orderBy(r.expiresAt);
+  }
+
   async purgeExpired(now: number): Promise<number> {
     const r = this.t.oauthRecords;
     const gone = await this.db.delete(r).where(lte(r.expiresAt, now)).returning({ id: r.id });

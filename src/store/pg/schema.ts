@@ -79,6 +79,8 @@ export const oauthRecords = pgTable(
     id: text("id").notNull(),
     payload: jsonb("payload").$type<Record<string, unknown>>().notNull(),
     grantId: text("grant_id"),
+    /** The person a grant, code, token or session is for: what disabling the person removes. */
+    accountId: text("account_id"),
     uid: text("uid"),
     userCode: text("user_code"),
     expiresAt: millis("expires_at"),
@@ -87,6 +89,7 @@ export const oauthRecords = pgTable(
   (t) => [
     primaryKey({ columns: [t.model, t.id] }),
     index("oauth_records_grant_idx").on(t.grantId),
+    index("oauth_records_account_idx").on(t.accountId),
     index("oauth_records_uid_idx").on(t.uid),
     index("oauth_records_user_code_idx").on(t.userCode),
   ],
