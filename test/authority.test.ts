@@ -1,69 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { auth, type OAuthClientProvider, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { auth, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type {
-  OAuthClientInformationMixed,
-  OAuthClientMetadata,
-  OAuthTokens,
-} from "@modelcontextprotocol/sdk/shared/auth.js";
 import { addUser, disableUser } from "../src/auth/users.ts";
 import { cli } from "./support/cli.ts";
 import { dialects } from "./support/databases.ts";
 import { LiveClient } from "./support/live-client.ts";
+import { MemoryClientProvider, REDIRECT } from "./support/oauth-client.ts";
 import { fixture, startTestServer, type TestServer } from "./support/server.ts";
-
-const REDIRECT = "http://127.0.0.1:9/callback";
-
-/** What an MCP client keeps between runs, in memory; the authorization URL it would open is kept for the test. */
-class MemoryClientProvider implements OAuthClientProvider {
-  client?: OAuthClientInformationMixed;
-  saved?: OAuthTokens;
-  verifier = "";
-  authorizationUrl?: URL;
-
-  get redirectUrl() {
-    return REDIRECT;
-  }
-
-  get clientMetadata(): OAuthClientMetadata {
-    return {
-      client_name: "Test Agent",
-      redirect_uris: [REDIRECT],
-      grant_types: ["authorization_code", "refresh_token"],
-      response_types: ["code"],
-      token_endpoint_auth_method: "none",
-    };
-  }
-
-  clientInformation() {
-    return this.client;
-  }
-
-  saveClientInformation(info: OAuthClientInformationMixed) {
-    this.client = info;
-  }
-
-  tokens() {
-    return this.saved;
-  }
-
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens;
-  }
-
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url;
-  }
-
-  saveCodeVerifier(verifier: string) {
-    this.verifier = verifier;
-  }
-
-  codeVerifier() {
-    return this.verifier;
-  }
-}
 
 /** A person's browser: keeps cookies, follows redirects until it reaches the client's redirect URI. */
 class Browser {
