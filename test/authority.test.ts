@@ -104,7 +104,10 @@ describe("the environment as its own authority (no AUTH_ISSUER)", () => {
       token_endpoint: `${t.url}/oauth/token`,
       registration_endpoint: `${t.url}/oauth/register`,
       code_challenge_methods_supported: ["S256"],
+      response_types_supported: ["code"],
+      revocation_endpoint: `${t.url}/oauth/revoke`,
     });
+    expect(metadata.grant_types_supported).not.toContain("implicit");
   });
 
   test("an MCP client signs alice in with a browser; its tool calls then act as alice; a refresh rotates", async () => {

@@ -86,6 +86,8 @@ export class Authority {
       cookies: { keys: keys.cookies },
       routes: AUTHORITY_ROUTES,
       scopes: ["openid", "offline_access", RESOURCE_SCOPE],
+      // OAuth 2.1: the authorization code flow only (no implicit or hybrid responses).
+      responseTypes: ["code"],
       clientDefaults: {
         grant_types: ["authorization_code", "refresh_token"],
         response_types: ["code"],
