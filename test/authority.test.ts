@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { auth, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { isClientDocumentUrl } from "../src/auth/authority/client-documents.ts";
 import { addUser, disableUser } from "../src/auth/users.ts";
 import { cli } from "./support/cli.ts";
 import { dialects } from "./support/databases.ts";
@@ -97,7 +98,10 @@ describe("the environment as its own authority (no AUTH_ISSUER)", () => {
     };
     expect(resource.authorization_servers).toEqual([t.url]);
     expect(resource.scopes_supported).toEqual(["mcp"]);
-    const metadata = await (await fetch(`${t.url}/.well-known/oauth-authorization-server`)).json();
+    const metadata = (await (await fetch(`${t.url}/.well-known/oauth-authorization-server`)).json()) as Record<
+      string,
+      unknown
+    >;
     expect(metadata).toMatchObject({
       issuer: t.url,
       authorization_endpoint: `${t.url}/oauth/authorize`,
@@ -105,6 +109,7 @@ describe("the environment as its own authority (no AUTH_ISSUER)", () => {
       registration_endpoint: `${t.url}/oauth/register`,
       code_challenge_methods_supported: ["S256"],
       response_types_supported: ["code"],
+      client_id_metadata_document_supported: true,
       revocation_endpoint: `${t.url}/oauth/revoke`,
     });
     expect(metadata.grant_types_supported).not.toContain("implicit");
@@ -173,6 +178,73 @@ describe("the environment as its own authority (no AUTH_ISSUER)", () => {
     await expect(auth(provider, { serverUrl: `${t.url}/mcp` })).rejects.toThrow();
   });
 
+  test("a client may name itself by its metadata document's URL instead of registering", async () => {
+    let fetched = 0;
+    const site = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch(request) {
+        fetched++;
+        const id = request.url;
+        if (new URL(id).pathname === "/liar.json")
+          return Response.json({ client_id: "https://elsewhere.example/x", redirect_uris: [REDIRECT] });
+        return Response.json({ client_id: id, client_name: "Documented Agent", redirect_uris: [REDIRECT] });
+      },
+    });
+    try {
+      const clientId = `http://127.0.0.1:${site.port}/agent.json`;
+      const verifier = "v".repeat(64);
+      const challenge = new Bun.CryptoHasher("sha256").update(verifier).digest("base64url");
+      const authorize = (id: string) =>
+        `${t.url}/oauth/authorize?${new URLSearchParams({
+          response_type: "code",
+          client_id: id,
+          redirect_uri: REDIRECT,
+          code_challenge: challenge,
+          code_challenge_method: "S256",
+          resource: `${t.url}/mcp`,
+          state: "s1",
+        })}`;
+      const browser = new Browser();
+      const signInPage = await browser.visit(authorize(clientId));
+      expect(signInPage.html).toContain("Documented Agent");
+      const consent = await browser.visit(formAction(signInPage.html, t.url), {
+        method: "POST",
+        form: { csrf: csrfOf(signInPage.html), user: "alice", password },
+      });
+      const done = await browser.visit(formAction(consent.html, t.url), {
+        method: "POST",
+        form: { csrf: csrfOf(consent.html) },
+      });
+      const code = done.redirectedTo?.searchParams.get("code") as string;
+      const tokens = await fetch(`${t.url}/oauth/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({
+          grant_type: "authorization_code",
+          code,
+          redirect_uri: REDIRECT,
+          client_id: clientId,
+          code_verifier: verifier,
+          resource: `${t.url}/mcp`,
+        }),
+      });
+      expect(tokens.status).toBe(200);
+      const { access_token } = (await tokens.json()) as { access_token: string };
+      const who = await (await t.invoke("whoami.get", {}, { token: access_token })).json();
+      expect(who.execution.output).toEqual({ kind: "user", id: "alice", role: null });
+      // The document was read once for the whole flow (kept for an hour, for every instance).
+      expect(fetched).toBe(1);
+
+      // A document that names another client id is no client at all.
+      const liar = await new Browser().visit(authorize(`http://127.0.0.1:${site.port}/liar.json`));
+      expect(liar.status).toBe(400);
+      expect(liar.html).toContain("invalid_client");
+    } finally {
+      site.stop(true);
+    }
+  });
+
   test("tokens only for this environment: an authorization request for another resource is refused", async () => {
     const provider = new MemoryClientProvider();
     const client = new Client({ name: "test-agent", version: "1.0.0" });
@@ -182,5 +254,31 @@ describe("the environment as its own authority (no AUTH_ISSUER)", () => {
     foreign.searchParams.set("resource", "https://other.example/mcp");
     const answer = await new Browser().visit(foreign.toString());
     expect(answer.redirectedTo?.searchParams.get("error")).toBe("invalid_target");
+  });
+});
+
+describe("client metadata document URLs", () => {
+  test("https with a path; plain http only on loopback in development; no private hosts, fragments or queries", () => {
+    expect(isClientDocumentUrl("https://agent.example/client.json", false)).toBe(true);
+    expect(isClientDocumentUrl("https://agent.example/", false)).toBe(false);
+    expect(isClientDocumentUrl("https://agent.example/c.json#x", false)).toBe(false);
+    expect(isClientDocumentUrl("https://agent.example/c.json?a=1", false)).toBe(false);
+    expect(isClientDocumentUrl("https://user:pw@agent.example/c.json", false)).toBe(false);
+    expect(isClientDocumentUrl("http://agent.example/c.json", true)).toBe(false);
+    expect(isClientDocumentUrl("http://127.0.0.1:9/c.json", true)).toBe(true);
+    expect(isClientDocumentUrl("http://127.0.0.1:9/c.json", false)).toBe(false);
+    for (const host of [
+      "10.0.0.5",
+      "192.168.1.1",
+      "172.16.0.1",
+      "169.254.169.254",
+      "127.0.0.1",
+      "localhost",
+      "[::1]",
+      "[fd00::1]",
+    ]) {
+      expect(isClientDocumentUrl(`https://${host}/c.json`, true)).toBe(false);
+    }
+    expect(isClientDocumentUrl("a-registered-client-id", true)).toBe(false);
   });
 });

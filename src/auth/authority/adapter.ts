@@ -1,9 +1,16 @@
 import type { Adapter, AdapterPayload } from "oidc-provider";
 import type { OAuthStore } from "../../store/oauth.ts";
 import type { OAuthRecord } from "../../store/rows.ts";
+import { fetchClientDocument, isClientDocumentUrl } from "./client-documents.ts";
 
-/** oidc-provider's storage contract over the store, so every instance shares clients, grants and tokens. */
-export function storeAdapter(store: OAuthStore, now: () => number) {
+/** A client known by its metadata document is read again after this long. */
+const CLIENT_DOCUMENT_TTL_S = 3600;
+
+/**
+ * oidc-provider's storage contract over the store, so every instance shares clients, grants and
+ * tokens. A client id that is a metadata document's URL is fetched on first use and kept an hour.
+ */
+export function storeAdapter(store: OAuthStore, now: () => number, allowLoopbackHttp: boolean) {
   const payloadOf = (record: OAuthRecord | null): AdapterPayload | undefined => {
     if (!record) return undefined;
     const payload = record.payload as AdapterPayload;
@@ -27,7 +34,11 @@ export function storeAdapter(store: OAuthStore, now: () => number) {
     }
 
     async find(id: string) {
-      return payloadOf(await store.find(this.model, id, now()));
+      const stored = payloadOf(await store.find(this.model, id, now()));
+      if (stored || this.model !== "Client" || !isClientDocumentUrl(id, allowLoopbackHttp)) return stored;
+      const document = await fetchClientDocument(id);
+      if (document) await this.upsert(id, document, CLIENT_DOCUMENT_TTL_S);
+      return document;
     }
 
     async findByUid(uid: string) {

@@ -81,7 +81,8 @@ export class Authority {
     const keys = await authorityKeys(options.store.oauth, options.now());
     const resources = new Set([options.issuer, `${options.issuer}/mcp`]);
     const configuration: Configuration = {
-      adapter: storeAdapter(options.store.oauth, options.now),
+      adapter: storeAdapter(options.store.oauth, options.now, isLoopbackUrl(options.issuer)),
+      discovery: { client_id_metadata_document_supported: true },
       jwks: { keys: [keys.signing as never] },
       cookies: { keys: keys.cookies },
       routes: AUTHORITY_ROUTES,
@@ -315,6 +316,8 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
   }
   return new URLSearchParams(text);
 }
+
+const isLoopbackUrl = (url: string) => /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/.test(new URL(url).hostname);
 
 function sendHtml(res: ServerResponse, status: number, html: string) {
   res.writeHead(status, {
