@@ -76,6 +76,7 @@ describe("the environment as its own authority (no AUTH_ISSUER)", () => {
     const signInPage = await browser.visit((provider.authorizationUrl as URL).toString());
     expect(signInPage.status).toBe(200);
     expect(signInPage.html).toContain("Test Agent");
+    expect(signInPage.html).toContain(`Sign in to ${t.config.handle}`);
     const consent = await browser.visit(formAction(signInPage.html, t.url), {
       method: "POST",
       form: { csrf: csrfOf(signInPage.html), user, password: secret },
@@ -148,6 +149,23 @@ describe("the environment as its own authority (no AUTH_ISSUER)", () => {
     const second = provider.saved?.refresh_token as string;
     expect(second).toBeTruthy();
     expect(second).not.toBe(first);
+    // Revoking the current refresh token (RFC 7009) ends it too.
+    const revoke = await fetch(`${t.url}/oauth/revoke`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ token: second, client_id: (provider.client as { client_id: string }).client_id }),
+    });
+    expect(revoke.status).toBe(200);
+    const afterRevoke = await fetch(`${t.url}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        grant_type: "refresh_token",
+        refresh_token: second,
+        client_id: (provider.client as { client_id: string }).client_id,
+      }),
+    });
+    expect(afterRevoke.status).toBe(400);
     // The old refresh token was rotated away.
     const reuse = await fetch(`${t.url}/oauth/token`, {
       method: "POST",
@@ -254,6 +272,43 @@ describe("the environment as its own authority (no AUTH_ISSUER)", () => {
     foreign.searchParams.set("resource", "https://other.example/mcp");
     const answer = await new Browser().visit(foreign.toString());
     expect(answer.redirectedTo?.searchParams.get("error")).toBe("invalid_target");
+  });
+});
+
+describe("the sign-in page under guessing", () => {
+  test("after 10 failures within 15 minutes a user (and the address) is refused with 429, even the right password", async () => {
+    const t = await startTestServer(sqlite as (typeof dialects)[number], { release: fixture("claims") });
+    try {
+      await addUser(t.store, "carol", "the right password!");
+      const provider = new MemoryClientProvider();
+      const transport = new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { authProvider: provider });
+      await expect(new Client({ name: "a", version: "1" }).connect(transport)).rejects.toBeInstanceOf(
+        UnauthorizedError,
+      );
+      const browser = new Browser();
+      let page = await browser.visit((provider.authorizationUrl as URL).toString());
+      for (let attempt = 0; attempt < 10; attempt++) {
+        page = await browser.visit(formAction(page.html, t.url), {
+          method: "POST",
+          form: { csrf: csrfOf(page.html), user: "carol", password: `wrong ${attempt}` },
+        });
+        expect(page.status).toBe(401);
+      }
+      const blocked = await browser.visit(formAction(page.html, t.url), {
+        method: "POST",
+        form: { csrf: csrfOf(page.html), user: "carol", password: "the right password!" },
+      });
+      expect(blocked.status).toBe(429);
+      expect(blocked.html).toContain("Too many failed sign-ins");
+      // A form without the page's CSRF token is refused before any password is checked.
+      const forged = await browser.visit(formAction(page.html, t.url), {
+        method: "POST",
+        form: { csrf: "forged", user: "carol", password: "the right password!" },
+      });
+      expect(forged.status).toBe(403);
+    } finally {
+      await t.stop();
+    }
   });
 });
 
