@@ -11,6 +11,7 @@ import { IDLE_TIMEOUT_SECONDS } from "./http/long-wait.ts";
 import { type McpRouteOptions, mcpRoutes } from "./http/mcp.ts";
 import type { Route } from "./http/methods.ts";
 import { type OAuthRouteOptions, oauthRoutes } from "./http/oauth.ts";
+import { describeRoutes } from "./http/openapi.ts";
 import { queryRoutes } from "./http/query.ts";
 import { runRoutes } from "./http/runs.ts";
 import { sessionRoutes } from "./http/session.ts";
@@ -46,6 +47,7 @@ export const createApp = (deps: AppDeps) => {
     )
     .use(deps.authority ? oauthRoutes({ authority: deps.authority, publicUrl: deps.publicUrl }) : new Elysia())
     .use(actionRoutes(deps))
+    .use(describeRoutes({ ...deps, handle: deps.metadata.handle }))
     .use(executionRoutes(deps))
     .use(runRoutes(deps))
     .use(queryRoutes(deps))

@@ -18,6 +18,8 @@ const endpoints: [method: string, path: string][] = [
   ["GET", "/runs"],
   ["GET", `/runs/${crypto.randomUUID()}`],
   ["POST", `/runs/${crypto.randomUUID()}/cancel`],
+  ["GET", "/openapi.json"],
+  ["GET", "/describe"],
 ];
 
 async function expectJsonError(res: TestResponse, status: number, error: string) {

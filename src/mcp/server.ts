@@ -10,12 +10,12 @@ import {
   McpError,
   ReadResourceRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
+import { describeRelease } from "../engine/describe.ts";
 import { toRunView } from "../engine/workflows/view.ts";
 import { PublicError } from "../lib/errors.ts";
 import { uuidOrNull } from "../lib/ids.ts";
 import { MAX_JSON_DEPTH, nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
 import type { Principal } from "../sdk/index.ts";
-import { describeRelease } from "./describe.ts";
 import { callTool, INVALID_ARGUMENTS_META, listTools, type ToolDeps } from "./tools.ts";
 import { runResourceUri, schemaResourceUri } from "./uris.ts";
 

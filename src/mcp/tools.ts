@@ -1,12 +1,12 @@
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { mayKnow } from "../engine/access.ts";
+import { describeRelease } from "../engine/describe.ts";
 import type { Engine, InvokeOutcome } from "../engine/engine.ts";
 import { toExecutionView } from "../engine/executions.ts";
 import { publicErrorOf } from "../lib/database-errors.ts";
 import { uuidOrNull } from "../lib/ids.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
-import { describeRelease } from "./describe.ts";
 import { runResourceUri } from "./uris.ts";
 
 /** `_meta` key naming the execution of every tool result, and the one an agent may send its request id under. */

@@ -1,6 +1,6 @@
-import { mayKnow } from "../engine/access.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
+import { mayKnow } from "./access.ts";
 
 /** What the `describe` tool and the `service://<handle>/schema` resource answer: the release as this caller may know it. */
 export function describeRelease(handle: string, release: LoadedRelease | null, principal: Principal) {

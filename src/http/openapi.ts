@@ -1,0 +1,334 @@
+import { Elysia } from "elysia";
+import { describeRelease } from "../engine/describe.ts";
+import type { ActionContract } from "../release/contract.ts";
+import type { Principal } from "../sdk/index.ts";
+import { authenticated } from "./auth.ts";
+import type { HttpDeps } from "./deps.ts";
+
+type Schema = Record<string, unknown>;
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: Schema) => ({ "application/json": { schema } });
+const error = (description: string) => ({ description, content: json(ref("Error")) });
+const uuid = { type: "string", format: "uuid" };
+const page = [
+  { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: 200 } },
+  { name: "cursor", in: "query", schema: { type: "string" }, description: "nextCursor of the previous page" },
+];
+const idParameter = (name: string, description: string) => ({
+  name,
+  in: "path",
+  required: true,
+  schema: uuid,
+  description,
+});
+
+/** The errors every authenticated endpoint may answer, beside its own. */
+const COMMON_ERRORS = {
+  "400": error("invalid_request or action_contract_validation_failed: the request is malformed (issues name where)"),
+  "401": error("unauthorized: no valid bearer credential"),
+  "429": error("limit_reached"),
+  "503": error("database_unavailable: try again after Retry-After"),
+};
+
+const COMPONENTS = {
+  securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "a service key, a user token or a JWT" } },
+  schemas: {
+    Error: {
+      type: "object",
+      required: ["ok", "error", "message"],
+      properties: {
+        ok: { const: false },
+        error: { type: "string", description: "a stable code (docs/API.md lists them)" },
+        message: { type: "string" },
+        details: {
+          type: "object",
+          properties: {
+            issues: {
+              type: "array",
+              items: {
+                type: "object",
+                properties: { where: { type: "string" }, code: { type: "string" }, message: { type: "string" } },
+              },
+            },
+          },
+        },
+        executionId: { type: ["string", "null"] },
+        requestId: { type: ["string", "null"] },
+      },
+    },
+    Principal: {
+      type: "object",
+      required: ["kind", "id"],
+      properties: { kind: { enum: ["user", "service"] }, id: { type: "string" } },
+    },
+    Execution: {
+      type: "object",
+      required: ["id", "requestId", "action", "kind", "status", "principal", "releaseVersion", "contractHash"],
+      properties: {
+        id: uuid,
+        requestId: uuid,
+        action: { type: "string" },
+        kind: { enum: ["function", "workflow"] },
+        status: { enum: ["queued", "running", "succeeded", "failed", "canceled"] },
+        input: {},
+        output: { description: "present once succeeded" },
+        errorCode: { type: "string" },
+        errorMessage: { type: "string" },
+        principal: ref("Principal"),
+        releaseVersion: { type: "string" },
+        contractHash: { type: "string" },
+        uploads: { type: "array", items: { type: "object" } },
+        statusUrl: { type: "string" },
+        createdAt: { type: "string", format: "date-time" },
+        startedAt: { type: ["string", "null"], format: "date-time" },
+        finishedAt: { type: ["string", "null"], format: "date-time" },
+      },
+    },
+    ExecutionPage: {
+      type: "object",
+      required: ["items", "nextCursor"],
+      properties: { items: { type: "array", items: ref("Execution") }, nextCursor: { type: ["string", "null"] } },
+    },
+    Run: { type: "object", description: "a workflow run: status, input, output or error, and its steps" },
+    RunPage: {
+      type: "object",
+      required: ["items", "nextCursor"],
+      properties: { items: { type: "array", items: ref("Run") }, nextCursor: { type: ["string", "null"] } },
+    },
+    Contract: {
+      type: "object",
+      required: ["name", "kind", "input", "output", "contractHash"],
+      properties: {
+        name: { type: "string" },
+        kind: { enum: ["function", "workflow"] },
+        description: { type: "string" },
+        access: { enum: ["authenticated", "service", "rule"] },
+        input: { type: "object", description: "JSON Schema" },
+        output: { type: "object", description: "JSON Schema" },
+        contractHash: { type: "string" },
+        files: { type: "array", items: { type: "object" } },
+      },
+    },
+  },
+};
+
+/** `math.add` → `invoke_math_add`: operation ids are identifiers in every generator. */
+const operationId = (verb: string, action: string) => `${verb}_${action.replace(/[^A-Za-z0-9]+/g, "_")}`;
+
+function invokeOperation(action: ActionContract) {
+  const envelope = {
+    type: "object",
+    required: ["requestId", "input"],
+    additionalProperties: false,
+    properties: {
+      requestId: {
+        ...uuid,
+        description:
+          "chosen by the caller, fresh per logical call and reused on retries: the same one answers the same execution",
+      },
+      input: action.input,
+    },
+  };
+  const executionWithOutput = {
+    allOf: [ref("Execution"), { type: "object", properties: { output: action.output } }],
+  };
+  const answer = {
+    type: "object",
+    required: ["kind", "execution", "statusUrl"],
+    properties: {
+      kind: { enum: ["function", "workflow"] },
+      runId: { type: "string" },
+      execution: executionWithOutput,
+      uploads: { type: "array", items: { type: "object" } },
+      statusUrl: { type: "string" },
+    },
+  };
+  const content: Record<string, unknown> = { ...json(envelope) };
+  if (action.files.length > 0) {
+    content["multipart/form-data"] = {
+      schema: {
+        type: "object",
+        required: ["request", ...action.files.filter((f) => f.required).map((f) => f.field)],
+        properties: {
+          request: { type: "string", description: "the JSON envelope { requestId, input }" },
+          ...Object.fromEntries(action.files.map((f) => [f.field, { type: "string", format: "binary" }])),
+        },
+      },
+    };
+  }
+  return {
+    operationId: operationId("invoke", action.name),
+    summary: action.description || action.name,
+    tags: [action.name.split(".")[0]],
+    requestBody: { required: true, content },
+    responses: {
+      "200": {
+        description: "the execution ended (a function); a handler that failed is a `failed` execution, not an error",
+        content: json(answer),
+      },
+      "202": {
+        description: "a workflow run was admitted, or the execution outlived the wait: follow statusUrl",
+        content: json(answer),
+      },
+      ...COMMON_ERRORS,
+      "403": error("access_denied: this caller may not run the action"),
+      "404": error("action_not_found"),
+      "409": error("REQUEST_CONFLICT: the requestId was used with another input or action"),
+      "413": error("payload_too_large"),
+    },
+  };
+}
+
+/**
+ * The OpenAPI 3.1 document of the active release as this caller may know it: each action's invoke
+ * with its own input and output schemas, and the endpoints every release shares.
+ */
+export function openApiDocument(
+  deps: { handle: string; publicUrl: string },
+  release: { version: string; description: string | null } | null,
+  actions: ActionContract[],
+) {
+  const paths: Record<string, unknown> = {};
+  for (const action of actions) {
+    paths[`/actions/${action.name}/invoke`] = { post: invokeOperation(action) };
+    paths[`/actions/${action.name}/contract`] = {
+      get: {
+        operationId: operationId("contract", action.name),
+        tags: [action.name.split(".")[0]],
+        responses: { "200": { description: "the contract", content: json(ref("Contract")) }, ...COMMON_ERRORS },
+      },
+    };
+  }
+  const get = (operation: string, description: string, schema: Schema, extra: Record<string, unknown> = {}) => ({
+    get: {
+      operationId: operation,
+      ...extra,
+      responses: { "200": { description, content: json(schema) }, ...COMMON_ERRORS },
+    },
+  });
+  Object.assign(paths, {
+    "/actions": get("listActions", "the actions this caller may know of", {
+      type: "object",
+      properties: { items: { type: "array", items: ref("Contract") } },
+    }),
+    "/describe": get("describe", "the release as this caller may know it (the MCP describe tool's document)", {
+      type: "object",
+    }),
+    "/executions": get("listExecutions", "the caller's executions, newest first", ref("ExecutionPage"), {
+      parameters: [
+        ...page,
+        { name: "action", in: "query", schema: { type: "string" } },
+        {
+          name: "status",
+          in: "query",
+          schema: { enum: ["queued", "running", "succeeded", "failed", "canceled"] },
+        },
+      ],
+    }),
+    "/executions/{id}": get("getExecution", "one execution", ref("Execution"), {
+      parameters: [idParameter("id", "the execution id")],
+    }),
+    "/executions/{id}/result": {
+      get: {
+        operationId: "awaitExecution",
+        parameters: [idParameter("id", "the execution id")],
+        responses: {
+          "200": { description: "the execution once ended (waits up to WAIT_MS)", content: json(ref("Execution")) },
+          ...COMMON_ERRORS,
+          "504": error("execution_result_timeout: not ended yet; ask again"),
+        },
+      },
+    },
+    "/executions/requests/{requestId}": get("getExecutionByRequest", "the execution of a requestId", ref("Execution"), {
+      parameters: [idParameter("requestId", "the requestId the caller sent")],
+    }),
+    "/runs": get("listRuns", "the caller's workflow runs, newest first", ref("RunPage"), { parameters: page }),
+    "/runs/{id}": get("getRun", "one run with its steps", ref("Run"), {
+      parameters: [idParameter("id", "the run id")],
+    }),
+    "/runs/{id}/cancel": {
+      post: {
+        operationId: "cancelRun",
+        parameters: [idParameter("id", "the run id")],
+        responses: { "200": { description: "the run after the request", content: json(ref("Run")) }, ...COMMON_ERRORS },
+      },
+    },
+    "/query": {
+      post: {
+        operationId: "query",
+        parameters: [{ name: "format", in: "query", schema: { enum: ["objects", "triples"] } }],
+        requestBody: {
+          required: true,
+          content: json({ type: "object", required: ["query"], properties: { query: { type: "object" } } }),
+        },
+        responses: {
+          "200": { description: "the result, as the caller may see it", content: json({ type: "object" }) },
+          ...COMMON_ERRORS,
+        },
+      },
+    },
+    "/storage/signed-upload-url": {
+      post: {
+        operationId: "signUpload",
+        requestBody: {
+          required: true,
+          content: json({
+            type: "object",
+            required: ["path", "contentType"],
+            properties: { path: { type: "string" }, contentType: { type: "string" }, expiresIn: { type: "integer" } },
+          }),
+        },
+        responses: {
+          "200": { description: "a URL a browser can PUT to", content: json({ type: "object" }) },
+          ...COMMON_ERRORS,
+        },
+      },
+    },
+    "/storage/signed-download-url": get(
+      "signDownload",
+      "a URL a browser can GET",
+      { type: "object" },
+      {
+        parameters: [{ name: "filename", in: "query", required: true, schema: { type: "string" } }],
+      },
+    ),
+    "/healthz": { get: { operationId: "health", security: [], responses: { "200": { description: "alive" } } } },
+    "/readyz": {
+      get: {
+        operationId: "ready",
+        security: [],
+        responses: { "200": { description: "database and storage answer" }, "503": error("not ready") },
+      },
+    },
+  });
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: `Actuate environment ${deps.handle}`,
+      version: release?.version ?? "none",
+      ...(release?.description ? { description: release.description } : {}),
+    },
+    servers: [{ url: deps.publicUrl }],
+    security: [{ bearer: [] }],
+    paths,
+    components: COMPONENTS,
+  };
+}
+
+/** GET /openapi.json and GET /describe: the active release for integrators and their tools, as the caller may know it. */
+export const describeRoutes = (deps: HttpDeps & { handle: string }) => {
+  const release = () => deps.engine.currentRelease();
+  const known = (principal: Principal) => (release() ? deps.engine.actions(principal) : []);
+  return new Elysia({ name: "describe" })
+    .use(authenticated(deps.auth, deps.publicUrl))
+    .get("/openapi.json", ({ principal }) => {
+      const current = release();
+      return openApiDocument(
+        { handle: deps.handle, publicUrl: deps.publicUrl() },
+        current ? { version: current.version, description: current.manifest.description } : null,
+        known(principal),
+      );
+    })
+    .get("/describe", ({ principal }) => describeRelease(deps.handle, release(), principal));
+};

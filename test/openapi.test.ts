@@ -1,0 +1,159 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import SwaggerParser from "@apidevtools/swagger-parser";
+import { repoRoot } from "./support/cli.ts";
+import { dialects } from "./support/databases.ts";
+import { openApiTypes } from "./support/openapi-types.ts";
+import { fixture, startTestServer, type TestServer } from "./support/server.ts";
+
+const [sqlite] = dialects;
+
+/** Runs a command of the scratch project and answers its exit code and output. */
+async function run(command: string[], cwd: string, env: Record<string, string> = {}) {
+  const proc = Bun.spawn(command, { cwd, env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
+  return { code, out: stdout + stderr };
+}
+
+describe("GET /openapi.json", () => {
+  let t: TestServer;
+  beforeAll(async () => {
+    t = await startTestServer(sqlite as (typeof dialects)[number], { release: fixture("basic") });
+  });
+  afterAll(() => t?.stop());
+
+  const documentFor = async (token?: string) => {
+    const res = await t.fetch("/openapi.json", token === undefined ? {} : { token });
+    expect(res.status).toBe(200);
+    return res.json();
+  };
+
+  test("an OpenAPI 3.1 document of the active release that a real validator accepts", async () => {
+    const doc = await documentFor();
+    await SwaggerParser.validate(structuredClone(doc));
+    expect(doc.openapi).toBe("3.1.0");
+    expect(doc.info.version).toBe("t1");
+    expect(doc.servers).toEqual([{ url: t.url }]);
+    expect(doc.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" });
+    const invoke = doc.paths["/actions/test.echo/invoke"].post;
+    expect(invoke.operationId).toBe("invoke_test_echo");
+    expect(invoke.requestBody.content["application/json"].schema.properties.input).toMatchObject({
+      type: "object",
+      required: ["text"],
+    });
+    expect(invoke.responses["200"]).toBeDefined();
+    expect(invoke.responses["401"]).toBeDefined();
+    // Actions with file inputs take multipart too.
+    expect(doc.paths["/actions/test.attach/invoke"].post.requestBody.content["multipart/form-data"]).toBeDefined();
+    expect((await t.fetch("/openapi.json", { token: null })).status).toBe(401);
+  });
+
+  test("it follows the active release", async () => {
+    await t.publish(fixture("basic-v2"));
+    let version = "";
+    for (let i = 0; i < 100 && version !== "t2"; i++) {
+      version = (await documentFor()).info.version;
+      if (version !== "t2") await Bun.sleep(50);
+    }
+    expect(version).toBe("t2");
+    await t.publish(fixture("basic"));
+    for (let i = 0; i < 100 && version !== "t1"; i++) {
+      version = (await documentFor()).info.version;
+      if (version !== "t1") await Bun.sleep(50);
+    }
+    expect(version).toBe("t1");
+  });
+
+  test("openapi-typescript + openapi-fetch make a typed client that calls the server; a wrong input does not compile", async () => {
+    const doc = await documentFor();
+    const scratch = mkdtempSync(join(tmpdir(), "actuate-openapi-"));
+    try {
+      mkdirSync(join(scratch, "src"));
+      symlinkSync(join(repoRoot, "node_modules"), join(scratch, "node_modules"));
+      writeFileSync(join(scratch, "src", "api.d.ts"), await openApiTypes(doc, scratch));
+      writeFileSync(
+        join(scratch, "tsconfig.json"),
+        JSON.stringify({
+          compilerOptions: {
+            target: "ESNext",
+            module: "Preserve",
+            moduleResolution: "bundler",
+            strict: true,
+            noEmit: true,
+            skipLibCheck: true,
+            types: ["bun"],
+          },
+          include: ["src"],
+        }),
+      );
+      const client = `import createClient from "openapi-fetch";
+import type { paths } from "./api";
+const client = createClient<paths>({
+  baseUrl: process.env.API_URL,
+  headers: { authorization: \`Bearer \${process.env.API_TOKEN}\` },
+});
+`;
+      writeFileSync(
+        join(scratch, "src", "call.ts"),
+        `${client}const { data, error } = await client.POST("/actions/test.echo/invoke", {
+  body: { requestId: crypto.randomUUID(), input: { text: "typed", n: 2 } },
+});
+if (error) throw new Error(JSON.stringify(error));
+const output: { text: string; n?: number } | undefined = data.execution.output;
+console.log(JSON.stringify({ status: data.execution.status, output }));
+`,
+      );
+      const compiled = await run(["bunx", "tsc", "-p", "."], scratch);
+      expect(compiled.out).toBe("");
+      expect(compiled.code).toBe(0);
+      const called = await run(["bun", "src/call.ts"], scratch, { API_URL: t.url, API_TOKEN: t.serviceKey });
+      expect(called.out).not.toContain("error");
+      expect(called.code).toBe(0);
+      expect(JSON.parse(called.out)).toEqual({ status: "succeeded", output: { text: "typed", n: 2 } });
+
+      writeFileSync(
+        join(scratch, "src", "wrong.ts"),
+        `${client}await client.POST("/actions/test.echo/invoke", {
+  body: { requestId: crypto.randomUUID(), input: { text: 42 } },
+});
+`,
+      );
+      const refused = await run(["bunx", "tsc", "-p", "."], scratch);
+      expect(refused.code).not.toBe(0);
+      expect(refused.out).toContain("wrong.ts");
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  test("GET /describe answers the MCP describe tool's document", async () => {
+    const res = await t.fetch("/describe");
+    expect(res.status).toBe(200);
+    const body = await res.json();
+    expect(body.release.version).toBe("t1");
+    expect(body.actions.map((a: { name: string }) => a.name)).toContain("test.echo");
+  });
+});
+
+describe("what a caller may know", () => {
+  test("a user's document leaves out service-only actions; a service key's has them", async () => {
+    const t = await startTestServer(sqlite as (typeof dialects)[number], { release: fixture("access") });
+    try {
+      const paths = async (token: string) =>
+        Object.keys((await (await t.fetch("/openapi.json", { token })).json()).paths);
+      const forService = await paths(t.serviceKey);
+      const forUser = await paths(await t.userToken("ursula"));
+      expect(forService).toContain("/actions/admin.reset/invoke");
+      expect(forUser).not.toContain("/actions/admin.reset/invoke");
+      expect(forUser).toContain("/executions");
+    } finally {
+      await t.stop();
+    }
+  });
+});
