@@ -12,6 +12,7 @@ import { Glob } from "bun";
 const LAYERS: Record<string, number> = {
   lib: 0, // pure helpers and the error table: import nothing of ours
   sdk: 0, // what release code imports as "actuate": types and define* functions
+  client: 0, // "actuate/client", for browsers and other servers: imports nothing of the server
   config: 0, // the environment, read once
   store: 1,
   auth: 2,

@@ -1,0 +1,64 @@
+/** One issue of a refused request: where in the request, and what is wrong there. */
+export interface Issue {
+  where: string;
+  code: string;
+  message: string;
+}
+
+/**
+ * Every refusal the server answers, and every transport failure the client gives up on, as one
+ * error type: `code` is the server's stable code (`access_denied`, `REQUEST_CONFLICT`, …) or
+ * `network_error`, `status` its HTTP status (0 when nothing was answered).
+ */
+export class ActuateError extends Error {
+  override name = "ActuateError";
+
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly status: number,
+    readonly details: {
+      issues?: Issue[];
+      executionId?: string | null;
+      requestId?: string | null;
+      retryAfterMs?: number;
+    } = {},
+  ) {
+    super(message);
+  }
+
+  get issues(): Issue[] {
+    return this.details.issues ?? [];
+  }
+
+  get executionId(): string | null {
+    return this.details.executionId ?? null;
+  }
+
+  get requestId(): string | null {
+    return this.details.requestId ?? null;
+  }
+}
+
+/** The error an answer carries (every error body is `{ ok: false, error, message, … }`). */
+export async function errorOf(response: Response): Promise<ActuateError> {
+  const body = (await response.json().catch(() => null)) as {
+    error?: string;
+    message?: string;
+    details?: { issues?: Issue[] };
+    executionId?: string | null;
+    requestId?: string | null;
+  } | null;
+  const retryAfter = Number(response.headers.get("retry-after"));
+  return new ActuateError(
+    body?.error ?? `http_${response.status}`,
+    body?.message ?? `the server answered ${response.status}`,
+    response.status,
+    {
+      issues: body?.details?.issues,
+      executionId: body?.executionId,
+      requestId: body?.requestId,
+      retryAfterMs: Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined,
+    },
+  );
+}

@@ -1,0 +1,72 @@
+import { ActuateError, errorOf } from "./errors.ts";
+
+export type TokenSource = string | (() => string | Promise<string>);
+
+export type Fetch = (input: string, init?: RequestInit) => Promise<Response>;
+
+export interface Transport {
+  url: string;
+  token: () => Promise<string>;
+  fetch: Fetch;
+}
+
+/** Answers that mean "nothing happened, or it is safe to ask again": the gateway or the database was away. */
+const RETRIED_STATUS = new Set([502, 503, 504]);
+const ATTEMPTS = 5;
+const FIRST_BACKOFF_MS = 200;
+const MAX_BACKOFF_MS = 5_000;
+
+export const tokenGetter = (token: TokenSource) => async () => (typeof token === "string" ? token : await token());
+
+/**
+ * One JSON request. `retry`: the request is idempotent (a read, or an invoke with its requestId), so a
+ * network failure or a 502/503/504 is tried again with jittered exponential backoff (or Retry-After).
+ */
+export async function request<T>(
+  transport: Transport,
+  method: string,
+  path: string,
+  options: { body?: unknown; retry?: boolean; signal?: AbortSignal } = {},
+): Promise<{ status: number; body: T }> {
+  let lastError: ActuateError | null = null;
+  for (let attempt = 0; attempt < (options.retry ? ATTEMPTS : 1); attempt++) {
+    if (attempt > 0) await pause(lastError?.details.retryAfterMs ?? backoff(attempt), options.signal);
+    let response: Response;
+    try {
+      const headers: Record<string, string> = { authorization: `Bearer ${await transport.token()}` };
+      if (options.body !== undefined) headers["content-type"] = "application/json";
+      response = await transport.fetch(`${transport.url}${path}`, {
+        method,
+        headers,
+        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+        signal: options.signal,
+      });
+    } catch (error) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      lastError = new ActuateError("network_error", (error as Error).message, 0);
+      continue;
+    }
+    if (response.ok) return { status: response.status, body: (await response.json()) as T };
+    lastError = await errorOf(response);
+    if (!RETRIED_STATUS.has(response.status)) throw lastError;
+  }
+  throw lastError ?? new ActuateError("network_error", "no answer", 0);
+}
+
+const backoff = (attempt: number) =>
+  Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);
+
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
+}

@@ -1,0 +1,243 @@
+import { ActuateError } from "./errors.ts";
+import { type Fetch, request, type TokenSource, type Transport, tokenGetter } from "./http.ts";
+import { type ConnectionState, LiveConnection, type StreamEvent } from "./live.ts";
+
+export { ActuateError, type Issue } from "./errors.ts";
+export type { ConnectionState, StreamEvent } from "./live.ts";
+
+/**
+ * What a client knows of a release: its actions' input and output types and its entities (written by
+ * hand, or generated). Without one, every action takes and answers `unknown`.
+ */
+export interface ReleaseTypes {
+  actions: Record<string, { input: unknown; output: unknown; kind?: "function" | "workflow" }>;
+  entities?: Record<string, unknown>;
+}
+
+type AnyRelease = { actions: Record<string, { input: unknown; output: unknown }>; entities: Record<string, unknown> };
+
+export interface Execution<Output = unknown> {
+  id: string;
+  requestId: string;
+  action: string;
+  kind: "function" | "workflow";
+  status: "queued" | "running" | "succeeded" | "failed" | "canceled";
+  input?: unknown;
+  output?: Output;
+  errorCode?: string;
+  errorMessage?: string;
+  principal: { kind: "user" | "service"; id: string };
+  releaseVersion: string;
+  contractHash: string;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+}
+
+export interface InvokeOptions {
+  /** The idempotency key; one is drawn per call when absent, and reused on every retry of that call. */
+  requestId?: string;
+  signal?: AbortSignal;
+}
+
+/** An action's answer once it ended: a failed handler is an ActuateError (`action_failed`, …). */
+export interface Invocation<Output> {
+  output: Output;
+  execution: Execution<Output>;
+}
+
+/** A workflow's run, as admitted: follow it, or wait for its result. */
+export interface RunHandle<Output> {
+  runId: string;
+  execution: Execution<Output>;
+  /** Status changes, log lines, then the end (over the session socket). */
+  follow(): AsyncIterable<StreamEvent>;
+  /** The run's output once it ended; a failed or canceled run is an ActuateError. */
+  result(options?: { signal?: AbortSignal }): Promise<Invocation<Output>>;
+}
+
+type ActionCall<A extends { input: unknown; output: unknown; kind?: string }> = A extends { kind: "workflow" }
+  ? (input: A["input"], options?: InvokeOptions) => Promise<RunHandle<A["output"]>>
+  : (input: A["input"], options?: InvokeOptions) => Promise<Invocation<A["output"]>>;
+
+export interface ClientOptions {
+  /** The environment's base URL (PUBLIC_URL). */
+  url: string;
+  /** A key or user token, or a function that answers a fresh one (called per request and per connection). */
+  token: TokenSource;
+  fetch?: Fetch;
+  /** Where no global WebSocket exists (Node 20): the `ws` package's, say. */
+  WebSocket?: typeof WebSocket;
+}
+
+interface InvokeAnswer {
+  kind: "function" | "workflow";
+  runId?: string;
+  execution: Execution;
+}
+
+const settledOrThrow = <Output>(execution: Execution<Output>): Invocation<Output> => {
+  if (execution.status === "succeeded") return { output: execution.output as Output, execution };
+  throw new ActuateError(
+    execution.errorCode ?? execution.status,
+    execution.errorMessage ?? `the execution ${execution.status}`,
+    200,
+    { executionId: execution.id, requestId: execution.requestId },
+  );
+};
+
+/** A client of one environment, for browsers, Bun, Node ≥ 20 and Deno: no Node-only API. */
+export function createClient<Release extends ReleaseTypes = AnyRelease>(options: ClientOptions) {
+  const transport: Transport = {
+    url: options.url.replace(/\/+$/, ""),
+    token: tokenGetter(options.token),
+    fetch: options.fetch ?? ((input, init) => fetch(input, init)),
+  };
+  let live: LiveConnection | null = null;
+  const connection = () => {
+    live ??= new LiveConnection(transport.url, transport.token, options.WebSocket ?? globalThis.WebSocket);
+    return live;
+  };
+
+  const result = async <Output>(id: string, signal?: AbortSignal): Promise<Invocation<Output>> => {
+    // /result waits up to the server's WAIT_MS and answers 504 when the execution has not ended: ask again.
+    for (;;) {
+      try {
+        const { body } = await request<Execution<Output>>(transport, "GET", `/executions/${id}/result`, {
+          retry: true,
+          signal,
+        });
+        return settledOrThrow(body);
+      } catch (error) {
+        if (!(error instanceof ActuateError && error.code === "execution_result_timeout")) throw error;
+      }
+    }
+  };
+
+  const follow = (executionId: string): AsyncIterable<StreamEvent> => ({
+    [Symbol.asyncIterator]() {
+      const queue: StreamEvent[] = [];
+      let wake: (() => void) | null = null;
+      let ended = false;
+      const stop = connection().stream(executionId, (event) => {
+        queue.push(event);
+        wake?.();
+      });
+      return {
+        async next(): Promise<IteratorResult<StreamEvent>> {
+          while (queue.length === 0 && !ended) await new Promise<void>((resolve) => (wake = resolve));
+          const event = queue.shift();
+          if (!event) return { done: true, value: undefined };
+          if (event.done) {
+            ended = true;
+            stop();
+          }
+          return { done: false, value: event };
+        },
+        async return(): Promise<IteratorResult<StreamEvent>> {
+          ended = true;
+          stop();
+          return { done: true, value: undefined };
+        },
+      };
+    },
+  });
+
+  const invoke = async (name: string, input: unknown, invokeOptions: InvokeOptions = {}) => {
+    const requestId = invokeOptions.requestId ?? crypto.randomUUID();
+    const { status, body } = await request<InvokeAnswer>(
+      transport,
+      "POST",
+      `/actions/${encodeURIComponent(name)}/invoke`,
+      { body: { requestId, input }, retry: true, signal: invokeOptions.signal },
+    );
+    if (body.kind === "workflow" && body.runId) {
+      const runId = body.runId;
+      return {
+        runId,
+        execution: body.execution,
+        follow: () => follow(runId),
+        result: (o: { signal?: AbortSignal } = {}) => result(runId, o.signal),
+      } satisfies RunHandle<unknown>;
+    }
+    // 202 for a function: it outlived the server's wait; its result follows.
+    return status === 202 ? result(body.execution.id, invokeOptions.signal) : settledOrThrow(body.execution);
+  };
+
+  const actions = new Proxy({} as { [Name in keyof Release["actions"]]: ActionCall<Release["actions"][Name]> }, {
+    get: (_target, name) =>
+      typeof name === "string" ? (input: unknown, o?: InvokeOptions) => invoke(name, input, o) : undefined,
+  });
+
+  const query = (q: Record<string, unknown>, queryOptions: { format?: "objects" | "triples" } = {}) =>
+    request<Record<string, unknown>>(transport, "POST", `/query?format=${queryOptions.format ?? "objects"}`, {
+      body: { query: q },
+      retry: true,
+    }).then((r) => r.body);
+
+  return {
+    actions,
+    /** Invokes an action by name (for names known only at run time). */
+    invoke,
+    query,
+    /** Calls `listener` with the query's result now and after every change that alters it; answers how to stop. */
+    subscribe: (q: Record<string, unknown>, listener: (result: Record<string, unknown[]>) => void) =>
+      connection().subscribe(q, listener),
+    onConnectionChange: (listener: (state: ConnectionState) => void) => connection().onConnectionChange(listener),
+    executions: {
+      get: (id: string) =>
+        request<Execution>(transport, "GET", `/executions/${id}`, { retry: true }).then((r) => r.body),
+      list: (filter: { action?: string; status?: string; limit?: number; cursor?: string } = {}) => {
+        const search = new URLSearchParams(
+          Object.entries(filter).filter(([, v]) => v !== undefined) as [string, string][],
+        );
+        return request<{ items: Execution[]; nextCursor: string | null }>(
+          transport,
+          "GET",
+          `/executions${search.size > 0 ? `?${search}` : ""}`,
+          { retry: true },
+        ).then((r) => r.body);
+      },
+      result: <Output = unknown>(id: string, o: { signal?: AbortSignal } = {}) => result<Output>(id, o.signal),
+      follow,
+    },
+    runs: {
+      get: (id: string) =>
+        request<Record<string, unknown>>(transport, "GET", `/runs/${id}`, { retry: true }).then((r) => r.body),
+      cancel: (id: string) =>
+        request<Record<string, unknown>>(transport, "POST", `/runs/${id}/cancel`, { retry: true }).then((r) => r.body),
+    },
+    files: {
+      /** Uploads through a signed URL: the bytes go to the storage directly (the server signs, then is out of the way). */
+      async upload(path: string, data: Blob, uploadOptions: { contentType?: string } = {}) {
+        const contentType = uploadOptions.contentType ?? (data.type || "application/octet-stream");
+        const { body } = await request<{ url: string; method?: string; headers?: Record<string, string> }>(
+          transport,
+          "POST",
+          "/storage/signed-upload-url",
+          { body: { path, contentType } },
+        );
+        const put = await transport.fetch(body.url, {
+          method: body.method ?? "PUT",
+          headers: body.headers ?? { "content-type": contentType },
+          body: data,
+        });
+        if (!put.ok) throw new ActuateError("upload_failed", `the storage answered ${put.status}`, put.status);
+        return put.json().catch(() => ({}));
+      },
+      downloadUrl: (path: string) =>
+        request<{ url: string }>(
+          transport,
+          "GET",
+          `/storage/signed-download-url?filename=${encodeURIComponent(path)}`,
+          {
+            retry: true,
+          },
+        ).then((r) => r.body.url),
+    },
+    /** Closes the session socket (live queries and streams end). */
+    close: () => live?.close(),
+  };
+}
+
+export type ActuateClient<Release extends ReleaseTypes = AnyRelease> = ReturnType<typeof createClient<Release>>;

@@ -1,0 +1,208 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ActuateError, type ConnectionState, createClient } from "../src/client/index.ts";
+import { repoRoot } from "./support/cli.ts";
+import { dialects } from "./support/databases.ts";
+import { eventually, fixture, startTestServer, type TestServer } from "./support/server.ts";
+import { tcpProxy } from "./support/tcp-proxy.ts";
+
+const [sqlite] = dialects;
+const dialect = sqlite as (typeof dialects)[number];
+
+type Basic = {
+  actions: {
+    "test.echo": { input: { text: string; n?: number }; output: { text: string; n?: number } };
+    "test.fail": { input: { message: string }; output: Record<string, never> };
+  };
+};
+
+describe("actuate/client against a real server", () => {
+  let t: TestServer;
+  beforeAll(async () => {
+    t = await startTestServer(dialect, { release: fixture("basic") });
+  });
+  afterAll(() => t?.stop());
+
+  test("typed invoke answers the output; a failed handler and a refusal are ActuateErrors with their codes", async () => {
+    const client = createClient<Basic>({ url: t.url, token: t.serviceKey });
+    const { output, execution } = await client.actions["test.echo"]({ text: "hi", n: 2 });
+    expect(output).toEqual({ text: "hi", n: 2 });
+    expect(execution.status).toBe("succeeded");
+
+    const failed = await client.actions["test.fail"]({ message: "boom" }).catch((e) => e);
+    expect(failed).toBeInstanceOf(ActuateError);
+    expect(failed.code).toBe("action_failed");
+    expect(failed.message).toBe("boom");
+    expect(failed.executionId).toBe((await client.executions.list({ action: "test.fail" })).items[0]?.id ?? null);
+
+    const invalid = await client.invoke("test.echo", { text: 3 }).catch((e) => e);
+    expect(invalid).toMatchObject({ code: "action_contract_validation_failed", status: 400 });
+    expect(invalid.issues[0].where).toBe("/input/text");
+
+    const anonymous = createClient<Basic>({ url: t.url, token: "nope" });
+    expect(await anonymous.actions["test.echo"]({ text: "x" }).catch((e) => e.code)).toBe("unauthorized");
+  });
+
+  test("a token function is asked for each request", async () => {
+    let asked = 0;
+    const client = createClient<Basic>({
+      url: t.url,
+      token: async () => {
+        asked++;
+        return t.serviceKey;
+      },
+    });
+    await client.actions["test.echo"]({ text: "a" });
+    await client.actions["test.echo"]({ text: "b" });
+    expect(asked).toBe(2);
+  });
+
+  test("a connection dropped after the server answered is retried with the same requestId: one execution", async () => {
+    const proxy = tcpProxy(() => Number(new URL(t.url).port));
+    try {
+      const client = createClient<Basic>({ url: proxy.url, token: t.serviceKey });
+      const requestId = crypto.randomUUID();
+      proxy.dropNextAnswers(1);
+      const { execution } = await client.actions["test.echo"]({ text: "once" }, { requestId });
+      expect(execution.requestId).toBe(requestId);
+      expect(proxy.dropped()).toBe(1);
+      const stored = await t.store.executions.findByRequest({ kind: "service", id: execution.principal.id }, requestId);
+      expect(stored?.id).toBe(execution.id);
+      const listed = await client.executions.list({ action: "test.echo", limit: 200 });
+      expect(listed.items.filter((e) => e.requestId === requestId)).toHaveLength(1);
+    } finally {
+      proxy.stop();
+    }
+  });
+
+  test("files go up through a signed URL and come back through another", async () => {
+    const client = createClient({ url: t.url, token: t.serviceKey });
+    await client.files.upload("client/hello.txt", new Blob(["hello from the client"], { type: "text/plain" }));
+    const url = await client.files.downloadUrl("client/hello.txt");
+    expect(await (await fetch(url)).text()).toBe("hello from the client");
+  });
+});
+
+describe("workflows through the client", () => {
+  let t: TestServer;
+  beforeAll(async () => {
+    t = await startTestServer(dialect, { release: fixture("workflows") });
+  });
+  afterAll(() => t?.stop());
+
+  test("a workflow answers a run handle whose follow ends with the run, and whose result is its output", async () => {
+    type Flows = { actions: { "wf.steps": { kind: "workflow"; input: { n: number }; output: { total: number } } } };
+    const client = createClient<Flows>({ url: t.url, token: t.serviceKey });
+    try {
+      const run = await client.actions["wf.steps"]({ n: 1 });
+      const statuses: string[] = [];
+      for await (const event of run.follow()) if (event.status) statuses.push(event.status);
+      expect(statuses.at(-1)).toBe("succeeded");
+      expect((await run.result()).output).toEqual({ total: 21 });
+    } finally {
+      client.close();
+    }
+  });
+});
+
+describe("live queries through the client", () => {
+  let t: TestServer;
+  let proxy: ReturnType<typeof tcpProxy>;
+  beforeAll(async () => {
+    t = await startTestServer(dialect, { release: fixture("data") });
+    proxy = tcpProxy(() => Number(new URL(t.url).port));
+  });
+  afterAll(async () => {
+    proxy?.stop();
+    await t?.stop();
+  });
+
+  test("a subscription gets the result, then each change; it survives a server restart (reconnect, re-subscribe)", async () => {
+    const alice = await t.userToken("alice");
+    const client = createClient({ url: proxy.url, token: alice });
+    const states: ConnectionState[] = [];
+    client.onConnectionChange((state) => states.push(state));
+    const results: string[][] = [];
+    const stop = client.subscribe({ notes: { $: { order: { serverCreatedAt: "asc" } } } }, (result) => {
+      results.push((result.notes as { title: string }[]).map((n) => n.title));
+    });
+    // The same query twice is one subscription on the socket, and the second listener gets the result too.
+    const seenBySecond: number[] = [];
+    const stopSecond = client.subscribe({ notes: { $: { order: { serverCreatedAt: "asc" } } } }, (result) =>
+      seenBySecond.push(result.notes?.length ?? 0),
+    );
+    try {
+      const last = () => JSON.stringify(results.at(-1));
+      await eventually(() => last() === "[]");
+      await client.invoke("data.add-note", { title: "before", priority: 1 });
+      await eventually(() => last() === '["before"]');
+      expect(seenBySecond.at(-1)).toBe(1);
+
+      await t.restart();
+      proxy.cutAll();
+      await eventually(() => states.filter((s) => s === "open").length >= 2, 20_000);
+      await client.invoke("data.add-note", { title: "after", priority: 1 });
+      await eventually(() => last() === '["before","after"]', 20_000);
+      expect(states).toContain("closed");
+    } finally {
+      stop();
+      stopSecond();
+      client.close();
+    }
+  }, 60_000);
+});
+
+describe("actuate/client from a scratch project", () => {
+  test("it resolves as a package entry, and the release's types check inputs: a wrong one does not compile", async () => {
+    const scratch = mkdtempSync(join(tmpdir(), "actuate-client-"));
+    try {
+      mkdirSync(join(scratch, "src"));
+      mkdirSync(join(scratch, "node_modules"));
+      symlinkSync(repoRoot, join(scratch, "node_modules", "actuate"));
+      symlinkSync(join(repoRoot, "node_modules", "@types"), join(scratch, "node_modules", "@types"));
+      writeFileSync(
+        join(scratch, "tsconfig.json"),
+        JSON.stringify({
+          compilerOptions: {
+            target: "ESNext",
+            module: "Preserve",
+            moduleResolution: "bundler",
+            strict: true,
+            noEmit: true,
+            skipLibCheck: true,
+            allowImportingTsExtensions: true,
+            types: ["bun"],
+          },
+          include: ["src"],
+        }),
+      );
+      const header = `import { createClient } from "actuate/client";
+type Release = { actions: { "test.echo": { input: { text: string; n?: number }; output: { text: string; n?: number } } } };
+const client = createClient<Release>({ url: "http://127.0.0.1:1", token: "t" });
+`;
+      writeFileSync(
+        join(scratch, "src", "ok.ts"),
+        `${header}export const call = async () => { const { output } = await client.actions["test.echo"]({ text: "hi" }); const text: string = output.text; return text; };\n`,
+      );
+      const tsc = async () => {
+        const proc = Bun.spawn(["bunx", "tsc", "-p", "."], { cwd: scratch, stdout: "pipe", stderr: "pipe" });
+        const out = (await new Response(proc.stdout).text()) + (await new Response(proc.stderr).text());
+        return { code: await proc.exited, out };
+      };
+      const ok = await tsc();
+      expect(ok.out.trim()).toBe("");
+      expect(ok.code).toBe(0);
+      writeFileSync(
+        join(scratch, "src", "wrong.ts"),
+        `${header}export const call = () => client.actions["test.echo"]({ text: 42 });\n`,
+      );
+      const wrong = await tsc();
+      expect(wrong.code).not.toBe(0);
+      expect(wrong.out).toContain("wrong.ts");
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
