@@ -2,7 +2,9 @@
 // one on PostgreSQL, each in its own process: invokes (reads and writes), queries, execution lists and
 // lookups from 16 clients, with 50 live-query subscribers refreshed by the writes. It reports, per tenth
 // of the run, requests/s, p50 and p99 and the server's RSS, then RSS growth and p99 drift. Goal: RSS
-// growth < 10 %, p99 stable. Env: SOAK_SECONDS, BENCH_DATABASE_URL (as bench/run.ts).
+// growth < 10 %, p99 stable. Env: SOAK_SECONDS, BENCH_DATABASE_URL (as bench/run.ts), SOAK_DATABASES
+// (default "sqlite,postgres"), SOAK_PROBE=1 to preload bench/soak-probe.ts into the servers and print
+// where their memory went (heap after a full collection, object counts that grew, the SQLite file).
 import { readFileSync } from "node:fs";
 import postgres from "postgres";
 import { cleanup, freePort, onCleanup, percentile, startProcess, tempDir, waitHealthy } from "./lib.ts";
@@ -12,6 +14,8 @@ const CLIENTS = 16;
 const SUBSCRIBERS = 50;
 const WINDOWS = 10;
 const DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/postgres";
+const DATABASES = (process.env.SOAK_DATABASES ?? "sqlite,postgres").split(",");
+const PROBE = Boolean(process.env.SOAK_PROBE);
 const key = `soak-${crypto.randomUUID()}`;
 const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
 
@@ -30,7 +34,14 @@ async function soak(label: string, databaseUrl: string): Promise<string[]> {
   const port = freePort();
   const proc = startProcess({
     name: `soak-${label}`,
-    cmd: ["bun", "src/cli/main.ts", "start", "--release", "releases/v1"],
+    cmd: [
+      "bun",
+      ...(PROBE ? ["--preload", "./bench/soak-probe.ts"] : []),
+      "src/cli/main.ts",
+      "start",
+      "--release",
+      "releases/v1",
+    ],
     env: {
       PORT: String(port),
       HOST: "127.0.0.1",
@@ -105,6 +116,7 @@ async function soak(label: string, databaseUrl: string): Promise<string[]> {
     const rps = w.latencies.length / (SECONDS / WINDOWS);
     return `${label.padEnd(10)} ${String(i + 1).padStart(2)}/${WINDOWS}  ${rps.toFixed(0).padStart(6)} rps  p50 ${percentile(sorted, 50).toFixed(1).padStart(6)} ms  p99 ${percentile(sorted, 99).toFixed(1).padStart(7)} ms  RSS ${w.rssMiB.toFixed(0).padStart(4)} MiB  errors ${w.errors}`;
   });
+  if (PROBE) rows.push(...probeReport(label, readFileSync(`${proc.logPath}.err`, "utf8")));
   const first = windows[0] as Window;
   const last = windows[WINDOWS - 1] as Window;
   const middle = windows[Math.floor(WINDOWS / 2)] as Window;
@@ -118,6 +130,32 @@ async function soak(label: string, databaseUrl: string): Promise<string[]> {
       `(growth ${(((last.rssMiB - first.rssMiB) / first.rssMiB) * 100).toFixed(1)} %, goal < 10 %); ` +
       `p99 first/last tenth ${p99(first).toFixed(1)} / ${p99(last).toFixed(1)} ms`,
   );
+  return rows;
+}
+
+interface ProbeLine {
+  at: number;
+  rss: number;
+  heap: number;
+  types: Record<string, number>;
+  [figure: string]: unknown;
+}
+
+/** The probe's lines, and the object types whose counts grew most between the second sample and the last. */
+function probeReport(label: string, log: string): string[] {
+  const lines = log
+    .split("\n")
+    .filter((line) => line.startsWith("soak-probe "))
+    .map((line) => JSON.parse(line.slice("soak-probe ".length)) as ProbeLine);
+  const rows = lines.map(({ types: _, ...figures }) => `${label} probe ${JSON.stringify(figures)}`);
+  const [start, end] = [lines[1] ?? lines[0], lines.at(-1)];
+  if (start && end) {
+    const grown = Object.entries(end.types)
+      .map(([type, count]) => [type, count - (start.types[type] ?? 0)] as const)
+      .sort(([, a], [, b]) => b - a)
+      .slice(0, 6);
+    rows.push(`${label} probe: object counts grown (of the top types) ${JSON.stringify(Object.fromEntries(grown))}`);
+  }
   return rows;
 }
 
@@ -139,8 +177,8 @@ async function pgDatabase(): Promise<string> {
 
 try {
   console.log(`soak: ${SECONDS} s per database, ${CLIENTS} clients, ${SUBSCRIBERS} live subscribers`);
-  for (const line of await soak("sqlite", "")) console.log(line);
-  for (const line of await soak("postgres", await pgDatabase())) console.log(line);
+  if (DATABASES.includes("sqlite")) for (const line of await soak("sqlite", "")) console.log(line);
+  if (DATABASES.includes("postgres")) for (const line of await soak("postgres", await pgDatabase())) console.log(line);
 } finally {
   await cleanup();
 }
