@@ -26,9 +26,19 @@ const rssOf = (pid: number) => {
 
 interface Window {
   latencies: number[];
+  /** Latencies by operation, to tell which one slows down. */
+  byOperation: Map<string, number[]>;
   errors: number;
+  /** RSS sampled every second; a window's figure is their median (single samples swing by ±15 MiB). */
+  rssSamples: number[];
   rssMiB: number;
 }
+
+const median = (values: number[]) =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
 
 async function soak(label: string, databaseUrl: string): Promise<string[]> {
   const port = freePort();
@@ -64,7 +74,13 @@ async function soak(label: string, databaseUrl: string): Promise<string[]> {
     sockets.push(socket);
   }
 
-  const windows: Window[] = Array.from({ length: WINDOWS }, () => ({ latencies: [], errors: 0, rssMiB: 0 }));
+  const windows: Window[] = Array.from({ length: WINDOWS }, () => ({
+    latencies: [],
+    byOperation: new Map(),
+    errors: 0,
+    rssSamples: [],
+    rssMiB: 0,
+  }));
   const started = performance.now();
   const end = started + SECONDS * 1000;
   const windowOf = (at: number) => Math.min(WINDOWS - 1, Math.floor(((at - started) / (SECONDS * 1000)) * WINDOWS));
@@ -75,28 +91,40 @@ async function soak(label: string, databaseUrl: string): Promise<string[]> {
       headers,
       body: JSON.stringify({ requestId: crypto.randomUUID(), input }),
     });
-  const operations: (() => Promise<Response>)[] = [
-    ...Array(10).fill(() => invoke("math.add", { a: 1, b: 2 })),
-    ...Array(3).fill(() => invoke("notes.add", { title: `soak ${crypto.randomUUID()}` })),
-    ...Array(3).fill(() =>
-      fetch(`${base}/query?format=objects`, {
-        method: "POST",
-        headers,
-        body: JSON.stringify({ query: { notes: { $: { limit: 20, order: { createdAt: "desc" } } } } }),
-      }),
-    ),
-    ...Array(3).fill(() => fetch(`${base}/executions?limit=50`, { headers })),
-    () =>
-      fetch(`${base}/executions/${ids[Math.floor(Math.random() * ids.length)] ?? crypto.randomUUID()}`, { headers }),
+  type Operation = [name: string, run: () => Promise<Response>];
+  const operations: Operation[] = [
+    ...Array<Operation>(10).fill(["math.add", () => invoke("math.add", { a: 1, b: 2 })]),
+    ...Array<Operation>(3).fill(["notes.add", () => invoke("notes.add", { title: `soak ${crypto.randomUUID()}` })]),
+    ...Array<Operation>(3).fill([
+      "query",
+      () =>
+        fetch(`${base}/query?format=objects`, {
+          method: "POST",
+          headers,
+          body: JSON.stringify({ query: { notes: { $: { limit: 20, order: { createdAt: "desc" } } } } }),
+        }),
+    ]),
+    ...Array<Operation>(3).fill(["list", () => fetch(`${base}/executions?limit=50`, { headers })]),
+    [
+      "by id",
+      () =>
+        fetch(`${base}/executions/${ids[Math.floor(Math.random() * ids.length)] ?? crypto.randomUUID()}`, {
+          headers,
+        }),
+    ],
   ];
   const client = async () => {
     while (performance.now() < end) {
-      const operation = operations[Math.floor(Math.random() * operations.length)] as () => Promise<Response>;
+      const [name, operation] = operations[Math.floor(Math.random() * operations.length)] as Operation;
       const at = performance.now();
       const response = await operation();
       const body = await response.text();
       const window = windows[windowOf(at)] as Window;
-      window.latencies.push(performance.now() - at);
+      const latency = performance.now() - at;
+      window.latencies.push(latency);
+      const named = window.byOperation.get(name) ?? [];
+      named.push(latency);
+      window.byOperation.set(name, named);
       if (response.status >= 400 && response.status !== 404) window.errors++;
       if (ids.length < 1000 && body.startsWith('{"kind"'))
         ids.push((JSON.parse(body) as { execution: { id: string } }).execution.id);
@@ -104,18 +132,23 @@ async function soak(label: string, databaseUrl: string): Promise<string[]> {
   };
   const sampler = setInterval(() => {
     const window = windows[windowOf(performance.now())] as Window;
-    window.rssMiB = rssOf(proc.proc.pid);
+    window.rssSamples.push(rssOf(proc.proc.pid));
   }, 1000);
   await Promise.all(Array.from({ length: CLIENTS }, client));
   clearInterval(sampler);
   for (const socket of sockets) socket.close();
   await proc.stop();
+  for (const w of windows) w.rssMiB = median(w.rssSamples);
 
   const rows = windows.map((w, i) => {
     const sorted = [...w.latencies].sort((a, b) => a - b);
     const rps = w.latencies.length / (SECONDS / WINDOWS);
     return `${label.padEnd(10)} ${String(i + 1).padStart(2)}/${WINDOWS}  ${rps.toFixed(0).padStart(6)} rps  p50 ${percentile(sorted, 50).toFixed(1).padStart(6)} ms  p99 ${percentile(sorted, 99).toFixed(1).padStart(7)} ms  RSS ${w.rssMiB.toFixed(0).padStart(4)} MiB  errors ${w.errors}`;
   });
+  const p50s = (w: Window) =>
+    [...w.byOperation.entries()].map(([name, values]) => `${name} ${median(values).toFixed(1)}`).join(", ");
+  rows.push(`${label} p50 by operation, first tenth: ${p50s(windows[0] as Window)} ms`);
+  rows.push(`${label} p50 by operation, last tenth:  ${p50s(windows[WINDOWS - 1] as Window)} ms`);
   if (PROBE) rows.push(...probeReport(label, readFileSync(`${proc.logPath}.err`, "utf8")));
   const first = windows[0] as Window;
   const last = windows[WINDOWS - 1] as Window;
