@@ -50,7 +50,25 @@ const Env = Type.Object({
     }),
   ),
   AUTH_ISSUER: Type.Optional(
-    Type.String({ pattern: "^https?://\\S+$", description: "OAuth authorization server named in the MCP metadata" }),
+    Type.String({
+      pattern: "^https?://\\S+$",
+      description:
+        "identity provider whose JWTs are accepted (and named in the MCP metadata); https, or http for a loopback host",
+    }),
+  ),
+  AUTH_AUDIENCE: Type.Optional(
+    Type.String({
+      pattern: "^\\S+$",
+      description: "the audience JWTs must name (it or it + /mcp); default PUBLIC_URL",
+    }),
+  ),
+  AUTH_USER_CLAIM: Type.String({ pattern: "^\\S+$", description: "the JWT claim that names the user" }),
+  AUTH_JWKS_REFETCH_MS: Type.Integer({
+    minimum: 0,
+    description: "a JWT with an unknown key id refetches the issuer's keys at most this often",
+  }),
+  AUTH_JWKS_URL: Type.Optional(
+    Type.String({ pattern: "^https?://\\S+$", description: "the issuer's key set; default from its metadata" }),
   ),
   STORAGE: Type.Union([Type.Literal("disk"), Type.Literal("s3")], {
     description: "where file bytes live: disk (DATA_DIR/files) or s3",
@@ -132,8 +150,10 @@ export interface Config {
   maxFileBytes: number;
   /** HMAC key of signed storage URLs; kept under DATA_DIR when unset. */
   signingSecret?: string;
-  /** OAuth authorization server named in the protected-resource metadata, when there is one. */
+  /** The identity provider whose JWTs are accepted, named in the protected-resource metadata. */
   authIssuer?: string;
+  /** How its JWTs are checked: audience (default the public URL), the user claim, where its keys are. */
+  jwt: { audience?: string; userClaim: string; jwksUrl?: string; refetchMs: number };
   storage: StorageConfig;
   workflows: { concurrency: number; leaseMs: number; pollMs: number };
   /** Bounds of live queries per socket and per caller, so one caller cannot load the server for all. */
@@ -170,6 +190,8 @@ const defaults: Partial<Record<EnvName, string>> = {
   MAX_FILE_BYTES: String(100 * 1024 * 1024),
   STORAGE: "disk",
   S3_REGION: "us-east-1",
+  AUTH_USER_CLAIM: "sub",
+  AUTH_JWKS_REFETCH_MS: "30000",
   WORKFLOW_CONCURRENCY: "16",
   WORKFLOW_LEASE_MS: "30000",
   WORKFLOW_POLL_MS: "1000",
@@ -212,7 +234,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       parsed.CORS_ORIGINS === undefined
         ? corsOrigins("ALLOWED_ORIGINS", parsed.ALLOWED_ORIGINS)
         : corsOrigins("CORS_ORIGINS", parsed.CORS_ORIGINS),
-    authIssuer: parsed.AUTH_ISSUER,
+    authIssuer: parsed.AUTH_ISSUER === undefined ? undefined : secureUrl("AUTH_ISSUER", parsed.AUTH_ISSUER),
+    jwt: {
+      audience: parsed.AUTH_AUDIENCE?.replace(/\/+$/, ""),
+      userClaim: parsed.AUTH_USER_CLAIM,
+      refetchMs: parsed.AUTH_JWKS_REFETCH_MS,
+      jwksUrl: parsed.AUTH_JWKS_URL === undefined ? undefined : secureUrl("AUTH_JWKS_URL", parsed.AUTH_JWKS_URL),
+    },
     maxFileBytes: parsed.MAX_FILE_BYTES,
     signingSecret: parsed.SIGNING_SECRET,
     storage: storageConfig(parsed, dataDir),
@@ -290,4 +318,16 @@ export function localUrl(host: string, port: number): string {
 function hostForUrl(host: string): string {
   if (host === "0.0.0.0" || host === "::") return "127.0.0.1";
   return host.includes(":") ? `[${host}]` : host;
+}
+
+/** Keys and issuers are trusted over the network: https, or plain http only to this machine (tests, local providers). */
+function secureUrl(name: string, value: string): string {
+  const url = URL.parse(value);
+  const loopback = url !== null && /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/.test(url.hostname);
+  if (url === null || (url.protocol !== "https:" && !(url.protocol === "http:" && loopback))) {
+    throw new ConfigError(
+      `invalid configuration:\n  ${name}: ${value}: https is required (http only for a loopback host)`,
+    );
+  }
+  return value;
 }

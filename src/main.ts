@@ -4,6 +4,7 @@ import { join } from "node:path";
 import packageJson from "../package.json" with { type: "json" };
 import { createApp } from "./app.ts";
 import { Authenticator } from "./auth/authenticator.ts";
+import { JwtVerifier } from "./auth/jwt.ts";
 import { type Config, ConfigError, isLoopback, localUrl } from "./config.ts";
 import { DataService } from "./data/service.ts";
 import { Engine } from "./engine/engine.ts";
@@ -17,7 +18,7 @@ import { SessionHub } from "./live/session.ts";
 import { McpEndpoint } from "./mcp/server.ts";
 import { ReleaseRegistry } from "./release/registry.ts";
 import { openStore } from "./store/open.ts";
-import type { Store } from "./store/types.ts";
+import type { Store } from "./store/store.ts";
 
 export interface RunningServer {
   url: string;
@@ -67,7 +68,7 @@ export async function startServer(
     config.storage.driver === "s3" ? await S3Storage.open(config.storage) : new DiskStorage(config.storage.root);
   const spoolDir = spoolDirOf(config.dataDir);
   await clearSpool(spoolDir);
-  const interrupted = await store.failInterrupted(Date.now());
+  const interrupted = await store.instances.recover(Date.now());
   if (interrupted > 0)
     log(`${interrupted} execution(s) left running by a stopped server were marked failed (execution_interrupted)`);
   const releases = new ReleaseRegistry(store, bundlesDir(config), log);
@@ -95,7 +96,20 @@ export async function startServer(
     followPoll: options.followPoll,
   });
   await engine.start();
-  const auth = new Authenticator(store, config.serviceKeys);
+  const jwt = config.authIssuer
+    ? new JwtVerifier({
+        issuer: config.authIssuer,
+        jwksUrl: config.jwt.jwksUrl,
+        userClaim: config.jwt.userClaim,
+        refetchMs: config.jwt.refetchMs,
+        // RFC 8707: the token must be for this environment (its URL, or its /mcp resource), not another.
+        audiences: () => {
+          const audience = config.jwt.audience ?? publicUrl;
+          return [audience, `${audience}/mcp`];
+        },
+      })
+    : null;
+  const auth = new Authenticator(store, config.serviceKeys, jwt);
 
   const endpoint = new McpEndpoint(
     {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { checkPassword } from "../src/auth/users.ts";
 import { ENV_NAMES } from "../src/config.ts";
 import { openStore } from "../src/store/open.ts";
 import { cli, repoRoot, serve } from "./support/cli.ts";
@@ -96,6 +97,61 @@ for (const dialect of dialects) {
       }
       expect((await cli(["token", "create"], env)).code).toBe(1);
       expect((await cli(["token", "revoke", "act_u_"], env)).stderr).toContain("at least the first 14 characters");
+    }, 60_000);
+
+    test("user add / list / disable: a password shown once, stored as argon2id; disabling revokes the user's tokens", async () => {
+      const added = await cli(["user", "add", "frank"], env);
+      expect(added.code).toBe(0);
+      expect(added.stderr).toContain("shown once");
+      const password = added.stdout.trim();
+      expect(password).toMatch(/^[A-Za-z0-9_-]{22}$/);
+      expect((await cli(["user", "add", "frank"], env)).stderr).toContain("user frank exists already");
+
+      const fromStdin = async (id: string, secret: string) => {
+        const proc = Bun.spawn(["bun", "src/cli/main.ts", "user", "add", id, "--password-stdin"], {
+          cwd: repoRoot,
+          env: { ...process.env, ...env },
+          stdin: new TextEncoder().encode(`${secret}\n`),
+          stdout: "pipe",
+          stderr: "pipe",
+        });
+        return { code: await proc.exited, stderr: await new Response(proc.stderr).text() };
+      };
+      expect((await fromStdin("gina", "correct horse battery")).code).toBe(0);
+      const short = await fromStdin("hank", "too short");
+      expect(short.code).toBe(1);
+      expect(short.stderr).toContain("at least 12 characters");
+
+      const listed = await cli(["user", "list"], env);
+      expect(listed.stdout).toMatch(/^USER\s+CREATED\s+DISABLED\n/);
+      expect(listed.stdout).toMatch(/\nfrank\s+\S+Z\s+-\n/);
+      expect(listed.stdout).not.toContain("argon2");
+      expect(listed.stdout).not.toContain("hank");
+
+      const store = await openStore(database.url);
+      try {
+        expect((await store.users.get("frank"))?.passwordHash).toStartWith("$argon2id$");
+        expect(await checkPassword(store, "frank", password)).toBe(true);
+        expect(await checkPassword(store, "frank", `${password}x`)).toBe(false);
+        expect(await checkPassword(store, "gina", "correct horse battery")).toBe(true);
+        expect(await checkPassword(store, "nobody", password)).toBe(false);
+
+        const token = (await cli(["token", "create", "--user", "frank"], env)).stdout.trim().split("\n").at(-1) ?? "";
+        const server = await serve(["start", "--release", fixture("basic")], env);
+        try {
+          expect((await invoke(server.url, token, "test.version", {})).status).toBe(200);
+          const disabled = await cli(["user", "disable", "frank"], env);
+          expect(disabled.stdout).toContain("disabled user frank; 1 token(s) revoked");
+          expect((await invoke(server.url, token, "test.version", {})).status).toBe(401);
+        } finally {
+          await server.kill();
+        }
+        expect(await checkPassword(store, "frank", password)).toBe(false);
+        expect((await cli(["user", "list"], env)).stdout).toMatch(/\nfrank\s+\S+Z\s+\S+Z\n/);
+        expect((await cli(["user", "disable", "nobody"], env)).stderr).toContain("no user nobody");
+      } finally {
+        await store.close();
+      }
     }, 60_000);
 
     test("token list shows each token's prefix, user, creation and revocation, never the token", async () => {
@@ -418,7 +474,7 @@ describe("shutdown", () => {
     expect(server.proc.exitCode).toBe(0);
     const store = await openStore(`sqlite:${join(dataDir, "actuate.db")}`);
     try {
-      expect(await store.getExecution(id)).toMatchObject({
+      expect(await store.executions.get(id)).toMatchObject({
         status: "failed",
         errorCode: "action_failed",
         errorMessage: "the server is shutting down",

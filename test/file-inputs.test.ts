@@ -74,7 +74,7 @@ for (const dialect of dialects) {
             size: 4,
           },
         ]);
-        const stored = await t.store.getFile(body.uploads[0].path);
+        const stored = await t.store.files.get(body.uploads[0].path);
         expect(stored).toMatchObject({
           ownerId: "alice",
           sha256: new Bun.CryptoHasher("sha256").update("meow").digest("hex"),
@@ -100,7 +100,7 @@ for (const dialect of dialects) {
         expect(replay.execution.id).toBe(body.execution.id);
         expect(replay.uploads).toEqual(body.uploads);
         // Nothing stored again: the file's row was not rewritten and the bytes are the first ones.
-        expect((await t.store.getFile(body.uploads[0].path))?.updatedAt).toBe(stored?.updatedAt);
+        expect((await t.store.files.get(body.uploads[0].path))?.updatedAt).toBe(stored?.updatedAt);
         expect(await storedText(t.config, body.uploads[0].path)).toBe("meow");
         const conflict = await invoke(
           { request: { requestId, input: { note: "hi" } }, files: { picture: png("woof", "../../cat.png") } },
@@ -177,7 +177,7 @@ for (const dialect of dialects) {
           );
           const shown = await (await t.fetch(`/executions/${execution.id}`, { token: alice })).json();
           expect(shown.uploads).toEqual([{ ...uploads[0], size: 9 }]);
-          expect((await t.store.getFile(uploads[0].path))?.sha256).toBe(
+          expect((await t.store.files.get(uploads[0].path))?.sha256).toBe(
             new Bun.CryptoHasher("sha256").update("purr purr").digest("hex"),
           );
         });

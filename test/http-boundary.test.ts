@@ -46,7 +46,9 @@ for (const dialect of dialects) {
           const headers: Record<string, string> = authorization ? { authorization } : {};
           const res = await fetch(`${t.url}${path}`, { method, headers, body: method === "POST" ? "{}" : undefined });
           await expectJsonError(res, 401, "unauthorized");
-          expect(res.headers.get("www-authenticate")).toBe(metadata);
+          // RFC 6750 §3.1: a bearer token that was sent and refused says so; anything else is a missing credential.
+          const refused = authorization === "Bearer nope" ? ', error="invalid_token"' : "";
+          expect(res.headers.get("www-authenticate")).toBe(metadata + refused);
         }
       }
       const health = await fetch(`${t.url}/healthz`);

@@ -49,7 +49,7 @@ for (const dialect of dialects) {
     });
 
     test("activating an earlier version rolls back", async () => {
-      await t.store.activate("t1", Date.now());
+      await t.store.releases.activate("t1", Date.now());
       await eventually(() => t.server.releases.current()?.version === "t1");
       expect((await versionOf(t)).output).toEqual({ release: "t1" });
       expect((await t.invoke("test.added", {})).status).toBe(404);
@@ -60,7 +60,7 @@ for (const dialect of dialects) {
       expect(again.status).toBe("existing");
       await expect(t.publish(fixture("basic-v2"), "t1")).rejects.toThrow(ReleaseError);
       await expect(t.publish(fixture("basic-v2"), "t1")).rejects.toThrow(/already published with different content/);
-      expect((await t.store.getRelease("t1"))?.bundleHash).toBe(again.release.hash);
+      expect((await t.store.releases.get("t1"))?.bundleHash).toBe(again.release.hash);
     });
 
     test("the contract hash changes with the contract and only with it", async () => {
@@ -91,7 +91,7 @@ for (const dialect of dialects) {
         /actions\/test\/broken must default-export defineAction/,
       );
       await expect(t.publish(join(dir, "missing"))).rejects.toThrow(/release folder not found/);
-      expect(await t.store.getRelease("broken-1")).toBeNull();
+      expect(await t.store.releases.get("broken-1")).toBeNull();
     });
 
     test("a file that does not build, imports what is missing or throws while loading is named with its line", async () => {

@@ -3,7 +3,7 @@ import type { TObject } from "@sinclair/typebox";
 import { sampleCall } from "../src/cli/sample-input.ts";
 import { compileContract } from "../src/release/contract.ts";
 import { FileInput, Type } from "../src/sdk/index.ts";
-import type { ActionKind } from "../src/store/types.ts";
+import type { ActionKind } from "../src/store/statuses.ts";
 
 const action = (name: string, input: TObject, kind: ActionKind = "function") =>
   compileContract({ name, kind, description: name, input, output: Type.Object({}), access: "authenticated" });

@@ -85,7 +85,7 @@ for (const dialect of dialects) {
         expect((await fetch(url)).status).toBe(404);
         expect((await signDownload("gone.txt", alice)).status).toBe(404);
         expect(await storedText(t.config, "gone.txt")).toBeNull();
-        expect(await t.store.getFile("gone.txt")).toBeNull();
+        expect(await t.store.files.get("gone.txt")).toBeNull();
       });
 
       test("a signed upload URL takes a browser's PUT without a credential; the file is then the signer's", async () => {
@@ -102,12 +102,16 @@ for (const dialect of dialects) {
         } else {
           // The store took the bytes; the server learns size and checksum when next asked for the file.
           expect(signed.url.startsWith(storeUrl())).toBe(true);
-          expect(await t.store.getFile("img/a.png")).toMatchObject({ size: null, sha256: null, ownerId: "alice" });
+          expect(await t.store.files.get("img/a.png")).toMatchObject({ size: null, sha256: null, ownerId: "alice" });
         }
         const download = await signDownload("img/a.png", alice);
         expect(download.status).toBe(200);
         expect(new Uint8Array(await (await fetch((await download.json()).url)).arrayBuffer())).toEqual(bytes);
-        expect(await t.store.getFile("img/a.png")).toMatchObject({ size: 4, sha256: sha256(bytes), ownerId: "alice" });
+        expect(await t.store.files.get("img/a.png")).toMatchObject({
+          size: 4,
+          sha256: sha256(bytes),
+          ownerId: "alice",
+        });
         expect((await signDownload("img/a.png", bob)).status).toBe(404);
       });
 

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { sha256Hex } from "../lib/canonical-json.ts";
-import type { Store } from "../store/types.ts";
+import type { Store } from "../store/store.ts";
 
 /** Tokens are 256 random bits, so one round of SHA-256 is the right hash: nothing to brute-force. */
 export const hashSecret = (secret: string) => sha256Hex(secret);
@@ -24,7 +24,7 @@ export async function createUserToken(store: Store, userId: string, now = Date.n
   const token = newSecret(USER_TOKEN_PREFIX);
   const prefix = token.slice(0, DISPLAY_PREFIX_LENGTH);
   const id = Bun.randomUUIDv7();
-  await store.insertToken({ id, tokenHash: hashSecret(token), prefix, userId, createdAt: now, revokedAt: null });
+  await store.tokens.insert({ id, tokenHash: hashSecret(token), prefix, userId, createdAt: now, revokedAt: null });
   return { token, id, prefix };
 }
 
@@ -41,12 +41,12 @@ export async function revokeUserToken(
   if (given.length < DISPLAY_PREFIX_LENGTH) {
     throw new TokenError(`give at least the first ${DISPLAY_PREFIX_LENGTH} characters of the token`);
   }
-  const exact = given.length > DISPLAY_PREFIX_LENGTH ? await store.findToken(hashSecret(given)) : null;
-  const candidates = exact ? [exact] : await store.findTokensByPrefix(given.slice(0, DISPLAY_PREFIX_LENGTH));
+  const exact = given.length > DISPLAY_PREFIX_LENGTH ? await store.tokens.findByHash(hashSecret(given)) : null;
+  const candidates = exact ? [exact] : await store.tokens.findByPrefix(given.slice(0, DISPLAY_PREFIX_LENGTH));
   const live = candidates.filter((t) => t.revokedAt === null);
   if (live.length === 0) throw new TokenError("no live token starts with that");
   if (live.length > 1) throw new TokenError("more than one token starts with that; give the whole token");
   const [token] = live as [(typeof live)[0]];
-  await store.revokeToken(token.id, now);
+  await store.tokens.revoke(token.id, now);
   return { prefix: token.prefix, userId: token.userId };
 }

@@ -4,6 +4,7 @@ import { keyCreate } from "./key.ts";
 import { releaseActivate, releaseList, releasePublish } from "./release.ts";
 import { serveCommand } from "./serve.ts";
 import { tokenCreate, tokenList, tokenRevoke } from "./token.ts";
+import { userAdd, userDisable, userList } from "./user.ts";
 
 const STORE_ENV: EnvName[] = ["DATABASE_URL", "DATA_DIR"];
 
@@ -106,6 +107,32 @@ stored with other content is refused. Every server on the database switches to i
     env: STORE_ENV,
     examples: ["bun run token revoke act_u_AbCdEfGh"],
     run: (config, [prefix]) => tokenRevoke(config(), prefix as string),
+  },
+  {
+    name: "user add",
+    args: ["<id>"],
+    summary: "add a person who signs in with a password; a generated password is printed once",
+    details: `The password is stored as an argon2id hash. Without --password-stdin one is generated (128 random
+bits) and printed alone on stdout; with it, the password is read from standard input (at least 12 characters).`,
+    flags: { "password-stdin": { type: "boolean", description: "read the password from standard input" } },
+    env: STORE_ENV,
+    examples: ["bun run user add alice", 'printf %s "$PASSWORD" | bun run user add alice --password-stdin'],
+    run: (config, [id], flags) => userAdd(config(), id as string, { passwordStdin: flags["password-stdin"] === true }),
+  },
+  {
+    name: "user list",
+    summary: "every user: id, created, disabled",
+    env: STORE_ENV,
+    examples: ["bun run user list"],
+    run: (config) => userList(config()),
+  },
+  {
+    name: "user disable",
+    args: ["<id>"],
+    summary: "disable a user and revoke every token it holds",
+    env: STORE_ENV,
+    examples: ["bun run user disable alice"],
+    run: (config, [id]) => userDisable(config(), id as string),
   },
   {
     name: "key create",

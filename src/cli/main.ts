@@ -1,4 +1,5 @@
 import { TokenError } from "../auth/tokens.ts";
+import { UserError } from "../auth/users.ts";
 import { ConfigError, loadConfig } from "../config.ts";
 import { ReleaseError } from "../release/errors.ts";
 import { type Command, commandHelp, overview, parseCommand, UsageError } from "./command.ts";
@@ -46,7 +47,12 @@ try {
 } catch (error) {
   if (error instanceof UsageError) {
     console.error(`error: ${error.message}\n${error.usage}`);
-  } else if (error instanceof ConfigError || error instanceof ReleaseError || error instanceof TokenError) {
+  } else if (
+    error instanceof ConfigError ||
+    error instanceof ReleaseError ||
+    error instanceof TokenError ||
+    error instanceof UserError
+  ) {
     console.error(`error: ${error.message}`);
   } else {
     console.error(error);

@@ -21,7 +21,7 @@ export const releasePublish = (config: Config, dir: string, flags: { version?: s
 
 export const releaseList = (config: Config) =>
   withStore(config, async (store) => {
-    const [releases, active] = await Promise.all([store.listReleases(), store.getActive()]);
+    const [releases, active] = await Promise.all([store.releases.list(), store.releases.active()]);
     if (releases.length === 0) console.log("no releases published yet");
     for (const r of releases) {
       const actions = (r.manifest as { actions: unknown[] }).actions.length;
@@ -35,8 +35,8 @@ export const releaseList = (config: Config) =>
 
 export const releaseActivate = (config: Config, version: string) =>
   withStore(config, async (store) => {
-    if (!(await store.getRelease(version))) throw new ReleaseError(`no release ${version}; see bun run release list`);
-    await store.activate(version, Date.now());
+    if (!(await store.releases.get(version))) throw new ReleaseError(`no release ${version}; see bun run release list`);
+    await store.releases.activate(version, Date.now());
     console.log(`release ${version} is now active`);
     console.log(followers(config));
     return 0;

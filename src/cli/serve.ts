@@ -5,7 +5,7 @@ import type { Config } from "../config.ts";
 import { bundlesDir, type RunningServer, startServer } from "../main.ts";
 import { type PublishResult, publishRelease } from "../release/publish.ts";
 import { openStore } from "../store/open.ts";
-import type { ActiveRelease } from "../store/types.ts";
+import type { ActiveRelease } from "../store/releases.ts";
 import { followers, printPublish } from "./release.ts";
 import { sampleCall } from "./sample-input.ts";
 import { describeDatabase } from "./with-store.ts";

@@ -1,8 +1,7 @@
 import { createUserToken, revokeUserToken, TokenError } from "../auth/tokens.ts";
+import { USER_ID } from "../auth/users.ts";
 import type { Config } from "../config.ts";
 import { withStore } from "./with-store.ts";
-
-const USER_ID = /^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$/;
 
 export function tokenCreate(config: Config, user: string): Promise<number> {
   if (!USER_ID.test(user)) throw new TokenError("a user id is letters, digits and . _ @ : - (at most 128)");
@@ -16,23 +15,15 @@ export function tokenCreate(config: Config, user: string): Promise<number> {
 
 export const tokenList = (config: Config) =>
   withStore(config, async (store) => {
-    const tokens = await store.listTokens();
+    const tokens = await store.tokens.list();
     if (tokens.length === 0) {
       console.log("no user tokens yet; make one with bun run token create --user <id>");
       return 0;
     }
-    const rows = [
+    printTable([
       ["PREFIX", "USER", "CREATED", "REVOKED"],
       ...tokens.map((t) => [t.prefix, t.userId, iso(t.createdAt), t.revokedAt === null ? "-" : iso(t.revokedAt)]),
-    ];
-    const widths = [0, 1, 2].map((i) => Math.max(...rows.map((row) => row[i]?.length ?? 0)));
-    for (const row of rows)
-      console.log(
-        row
-          .map((cell, i) => cell.padEnd(widths[i] ?? 0))
-          .join("  ")
-          .trimEnd(),
-      );
+    ]);
     return 0;
   });
 
@@ -43,4 +34,17 @@ export const tokenRevoke = (config: Config, given: string) =>
     return 0;
   });
 
-const iso = (ms: number) => new Date(ms).toISOString();
+export const iso = (ms: number) => new Date(ms).toISOString();
+
+/** Columns padded to their widest cell, two spaces apart. */
+export function printTable(rows: string[][]): void {
+  const widths = (rows[0] ?? []).map((_, i) => Math.max(...rows.map((row) => row[i]?.length ?? 0)));
+  for (const row of rows) {
+    console.log(
+      row
+        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+        .join("  ")
+        .trimEnd(),
+    );
+  }
+}

@@ -1,6 +1,6 @@
 import type { Config } from "../config.ts";
 import { openStore } from "../store/open.ts";
-import type { Store } from "../store/types.ts";
+import type { Store } from "../store/store.ts";
 
 /** Opens the configured database for one CLI command and closes it after, whatever happens. */
 export async function withStore<T>(config: Config, use: (store: Store) => Promise<T>): Promise<T> {

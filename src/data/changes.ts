@@ -1,4 +1,4 @@
-import type { Store } from "../store/types.ts";
+import type { Store } from "../store/store.ts";
 
 /**
  * Committed data changes, by entity name. Live queries listen here and re-run only the subscriptions

@@ -1,6 +1,6 @@
 import type { LoadedRelease } from "../release/load.ts";
 import type { DataContext, Principal } from "../sdk/index.ts";
-import type { Store } from "../store/types.ts";
+import type { Store } from "../store/store.ts";
 import { ChangeFeed } from "./changes.ts";
 import { type AttrIds, attrEntries, attrKeys, toObjects, toTriples } from "./format.ts";
 import { entitiesRead, parseQuery, runQuery } from "./query.ts";

@@ -1,6 +1,6 @@
 import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "../lib/json-text.ts";
 import type { DataContext } from "../sdk/index.ts";
-import type { WriteStatement } from "../store/types.ts";
+import type { WriteStatement } from "../store/executions.ts";
 import { WriteRejected } from "./errors.ts";
 import type { DataSchema, EntitySpec } from "./schema.ts";
 import type { SqlDialect } from "./sql-dialect.ts";

@@ -6,18 +6,11 @@ import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "../lib/json-te
 import type { ActionContract } from "../release/contract.ts";
 import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
-import {
-  type ExecutionListRow,
-  type ExecutionRow,
-  type ExecutionStatus,
-  isRunTerminal,
-  isTerminal,
-  type RunListRow,
-  type RunRow,
-  type RunStatus,
-  type StepRow,
-  type Store,
-} from "../store/types.ts";
+import type { ExecutionListRow } from "../store/executions.ts";
+import type { ExecutionRow, RunRow, StepRow } from "../store/rows.ts";
+import type { RunListRow } from "../store/runs.ts";
+import { type ExecutionStatus, isRunTerminal, isTerminal, type RunStatus } from "../store/statuses.ts";
+import type { Store } from "../store/store.ts";
 import { mayKnow, mayRun } from "./access.ts";
 import { accessDenied, actionNotFound, executionNotFound, runNotFound } from "./errors.ts";
 import { type ExecutionEvent, ExecutionFeed } from "./execution-feed.ts";
@@ -103,14 +96,14 @@ export class Engine {
     this.now = $.now ?? Date.now;
     this.followResources = {
       feed: this.feed,
-      read: (id) => $.store.getExecution(id),
+      read: (id) => $.store.executions.get(id),
       now: this.now,
       poll: $.followPoll ?? DEFAULT_POLL,
     };
     this.runner = new Runner({ store: $.store, data: $.data, feed: this.feed, log: $.log, now: this.now });
     this.workflows = new WorkflowWorker(
       { store: $.store, data: $.data, feed: this.feed, release: $.releaseVersion, log: $.log, now: this.now },
-      { ...$.workflows, owner: $.store.instance },
+      { ...$.workflows, owner: $.store.instances.id },
     );
     this.liveness = new Liveness({ store: $.store, ttlMs: $.workflows.leaseMs, log: $.log, now: this.now });
   }
@@ -120,7 +113,7 @@ export class Engine {
    * hearing their changes to executions (so a follower here learns of an end there at once).
    */
   async start(): Promise<void> {
-    await this.$.store.listenExecutionChanges((ids) => this.feed.stored(ids));
+    await this.$.store.executions.listen((ids) => this.feed.stored(ids));
     await this.liveness.start();
     this.workflows.start();
   }
@@ -172,7 +165,7 @@ export class Engine {
     }
     if (issues.length > 0) {
       // The same request may have been accepted before under another contract; answer that one.
-      const earlier = await this.$.store.findExecutionByRequest(request.principal, request.requestId);
+      const earlier = await this.$.store.executions.findByRequest(request.principal, request.requestId);
       if (earlier) return this.replay(earlier, fingerprint);
       throw new PublicError("action_contract_validation_failed", "the input does not fit the action's input schema", {
         details: { issues },
@@ -181,7 +174,7 @@ export class Engine {
 
     if (action.kind === "workflow") return this.admitRun(request, release, action, fingerprint);
     const now = this.now();
-    const claim = await this.$.store.claimExecution({
+    const claim = await this.$.store.executions.claim({
       id: Bun.randomUUIDv7(),
       requestId: request.requestId,
       principalKind: request.principal.kind,
@@ -208,7 +201,7 @@ export class Engine {
         input = { ...input, ...(await this.$.files.storeUploads(request.principal, claim.row.id, sent)) };
       } catch (error) {
         const reason = `the files sent could not be stored: ${(error as Error).message}`;
-        const stored = await this.$.store.settleExecution(claim.row.id, {
+        const stored = await this.$.store.executions.settle(claim.row.id, {
           status: "failed",
           output: null,
           errorCode: "action_failed",
@@ -301,13 +294,13 @@ export class Engine {
   }
 
   async execution(principal: Principal, id: string): Promise<ExecutionRow> {
-    const row = await this.$.store.getExecution(id);
+    const row = await this.$.store.executions.get(id);
     if (!row || !canSee(principal, row)) throw executionNotFound();
     return row;
   }
 
   async executionByRequest(principal: Principal, requestId: string): Promise<ExecutionRow> {
-    const row = await this.$.store.findExecutionByRequest(principal, requestId);
+    const row = await this.$.store.executions.findByRequest(principal, requestId);
     if (!row) throw executionNotFound();
     return row;
   }
@@ -316,7 +309,7 @@ export class Engine {
     principal: Principal,
     query: { limit: number; afterId?: string; action?: string; status?: ExecutionStatus },
   ): Promise<Page<ExecutionListRow>> {
-    const items = await this.$.store.listExecutions({
+    const items = await this.$.store.executions.list({
       principal: principal.kind === "service" ? undefined : principal,
       action: query.action,
       status: query.status,

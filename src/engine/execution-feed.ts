@@ -1,4 +1,4 @@
-import type { ExecutionRow } from "../store/types.ts";
+import type { ExecutionRow } from "../store/rows.ts";
 
 export type ExecutionEvent =
   | { type: "status"; execution: ExecutionRow }

@@ -1,5 +1,10 @@
 import type { Principal } from "../sdk/index.ts";
-import type { ExecutionListRow, ExecutionRow } from "../store/types.ts";
+import type { ExecutionListRow } from "../store/executions.ts";
+import type { ExecutionRow } from "../store/rows.ts";
+
+/** The engine's words for executions, as adapters use them: an execution is the stored record. */
+export type Execution = ExecutionRow;
+export { EXECUTION_STATUSES, type ExecutionStatus, isTerminal } from "../store/statuses.ts";
 
 /**
  * In lists, an input, output or error message larger than this is left out (`inputTruncated`, …, with

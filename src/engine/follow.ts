@@ -1,4 +1,5 @@
-import { type ExecutionRow, isTerminal } from "../store/types.ts";
+import type { ExecutionRow } from "../store/rows.ts";
+import { isTerminal } from "../store/statuses.ts";
 import type { ExecutionEvent, ExecutionFeed, FeedEvent } from "./execution-feed.ts";
 
 /** How often a follower reads the row when nothing told it of a change: from `minMs`, doubling up to `maxMs`. */

@@ -1,4 +1,4 @@
-import type { Store } from "../store/types.ts";
+import type { Store } from "../store/store.ts";
 
 const MAX_BEAT_MS = 2_000;
 
@@ -22,12 +22,14 @@ export class Liveness {
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    await this.$.store.retire().catch((error) => this.$.log(`could not retire this instance: ${error.message}`));
+    await this.$.store.instances
+      .retire()
+      .catch((error) => this.$.log(`could not retire this instance: ${error.message}`));
   }
 
   private beat(): Promise<void> {
     const now = this.$.now();
-    return this.$.store
+    return this.$.store.instances
       .keepAlive(now, now + this.$.ttlMs)
       .then((failed) => {
         if (failed > 0)

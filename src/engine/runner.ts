@@ -3,7 +3,9 @@ import { messageOf } from "../lib/errors.ts";
 import { storableJson } from "../lib/json-text.ts";
 import type { LoadedFunction, LoadedRelease } from "../release/load.ts";
 import type { ActionContext, Principal } from "../sdk/index.ts";
-import type { ExecutionRow, ExecutionSettlement, Store } from "../store/types.ts";
+import type { ExecutionSettlement } from "../store/executions.ts";
+import type { ExecutionRow } from "../store/rows.ts";
+import type { Store } from "../store/store.ts";
 import type { ExecutionFeed } from "./execution-feed.ts";
 import { logLine, thrownLine } from "./log-line.ts";
 
@@ -107,7 +109,7 @@ export class Runner {
     let lastError: unknown;
     for (let attempt = 1; attempt <= SETTLE_ATTEMPTS; attempt++) {
       try {
-        const { writes: _, ...stored } = await this.$.store.settleExecution(row.id, settlement);
+        const { writes: _, ...stored } = await this.$.store.executions.settle(row.id, settlement);
         return { ...row, ...stored };
       } catch (error) {
         lastError = error;

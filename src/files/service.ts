@@ -1,6 +1,7 @@
 import { PublicError } from "../lib/errors.ts";
 import type { FileHandle, Principal } from "../sdk/index.ts";
-import type { FileRow, Store } from "../store/types.ts";
+import type { FileRow, NewFileRow } from "../store/rows.ts";
+import type { Store } from "../store/store.ts";
 import { checkPath } from "./paths.ts";
 import { type SignedGrant, signGrant, verifyGrant } from "./signing.ts";
 import { metered, type Storage } from "./storage.ts";
@@ -110,7 +111,7 @@ export class FileService {
     const reading = metered(object.body, Number.POSITIVE_INFINITY);
     for await (const _ of reading.chunks());
     const learned = { ...row, ...reading.stored(), updatedAt: this.now() };
-    await this.$.store.putFile(learned);
+    await this.$.store.files.put(learned);
     return learned;
   }
 
@@ -118,7 +119,7 @@ export class FileService {
     const checked = checkPath(path);
     if (!(await this.owned(principal, checked, false))) throw new FileNotFound();
     await this.$.storage.delete(checked);
-    await this.$.store.deleteFile(checked);
+    await this.$.store.files.delete(checked);
   }
 
   /**
@@ -149,7 +150,7 @@ export class FileService {
         field,
         filename,
       };
-      await this.$.store.putFile(row);
+      await this.$.store.files.put(row);
       handles[field] = this.handle(principal, row);
     }
     return handles;
@@ -157,7 +158,7 @@ export class FileService {
 
   async uploadsOf(executionIds: string[]): Promise<Map<string, Upload[]>> {
     const byExecution = new Map<string, Upload[]>();
-    for (const stored of await this.$.store.uploadsOf(executionIds)) {
+    for (const stored of await this.$.store.files.uploadsOf(executionIds)) {
       const row = await this.known(stored);
       if (!row) continue;
       const list = byExecution.get(row.executionId ?? "") ?? [];
@@ -195,7 +196,7 @@ export class FileService {
   async signedUpload(token: string, contentType: string | null, body: ReadableStream<Uint8Array>): Promise<FileView> {
     const grant = this.grant(token, "PUT");
     if (grant.ct && contentType !== grant.ct) throw new SignedContentTypeMismatch(grant.ct);
-    const existing = await this.$.store.getFile(grant.p);
+    const existing = await this.$.store.files.get(grant.p);
     if (!existing) throw new FileNotFound();
     const stored = await this.$.storage.put(grant.p, body, { contentType: grant.ct ?? "", maxBytes: this.$.maxBytes });
     const owner = { kind: existing.ownerKind, id: existing.ownerId };
@@ -205,7 +206,7 @@ export class FileService {
   /** GET of a signed download URL. */
   async signedDownload(token: string) {
     const grant = this.grant(token, "GET");
-    const [row, object] = await Promise.all([this.$.store.getFile(grant.p), this.$.storage.get(grant.p)]);
+    const [row, object] = await Promise.all([this.$.store.files.get(grant.p), this.$.storage.get(grant.p)]);
     if (!row || !object) throw new FileNotFound();
     return { ...object, contentType: row.contentType };
   }
@@ -216,7 +217,7 @@ export class FileService {
 
   /** The row at `path` if the caller may use it; null when there is none; FileNotFound when it is someone else's. */
   private async owned(principal: Principal, path: string, allowMissing: boolean): Promise<FileRow | null> {
-    const row = await this.$.store.getFile(path);
+    const row = await this.$.store.files.get(path);
     if (!row) {
       if (allowMissing) return null;
       throw new FileNotFound();
@@ -235,7 +236,7 @@ export class FileService {
     owner: Principal,
   ): Promise<FileView> {
     const now = this.now();
-    const row: FileRow = {
+    const row: NewFileRow = {
       path,
       contentType,
       size: stored.size,
@@ -245,7 +246,7 @@ export class FileService {
       createdAt: existing?.createdAt ?? now,
       updatedAt: now,
     };
-    await this.$.store.putFile(row);
+    await this.$.store.files.put(row);
     return toFileView(row);
   }
 }
@@ -291,7 +292,7 @@ function safeFilename(name: string): string {
   return cleaned === "" || cleaned === "." || cleaned === ".." ? "file" : cleaned;
 }
 
-export const toFileView = (row: FileRow): FileView => ({
+export const toFileView = (row: NewFileRow): FileView => ({
   path: row.path,
   contentType: row.contentType,
   size: row.size,

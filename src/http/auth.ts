@@ -4,9 +4,10 @@ import { HttpError } from "./errors.ts";
 
 export const resourceMetadataUrl = (publicUrl: string) => `${publicUrl}/.well-known/oauth-protected-resource/mcp`;
 
-export const unauthorized = (publicUrl: string) =>
+/** 401, pointing at the resource metadata; `invalid_token` when a bearer token was sent and refused (RFC 6750 §3.1). */
+export const unauthorized = (publicUrl: string, refused: "missing" | "invalid_token" = "missing") =>
   new HttpError("unauthorized", "a valid bearer credential is required (Authorization: Bearer <token>)", {
-    "www-authenticate": `Bearer resource_metadata="${resourceMetadataUrl(publicUrl)}"`,
+    "www-authenticate": `Bearer resource_metadata="${resourceMetadataUrl(publicUrl)}"${refused === "invalid_token" ? ', error="invalid_token"' : ""}`,
   });
 
 /**
@@ -17,7 +18,7 @@ export const unauthorized = (publicUrl: string) =>
  */
 export const authenticated = (auth: Authenticator, publicUrl: () => string) =>
   new Elysia().derive({ as: "scoped" }, async ({ request }) => {
-    const principal = await auth.authenticate(request.headers.get("authorization"));
-    if (!principal) throw unauthorized(publicUrl());
-    return { principal };
+    const authentication = await auth.authenticate(request.headers.get("authorization"));
+    if ("refused" in authentication) throw unauthorized(publicUrl(), authentication.refused);
+    return { principal: authentication.principal };
   });

@@ -1,11 +1,17 @@
 import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import { executionNotFound } from "../engine/errors.ts";
-import { type ExecutionView, toExecutionSummary, toExecutionView } from "../engine/executions.ts";
+import {
+  EXECUTION_STATUSES,
+  type Execution,
+  type ExecutionStatus,
+  type ExecutionView,
+  toExecutionSummary,
+  toExecutionView,
+} from "../engine/executions.ts";
 import type { FileService } from "../files/service.ts";
 import { PublicError } from "../lib/errors.ts";
 import { uuidOrNull } from "../lib/ids.ts";
-import { EXECUTION_STATUSES, type ExecutionRow, type ExecutionStatus } from "../store/types.ts";
 import { authenticated } from "./auth.ts";
 import { executionUrl, type HttpDeps } from "./deps.ts";
 import { holdingConnection } from "./long-wait.ts";
@@ -32,14 +38,14 @@ function uuidOrNotFound(value: string): string {
 
 export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
   /** Views of executions with their uploads, looked up in one query for the lot. */
-  const views = async <R extends ExecutionRow>(rows: R[], toView: (row: R, uploads?: unknown[]) => ExecutionView) => {
+  const views = async <R extends Execution>(rows: R[], toView: (row: R, uploads?: unknown[]) => ExecutionView) => {
     const uploads = await deps.files.uploadsOf(rows.map((r) => r.id));
     return rows.map((row) => ({
       ...toView(row, uploads.get(row.id)),
       statusUrl: executionUrl(deps.publicUrl(), row.id),
     }));
   };
-  const view = async (row: ExecutionRow) => (await views([row], toExecutionView))[0];
+  const view = async (row: Execution) => (await views([row], toExecutionView))[0];
   return new Elysia({ name: "executions" })
     .use(authenticated(deps.auth, deps.publicUrl))
     .get(

@@ -36,8 +36,10 @@ export const mcpRoutes = (options: McpRouteOptions) =>
   new Elysia({ name: "mcp" }).post("/mcp", async ({ request, server }) => {
     const refused = refuseForeignCaller(request, options);
     if (refused) return refused;
-    const principal = (await options.auth.authenticate(request.headers.get("authorization"))) ?? options.anonymous;
-    if (!principal) throw unauthorized(options.publicUrl());
+    const authentication = await options.auth.authenticate(request.headers.get("authorization"));
+    const principal = "principal" in authentication ? authentication.principal : options.anonymous;
+    if (!principal)
+      throw unauthorized(options.publicUrl(), "refused" in authentication ? authentication.refused : "missing");
 
     let message: unknown;
     try {

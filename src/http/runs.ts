@@ -1,9 +1,8 @@
 import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import { runNotFound } from "../engine/errors.ts";
-import { toRunListItem, toRunView } from "../engine/workflows/view.ts";
+import { RUN_STATUSES, type RunStatus, toRunListItem, toRunView } from "../engine/workflows/view.ts";
 import { uuidOrNull } from "../lib/ids.ts";
-import { RUN_STATUSES, type RunStatus } from "../store/types.ts";
 import { authenticated } from "./auth.ts";
 import { type HttpDeps, runUrl } from "./deps.ts";
 import { DEFAULT_PAGE, decodeCursor, encodeCursor, pageParams } from "./paging.ts";

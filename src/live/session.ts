@@ -3,13 +3,13 @@ import type { LiveLimits } from "../config.ts";
 import type { DataService } from "../data/service.ts";
 import type { Engine } from "../engine/engine.ts";
 import type { ExecutionEvent } from "../engine/execution-feed.ts";
+import { type Execution, isTerminal } from "../engine/executions.ts";
 import { canonicalJson } from "../lib/canonical-json.ts";
 import { publicErrorOf } from "../lib/database-errors.ts";
 import { type ErrorCode, PublicError } from "../lib/errors.ts";
 import { nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
-import { type ExecutionRow, isTerminal } from "../store/types.ts";
 
 /** The socket as the hub sees it; http/session.ts adapts Elysia's. */
 export interface LiveSocket {
@@ -63,7 +63,7 @@ interface Session {
 type Message = Record<string, unknown> & { op?: unknown };
 
 /** A status as `stream-append` shows it: `done` once ended, with the error code then. */
-const streamStatus = (execution: ExecutionRow) => {
+const streamStatus = (execution: Execution) => {
   const done = isTerminal(execution.status);
   return { status: execution.status, done, ...(done ? { errorCode: execution.errorCode } : {}) };
 };

@@ -3,7 +3,7 @@ import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { canonicalJson, sha256Hex } from "../lib/canonical-json.ts";
 import { type AccessRule, FILE_FIELD } from "../sdk/index.ts";
-import type { ActionKind } from "../store/types.ts";
+import type { ActionKind } from "../store/statuses.ts";
 
 /** Who may run an action, as its contract shows it: a rule function shows as `"rule"`. */
 export type AccessKind = "authenticated" | "service" | "rule";

@@ -1,6 +1,7 @@
 import type { SchemaManifest } from "../data/schema.ts";
 import { DataService } from "../data/service.ts";
-import type { ActiveRelease, Store } from "../store/types.ts";
+import type { ActiveRelease } from "../store/releases.ts";
+import type { Store } from "../store/store.ts";
 import { buildBundle } from "./build.ts";
 import { ReleaseError } from "./errors.ts";
 import { asRelease, type LoadedRelease, loadBundle, type ReleaseManifest } from "./load.ts";
@@ -62,7 +63,7 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
   }
 
   let version = base;
-  let existing = await store.getRelease(version);
+  let existing = await store.releases.get(version);
   if (existing && existing.bundleHash !== bundle.hash) {
     if (options.whenTaken === "refuse") {
       throw new ReleaseError(
@@ -70,12 +71,12 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
       );
     }
     version = `${base}+${bundle.hash.slice(0, 8)}`;
-    existing = await store.getRelease(version);
+    existing = await store.releases.get(version);
   }
 
   const release = asRelease(bundle, version);
-  const active = await store.getActive();
-  const previous = active.version ? await store.getRelease(active.version) : null;
+  const active = await store.releases.active();
+  const previous = active.version ? await store.releases.get(active.version) : null;
   if (!existing) {
     const data = new DataService(store);
     if (!options.force)
@@ -83,7 +84,7 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
     // Indexes first: a unique index that existing rows break refuses the release before it is stored.
     await store.dataDdl(data.indexStatements(release));
     try {
-      await store.insertRelease({
+      await store.releases.insert({
         version,
         bundleHash: bundle.hash,
         manifest: release.manifest,
@@ -92,14 +93,14 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
       });
     } catch (error) {
       // Another publisher stored the same version first; fine if it is the same content.
-      const raced = await store.getRelease(version);
+      const raced = await store.releases.get(version);
       if (raced?.bundleHash !== bundle.hash) throw error;
     }
   }
   const activated =
     active.version === version ||
     (options.shouldActivate?.(active, { base, version, stored: existing !== null }) ?? true);
-  if (activated && active.version !== version) await store.activate(version, now());
+  if (activated && active.version !== version) await store.releases.activate(version, now());
   return {
     version,
     base,

@@ -1,4 +1,4 @@
-import type { Store } from "../store/types.ts";
+import type { Store } from "../store/store.ts";
 import { asRelease, type LoadedRelease, loadBundle } from "./load.ts";
 
 /**
@@ -49,7 +49,7 @@ export class ReleaseRegistry {
   async version(version: string): Promise<LoadedRelease> {
     const loaded = this.loaded.get(version);
     if (loaded) return loaded;
-    const row = await this.store.getRelease(version);
+    const row = await this.store.releases.get(version);
     if (!row) throw new Error(`release ${version} is not stored`);
     const release = asRelease(await loadBundle({ code: row.bundle, hash: row.bundleHash }, this.bundlesDir), version);
     this.loaded.set(version, release);
@@ -57,7 +57,7 @@ export class ReleaseRegistry {
   }
 
   private async load(): Promise<void> {
-    const { version, revision } = await this.store.getActive();
+    const { version, revision } = await this.store.releases.active();
     if (revision === this.revision) return;
     if (!version) {
       this.revision = revision;

@@ -47,6 +47,8 @@ export function FileInput(limits: { maxBytes?: number; contentTypes?: string[] }
 export interface Principal {
   kind: "user" | "service";
   id: string;
+  /** The verified claims of the caller's token when it is a JWT of AUTH_ISSUER (a role, a tenant, …). */
+  claims?: Readonly<Record<string, unknown>>;
 }
 
 /** Reads and writes of the release's entities. Writes commit together with the execution's final status. */

@@ -1,4 +1,4 @@
-import type { ExecutionSettlement } from "./types.ts";
+import type { ExecutionSettlement } from "./executions.ts";
 
 /** A write that must change a row changed none (its entity was deleted meanwhile). */
 export class WriteFailed extends Error {

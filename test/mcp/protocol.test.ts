@@ -98,7 +98,7 @@ describe("MCP over raw HTTP", () => {
     for (const token of [null, "wrong"]) {
       const res = await post({ jsonrpc: "2.0", id: 1, method: "tools/list" }, {}, token);
       expect(res.status).toBe(401);
-      expect(res.headers.get("www-authenticate")).toBe(metadata);
+      expect(res.headers.get("www-authenticate")).toBe(token ? `${metadata}, error="invalid_token"` : metadata);
       expect(await res.json()).toMatchObject({ ok: false, error: "unauthorized" });
     }
     const viaQuery = await fetch(`${t.url}/mcp?access_token=${t.serviceKey}`, {

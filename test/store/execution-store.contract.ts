@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import type { ExecutionFilter, ExecutionSettlement, Store } from "../../src/store/types.ts";
+import type { ExecutionFilter, ExecutionSettlement } from "../../src/store/executions.ts";
+import type { Store } from "../../src/store/store.ts";
 import { row } from "../support/rows.ts";
 import { at, dataWrites, type OpenStores, storesPerTest } from "./fixture.ts";
 
@@ -30,25 +31,25 @@ export function executionStoreContract(open: OpenStores) {
     ({ store, peer } = opened);
   });
 
-  describe("claimExecution", () => {
+  describe("executions.claim", () => {
     test("a (principal, requestId) is claimed once: a second claim answers the stored row, created false", async () => {
       const first = row({ createdAt: at(0), startedAt: at(0) });
-      expect(await store.claimExecution(first)).toEqual({ row: first, created: true });
-      const again = await peer.claimExecution(row({ requestId: first.requestId, input: { other: true } }));
+      expect(await store.executions.claim(first)).toEqual({ row: first, created: true });
+      const again = await peer.executions.claim(row({ requestId: first.requestId, input: { other: true } }));
       expect(again).toEqual({ row: first, created: false });
-      const otherCaller = await store.claimExecution(row({ requestId: first.requestId, principalId: "bob" }));
+      const otherCaller = await store.executions.claim(row({ requestId: first.requestId, principalId: "bob" }));
       expect(otherCaller.created).toBe(true);
-      expect(await store.getExecution(first.id)).toEqual(first);
+      expect(await store.executions.get(first.id)).toEqual(first);
     });
 
     test("concurrent claims of one key on every instance: one is created, all name the same execution", async () => {
       const requestId = crypto.randomUUID();
       const claims = await Promise.all(
-        Array.from({ length: 30 }, (_, i) => (i % 2 ? peer : store).claimExecution(row({ requestId }))),
+        Array.from({ length: 30 }, (_, i) => (i % 2 ? peer : store).executions.claim(row({ requestId }))),
       );
       expect(claims.filter((c) => c.created)).toHaveLength(1);
       expect(new Set(claims.map((c) => c.row.id)).size).toBe(1);
-      expect(await peer.findExecutionByRequest({ kind: "user", id: "alice" }, requestId)).toMatchObject({
+      expect(await peer.executions.findByRequest({ kind: "user", id: "alice" }, requestId)).toMatchObject({
         id: claims[0]?.row.id,
       });
     });
@@ -57,22 +58,22 @@ export function executionStoreContract(open: OpenStores) {
   describe("reading", () => {
     test("finds an execution by id and by its caller's key; unknown ones answer null", async () => {
       const first = row();
-      await store.claimExecution(first);
+      await store.executions.claim(first);
       // toMatchObject: PostgreSQL's answer also names the instance running it (the execution writer's column).
-      expect(await store.findExecutionByRequest({ kind: "user", id: "alice" }, first.requestId)).toMatchObject(first);
-      expect(await store.findExecutionByRequest({ kind: "user", id: "carol" }, first.requestId)).toBeNull();
-      expect(await store.findExecutionByRequest({ kind: "service", id: "alice" }, first.requestId)).toBeNull();
-      expect(await store.getExecution(Bun.randomUUIDv7())).toBeNull();
+      expect(await store.executions.findByRequest({ kind: "user", id: "alice" }, first.requestId)).toMatchObject(first);
+      expect(await store.executions.findByRequest({ kind: "user", id: "carol" }, first.requestId)).toBeNull();
+      expect(await store.executions.findByRequest({ kind: "service", id: "alice" }, first.requestId)).toBeNull();
+      expect(await store.executions.get(Bun.randomUUIDv7())).toBeNull();
     });
 
     test("lists settled executions newest first, filtered by caller, action and status, paged by id", async () => {
       const [alices, other, bobs, last] = [row(), row({ action: "test.other" }), row({ principalId: "bob" }), row()];
       const ids = [alices.id, other.id, bobs.id, last.id];
-      for (const r of [alices, other, bobs, last]) await store.claimExecution(r);
+      for (const r of [alices, other, bobs, last]) await store.executions.claim(r);
       // Settled, so listed on every dialect: SQLite commits a claim with the next group commit (sqlite/execution-writer.ts).
-      await Promise.all(ids.map((id) => store.settleExecution(id, id === last.id ? canceled : succeeded(null))));
+      await Promise.all(ids.map((id) => store.executions.settle(id, id === last.id ? canceled : succeeded(null))));
       const listed = async (filter: Partial<ExecutionFilter>) =>
-        (await store.listExecutions({ limit: 10, maxValueBytes: 4096, ...filter })).map((r) => r.id);
+        (await store.executions.list({ limit: 10, maxValueBytes: 4096, ...filter })).map((r) => r.id);
       expect(await listed({})).toEqual([...ids].reverse());
       expect(await listed({ principal: { kind: "user", id: "bob" } })).toEqual([bobs.id]);
       expect(await listed({ action: "test.other" })).toEqual([other.id]);
@@ -81,37 +82,37 @@ export function executionStoreContract(open: OpenStores) {
     });
   });
 
-  describe("listExecutions bounds", () => {
+  describe("executions.list bounds", () => {
     test("values over maxValueBytes stay in the database: null in the row, their stored size beside", async () => {
       const big = "x".repeat(5_000);
       const large = row({ input: { text: big } });
       const small = row({ input: { text: "s" } });
-      for (const r of [large, small]) await store.claimExecution(r);
-      await store.settleExecution(large.id, {
+      for (const r of [large, small]) await store.executions.claim(r);
+      await store.executions.settle(large.id, {
         status: "failed",
         output: null,
         errorCode: "action_failed",
         errorMessage: big,
         finishedAt: at(1),
       });
-      await store.settleExecution(small.id, succeeded({ text: "s" }));
-      const rows = await store.listExecutions({ limit: 10, maxValueBytes: 4096 });
+      await store.executions.settle(small.id, succeeded({ text: "s" }));
+      const rows = await store.executions.list({ limit: 10, maxValueBytes: 4096 });
       const byId = new Map(rows.map((r) => [r.id, r]));
       expect(byId.get(large.id)).toMatchObject({ input: null, errorMessage: null, outputBytes: 0 });
       expect(byId.get(large.id)?.inputBytes).toBeGreaterThan(5_000);
       expect(byId.get(large.id)?.errorMessageBytes).toBe(5_000);
       expect(byId.get(small.id)).toMatchObject({ input: { text: "s" }, output: { text: "s" }, errorMessageBytes: 0 });
-      expect((await store.getExecution(large.id))?.input).toEqual({ text: big });
+      expect((await store.executions.get(large.id))?.input).toEqual({ text: big });
     });
   });
 
-  describe("settleExecution", () => {
+  describe("executions.settle", () => {
     test("stores the final status; many settles issued together each land once", async () => {
       const rows = Array.from({ length: 20 }, () => row());
-      await Promise.all(rows.map((r) => store.claimExecution(r)));
+      await Promise.all(rows.map((r) => store.executions.claim(r)));
       await Promise.all(
         rows.map((r, i) =>
-          store.settleExecution(
+          store.executions.settle(
             r.id,
             i % 2
               ? {
@@ -125,9 +126,9 @@ export function executionStoreContract(open: OpenStores) {
           ),
         ),
       );
-      const stored = await store.listExecutions({ limit: 100, maxValueBytes: 4096 });
+      const stored = await store.executions.list({ limit: 100, maxValueBytes: 4096 });
       expect(stored.filter((e) => e.status === "failed")).toHaveLength(10);
-      expect(await store.getExecution(rows[4]?.id as string)).toMatchObject({
+      expect(await store.executions.get(rows[4]?.id as string)).toMatchObject({
         status: "succeeded",
         output: { i: 4 },
         finishedAt: at(4),
@@ -136,36 +137,36 @@ export function executionStoreContract(open: OpenStores) {
 
     test("the data writes commit with the status", async () => {
       const execution = row();
-      await store.claimExecution(execution);
+      await store.executions.claim(execution);
       const data = dataWrites(store);
-      const settled = await store.settleExecution(execution.id, {
+      const settled = await store.executions.settle(execution.id, {
         ...succeeded({ ok: true }),
         writes: [data.insertLabel("kept")],
       });
       expect(settled).toEqual(succeeded({ ok: true }));
-      expect(await store.getExecution(execution.id)).toMatchObject({ status: "succeeded", output: { ok: true } });
+      expect(await store.executions.get(execution.id)).toMatchObject({ status: "succeeded", output: { ok: true } });
       expect(await data.labels()).toEqual(["kept"]);
     });
 
     test("writes the data refuses are all dropped, and the execution is stored failed with the reason", async () => {
       const data = dataWrites(store);
       const gone = row();
-      await store.claimExecution(gone);
-      const settled = await store.settleExecution(gone.id, {
+      await store.executions.claim(gone);
+      const settled = await store.executions.settle(gone.id, {
         ...succeeded({ ok: true }),
         writes: [data.insertLabel("half"), data.renameMissing()],
       });
       const failed = { status: "failed", output: null, errorCode: "action_failed", finishedAt: at(10) };
       expect(settled).toMatchObject({ ...failed, errorMessage: "the row is gone" });
-      expect(await store.getExecution(gone.id)).toMatchObject({ ...failed, errorMessage: "the row is gone" });
+      expect(await store.executions.get(gone.id)).toMatchObject({ ...failed, errorMessage: "the row is gone" });
 
       const duplicate = row();
-      await store.claimExecution(duplicate);
-      await store.settleExecution(duplicate.id, {
+      await store.executions.claim(duplicate);
+      await store.executions.settle(duplicate.id, {
         ...succeeded(null),
         writes: [data.insertLabel("twice"), data.insertLabel("twice")],
       });
-      expect(await store.getExecution(duplicate.id)).toMatchObject({
+      expect(await store.executions.get(duplicate.id)).toMatchObject({
         ...failed,
         errorMessage: expect.stringContaining("the writes could not be stored"),
       });
@@ -173,7 +174,7 @@ export function executionStoreContract(open: OpenStores) {
     });
 
     test("settling an execution that was never stored fails loudly", async () => {
-      await expect(store.settleExecution(Bun.randomUUIDv7(), succeeded({}))).rejects.toThrow();
+      await expect(store.executions.settle(Bun.randomUUIDv7(), succeeded({}))).rejects.toThrow();
     });
   });
 }

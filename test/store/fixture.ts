@@ -1,7 +1,9 @@
 import { afterEach, beforeEach } from "bun:test";
 import { postgresDialect, sqliteDialect } from "../../src/data/sql-dialect.ts";
 import { newRun } from "../../src/engine/workflows/new-run.ts";
-import type { ExecutionRow, RunRow, StepRow, Store, WriteStatement } from "../../src/store/types.ts";
+import type { WriteStatement } from "../../src/store/executions.ts";
+import type { ExecutionRow, RunRow, StepRow } from "../../src/store/rows.ts";
+import type { Store } from "../../src/store/store.ts";
 
 /**
  * What a contract suite runs on: a store on a fresh database, and a peer for what another instance on the
@@ -37,11 +39,12 @@ export function runRows(
     principalId?: string;
     lease?: { owner: string; until: number };
     input?: unknown;
+    claims?: Record<string, unknown>;
   } = {},
 ): { execution: ExecutionRow; run: RunRow } {
   const { now = T0, requestId = crypto.randomUUID(), principalId = "alice", lease = null } = options;
   return newRun({
-    principal: { kind: "user", id: principalId },
+    principal: { kind: "user", id: principalId, ...(options.claims ? { claims: options.claims } : {}) },
     requestId,
     input: options.input ?? { order: crypto.randomUUID(), lines: [1, 2] },
     contract: { name: "orders.fulfil", contractHash: "c".repeat(64) },

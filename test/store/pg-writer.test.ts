@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import postgres from "postgres";
+import type { ExecutionSettlement } from "../../src/store/executions.ts";
 import { openStore } from "../../src/store/open.ts";
-import type { ExecutionRow, ExecutionSettlement, Store } from "../../src/store/types.ts";
+import type { ExecutionRow } from "../../src/store/rows.ts";
+import type { Store } from "../../src/store/store.ts";
 import { dialects, type TestDatabase } from "../support/databases.ts";
 import { row } from "../support/rows.ts";
 
@@ -32,7 +34,7 @@ describe.skipIf(!pg)("PostgreSQL execution writer", () => {
 
   test("50 concurrent claims of one key: one is created, all name the same execution", async () => {
     const requestId = crypto.randomUUID();
-    const claims = await Promise.all(Array.from({ length: 50 }, () => store.claimExecution(row({ requestId }))));
+    const claims = await Promise.all(Array.from({ length: 50 }, () => store.executions.claim(row({ requestId }))));
     expect(claims.filter((c) => c.created).length).toBe(1);
     expect(new Set(claims.map((c) => c.row.id)).size).toBe(1);
     const stored = await sql`select count(*)::int as rows from executions where request_id = ${requestId}`;
@@ -44,7 +46,7 @@ describe.skipIf(!pg)("PostgreSQL execution writer", () => {
     try {
       const requestId = crypto.randomUUID();
       const claims = await Promise.all(
-        Array.from({ length: 40 }, (_, i) => (i % 2 ? other : store).claimExecution(row({ requestId }))),
+        Array.from({ length: 40 }, (_, i) => (i % 2 ? other : store).executions.claim(row({ requestId }))),
       );
       expect(claims.filter((c) => c.created).length).toBe(1);
       expect(new Set(claims.map((c) => c.row.id)).size).toBe(1);
@@ -55,17 +57,17 @@ describe.skipIf(!pg)("PostgreSQL execution writer", () => {
 
   test("a claim of a key committed earlier gets the stored row, typed as drizzle reads it", async () => {
     const first = row({ input: { b: 1, a: [true, null, "x"] } });
-    await store.claimExecution(first);
-    await store.settleExecution(first.id, succeeded({ sum: 3 }));
-    const again = await store.claimExecution(row({ requestId: first.requestId }));
+    await store.executions.claim(first);
+    await store.executions.settle(first.id, succeeded({ sum: 3 }));
+    const again = await store.executions.claim(row({ requestId: first.requestId }));
     expect(again.created).toBe(false);
     expect(again.row).toEqual({ ...first, status: "succeeded", output: { sum: 3 }, finishedAt: expect.any(Number) });
-    expect(again.row).toEqual((await store.getExecution(first.id)) as ExecutionRow);
+    expect(again.row).toEqual((await store.executions.get(first.id)) as ExecutionRow);
   });
 
   test("claims of different keys issued together are all created, in one statement's commit", async () => {
     const rows = Array.from({ length: 30 }, () => row({ principalId: "many" }));
-    const claims = await Promise.all(rows.map((r) => store.claimExecution(r)));
+    const claims = await Promise.all(rows.map((r) => store.executions.claim(r)));
     expect(claims.map((c) => [c.created, c.row.id])).toEqual(rows.map((r) => [true, r.id]));
     // Rows written by one statement (its own transaction) share their xmin.
     const [stored] = await sql`select count(*)::int as rows, count(distinct xmin::text)::int as commits
@@ -76,7 +78,7 @@ describe.skipIf(!pg)("PostgreSQL execution writer", () => {
   test("a queue too large for one statement goes out in several, and every claim lands", async () => {
     const blob = "x".repeat(2_500_000);
     const rows = Array.from({ length: 3 }, () => row({ principalId: "large", input: { blob } }));
-    const claims = await Promise.all(rows.map((r) => store.claimExecution(r)));
+    const claims = await Promise.all(rows.map((r) => store.executions.claim(r)));
     expect(claims.every((c) => c.created)).toBe(true);
     const stored = await sql`select count(*)::int as rows, count(distinct xmin::text)::int as commits,
       min(length(input ->> 'blob'))::int as shortest from executions where principal_id = 'large'`;
@@ -85,29 +87,29 @@ describe.skipIf(!pg)("PostgreSQL execution writer", () => {
 
   test("a bad row fails only its own claim, not the others queued with it", async () => {
     const taken = row();
-    await store.claimExecution(taken);
+    await store.executions.claim(taken);
     const good = Array.from({ length: 5 }, () => row({ principalId: "neighbour" }));
     const clash = row({ id: taken.id, principalId: "neighbour" });
-    const results = await Promise.allSettled([...good, clash].map((r) => store.claimExecution(r)));
+    const results = await Promise.allSettled([...good, clash].map((r) => store.executions.claim(r)));
     expect(results.slice(0, 5).map((r) => r.status === "fulfilled" && r.value.created)).toEqual(Array(5).fill(true));
     expect(results[5]).toMatchObject({ status: "rejected", reason: expect.objectContaining({ code: "23505" }) });
-    expect(await store.getExecution(taken.id)).toMatchObject({ principalId: "alice" });
+    expect(await store.executions.get(taken.id)).toMatchObject({ principalId: "alice" });
   });
 
   test("settles issued together land, and one of an unknown id fails alone", async () => {
     const rows = Array.from({ length: 10 }, () => row());
-    await Promise.all(rows.map((r) => store.claimExecution(r)));
+    await Promise.all(rows.map((r) => store.executions.claim(r)));
     const unknown = Bun.randomUUIDv7();
     const results = await Promise.allSettled([
-      ...rows.map((r, i) => store.settleExecution(r.id, succeeded({ i }))),
-      store.settleExecution(unknown, succeeded({})),
+      ...rows.map((r, i) => store.executions.settle(r.id, succeeded({ i }))),
+      store.executions.settle(unknown, succeeded({})),
     ]);
     expect(results.slice(0, 10).every((r) => r.status === "fulfilled")).toBe(true);
     expect(results[10]).toMatchObject({
       status: "rejected",
       reason: expect.objectContaining({ message: `execution ${unknown} is not stored` }),
     });
-    expect(await store.getExecution(rows[3]?.id ?? "")).toMatchObject({ status: "succeeded", output: { i: 3 } });
+    expect(await store.executions.get(rows[3]?.id ?? "")).toMatchObject({ status: "succeeded", output: { i: 3 } });
     const commits = await sql`select count(distinct xmin::text)::int as commits from executions
       where id in ${sql(rows.map((r) => r.id))}`;
     expect([...commits]).toEqual([{ commits: 1 }]);
@@ -115,18 +117,18 @@ describe.skipIf(!pg)("PostgreSQL execution writer", () => {
 
   test("two settles of one id in one turn are applied in order", async () => {
     const r = row();
-    await store.claimExecution(r);
+    await store.executions.claim(r);
     await Promise.all([
-      store.settleExecution(r.id, succeeded({ n: 1 })),
-      store.settleExecution(r.id, succeeded({ n: 2 })),
+      store.executions.settle(r.id, succeeded({ n: 1 })),
+      store.executions.settle(r.id, succeeded({ n: 2 })),
     ]);
-    expect(await store.getExecution(r.id)).toMatchObject({ output: { n: 2 } });
+    expect(await store.executions.get(r.id)).toMatchObject({ output: { n: 2 } });
   });
 
   test("input and output are stored as jsonb objects, not as JSON text", async () => {
     const r = row({ input: { text: 'quoted "and" \\ escaped', n: 1.5 } });
-    await store.claimExecution(r);
-    await store.settleExecution(r.id, succeeded({ ok: true }));
+    await store.executions.claim(r);
+    await store.executions.settle(r.id, succeeded({ ok: true }));
     const [stored] =
       await sql`select jsonb_typeof(input) as input, jsonb_typeof(output) as output, input ->> 'text' as text
       from executions where id = ${r.id}`;
@@ -135,8 +137,8 @@ describe.skipIf(!pg)("PostgreSQL execution writer", () => {
 
   test("a failed execution keeps a null output (SQL NULL, not JSON null)", async () => {
     const r = row();
-    await store.claimExecution(r);
-    await store.settleExecution(r.id, {
+    await store.executions.claim(r);
+    await store.executions.settle(r.id, {
       status: "failed",
       output: null,
       errorCode: "action_failed",
@@ -145,16 +147,16 @@ describe.skipIf(!pg)("PostgreSQL execution writer", () => {
     });
     const [stored] = await sql`select output is null as missing from executions where id = ${r.id}`;
     expect(stored).toEqual({ missing: true });
-    expect(await store.getExecution(r.id)).toMatchObject({ output: null, errorMessage: "boom" });
+    expect(await store.executions.get(r.id)).toMatchObject({ output: null, errorMessage: "boom" });
   });
 
   test("close waits for queued writes", async () => {
     const other = await openStore(database.url);
     const r = row();
-    await other.claimExecution(r);
-    const settling = other.settleExecution(r.id, succeeded({ late: true }));
+    await other.executions.claim(r);
+    const settling = other.executions.settle(r.id, succeeded({ late: true }));
     await other.close();
     await settling;
-    expect(await store.getExecution(r.id)).toMatchObject({ output: { late: true } });
+    expect(await store.executions.get(r.id)).toMatchObject({ output: { late: true } });
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { type RunFilter, runCanceled, type Store } from "../../src/store/types.ts";
+import { type RunFilter, runCanceled } from "../../src/store/runs.ts";
+import type { Store } from "../../src/store/store.ts";
 import { at, dataWrites, type OpenStores, runRows, stepRow, storesPerTest, T0 } from "./fixture.ts";
 
 const LEASE = 10_000;
@@ -31,16 +32,29 @@ export function runStoreContract(open: OpenStores) {
       const first = runRows();
       expect(await store.runs.admit(first.execution, first.run)).toEqual({ execution: first.execution, created: true });
       expect(await store.runs.get(first.run.id)).toEqual(first.run);
-      expect(await store.getExecution(first.run.id)).toEqual(first.execution);
+      expect(await store.executions.get(first.run.id)).toEqual(first.execution);
 
       const replay = runRows({ requestId: first.execution.requestId });
       const again = await peer.runs.admit(replay.execution, replay.run);
       expect(again).toEqual({ execution: expect.objectContaining({ id: first.run.id }), created: false });
       expect(await store.runs.get(replay.run.id)).toBeNull();
-      expect(await store.getExecution(replay.run.id)).toBeNull();
+      expect(await store.executions.get(replay.run.id)).toBeNull();
 
       const otherCaller = runRows({ requestId: first.execution.requestId, principalId: "bob" });
       expect((await store.runs.admit(otherCaller.execution, otherCaller.run)).created).toBe(true);
+    });
+
+    test("a run keeps its caller's verified claims (none for a caller without them)", async () => {
+      const claimed = runRows({ claims: { role: "admin", groups: ["ops"] } });
+      const plain = runRows({ now: at(1) });
+      for (const { execution, run } of [claimed, plain]) await store.runs.admit(execution, run);
+      expect((await peer.runs.get(claimed.run.id))?.principalClaims).toEqual({ role: "admin", groups: ["ops"] });
+      expect((await peer.runs.get(plain.run.id))?.principalClaims).toBeNull();
+      // The earliest due first: the one with claims.
+      const [leased] = await peer.runs.claim("B", at(2), at(2 + LEASE), 1);
+      expect(leased?.principalClaims).toEqual({ role: "admin", groups: ["ops"] });
+      const listed = await store.runs.list({ limit: 10, maxValueBytes: 4096 });
+      expect(listed.find((r) => r.id === claimed.run.id)?.principalClaims).toEqual({ role: "admin", groups: ["ops"] });
     });
 
     test("a run admitted with a lease is held by that owner at once", async () => {
@@ -90,7 +104,7 @@ export function runStoreContract(open: OpenStores) {
       expect(claimed).toEqual([
         { ...due.run, status: "running", leaseOwner: "A", leaseExpiresAt: at(100 + LEASE), updatedAt: at(100) },
       ]);
-      expect(await store.getExecution(due.run.id)).toMatchObject({ status: "running", startedAt: at(100) });
+      expect(await store.executions.get(due.run.id)).toMatchObject({ status: "running", startedAt: at(100) });
       expect(await store.runs.get(later.run.id)).toMatchObject({ status: "queued", leaseOwner: null });
       expect((await store.runs.claim("A", at(5_000), at(5_000 + LEASE), 10)).map((r) => r.id)).toEqual([later.run.id]);
     });
@@ -284,7 +298,7 @@ export function runStoreContract(open: OpenStores) {
         finishedAt: at(9),
         updatedAt: at(9),
       });
-      expect(await store.getExecution(runId)).toMatchObject({
+      expect(await store.executions.get(runId)).toMatchObject({
         status: "succeeded",
         output: { shipped: true },
         finishedAt: at(9),
@@ -298,7 +312,7 @@ export function runStoreContract(open: OpenStores) {
       await peer.runs.claim("B", at(LEASE + 1), at(3 * LEASE), 10);
       expect(await store.runs.finish("A", runId, { ...done, finishedAt: at(LEASE + 2) })).toEqual({ leaseLost: true });
       expect(await store.runs.get(runId)).toMatchObject({ status: "running", leaseOwner: "B", finishedAt: null });
-      expect(await store.getExecution(runId)).toMatchObject({ status: "running", finishedAt: null });
+      expect(await store.executions.get(runId)).toMatchObject({ status: "running", finishedAt: null });
     });
   });
 
@@ -312,7 +326,7 @@ export function runStoreContract(open: OpenStores) {
         errorCode: "run_canceled",
         finishedAt: at(3),
       });
-      expect(await store.getExecution(queued.run.id)).toMatchObject({
+      expect(await store.executions.get(queued.run.id)).toMatchObject({
         status: "canceled",
         errorCode: "run_canceled",
         finishedAt: at(3),
@@ -333,9 +347,9 @@ export function runStoreContract(open: OpenStores) {
         cancelRequested: true,
         leaseOwner: "A",
       });
-      expect(await store.getExecution(runId)).toMatchObject({ status: "running" });
+      expect(await store.executions.get(runId)).toMatchObject({ status: "running" });
       expect(await store.runs.finish("A", runId, runCanceled(at(LEASE - 1)))).toEqual({ saved: true });
-      expect(await store.getExecution(runId)).toMatchObject({ status: "canceled", errorCode: "run_canceled" });
+      expect(await store.executions.get(runId)).toMatchObject({ status: "canceled", errorCode: "run_canceled" });
 
       const abandoned = await claimedRun("A");
       expect(await peer.runs.requestCancel(abandoned, at(LEASE + 1))).toMatchObject({ status: "canceled" });

@@ -1,4 +1,4 @@
-import type { ExecutionRow } from "../../src/store/types.ts";
+import type { ExecutionRow } from "../../src/store/rows.ts";
 
 /** A plausible execution row for store-level tests; override what the test is about. */
 export const row = (overrides: Partial<ExecutionRow> = {}): ExecutionRow => ({

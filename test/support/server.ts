@@ -6,7 +6,7 @@ import { type Config, loadConfig } from "../../src/config.ts";
 import { bundlesDir, type RunningServer, startServer } from "../../src/main.ts";
 import { publishRelease } from "../../src/release/publish.ts";
 import { openStore } from "../../src/store/open.ts";
-import type { Store } from "../../src/store/types.ts";
+import type { Store } from "../../src/store/store.ts";
 import type { Dialect, TestDatabase } from "./databases.ts";
 
 /** A Response whose JSON body tests inspect freely: its shape is what they assert. */

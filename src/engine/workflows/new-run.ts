@@ -1,6 +1,6 @@
 import type { ActionContract } from "../../release/contract.ts";
 import type { Principal } from "../../sdk/index.ts";
-import type { ExecutionRow, RunRow } from "../../store/types.ts";
+import type { ExecutionRow, RunRow } from "../../store/rows.ts";
 
 /**
  * The rows a workflow invocation admits: its execution and its run, one id for both. With a lease (a
@@ -43,6 +43,7 @@ export function newRun(request: {
       workflow: contract.name,
       releaseVersion,
       ...caller,
+      principalClaims: principal.claims ? { ...principal.claims } : null,
       input,
       status,
       ...ended,

@@ -4,16 +4,10 @@ import { messageOf } from "../../lib/errors.ts";
 import { storableJson } from "../../lib/json-text.ts";
 import type { LoadedRelease, LoadedWorkflow } from "../../release/load.ts";
 import type { DataContext, Principal, StepContext, StepOptions, WorkflowContext } from "../../sdk/index.ts";
-import {
-  type Fenced,
-  type RunRow,
-  type RunSettlement,
-  runCanceled,
-  type StepRow,
-  type StepSaved,
-  type Store,
-  type WriteStatement,
-} from "../../store/types.ts";
+import type { WriteStatement } from "../../store/executions.ts";
+import type { RunRow, StepRow } from "../../store/rows.ts";
+import { type Fenced, type RunSettlement, runCanceled, type StepSaved } from "../../store/runs.ts";
+import type { Store } from "../../store/store.ts";
 import type { ExecutionFeed } from "../execution-feed.ts";
 import { logLine, thrownLine } from "../log-line.ts";
 
@@ -85,7 +79,11 @@ export class RunExecution {
     private readonly $: RunDeps,
     private readonly fresh = false,
   ) {
-    this.principal = { kind: run.principalKind, id: run.principalId };
+    this.principal = {
+      kind: run.principalKind,
+      id: run.principalId,
+      ...(run.principalClaims ? { claims: run.principalClaims } : {}),
+    };
     if (run.cancelRequested) this.halted = "canceled";
   }
 

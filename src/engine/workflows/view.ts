@@ -1,5 +1,8 @@
-import type { RunListRow, RunRow, StepRow } from "../../store/types.ts";
+import type { RunRow, StepRow } from "../../store/rows.ts";
+import type { RunListRow } from "../../store/runs.ts";
 import { boundForList, jsonBytes, LIST_VALUE_BYTES, leaveOutLarge, textBytes } from "../executions.ts";
+
+export { RUN_STATUSES, type RunStatus } from "../../store/statuses.ts";
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 

@@ -1,4 +1,4 @@
-import type { ExecutionRow, RunRow } from "../../store/types.ts";
+import type { ExecutionRow, RunRow } from "../../store/rows.ts";
 import { type PassOutcome, type RunDeps, RunExecution } from "./run-execution.ts";
 
 export interface WorkerSettings {
@@ -154,8 +154,8 @@ export class WorkflowWorker {
     const publish = (execution: ExecutionRow) => this.$.feed.publish(run.id, { type: "status", execution });
     if (admitted) publish({ ...admitted, ...outcome.settlement });
     else
-      this.$.store
-        .getExecution(run.id)
+      this.$.store.executions
+        .get(run.id)
         .then((row) => row && publish(row))
         .catch(() => {});
   }

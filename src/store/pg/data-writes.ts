@@ -1,5 +1,5 @@
 import type { ParameterOrJSON, TransactionSql } from "postgres";
-import type { WriteStatement } from "../types.ts";
+import type { WriteStatement } from "../executions.ts";
 import { WriteFailed } from "../write-failure.ts";
 
 /** Runs an execution's (or a step's) data writes inside the transaction `tx`; throws on the first refused one. */

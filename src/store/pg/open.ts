@@ -1,11 +1,18 @@
+import { sql } from "drizzle-orm";
 import type { PgDialect } from "drizzle-orm/pg-core";
 import { drizzle } from "drizzle-orm/postgres-js";
-import postgres, { type Sql } from "postgres";
+import postgres, { type ParameterOrJSON } from "postgres";
+import { attrIds } from "../drizzle/attrs.ts";
+import type { Dialect } from "../drizzle/database.ts";
+import { DrizzleFileStore } from "../drizzle/files.ts";
+import { DrizzleReleaseStore } from "../drizzle/releases.ts";
+import { DrizzleTokenStore } from "../drizzle/tokens.ts";
+import { DrizzleUserStore } from "../drizzle/users.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
-import { INTERRUPTED, SqlStore } from "../sql-store.ts";
-import type { ExecutionRow, ExecutionSettlement } from "../types.ts";
-import { PgExecutionWriter } from "./execution-writer.ts";
-import { PgRunStore } from "./run-store.ts";
+import type { Store } from "../store.ts";
+import { PgExecutionStore } from "./executions.ts";
+import { PgInstanceStore } from "./instances.ts";
+import { PgRunStore } from "./runs.ts";
 import * as schema from "./schema.ts";
 
 const migrations = readMigrations("pg");
@@ -13,14 +20,62 @@ const migrations = readMigrations("pg");
 const MIGRATION_LOCK = 7_351_100_001;
 type MigrationSession = Parameters<PgDialect["migrate"]>[1];
 
-export async function openPostgresStore(url: string): Promise<SqlStore> {
+const DATA_CHANNEL = "actuate_data_changes";
+
+const dialect: Dialect = {
+  name: "postgres",
+  storedBytes: (column) => sql<number>`octet_length(${column}::text)`,
+};
+
+export async function openPostgresStore(url: string): Promise<Store> {
   await migrateUnderLock(url);
-  // Plan every execution of a named statement for its own parameters (see pg/execution-writer.ts).
+  // Plan every execution of a named statement for its own parameters (see pg/executions.ts).
   const connection = { plan_cache_mode: "force_custom_plan" };
   // connect_timeout: during an outage a request waits for a connection at most this long, then is a 503.
   // backoff: see reconnectDelay.
   const options = { max: 10, connect_timeout: 5, backoff: reconnectDelay, onnotice: () => {}, connection };
-  return new PostgresStore(postgres(url, options));
+  const client = postgres(url, options);
+  const db = drizzle({ client, schema });
+  const lists = { db, dialect, tables: schema };
+  const instances = new PgInstanceStore(client);
+  const executions = new PgExecutionStore(client, instances.id, lists);
+  const runs = new PgRunStore(client, executions, lists);
+  // postgres-js prepares (and caches) unsafe statements with parameters by their text.
+  const select = async (text: string, params: unknown[]) => [
+    ...(await client.unsafe(text, params as ParameterOrJSON<never>[], { prepare: true })),
+  ];
+  return {
+    dialect: "postgres",
+    executions,
+    runs,
+    releases: new DrizzleReleaseStore(db, schema),
+    tokens: new DrizzleTokenStore(db, schema),
+    users: new DrizzleUserStore(db, schema),
+    files: new DrizzleFileStore(db, schema),
+    instances,
+    dataSelect: select,
+    async dataDdl(ddl) {
+      for (const statement of ddl) await client.unsafe(statement);
+    },
+    async notifyDataChange(entities) {
+      if (entities.length === 0) return;
+      await client.notify(DATA_CHANNEL, JSON.stringify({ origin: instances.id, entities }));
+    },
+    async listenDataChanges(listener) {
+      await client.listen(DATA_CHANNEL, (payload) => {
+        const { origin, entities } = JSON.parse(payload) as { origin: string; entities: string[] };
+        if (origin !== instances.id) listener(entities);
+      });
+    },
+    attrIds: (keys, now) => attrIds(db, schema, keys, now),
+    async ping() {
+      await select("select 1 as ok", []);
+    },
+    async close() {
+      await Promise.all([executions.drain(), runs.drain()]);
+      await client.end({ timeout: 5 });
+    },
+  };
 }
 
 /**
@@ -40,51 +95,5 @@ async function migrateUnderLock(url: string): Promise<void> {
     await db.dialect.migrate(migrations, db.session, { migrationsFolder: "drizzle/pg" });
   } finally {
     await session.end({ timeout: 5 });
-  }
-}
-
-/** The generic store, with the per-invocation writes batched into one statement per event-loop turn. */
-class PostgresStore extends SqlStore {
-  private readonly writer: PgExecutionWriter;
-  readonly runs: PgRunStore;
-
-  constructor(private readonly client: Sql) {
-    super("postgres", drizzle({ client, schema }), schema, async () => {
-      await Promise.all([this.writer.drain(), this.runs.drain()]);
-      await client.end({ timeout: 5 });
-    });
-    this.writer = new PgExecutionWriter(client, this.instance);
-    this.runs = new PgRunStore(client, (principal, requestId) => this.findExecutionByRequest(principal, requestId));
-  }
-
-  override async keepAlive(now: number, expiresAt: number): Promise<number> {
-    const sql = this.client;
-    await sql`insert into instances (id, started_at, expires_at) values (${this.instance}, ${now}, ${expiresAt})
-      on conflict (id) do update set expires_at = excluded.expires_at`;
-    const failed = await sql`update executions e
-      set status = 'failed', error_code = 'execution_interrupted', error_message = ${INTERRUPTED}, finished_at = ${now}
-      where e.status = 'running' and e.kind = 'function' and e.instance is not null and e.instance <> ${this.instance}
-        and not exists (select 1 from instances i where i.id = e.instance and i.expires_at >= ${now})`;
-    await sql`delete from instances where expires_at < ${now}`;
-    return failed.count;
-  }
-
-  override async retire(): Promise<void> {
-    await this.client`delete from instances where id = ${this.instance}`;
-  }
-
-  override getExecution(id: string) {
-    return this.writer.byId(id);
-  }
-
-  override claimExecution(row: ExecutionRow) {
-    return this.writer.claim(row);
-  }
-
-  override async settleExecution(id: string, settlement: ExecutionSettlement) {
-    // Data writes commit with the status in one transaction of their own (SqlStore); only plain settlements batch.
-    if (settlement.writes?.length) return super.settleExecution(id, settlement);
-    await this.writer.settle(id, settlement);
-    return settlement;
   }
 }

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
+import type { ActionKind, ExecutionStatus, PrincipalKind, RunStatus, StepKind, StepStatus } from "../statuses.ts";
 
 // Same table names, column names and row shapes as ../sqlite/schema.ts; timestamps are epoch milliseconds.
 
@@ -26,15 +27,15 @@ export const executions = pgTable(
   {
     id: text("id").primaryKey(),
     requestId: text("request_id").notNull(),
-    principalKind: text("principal_kind").notNull(),
+    principalKind: text("principal_kind").$type<PrincipalKind>().notNull(),
     principalId: text("principal_id").notNull(),
     action: text("action").notNull(),
-    kind: text("kind").notNull(),
+    kind: text("kind").$type<ActionKind>().notNull(),
     releaseVersion: text("release_version").notNull(),
     contractHash: text("contract_hash").notNull(),
     inputFingerprint: text("input_fingerprint").notNull(),
     input: jsonb("input").notNull(),
-    status: text("status").notNull(),
+    status: text("status").$type<ExecutionStatus>().notNull(),
     output: jsonb("output"),
     errorCode: text("error_code"),
     errorMessage: text("error_message"),
@@ -56,6 +57,15 @@ export const instances = pgTable("instances", {
   id: text("id").primaryKey(),
   startedAt: millis("started_at").notNull(),
   expiresAt: millis("expires_at").notNull(),
+});
+
+/** People who sign in with a password (the built-in authority); `id` is the user id their tokens act as. */
+export const users = pgTable("users", {
+  id: text("id").primaryKey(),
+  /** argon2id (Bun.password), with its parameters and salt in the PHC string. */
+  passwordHash: text("password_hash").notNull(),
+  createdAt: millis("created_at").notNull(),
+  disabledAt: millis("disabled_at"),
 });
 
 export const apiTokens = pgTable("api_tokens", {
@@ -114,7 +124,7 @@ export const files = pgTable(
     contentType: text("content_type").notNull(),
     size: millis("size"),
     sha256: text("sha256"),
-    ownerKind: text("owner_kind").notNull(),
+    ownerKind: text("owner_kind").$type<PrincipalKind>().notNull(),
     ownerId: text("owner_id").notNull(),
     createdAt: millis("created_at").notNull(),
     updatedAt: millis("updated_at").notNull(),
@@ -138,10 +148,12 @@ export const workflowRuns = pgTable(
     requestId: text("request_id").notNull(),
     workflow: text("workflow").notNull(),
     releaseVersion: text("release_version").notNull(),
-    principalKind: text("principal_kind").notNull(),
+    principalKind: text("principal_kind").$type<PrincipalKind>().notNull(),
     principalId: text("principal_id").notNull(),
+    /** The caller's verified JWT claims, so the run's steps see the ctx.auth its admission saw. */
+    principalClaims: jsonb("principal_claims").$type<Record<string, unknown>>(),
     input: jsonb("input").notNull(),
-    status: text("status").notNull(),
+    status: text("status").$type<RunStatus>().notNull(),
     output: jsonb("output"),
     errorCode: text("error_code"),
     errorMessage: text("error_message"),
@@ -166,8 +178,8 @@ export const workflowSteps = pgTable(
     runId: text("run_id").notNull(),
     name: text("name").notNull(),
     seq: integer("seq").notNull(),
-    kind: text("kind").notNull(),
-    status: text("status").notNull(),
+    kind: text("kind").$type<StepKind>().notNull(),
+    status: text("status").$type<StepStatus>().notNull(),
     attempts: integer("attempts").notNull(),
     output: jsonb("output"),
     error: text("error"),

@@ -1,5 +1,5 @@
 import type { Database, SQLQueryBindings } from "bun:sqlite";
-import type { WriteStatement } from "../types.ts";
+import type { WriteStatement } from "../executions.ts";
 import { WriteFailed } from "../write-failure.ts";
 import { StatementCache } from "./statement-cache.ts";
 

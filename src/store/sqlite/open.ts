@@ -1,22 +1,34 @@
-import { Database } from "bun:sqlite";
+import { Database, type SQLQueryBindings } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
+import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import type { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
+import { attrIds } from "../drizzle/attrs.ts";
+import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
+import { DrizzleFileStore } from "../drizzle/files.ts";
+import { DrizzleReleaseStore } from "../drizzle/releases.ts";
+import { DrizzleTokenStore } from "../drizzle/tokens.ts";
+import { DrizzleUserStore } from "../drizzle/users.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
-import type { AnyDatabase, Tables } from "../sql-store.ts";
-import { INTERRUPTED, SqlStore } from "../sql-store.ts";
-import type { ExecutionRow, ExecutionSettlement, PrincipalKind } from "../types.ts";
+import type { Store } from "../store.ts";
 import { SqliteDataWriter } from "./data-writes.ts";
-import { SqliteExecutionWriter } from "./execution-writer.ts";
-import { SqliteRunStore } from "./run-store.ts";
+import { SqliteExecutionStore } from "./executions.ts";
+import { SqliteInstanceStore } from "./instances.ts";
+import { SqliteRunStore } from "./runs.ts";
 import * as schema from "./schema.ts";
+import { StatementCache } from "./statement-cache.ts";
 
 const migrations = readMigrations("sqlite");
 type MigrationSession = Parameters<SQLiteSyncDialect["migrate"]>[1];
 
+const dialect: Dialect = {
+  name: "sqlite",
+  storedBytes: (column) => sql<number>`length(cast(${column} as blob))`,
+};
+
 /** Opens (creating when missing) a SQLite database file in WAL mode and applies pending migrations. */
-export function openSqliteStore(path: string): SqlStore {
+export function openSqliteStore(path: string): Store {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const client = new Database(path, { create: true, strict: true });
   client.exec("PRAGMA journal_mode = WAL");
@@ -26,46 +38,42 @@ export function openSqliteStore(path: string): SqlStore {
   client.exec("PRAGMA foreign_keys = ON");
   // The request-id index is written at random places; keep it in memory rather than re-reading pages.
   client.exec("PRAGMA cache_size = -65536");
-  const db = drizzle({ client, schema });
+  const db = drizzle({ client, schema }) as unknown as AnyDatabase;
   // drizzle's own migrate() does exactly this after reading a folder; the migrations are inlined instead.
   const internals = db as unknown as { dialect: SQLiteSyncDialect; session: MigrationSession };
   internals.dialect.migrate(migrations, internals.session);
-  return new SqliteStore(client, db as unknown as AnyDatabase);
-}
 
-/** The generic store, with the per-invocation writes and lookups on prepared statements and group commit. */
-class SqliteStore extends SqlStore {
-  private readonly writer: SqliteExecutionWriter;
-  readonly runs: SqliteRunStore;
-
-  constructor(client: Database, db: AnyDatabase) {
-    super("sqlite", db, schema as unknown as Tables, async () => {
-      this.writer.flush();
+  const tables = schema as unknown as Tables;
+  const lists = { db, dialect, tables };
+  const data = new SqliteDataWriter(client);
+  const executions = new SqliteExecutionStore(client, data, lists);
+  const runs = new SqliteRunStore(client, executions, data, lists);
+  const statements = new StatementCache(client);
+  const select = async (text: string, params: unknown[]) =>
+    statements.get(text).all(...(params as SQLQueryBindings[])) as Record<string, unknown>[];
+  return {
+    dialect: "sqlite",
+    executions,
+    runs,
+    releases: new DrizzleReleaseStore(db, tables),
+    tokens: new DrizzleTokenStore(db, tables),
+    users: new DrizzleUserStore(db, tables),
+    files: new DrizzleFileStore(db, tables),
+    instances: new SqliteInstanceStore(executions, runs),
+    dataSelect: select,
+    async dataDdl(ddl) {
+      for (const statement of ddl) client.exec(statement);
+    },
+    // One process serves a SQLite database: nobody else to tell or to hear from.
+    async notifyDataChange() {},
+    async listenDataChanges() {},
+    attrIds: (keys, now) => attrIds(db, tables, keys, now),
+    async ping() {
+      await select("select 1 as ok", []);
+    },
+    async close() {
+      executions.flush();
       client.close();
-    });
-    const data = new SqliteDataWriter(client);
-    this.writer = new SqliteExecutionWriter(client, data);
-    this.runs = new SqliteRunStore(client, this.writer, data);
-  }
-
-  override async claimExecution(row: ExecutionRow) {
-    return this.writer.claim(row);
-  }
-
-  override async getExecution(id: string) {
-    return this.writer.findById(id);
-  }
-
-  override settleExecution(id: string, settlement: ExecutionSettlement) {
-    return this.writer.settle(id, settlement);
-  }
-
-  override async failInterrupted(at: number) {
-    this.runs.releaseAllLeases();
-    return this.writer.failRunning(at, INTERRUPTED);
-  }
-
-  override async findExecutionByRequest(principal: { kind: PrincipalKind; id: string }, requestId: string) {
-    return this.writer.findByRequest(principal.kind, principal.id, requestId);
-  }
+    },
+  };
 }

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import type { ActionKind, ExecutionStatus, PrincipalKind, RunStatus, StepKind, StepStatus } from "../statuses.ts";
 
 // Same table names, column names and row shapes as ../pg/schema.ts; timestamps are epoch milliseconds.
 
@@ -24,15 +25,15 @@ export const executions = sqliteTable(
   {
     id: text("id").primaryKey(),
     requestId: text("request_id").notNull(),
-    principalKind: text("principal_kind").notNull(),
+    principalKind: text("principal_kind").$type<PrincipalKind>().notNull(),
     principalId: text("principal_id").notNull(),
     action: text("action").notNull(),
-    kind: text("kind").notNull(),
+    kind: text("kind").$type<ActionKind>().notNull(),
     releaseVersion: text("release_version").notNull(),
     contractHash: text("contract_hash").notNull(),
     inputFingerprint: text("input_fingerprint").notNull(),
     input: text("input", { mode: "json" }).notNull(),
-    status: text("status").notNull(),
+    status: text("status").$type<ExecutionStatus>().notNull(),
     output: text("output", { mode: "json" }),
     errorCode: text("error_code"),
     errorMessage: text("error_message"),
@@ -54,6 +55,14 @@ export const instances = sqliteTable("instances", {
   id: text("id").primaryKey(),
   startedAt: integer("started_at").notNull(),
   expiresAt: integer("expires_at").notNull(),
+});
+
+/** See ../pg/schema.ts. */
+export const users = sqliteTable("users", {
+  id: text("id").primaryKey(),
+  passwordHash: text("password_hash").notNull(),
+  createdAt: integer("created_at").notNull(),
+  disabledAt: integer("disabled_at"),
 });
 
 export const apiTokens = sqliteTable("api_tokens", {
@@ -112,7 +121,7 @@ export const files = sqliteTable(
     contentType: text("content_type").notNull(),
     size: integer("size"),
     sha256: text("sha256"),
-    ownerKind: text("owner_kind").notNull(),
+    ownerKind: text("owner_kind").$type<PrincipalKind>().notNull(),
     ownerId: text("owner_id").notNull(),
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
@@ -132,10 +141,11 @@ export const workflowRuns = sqliteTable(
     requestId: text("request_id").notNull(),
     workflow: text("workflow").notNull(),
     releaseVersion: text("release_version").notNull(),
-    principalKind: text("principal_kind").notNull(),
+    principalKind: text("principal_kind").$type<PrincipalKind>().notNull(),
     principalId: text("principal_id").notNull(),
+    principalClaims: text("principal_claims", { mode: "json" }).$type<Record<string, unknown>>(),
     input: text("input", { mode: "json" }).notNull(),
-    status: text("status").notNull(),
+    status: text("status").$type<RunStatus>().notNull(),
     output: text("output", { mode: "json" }),
     errorCode: text("error_code"),
     errorMessage: text("error_message"),
@@ -159,8 +169,8 @@ export const workflowSteps = sqliteTable(
     runId: text("run_id").notNull(),
     name: text("name").notNull(),
     seq: integer("seq").notNull(),
-    kind: text("kind").notNull(),
-    status: text("status").notNull(),
+    kind: text("kind").$type<StepKind>().notNull(),
+    status: text("status").$type<StepStatus>().notNull(),
     attempts: integer("attempts").notNull(),
     output: text("output", { mode: "json" }),
     error: text("error"),

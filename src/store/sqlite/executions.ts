@@ -1,7 +1,13 @@
 import type { Database, Statement } from "bun:sqlite";
-import type { ExecutionRow, ExecutionSettlement, WriteStatement } from "../types.ts";
+import { selectList } from "../drizzle/columns.ts";
+import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
+import { listExecutions } from "../drizzle/lists.ts";
+import type { ExecutionFilter, ExecutionSettlement, ExecutionStore, WriteStatement } from "../executions.ts";
+import type { ExecutionRow } from "../rows.ts";
+import type { PrincipalKind } from "../statuses.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
 import type { SqliteDataWriter } from "./data-writes.ts";
+import { executions } from "./schema.ts";
 
 type RawRow = Omit<ExecutionRow, "input" | "output"> & { input: string; output: string | null };
 
@@ -23,23 +29,20 @@ interface PendingUpdate extends Waiter {
   settlement: ExecutionSettlement;
 }
 
-const COLUMNS = `id, request_id as requestId, principal_kind as principalKind, principal_id as principalId, action, kind,
-  release_version as releaseVersion, contract_hash as contractHash, input_fingerprint as inputFingerprint, input, status,
-  output, error_code as errorCode, error_message as errorMessage, created_at as createdAt, started_at as startedAt,
-  finished_at as finishedAt`;
+const COLUMNS = selectList(executions, undefined, ["instance"]);
 
 const requestKey = (row: Pick<ExecutionRow, "principalKind" | "principalId" | "requestId">) =>
   `${row.principalKind}\u0000${row.principalId}\u0000${row.requestId}`;
 
 /**
- * Group commit for the writes every invocation makes. Writes queued during one turn of the event loop
+ * Executions on SQLite, with group commit for the writes every invocation makes. Writes queued during one turn of the event loop
  * commit together in one transaction, and an execution that ends before its row was flushed is
  * written once, already settled, instead of inserted and then updated. Claims are decided here
  * (queued rows first, then the table), so within this process a (principal, requestId) is claimed
  * once; one SQLite database is served by one server process (PostgreSQL is the multi-instance store).
  * Statements are prepared once: drizzle building SQL per call cost more than the writes (BENCHMARKS.md).
  */
-export class SqliteExecutionWriter {
+export class SqliteExecutionStore implements ExecutionStore {
   private inserts = new Map<string, PendingInsert>();
   private byRequestKey = new Map<string, PendingInsert>();
   private updates: PendingUpdate[] = [];
@@ -52,6 +55,7 @@ export class SqliteExecutionWriter {
   constructor(
     private readonly client: Database,
     private readonly data: SqliteDataWriter,
+    private readonly lists: { db: AnyDatabase; dialect: Dialect; tables: Tables },
   ) {
     this.insert = client.prepare(
       `insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version, contract_hash,
@@ -70,8 +74,8 @@ export class SqliteExecutionWriter {
   }
 
   /** Claims (principal, requestId): the queued or stored row holding it, or this one, queued for the next commit. */
-  claim(row: ExecutionRow): { row: ExecutionRow; created: boolean } {
-    const existing = this.findByRequest(row.principalKind, row.principalId, row.requestId);
+  async claim(row: ExecutionRow): Promise<{ row: ExecutionRow; created: boolean }> {
+    const existing = this.findQueuedOrStored(row.principalKind, row.principalId, row.requestId);
     if (existing) return { row: existing, created: false };
     const pending: PendingInsert = { row: { ...row }, writes: [], waiters: [] };
     this.inserts.set(row.id, pending);
@@ -101,7 +105,25 @@ export class SqliteExecutionWriter {
     });
   }
 
-  findByRequest(kind: string, id: string, requestId: string): ExecutionRow | null {
+  async findByRequest(principal: { kind: PrincipalKind; id: string }, requestId: string) {
+    return this.findQueuedOrStored(principal.kind, principal.id, requestId);
+  }
+
+  async get(id: string): Promise<ExecutionRow | null> {
+    const pending = this.inserts.get(id);
+    if (pending) return { ...pending.row };
+    const raw = this.byId.get({ id });
+    return raw ? parseRow(raw) : null;
+  }
+
+  list(filter: ExecutionFilter) {
+    return listExecutions(this.lists.db, this.lists.dialect, this.lists.tables.executions, filter);
+  }
+
+  /** One process serves a SQLite database: there is nobody else to hear from. */
+  async listen(_listener: (ids: string[]) => void): Promise<void> {}
+
+  findQueuedOrStored(kind: string, id: string, requestId: string): ExecutionRow | null {
     const pending = this.byRequestKey.get(`${kind}\u0000${id}\u0000${requestId}`);
     if (pending) return { ...pending.row };
     const raw = this.byRequest.get({ kind, id, requestId });
@@ -120,13 +142,6 @@ export class SqliteExecutionWriter {
           finished_at = $at where status = 'running' and kind = 'function'`,
       )
       .run({ at, message }).changes;
-  }
-
-  findById(id: string): ExecutionRow | null {
-    const pending = this.inserts.get(id);
-    if (pending) return { ...pending.row };
-    const raw = this.byId.get({ id });
-    return raw ? parseRow(raw) : null;
   }
 
   private schedule() {

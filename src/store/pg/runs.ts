@@ -1,52 +1,36 @@
 import type { ParameterOrJSON, Row, Sql } from "postgres";
-import { listConditions } from "../run-filter.ts";
+import { selectList } from "../drizzle/columns.ts";
+import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
+import { listRuns } from "../drizzle/lists.ts";
+import type { ExecutionStore, WriteStatement } from "../executions.ts";
+import type { ExecutionRow, RunRow, StepRow } from "../rows.ts";
 import {
-  type ExecutionRow,
   type Fenced,
   LEASE_LOST,
-  type PrincipalKind,
   type RunFilter,
   type RunListRow,
-  type RunRow,
   type RunSettlement,
   type RunStore,
   runCanceled,
   SAVED,
-  type StepRow,
   type StepSaved,
   type Suspension,
-  type WriteStatement,
-} from "../types.ts";
+} from "../runs.ts";
 import { refusal } from "../write-failure.ts";
 import { applyDataWrites } from "./data-writes.ts";
 import { Lane, type Queued } from "./lane.ts";
+import { workflowRuns, workflowSteps } from "./schema.ts";
 
 type Params = ParameterOrJSON<never>[];
 
-const RUN_COLUMNS = `id, request_id as "requestId", workflow, release_version as "releaseVersion", principal_kind as "principalKind",
-  principal_id as "principalId", input, status, output, error_code as "errorCode", error_message as "errorMessage",
-  cancel_requested as "cancelRequested", lease_owner as "leaseOwner", lease_expires_at as "leaseExpiresAt",
-  wake_at as "wakeAt", created_at as "createdAt", updated_at as "updatedAt", finished_at as "finishedAt"`;
+const RUN_COLUMNS = selectList(workflowRuns);
 
-/** What lists read: a value over `max` bytes (as stored) stays in the database; its size is read instead. */
-const listColumns = (max: string) => {
-  const bounded = (column: string, alias: string) =>
-    `case when octet_length(${column}::text) <= ${max}::int then ${column} end as "${alias}",
-    coalesce(octet_length(${column}::text), 0) as "${alias}Bytes"`;
-  return `id, request_id as "requestId", workflow, release_version as "releaseVersion", principal_kind as "principalKind",
-  principal_id as "principalId", status, error_code as "errorCode", cancel_requested as "cancelRequested",
-  lease_owner as "leaseOwner", lease_expires_at as "leaseExpiresAt", wake_at as "wakeAt", created_at as "createdAt",
-  updated_at as "updatedAt", finished_at as "finishedAt", ${bounded("input", "input")}, ${bounded("output", "output")},
-  ${bounded("error_message", "errorMessage")}`;
-};
-
-const STEP_COLUMNS = `run_id as "runId", name, seq, kind, status, attempts, output, error, started_at as "startedAt",
-  finished_at as "finishedAt"`;
+const STEP_COLUMNS = selectList(workflowSteps);
 
 const WAITING = `status in ('queued', 'running', 'sleeping')`;
 const OPEN_STEP = `('running', 'retrying', 'sleeping')`;
 
-// jsonb parameters travel as text (`::text::jsonb`), as in execution-writer.ts.
+// jsonb parameters travel as text (`::text::jsonb`), as in executions.ts.
 const ADMIT = `with e as (
     insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version,
       contract_hash, input_fingerprint, input, status, output, error_code, error_message, created_at, started_at,
@@ -55,9 +39,9 @@ const ADMIT = `with e as (
     on conflict (principal_kind, principal_id, request_id) do nothing
     returning id
   )
-  insert into workflow_runs (id, request_id, workflow, release_version, principal_kind, principal_id, input, status,
-    cancel_requested, lease_owner, lease_expires_at, wake_at, created_at, updated_at)
-  select e.id, $2, $5, $6, $3, $4, $9::text::jsonb, $13, false, $14, $15, $16, $11, $11 from e
+  insert into workflow_runs (id, request_id, workflow, release_version, principal_kind, principal_id, principal_claims,
+    input, status, cancel_requested, lease_owner, lease_expires_at, wake_at, created_at, updated_at)
+  select e.id, $2, $5, $6, $3, $4, $17::text::jsonb, $9::text::jsonb, $13, false, $14, $15, $16, $11, $11 from e
   returning id`;
 
 /** A step row from the ten parameters from `$first` on (stepValues), inserted when `condition` holds. */
@@ -170,10 +154,8 @@ export class PgRunStore implements RunStore {
 
   constructor(
     private readonly client: Sql,
-    private readonly findExecution: (
-      principal: { kind: PrincipalKind; id: string },
-      requestId: string,
-    ) => Promise<ExecutionRow | null>,
+    private readonly executions: Pick<ExecutionStore, "findByRequest">,
+    private readonly lists: { db: AnyDatabase; dialect: Dialect; tables: Tables },
   ) {}
 
   async admit(execution: ExecutionRow, run: RunRow) {
@@ -194,9 +176,10 @@ export class PgRunStore implements RunStore {
       run.leaseOwner,
       run.leaseExpiresAt,
       run.wakeAt,
+      run.principalClaims === null ? null : JSON.stringify(run.principalClaims),
     ]);
     if (rows.length > 0) return { execution, created: true };
-    const existing = await this.findExecution(
+    const existing = await this.executions.findByRequest(
       { kind: execution.principalKind, id: execution.principalId },
       execution.requestId,
     );
@@ -209,19 +192,8 @@ export class PgRunStore implements RunStore {
     return raw ? parseRun(raw) : null;
   }
 
-  async list(filter: RunFilter): Promise<RunListRow[]> {
-    const { where, params } = listConditions(filter, (_, position) => `$${position}`);
-    const limit = `$${params.length + 1}`;
-    const columns = listColumns(`$${params.length + 2}`);
-    const sql = `select ${columns} from workflow_runs ${where} order by id desc limit ${limit}`;
-    const values = [...params.map(([, value]) => value), filter.limit, filter.maxValueBytes] as Params;
-    const rows = await this.client.unsafe(sql, values, PREPARED);
-    return rows.map((raw) => ({
-      ...parseRun(raw),
-      inputBytes: Number(raw.inputBytes),
-      outputBytes: Number(raw.outputBytes),
-      errorMessageBytes: Number(raw.errorMessageBytes),
-    }));
+  list(filter: RunFilter): Promise<RunListRow[]> {
+    return listRuns(this.lists.db, this.lists.dialect, this.lists.tables.workflowRuns, filter);
   }
 
   async steps(runId: string): Promise<StepRow[]> {

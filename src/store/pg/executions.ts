@@ -1,6 +1,14 @@
-import type { Sql } from "postgres";
-import type { ExecutionRow, ExecutionSettlement } from "../types.ts";
+import type { ParameterOrJSON, Sql } from "postgres";
+import { selectList } from "../drizzle/columns.ts";
+import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
+import { listExecutions } from "../drizzle/lists.ts";
+import type { ExecutionFilter, ExecutionSettlement, ExecutionStore } from "../executions.ts";
+import type { ExecutionRow } from "../rows.ts";
+import type { PrincipalKind } from "../statuses.ts";
+import { failedWrites, writeFailure } from "../write-failure.ts";
+import { applyDataWrites } from "./data-writes.ts";
 import { Lane } from "./lane.ts";
+import { executions } from "./schema.ts";
 
 export interface Claim {
   row: ExecutionRow;
@@ -42,7 +50,7 @@ const ROW_TYPE = `id text, "requestId" text, "principalKind" text, "principalId"
 
 // `$1::text::jsonb`, not `$1::jsonb`: a parameter typed jsonb goes through postgres-js's JSON serializer
 // (and drizzle swaps that one for a no-op), so a text parameter is the one that arrives as written.
-// $2: this server process, so another can fail its running executions if it dies (see SqlStore.keepAlive).
+// $2: this server process, so another can fail its running executions if it dies (see PgInstanceStore.keepAlive).
 const INSERT = `insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version,
     contract_hash, input_fingerprint, input, status, output, error_code, error_message, created_at, started_at,
     finished_at, instance)
@@ -50,13 +58,19 @@ const INSERT = `insert into executions (id, request_id, principal_kind, principa
   on conflict (principal_kind, principal_id, request_id) do nothing
   returning id`;
 
-const COLUMNS = `e.id, e.request_id as "requestId", e.principal_kind as "principalKind",
-    e.principal_id as "principalId", e.action, e.kind, e.release_version as "releaseVersion",
-    e.contract_hash as "contractHash", e.input_fingerprint as "inputFingerprint", e.input, e.status, e.output,
-    e.error_code as "errorCode", e.error_message as "errorMessage", e.created_at as "createdAt",
-    e.started_at as "startedAt", e.finished_at as "finishedAt"`;
+const COLUMNS = selectList(executions, "e", ["instance"]);
 
 const BY_ID = `select ${COLUMNS} from executions e where e.id = $1`;
+
+const BY_REQUEST = `select ${COLUMNS} from executions e
+  where e.principal_kind = $1 and e.principal_id = $2 and e.request_id = $3`;
+
+const SETTLE_ONE = `update executions set status = $1, output = $2::text::jsonb, error_code = $3, error_message = $4,
+    finished_at = $5
+  where id = $6`;
+
+/** Notified by a trigger on `executions` (drizzle/pg/0007_execution_changes.sql): ids, comma-separated. */
+const CHANGES_CHANNEL = "actuate_execution_changes";
 
 const BY_KEYS = `select ${COLUMNS}
   from jsonb_to_recordset($1::text::jsonb) as k("principalKind" text, "principalId" text, "requestId" text)
@@ -87,19 +101,20 @@ const requestKey = (row: Pick<ExecutionRow, "principalKind" | "principalId" | "r
   `${row.principalKind}\u0000${row.principalId}\u0000${row.requestId}`;
 
 /**
- * Group commit for the writes every invocation makes on PostgreSQL: the claims queued during one turn
+ * Executions on PostgreSQL, with group commit for the writes every invocation makes: the claims queued during one turn
  * of the event loop are one INSERT … ON CONFLICT DO NOTHING, the settlements one UPDATE … FROM, each its
  * own commit. Unlike the SQLite writer, the database decides every claim (through the unique index
  * executions_request_uq) and a claim resolves only once committed, because several instances may
  * share the database and the handler must not run before its claim is durable.
  */
-export class PgExecutionWriter {
+export class PgExecutionStore implements ExecutionStore {
   private readonly claims = new Lane<PendingClaim>((batch) => this.writeClaims(batch), byJson);
   private readonly settles = new Lane<PendingSettle>((batch) => this.writeSettles(batch), byJson);
 
   constructor(
     private readonly client: Sql,
     private readonly instance: string,
+    private readonly lists: { db: AnyDatabase; dialect: Dialect; tables: Tables },
   ) {}
 
   /** Inserts the row unless its (principal, requestId) is taken; resolves, once committed, to the holder. */
@@ -107,17 +122,54 @@ export class PgExecutionWriter {
     return new Promise((resolve, reject) => this.claims.push({ row, json: JSON.stringify(row), resolve, reject }));
   }
 
-  /** Resolves once the final status is committed; rejects when no execution has this id. */
-  settle(id: string, settlement: ExecutionSettlement): Promise<void> {
+  /**
+   * Resolves once the final status is committed; rejects when no execution has this id. Data writes
+   * commit with the status in a transaction of their own; only plain settlements are batched.
+   */
+  async settle(id: string, settlement: ExecutionSettlement): Promise<ExecutionSettlement> {
+    if (settlement.writes?.length) return this.settleWithWrites(id, settlement);
     const { status, output, errorCode, errorMessage, finishedAt } = settlement;
     const json = JSON.stringify({ id, status, output, errorCode, errorMessage, finishedAt });
-    return new Promise((resolve, reject) => this.settles.push({ id, json, resolve, reject }));
+    await new Promise<void>((resolve, reject) => this.settles.push({ id, json, resolve, reject }));
+    return settlement;
   }
 
   /** One execution by id, on a named statement (waiting for results reads it often; a query builder costs more). */
-  async byId(id: string): Promise<ExecutionRow | null> {
+  async get(id: string): Promise<ExecutionRow | null> {
     const [raw] = await this.client.unsafe<RawRow[]>(BY_ID, [id], PREPARED);
     return raw ? parseRow(raw) : null;
+  }
+
+  async findByRequest(principal: { kind: PrincipalKind; id: string }, requestId: string) {
+    const [raw] = await this.client.unsafe<RawRow[]>(BY_REQUEST, [principal.kind, principal.id, requestId], PREPARED);
+    return raw ? parseRow(raw) : null;
+  }
+
+  list(filter: ExecutionFilter) {
+    return listExecutions(this.lists.db, this.lists.dialect, this.lists.tables.executions, filter);
+  }
+
+  async listen(listener: (ids: string[]) => void): Promise<void> {
+    await this.client.listen(CHANGES_CHANNEL, (payload) => listener(payload.split(",")));
+  }
+
+  /** The writes and the final status in one transaction; a refused write fails the execution instead. */
+  private async settleWithWrites(id: string, s: ExecutionSettlement): Promise<ExecutionSettlement> {
+    const { writes = [], ...settlement } = s;
+    const output = JSON.stringify(s.output);
+    try {
+      await this.client.begin(async (tx) => {
+        await applyDataWrites(tx, writes);
+        const params = [s.status, output, s.errorCode, s.errorMessage, s.finishedAt, id] as ParameterOrJSON<never>[];
+        const updated = await tx.unsafe(SETTLE_ONE, params, PREPARED);
+        if (updated.count === 0) throw new Error(`execution ${id} is not stored`);
+      });
+      return settlement;
+    } catch (error) {
+      const reason = writeFailure(error);
+      if (reason === null) throw error;
+      return this.settle(id, failedWrites(settlement, reason));
+    }
   }
 
   /** Waits until every queued and in-flight write has ended (the store calls this before closing). */

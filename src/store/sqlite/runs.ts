@@ -1,50 +1,37 @@
 import type { Database, Statement } from "bun:sqlite";
-import { listConditions } from "../run-filter.ts";
+import { selectList } from "../drizzle/columns.ts";
+import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
+import { listRuns } from "../drizzle/lists.ts";
+import type { WriteStatement } from "../executions.ts";
+import type { ExecutionRow, RunRow, StepRow } from "../rows.ts";
 import {
-  type ExecutionRow,
   type Fenced,
   LEASE_LOST,
   type RunFilter,
   type RunListRow,
-  type RunRow,
   type RunSettlement,
   type RunStore,
   runCanceled,
   SAVED,
-  type StepRow,
   type StepSaved,
   type Suspension,
-  type WriteStatement,
-} from "../types.ts";
+} from "../runs.ts";
 import { refusal } from "../write-failure.ts";
 import type { SqliteDataWriter } from "./data-writes.ts";
-import type { SqliteExecutionWriter } from "./execution-writer.ts";
-import { StatementCache } from "./statement-cache.ts";
+import type { SqliteExecutionStore } from "./executions.ts";
+import { workflowRuns, workflowSteps } from "./schema.ts";
 
-type RawRun = Omit<RunRow, "input" | "output" | "cancelRequested"> & {
+type RawRun = Omit<RunRow, "principalClaims" | "input" | "output" | "cancelRequested"> & {
+  principalClaims: string | null;
   input: string;
   output: string | null;
   cancelRequested: number;
 };
 type RawStep = Omit<StepRow, "output"> & { output: string | null };
 
-const RUN_COLUMNS = `id, request_id as requestId, workflow, release_version as releaseVersion, principal_kind as principalKind,
-  principal_id as principalId, input, status, output, error_code as errorCode, error_message as errorMessage,
-  cancel_requested as cancelRequested, lease_owner as leaseOwner, lease_expires_at as leaseExpiresAt,
-  wake_at as wakeAt, created_at as createdAt, updated_at as updatedAt, finished_at as finishedAt`;
+const RUN_COLUMNS = selectList(workflowRuns);
 
-/** What lists read: a value over $max bytes (as stored) stays in the database; its size is read instead. */
-const bounded = (column: string, alias: string) =>
-  `case when length(cast(${column} as blob)) <= $max then ${column} end as ${alias},
-  coalesce(length(cast(${column} as blob)), 0) as ${alias}Bytes`;
-const LIST_COLUMNS = `id, request_id as requestId, workflow, release_version as releaseVersion,
-  principal_kind as principalKind, principal_id as principalId, status, error_code as errorCode,
-  cancel_requested as cancelRequested, lease_owner as leaseOwner, lease_expires_at as leaseExpiresAt, wake_at as wakeAt,
-  created_at as createdAt, updated_at as updatedAt, finished_at as finishedAt, ${bounded("input", "input")},
-  ${bounded("output", "output")}, ${bounded("error_message", "errorMessage")}`;
-
-const STEP_COLUMNS = `run_id as runId, name, seq, kind, status, attempts, output, error, started_at as startedAt,
-  finished_at as finishedAt`;
+const STEP_COLUMNS = selectList(workflowSteps);
 
 const WAITING = `status in ('queued', 'running', 'sleeping')`;
 const OPEN_STEP = `('running', 'retrying', 'sleeping')`;
@@ -71,20 +58,19 @@ export class SqliteRunStore implements RunStore {
   private readonly flagCancel: Statement;
   private readonly cancelOpenSteps: Statement;
   private readonly releaseAll: Statement;
-  private readonly statements: StatementCache;
 
   constructor(
     private readonly client: Database,
-    private readonly executions: SqliteExecutionWriter,
+    private readonly executions: SqliteExecutionStore,
     private readonly data: SqliteDataWriter,
+    private readonly lists: { db: AnyDatabase; dialect: Dialect; tables: Tables },
   ) {
-    this.statements = new StatementCache(client);
     this.insertRun = client.prepare(
-      `insert into workflow_runs (id, request_id, workflow, release_version, principal_kind, principal_id, input, status, output,
-        error_code, error_message, cancel_requested, lease_owner, lease_expires_at, wake_at, created_at, updated_at,
-        finished_at)
-       values ($id, $requestId, $workflow, $releaseVersion, $principalKind, $principalId, $input, $status, null, null, null, 0,
-        $leaseOwner, $leaseExpiresAt, $wakeAt, $createdAt, $updatedAt, null)`,
+      `insert into workflow_runs (id, request_id, workflow, release_version, principal_kind, principal_id, principal_claims,
+        input, status, output, error_code, error_message, cancel_requested, lease_owner, lease_expires_at, wake_at,
+        created_at, updated_at, finished_at)
+       values ($id, $requestId, $workflow, $releaseVersion, $principalKind, $principalId, $principalClaims, $input, $status,
+        null, null, null, 0, $leaseOwner, $leaseExpiresAt, $wakeAt, $createdAt, $updatedAt, null)`,
     );
     this.byId = client.prepare(`select ${RUN_COLUMNS} from workflow_runs where id = $id`);
     this.stepsOf = client.prepare(`select ${STEP_COLUMNS} from workflow_steps where run_id = $runId order by seq`);
@@ -143,11 +129,19 @@ export class SqliteRunStore implements RunStore {
   }
 
   async admit(execution: ExecutionRow, run: RunRow) {
-    const existing = this.executions.findByRequest(execution.principalKind, execution.principalId, execution.requestId);
+    const existing = this.executions.findQueuedOrStored(
+      execution.principalKind,
+      execution.principalId,
+      execution.requestId,
+    );
     if (existing) return { execution: existing, created: false };
     this.client.transaction(() => {
       this.executions.insertNow(execution);
-      this.insertRun.run({ ...run, input: JSON.stringify(run.input) });
+      this.insertRun.run({
+        ...run,
+        principalClaims: jsonOrNull(run.principalClaims),
+        input: JSON.stringify(run.input),
+      });
     })();
     return { execution, created: true };
   }
@@ -157,23 +151,8 @@ export class SqliteRunStore implements RunStore {
     return raw ? parseRun(raw) : null;
   }
 
-  async list(filter: RunFilter): Promise<RunListRow[]> {
-    const { where, params } = listConditions(filter, (name) => `$${name}`);
-    const sql = `select ${LIST_COLUMNS} from workflow_runs ${where} order by id desc limit $limit`;
-    const named = Object.fromEntries(params.map(([name, value]) => [name, value]));
-    const rows = this.statements
-      .get(sql)
-      .all({ ...named, limit: filter.limit, max: filter.maxValueBytes }) as (RawRun & {
-      inputBytes: number;
-      outputBytes: number;
-      errorMessageBytes: number;
-    })[];
-    return rows.map((raw) => ({
-      ...parseRun(raw),
-      inputBytes: Number(raw.inputBytes),
-      outputBytes: Number(raw.outputBytes),
-      errorMessageBytes: Number(raw.errorMessageBytes),
-    }));
+  list(filter: RunFilter): Promise<RunListRow[]> {
+    return listRuns(this.lists.db, this.lists.dialect, this.lists.tables.workflowRuns, filter);
   }
 
   async steps(runId: string): Promise<StepRow[]> {
@@ -257,6 +236,8 @@ export class SqliteRunStore implements RunStore {
   }
 }
 
+const jsonOrNull = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
+
 function stepParams(step: StepRow) {
   return { ...step, output: step.output === undefined ? null : JSON.stringify(step.output) };
 }
@@ -264,8 +245,8 @@ function stepParams(step: StepRow) {
 function parseRun(raw: RawRun): RunRow {
   return {
     ...raw,
-    // A list leaves a large input in the database (null).
-    input: raw.input === null ? null : JSON.parse(raw.input),
+    principalClaims: raw.principalClaims === null ? null : JSON.parse(raw.principalClaims),
+    input: JSON.parse(raw.input),
     output: raw.output === null ? null : JSON.parse(raw.output),
     cancelRequested: Boolean(raw.cancelRequested),
   };

@@ -1,0 +1,1 @@
+ALTER TABLE `workflow_runs` ADD `principal_claims` text;

@@ -1,0 +1,42 @@
+import { randomBytes } from "node:crypto";
+import type { Store } from "../store/store.ts";
+
+/** A user id: what a token acts as and the execution records name. */
+export const USER_ID = /^[A-Za-z0-9][A-Za-z0-9._@:-]{0,127}$/;
+export const MIN_PASSWORD_LENGTH = 12;
+
+export class UserError extends Error {
+  override name = "UserError";
+}
+
+/** A password good enough to hand out once: 128 random bits, typeable. */
+export const newPassword = () => randomBytes(16).toString("base64url");
+
+/** Adds a person who signs in with `password` (stored as argon2id). */
+export async function addUser(store: Store, id: string, password: string, now = Date.now()): Promise<void> {
+  if (!USER_ID.test(id)) throw new UserError("a user id is letters, digits and . _ @ : - (at most 128)");
+  if (password.length < MIN_PASSWORD_LENGTH) {
+    throw new UserError(`a password has at least ${MIN_PASSWORD_LENGTH} characters`);
+  }
+  const passwordHash = await Bun.password.hash(password, { algorithm: "argon2id" });
+  if (!(await store.users.insert({ id, passwordHash, createdAt: now, disabledAt: null }))) {
+    throw new UserError(`user ${id} exists already`);
+  }
+}
+
+/** Disables a user and revokes every token it holds, so it acts nowhere from now on; answers how many tokens. */
+export async function disableUser(store: Store, id: string, now = Date.now()): Promise<number> {
+  if (!(await store.users.disable(id, now))) throw new UserError(`no user ${id}`);
+  return store.tokens.revokeAllOf(id, now);
+}
+
+/** A hash of no password, checked when the user is unknown so that the answer takes as long either way. */
+let decoy: Promise<string> | null = null;
+
+/** Whether `password` is this enabled user's. Unknown, disabled and wrong all answer false, in the same time. */
+export async function checkPassword(store: Store, id: string, password: string): Promise<boolean> {
+  const user = USER_ID.test(id) ? await store.users.get(id) : null;
+  decoy ??= Bun.password.hash(newPassword(), { algorithm: "argon2id" });
+  const matches = await Bun.password.verify(password, user?.passwordHash ?? (await decoy));
+  return matches && user !== null && user.disabledAt === null;
+}

@@ -1,0 +1,43 @@
+import { addUser, disableUser, newPassword } from "../auth/users.ts";
+import type { Config } from "../config.ts";
+import { iso, printTable } from "./token.ts";
+import { withStore } from "./with-store.ts";
+
+/**
+ * Adds a person who signs in with a password: read from standard input with --password-stdin (a
+ * script, a secret manager), otherwise generated and printed once.
+ */
+export async function userAdd(config: Config, id: string, options: { passwordStdin: boolean }): Promise<number> {
+  const password = options.passwordStdin ? (await Bun.stdin.text()).replace(/\r?\n$/, "") : newPassword();
+  return withStore(config, async (store) => {
+    await addUser(store, id, password);
+    if (options.passwordStdin) {
+      console.log(`added user ${id}`);
+    } else {
+      console.error(`added user ${id}; the password is shown once, only its argon2id hash is stored`);
+      console.log(password);
+    }
+    return 0;
+  });
+}
+
+export const userList = (config: Config) =>
+  withStore(config, async (store) => {
+    const users = await store.users.list();
+    if (users.length === 0) {
+      console.log("no users yet; add one with bun run user add <id>");
+      return 0;
+    }
+    printTable([
+      ["USER", "CREATED", "DISABLED"],
+      ...users.map((u) => [u.id, iso(u.createdAt), u.disabledAt === null ? "-" : iso(u.disabledAt)]),
+    ]);
+    return 0;
+  });
+
+export const userDisable = (config: Config, id: string) =>
+  withStore(config, async (store) => {
+    const revoked = await disableUser(store, id);
+    console.log(`disabled user ${id}; ${revoked} token(s) revoked`);
+    return 0;
+  });

@@ -1,0 +1,19 @@
+import type { AnyColumn, SQL } from "drizzle-orm";
+import type { PgDatabase } from "drizzle-orm/pg-core";
+import type * as tables from "../pg/schema.ts";
+
+/**
+ * A drizzle database of either dialect, typed as PostgreSQL's. drizzle's sqlite-core and pg-core
+ * builders read the same for every query written in drizzle/, and both schemas have the same names and
+ * row shapes (rows.ts checks that), so the SQLite side is typed through the PostgreSQL one.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: the result HKT and schema differ per driver; the builder API does not.
+export type AnyDatabase = PgDatabase<any, any>;
+export type Tables = typeof tables;
+
+/** What drizzle/ needs of a dialect beyond the builders: the little SQL the two spell differently. */
+export interface Dialect {
+  readonly name: "sqlite" | "postgres";
+  /** The size of a text or JSON column as stored (PostgreSQL's jsonb sized as its text). */
+  storedBytes(column: AnyColumn): SQL<number>;
+}

@@ -1,0 +1,50 @@
+import { eq, sql } from "drizzle-orm";
+import type { ActiveRelease, ReleaseStore, ReleaseSummary } from "../releases.ts";
+import type { ReleaseRow } from "../rows.ts";
+import type { AnyDatabase, Tables } from "./database.ts";
+
+export class DrizzleReleaseStore implements ReleaseStore {
+  constructor(
+    private readonly db: AnyDatabase,
+    private readonly t: Pick<Tables, "releases" | "environment">,
+  ) {}
+
+  async insert(row: ReleaseRow): Promise<void> {
+    await this.db.insert(this.t.releases).values(row);
+  }
+
+  async get(version: string): Promise<ReleaseRow | null> {
+    const rows = await this.db.select().from(this.t.releases).where(eq(this.t.releases.version, version));
+    return rows[0] ?? null;
+  }
+
+  list(): Promise<ReleaseSummary[]> {
+    const r = this.t.releases;
+    return this.db
+      .select({ version: r.version, bundleHash: r.bundleHash, manifest: r.manifest, createdAt: r.createdAt })
+      .from(r)
+      .orderBy(r.createdAt, r.version);
+  }
+
+  async active(): Promise<ActiveRelease> {
+    const e = this.t.environment;
+    const rows = await this.db
+      .select({ version: e.activeVersion, revision: e.revision, activatedAt: e.updatedAt })
+      .from(e)
+      .where(eq(e.id, 1));
+    return rows[0] ?? { version: null, revision: 0, activatedAt: null };
+  }
+
+  async activate(version: string, at: number): Promise<number> {
+    const e = this.t.environment;
+    const rows = await this.db
+      .insert(e)
+      .values({ id: 1, activeVersion: version, revision: 1, updatedAt: at })
+      .onConflictDoUpdate({
+        target: e.id,
+        set: { activeVersion: version, revision: sql`${e.revision} + 1`, updatedAt: at },
+      })
+      .returning({ revision: e.revision });
+    return rows[0]?.revision ?? 0;
+  }
+}

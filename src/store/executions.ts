@@ -1,0 +1,69 @@
+import type { ExecutionRow } from "./rows.ts";
+import type { ExecutionStatus, PrincipalKind } from "./statuses.ts";
+
+export interface ExecutionSettlement {
+  status: "succeeded" | "failed" | "canceled";
+  output: unknown;
+  errorCode: string | null;
+  errorMessage: string | null;
+  finishedAt: number;
+  /** The execution's data writes (src/data/writes.ts), committed in the same transaction as this status, or not at all. */
+  writes?: WriteStatement[];
+}
+
+/** A statement of an execution's data writes; when it must change a row, the message for when it does not. */
+export interface WriteStatement {
+  sql: string;
+  params: unknown[];
+  mustChange?: string;
+}
+
+export interface ExecutionFilter {
+  /** Omitted for a service key, which sees every execution. */
+  principal?: { kind: PrincipalKind; id: string };
+  action?: string;
+  status?: ExecutionStatus;
+  /** Keyset: only ids strictly below this one (ids are UUIDv7, so id order is creation order). */
+  beforeId?: string;
+  limit: number;
+  /** Inputs, outputs and error messages larger than this (as stored) are left in the database: `null` in the row. */
+  maxValueBytes: number;
+}
+
+/** A row as lists read it: large values stay in the database, their sizes say what was left out. */
+export type Listed<Row> = Row & {
+  inputBytes: number;
+  /** 0 when there is no output. */
+  outputBytes: number;
+  /** 0 when there is no error message. */
+  errorMessageBytes: number;
+};
+
+export type ExecutionListRow = Listed<ExecutionRow>;
+
+/** The error message of an execution whose server process stopped while it ran. */
+export const INTERRUPTED = "the server stopped while this execution ran; it did not finish";
+
+/**
+ * Executions, the same on every dialect (test/store/execution-store.contract.ts). A (principal,
+ * requestId) pair names one execution for ever: claiming it again answers the execution that holds it.
+ */
+export interface ExecutionStore {
+  /** Inserts the execution unless (principal, requestId) exists; either way answers the row that holds the key. */
+  claim(row: ExecutionRow): Promise<{ row: ExecutionRow; created: boolean }>;
+  get(id: string): Promise<ExecutionRow | null>;
+  findByRequest(principal: { kind: PrincipalKind; id: string }, requestId: string): Promise<ExecutionRow | null>;
+  /** Newest first. */
+  list(filter: ExecutionFilter): Promise<ExecutionListRow[]>;
+  /**
+   * Stores the final status, and the writes in the same transaction. If a write fails, nothing of them
+   * is kept and the execution is stored as failed with the reason; resolves to what was stored.
+   */
+  settle(id: string, settlement: ExecutionSettlement): Promise<ExecutionSettlement>;
+  /**
+   * Hears the ids of executions whose status another writer sharing the database changed (this
+   * process's own changes too), so followers need not wait for their next poll. PostgreSQL: LISTEN on
+   * what a trigger on `executions` notifies; SQLite has one process, so this does nothing there.
+   */
+  listen(listener: (ids: string[]) => void): Promise<void>;
+}

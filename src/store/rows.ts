@@ -1,0 +1,42 @@
+import type { InferSelectModel } from "drizzle-orm";
+import type * as pg from "./pg/schema.ts";
+import type * as sqlite from "./sqlite/schema.ts";
+
+/**
+ * Rows as the schemas declare them: one source of truth for both dialects. Timestamps are epoch
+ * milliseconds. The types come from the PostgreSQL schema; `Agree` below fails to compile when the
+ * SQLite schema reads a different shape.
+ */
+export type ExecutionRow = Omit<InferSelectModel<typeof pg.executions>, "instance">;
+export type RunRow = InferSelectModel<typeof pg.workflowRuns>;
+export type StepRow = InferSelectModel<typeof pg.workflowSteps>;
+export type ReleaseRow = InferSelectModel<typeof pg.releases>;
+export type TokenRow = InferSelectModel<typeof pg.apiTokens>;
+export type UserRow = InferSelectModel<typeof pg.users>;
+export type FileRow = InferSelectModel<typeof pg.files>;
+/** A file's metadata as written: its upload fields may be left out (a file not sent as an input). */
+type UploadFields = "executionId" | "field" | "filename";
+export type NewFileRow = Omit<FileRow, UploadFields> & Partial<Pick<FileRow, UploadFields>>;
+
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type Agree<Table extends keyof typeof pg & keyof typeof sqlite> = Same<
+  InferSelectModel<(typeof pg)[Table]>,
+  InferSelectModel<(typeof sqlite)[Table]>
+>;
+const agree = <T extends true[]>(checks: T) => checks;
+agree<
+  [
+    Agree<"executions">,
+    Agree<"workflowRuns">,
+    Agree<"workflowSteps">,
+    Agree<"releases">,
+    Agree<"environment">,
+    Agree<"apiTokens">,
+    Agree<"users">,
+    Agree<"files">,
+    Agree<"instances">,
+    Agree<"dataAttrs">,
+    Agree<"dataEntities">,
+    Agree<"dataLinks">,
+  ]
+>([true, true, true, true, true, true, true, true, true, true, true, true]);

@@ -1,0 +1,102 @@
+import type { Listed, WriteStatement } from "./executions.ts";
+import type { ExecutionRow, RunRow, StepRow } from "./rows.ts";
+import type { PrincipalKind, RunStatus } from "./statuses.ts";
+
+export interface RunFilter {
+  /** Omitted for a service key, which sees every run. */
+  principal?: { kind: PrincipalKind; id: string };
+  workflow?: string;
+  status?: RunStatus;
+  /** Keyset: only ids strictly below this one (run ids are UUIDv7: id order is creation order). */
+  beforeId?: string;
+  limit: number;
+  /** Inputs, outputs and error messages larger than this (as stored) are left in the database: `null` in the row. */
+  maxValueBytes: number;
+}
+
+export type RunListRow = Listed<RunRow>;
+
+/** How a run ended, for the run and the execution that follows it. */
+export interface RunSettlement {
+  status: "succeeded" | "failed" | "canceled";
+  output: unknown;
+  errorCode: string | null;
+  errorMessage: string | null;
+  finishedAt: number;
+}
+
+export const runCanceled = (at: number): RunSettlement => ({
+  status: "canceled",
+  output: null,
+  errorCode: "run_canceled",
+  errorMessage: "the run was canceled",
+  finishedAt: at,
+});
+
+/** What a write fenced by a run's lease did: stored, or nothing at all because `owner` no longer holds the run. */
+export type Fenced = { saved: true } | { leaseLost: true };
+
+/** A step's checkpoint may also be refused: its data writes broke a rule of the data (a unique value taken, a row gone). */
+export type StepSaved = Fenced | { refused: string };
+
+/** A run given up until `wakeAt` (a sleep, a retry's backoff), with the step row that says why. */
+export interface Suspension {
+  status: "running" | "sleeping";
+  wakeAt: number;
+  step: StepRow;
+  now: number;
+}
+
+export const SAVED = { saved: true } as const;
+export const LEASE_LOST = { leaseLost: true } as const;
+
+/**
+ * Workflow runs and their checkpoints, the same on every dialect (test/store/run-store.contract.ts).
+ *
+ * A run is held by the owner its last claim (or admission) named, until the run ends, is suspended or
+ * released, or another owner claims it once its lease has expired. Every write a worker makes about a
+ * run is fenced by that: once another owner has taken the run over, the old one's writes change nothing
+ * and answer `{ leaseLost }`. Fencing is by owner, not by the clock: a lease that ran out while no one
+ * claimed the run is still its owner's. Times are the caller's (`now`, `leaseUntil`, a settlement's
+ * `finishedAt`); the store never reads a clock.
+ */
+export interface RunStore {
+  /**
+   * Inserts the execution and its run in one transaction unless (principal, requestId) is taken; then
+   * answers the execution holding the key (its run, if it is a workflow's, has the same id).
+   */
+  admit(execution: ExecutionRow, run: RunRow): Promise<{ execution: ExecutionRow; created: boolean }>;
+  get(id: string): Promise<RunRow | null>;
+  /** Runs newest first. */
+  list(filter: RunFilter): Promise<RunListRow[]>;
+  steps(runId: string): Promise<StepRow[]>;
+  /**
+   * Leases up to `limit` runs that are due (or asked to cancel) and whose lease, if any, expired before
+   * `now`; the runs become `running` (their executions too, when queued). Concurrent claims never hand
+   * one run to two owners.
+   */
+  claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<RunRow[]>;
+  /** Extends the leases `owner` still holds among `ids`; answers those, with whether a cancel was asked. */
+  renew(owner: string, ids: string[], leaseUntil: number): Promise<{ id: string; cancelRequested: boolean }[]>;
+  /**
+   * Stores a step's row; its data writes (a succeeded step's) commit with it or not at all, and a write
+   * the data refuses answers `{ refused }` with nothing stored. An attempt's start (`running`) never
+   * replaces the row of the same or a later attempt, whatever order writes land in.
+   */
+  saveStep(owner: string, step: StepRow, writes?: WriteStatement[]): Promise<StepSaved>;
+  /**
+   * Gives the run up until `wakeAt` (a sleep, a retry's backoff) with the step row that says why, in one
+   * transaction: the step row, the run's status and wake time, and the lease let go, or none of them.
+   */
+  suspend(owner: string, runId: string, suspension: Suspension): Promise<Fenced>;
+  /** Ends the run and its execution in one transaction (a canceled run's open steps end canceled with it). */
+  finish(owner: string, runId: string, settlement: RunSettlement): Promise<Fenced>;
+  /**
+   * Asks a run to stop. One that no live lease holds at `now` ends `canceled` at once (with its
+   * execution); a held one is flagged for its worker. Answers the run as it is afterwards, or null when
+   * there is none.
+   */
+  requestCancel(runId: string, now: number): Promise<RunRow | null>;
+  /** Lets go of every run `owner` holds (on shutdown), so another worker can resume them at once. */
+  release(owner: string): Promise<void>;
+}

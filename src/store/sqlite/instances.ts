@@ -1,0 +1,25 @@
+import { INTERRUPTED } from "../executions.ts";
+import { type InstanceStore, newInstanceId } from "../instances.ts";
+import type { SqliteExecutionStore } from "./executions.ts";
+import type { SqliteRunStore } from "./runs.ts";
+
+/** One process serves a SQLite database: whatever was left running when it starts was left by a dead one. */
+export class SqliteInstanceStore implements InstanceStore {
+  readonly id = newInstanceId();
+
+  constructor(
+    private readonly executions: SqliteExecutionStore,
+    private readonly runs: SqliteRunStore,
+  ) {}
+
+  async recover(now: number): Promise<number> {
+    this.runs.releaseAllLeases();
+    return this.executions.failRunning(now, INTERRUPTED);
+  }
+
+  async keepAlive(_now: number, _expiresAt: number): Promise<number> {
+    return 0;
+  }
+
+  async retire(): Promise<void> {}
+}

@@ -1,0 +1,20 @@
+/** The closed sets of values some columns hold (the schemas type those columns with them). */
+
+export type ExecutionStatus = "queued" | "running" | "succeeded" | "failed" | "canceled";
+export const EXECUTION_STATUSES: readonly ExecutionStatus[] = ["queued", "running", "succeeded", "failed", "canceled"];
+export const isTerminal = (status: string) => status === "succeeded" || status === "failed" || status === "canceled";
+
+export type ActionKind = "function" | "workflow";
+export type PrincipalKind = "user" | "service";
+
+export type RunStatus = "queued" | "running" | "sleeping" | "succeeded" | "failed" | "canceled";
+export const RUN_STATUSES: readonly RunStatus[] = ["queued", "running", "sleeping", "succeeded", "failed", "canceled"];
+export const isRunTerminal = (status: RunStatus) =>
+  status === "succeeded" || status === "failed" || status === "canceled";
+
+/**
+ * `retrying`: an attempt failed and another is due; `sleeping`: a durable timer that has not fired;
+ * `canceled`: the run was canceled while the step ran or waited.
+ */
+export type StepStatus = "running" | "retrying" | "sleeping" | "succeeded" | "failed" | "canceled";
+export type StepKind = "step" | "sleep";
