@@ -10,6 +10,7 @@ import { healthRoutes, type ReadinessChecks } from "./http/health.ts";
 import { IDLE_TIMEOUT_SECONDS } from "./http/long-wait.ts";
 import { type McpRouteOptions, mcpRoutes } from "./http/mcp.ts";
 import type { Route } from "./http/methods.ts";
+import { type OAuthRouteOptions, oauthRoutes } from "./http/oauth.ts";
 import { queryRoutes } from "./http/query.ts";
 import { runRoutes } from "./http/runs.ts";
 import { sessionRoutes } from "./http/session.ts";
@@ -31,6 +32,8 @@ export interface AppDeps extends HttpDeps {
   metadata: Omit<ResourceMetadataOptions, "publicUrl">;
   cors: CorsOrigins;
   readiness: ReadinessChecks;
+  /** The built-in authority, when the environment is its own (no AUTH_ISSUER). */
+  authority?: OAuthRouteOptions["authority"];
 }
 
 export const createApp = (deps: AppDeps) => {
@@ -38,7 +41,10 @@ export const createApp = (deps: AppDeps) => {
     .use(errorHandling(deps.log, (): readonly Route[] => app.routes))
     .use(cors(deps.cors))
     .use(healthRoutes(deps.readiness))
-    .use(wellKnownRoutes({ ...deps.metadata, publicUrl: deps.publicUrl }))
+    .use(
+      wellKnownRoutes({ ...deps.metadata, builtInAuthority: deps.authority !== undefined, publicUrl: deps.publicUrl }),
+    )
+    .use(deps.authority ? oauthRoutes({ authority: deps.authority, publicUrl: deps.publicUrl }) : new Elysia())
     .use(actionRoutes(deps))
     .use(executionRoutes(deps))
     .use(runRoutes(deps))

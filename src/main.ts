@@ -4,6 +4,7 @@ import { join } from "node:path";
 import packageJson from "../package.json" with { type: "json" };
 import { createApp } from "./app.ts";
 import { Authenticator } from "./auth/authenticator.ts";
+import type { Authority } from "./auth/authority/authority.ts";
 import { JwtVerifier } from "./auth/jwt.ts";
 import { type Config, ConfigError, isLoopback, localUrl } from "./config.ts";
 import { DataService } from "./data/service.ts";
@@ -96,9 +97,21 @@ export async function startServer(
     followPoll: options.followPoll,
   });
   await engine.start();
+  // Without an identity provider the environment is its own authority (auth/authority/), started on first use.
+  let authority: Promise<Authority> | null = null;
+  const startAuthority = () => {
+    authority ??= import("./auth/authority/authority.ts").then(({ Authority }) =>
+      Authority.start({ store, issuer: publicUrl, environment: config.handle, now: Date.now, log }),
+    );
+    authority.catch(() => {
+      authority = null;
+    });
+    return authority;
+  };
+  const ownAudiences = () => [publicUrl, `${publicUrl}/mcp`];
   const jwt = config.authIssuer
     ? new JwtVerifier({
-        issuer: config.authIssuer,
+        issuer: () => config.authIssuer as string,
         jwksUrl: config.jwt.jwksUrl,
         userClaim: config.jwt.userClaim,
         refetchMs: config.jwt.refetchMs,
@@ -108,7 +121,17 @@ export async function startServer(
           return [audience, `${audience}/mcp`];
         },
       })
-    : null;
+    : new JwtVerifier({
+        issuer: () => publicUrl,
+        audiences: ownAudiences,
+        userClaim: "sub",
+        refetchMs: config.jwt.refetchMs,
+        localKeys: async () => {
+          const { authorityKeys, publicKeySet } = await import("./auth/authority/keys.ts");
+          return publicKeySet(await authorityKeys(store.oauth, Date.now()));
+        },
+        userActive: async (user) => (await store.users.get(user))?.disabledAt === null,
+      });
   const auth = new Authenticator(store, config.serviceKeys, jwt);
 
   const endpoint = new McpEndpoint(
@@ -136,6 +159,7 @@ export async function startServer(
     publicUrl: () => publicUrl,
     log,
     metadata: { handle: config.handle, authIssuer: config.authIssuer },
+    authority: config.authIssuer ? undefined : startAuthority,
     cors: config.cors,
     readiness: { database: () => store.ping(), storage: () => storage.check() },
     mcp: {
@@ -166,6 +190,7 @@ export async function startServer(
       await engine.shutdown(DRAIN_MS, drained);
       // Then close what is left (idle keep-alive connections, live sockets, waits still running).
       await app.stop(true);
+      await (await authority?.catch(() => null))?.close();
       if (!options.store) await store.close();
     },
   };

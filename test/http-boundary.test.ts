@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { importJWK, SignJWT } from "jose";
+import { authorityKeys } from "../src/auth/authority/keys.ts";
 import { revokeUserToken } from "../src/auth/tokens.ts";
+import { addUser } from "../src/auth/users.ts";
 import { dialects } from "./support/databases.ts";
 import { eventually, fixture, startTestServer, type TestResponse, type TestServer } from "./support/server.ts";
 
@@ -54,6 +57,31 @@ for (const dialect of dialects) {
       const health = await fetch(`${t.url}/healthz`);
       expect(health.status).toBe(200);
       expect(await health.json()).toEqual({ ok: true });
+    });
+
+    test("a token of the built-in authority works on every endpoint for this audience, and on none for another", async () => {
+      await addUser(t.store, "matrix-user", "a long enough password");
+      const { signing } = await authorityKeys(t.store.oauth, Date.now());
+      const key = await importJWK(signing, "RS256");
+      const mint = (audience: string, issuer = t.url) =>
+        new SignJWT({ sub: "matrix-user", scope: "mcp" })
+          .setProtectedHeader({ alg: "RS256", kid: signing.kid as string, typ: "at+jwt" })
+          .setIssuer(issuer)
+          .setAudience(audience)
+          .setIssuedAt()
+          .setExpirationTime("5m")
+          .sign(key);
+      const refused = [await mint("https://other.example/mcp"), await mint(`${t.url}/mcp`, "https://other.example")];
+      const accepted = await mint(`${t.url}/mcp`);
+      for (const [method, path] of endpoints) {
+        for (const token of refused) {
+          const res = await t.fetch(path, { method, token, body: method === "POST" ? "{}" : undefined });
+          await expectJsonError(res, 401, "unauthorized");
+          expect(res.headers.get("www-authenticate")).toContain('error="invalid_token"');
+        }
+        const res = await t.fetch(path, { method, token: accepted, body: method === "POST" ? "{}" : undefined });
+        expect(res.status).not.toBe(401);
+      }
     });
 
     test("a token in the query string is never accepted", async () => {

@@ -1,11 +1,15 @@
-import type { JWTVerifyGetKey } from "jose";
+import type { JSONWebKeySet, JWTVerifyGetKey } from "jose";
 import type { Principal } from "../sdk/index.ts";
 
 export interface JwtSettings {
   /** The identity provider whose tokens are accepted (`iss`); its metadata names its keys. */
-  issuer: string;
+  issuer: () => string;
   /** Where its keys are, when its metadata should not be asked (AUTH_JWKS_URL). */
   jwksUrl?: string;
+  /** Its keys, when they are at hand (the built-in authority's): no HTTP at all. */
+  localKeys?: () => Promise<JSONWebKeySet>;
+  /** Whether the user a valid token names may still act (the built-in authority: not disabled). */
+  userActive?: (user: string) => Promise<boolean>;
   /** The audiences a token must name one of (RFC 8707: a token for another resource must not work here). */
   audiences: () => string[];
   /** The claim that names the user (AUTH_USER_CLAIM, default `sub`). */
@@ -39,7 +43,7 @@ export class JwtVerifier {
     const { jwtVerify, errors } = await import("jose");
     try {
       const { payload } = await jwtVerify(token, await this.keySet(), {
-        issuer: this.settings.issuer,
+        issuer: this.settings.issuer(),
         audience: this.settings.audiences(),
         algorithms: ALGORITHMS,
         clockTolerance: CLOCK_TOLERANCE_S,
@@ -47,6 +51,7 @@ export class JwtVerifier {
       });
       const user = payload[this.settings.userClaim];
       if (typeof user !== "string" || user === "") return null;
+      if (this.settings.userActive && !(await this.settings.userActive(user))) return null;
       return { kind: "user", id: user, claims: payload };
     } catch (error) {
       if (error instanceof errors.JOSEError) return null;
@@ -55,6 +60,10 @@ export class JwtVerifier {
   }
 
   private keySet(): Promise<JWTVerifyGetKey> {
+    if (!this.keys && this.settings.localKeys) {
+      const localKeys = this.settings.localKeys;
+      this.keys = import("jose").then(async ({ createLocalJWKSet }) => createLocalJWKSet(await localKeys()));
+    }
     if (!this.keys) {
       this.keys = this.jwksUrl().then(async (url) => {
         const { createRemoteJWKSet } = await import("jose");
@@ -75,14 +84,15 @@ export class JwtVerifier {
   /** AUTH_JWKS_URL, or `jwks_uri` from the issuer's OpenID or OAuth (RFC 8414) metadata. */
   private async jwksUrl(): Promise<string> {
     if (this.settings.jwksUrl) return this.settings.jwksUrl;
-    for (const url of metadataUrls(this.settings.issuer)) {
+    for (const url of metadataUrls(this.settings.issuer())) {
       const response = await fetch(url, { signal: AbortSignal.timeout(DISCOVERY_TIMEOUT_MS) }).catch(() => null);
       if (!response?.ok) continue;
       const metadata = (await response.json().catch(() => null)) as { issuer?: unknown; jwks_uri?: unknown } | null;
       // RFC 8414 §3.3: metadata naming another issuer must not be used.
-      if (metadata?.issuer === this.settings.issuer && typeof metadata.jwks_uri === "string") return metadata.jwks_uri;
+      if (metadata?.issuer === this.settings.issuer() && typeof metadata.jwks_uri === "string")
+        return metadata.jwks_uri;
     }
-    throw new Error(`no key set found in the metadata of ${this.settings.issuer}`);
+    throw new Error(`no key set found in the metadata of ${this.settings.issuer()}`);
   }
 }
 

@@ -24,9 +24,13 @@ export async function addUser(store: Store, id: string, password: string, now = 
   }
 }
 
-/** Disables a user and revokes every token it holds, so it acts nowhere from now on; answers how many tokens. */
+/**
+ * Disables a user and revokes every token it holds (and every sign-in grant the built-in authority
+ * gave it), so it acts nowhere from now on; answers how many user tokens were revoked.
+ */
 export async function disableUser(store: Store, id: string, now = Date.now()): Promise<number> {
   if (!(await store.users.disable(id, now))) throw new UserError(`no user ${id}`);
+  await store.oauth.revokeAccount(id);
   return store.tokens.revokeAllOf(id, now);
 }
 

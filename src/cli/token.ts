@@ -18,12 +18,25 @@ export const tokenList = (config: Config) =>
     const tokens = await store.tokens.list();
     if (tokens.length === 0) {
       console.log("no user tokens yet; make one with bun run token create --user <id>");
-      return 0;
+    } else {
+      printTable([
+        ["PREFIX", "USER", "CREATED", "REVOKED"],
+        ...tokens.map((t) => [t.prefix, t.userId, iso(t.createdAt), t.revokedAt === null ? "-" : iso(t.revokedAt)]),
+      ]);
     }
-    printTable([
-      ["PREFIX", "USER", "CREATED", "REVOKED"],
-      ...tokens.map((t) => [t.prefix, t.userId, iso(t.createdAt), t.revokedAt === null ? "-" : iso(t.revokedAt)]),
-    ]);
+    const now = Date.now();
+    const grants = await store.oauth.grants(now);
+    if (grants.length > 0) {
+      console.log("\nsign-ins (the built-in authority; bun run user disable <id> ends them):");
+      const rows = [["CLIENT", "USER", "SIGNED IN", "EXPIRES"]];
+      for (const grant of grants) {
+        const { clientId, accountId, iat } = grant.payload as { clientId: string; accountId: string; iat: number };
+        const client = await store.oauth.find("Client", clientId, now);
+        const name = (client?.payload as { client_name?: string } | undefined)?.client_name ?? clientId;
+        rows.push([name, accountId, iso(iat * 1000), grant.expiresAt === null ? "-" : iso(grant.expiresAt)]);
+      }
+      printTable(rows);
+    }
     return 0;
   });
 

@@ -13,6 +13,7 @@ export type StepRow = InferSelectModel<typeof pg.workflowSteps>;
 export type ReleaseRow = InferSelectModel<typeof pg.releases>;
 export type TokenRow = InferSelectModel<typeof pg.apiTokens>;
 export type UserRow = InferSelectModel<typeof pg.users>;
+export type OAuthRecord = InferSelectModel<typeof pg.oauthRecords>;
 export type FileRow = InferSelectModel<typeof pg.files>;
 /** A file's metadata as written: its upload fields may be left out (a file not sent as an input). */
 type UploadFields = "executionId" | "field" | "filename";
@@ -33,10 +34,11 @@ agree<
     Agree<"environment">,
     Agree<"apiTokens">,
     Agree<"users">,
+    Agree<"oauthRecords">,
     Agree<"files">,
     Agree<"instances">,
     Agree<"dataAttrs">,
     Agree<"dataEntities">,
     Agree<"dataLinks">,
   ]
->([true, true, true, true, true, true, true, true, true, true, true, true]);
+>([true, true, true, true, true, true, true, true, true, true, true, true, true]);

@@ -1,6 +1,7 @@
 import type { ExecutionStore } from "./executions.ts";
 import type { FileStore } from "./files.ts";
 import type { InstanceStore } from "./instances.ts";
+import type { OAuthStore } from "./oauth.ts";
 import type { ReleaseStore } from "./releases.ts";
 import type { RunStore } from "./runs.ts";
 import type { TokenStore } from "./tokens.ts";
@@ -18,6 +19,7 @@ export interface Store {
   readonly releases: ReleaseStore;
   readonly tokens: TokenStore;
   readonly users: UserStore;
+  readonly oauth: OAuthStore;
   readonly files: FileStore;
   readonly instances: InstanceStore;
 

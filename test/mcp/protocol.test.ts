@@ -125,12 +125,12 @@ describe("MCP over raw HTTP", () => {
 });
 
 describe("MCP without AUTH_ISSUER", () => {
-  test("the metadata omits authorization_servers", async () => {
+  test("the metadata names the environment itself as the authorization server (the built-in authority)", async () => {
     if (!sqlite) throw new Error("no dialect");
     const t = await startTestServer(sqlite);
     try {
       const body = await (await t.fetch("/.well-known/oauth-protected-resource/mcp", { token: null })).json();
-      expect(body.authorization_servers).toBeUndefined();
+      expect(body.authorization_servers).toEqual([t.url]);
       expect(body.resource).toBe(`${t.url}/mcp`);
     } finally {
       await t.stop();

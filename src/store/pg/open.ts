@@ -5,6 +5,7 @@ import postgres, { type ParameterOrJSON } from "postgres";
 import { attrIds } from "../drizzle/attrs.ts";
 import type { Dialect } from "../drizzle/database.ts";
 import { DrizzleFileStore } from "../drizzle/files.ts";
+import { DrizzleOAuthStore } from "../drizzle/oauth.ts";
 import { DrizzleReleaseStore } from "../drizzle/releases.ts";
 import { DrizzleTokenStore } from "../drizzle/tokens.ts";
 import { DrizzleUserStore } from "../drizzle/users.ts";
@@ -51,6 +52,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
     releases: new DrizzleReleaseStore(db, schema),
     tokens: new DrizzleTokenStore(db, schema),
     users: new DrizzleUserStore(db, schema),
+    oauth: new DrizzleOAuthStore(db, schema),
     files: new DrizzleFileStore(db, schema),
     instances,
     dataSelect: select,

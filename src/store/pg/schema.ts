@@ -68,6 +68,33 @@ export const users = pgTable("users", {
   disabledAt: millis("disabled_at"),
 });
 
+/**
+ * What the built-in authority (src/auth/authority/) keeps: clients, grants, codes, tokens, sessions,
+ * interactions and its signing keys, as oidc-provider hands them over (`payload`), by model and id.
+ */
+export const oauthRecords = pgTable(
+  "oauth_records",
+  {
+    model: text("model").notNull(),
+    id: text("id").notNull(),
+    payload: jsonb("payload").$type<Record<string, unknown>>().notNull(),
+    grantId: text("grant_id"),
+    /** The person a grant, code, token or session is for: what disabling the person removes. */
+    accountId: text("account_id"),
+    uid: text("uid"),
+    userCode: text("user_code"),
+    expiresAt: millis("expires_at"),
+    consumedAt: millis("consumed_at"),
+  },
+  (t) => [
+    primaryKey({ columns: [t.model, t.id] }),
+    index("oauth_records_grant_idx").on(t.grantId),
+    index("oauth_records_account_idx").on(t.accountId),
+    index("oauth_records_uid_idx").on(t.uid),
+    index("oauth_records_user_code_idx").on(t.userCode),
+  ],
+);
+
 export const apiTokens = pgTable("api_tokens", {
   id: text("id").primaryKey(),
   tokenHash: text("token_hash").notNull().unique(),

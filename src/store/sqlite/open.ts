@@ -7,6 +7,7 @@ import type { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 import { attrIds } from "../drizzle/attrs.ts";
 import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
 import { DrizzleFileStore } from "../drizzle/files.ts";
+import { DrizzleOAuthStore } from "../drizzle/oauth.ts";
 import { DrizzleReleaseStore } from "../drizzle/releases.ts";
 import { DrizzleTokenStore } from "../drizzle/tokens.ts";
 import { DrizzleUserStore } from "../drizzle/users.ts";
@@ -58,6 +59,7 @@ export function openSqliteStore(path: string): Store {
     releases: new DrizzleReleaseStore(db, tables),
     tokens: new DrizzleTokenStore(db, tables),
     users: new DrizzleUserStore(db, tables),
+    oauth: new DrizzleOAuthStore(db, tables),
     files: new DrizzleFileStore(db, tables),
     instances: new SqliteInstanceStore(executions, runs),
     dataSelect: select,

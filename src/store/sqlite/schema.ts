@@ -65,6 +65,30 @@ export const users = sqliteTable("users", {
   disabledAt: integer("disabled_at"),
 });
 
+/** See ../pg/schema.ts. */
+export const oauthRecords = sqliteTable(
+  "oauth_records",
+  {
+    model: text("model").notNull(),
+    id: text("id").notNull(),
+    payload: text("payload", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    grantId: text("grant_id"),
+    /** The person a grant, code, token or session is for: what disabling the person removes. */
+    accountId: text("account_id"),
+    uid: text("uid"),
+    userCode: text("user_code"),
+    expiresAt: integer("expires_at"),
+    consumedAt: integer("consumed_at"),
+  },
+  (t) => [
+    primaryKey({ columns: [t.model, t.id] }),
+    index("oauth_records_grant_idx").on(t.grantId),
+    index("oauth_records_account_idx").on(t.accountId),
+    index("oauth_records_uid_idx").on(t.uid),
+    index("oauth_records_user_code_idx").on(t.userCode),
+  ],
+);
+
 export const apiTokens = sqliteTable("api_tokens", {
   id: text("id").primaryKey(),
   tokenHash: text("token_hash").notNull().unique(),

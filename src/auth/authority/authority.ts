@@ -1,0 +1,336 @@
+import { createHmac, timingSafeEqual } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type Provider from "oidc-provider";
+import type { Configuration, KoaContextWithOIDC } from "oidc-provider";
+import type { Store } from "../../store/store.ts";
+import { checkPassword } from "../users.ts";
+import { storeAdapter } from "./adapter.ts";
+import { authorityKeys } from "./keys.ts";
+import { consentPage, signInPage } from "./pages.ts";
+import { Attempts } from "./rate-limit.ts";
+
+export interface AuthorityOptions {
+  store: Store;
+  /** The environment's public URL: the issuer, and the resource its tokens are for. */
+  issuer: string;
+  /** The environment's name, shown on the sign-in and consent pages. */
+  environment: string;
+  now: () => number;
+  log: (message: string) => void;
+}
+
+/** Where the authority's endpoints are; the protected-resource metadata and the proxy in http/ use them. */
+export const AUTHORITY_ROUTES = {
+  authorization: "/oauth/authorize",
+  token: "/oauth/token",
+  registration: "/oauth/register",
+  jwks: "/oauth/jwks",
+  revocation: "/oauth/revoke",
+  end_session: "/oauth/logout",
+  userinfo: "/oauth/userinfo",
+  introspection: "/oauth/introspect",
+  pushed_authorization_request: "/oauth/par",
+  code_verification: "/oauth/device",
+  device_authorization: "/oauth/device/auth",
+  backchannel_authentication: "/oauth/backchannel",
+  challenge: "/oauth/challenge",
+} as const;
+
+/** The one scope of this environment's resource: acting as the person, everywhere (HTTP, /mcp, /session). */
+export const RESOURCE_SCOPE = "mcp";
+
+const INTERACTION = /^\/oauth\/interaction\/([\w-]+)(?:\/(login|confirm|abort))?$/;
+const FORM_LIMIT = 16 * 1024;
+const PURGE_EVERY_MS = 60 * 60_000;
+
+/**
+ * The environment as its own OAuth 2.1 authorization server (issue #15), for when no AUTH_ISSUER is
+ * configured: oidc-provider (the reference implementation) does the protocol (metadata, dynamic client
+ * registration, authorization code with PKCE S256, resource indicators, refresh token rotation,
+ * revocation); this module gives it storage (the store), keys, people (users.ts) and the sign-in and
+ * consent pages. oidc-provider is a Node (req, res) application, so it runs on a loopback node:http
+ * server of this process that http/oauth.ts proxies to; it is loaded on the first /oauth request.
+ */
+export class Authority {
+  private readonly purge: Timer;
+
+  private constructor(
+    private readonly server: Server,
+    private readonly provider: Provider,
+    options: AuthorityOptions,
+  ) {
+    // Expired codes, tokens, sessions and interactions are dropped hourly (and once now), by any instance.
+    const purge = () =>
+      options.store.oauth.purgeExpired(options.now()).catch((error) => {
+        options.log(`could not purge expired sign-in records: ${(error as Error).message}`);
+        return 0;
+      });
+    void purge();
+    this.purge = setInterval(purge, PURGE_EVERY_MS);
+    this.purge.unref();
+  }
+
+  /** Where the proxy sends requests: this process's loopback server. */
+  get origin(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  static async start(options: AuthorityOptions): Promise<Authority> {
+    const { default: OidcProvider, errors } = await import("oidc-provider");
+    const keys = await authorityKeys(options.store.oauth, options.now());
+    const resources = new Set([options.issuer, `${options.issuer}/mcp`]);
+    const configuration: Configuration = {
+      adapter: storeAdapter(options.store.oauth, options.now, isLoopbackUrl(options.issuer)),
+      discovery: { client_id_metadata_document_supported: true },
+      jwks: { keys: [keys.signing as never] },
+      cookies: { keys: keys.cookies },
+      routes: AUTHORITY_ROUTES,
+      scopes: ["openid", "offline_access", RESOURCE_SCOPE],
+      // OAuth 2.1: the authorization code flow only (no implicit or hybrid responses).
+      responseTypes: ["code"],
+      clientDefaults: {
+        grant_types: ["authorization_code", "refresh_token"],
+        response_types: ["code"],
+        token_endpoint_auth_method: "none",
+        id_token_signed_response_alg: "RS256",
+      },
+      features: {
+        devInteractions: { enabled: false },
+        registration: { enabled: true },
+        revocation: { enabled: true },
+        resourceIndicators: {
+          enabled: true,
+          defaultResource: () => `${options.issuer}/mcp`,
+          useGrantedResource: () => true,
+          // RFC 8707: tokens only for this environment; their audience is the resource asked for.
+          getResourceServerInfo: (_ctx: KoaContextWithOIDC, resource: string) => {
+            if (!resources.has(resource)) throw new errors.InvalidTarget();
+            return { scope: RESOURCE_SCOPE, audience: resource, accessTokenTTL: 3600, accessTokenFormat: "jwt" };
+          },
+        },
+      },
+      pkce: { required: () => true },
+      // Every client that may use refresh tokens gets them (MCP clients rarely ask for offline_access).
+      issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed("refresh_token"),
+      rotateRefreshToken: true,
+      ttl: {
+        AccessToken: 3600,
+        AuthorizationCode: 60,
+        Interaction: 15 * 60,
+        Grant: 30 * 24 * 3600,
+        Session: 14 * 24 * 3600,
+        RefreshToken: 30 * 24 * 3600,
+      },
+      interactions: { url: (_ctx, interaction) => `/oauth/interaction/${interaction.uid}` },
+      async findAccount(_ctx, sub) {
+        const user = await options.store.users.get(sub);
+        if (!user || user.disabledAt !== null) return undefined;
+        return { accountId: sub, claims: () => ({ sub }) };
+      },
+      renderError(ctx, out) {
+        ctx.type = "json";
+        ctx.body = { ok: false, error: out.error, message: out.error_description ?? out.error };
+      },
+    };
+    const provider = new OidcProvider(options.issuer, configuration);
+    // Requests arrive through this process's proxy, which sets X-Forwarded-* from the real request.
+    provider.proxy = true;
+    provider.on("server_error", (_ctx: unknown, error: Error) => options.log(`authority error: ${error.message}`));
+    // A client that asks for no scope asks for the resource's: an empty grant would be refused later.
+    provider.use(async (ctx, next) => {
+      if (ctx.path === AUTHORITY_ROUTES.authorization && ctx.method === "GET" && !ctx.query.scope) {
+        ctx.query = { ...ctx.query, scope: RESOURCE_SCOPE };
+      }
+      await next();
+    });
+    const interactions = new Interactions(provider, options, keys.cookies[0] as string);
+    const callback = provider.callback();
+    const server = createServer((req, res) => {
+      const match = INTERACTION.exec(req.url?.split("?")[0] ?? "");
+      if (!match) return callback(req, res);
+      interactions.handle(req, res, match[1] as string, match[2]).catch((error) => {
+        options.log(`sign-in page failed: ${(error as Error).message}`);
+        if (!res.headersSent)
+          sendJson(res, 400, {
+            ok: false,
+            error: "invalid_request",
+            message: "the sign-in expired; start again from the client",
+          });
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return new Authority(server, provider, options);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.purge);
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** The provider, for revoking a user's grants (users.ts) once it is disabled. */
+  get oidc(): Provider {
+    return this.provider;
+  }
+}
+
+/** The sign-in and consent steps of an authorization request. */
+class Interactions {
+  private readonly attempts = new Attempts({ limit: 10, windowMs: 15 * 60_000 });
+
+  constructor(
+    private readonly provider: Provider,
+    private readonly options: AuthorityOptions,
+    private readonly csrfKey: string,
+  ) {}
+
+  async handle(req: IncomingMessage, res: ServerResponse, uid: string, step: string | undefined) {
+    const details = await this.provider.interactionDetails(req, res);
+    if (details.uid !== uid)
+      return sendJson(res, 400, { ok: false, error: "invalid_request", message: "unknown sign-in" });
+    const client = await this.provider.Client.find(String(details.params.client_id));
+    const clientName = client?.clientName ?? String(details.params.client_id);
+    const environment = this.options.environment;
+    const csrf = this.csrf(uid);
+    if (req.method === "GET" && step === undefined) {
+      if (details.prompt.name === "login") {
+        return sendHtml(
+          res,
+          200,
+          signInPage({ action: `/oauth/interaction/${uid}/login`, csrf, environment, client: clientName }),
+        );
+      }
+      const user = String(details.session?.accountId ?? "");
+      return sendHtml(
+        res,
+        200,
+        consentPage({
+          confirm: `/oauth/interaction/${uid}/confirm`,
+          abort: `/oauth/interaction/${uid}/abort`,
+          csrf,
+          environment,
+          client: clientName,
+          user,
+        }),
+      );
+    }
+    if (req.method !== "POST" || step === undefined) {
+      return sendJson(res, 405, { ok: false, error: "method_not_allowed", message: "use the form" });
+    }
+    const form = await readForm(req);
+    if (!this.csrfMatches(uid, form.get("csrf"))) {
+      return sendJson(res, 403, { ok: false, error: "forbidden", message: "the form did not come from this sign-in" });
+    }
+    if (step === "abort") {
+      return this.provider.interactionFinished(
+        req,
+        res,
+        { error: "access_denied", error_description: "the person declined" },
+        { mergeWithLastSubmission: false },
+      );
+    }
+    if (step === "login") {
+      if (details.prompt.name !== "login")
+        return sendJson(res, 400, { ok: false, error: "invalid_request", message: "already signed in" });
+      const user = form.get("user") ?? "";
+      const address = String(req.headers["x-forwarded-for"] ?? req.socket.remoteAddress ?? "");
+      const keys = [`user:${user}`, `address:${address}`];
+      if (this.attempts.blocked(keys, this.options.now())) {
+        res.setHeader("retry-after", "900");
+        return sendHtml(
+          res,
+          429,
+          signInPage({
+            action: `/oauth/interaction/${uid}/login`,
+            csrf,
+            environment,
+            client: clientName,
+            user,
+            error: "Too many failed sign-ins; try again later.",
+          }),
+        );
+      }
+      if (!(await checkPassword(this.options.store, user, form.get("password") ?? ""))) {
+        this.attempts.fail(keys, this.options.now());
+        return sendHtml(
+          res,
+          401,
+          signInPage({
+            action: `/oauth/interaction/${uid}/login`,
+            csrf,
+            environment,
+            client: clientName,
+            user,
+            error: "Wrong user or password.",
+          }),
+        );
+      }
+      return this.provider.interactionFinished(
+        req,
+        res,
+        { login: { accountId: user } },
+        { mergeWithLastSubmission: false },
+      );
+    }
+    // confirm: grant what was asked, for this client and this person.
+    if (details.prompt.name !== "consent" || !details.session) {
+      return sendJson(res, 400, { ok: false, error: "invalid_request", message: "nothing to confirm" });
+    }
+    const grant = details.grantId
+      ? ((await this.provider.Grant.find(details.grantId)) ??
+        this.newGrant(details.session.accountId, String(details.params.client_id)))
+      : this.newGrant(details.session.accountId, String(details.params.client_id));
+    const missing = details.prompt.details as {
+      missingOIDCScope?: string[];
+      missingResourceScopes?: Record<string, string[]>;
+    };
+    if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(" "));
+    for (const [resource, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
+      grant.addResourceScope(resource, scopes.join(" "));
+    }
+    const grantId = await grant.save();
+    return this.provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
+  }
+
+  private newGrant(accountId: string, clientId: string) {
+    return new this.provider.Grant({ accountId, clientId });
+  }
+
+  /** Bound to the interaction (itself bound to the browser by the authority's cookie): a form from elsewhere fails. */
+  private csrf(uid: string): string {
+    return createHmac("sha256", this.csrfKey).update(`csrf:${uid}`).digest("base64url");
+  }
+
+  private csrfMatches(uid: string, given: string | null): boolean {
+    const expected = Buffer.from(this.csrf(uid));
+    const actual = Buffer.from(given ?? "");
+    return actual.length === expected.length && timingSafeEqual(actual, expected);
+  }
+}
+
+async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
+  let text = "";
+  for await (const chunk of req) {
+    text += chunk;
+    if (text.length > FORM_LIMIT) throw new Error("form too large");
+  }
+  return new URLSearchParams(text);
+}
+
+const isLoopbackUrl = (url: string) => /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/.test(new URL(url).hostname);
+
+function sendHtml(res: ServerResponse, status: number, html: string) {
+  res.writeHead(status, {
+    "content-type": "text/html; charset=utf-8",
+    "cache-control": "no-store",
+    // The pages are never framed (clickjacking) and load nothing from elsewhere.
+    "x-frame-options": "DENY",
+    "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
+  });
+  res.end(html);
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown) {
+  res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" });
+  res.end(JSON.stringify(body));
+}

@@ -1,0 +1,56 @@
+import { Elysia } from "elysia";
+import { PublicError } from "../lib/errors.ts";
+
+const BODY_LIMIT = 64 * 1024;
+/** Hop-by-hop and length headers are the proxy's own to set. */
+const DROPPED = new Set(["host", "connection", "keep-alive", "transfer-encoding", "content-length", "accept-encoding"]);
+
+export interface OAuthRouteOptions {
+  /** The built-in authority's loopback origin, started on first use. */
+  authority: () => Promise<{ origin: string }>;
+  publicUrl: () => string;
+}
+
+/**
+ * The built-in authority's endpoints (auth/authority/), served by this server: requests are relayed
+ * to the authority's loopback server with the caller's host, scheme and address in X-Forwarded-*.
+ * RFC 8414 metadata is the authority's OpenID metadata (the same document).
+ */
+export const oauthRoutes = (options: OAuthRouteOptions) => {
+  const relay = async (request: Request, path: string, clientAddress: string | undefined) => {
+    const { origin } = await options.authority();
+    const url = new URL(request.url);
+    const headers = new Headers();
+    for (const [name, value] of request.headers) if (!DROPPED.has(name)) headers.set(name, value);
+    const publicUrl = new URL(options.publicUrl());
+    headers.set("x-forwarded-host", request.headers.get("host") ?? publicUrl.host);
+    headers.set("x-forwarded-proto", publicUrl.protocol.replace(":", ""));
+    if (clientAddress) headers.set("x-forwarded-for", clientAddress);
+    let body: ArrayBuffer | undefined;
+    if (request.method !== "GET" && request.method !== "HEAD") {
+      body = await request.arrayBuffer();
+      if (body.byteLength > BODY_LIMIT)
+        throw new PublicError("payload_too_large", "an OAuth request body is at most 64 KiB");
+    }
+    const answer = await fetch(`${origin}${path}${url.search}`, {
+      method: request.method,
+      headers,
+      body,
+      redirect: "manual",
+    });
+    const out = new Headers(answer.headers);
+    out.delete("content-encoding");
+    out.delete("content-length");
+    return new Response(await answer.arrayBuffer(), { status: answer.status, headers: out });
+  };
+  return new Elysia({ name: "oauth" })
+    .get("/.well-known/oauth-authorization-server", ({ request, server }) =>
+      relay(request, "/.well-known/openid-configuration", server?.requestIP(request)?.address),
+    )
+    .get("/.well-known/openid-configuration", ({ request, server }) =>
+      relay(request, "/.well-known/openid-configuration", server?.requestIP(request)?.address),
+    )
+    .all("/oauth/*", ({ request, server }) =>
+      relay(request, new URL(request.url).pathname, server?.requestIP(request)?.address),
+    );
+};

@@ -1,0 +1,92 @@
+import { and, eq, gt, isNull, lte, or, type SQL } from "drizzle-orm";
+import type { OAuthStore } from "../oauth.ts";
+import type { OAuthRecord } from "../rows.ts";
+import type { AnyDatabase, Tables } from "./database.ts";
+
+export class DrizzleOAuthStore implements OAuthStore {
+  constructor(
+    private readonly db: AnyDatabase,
+    private readonly t: Pick<Tables, "oauthRecords">,
+  ) {}
+
+  async upsert(record: OAuthRecord): Promise<void> {
+    const r = this.t.oauthRecords;
+    const { model: _, id: __, ...changes } = record;
+    await this.db
+      .insert(r)
+      .values(record)
+      .onConflictDoUpdate({ target: [r.model, r.id], set: changes });
+  }
+
+  find(model: string, id: string, now: number) {
+    return this.first(eq(this.t.oauthRecords.id, id), model, now);
+  }
+
+  findByUid(model: string, uid: string, now: number) {
+    return this.first(eq(this.t.oauthRecords.uid, uid), model, now);
+  }
+
+  findByUserCode(model: string, userCode: string, now: number) {
+    return this.first(eq(this.t.oauthRecords.userCode, userCode), model, now);
+  }
+
+  async consume(model: string, id: string, at: number): Promise<void> {
+    const r = this.t.oauthRecords;
+    await this.db
+      .update(r)
+      .set({ consumedAt: at })
+      .where(and(eq(r.model, model), eq(r.id, id)));
+  }
+
+  async destroy(model: string, id: string): Promise<void> {
+    const r = this.t.oauthRecords;
+    await this.db.delete(r).where(and(eq(r.model, model), eq(r.id, id)));
+  }
+
+  async revokeGrant(grantId: string): Promise<void> {
+    await this.db.delete(this.t.oauthRecords).where(eq(this.t.oauthRecords.grantId, grantId));
+  }
+
+  async revokeAccount(accountId: string): Promise<void> {
+    await this.db.delete(this.t.oauthRecords).where(eq(this.t.oauthRecords.accountId, accountId));
+  }
+
+  async grants(now: number): Promise<OAuthRecord[]> {
+    const r = this.t.oauthRecords;
+    return this.db
+      .select()
+      .from(r)
+      .where(and(eq(r.model, "Grant"), or(isNull(r.expiresAt), gt(r.expiresAt, now))))
+      .orderBy(r.expiresAt);
+  }
+
+  async purgeExpired(now: number): Promise<number> {
+    const r = this.t.oauthRecords;
+    const gone = await this.db.delete(r).where(lte(r.expiresAt, now)).returning({ id: r.id });
+    return gone.length;
+  }
+
+  async insertOnce(record: OAuthRecord): Promise<OAuthRecord> {
+    const r = this.t.oauthRecords;
+    await this.db
+      .insert(r)
+      .values(record)
+      .onConflictDoNothing({ target: [r.model, r.id] });
+    const [stored] = await this.db
+      .select()
+      .from(r)
+      .where(and(eq(r.model, record.model), eq(r.id, record.id)));
+    return stored ?? record;
+  }
+
+  private async first(key: SQL, model: string, now: number): Promise<OAuthRecord | null> {
+    const r = this.t.oauthRecords;
+    const live = or(isNull(r.expiresAt), gt(r.expiresAt, now));
+    const [row] = await this.db
+      .select()
+      .from(r)
+      .where(and(eq(r.model, model), key, live))
+      .limit(1);
+    return row ?? null;
+  }
+}

@@ -1,0 +1,339 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { auth, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { isClientDocumentUrl } from "../src/auth/authority/client-documents.ts";
+import { addUser, disableUser } from "../src/auth/users.ts";
+import { cli } from "./support/cli.ts";
+import { dialects } from "./support/databases.ts";
+import { LiveClient } from "./support/live-client.ts";
+import { MemoryClientProvider, REDIRECT } from "./support/oauth-client.ts";
+import { fixture, startTestServer, type TestServer } from "./support/server.ts";
+
+/** A person's browser: keeps cookies, follows redirects until it reaches the client's redirect URI. */
+class Browser {
+  private readonly cookies = new Map<string, string>();
+
+  async visit(url: string, init: { method?: string; form?: Record<string, string> } = {}) {
+    let next = url;
+    let method = init.method ?? "GET";
+    let body: string | undefined = init.form ? new URLSearchParams(init.form).toString() : undefined;
+    for (let hop = 0; hop < 20; hop++) {
+      if (next.startsWith(REDIRECT)) return { redirectedTo: new URL(next), status: 303, html: "" };
+      const headers: Record<string, string> = { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ") };
+      if (body !== undefined) headers["content-type"] = "application/x-www-form-urlencoded";
+      const res = await fetch(next, { method, headers, body, redirect: "manual" });
+      for (const line of res.headers.getSetCookie()) {
+        const [pair = ""] = line.split(";");
+        const [name = "", ...value] = pair.split("=");
+        this.cookies.set(name.trim(), value.join("="));
+      }
+      const location = res.headers.get("location");
+      if (res.status >= 300 && res.status < 400 && location) {
+        next = new URL(location, next).toString();
+        method = "GET";
+        body = undefined;
+        continue;
+      }
+      return { status: res.status, html: await res.text(), url: next };
+    }
+    throw new Error("too many redirects");
+  }
+}
+
+const formAction = (html: string, base: string) => {
+  const action = /<form method="post" action="([^"]+)"/.exec(html)?.[1] ?? "";
+  return new URL(action.replaceAll("&amp;", "&"), base).toString();
+};
+const csrfOf = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
+
+const [sqlite] = dialects;
+
+describe("the environment as its own authority (no AUTH_ISSUER)", () => {
+  let t: TestServer;
+  const password = "correct horse battery staple";
+
+  beforeAll(async () => {
+    t = await startTestServer(sqlite as (typeof dialects)[number], { release: fixture("claims") });
+    await addUser(t.store, "alice", password);
+    await addUser(t.store, "bob", password);
+  });
+
+  afterAll(async () => {
+    await t?.stop();
+  });
+
+  /** Runs the whole sign-in as an MCP client does: discovery, registration, browser, code exchange. */
+  async function signIn(user: string, secret: string) {
+    const provider = new MemoryClientProvider();
+    const transport = new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { authProvider: provider });
+    const client = new Client({ name: "test-agent", version: "1.0.0" });
+    await expect(client.connect(transport)).rejects.toBeInstanceOf(UnauthorizedError);
+    expect(provider.authorizationUrl?.searchParams.get("code_challenge_method")).toBe("S256");
+    expect(provider.authorizationUrl?.searchParams.get("resource")).toBe(`${t.url}/mcp`);
+
+    const browser = new Browser();
+    const signInPage = await browser.visit((provider.authorizationUrl as URL).toString());
+    expect(signInPage.status).toBe(200);
+    expect(signInPage.html).toContain("Test Agent");
+    expect(signInPage.html).toContain(`Sign in to ${t.config.handle}`);
+    const consent = await browser.visit(formAction(signInPage.html, t.url), {
+      method: "POST",
+      form: { csrf: csrfOf(signInPage.html), user, password: secret },
+    });
+    if (consent.status !== 200 || !consent.html.includes("Allow")) return { provider, transport, consent };
+    const done = await browser.visit(formAction(consent.html, t.url), {
+      method: "POST",
+      form: { csrf: csrfOf(consent.html) },
+    });
+    const code = done.redirectedTo?.searchParams.get("code");
+    expect(code).toBeTruthy();
+    await transport.finishAuth(code as string);
+    return { provider, transport, consent };
+  }
+
+  test("the resource metadata names this environment as its authorization server, whose metadata follows RFC 8414", async () => {
+    const resource = (await (await fetch(`${t.url}/.well-known/oauth-protected-resource/mcp`)).json()) as {
+      authorization_servers: string[];
+      scopes_supported: string[];
+    };
+    expect(resource.authorization_servers).toEqual([t.url]);
+    expect(resource.scopes_supported).toEqual(["mcp"]);
+    const metadata = (await (await fetch(`${t.url}/.well-known/oauth-authorization-server`)).json()) as Record<
+      string,
+      unknown
+    >;
+    expect(metadata).toMatchObject({
+      issuer: t.url,
+      authorization_endpoint: `${t.url}/oauth/authorize`,
+      token_endpoint: `${t.url}/oauth/token`,
+      registration_endpoint: `${t.url}/oauth/register`,
+      code_challenge_methods_supported: ["S256"],
+      response_types_supported: ["code"],
+      client_id_metadata_document_supported: true,
+      revocation_endpoint: `${t.url}/oauth/revoke`,
+    });
+    expect(metadata.grant_types_supported).not.toContain("implicit");
+  });
+
+  test("an MCP client signs alice in with a browser; its tool calls then act as alice; a refresh rotates", async () => {
+    const { provider } = await signIn("alice", password);
+    const client = new Client({ name: "test-agent", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { authProvider: provider }));
+    try {
+      const result = (await client.callTool({ name: "whoami.get", arguments: {} })) as { structuredContent?: unknown };
+      expect(result.structuredContent).toEqual({ kind: "user", id: "alice", role: null });
+    } finally {
+      await client.close();
+    }
+    // The token acts over plain HTTP too, and its audience is this environment's /mcp resource.
+    const access = provider.saved?.access_token as string;
+    const payload = JSON.parse(Buffer.from(access.split(".")[1] as string, "base64url").toString());
+    expect(payload).toMatchObject({ iss: t.url, aud: `${t.url}/mcp`, sub: "alice" });
+    expect((await t.invoke("whoami.get", {}, { token: access })).status).toBe(200);
+    // And on a live session.
+    const live = await LiveClient.connect(t.url);
+    try {
+      live.send({ op: "init", "access-token": access, "client-event-id": "i" });
+      expect(await live.op("init-ok")).toMatchObject({ "client-event-id": "i" });
+    } finally {
+      live.close();
+    }
+    // The sign-in is listed beside the user tokens, by client and person.
+    const env = { DATABASE_URL: t.config.databaseUrl, DATA_DIR: t.config.dataDir };
+    expect((await cli(["token", "list"], env)).stdout).toMatch(/\nTest Agent\s+alice\s+\S+Z\s+\S+Z/);
+
+    const first = provider.saved?.refresh_token as string;
+    expect(first).toBeTruthy();
+    await auth(provider, { serverUrl: `${t.url}/mcp` });
+    const second = provider.saved?.refresh_token as string;
+    expect(second).toBeTruthy();
+    expect(second).not.toBe(first);
+    // Revoking the current refresh token (RFC 7009) ends it too.
+    const revoke = await fetch(`${t.url}/oauth/revoke`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ token: second, client_id: (provider.client as { client_id: string }).client_id }),
+    });
+    expect(revoke.status).toBe(200);
+    const afterRevoke = await fetch(`${t.url}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        grant_type: "refresh_token",
+        refresh_token: second,
+        client_id: (provider.client as { client_id: string }).client_id,
+      }),
+    });
+    expect(afterRevoke.status).toBe(400);
+    // The old refresh token was rotated away.
+    const reuse = await fetch(`${t.url}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        grant_type: "refresh_token",
+        refresh_token: first,
+        client_id: (provider.client as { client_id: string }).client_id,
+      }),
+    });
+    expect(reuse.status).toBe(400);
+  });
+
+  test("a wrong password shows the form again with an error; nothing is issued", async () => {
+    const { consent } = await signIn("alice", "not the password");
+    expect(consent.status).toBe(401);
+    expect(consent.html).toContain("Wrong user or password");
+  });
+
+  test("a disabled user's tokens stop working", async () => {
+    const { provider } = await signIn("bob", password);
+    const access = provider.saved?.access_token as string;
+    expect((await t.invoke("whoami.get", {}, { token: access })).status).toBe(200);
+    await disableUser(t.store, "bob");
+    expect((await t.invoke("whoami.get", {}, { token: access })).status).toBe(401);
+    expect((await t.store.oauth.grants(Date.now())).some((g) => g.accountId === "bob")).toBe(false);
+    // Nor can its client get new ones.
+    await expect(auth(provider, { serverUrl: `${t.url}/mcp` })).rejects.toThrow();
+  });
+
+  test("a client may name itself by its metadata document's URL instead of registering", async () => {
+    let fetched = 0;
+    const site = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch(request) {
+        fetched++;
+        const id = request.url;
+        if (new URL(id).pathname === "/liar.json")
+          return Response.json({ client_id: "https://elsewhere.example/x", redirect_uris: [REDIRECT] });
+        return Response.json({ client_id: id, client_name: "Documented Agent", redirect_uris: [REDIRECT] });
+      },
+    });
+    try {
+      const clientId = `http://127.0.0.1:${site.port}/agent.json`;
+      const verifier = "v".repeat(64);
+      const challenge = new Bun.CryptoHasher("sha256").update(verifier).digest("base64url");
+      const authorize = (id: string) =>
+        `${t.url}/oauth/authorize?${new URLSearchParams({
+          response_type: "code",
+          client_id: id,
+          redirect_uri: REDIRECT,
+          code_challenge: challenge,
+          code_challenge_method: "S256",
+          resource: `${t.url}/mcp`,
+          state: "s1",
+        })}`;
+      const browser = new Browser();
+      const signInPage = await browser.visit(authorize(clientId));
+      expect(signInPage.html).toContain("Documented Agent");
+      const consent = await browser.visit(formAction(signInPage.html, t.url), {
+        method: "POST",
+        form: { csrf: csrfOf(signInPage.html), user: "alice", password },
+      });
+      const done = await browser.visit(formAction(consent.html, t.url), {
+        method: "POST",
+        form: { csrf: csrfOf(consent.html) },
+      });
+      const code = done.redirectedTo?.searchParams.get("code") as string;
+      const tokens = await fetch(`${t.url}/oauth/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({
+          grant_type: "authorization_code",
+          code,
+          redirect_uri: REDIRECT,
+          client_id: clientId,
+          code_verifier: verifier,
+          resource: `${t.url}/mcp`,
+        }),
+      });
+      expect(tokens.status).toBe(200);
+      const { access_token } = (await tokens.json()) as { access_token: string };
+      const who = await (await t.invoke("whoami.get", {}, { token: access_token })).json();
+      expect(who.execution.output).toEqual({ kind: "user", id: "alice", role: null });
+      // The document was read once for the whole flow (kept for an hour, for every instance).
+      expect(fetched).toBe(1);
+
+      // A document that names another client id is no client at all.
+      const liar = await new Browser().visit(authorize(`http://127.0.0.1:${site.port}/liar.json`));
+      expect(liar.status).toBe(400);
+      expect(liar.html).toContain("invalid_client");
+    } finally {
+      site.stop(true);
+    }
+  });
+
+  test("tokens only for this environment: an authorization request for another resource is refused", async () => {
+    const provider = new MemoryClientProvider();
+    const client = new Client({ name: "test-agent", version: "1.0.0" });
+    const transport = new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { authProvider: provider });
+    await expect(client.connect(transport)).rejects.toBeInstanceOf(UnauthorizedError);
+    const foreign = new URL(provider.authorizationUrl as URL);
+    foreign.searchParams.set("resource", "https://other.example/mcp");
+    const answer = await new Browser().visit(foreign.toString());
+    expect(answer.redirectedTo?.searchParams.get("error")).toBe("invalid_target");
+  });
+});
+
+describe("the sign-in page under guessing", () => {
+  test("after 10 failures within 15 minutes a user (and the address) is refused with 429, even the right password", async () => {
+    const t = await startTestServer(sqlite as (typeof dialects)[number], { release: fixture("claims") });
+    try {
+      await addUser(t.store, "carol", "the right password!");
+      const provider = new MemoryClientProvider();
+      const transport = new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { authProvider: provider });
+      await expect(new Client({ name: "a", version: "1" }).connect(transport)).rejects.toBeInstanceOf(
+        UnauthorizedError,
+      );
+      const browser = new Browser();
+      let page = await browser.visit((provider.authorizationUrl as URL).toString());
+      for (let attempt = 0; attempt < 10; attempt++) {
+        page = await browser.visit(formAction(page.html, t.url), {
+          method: "POST",
+          form: { csrf: csrfOf(page.html), user: "carol", password: `wrong ${attempt}` },
+        });
+        expect(page.status).toBe(401);
+      }
+      const blocked = await browser.visit(formAction(page.html, t.url), {
+        method: "POST",
+        form: { csrf: csrfOf(page.html), user: "carol", password: "the right password!" },
+      });
+      expect(blocked.status).toBe(429);
+      expect(blocked.html).toContain("Too many failed sign-ins");
+      // A form without the page's CSRF token is refused before any password is checked.
+      const forged = await browser.visit(formAction(page.html, t.url), {
+        method: "POST",
+        form: { csrf: "forged", user: "carol", password: "the right password!" },
+      });
+      expect(forged.status).toBe(403);
+    } finally {
+      await t.stop();
+    }
+  });
+});
+
+describe("client metadata document URLs", () => {
+  test("https with a path; plain http only on loopback in development; no private hosts, fragments or queries", () => {
+    expect(isClientDocumentUrl("https://agent.example/client.json", false)).toBe(true);
+    expect(isClientDocumentUrl("https://agent.example/", false)).toBe(false);
+    expect(isClientDocumentUrl("https://agent.example/c.json#x", false)).toBe(false);
+    expect(isClientDocumentUrl("https://agent.example/c.json?a=1", false)).toBe(false);
+    expect(isClientDocumentUrl("https://user:pw@agent.example/c.json", false)).toBe(false);
+    expect(isClientDocumentUrl("http://agent.example/c.json", true)).toBe(false);
+    expect(isClientDocumentUrl("http://127.0.0.1:9/c.json", true)).toBe(true);
+    expect(isClientDocumentUrl("http://127.0.0.1:9/c.json", false)).toBe(false);
+    for (const host of [
+      "10.0.0.5",
+      "192.168.1.1",
+      "172.16.0.1",
+      "169.254.169.254",
+      "127.0.0.1",
+      "localhost",
+      "[::1]",
+      "[fd00::1]",
+    ]) {
+      expect(isClientDocumentUrl(`https://${host}/c.json`, true)).toBe(false);
+    }
+    expect(isClientDocumentUrl("a-registered-client-id", true)).toBe(false);
+  });
+});
