@@ -112,6 +112,15 @@ const Env = Type.Object({
     minimum: 1,
     description: "/session sockets one caller may have signed in on this server",
   }),
+  LIVE_REFRESH_BUDGET: Type.Integer({
+    minimum: 1,
+    description: "live-query runs one write may trigger at once; past it, refreshes drop to LIVE_OVERLOAD_REFRESH_MS",
+  }),
+  LIVE_OVERLOAD_REFRESH_MS: Type.Integer({
+    minimum: 10,
+    maximum: 60_000,
+    description: "while writes trigger more than LIVE_REFRESH_BUDGET runs, live queries are refreshed this often",
+  }),
 });
 
 export type EnvName = keyof typeof Env.properties;
@@ -155,6 +164,10 @@ export interface LiveLimits {
   subscriptionsPerSocket: number;
   subscriptionsPerCaller: number;
   socketsPerCaller: number;
+  /** Query runs a refresh pass may make and still follow the next change at once. */
+  refreshBudget: number;
+  /** The pause after a pass over the budget: refreshes become periodic while the load lasts. */
+  overloadRefreshMs: number;
 }
 
 /** `CORS_ORIGINS`: the origins it lists, and whether it holds `*` (any origin, except on /mcp). */
@@ -185,6 +198,8 @@ const defaults: Partial<Record<EnvName, string>> = {
   LIVE_MAX_SUBSCRIPTIONS_PER_SOCKET: "100",
   LIVE_MAX_SUBSCRIPTIONS_PER_CALLER: "1000",
   LIVE_MAX_SOCKETS_PER_CALLER: "50",
+  LIVE_REFRESH_BUDGET: "100",
+  LIVE_OVERLOAD_REFRESH_MS: "1000",
 };
 
 /** Reads and validates the process environment once; a bad value throws a ConfigError naming it. */
@@ -238,6 +253,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       subscriptionsPerSocket: parsed.LIVE_MAX_SUBSCRIPTIONS_PER_SOCKET,
       subscriptionsPerCaller: parsed.LIVE_MAX_SUBSCRIPTIONS_PER_CALLER,
       socketsPerCaller: parsed.LIVE_MAX_SOCKETS_PER_CALLER,
+      refreshBudget: parsed.LIVE_REFRESH_BUDGET,
+      overloadRefreshMs: parsed.LIVE_OVERLOAD_REFRESH_MS,
     },
   };
 }

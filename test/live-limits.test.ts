@@ -72,3 +72,62 @@ describe("live query limits", () => {
     for (const n of [1, 2, 3]) expect((await add(again.client, n)).op).toBe("add-query-ok");
   });
 });
+
+describe("live refreshes under overload", () => {
+  let t: TestServer;
+  const open: LiveClient[] = [];
+  beforeAll(async () => {
+    t = await startTestServer(dialects[0] as (typeof dialects)[number], {
+      release: fixture("data"),
+      env: { LIVE_REFRESH_BUDGET: "2", LIVE_OVERLOAD_REFRESH_MS: "1000" },
+    });
+  });
+  afterAll(async () => {
+    for (const client of open) client.close();
+    await t.stop();
+  });
+
+  const subscribe = async (token: string, limits: number[]) => {
+    const client = await LiveClient.connect(t.url);
+    open.push(client);
+    client.send({ op: "init", "access-token": token });
+    await client.op("init-ok");
+    for (const limit of limits) {
+      client.send({ op: "add-query", q: { notes: { $: { limit } } }, "return-type": "tree" });
+      await client.op("add-query-ok");
+    }
+    return client;
+  };
+  /** How many notes each query's latest result holds, as the refreshes received so far tell it. */
+  const latest = new Map<number, number>();
+  const take = (refresh: Record<string, unknown>) => {
+    const computations = refresh.computations as {
+      "instaql-query": { notes: { $: { limit: number } } };
+      "instaql-result": { notes: unknown[] };
+    }[];
+    for (const c of computations) latest.set(c["instaql-query"].notes.$.limit, c["instaql-result"].notes.length);
+    return [...latest.values()];
+  };
+
+  test("writes that call for more runs than LIVE_REFRESH_BUDGET are refreshed once per LIVE_OVERLOAD_REFRESH_MS, and the last state still arrives", async () => {
+    const dana = await t.userToken("overload-dana");
+    // Three queries, three runs per write: over the budget of two.
+    const client = await subscribe(dana, [100, 101, 102]);
+    const started = performance.now();
+    const writes = 20;
+    for (let i = 0; i < writes; i++) {
+      expect((await t.invoke("data.add-note", { title: `w${i}`, priority: i }, { token: dana })).status).toBe(200);
+    }
+    // A pass is not a snapshot: a write may land between two of its runs; the next pass sends the rest.
+    let refreshes = 0;
+    for (;;) {
+      refreshes += 1;
+      const counts = take(await client.op("refresh-ok", 10_000));
+      if (counts.length === 3 && counts.every((n) => n === writes)) break;
+    }
+    const elapsed = performance.now() - started;
+    // One pass at once, then at most one per second however many writes (one per write otherwise).
+    expect(refreshes).toBeLessThanOrEqual(1 + Math.ceil(elapsed / 1000));
+    expect(refreshes).toBeLessThan(writes / 2);
+  }, 30_000);
+});

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { dialects } from "./support/databases.ts";
 import { effects } from "./support/effects.ts";
+import { mcpClient } from "./support/mcp-client.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "./support/server.ts";
 
 for (const dialect of dialects) {
@@ -394,6 +395,60 @@ for (const dialect of dialects) {
         expect(error).toMatchObject({ code: -32002 });
       }
     });
+
+    test("the MCP run resource leaves out values over 4 KiB with their size and steps past its budget; GET /runs/{id} has them whole", async () => {
+      const erin = await server.userToken("mcp-erin");
+      const client = await mcpClient(server, erin);
+      try {
+        const readRun = async (runId: string) => {
+          const read = await client.readResource({ uri: `service://local/runs/${runId}` });
+          const text = (read.contents[0] as { text: string }).text;
+          return { text, run: JSON.parse(text) };
+        };
+        const started = async (input: unknown) => {
+          const result = await client.callTool({ name: "wf.large", arguments: input as Record<string, unknown> });
+          const { runId } = result.structuredContent as { runId: string };
+          await ended(runId, 30_000);
+          return runId;
+        };
+
+        // Megabytes of input, output and step outputs: the agent gets their sizes and where to read them.
+        const huge = "h".repeat(1024 * 1024);
+        const hugeRun = await started({ text: huge, steps: 3 });
+        const { text, run } = await readRun(hugeRun);
+        expect(text.length).toBeLessThan(8 * 1024);
+        expect(run).toMatchObject({ id: hugeRun, status: "succeeded", statusUrl: `${server.url}/runs/${hugeRun}` });
+        expect(run.input).toBeUndefined();
+        expect(run.inputTruncated.bytes).toBeGreaterThan(huge.length);
+        expect(run.output).toBeUndefined();
+        expect(run.outputTruncated).toEqual({ bytes: JSON.stringify({ text: huge }).length });
+        expect(run.steps).toHaveLength(3);
+        for (const step of run.steps) {
+          expect(step).toMatchObject({ status: "succeeded", outputTruncated: { bytes: huge.length + 2 } });
+          expect(step.output).toBeUndefined();
+        }
+        expect(run.stepsTruncated).toBeUndefined();
+        const whole = await (await server.fetch(`/runs/${hugeRun}`, { token: erin })).json();
+        expect(whole.output.text).toBe(huge);
+        expect(whole.steps.map((step: { output: string }) => step.output)).toEqual([huge, huge, huge]);
+
+        // Values under the bound are shown, and steps until their budget; the others are counted.
+        const medium = "m".repeat(4000);
+        const manyRun = await started({ text: medium, steps: 100 });
+        const many = await readRun(manyRun);
+        expect(many.run.input).toEqual({ text: medium, steps: 100 });
+        expect(many.run.output).toEqual({ text: medium });
+        const shown = many.run.steps.length;
+        expect(shown).toBeGreaterThan(30);
+        expect(shown).toBeLessThan(100);
+        expect(many.run.stepsTruncated).toEqual({ shown, total: 100 });
+        expect(many.run.steps.every((step: { output: string }) => step.output === medium)).toBe(true);
+        expect(many.text.length).toBeLessThan(300 * 1024);
+        expect((await (await server.fetch(`/runs/${manyRun}`, { token: erin })).json()).steps).toHaveLength(100);
+      } finally {
+        await client.close();
+      }
+    }, 60_000);
 
     test("workers resume a run from its checkpoints after a restart of the server", async () => {
       const log = file("log");

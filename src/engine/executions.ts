@@ -80,16 +80,26 @@ export interface Truncations {
  * A view as lists show it: each of input, output and error message over LIST_VALUE_BYTES is replaced by
  * `<name>Truncated: { bytes }` (the list never read it); the by-id endpoints answer them whole.
  */
-export function boundForList<View extends object>(view: View, sizes: ListedSizes): View & Truncations {
-  const listed = { ...view } as Record<string, unknown>;
-  for (const name of ["input", "output", "errorMessage"] as const) {
-    const bytes = sizes[`${name}Bytes`];
+export const boundForList = <View extends object>(view: View, sizes: ListedSizes): View & Truncations =>
+  leaveOutLarge(view, { input: sizes.inputBytes, output: sizes.outputBytes, errorMessage: sizes.errorMessageBytes });
+
+/** The view with each named value over LIST_VALUE_BYTES replaced by `<name>Truncated: { bytes }`. */
+export function leaveOutLarge<View extends object>(view: View, bytesByName: Record<string, number>): View {
+  const bounded = { ...view } as Record<string, unknown>;
+  for (const [name, bytes] of Object.entries(bytesByName)) {
     if (bytes <= LIST_VALUE_BYTES) continue;
-    delete listed[name];
-    listed[`${name}Truncated`] = { bytes };
+    delete bounded[name];
+    bounded[`${name}Truncated`] = { bytes };
   }
-  return listed as View & Truncations;
+  return bounded as View;
 }
+
+/** The size of a value as JSON text, in UTF-8 bytes (0 when absent). */
+export const jsonBytes = (value: unknown): number =>
+  value === undefined ? 0 : Buffer.byteLength(JSON.stringify(value) ?? "");
+
+/** The size of a text in UTF-8 bytes (0 when absent). */
+export const textBytes = (text: string | null | undefined): number => (text ? Buffer.byteLength(text) : 0);
 
 /** An execution as `GET /executions` lists it. */
 export const toExecutionSummary = (row: ExecutionListRow, uploads: unknown[] = []): ExecutionView =>

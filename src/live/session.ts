@@ -43,6 +43,13 @@ interface Subscription {
   last: string;
 }
 
+/** One query run of a refresh pass, and the subscriptions (same caller, same query) that share its result. */
+interface RefreshRun {
+  session: Session;
+  sub: Subscription;
+  subscribers: { session: Session; key: string; sub: Subscription }[];
+}
+
 interface Session {
   id: string;
   socket: LiveSocket;
@@ -71,6 +78,7 @@ export class SessionHub {
   private readonly sessions = new Set<Session>();
   private readonly callers = new Map<string, CallerLoad>();
   private refreshing = false;
+  private stopped = false;
   private pendingEntities = new Set<string>();
   private readonly stopFeed: () => void;
   private readonly revocationTimer: Timer;
@@ -116,6 +124,7 @@ export class SessionHub {
   }
 
   stop(): void {
+    this.stopped = true;
     this.stopFeed();
     clearInterval(this.revocationTimer);
   }
@@ -259,56 +268,75 @@ export class SessionHub {
 
   /**
    * One refresh pass at a time: changes that arrive while one runs are gathered and answered by a
-   * single next pass, so a burst of writes costs two passes, not one per write.
+   * single next pass, so a burst of writes costs two passes, not one per write. A pass that makes more
+   * query runs than LIVE_REFRESH_BUDGET is followed by a pause of LIVE_OVERLOAD_REFRESH_MS: while writes
+   * keep calling for that much work, refreshes are periodic, and the share of the server they take is
+   * bounded whatever the number of writes.
    */
   private scheduleRefresh(entities: ReadonlySet<string>) {
-    if (this.refreshing) {
-      for (const entity of entities) this.pendingEntities.add(entity);
-      return;
-    }
+    for (const entity of entities) this.pendingEntities.add(entity);
+    if (this.refreshing) return;
     this.refreshing = true;
     void (async () => {
-      let next: ReadonlySet<string> | null = entities;
-      while (next) {
-        await this.refresh(next).catch((error) => this.$.log(`live refresh failed: ${(error as Error).message}`));
-        next = this.pendingEntities.size > 0 ? this.pendingEntities : null;
+      while (this.pendingEntities.size > 0 && !this.stopped) {
+        const next = this.pendingEntities;
         this.pendingEntities = new Set();
+        const runs = this.refreshRuns(next);
+        await this.refresh(runs).catch((error) => this.$.log(`live refresh failed: ${(error as Error).message}`));
+        if (runs.length > this.$.limits.refreshBudget) await pause(this.$.limits.overloadRefreshMs);
       }
       this.refreshing = false;
     })();
   }
 
-  private async refresh(entities: ReadonlySet<string>) {
+  /** The query runs a change calls for: one per caller and query among the subscriptions that read a touched entity. */
+  private refreshRuns(entities: ReadonlySet<string>): RefreshRun[] {
+    const runs = new Map<string, RefreshRun>();
+    for (const session of this.sessions) {
+      const principal = session.principal;
+      if (!principal) continue;
+      for (const [key, sub] of session.subscriptions) {
+        if (![...sub.reads].some((entity) => entities.has(entity))) continue;
+        const runKey = `${principal.kind}\u0000${principal.id}\u0000${sub.returnType}\u0000${key}`;
+        const run = runs.get(runKey);
+        if (run) run.subscribers.push({ session, key, sub });
+        else runs.set(runKey, { session, sub, subscribers: [{ session, key, sub }] });
+      }
+    }
+    return [...runs.values()];
+  }
+
+  /**
+   * Runs each query once, one after the other with a turn of the event loop between them, so requests
+   * arriving during a long pass are answered in between (each waits for one query, not the pass); each
+   * socket then gets one `refresh-ok` with its changed results.
+   */
+  private async refresh(runs: RefreshRun[]) {
     const release = this.$.engine.currentRelease();
     if (!release) return;
-    // Subscribers asking the same query as the same caller share one run per change.
-    const runs = new Map<string, Promise<{ result: unknown; json: string } | null>>();
-    const shared = (session: Session, sub: Subscription, key: string) => {
-      const principal = session.principal as Principal;
-      const runKey = `${principal.kind}\u0000${principal.id}\u0000${sub.returnType}\u0000${key}`;
-      let run = runs.get(runKey);
-      if (!run) {
-        run = this.run(session, release, sub.q, sub.returnType).then(
-          (result) => ({ result, json: JSON.stringify(result) }),
-          () => null,
-        );
-        runs.set(runKey, run);
+    const changed = new Map<Session, unknown[]>();
+    for (const { session, sub, subscribers } of runs) {
+      await new Promise((resolve) => setImmediate(resolve));
+      if (this.stopped) return;
+      const outcome = await this.run(session, release, sub.q, sub.returnType).then(
+        (result) => ({ result, json: JSON.stringify(result) }),
+        () => null,
+      );
+      if (outcome === null) continue;
+      const { result, json } = outcome;
+      for (const subscriber of subscribers) {
+        // Gone (socket closed, query removed) or unchanged since last sent: nothing to say.
+        if (subscriber.session.subscriptions.get(subscriber.key) !== subscriber.sub) continue;
+        if (subscriber.sub.last === json) continue;
+        subscriber.sub.last = json;
+        const computations = changed.get(subscriber.session) ?? [];
+        computations.push({ "instaql-query": subscriber.sub.q, "instaql-result": result });
+        changed.set(subscriber.session, computations);
       }
-      return run;
-    };
-    await Promise.all(
-      [...this.sessions].map(async (session) => {
-        const computations: unknown[] = [];
-        for (const [key, sub] of session.subscriptions) {
-          if (![...sub.reads].some((entity) => entities.has(entity))) continue;
-          const outcome = await shared(session, sub, key);
-          if (outcome === null || outcome.json === sub.last) continue;
-          sub.last = outcome.json;
-          computations.push({ "instaql-query": sub.q, "instaql-result": outcome.result });
-        }
-        if (computations.length > 0) send(session, { op: "refresh-ok", computations });
-      }),
-    );
+    }
+    for (const [session, computations] of changed) {
+      if (this.sessions.has(session)) send(session, { op: "refresh-ok", computations });
+    }
   }
 
   private async run(session: Session, release: LoadedRelease, q: unknown, returnType: ResultShape) {
@@ -347,6 +375,9 @@ export class SessionHub {
     });
   }
 }
+
+/** A wait that does not keep the process alive. */
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
 
 function send(session: Session, message: Record<string, unknown>) {
   session.socket.send(JSON.stringify(message));

@@ -11,7 +11,7 @@ import {
   ReadResourceRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { describeRelease } from "../engine/describe.ts";
-import { toRunView } from "../engine/workflows/view.ts";
+import { toRunResource } from "../engine/workflows/view.ts";
 import { PublicError } from "../lib/errors.ts";
 import { uuidOrNull } from "../lib/ids.ts";
 import { MAX_JSON_DEPTH, nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
@@ -68,7 +68,7 @@ function buildServer(deps: ToolDeps, version: string): Server {
         name: "run",
         title: "Workflow run",
         description:
-          "A workflow run you started, with its status, output or error, and steps (what GET /runs/{id} answers). A workflow tool call answers its runId.",
+          "A workflow run you started, with its status, output or error, and steps (what GET /runs/{id} answers). A value over 4 KiB is left out and its size given (e.g. outputTruncated: { bytes }), as are steps past a budget (stepsTruncated: { shown, total }); statusUrl answers them whole over HTTP with the same bearer token. A workflow tool call answers its runId.",
         mimeType: "application/json",
       },
     ],
@@ -86,9 +86,8 @@ function buildServer(deps: ToolDeps, version: string): Server {
     if (runId === null) throw resourceNotFound(requested);
     try {
       const { run, steps } = await deps.engine.run(principalOf(extra.authInfo), runId);
-      return {
-        contents: [{ uri: requested, mimeType: "application/json", text: JSON.stringify(toRunView(run, steps)) }],
-      };
+      const text = JSON.stringify(toRunResource(run, steps, deps.runUrl(run.id)));
+      return { contents: [{ uri: requested, mimeType: "application/json", text }] };
     } catch (error) {
       // Another caller's run is as absent as a missing one.
       if (error instanceof PublicError && error.code === "run_not_found") throw resourceNotFound(requested);

@@ -33,7 +33,9 @@ export async function openPostgresStore(url: string): Promise<Store> {
   // Plan every execution of a named statement for its own parameters (see pg/executions.ts).
   const connection = { plan_cache_mode: "force_custom_plan" };
   // connect_timeout: during an outage a request waits for a connection at most this long, then is a 503.
-  const client = postgres(url, { max: 10, connect_timeout: 5, onnotice: () => {}, connection });
+  // backoff: see reconnectDelay.
+  const options = { max: 10, connect_timeout: 5, backoff: reconnectDelay, onnotice: () => {}, connection };
+  const client = postgres(url, options);
   const db = drizzle({ client, schema });
   const lists = { db, dialect, tables: schema };
   const instances = new PgInstanceStore(client);
@@ -77,6 +79,14 @@ export async function openPostgresStore(url: string): Promise<Store> {
     },
   };
 }
+
+/**
+ * Seconds a pool connection waits before reconnecting after its last attempt failed. postgres-js counts
+ * failures for the whole pool and waits up to 3^n / 100 s, capped at 20 s: every request during an outage
+ * adds failures, so the first requests after the database came back waited 12–17 s for a connection
+ * (issue #13). Same curve, capped at one second.
+ */
+export const reconnectDelay = (failures: number) => (0.5 + Math.random() / 2) * Math.min(3 ** failures / 100, 1);
 
 async function migrateUnderLock(url: string): Promise<void> {
   const session = postgres(url, { max: 1, onnotice: () => {} });
