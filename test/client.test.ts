@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ActuateError, type ConnectionState, createClient } from "../src/client/index.ts";
-import { repoRoot } from "./support/cli.ts";
+import { cli, repoRoot } from "./support/cli.ts";
 import { dialects } from "./support/databases.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "./support/server.ts";
 import { tcpProxy } from "./support/tcp-proxy.ts";
@@ -152,6 +152,86 @@ describe("live queries through the client", () => {
       client.close();
     }
   }, 60_000);
+});
+
+describe("bun run release types", () => {
+  let t: TestServer;
+  beforeAll(async () => {
+    t = await startTestServer(dialect, { release: fixture("basic") });
+  });
+  afterAll(() => t?.stop());
+
+  test("writes the Release type from a folder or from a running environment; the client checks calls with it", async () => {
+    const scratch = mkdtempSync(join(tmpdir(), "actuate-types-"));
+    try {
+      mkdirSync(join(scratch, "src"));
+      mkdirSync(join(scratch, "node_modules"));
+      symlinkSync(repoRoot, join(scratch, "node_modules", "actuate"));
+      symlinkSync(join(repoRoot, "node_modules", "@types"), join(scratch, "node_modules", "@types"));
+      const fromFolder = await cli(
+        ["release", "types", fixture("basic"), "--out", join(scratch, "src", "actuate.gen.ts")],
+        { DATA_DIR: t.config.dataDir },
+      );
+      expect(fromFolder.code).toBe(0);
+      const fromUrl = await cli(["release", "types", "--url", t.url, "--out", join(scratch, "from-url.ts")], {
+        DATA_DIR: t.config.dataDir,
+        ACTUATE_TOKEN: t.serviceKey,
+      });
+      expect(fromUrl.code).toBe(0);
+      const body = (file: string) => readFileSync(file, "utf8").split("\n").slice(1).join("\n");
+      expect(body(join(scratch, "from-url.ts"))).toBe(body(join(scratch, "src", "actuate.gen.ts")));
+
+      writeFileSync(
+        join(scratch, "tsconfig.json"),
+        JSON.stringify({
+          compilerOptions: {
+            target: "ESNext",
+            module: "Preserve",
+            moduleResolution: "bundler",
+            strict: true,
+            noEmit: true,
+            skipLibCheck: true,
+            allowImportingTsExtensions: true,
+            types: ["bun"],
+          },
+          include: ["src"],
+        }),
+      );
+      const header = `import { createClient } from "actuate/client";
+import type { Release } from "./actuate.gen.ts";
+const client = createClient<Release>({ url: process.env.API_URL as string, token: process.env.API_TOKEN as string });
+`;
+      writeFileSync(
+        join(scratch, "src", "call.ts"),
+        `${header}const { output } = await client.actions["test.echo"]({ text: "generated", n: 1 });
+const text: string = output.text;
+console.log(text);
+`,
+      );
+      const tsc = async () => {
+        const proc = Bun.spawn(["bunx", "tsc", "-p", "."], { cwd: scratch, stdout: "pipe", stderr: "pipe" });
+        const out = (await new Response(proc.stdout).text()) + (await new Response(proc.stderr).text());
+        return { code: await proc.exited, out };
+      };
+      const ok = await tsc();
+      expect(ok.out.trim()).toBe("");
+      const proc = Bun.spawn(["bun", "src/call.ts"], {
+        cwd: scratch,
+        env: { ...process.env, API_URL: t.url, API_TOKEN: t.serviceKey },
+        stdout: "pipe",
+      });
+      expect((await new Response(proc.stdout).text()).trim()).toBe("generated");
+      writeFileSync(
+        join(scratch, "src", "wrong.ts"),
+        `${header}await client.actions["test.echo"]({ text: "x", n: "one" });\n`,
+      );
+      const wrong = await tsc();
+      expect(wrong.code).not.toBe(0);
+      expect(wrong.out).toContain("wrong.ts");
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  }, 90_000);
 });
 
 describe("actuate/client from a scratch project", () => {

@@ -60,7 +60,9 @@ export function parseCommand(command: Command, argv: string[]): { args: string[]
   );
   if (absent) throw fail(`missing --${absent[0]} ${absent[1].value ?? "<value>"}`);
   const expected = command.args ?? [];
-  if (positionals.length < expected.length) throw fail(`missing ${expected[positionals.length]}`);
+  // `[name]` is optional.
+  const required = expected.filter((arg) => !arg.startsWith("["));
+  if (positionals.length < required.length) throw fail(`missing ${required[positionals.length]}`);
   if (positionals.length > expected.length) throw fail(`unexpected argument ${JSON.stringify(positionals.at(-1))}`);
   return { args: positionals, flags: values, help: false };
 }

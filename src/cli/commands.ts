@@ -1,7 +1,7 @@
 import { ENV_NAMES, type EnvName } from "../config.ts";
 import type { Command, Flag } from "./command.ts";
 import { keyCreate } from "./key.ts";
-import { releaseActivate, releaseList, releasePublish } from "./release.ts";
+import { releaseActivate, releaseList, releasePublish, releaseTypesCommand } from "./release.ts";
 import { serveCommand } from "./serve.ts";
 import { tokenCreate, tokenList, tokenRevoke } from "./token.ts";
 import { userAdd, userDisable, userList } from "./user.ts";
@@ -84,6 +84,25 @@ stored with other content is refused. Every server on the database switches to i
     env: STORE_ENV,
     examples: ["bun run release activate v1"],
     run: (config, [version]) => releaseActivate(config(), version as string),
+  },
+  {
+    name: "release types",
+    args: ["[dir]"],
+    summary: "write the Release type of actuate/client for a release folder, or for what an environment serves",
+    details: `From a folder (default releases/v1) the release is built as publish builds it; with --url the
+environment's GET /describe is read with ACTUATE_TOKEN (a user token's view leaves out service-only actions).
+createClient<Release>() then types each action's input and output and each entity's attributes.`,
+    flags: {
+      out: { type: "string", value: "<file>", required: true, description: "the TypeScript file to write" },
+      url: { type: "string", value: "<url>", description: "read the release an environment serves instead" },
+    },
+    env: ["DATA_DIR"],
+    examples: [
+      "bun run release types releases/v2 --out web/src/actuate.gen.ts",
+      "ACTUATE_TOKEN=$KEY bun run release types --url https://api.example.com --out actuate.gen.ts",
+    ],
+    run: (config, [dir], flags) =>
+      releaseTypesCommand(config, dir, { out: flags.out as string, url: string(flags.url) }),
   },
   {
     name: "token create",

@@ -1,7 +1,11 @@
 import type { Config } from "../config.ts";
 import { bundlesDir } from "../main.ts";
+import { buildBundle } from "../release/build.ts";
+import { type ReleaseDescription, releaseTypes } from "../release/client-types.ts";
 import { ReleaseError } from "../release/errors.ts";
+import { asRelease, loadBundle } from "../release/load.ts";
 import { type PublishResult, publishRelease } from "../release/publish.ts";
+import { folderVersion, readReleaseSource } from "../release/source.ts";
 import { describeDatabase, withStore } from "./with-store.ts";
 
 export const releasePublish = (config: Config, dir: string, flags: { version?: string; force?: boolean }) =>
@@ -49,9 +53,51 @@ export function printPublish(result: PublishResult): void {
   for (const c of result.changes) {
     console.log(`  ${c.change.padEnd(9)} ${c.name.padEnd(32)} ${c.contractHash.slice(0, 16)}`);
   }
+  if (result.changes.some((c) => c.change !== "unchanged")) {
+    console.log("contracts changed: clients typed with actuate/client want bun run release types --out <file> again");
+  }
 }
 
 /** Who switches after an activation: every server polls its database's active release. */
 export function followers(config: Config): string {
   return `every server on ${describeDatabase(config.databaseUrl)} switches to it within its RELEASE_POLL_MS (${config.releasePollMs} ms with this environment)`;
+}
+
+/**
+ * Writes the `Release` type of `actuate/client` for a release folder, or for what an environment
+ * serves (`--url`, read through `GET /describe` with ACTUATE_TOKEN: a user token's view leaves out the
+ * service-only actions).
+ */
+export async function releaseTypesCommand(
+  config: () => Config,
+  dir: string | undefined,
+  flags: { out: string; url?: string },
+): Promise<number> {
+  let description: ReleaseDescription;
+  let source: string;
+  if (flags.url) {
+    const url = flags.url.replace(/\/+$/, "");
+    const token = process.env.ACTUATE_TOKEN;
+    if (!token) throw new ReleaseError("--url reads the environment with ACTUATE_TOKEN=<key or user token>");
+    const response = await fetch(`${url}/describe`, { headers: { authorization: `Bearer ${token}` } });
+    if (!response.ok) throw new ReleaseError(`${url}/describe answered ${response.status}: ${await response.text()}`);
+    const described = (await response.json()) as {
+      release: { version: string } | null;
+      actions: ReleaseDescription["actions"];
+      entities: ReleaseDescription["entities"];
+    };
+    if (!described.release) throw new ReleaseError(`${url} has no active release`);
+    description = { version: described.release.version, actions: described.actions, entities: described.entities };
+    source = url;
+  } else {
+    const folder = dir ?? "releases/v1";
+    const loaded = await loadBundle(await buildBundle(readReleaseSource(folder)), bundlesDir(config()));
+    const version = loaded.declared?.version ?? folderVersion(readReleaseSource(folder));
+    const { manifest } = asRelease(loaded, version);
+    description = { version, actions: manifest.actions, entities: manifest.schema.entities };
+    source = folder;
+  }
+  await Bun.write(flags.out, releaseTypes(description, source));
+  console.log(`wrote ${flags.out}: ${description.actions.length} actions of release ${description.version}`);
+  return 0;
 }
