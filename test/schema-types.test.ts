@@ -6,7 +6,9 @@ const flat = (schema: unknown) => schemaType(JSON.parse(JSON.stringify(schema)))
 
 describe("TypeScript types of contract schemas", () => {
   test("what TypeBox writes becomes the type a handler sees", () => {
-    expect(flat(Type.Object({ a: Type.String(), b: Type.Optional(Type.Integer()) }))).toBe("{ a: string; b?: number; }");
+    expect(flat(Type.Object({ a: Type.String(), b: Type.Optional(Type.Integer()) }))).toBe(
+      "{ a: string; b?: number; }",
+    );
     expect(flat(Type.Union([Type.Literal("x"), Type.Literal(2), Type.Null()]))).toBe('"x" | 2 | null');
     expect(flat(Type.Array(Type.Union([Type.String(), Type.Number()])))).toBe("(string | number)[]");
     expect(flat(Type.Tuple([Type.String(), Type.Boolean()]))).toBe("[string, boolean]");
