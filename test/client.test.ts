@@ -152,6 +152,33 @@ describe("live queries through the client", () => {
       client.close();
     }
   }, 60_000);
+
+  test("an open session takes fresh tokens without reconnecting, and its subscriptions go on", async () => {
+    let issued = 0;
+    const states: ConnectionState[] = [];
+    const client = createClient({
+      url: t.url,
+      token: async () => {
+        issued++;
+        return t.userToken("carl");
+      },
+      sessionReauthMs: 50,
+    });
+    client.onConnectionChange((state) => states.push(state));
+    const titles: string[][] = [];
+    const stop = client.subscribe({ notes: {} }, (result) =>
+      titles.push((result.notes as { title: string }[]).map((n) => n.title)),
+    );
+    try {
+      await eventually(() => issued >= 4);
+      await client.invoke("data.add-note", { title: "still live", priority: 1 });
+      await eventually(() => JSON.stringify(titles.at(-1)) === '["still live"]');
+      expect(states.filter((s) => s === "open")).toHaveLength(1);
+    } finally {
+      stop();
+      client.close();
+    }
+  });
 });
 
 describe("bun run release types", () => {

@@ -60,6 +60,25 @@ for (const dialect of dialects) {
       );
     });
 
+    test("a second init with a fresh token of the same caller keeps the session; another caller is refused", async () => {
+      const first = await t.userToken("alice");
+      const client = await connect(first);
+      client.send({ op: "add-query", q: { notes: {} }, "return-type": "tree", "client-event-id": "q" });
+      await client.op("add-query-ok");
+      const fresh = await t.userToken("alice");
+      client.send({ op: "init", "access-token": fresh, "client-event-id": "again" });
+      expect(await client.op("init-ok")).toMatchObject({
+        "client-event-id": "again",
+        auth: { principal: { id: "alice" } },
+      });
+      client.send({ op: "init", "access-token": bob, "client-event-id": "bob" });
+      expect(await client.op("error")).toMatchObject({ status: 403, error: "access_denied", "client-event-id": "bob" });
+      // The session now lives on the fresh token: revoking it (not the first one) ends the session.
+      await revokeUserToken(t.store, fresh);
+      await client.whenClosed();
+      expect(client.closed?.code).toBe(4001);
+    }, 20_000);
+
     test("add-query answers the result; the same q again is add-query-exists; remove-query stops it", async () => {
       const client = await connect(alice);
       client.send({ op: "add-query", q: { notes: {} }, "return-type": "tree", "client-event-id": "q1" });

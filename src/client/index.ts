@@ -68,6 +68,8 @@ export interface ClientOptions {
   fetch?: Fetch;
   /** Where no global WebSocket exists (Node 20): the `ws` package's, say. */
   WebSocket?: typeof WebSocket;
+  /** How often the live session takes a fresh token from `token` without reconnecting (default 5 min). */
+  sessionReauthMs?: number;
 }
 
 interface InvokeAnswer {
@@ -95,7 +97,12 @@ export function createClient<Release extends ReleaseTypes = AnyRelease>(options:
   };
   let live: LiveConnection | null = null;
   const connection = () => {
-    live ??= new LiveConnection(transport.url, transport.token, options.WebSocket ?? globalThis.WebSocket);
+    live ??= new LiveConnection(
+      transport.url,
+      transport.token,
+      options.WebSocket ?? globalThis.WebSocket,
+      options.sessionReauthMs ?? 5 * 60_000,
+    );
     return live;
   };
 

@@ -40,11 +40,14 @@ export class LiveConnection {
   private attempts = 0;
   private closedByUser = false;
   private reconnectTimer: ReturnType<typeof setTimeout> | null = null;
+  private reauthTimer: ReturnType<typeof setInterval> | null = null;
 
   constructor(
     private readonly url: string,
     private readonly token: () => Promise<string>,
     private readonly WebSocketImpl: typeof WebSocket,
+    /** How often an open session sends a fresh token (`init` again), before the one it began with expires. */
+    private readonly reauthMs: number,
   ) {}
 
   subscribe(query: Record<string, unknown>, listener: (result: Record<string, unknown[]>) => void): () => void {
@@ -93,6 +96,7 @@ export class LiveConnection {
   close(): void {
     this.closedByUser = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    if (this.reauthTimer) clearInterval(this.reauthTimer);
     this.socket?.close();
     this.socket = null;
     this.setState("closed");
@@ -110,6 +114,7 @@ export class LiveConnection {
     socket.onclose = () => {
       if (this.socket !== socket) return;
       this.socket = null;
+      if (this.reauthTimer) clearInterval(this.reauthTimer);
       this.setState("closed");
       if (this.closedByUser || (this.subscriptions.size === 0 && this.streams.size === 0)) return;
       const delay = Math.min(MAX_RECONNECT_MS, 250 * 2 ** this.attempts++) * (0.5 + Math.random() / 2);
@@ -120,8 +125,14 @@ export class LiveConnection {
   private receive(message: Record<string, unknown>): void {
     switch (message.op) {
       case "init-ok":
+        // A fresh token taken on an open session: nothing else changes.
+        if (this.state === "open") return;
         this.attempts = 0;
         this.setState("open");
+        this.reauthTimer = setInterval(
+          async () => this.send({ op: "init", "access-token": await this.token() }),
+          this.reauthMs,
+        );
         for (const sub of this.subscriptions.values())
           this.send({ op: "add-query", q: sub.query, "return-type": "tree" });
         for (const id of this.streams.keys()) this.send({ op: "subscribe-stream", "execution-id": id });

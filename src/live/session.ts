@@ -170,10 +170,10 @@ export class SessionHub {
   }
 
   private async init(session: Session, message: Message) {
-    if (session.principal) return this.error(session, message, "init has already run for this session");
     const token = message["access-token"];
     const principal = typeof token === "string" ? await this.$.auth.resolveToken(token) : null;
     if (!principal) return this.error(session, message, "init needs a valid access-token", "unauthorized");
+    if (session.principal) return this.reauthenticate(session, message, principal, token as string);
     const load = this.load(principal);
     if (load.sockets >= this.$.limits.socketsPerCaller) {
       const limit = `at most ${this.$.limits.socketsPerCaller} sockets per caller (LIVE_MAX_SOCKETS_PER_CALLER)`;
@@ -192,6 +192,25 @@ export class SessionHub {
       "client-event-id": message["client-event-id"],
       auth: { principal },
       attrs: release ? await this.$.data.attrs(release) : [],
+    });
+  }
+
+  /**
+   * A second `init` on an open session carries a fresh token (the old one expiring): the session and its
+   * subscriptions go on under it when it names the same caller; another caller is refused.
+   */
+  private reauthenticate(session: Session, message: Message, principal: Principal, token: string) {
+    const current = session.principal as Principal;
+    if (principal.kind !== current.kind || principal.id !== current.id) {
+      return this.error(session, message, "a session keeps the caller it began with; open another", "access_denied");
+    }
+    session.principal = principal;
+    session.token = token;
+    send(session, {
+      op: "init-ok",
+      "session-id": session.id,
+      "client-event-id": message["client-event-id"],
+      auth: { principal },
     });
   }
 
