@@ -18,6 +18,10 @@ const PAGE = `<!doctype html>
 <script type="module" src="/app.js"></script>
 </body></html>`;
 
+const REACT_PAGE = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>notes in React</title></head>
+<body><div id="root"></div><script type="module" src="/react.js"></script></body></html>`;
+
 describe("actuate/client in Chromium, from another origin", () => {
   let t: TestServer;
   let site: ReturnType<typeof Bun.serve>;
@@ -25,19 +29,26 @@ describe("actuate/client in Chromium, from another origin", () => {
 
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (.ci/run does)`);
-    const built = await Bun.build({
-      entrypoints: [join(import.meta.dir, "fixtures", "browser", "app.ts")],
-      target: "browser",
-    });
-    if (!built.success) throw new AggregateError(built.logs, "the page's script did not build");
-    const script = await (built.outputs[0] as Blob).text();
+    const bundle = async (file: string) => {
+      const built = await Bun.build({
+        entrypoints: [join(import.meta.dir, "fixtures", "browser", file)],
+        target: "browser",
+      });
+      if (!built.success) throw new AggregateError(built.logs, `${file} did not build`);
+      return (built.outputs[0] as Blob).text();
+    };
+    const [script, reactScript] = await Promise.all([bundle("app.ts"), bundle("react-app.tsx")]);
+    const javascript = (text: string) => new Response(text, { headers: { "content-type": "text/javascript" } });
+    const html = (text: string) => new Response(text, { headers: { "content-type": "text/html" } });
     site = Bun.serve({
       port: 0,
       hostname: "127.0.0.1",
-      fetch: (request) =>
-        new URL(request.url).pathname === "/app.js"
-          ? new Response(script, { headers: { "content-type": "text/javascript" } })
-          : new Response(PAGE, { headers: { "content-type": "text/html" } }),
+      fetch: (request) => {
+        const { pathname } = new URL(request.url);
+        if (pathname === "/app.js") return javascript(script);
+        if (pathname === "/react.js") return javascript(reactScript);
+        return html(pathname === "/react" ? REACT_PAGE : PAGE);
+      },
     });
     // The page is served from localhost, the API from 127.0.0.1: two origins.
     const origin = `http://localhost:${site.port}`;
@@ -80,5 +91,19 @@ describe("actuate/client in Chromium, from another origin", () => {
     // The note is bea's: the record says so.
     const listed = await (await t.fetch("/executions?action=data.add-note", { token })).json();
     expect(listed.items[0].principal).toEqual({ kind: "user", id: "bea" });
+  }, 60_000);
+
+  test("actuate/react: useQuery shows the live result, useAction runs the action, the list follows", async () => {
+    const token = await t.userToken("rita");
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on("pageerror", (error) => errors.push(error.message));
+    await page.goto(`http://localhost:${site.port}/react?api=${encodeURIComponent(t.url)}&token=${token}`);
+    await page.locator("#state", { hasText: "0 notes" }).waitFor();
+    await page.getByRole("button", { name: "Add from React" }).click();
+    await page.locator("#added").waitFor();
+    await page.getByRole("listitem").filter({ hasText: "from React" }).waitFor();
+    await page.locator("#state", { hasText: "1 notes" }).waitFor();
+    expect(errors).toEqual([]);
   }, 60_000);
 });
