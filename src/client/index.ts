@@ -78,6 +78,24 @@ interface InvokeAnswer {
   execution: Execution;
 }
 
+/** A live query's result: each top-level entity's rows, typed from the release's entities when it has them. */
+export type QueryResult<Release extends ReleaseTypes, Query> = {
+  [Entity in keyof Query]: Release["entities"] extends Record<string, unknown>
+    ? Entity extends keyof Release["entities"]
+      ? Release["entities"][Entity][]
+      : unknown[]
+    : unknown[];
+};
+
+const searchOf = (filter: Record<string, string | number | undefined>) => {
+  const search = new URLSearchParams(
+    Object.entries(filter)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]): [string, string] => [k, String(v)]),
+  );
+  return search.size > 0 ? `?${search}` : "";
+};
+
 const settledOrThrow = <Output>(execution: Execution<Output>): Invocation<Output> => {
   if (execution.status === "succeeded") return { output: execution.output as Output, execution };
   throw new ActuateError(
@@ -121,7 +139,27 @@ export function createClient<Release extends ReleaseTypes = AnyRelease>(options:
     }
   };
 
-  const follow = (executionId: string): AsyncIterable<StreamEvent> => ({
+  /** Without a WebSocket (Node 20 without one given): the end alone, through the long-polled `/result`. */
+  const followByResult = async function* (executionId: string): AsyncGenerator<StreamEvent> {
+    for (;;) {
+      try {
+        const { body } = await request<Execution>(transport, "GET", `/executions/${executionId}/result`, {
+          retry: true,
+        });
+        yield { status: body.status, done: true, errorCode: body.errorCode ?? null };
+        return;
+      } catch (error) {
+        if (!(error instanceof ActuateError && error.code === "execution_result_timeout")) throw error;
+      }
+    }
+  };
+
+  const follow = (executionId: string): AsyncIterable<StreamEvent> =>
+    (options.WebSocket ?? globalThis.WebSocket) === undefined
+      ? followByResult(executionId)
+      : followBySocket(executionId);
+
+  const followBySocket = (executionId: string): AsyncIterable<StreamEvent> => ({
     [Symbol.asyncIterator]() {
       const queue: StreamEvent[] = [];
       let wake: (() => void) | null = null;
@@ -188,20 +226,19 @@ export function createClient<Release extends ReleaseTypes = AnyRelease>(options:
     invoke,
     query,
     /** Calls `listener` with the query's result now and after every change that alters it; answers how to stop. */
-    subscribe: (q: Record<string, unknown>, listener: (result: Record<string, unknown[]>) => void) =>
-      connection().subscribe(q, listener),
+    subscribe: <Query extends Record<string, unknown>>(
+      query: Query,
+      listener: (result: QueryResult<Release, Query>) => void,
+    ) => connection().subscribe(query, listener as (result: Record<string, unknown[]>) => void),
     onConnectionChange: (listener: (state: ConnectionState) => void) => connection().onConnectionChange(listener),
     executions: {
       get: (id: string) =>
         request<Execution>(transport, "GET", `/executions/${id}`, { retry: true }).then((r) => r.body),
       list: (filter: { action?: string; status?: string; limit?: number; cursor?: string } = {}) => {
-        const search = new URLSearchParams(
-          Object.entries(filter).filter(([, v]) => v !== undefined) as [string, string][],
-        );
         return request<{ items: Execution[]; nextCursor: string | null }>(
           transport,
           "GET",
-          `/executions${search.size > 0 ? `?${search}` : ""}`,
+          `/executions${searchOf(filter)}`,
           { retry: true },
         ).then((r) => r.body);
       },
@@ -209,6 +246,13 @@ export function createClient<Release extends ReleaseTypes = AnyRelease>(options:
       follow,
     },
     runs: {
+      list: (filter: { workflow?: string; status?: string; limit?: number; cursor?: string } = {}) =>
+        request<{ items: Record<string, unknown>[]; nextCursor: string | null }>(
+          transport,
+          "GET",
+          `/runs${searchOf(filter)}`,
+          { retry: true },
+        ).then((r) => r.body),
       get: (id: string) =>
         request<Record<string, unknown>>(transport, "GET", `/runs/${id}`, { retry: true }).then((r) => r.body),
       cancel: (id: string) =>
@@ -232,6 +276,10 @@ export function createClient<Release extends ReleaseTypes = AnyRelease>(options:
         if (!put.ok) throw new ActuateError("upload_failed", `the storage answered ${put.status}`, put.status);
         return put.json().catch(() => ({}));
       },
+      delete: (path: string) =>
+        request<{ ok: true }>(transport, "DELETE", `/storage/files?filename=${encodeURIComponent(path)}`, {
+          retry: true,
+        }).then(() => undefined),
       downloadUrl: (path: string) =>
         request<{ url: string }>(
           transport,
