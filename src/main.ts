@@ -60,7 +60,12 @@ function lazyMcpEndpoint(deps: ToolDeps, version: string): Pick<McpEndpoint, "ha
         throw error;
       },
     );
-  return { handle: async (...call) => (await (endpoint ??= load())).handle(...call) };
+  return {
+    async handle(...call) {
+      endpoint ??= load();
+      return (await endpoint).handle(...call);
+    },
+  };
 }
 
 /** Start-up: config → store → active release → HTTP. */
