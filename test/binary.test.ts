@@ -90,7 +90,7 @@ for (const dialect of dialects) {
           expect((await invoke(server.url, null, "test.echo", { text: "x" })).status).toBe(401);
 
           // The MCP SDK is a chunk of the binary loaded on the first /mcp request (not at start).
-          const listed = await fetch(`${server.url}/mcp`, {
+          const listed: TestResponse = await fetch(`${server.url}/mcp`, {
             method: "POST",
             headers: {
               authorization: `Bearer ${serviceKey}`,
@@ -108,7 +108,7 @@ for (const dialect of dialects) {
           const form = new FormData();
           form.set("request", JSON.stringify({ requestId: crypto.randomUUID(), input: { note: "n" } }));
           form.set("picture", new File(["png bytes"], "p.png", { type: "image/png" }));
-          const attached = await fetch(`${server.url}/actions/test.attach/invoke`, {
+          const attached: TestResponse = await fetch(`${server.url}/actions/test.attach/invoke`, {
             method: "POST",
             headers: { authorization: `Bearer ${serviceKey}` },
             body: form,

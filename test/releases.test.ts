@@ -117,5 +117,13 @@ for (const dialect of dialects) {
         "release code failed while loading at actions/test/broken.ts:3:",
       );
     });
+
+    test("one content is compiled once per process: the release a server loads is the one publishing compiled", async () => {
+      const published = await t.publish(fixture("basic"), "t1-again");
+      const served = await t.server.releases.version("t1-again");
+      expect(served.version).toBe("t1-again");
+      // The same compiled actions (validators included), not a second compilation of the same bundle.
+      expect(served.actions).toBe(published.release.actions);
+    });
   });
 }
