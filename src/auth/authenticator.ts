@@ -3,22 +3,31 @@ import type { Store } from "../store/store.ts";
 import { hashSecret } from "./tokens.ts";
 
 /**
- * Turns a bearer credential into a Principal. Service keys (from the environment) are compared by
- * hash, never in clear; user tokens are looked up by hash in the store, so a revocation applies to
- * the next request.
+ * How long a user token found live in the store is taken without asking the store again: a revocation
+ * (by the CLI, or on another instance) is refused by every server at most this long after it is stored.
+ */
+export const REVOCATION_BOUND_MS = 1_000;
+/** User tokens remembered at once; the one remembered longest ago is forgotten first. */
+const MAX_REMEMBERED = 10_000;
+
+/**
+ * Turns a bearer credential into a Principal. Service keys (from the environment) are hashed once, at
+ * start, and recognised by value. User tokens are looked up by hash in the store, then remembered for
+ * REVOCATION_BOUND_MS, so a caller's requests cost one store read per second, not one each. Only tokens
+ * the store vouched for are remembered: an unknown credential reaches the store every time, and cannot
+ * fill the memory.
  */
 export class Authenticator {
   private readonly serviceKeys: Map<string, Principal>;
+  private readonly remembered = new Map<string, { principal: Principal; until: number }>();
 
   constructor(
     private readonly store: Store,
     serviceKeys: readonly string[],
+    private readonly now: () => number = Date.now,
   ) {
     this.serviceKeys = new Map(
-      serviceKeys.map((key) => {
-        const hash = hashSecret(key);
-        return [hash, { kind: "service", id: `service-${hash.slice(0, 12)}` }];
-      }),
+      serviceKeys.map((key) => [key, { kind: "service", id: `service-${hashSecret(key).slice(0, 12)}` }]),
     );
   }
 
@@ -30,12 +39,19 @@ export class Authenticator {
   }
 
   async resolveToken(token: string): Promise<Principal | null> {
-    const hash = hashSecret(token);
-    const service = this.serviceKeys.get(hash);
+    const service = this.serviceKeys.get(token);
     if (service) return service;
-    const row = await this.store.tokens.findByHash(hash);
+    const checkedAt = this.now();
+    const known = this.remembered.get(token);
+    if (known && checkedAt < known.until) return known.principal;
+    this.remembered.delete(token);
+    const row = await this.store.tokens.findByHash(hashSecret(token));
     if (!row || row.revokedAt !== null) return null;
-    return { kind: "user", id: row.userId };
+    const principal: Principal = { kind: "user", id: row.userId };
+    if (this.remembered.size >= MAX_REMEMBERED) this.remembered.delete(this.remembered.keys().next().value as string);
+    // Counted from before the read: whatever was revoked after it is refused within the bound.
+    this.remembered.set(token, { principal, until: checkedAt + REVOCATION_BOUND_MS });
+    return principal;
   }
 }
 

@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Authenticator, REVOCATION_BOUND_MS } from "../../src/auth/authenticator.ts";
+import { createUserToken, hashSecret, revokeUserToken } from "../../src/auth/tokens.ts";
+import { openStore } from "../../src/store/open.ts";
+import type { Store } from "../../src/store/store.ts";
+import { dialects, type TestDatabase } from "../support/databases.ts";
+
+for (const dialect of dialects) {
+  describe(`Authenticator (${dialect.name})`, () => {
+    let database: TestDatabase;
+    let store: Store;
+    /** The authenticator's clock: tests move it instead of waiting. */
+    let clock = 1_000_000;
+    let auth: Authenticator;
+    beforeAll(async () => {
+      database = await dialect.create();
+      store = await openStore(database.url);
+      auth = new Authenticator(store, ["service-key-one"], () => clock);
+    });
+    afterAll(async () => {
+      await store.close();
+      await database.drop();
+    });
+
+    test("a revoked user token is refused once REVOCATION_BOUND_MS have passed since the store last vouched for it", async () => {
+      const { token } = await createUserToken(store, "rita");
+      const vouchedAt = clock;
+      expect(await auth.authenticate(`Bearer ${token}`)).toEqual({ kind: "user", id: "rita" });
+      await revokeUserToken(store, token);
+      // Within the bound the answer remembered is taken; from the bound on, the store is asked again.
+      clock = vouchedAt + REVOCATION_BOUND_MS - 1;
+      expect(await auth.resolveToken(token)).toEqual({ kind: "user", id: "rita" });
+      clock = vouchedAt + REVOCATION_BOUND_MS;
+      expect(await auth.resolveToken(token)).toBeNull();
+      // And it stays refused: a refusal is not remembered as anything else.
+      clock += 10 * REVOCATION_BOUND_MS;
+      expect(await auth.resolveToken(token)).toBeNull();
+    });
+
+    test("a live token stays accepted after the bound: the store is asked again and vouches again", async () => {
+      const { token } = await createUserToken(store, "sam");
+      expect(await auth.resolveToken(token)).toEqual({ kind: "user", id: "sam" });
+      clock += REVOCATION_BOUND_MS;
+      expect(await auth.resolveToken(token)).toEqual({ kind: "user", id: "sam" });
+    });
+
+    test("an unknown credential is not remembered: the store is asked every time", async () => {
+      const token = `act_u_${crypto.randomUUID()}`;
+      expect(await auth.resolveToken(token)).toBeNull();
+      await store.tokens.insert({
+        id: Bun.randomUUIDv7(),
+        tokenHash: hashSecret(token),
+        prefix: token.slice(0, 14),
+        userId: "tess",
+        createdAt: clock,
+        revokedAt: null,
+      });
+      expect(await auth.resolveToken(token)).toEqual({ kind: "user", id: "tess" });
+    });
+
+    test("a service key is recognised by value, named by its hash; anything else is not a service", async () => {
+      expect(await auth.authenticate("Bearer service-key-one")).toEqual({
+        kind: "service",
+        id: `service-${hashSecret("service-key-one").slice(0, 12)}`,
+      });
+      expect(await auth.authenticate("Bearer service-key-two")).toBeNull();
+      expect(await auth.authenticate("Basic service-key-one")).toBeNull();
+      expect(await auth.authenticate(null)).toBeNull();
+    });
+  });
+}
