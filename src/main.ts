@@ -120,7 +120,7 @@ export async function startServer(
     followPoll: options.followPoll,
   });
   await engine.start();
-  const auth = new Authenticator(store, config.serviceKeys);
+  const auth = new Authenticator(store, config.serviceKeys, config.tokenRecheckMs);
 
   const endpoint = lazyMcpEndpoint(
     {

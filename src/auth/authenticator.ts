@@ -2,18 +2,15 @@ import type { Principal } from "../sdk/index.ts";
 import type { Store } from "../store/store.ts";
 import { hashSecret } from "./tokens.ts";
 
-/**
- * How long a user token found live in the store is taken without asking the store again: a revocation
- * (by the CLI, or on another instance) is refused by every server at most this long after it is stored.
- */
-export const REVOCATION_BOUND_MS = 1_000;
 /** User tokens remembered at once; the one remembered longest ago is forgotten first. */
 const MAX_REMEMBERED = 10_000;
 
 /**
  * Turns a bearer credential into a Principal. Service keys (from the environment) are hashed once, at
  * start, and recognised by value. User tokens are looked up by hash in the store, then remembered for
- * REVOCATION_BOUND_MS, so a caller's requests cost one store read per second, not one each. Only tokens
+ * `recheckMs` (TOKEN_RECHECK_MS, 1 s by default), so a caller's requests cost one store read per
+ * second, not one each, and a revocation (by the CLI, or on another instance) is refused by every
+ * server at most `recheckMs` after it is stored. Only tokens
  * the store vouched for are remembered: an unknown credential reaches the store every time, and cannot
  * fill the memory.
  */
@@ -24,6 +21,7 @@ export class Authenticator {
   constructor(
     private readonly store: Store,
     serviceKeys: readonly string[],
+    private readonly recheckMs: number,
     private readonly now: () => number = Date.now,
   ) {
     this.serviceKeys = new Map(
@@ -48,9 +46,10 @@ export class Authenticator {
     const row = await this.store.tokens.findByHash(hashSecret(token));
     if (!row || row.revokedAt !== null) return null;
     const principal: Principal = { kind: "user", id: row.userId };
+    if (this.recheckMs === 0) return principal;
     if (this.remembered.size >= MAX_REMEMBERED) this.remembered.delete(this.remembered.keys().next().value as string);
     // Counted from before the read: whatever was revoked after it is refused within the bound.
-    this.remembered.set(token, { principal, until: checkedAt + REVOCATION_BOUND_MS });
+    this.remembered.set(token, { principal, until: checkedAt + this.recheckMs });
     return principal;
   }
 }

@@ -1,9 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Authenticator, REVOCATION_BOUND_MS } from "../../src/auth/authenticator.ts";
+import { Authenticator } from "../../src/auth/authenticator.ts";
 import { createUserToken, hashSecret, revokeUserToken } from "../../src/auth/tokens.ts";
 import { openStore } from "../../src/store/open.ts";
 import type { Store } from "../../src/store/store.ts";
 import { dialects, type TestDatabase } from "../support/databases.ts";
+
+/** The default of TOKEN_RECHECK_MS: the revocation bound. */
+const REVOCATION_BOUND_MS = 1_000;
 
 for (const dialect of dialects) {
   describe(`Authenticator (${dialect.name})`, () => {
@@ -15,14 +18,14 @@ for (const dialect of dialects) {
     beforeAll(async () => {
       database = await dialect.create();
       store = await openStore(database.url);
-      auth = new Authenticator(store, ["service-key-one"], () => clock);
+      auth = new Authenticator(store, ["service-key-one"], REVOCATION_BOUND_MS, () => clock);
     });
     afterAll(async () => {
       await store.close();
       await database.drop();
     });
 
-    test("a revoked user token is refused once REVOCATION_BOUND_MS have passed since the store last vouched for it", async () => {
+    test("a revoked user token is refused once TOKEN_RECHECK_MS (1 s) has passed since the store last vouched for it", async () => {
       const { token } = await createUserToken(store, "rita");
       const vouchedAt = clock;
       expect(await auth.authenticate(`Bearer ${token}`)).toEqual({ kind: "user", id: "rita" });
@@ -56,6 +59,14 @@ for (const dialect of dialects) {
         revokedAt: null,
       });
       expect(await auth.resolveToken(token)).toEqual({ kind: "user", id: "tess" });
+    });
+
+    test("with TOKEN_RECHECK_MS=0 every request asks the store: a revoked token is refused at once", async () => {
+      const asking = new Authenticator(store, [], 0, () => clock);
+      const { token } = await createUserToken(store, "una");
+      expect(await asking.resolveToken(token)).toEqual({ kind: "user", id: "una" });
+      await revokeUserToken(store, token);
+      expect(await asking.resolveToken(token)).toBeNull();
     });
 
     test("a service key is recognised by value, named by its hash; anything else is not a service", async () => {
