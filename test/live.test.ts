@@ -134,7 +134,7 @@ for (const dialect of dialects) {
       await client.whenClosed();
       expect(client.closed?.code).toBe(4001);
       // Seen at the socket's next check (every 2 s) once the server stops taking the token it vouched for
-      // (REVOCATION_BOUND_MS): up to ~4 s.
+      // (TOKEN_RECHECK_MS): up to ~4 s.
     }, 15_000);
   });
 
