@@ -10,9 +10,8 @@ const MAX_REMEMBERED = 10_000;
  * start, and recognised by value. User tokens are looked up by hash in the store, then remembered for
  * `recheckMs` (TOKEN_RECHECK_MS, 1 s by default), so a caller's requests cost one store read per
  * second, not one each, and a revocation (by the CLI, or on another instance) is refused by every
- * server at most `recheckMs` after it is stored. Only tokens
- * the store vouched for are remembered: an unknown credential reaches the store every time, and cannot
- * fill the memory.
+ * server at most `recheckMs` after it is stored. Only tokens the store vouched for are remembered: an
+ * unknown credential reaches the store every time, and cannot fill the memory.
  */
 export class Authenticator {
   private readonly serviceKeys: Map<string, Principal>;
