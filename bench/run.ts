@@ -83,7 +83,7 @@ const mcpBody = JSON.stringify({
   params: { name: "math.add", arguments: { a: 1, b: 2 } },
 });
 
-/** An Actuate server and its two scenarios: HTTP invoke against the bare echo, MCP tools/call against invoke. */
+/** An Actuate server and its scenarios: HTTP invoke against the bare echo; with a user token, and MCP tools/call, against invoke. */
 async function startActuate(label: string, databaseUrl?: string): Promise<Scenario[]> {
   const port = freePort();
   const env: Record<string, string> = {
@@ -102,6 +102,7 @@ async function startActuate(label: string, databaseUrl?: string): Promise<Scenar
   await waitHealthy(`${base}/healthz`, proc);
   const url = `${base}${INVOKE_PATH}`;
   const invoke = `invoke (${label})`;
+  const userHeaders = { ...headers, Authorization: `Bearer ${createUserToken(env)}` };
   return [
     {
       name: invoke,
@@ -109,6 +110,14 @@ async function startActuate(label: string, databaseUrl?: string): Promise<Scenar
       target: 0.35,
       load: { url, headers, bodyTemplate },
       verify: () => verifyInvoke(url, proc),
+    },
+    {
+      // The same invoke with a user token, which the server looks up in the store (service keys are in memory).
+      name: `user token (${label})`,
+      baseline: invoke,
+      target: 0.9,
+      load: { url, headers: userHeaders, bodyTemplate },
+      verify: () => verifyInvoke(url, proc, userHeaders),
     },
     {
       name: `mcp call (${label})`,
@@ -129,8 +138,18 @@ async function verifyMcp(url: string, proc: Proc): Promise<void> {
   }
 }
 
-async function verifyInvoke(url: string, proc: Proc): Promise<void> {
-  const res = await post(url);
+/** A user token made by the CLI on the server's database (the last line `token create` prints). */
+function createUserToken(env: Record<string, string>): string {
+  const made = Bun.spawnSync(["bun", "src/cli/main.ts", "token", "create", "--user", "bench"], {
+    env: { ...process.env, ...env },
+    stderr: "pipe",
+  });
+  if (made.exitCode !== 0) throw new Error(`token create failed:\n${made.stderr.toString()}`);
+  return made.stdout.toString().trim().split("\n").at(-1) ?? "";
+}
+
+async function verifyInvoke(url: string, proc: Proc, withHeaders = headers): Promise<void> {
+  const res = await post(url, withHeaders);
   const text = await res.text();
   const body = JSON.parse(text) as { execution?: { status?: string; output?: { sum?: unknown } } };
   if (res.status !== 200 || body.execution?.status !== "succeeded" || body.execution.output?.sum !== 3) {
@@ -138,8 +157,12 @@ async function verifyInvoke(url: string, proc: Proc): Promise<void> {
   }
 }
 
-function post(url: string): Promise<Response> {
-  return fetch(url, { method: "POST", headers, body: bodyTemplate.replace("{{uuid}}", crypto.randomUUID()) });
+function post(url: string, withHeaders = headers): Promise<Response> {
+  return fetch(url, {
+    method: "POST",
+    headers: withHeaders,
+    body: bodyTemplate.replace("{{uuid}}", crypto.randomUUID()),
+  });
 }
 
 /** A fresh database on the PostgreSQL server, dropped at cleanup; null (with a note) when none is reachable. */

@@ -26,6 +26,12 @@ const Env = Type.Object({
   SERVICE_KEYS: Type.Optional(
     Type.String({ description: "comma-separated keys with full access; make one with bun run key create" }),
   ),
+  TOKEN_RECHECK_MS: Type.Integer({
+    minimum: 0,
+    maximum: 60_000,
+    description:
+      "how long a user token the store vouched for is taken without asking it again: a revocation takes effect within it (0: every request asks)",
+  }),
   WAIT_MS: Type.Integer({
     minimum: 1,
     maximum: 3_600_000,
@@ -143,6 +149,8 @@ export interface Config {
   /** `sqlite:<path>` or `postgres://…`. */
   databaseUrl: string;
   serviceKeys: string[];
+  /** How long a user token the store vouched for is taken without asking it again (the revocation bound). */
+  tokenRecheckMs: number;
   waitMs: number;
   releasePollMs: number;
   /** Browser origins allowed to call the API (CORS) and /mcp. */
@@ -185,6 +193,7 @@ const defaults: Partial<Record<EnvName, string>> = {
   HOST: "127.0.0.1",
   HANDLE: "local",
   DATA_DIR: ".data",
+  TOKEN_RECHECK_MS: "1000",
   WAIT_MS: "110000",
   RELEASE_POLL_MS: "500",
   MAX_FILE_BYTES: String(100 * 1024 * 1024),
@@ -228,6 +237,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dataDir,
     databaseUrl: parsed.DATABASE_URL ?? `sqlite:${join(dataDir, "actuate.db")}`,
     serviceKeys: list(parsed.SERVICE_KEYS),
+    tokenRecheckMs: parsed.TOKEN_RECHECK_MS,
     waitMs: parsed.WAIT_MS,
     releasePollMs: parsed.RELEASE_POLL_MS,
     cors:

@@ -11,12 +11,12 @@ import { DataService } from "./data/service.ts";
 import { Engine } from "./engine/engine.ts";
 import type { PollBackoff } from "./engine/follow.ts";
 import { DiskStorage } from "./files/disk.ts";
-import { S3Storage } from "./files/s3.ts";
 import { FileService } from "./files/service.ts";
 import { clearSpool, spoolDirOf } from "./files/spool.ts";
 import { executionUrl, runUrl } from "./http/deps.ts";
 import { SessionHub } from "./live/session.ts";
-import { McpEndpoint } from "./mcp/server.ts";
+import type { McpEndpoint } from "./mcp/server.ts";
+import type { ToolDeps } from "./mcp/tools.ts";
 import { ReleaseRegistry } from "./release/registry.ts";
 import { openStore } from "./store/open.ts";
 import type { Store } from "./store/store.ts";
@@ -48,6 +48,28 @@ function signingSecret(dataDir: string): string {
 
 export const bundlesDir = (config: Config) => join(config.dataDir, "bundles");
 
+/**
+ * The MCP endpoint, built on the first /mcp request: the MCP SDK (with zod and ajv, ~20 MiB and ~150 ms
+ * to import) is not loaded by a server nobody reaches over MCP. A failed import is retried by the next request.
+ */
+function lazyMcpEndpoint(deps: ToolDeps, version: string): Pick<McpEndpoint, "handle"> {
+  let endpoint: Promise<McpEndpoint> | null = null;
+  const load = () =>
+    import("./mcp/server.ts").then(
+      ({ McpEndpoint }) => new McpEndpoint(deps, version),
+      (error) => {
+        endpoint = null;
+        throw error;
+      },
+    );
+  return {
+    async handle(...call) {
+      endpoint ??= load();
+      return (await endpoint).handle(...call);
+    },
+  };
+}
+
 /** Start-up: config → store → active release → HTTP. */
 export async function startServer(
   config: Config,
@@ -65,8 +87,11 @@ export async function startServer(
   }
   const store = options.store ?? (await openStore(config.databaseUrl));
   // Storage is reached before anything starts running, so an unreachable bucket stops start-up cleanly.
+  // The S3 driver (minio: ~20 MiB and ~150 ms to import) is loaded only when it is the one configured.
   const storage =
-    config.storage.driver === "s3" ? await S3Storage.open(config.storage) : new DiskStorage(config.storage.root);
+    config.storage.driver === "s3"
+      ? await (await import("./files/s3.ts")).S3Storage.open(config.storage)
+      : new DiskStorage(config.storage.root);
   const spoolDir = spoolDirOf(config.dataDir);
   await clearSpool(spoolDir);
   const interrupted = await store.instances.recover(Date.now());
@@ -132,9 +157,9 @@ export async function startServer(
         },
         userActive: async (user) => (await store.users.get(user))?.disabledAt === null,
       });
-  const auth = new Authenticator(store, config.serviceKeys, jwt);
+  const auth = new Authenticator(store, config.serviceKeys, config.tokenRecheckMs, jwt);
 
-  const endpoint = new McpEndpoint(
+  const endpoint = lazyMcpEndpoint(
     {
       engine,
       handle: config.handle,

@@ -88,6 +88,38 @@ for (const dialect of dialects) {
             principal: { kind: "user", id: "erin" },
           });
           expect((await invoke(server.url, null, "test.echo", { text: "x" })).status).toBe(401);
+
+          // The MCP SDK is a chunk of the binary loaded on the first /mcp request (not at start).
+          const listed: TestResponse = await fetch(`${server.url}/mcp`, {
+            method: "POST",
+            headers: {
+              authorization: `Bearer ${serviceKey}`,
+              "content-type": "application/json",
+              accept: "application/json, text/event-stream",
+              "mcp-protocol-version": "2025-11-25",
+            },
+            body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+          });
+          expect(listed.status).toBe(200);
+          const tools = ((await listed.json()).result.tools as { name: string }[]).map((tool) => tool.name);
+          expect(tools).toContain("test.echo");
+
+          // So is the multipart parser, on the first multipart invoke.
+          const form = new FormData();
+          form.set("request", JSON.stringify({ requestId: crypto.randomUUID(), input: { note: "n" } }));
+          form.set("picture", new File(["png bytes"], "p.png", { type: "image/png" }));
+          const attached: TestResponse = await fetch(`${server.url}/actions/test.attach/invoke`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${serviceKey}` },
+            body: form,
+          });
+          expect(attached.status).toBe(200);
+          expect((await attached.json()).execution.output).toEqual({
+            size: 9,
+            text: "png bytes",
+            filename: "p.png",
+            hasExtra: false,
+          });
         } finally {
           await server.kill();
         }

@@ -91,7 +91,19 @@ for (const dialect of dialects) {
         /actions\/test\/broken must default-export defineAction/,
       );
       await expect(t.publish(join(dir, "missing"))).rejects.toThrow(/release folder not found/);
-      expect(await t.store.releases.get("broken-1")).toBeNull();
+      // A server compiles validators on first use; publishing compiles them all, so this is refused now.
+      writeFileSync(
+        join(dir, "actions/test/broken.ts"),
+        `import { defineAction, Type } from "actuate";
+export default defineAction({
+  description: "a schema the validator compiler does not know",
+  input: Type.Object({ a: Type.Unsafe({ type: "string" }) }),
+  output: Type.Object({}),
+  handler: () => ({}),
+});`,
+      );
+      await expect(t.publish(dir, "broken-3")).rejects.toThrow(/Unknown type/);
+      for (const version of ["broken-1", "broken-3"]) expect(await t.store.releases.get(version)).toBeNull();
     });
 
     test("a file that does not build, imports what is missing or throws while loading is named with its line", async () => {
@@ -116,6 +128,14 @@ for (const dialect of dialects) {
       await expect(t.publish(dir, "broken-load")).rejects.toThrow(
         "release code failed while loading at actions/test/broken.ts:3:",
       );
+    });
+
+    test("one content is compiled once per process: the release a server loads is the one publishing compiled", async () => {
+      const published = await t.publish(fixture("basic"), "t1-again");
+      const served = await t.server.releases.version("t1-again");
+      expect(served.version).toBe("t1-again");
+      // The same compiled actions (validators included), not a second compilation of the same bundle.
+      expect(served.actions).toBe(published.release.actions);
     });
   });
 }

@@ -6,18 +6,29 @@ import { hashSecret } from "./tokens.ts";
 /** What a request's `Authorization` header came to: a caller, or why there is none (RFC 6750 §3.1). */
 export type Authentication = { principal: Principal } | { refused: "missing" | "invalid_token" };
 
+/** User tokens remembered at once; the one remembered longest ago is forgotten first. */
+const MAX_REMEMBERED = 10_000;
+
 /**
- * Turns a bearer credential into a Principal. Service keys (from the environment) are compared by
- * hash, never in clear; user tokens are looked up by hash in the store, so a revocation applies to
- * the next request; JWTs, when an issuer is configured, are verified with its keys (jwt.ts).
+ * Turns a bearer credential into a Principal. Every secret is handled by its hash, never compared in
+ * clear: service keys (from the environment) are hashed once, at start; user tokens are looked up by
+ * hash in the store, then remembered for `recheckMs` (TOKEN_RECHECK_MS, 1 s by default), so a caller's
+ * requests cost one store read per second, not one each, and a revocation (by the CLI, or on another
+ * instance) is refused by every server at most `recheckMs` after it is stored. Only tokens the store
+ * vouched for are remembered: an unknown credential reaches the store every time, and cannot fill the
+ * memory. JWTs, when an issuer is configured (or the built-in authority's), are verified with its keys
+ * (jwt.ts) on every request.
  */
 export class Authenticator {
   private readonly serviceKeys: Map<string, Principal>;
+  private readonly remembered = new Map<string, { principal: Principal; until: number }>();
 
   constructor(
     private readonly store: Store,
     serviceKeys: readonly string[],
+    private readonly recheckMs: number,
     private readonly jwt: JwtVerifier | null = null,
+    private readonly now: () => number = Date.now,
   ) {
     this.serviceKeys = new Map(
       serviceKeys.map((key) => {
@@ -40,9 +51,18 @@ export class Authenticator {
     const hash = hashSecret(token);
     const service = this.serviceKeys.get(hash);
     if (service) return service;
+    const checkedAt = this.now();
+    const known = this.remembered.get(hash);
+    if (known && checkedAt < known.until) return known.principal;
+    this.remembered.delete(hash);
     const row = await this.store.tokens.findByHash(hash);
     if (!row || row.revokedAt !== null) return null;
-    return { kind: "user", id: row.userId };
+    const principal: Principal = { kind: "user", id: row.userId };
+    if (this.recheckMs === 0) return principal;
+    if (this.remembered.size >= MAX_REMEMBERED) this.remembered.delete(this.remembered.keys().next().value as string);
+    // Counted from before the read: whatever was revoked after it is refused within the bound.
+    this.remembered.set(hash, { principal, until: checkedAt + this.recheckMs });
+    return principal;
   }
 }
 

@@ -1,4 +1,4 @@
-import { Busboy, type BusboyFileStream, type BusboyInstance } from "@fastify/busboy";
+import type { BusboyFileStream, BusboyInstance } from "@fastify/busboy";
 import type { Spool, SpooledFile } from "./spool.ts";
 import { TooLarge } from "./storage.ts";
 
@@ -40,6 +40,8 @@ const MAX_HEADER_BYTES = 8 * 1024;
 export async function readMultipart(request: Request, limits: MultipartLimits, spool: Spool): Promise<MultipartForm> {
   const fields = new Set(limits.fields);
   const body = request.body;
+  // Loaded on the first multipart request, not at start (a server most often sees none).
+  const { Busboy } = await import("@fastify/busboy");
   let busboy: BusboyInstance;
   try {
     if (!body) throw new Error("the body is empty");

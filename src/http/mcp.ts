@@ -9,7 +9,8 @@ import { MiB, readTextBody } from "./body.ts";
 import { holdingConnection } from "./long-wait.ts";
 
 export interface McpRouteOptions {
-  endpoint: McpEndpoint;
+  /** Answers one MCP message (built lazily by main.ts: the SDK loads on the first /mcp request). */
+  endpoint: Pick<McpEndpoint, "handle">;
   auth: Authenticator;
   publicUrl: () => string;
   /** Origins allowed besides PUBLIC_URL's own: those CORS_ORIGINS lists (its `*` is not one). */

@@ -49,12 +49,27 @@ export interface LoadedRelease extends LoadedBundle {
   manifest: ReleaseManifest;
 }
 
+/** The bundles this process has loaded, by file: one content's contracts are compiled once per process. */
+const loadedBundles = new Map<string, Promise<LoadedBundle>>();
+
 /**
  * Imports a bundle through the release-loader plugin. Bundles are cached on disk by content hash, so
- * one content is imported (and its module state created) once per process, whichever versions share it.
+ * one content is imported (and its module state created) once per process, whichever versions share it;
+ * its contracts too are compiled once (`start --release` publishes, then serves, the same bundle).
  */
-export async function loadBundle(bundle: BuiltBundle, bundlesDir: string): Promise<LoadedBundle> {
+export function loadBundle(bundle: BuiltBundle, bundlesDir: string): Promise<LoadedBundle> {
   const path = join(bundlesDir, `${bundle.hash}.js`);
+  let loading = loadedBundles.get(path);
+  if (!loading) {
+    loading = importBundle(bundle, path, bundlesDir);
+    loadedBundles.set(path, loading);
+    // A bundle that failed to load is tried again next time, as before this cache.
+    loading.catch(() => loadedBundles.delete(path));
+  }
+  return loading;
+}
+
+async function importBundle(bundle: BuiltBundle, path: string, bundlesDir: string): Promise<LoadedBundle> {
   if (!existsSync(path)) {
     mkdirSync(bundlesDir, { recursive: true });
     const temporary = `${path}.${process.pid}.${Date.now()}.tmp`;

@@ -57,6 +57,8 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
   const source = readReleaseSource(options.dir);
   const built = await buildBundle(source);
   const bundle = await loadBundle(built, options.bundlesDir);
+  // A server compiles validators on first use; a schema the compiler refuses is refused here.
+  for (const action of bundle.actions.values()) action.compileValidators();
   const base = options.version ?? bundle.declared?.version ?? folderVersion(source);
   if (!VERSION.test(base)) {
     throw new ReleaseError(`version "${base}" is not valid: use letters, digits and . _ + - (at most 64 characters)`);

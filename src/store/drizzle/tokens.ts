@@ -1,20 +1,32 @@
-import { and, eq, isNull } from "drizzle-orm";
+import { and, eq, isNull, sql } from "drizzle-orm";
 import type { TokenRow } from "../rows.ts";
 import type { TokenStore } from "../tokens.ts";
 import type { AnyDatabase, Tables } from "./database.ts";
 
 export class DrizzleTokenStore implements TokenStore {
+  /**
+   * A credential is looked up on requests: built and prepared once (each call through the builder costs
+   * ~50 µs of JavaScript on SQLite, the prepared statement ~3 µs). SQLite's prepare() takes no name.
+   */
+  private readonly byHash;
+
   constructor(
     private readonly db: AnyDatabase,
     private readonly t: Pick<Tables, "apiTokens">,
-  ) {}
+  ) {
+    this.byHash = db
+      .select()
+      .from(t.apiTokens)
+      .where(eq(t.apiTokens.tokenHash, sql.placeholder("tokenHash")))
+      .prepare("api_tokens_by_hash");
+  }
 
   async insert(row: TokenRow): Promise<void> {
     await this.db.insert(this.t.apiTokens).values(row);
   }
 
   async findByHash(tokenHash: string): Promise<TokenRow | null> {
-    const rows = await this.db.select().from(this.t.apiTokens).where(eq(this.t.apiTokens.tokenHash, tokenHash));
+    const rows = await this.byHash.execute({ tokenHash });
     return rows[0] ?? null;
   }
 

@@ -1,0 +1,60 @@
+import { describe, expect, test } from "bun:test";
+import { dirname, join, relative, resolve } from "node:path";
+
+/**
+ * What a server loads before it answers its first request: the modules `src/cli/main.ts` reaches through
+ * static imports. Cold start and idle memory have budgets (issue 14: ≤ 200 ms, ≤ 60 MB, `bun bench/start.ts`),
+ * so the parts a SQLite server with disk storage may never use load on first use, through `import()`:
+ * the PostgreSQL driver, the S3 driver, the MCP SDK, the multipart parser. A new heavy dependency joins
+ * this list, or is loaded lazily too.
+ */
+const LOADED_ON_FIRST_USE = [
+  "postgres",
+  "drizzle-orm/postgres-js",
+  "minio",
+  "@modelcontextprotocol/sdk",
+  "@fastify/busboy",
+];
+
+const ROOT = join(import.meta.dir, "..");
+const transpiler = new Bun.Transpiler({ loader: "ts" });
+
+/** The files of src/ (and plugins/) reached from `entry`, and the packages they import, by import kind. */
+async function reached(entry: string) {
+  const files = new Set<string>();
+  const packages = { static: new Set<string>(), dynamic: new Set<string>() };
+  const dynamicFiles = new Set<string>();
+  const visit = async (file: string) => {
+    if (files.has(file)) return;
+    files.add(file);
+    // scanImports leaves out type-only imports: they load nothing.
+    for (const { kind, path } of transpiler.scanImports(await Bun.file(join(ROOT, file)).text())) {
+      const isDynamic = kind === "dynamic-import";
+      if (path.startsWith(".")) {
+        const target = relative(ROOT, resolve(ROOT, dirname(file), path));
+        if (!target.endsWith(".ts")) continue;
+        if (isDynamic) dynamicFiles.add(target);
+        else await visit(target);
+      } else if (!path.startsWith("node:") && !path.startsWith("bun")) {
+        (isDynamic ? packages.dynamic : packages.static).add(path);
+      }
+    }
+  };
+  await visit(entry);
+  return { files, packages, dynamicFiles };
+}
+
+const isOneOf = (specifier: string, names: string[]) =>
+  names.some((name) => specifier === name || specifier.startsWith(`${name}/`));
+
+describe("what start loads", () => {
+  test("src/cli/main.ts reaches none of the drivers and SDKs a server may never use through a static import", async () => {
+    const { files, packages, dynamicFiles } = await reached("src/cli/main.ts");
+    expect([...packages.static].filter((p) => isOneOf(p, LOADED_ON_FIRST_USE))).toEqual([]);
+    // Each is still reached, through an import() of a package or of a module that imports it: the list
+    // names what start really defers.
+    const deferred = [...packages.dynamic];
+    for (const file of dynamicFiles) if (!files.has(file)) deferred.push(...(await reached(file)).packages.static);
+    expect(LOADED_ON_FIRST_USE.filter((name) => deferred.some((p) => isOneOf(p, [name])))).toEqual(LOADED_ON_FIRST_USE);
+  });
+});

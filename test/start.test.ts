@@ -1,0 +1,73 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { cli } from "./support/cli.ts";
+import { dialects } from "./support/databases.ts";
+import { fixture, startTestServer, type TestServer } from "./support/server.ts";
+
+// The S3 driver and the MCP SDK load on first use (test/start-imports.test.ts); these check that
+// start-up and the first request behave as when they were loaded at start.
+
+/** A loopback port nothing listens on. */
+function closedPort(): number {
+  const listener = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const { port } = listener;
+  listener.stop(true);
+  return port;
+}
+
+describe("start-up", () => {
+  test("an unreachable S3 endpoint still stops `start` before it serves, with the driver's error", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "actuate-start-"));
+    try {
+      const started = await cli(["start"], {
+        DATA_DIR: dataDir,
+        PORT: "0",
+        STORAGE: "s3",
+        S3_ENDPOINT: `http://127.0.0.1:${closedPort()}`,
+        S3_BUCKET: "actuate-unreachable",
+        S3_ACCESS_KEY: "key",
+        S3_SECRET_KEY: "secret",
+      });
+      expect(started.code).toBe(1);
+      expect(started.stderr).toContain("ECONNREFUSED");
+      expect(started.stdout).not.toContain("actuate serving");
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 30_000);
+});
+
+const [sqlite] = dialects;
+
+describe("the first /mcp requests", () => {
+  let t: TestServer;
+  beforeAll(async () => {
+    if (!sqlite) throw new Error("no dialect");
+    t = await startTestServer(sqlite, { release: fixture("basic") });
+  });
+  afterAll(() => t.stop());
+
+  test("sent together to a server that has answered none yet, are all answered", async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, id) =>
+        t.fetch("/mcp", {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            "mcp-protocol-version": "2025-11-25",
+          },
+          body: JSON.stringify({ jsonrpc: "2.0", id, method: "tools/list" }),
+        }),
+      ),
+    );
+    for (const [id, res] of answers.entries()) {
+      expect(res.status).toBe(200);
+      const body = await res.json();
+      expect(body.id).toBe(id);
+      expect((body.result.tools as { name: string }[]).map((tool) => tool.name)).toContain("test.echo");
+    }
+  });
+});
