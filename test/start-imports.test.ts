@@ -5,7 +5,8 @@ import { dirname, join, relative, resolve } from "node:path";
  * What a server loads before it answers its first request: the modules `src/cli/main.ts` reaches through
  * static imports. Cold start and idle memory have budgets (issue 14: ≤ 200 ms, ≤ 60 MB, `bun bench/start.ts`),
  * so the parts a SQLite server with disk storage may never use load on first use, through `import()`:
- * the PostgreSQL driver, the S3 driver, the MCP SDK, the multipart parser. A new heavy dependency joins
+ * the PostgreSQL driver, the S3 driver, the MCP SDK, the multipart parser, jose and oidc-provider (the
+ * built-in authority, on the first /oauth request or JWT). A new heavy dependency joins
  * this list, or is loaded lazily too.
  */
 const LOADED_ON_FIRST_USE = [
@@ -14,6 +15,9 @@ const LOADED_ON_FIRST_USE = [
   "minio",
   "@modelcontextprotocol/sdk",
   "@fastify/busboy",
+  // JWT verification (an identity provider's, or the built-in authority's) and the authority itself.
+  "jose",
+  "oidc-provider",
 ];
 
 const ROOT = join(import.meta.dir, "..");

@@ -1,8 +1,8 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type Provider from "oidc-provider";
 import type { Configuration, KoaContextWithOIDC } from "oidc-provider";
+import Provider, { errors } from "oidc-provider";
 import type { Store } from "../../store/store.ts";
 import { checkPassword } from "../users.ts";
 import { storeAdapter } from "./adapter.ts";
@@ -50,7 +50,8 @@ const PURGE_EVERY_MS = 60 * 60_000;
  * registration, authorization code with PKCE S256, resource indicators, refresh token rotation,
  * revocation); this module gives it storage (the store), keys, people (users.ts) and the sign-in and
  * consent pages. oidc-provider is a Node (req, res) application, so it runs on a loopback node:http
- * server of this process that http/oauth.ts proxies to; it is loaded on the first /oauth request.
+ * server of this process that http/oauth.ts proxies to; this module (and oidc-provider with it) is
+ * loaded on the first /oauth request.
  */
 export class Authority {
   private readonly purge: Timer;
@@ -77,7 +78,6 @@ export class Authority {
   }
 
   static async start(options: AuthorityOptions): Promise<Authority> {
-    const { default: OidcProvider, errors } = await import("oidc-provider");
     const keys = await authorityKeys(options.store.oauth, options.now());
     const resources = new Set([options.issuer, `${options.issuer}/mcp`]);
     const configuration: Configuration = {
@@ -133,7 +133,7 @@ export class Authority {
         ctx.body = { ok: false, error: out.error, message: out.error_description ?? out.error };
       },
     };
-    const provider = new OidcProvider(options.issuer, configuration);
+    const provider = new Provider(options.issuer, configuration);
     // Requests arrive through this process's proxy, which sets X-Forwarded-* from the real request.
     provider.proxy = true;
     provider.on("server_error", (_ctx: unknown, error: Error) => options.log(`authority error: ${error.message}`));
