@@ -5,6 +5,8 @@ export interface TokenStore {
   insert(row: TokenRow): Promise<void>;
   findByHash(tokenHash: string): Promise<TokenRow | null>;
   findByPrefix(prefix: string): Promise<TokenRow[]>;
+  /** The tokens stored under any of these hashes (the others are unknown). */
+  findByHashes(tokenHashes: string[]): Promise<TokenRow[]>;
   /** Every user token, oldest first, without its hash. */
   list(): Promise<Omit<TokenRow, "tokenHash">[]>;
   revoke(id: string, at: number): Promise<void>;

@@ -84,5 +84,25 @@ for (const dialect of dialects) {
       expect(await principalOf(auth, "Basic service-key-one")).toBeNull();
       expect(await principalOf(auth, null)).toBeNull();
     });
+
+    test("stillValid answers, in one pass, which tokens still sign someone in (the live sessions' check)", async () => {
+      const kept = (await createUserToken(store, "sven")).token;
+      const gone = (await createUserToken(store, "sven")).token;
+      await revokeUserToken(store, gone);
+      const many = await Promise.all(Array.from({ length: 600 }, () => createUserToken(store, "many")));
+      const valid = await auth.stillValid([
+        kept,
+        gone,
+        "act_u_unknown",
+        "service-key-one",
+        ...many.map((m) => m.token),
+      ]);
+      expect(valid.has(kept)).toBe(true);
+      expect(valid.has("service-key-one")).toBe(true);
+      expect(valid.has(gone)).toBe(false);
+      expect(valid.has("act_u_unknown")).toBe(false);
+      // More than one lookup's worth (500) are all answered.
+      expect(many.every((m) => valid.has(m.token))).toBe(true);
+    });
   });
 }

@@ -1,4 +1,4 @@
-import { and, eq, isNull, sql } from "drizzle-orm";
+import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import type { TokenRow } from "../rows.ts";
 import type { TokenStore } from "../tokens.ts";
 import type { AnyDatabase, Tables } from "./database.ts";
@@ -28,6 +28,11 @@ export class DrizzleTokenStore implements TokenStore {
   async findByHash(tokenHash: string): Promise<TokenRow | null> {
     const rows = await this.byHash.execute({ tokenHash });
     return rows[0] ?? null;
+  }
+
+  async findByHashes(tokenHashes: string[]): Promise<TokenRow[]> {
+    if (tokenHashes.length === 0) return [];
+    return this.db.select().from(this.t.apiTokens).where(inArray(this.t.apiTokens.tokenHash, tokenHashes));
   }
 
   findByPrefix(prefix: string): Promise<TokenRow[]> {
