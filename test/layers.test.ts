@@ -31,10 +31,6 @@ const LAYERS: Record<string, number> = {
 const ADAPTERS = new Set(["http", "mcp", "live"]);
 
 const KNOWN_DEBT: Record<string, string> = {
-  "src/data/service.ts -> src/release/load.ts":
-    "data reads a LoadedRelease for its schema; the release layer builds on data/schema.ts (issue 12: data ↔ release)",
-  "src/data/schema.ts -> src/release/errors.ts":
-    "a schema that cannot be compiled refuses the release with a ReleaseError (issue 12: data ↔ release)",
   "src/http/executions.ts -> src/store/types.ts": "the route lists execution statuses and row types from the store",
   "src/http/runs.ts -> src/store/types.ts": "the route lists run statuses from the store",
   "src/live/session.ts -> src/store/types.ts": "subscribe-stream reads ExecutionRow and isTerminal from the store",

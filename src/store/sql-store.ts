@@ -1,12 +1,11 @@
-import type { Database, SQLQueryBindings } from "bun:sqlite";
 import { hostname } from "node:os";
 import { type AnyColumn, and, desc, eq, getTableColumns, inArray, lt, type SQL, sql } from "drizzle-orm";
 import type { PgDatabase } from "drizzle-orm/pg-core";
 import type postgres from "postgres";
 import type { ParameterOrJSON } from "postgres";
+import type { DataStore } from "./data.ts";
 import { applyDataWrites } from "./pg/data-writes.ts";
 import type * as tables from "./pg/schema.ts";
-import { StatementCache } from "./sqlite/statement-cache.ts";
 import type {
   ActiveRelease,
   ExecutionFilter,
@@ -32,13 +31,12 @@ export type Tables = typeof tables;
  * query used here, and both schemas have the same names and row shapes, so the SQLite side is typed
  * through the PostgreSQL one (see sqlite/open.ts).
  */
-const DATA_CHANNEL = "actuate_data_changes";
 /** Notified by a trigger on `executions` (drizzle/pg/0007_execution_changes.sql): ids, comma-separated. */
 const EXECUTION_CHANNEL = "actuate_execution_changes";
 
 export abstract class SqlStore implements Store {
   abstract readonly runs: RunStore;
-  private statements: StatementCache | null = null;
+  abstract readonly data: DataStore;
   /**
    * This process among the instances sharing the database: the owner of its workflow leases, the
    * instance of its executions, the origin of its notifications. Host and pid make it readable in rows.
@@ -213,60 +211,12 @@ export abstract class SqlStore implements Store {
   async retire(): Promise<void> {}
 
   async ping(): Promise<void> {
-    await this.dataSelect("select 1 as ok", []);
-  }
-
-  async dataSelect(sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
-    if (this.dialect === "sqlite") {
-      this.statements ??= new StatementCache(this.sqliteClient());
-      return this.statements.get(sql).all(...(params as SQLQueryBindings[])) as Record<string, unknown>[];
-    }
-    // postgres-js prepares (and caches) unsafe statements with parameters by their text.
-    return [...(await this.postgresClient().unsafe(sql, params as ParameterOrJSON<never>[], { prepare: true }))];
-  }
-
-  async notifyDataChange(entities: string[]): Promise<void> {
-    if (this.dialect !== "postgres" || entities.length === 0) return;
-    await this.postgresClient().notify(DATA_CHANNEL, JSON.stringify({ origin: this.instance, entities }));
-  }
-
-  async listenDataChanges(listener: (entities: string[]) => void): Promise<void> {
-    if (this.dialect !== "postgres") return;
-    await this.postgresClient().listen(DATA_CHANNEL, (payload) => {
-      const { origin, entities } = JSON.parse(payload) as { origin: string; entities: string[] };
-      if (origin !== this.instance) listener(entities);
-    });
+    await this.db.select({ ok: sql`1` }).from(this.t.environment).limit(1);
   }
 
   async listenExecutionChanges(listener: (ids: string[]) => void): Promise<void> {
     if (this.dialect !== "postgres") return;
     await this.postgresClient().listen(EXECUTION_CHANNEL, (payload) => listener(payload.split(",")));
-  }
-
-  async dataDdl(statements: string[]): Promise<void> {
-    for (const statement of statements) {
-      if (this.dialect === "sqlite") this.sqliteClient().exec(statement);
-      else await this.postgresClient().unsafe(statement);
-    }
-  }
-
-  async attrIds(keys: string[], now: number): Promise<Map<string, string>> {
-    const a = this.t.dataAttrs;
-    const rows = keys.map((key) => {
-      const [entity = "", label = ""] = key.split(".");
-      return { id: crypto.randomUUID(), entity, label, createdAt: now };
-    });
-    if (rows.length > 0)
-      await this.db
-        .insert(a)
-        .values(rows)
-        .onConflictDoNothing({ target: [a.entity, a.label] });
-    const stored = await this.db.select().from(a);
-    return new Map(stored.map((r) => [`${r.entity}.${r.label}`, r.id]));
-  }
-
-  private sqliteClient(): Database {
-    return (this.db as unknown as { $client: Database }).$client;
   }
 
   private postgresClient(): postgres.Sql {

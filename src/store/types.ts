@@ -1,3 +1,5 @@
+import type { DataStore, DataWrite } from "./data.ts";
+
 /** Row shapes shared by both dialects (see sqlite/schema.ts and pg/schema.ts). Timestamps are epoch milliseconds. */
 
 export type ExecutionStatus = "queued" | "running" | "succeeded" | "failed" | "canceled";
@@ -33,15 +35,8 @@ export interface ExecutionSettlement {
   errorCode: string | null;
   errorMessage: string | null;
   finishedAt: number;
-  /** The execution's data writes (src/data/writes.ts), committed in the same transaction as this status, or not at all. */
-  writes?: WriteStatement[];
-}
-
-/** A statement of an execution's data writes; when it must change a row, the message for when it does not. */
-export interface WriteStatement {
-  sql: string;
-  params: unknown[];
-  mustChange?: string;
+  /** The execution's data writes, committed in the same transaction as this status, or not at all. */
+  writes?: DataWrite[];
 }
 
 export interface ExecutionFilter {
@@ -233,7 +228,7 @@ export interface RunStore {
    * the data refuses answers `{ refused }` with nothing stored. An attempt's start (`running`) never
    * replaces the row of the same or a later attempt, whatever order writes land in.
    */
-  saveStep(owner: string, step: StepRow, writes?: WriteStatement[]): Promise<StepSaved>;
+  saveStep(owner: string, step: StepRow, writes?: DataWrite[]): Promise<StepSaved>;
   /**
    * Gives the run up until `wakeAt` (a sleep, a retry's backoff) with the step row that says why, in one
    * transaction: the step row, the run's status and wake time, and the lease let go, or none of them.
@@ -264,6 +259,7 @@ export interface TokenRow {
 export interface Store {
   readonly dialect: "sqlite" | "postgres";
   readonly runs: RunStore;
+  readonly data: DataStore;
 
   insertRelease(row: ReleaseRow): Promise<void>;
   getRelease(version: string): Promise<ReleaseRow | null>;
@@ -308,20 +304,8 @@ export interface Store {
   /** Says this process is gone (on shutdown): whatever it still runs is interrupted for the others. */
   retire(): Promise<void>;
 
-  /** Runs one read statement of the data layer (src/data/) and returns its rows. */
-  dataSelect(sql: string, params: unknown[]): Promise<Record<string, unknown>[]>;
   /** Throws unless the database answers now (for /readyz). */
   ping(): Promise<void>;
-  /** Runs DDL of the data layer (the indexes a release's schema declares); idempotent statements only. */
-  dataDdl(statements: string[]): Promise<void>;
-  /**
-   * Tells other instances sharing this database which entities a commit touched; `listen` hears theirs.
-   * PostgreSQL relays over LISTEN/NOTIFY; SQLite has one process, so both do nothing there.
-   */
-  notifyDataChange(entities: string[]): Promise<void>;
-  listenDataChanges(listener: (entities: string[]) => void): Promise<void>;
-  /** Stable ids for `entity.label` keys, created on first use and kept across releases. */
-  attrIds(keys: string[], now: number): Promise<Map<string, string>>;
 
   getFile(path: string): Promise<FileRow | null>;
   /** Inserts or replaces the metadata of `row.path` (created_at is kept on replace). */

@@ -156,8 +156,8 @@ export function executionStoreContract(open: OpenStores) {
         writes: [data.insertLabel("half"), data.renameMissing()],
       });
       const failed = { status: "failed", output: null, errorCode: "action_failed", finishedAt: at(10) };
-      expect(settled).toMatchObject({ ...failed, errorMessage: "the row is gone" });
-      expect(await store.getExecution(gone.id)).toMatchObject({ ...failed, errorMessage: "the row is gone" });
+      expect(settled).toMatchObject({ ...failed, errorMessage: data.gone });
+      expect(await store.getExecution(gone.id)).toMatchObject({ ...failed, errorMessage: data.gone });
 
       const duplicate = row();
       await store.claimExecution(duplicate);

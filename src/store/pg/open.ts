@@ -1,9 +1,11 @@
 import type { PgDialect } from "drizzle-orm/pg-core";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres, { type Sql } from "postgres";
+import type { DataStore } from "../data.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
 import { INTERRUPTED, SqlStore } from "../sql-store.ts";
 import type { ExecutionRow, ExecutionSettlement } from "../types.ts";
+import { postgresDataStore } from "./data.ts";
 import { PgExecutionWriter } from "./execution-writer.ts";
 import { PgRunStore } from "./run-store.ts";
 import * as schema from "./schema.ts";
@@ -37,6 +39,7 @@ async function migrateUnderLock(url: string): Promise<void> {
 class PostgresStore extends SqlStore {
   private readonly writer: PgExecutionWriter;
   readonly runs: PgRunStore;
+  readonly data: DataStore;
 
   constructor(private readonly client: Sql) {
     super("postgres", drizzle({ client, schema }), schema, async () => {
@@ -44,6 +47,7 @@ class PostgresStore extends SqlStore {
       await client.end({ timeout: 5 });
     });
     this.writer = new PgExecutionWriter(client, this.instance);
+    this.data = postgresDataStore(client, this.instance);
     this.runs = new PgRunStore(client, (principal, requestId) => this.findExecutionByRequest(principal, requestId));
   }
 

@@ -1,4 +1,5 @@
 import type { ParameterOrJSON, Row, Sql } from "postgres";
+import type { DataWrite } from "../data.ts";
 import { listConditions } from "../run-filter.ts";
 import {
   type ExecutionRow,
@@ -15,7 +16,6 @@ import {
   type StepRow,
   type StepSaved,
   type Suspension,
-  type WriteStatement,
 } from "../types.ts";
 import { refusal } from "../write-failure.ts";
 import { applyDataWrites } from "./data-writes.ts";
@@ -244,7 +244,7 @@ export class PgRunStore implements RunStore {
     return rows.map((r) => ({ id: r.id as string, cancelRequested: r.cancelRequested as boolean }));
   }
 
-  async saveStep(owner: string, step: StepRow, writes: WriteStatement[] = []): Promise<StepSaved> {
+  async saveStep(owner: string, step: StepRow, writes: DataWrite[] = []): Promise<StepSaved> {
     const key = this.supersedeUnsentStart(step);
     const params = [...stepValues(step), owner] as Params;
     if (writes.length === 0) {

@@ -1,5 +1,6 @@
 import type { Database, Statement } from "bun:sqlite";
-import type { ExecutionRow, ExecutionSettlement, WriteStatement } from "../types.ts";
+import type { DataWrite } from "../data.ts";
+import type { ExecutionRow, ExecutionSettlement } from "../types.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
 import type { SqliteDataWriter } from "./data-writes.ts";
 
@@ -14,7 +15,7 @@ interface Waiter {
 interface PendingInsert {
   row: ExecutionRow;
   /** Data writes merged in with the settlement; they commit with the row or not at all. */
-  writes: WriteStatement[];
+  writes: DataWrite[];
   waiters: Waiter[];
 }
 
@@ -206,7 +207,7 @@ export class SqliteExecutionWriter {
   }
 
   /** Runs an execution's data writes inside a savepoint: all of them, or none and a failed settlement. */
-  private applyWrites(writes: WriteStatement[], settlement: ExecutionSettlement): ExecutionSettlement {
+  private applyWrites(writes: DataWrite[], settlement: ExecutionSettlement): ExecutionSettlement {
     if (writes.length === 0) return settlement;
     this.client.run("savepoint execution_writes");
     try {

@@ -3,10 +3,12 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import type { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
+import type { DataStore } from "../data.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
 import type { AnyDatabase, Tables } from "../sql-store.ts";
 import { INTERRUPTED, SqlStore } from "../sql-store.ts";
 import type { ExecutionRow, ExecutionSettlement, PrincipalKind } from "../types.ts";
+import { sqliteDataStore } from "./data.ts";
 import { SqliteDataWriter } from "./data-writes.ts";
 import { SqliteExecutionWriter } from "./execution-writer.ts";
 import { SqliteRunStore } from "./run-store.ts";
@@ -37,6 +39,7 @@ export function openSqliteStore(path: string): SqlStore {
 class SqliteStore extends SqlStore {
   private readonly writer: SqliteExecutionWriter;
   readonly runs: SqliteRunStore;
+  readonly data: DataStore;
 
   constructor(client: Database, db: AnyDatabase) {
     super("sqlite", db, schema as unknown as Tables, async () => {
@@ -46,6 +49,7 @@ class SqliteStore extends SqlStore {
     const data = new SqliteDataWriter(client);
     this.writer = new SqliteExecutionWriter(client, data);
     this.runs = new SqliteRunStore(client, this.writer, data);
+    this.data = sqliteDataStore(client, this.instance);
   }
 
   override async claimExecution(row: ExecutionRow) {

@@ -1,4 +1,5 @@
 import type { Database, Statement } from "bun:sqlite";
+import type { DataWrite } from "../data.ts";
 import { listConditions } from "../run-filter.ts";
 import {
   type ExecutionRow,
@@ -14,7 +15,6 @@ import {
   type StepRow,
   type StepSaved,
   type Suspension,
-  type WriteStatement,
 } from "../types.ts";
 import { refusal } from "../write-failure.ts";
 import type { SqliteDataWriter } from "./data-writes.ts";
@@ -199,7 +199,7 @@ export class SqliteRunStore implements RunStore {
     )();
   }
 
-  async saveStep(owner: string, step: StepRow, writes: WriteStatement[] = []): Promise<StepSaved> {
+  async saveStep(owner: string, step: StepRow, writes: DataWrite[] = []): Promise<StepSaved> {
     try {
       return this.client.transaction((): StepSaved => {
         if (!this.isHeld.get({ id: step.runId, owner })) return LEASE_LOST;
