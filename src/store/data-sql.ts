@@ -131,7 +131,7 @@ interface Compiling {
 }
 
 /** The top level of a query: one statement. */
-export function rootsStatement(node: QueryNode, dialect: SqlDialect): Statement {
+function rootsStatement(node: QueryNode, dialect: SqlDialect): Statement {
   const ctx: Compiling = { dialect, params: [], aliases: { next: 0 } };
   // The entity name is a checked identifier; written as a literal, it lets the planner use the partial indexes.
   const conditions = [`e.entity = '${node.entity}'`];
@@ -144,7 +144,7 @@ export function rootsStatement(node: QueryNode, dialect: SqlDialect): Statement 
 }
 
 /** One child level for every parent at once (`IN` a JSON list): one statement, never one per parent. */
-export function childrenStatement(child: ChildQuery, parentIds: string[], dialect: SqlDialect): Statement {
+function childrenStatement(child: ChildQuery, parentIds: string[], dialect: SqlDialect): Statement {
   const ctx: Compiling = { dialect, params: [], aliases: { next: 0 } };
   const from = fromColumn(child.hop);
   const conditions = [
@@ -220,8 +220,8 @@ function orderBy(node: QueryNode, alias: string, dialect: SqlDialect): string {
   return `(${expr} is null), ${expr} ${direction}, ${tail}`;
 }
 
-export const fromColumn = (hop: Hop) => (hop.direction === "forward" ? "source_id" : "target_id");
-export const toColumn = (hop: Hop) => (hop.direction === "forward" ? "target_id" : "source_id");
+const fromColumn = (hop: Hop) => (hop.direction === "forward" ? "source_id" : "target_id");
+const toColumn = (hop: Hop) => (hop.direction === "forward" ? "target_id" : "source_id");
 
 /**
  * A partial index per indexed attribute, on the very expression queries compare (`expr`). A plain index
