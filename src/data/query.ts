@@ -147,7 +147,7 @@ async function loadChildren(node: ParsedNode, plan: QueryNode, parents: ResultEn
     const childPlan = plan.children[i] as ChildQuery;
     const rows = await store.selectChildren(childPlan, [...byId.keys()]);
     for (const parent of parents) parent.children.set(child.label, { side: child.side, entities: [] });
-    for (const { parentId, linkedAt, ...row } of rows) {
+    for (const { parentId, linkedAt, row } of rows) {
       byId.get(parentId)?.children.get(child.label)?.entities.push({ row, children: new Map(), linkedAt });
     }
     // Grandchildren attach to the very objects listed under each parent.

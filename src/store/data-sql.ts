@@ -70,9 +70,9 @@ export class SqlDataStore implements DataStore {
     if (parentIds.length === 0) return [];
     const { sql, params } = childrenStatement(child, parentIds, this.dialect);
     return (await this.connection.select(sql, params)).map((r) => ({
-      ...entityRow(r),
       parentId: String(r.parent_id),
       linkedAt: Number(r.linked_at),
+      row: entityRow(r),
     }));
   }
 

@@ -69,9 +69,10 @@ export interface EntityRow {
 }
 
 /** A child row, with the parent it belongs to and when the link was made. */
-export interface LinkedRow extends EntityRow {
+export interface LinkedRow {
   parentId: string;
   linkedAt: number;
+  row: EntityRow;
 }
 
 /** An attribute declared `indexed` (or `unique`, which enforces uniqueness). */

@@ -223,7 +223,7 @@ export function dataStoreContract(open: OpenStores) {
       const parents = [ada.id, bob.id, eve.id];
       const child = (node: Partial<QueryNode>) => ({ label: "notes", hop: NOTES_OF, node: notes(node) });
       const read = async (node: Partial<QueryNode>) =>
-        (await store.data.selectChildren(child(node), parents)).map((r) => [r.parentId, r.doc.title]);
+        (await store.data.selectChildren(child(node), parents)).map((r) => [r.parentId, r.row.doc.title]);
 
       expect(await read({})).toEqual([
         [ada.id, "p5"],
@@ -255,9 +255,7 @@ export function dataStoreContract(open: OpenStores) {
         {
           parentId: p(2),
           linkedAt: expect.any(Number),
-          id: bob.id,
-          doc: { name: "bob" },
-          createdAt: bob.at,
+          row: { id: bob.id, doc: { name: "bob" }, createdAt: bob.at },
         },
       ]);
       expect(await store.data.selectChildren(child({}), [])).toEqual([]);
@@ -270,7 +268,7 @@ export function dataStoreContract(open: OpenStores) {
       await commit([link(note.id, bob.id)]);
       const author = { label: "author", hop: AUTHOR, node: { entity: "users", where: null, children: [] } };
       const authorOf = async () =>
-        (await store.data.selectChildren(author, [note.id])).map((r) => r.doc.name as string);
+        (await store.data.selectChildren(author, [note.id])).map((r) => r.row.doc.name as string);
       expect(await authorOf()).toEqual(["bob"]);
       await commit([{ op: "unlink", link: "noteAuthor", sourceId: note.id, targetId: bob.id }]);
       expect(await authorOf()).toEqual([]);
