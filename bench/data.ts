@@ -61,7 +61,7 @@ async function queryVersusSql() {
   });
   const path = config.databaseUrl.replace(/^sqlite:/, "");
   seed(path);
-  const data = new DataService(store);
+  const data = new DataService(store.data);
   const service = { kind: "service", id: "bench" } as const;
   const query = { notes: { $: { where: { priority: 7 }, limit: 100 }, author: {} } };
 

@@ -100,7 +100,7 @@ export async function startServer(
   const releases = new ReleaseRegistry(store, bundlesDir(config), log);
   await releases.refresh();
   releases.watch(config.releasePollMs);
-  const data = new DataService(store);
+  const data = new DataService(store.data);
   await data.changes.relay();
   let publicUrl = config.publicUrl ?? "";
   const files = new FileService({

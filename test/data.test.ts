@@ -3,7 +3,7 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { publishRelease } from "../src/release/publish.ts";
-import { dialects } from "./support/databases.ts";
+import { dialects, selectRows } from "./support/databases.ts";
 import { LiveClient } from "./support/live-client.ts";
 import { mcpClient } from "./support/mcp-client.ts";
 import { fixture, startTestServer, type TestServer } from "./support/server.ts";
@@ -258,7 +258,7 @@ for (const dialect of dialects) {
 
     test("documents are stored as JSON objects, not as encoded strings", async () => {
       const typeOf = dialect.name === "postgres" ? "jsonb_typeof(doc)" : "json_type(doc)";
-      const rows = await t.store.dataSelect(`select distinct ${typeOf} as type from data_entities`, []);
+      const rows = await selectRows(t.config.databaseUrl, `select distinct ${typeOf} as type from data_entities`);
       expect(rows).toEqual([{ type: "object" }]);
     });
 

@@ -63,6 +63,23 @@ for (const dialect of dialects) {
       expect((await t.store.releases.get("t1"))?.bundleHash).toBe(again.release.hash);
     });
 
+    test("a data schema that cannot compile refuses the release with a ReleaseError naming the problem", async () => {
+      const dir = mkdtempSync(join(tmpdir(), "actuate-release-"));
+      cpSync(fixture("basic"), dir, { recursive: true });
+      writeFileSync(
+        join(dir, "release.ts"),
+        `import { defineRelease, Type } from "actuate";
+export default defineRelease({
+  entities: { notes: { title: Type.String() } },
+  links: { noteAuthor: { forward: { on: "notes", has: "one", label: "author" }, reverse: { on: "users", has: "many", label: "notes" } } },
+});`,
+      );
+      const refused = t.publish(dir, "bad-schema");
+      await expect(refused).rejects.toThrow(ReleaseError);
+      await expect(t.publish(dir, "bad-schema")).rejects.toThrow('release.ts: link noteAuthor: no entity "users"');
+      expect(await t.store.releases.get("bad-schema")).toBeNull();
+    });
+
     test("the contract hash changes with the contract and only with it", async () => {
       const dir = mkdtempSync(join(tmpdir(), "actuate-release-"));
       cpSync(fixture("basic"), dir, { recursive: true });

@@ -1,4 +1,4 @@
-import type { Store } from "../store/store.ts";
+import type { DataStore } from "../store/data.ts";
 
 /**
  * Committed data changes, by entity name. Live queries listen here and re-run only the subscriptions
@@ -8,18 +8,18 @@ import type { Store } from "../store/store.ts";
 export class ChangeFeed {
   private readonly listeners = new Set<(entities: ReadonlySet<string>) => void>();
 
-  constructor(private readonly store: Store) {}
+  constructor(private readonly store: DataStore) {}
 
   /** Starts hearing other instances' changes (a server calls this once; the CLI never does). */
   relay(): Promise<void> {
-    return this.store.listenDataChanges((entities) => this.deliver(entities));
+    return this.store.listenChanges((entities) => this.deliver(entities));
   }
 
   publish(entities: Iterable<string>): void {
     const touched = [...new Set(entities)];
     if (touched.length === 0) return;
     this.deliver(touched);
-    this.store.notifyDataChange(touched).catch(() => {
+    this.store.notifyChange(touched).catch(() => {
       // Other instances miss this refresh; their next one (or a re-subscription) catches up.
     });
   }

@@ -12,3 +12,8 @@ export class QueryRejected extends PublicError {
 export class WriteRejected extends Error {
   override name = "WriteRejected";
 }
+
+/** A release's data schema that cannot be compiled; the message is for the person publishing it. */
+export class SchemaError extends Error {
+  override name = "SchemaError";
+}

@@ -1,7 +1,7 @@
 import { Kind, OptionalKind, type TSchema } from "@sinclair/typebox";
 import { type TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
-import { ReleaseError } from "../release/errors.ts";
 import type { LinkEnd, ReleaseDefinition, WhereClause } from "../sdk/index.ts";
+import { SchemaError } from "./errors.ts";
 
 export type AttrType = "string" | "number" | "boolean" | "json";
 
@@ -57,7 +57,7 @@ const NAME = /^[A-Za-z][A-Za-z0-9_]{0,62}$/;
 const RESERVED = new Set(["id", "$"]);
 
 const fail = (message: string): never => {
-  throw new ReleaseError(`release.ts: ${message}`);
+  throw new SchemaError(`release.ts: ${message}`);
 };
 
 /** Checks and indexes the entities, links and permissions a release declares. */
@@ -151,6 +151,11 @@ function attrSpec(entity: string, label: string, schema: TSchema): AttrSpec {
     indexed,
     unique: schema.unique === true,
   };
+}
+
+/** The attributes declared indexed (unique ones enforce uniqueness): their indexes exist before a release is stored. */
+export function indexedAttrs(schema: DataSchema): AttrSpec[] {
+  return [...schema.entities.values()].flatMap((entity) => [...entity.attrs.values()].filter((a) => a.indexed));
 }
 
 export function schemaManifest(schema: DataSchema): SchemaManifest {

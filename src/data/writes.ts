@@ -1,26 +1,8 @@
 import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "../lib/json-text.ts";
 import type { DataContext } from "../sdk/index.ts";
-import type { WriteStatement } from "../store/executions.ts";
+import type { DataWrite } from "../store/data.ts";
 import { WriteRejected } from "./errors.ts";
 import type { DataSchema, EntitySpec } from "./schema.ts";
-import type { SqlDialect } from "./sql-dialect.ts";
-
-/** One change an action asked for; all of an execution's changes commit with its final status, or none do. */
-export type DataWrite =
-  | { op: "insert"; entity: string; id: string; doc: Record<string, unknown>; at: number }
-  | { op: "replace"; entity: string; id: string; doc: Record<string, unknown>; at: number }
-  | { op: "delete"; entity: string; id: string }
-  | {
-      op: "link";
-      link: string;
-      sourceId: string;
-      sourceEntity: string;
-      targetId: string;
-      targetEntity: string;
-      at: number;
-      replace: ("source" | "target")[];
-    }
-  | { op: "unlink"; link: string; sourceId: string; targetId: string };
 
 /**
  * `ctx.db` of one execution: validates each change against the release schema when it is asked for
@@ -156,60 +138,6 @@ export class ExecutionData implements Omit<DataContext, "query"> {
     }
     return doc;
   }
-}
-
-/** The SQL of one execution's writes, in order. Run in the transaction that stores its final status. */
-export function writeStatements(dialect: SqlDialect, writes: readonly DataWrite[]): WriteStatement[] {
-  const statements: WriteStatement[] = [];
-  const add = (sql: (p: (value: unknown) => string) => string, mustChange?: string) => {
-    const params: unknown[] = [];
-    statements.push({ sql: sql((value) => dialect.param(params, value)), params, mustChange });
-  };
-  const json = (doc: unknown) => JSON.stringify(doc);
-  for (const w of writes) {
-    switch (w.op) {
-      case "insert":
-        add(
-          (p) =>
-            `insert into data_entities (id, entity, doc, created_at, updated_at) values (${p(w.id)}, ${p(w.entity)}, ${p(json(w.doc))}${dialect.name === "postgres" ? "::text::jsonb" : ""}, ${p(w.at)}, ${p(w.at)})`,
-        );
-        break;
-      case "replace":
-        add(
-          (p) =>
-            `update data_entities set doc = ${p(json(w.doc))}${dialect.name === "postgres" ? "::text::jsonb" : ""}, updated_at = ${p(w.at)} where id = ${p(w.id)} and entity = ${p(w.entity)}`,
-          `no ${w.entity} with id ${w.id} (deleted meanwhile)`,
-        );
-        break;
-      case "delete":
-        add((p) => `delete from data_links where source_id = ${p(w.id)} or target_id = ${p(w.id)}`);
-        add(
-          (p) => `delete from data_entities where id = ${p(w.id)} and entity = ${p(w.entity)}`,
-          `no ${w.entity} with id ${w.id} (deleted meanwhile)`,
-        );
-        break;
-      case "link":
-        if (w.replace.includes("source"))
-          add((p) => `delete from data_links where link = ${p(w.link)} and source_id = ${p(w.sourceId)}`);
-        if (w.replace.includes("target"))
-          add((p) => `delete from data_links where link = ${p(w.link)} and target_id = ${p(w.targetId)}`);
-        add(
-          (p) => `insert into data_links (link, source_id, target_id, created_at)
-            select ${p(w.link)}, ${p(w.sourceId)}, ${p(w.targetId)}, ${p(w.at)}
-            where exists (select 1 from data_entities where id = ${p(w.sourceId)} and entity = ${p(w.sourceEntity)})
-              and exists (select 1 from data_entities where id = ${p(w.targetId)} and entity = ${p(w.targetEntity)})
-            on conflict do nothing`,
-        );
-        break;
-      case "unlink":
-        add(
-          (p) =>
-            `delete from data_links where link = ${p(w.link)} and source_id = ${p(w.sourceId)} and target_id = ${p(w.targetId)}`,
-        );
-        break;
-    }
-  }
-  return statements;
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> =>

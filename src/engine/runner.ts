@@ -50,7 +50,7 @@ export class Runner {
     };
     const done = this.execute(action, input, ctx)
       .then((settlement) =>
-        this.settle(row, settlement.status === "succeeded" ? { ...settlement, writes: data.statements() } : settlement),
+        this.settle(row, settlement.status === "succeeded" ? { ...settlement, writes: data.writes() } : settlement),
       )
       .then((stored) => {
         if (stored.status === "succeeded") this.$.data.changes.publish(data.touched());

@@ -2,6 +2,7 @@ import "../../plugins/release-loader.ts";
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { join, relative, sep } from "node:path";
 import { Kind } from "@sinclair/typebox";
+import { SchemaError } from "../data/errors.ts";
 import { compileDataSchema, type DataSchema, type SchemaManifest, schemaManifest } from "../data/schema.ts";
 import {
   ACTION,
@@ -94,7 +95,16 @@ async function importBundle(bundle: BuiltBundle, path: string, bundlesDir: strin
     actions.set(name, compileAction(name, definition));
   }
   const declared = (exported.release as DefinedRelease | undefined) ?? null;
-  return { hash: bundle.hash, declared, actions, data: compileDataSchema(declared) };
+  return { hash: bundle.hash, declared, actions, data: releaseSchema(declared) };
+}
+
+function releaseSchema(declared: DefinedRelease | null): DataSchema {
+  try {
+    return compileDataSchema(declared);
+  } catch (error) {
+    if (error instanceof SchemaError) throw new ReleaseError(error.message);
+    throw error;
+  }
 }
 
 export function asRelease(bundle: LoadedBundle, version: string): LoadedRelease {

@@ -1,5 +1,4 @@
-import type { SchemaManifest } from "../data/schema.ts";
-import { DataService } from "../data/service.ts";
+import { indexedAttrs, type SchemaManifest } from "../data/schema.ts";
 import type { ActiveRelease } from "../store/releases.ts";
 import type { Store } from "../store/store.ts";
 import { buildBundle } from "./build.ts";
@@ -80,11 +79,10 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
   const active = await store.releases.active();
   const previous = active.version ? await store.releases.get(active.version) : null;
   if (!existing) {
-    const data = new DataService(store);
     if (!options.force)
       await refuseOrphaning(store, (previous?.manifest as ReleaseManifest | undefined)?.schema, release);
     // Indexes first: a unique index that existing rows break refuses the release before it is stored.
-    await store.dataDdl(data.indexStatements(release));
+    await store.data.ensureIndexes(indexedAttrs(release.data));
     try {
       await store.releases.insert({
         version,
@@ -120,7 +118,7 @@ async function refuseOrphaning(store: Store, before: SchemaManifest | undefined,
   const after = release.manifest.schema;
   const problems: string[] = [];
   for (const [entity, attrs] of Object.entries(before.entities)) {
-    const rows = await countRows(store, entity);
+    const rows = await store.data.countRows(entity);
     if (rows === 0) continue;
     if (!after.entities[entity]) {
       problems.push(`entity ${entity} is removed but has ${rows} rows`);
@@ -136,14 +134,6 @@ async function refuseOrphaning(store: Store, before: SchemaManifest | undefined,
       `this release would orphan stored data (publish with --force to accept):\n  ${problems.join("\n  ")}`,
     );
   }
-}
-
-async function countRows(store: Store, entity: string): Promise<number> {
-  const placeholder = store.dialect === "sqlite" ? "?" : "$1";
-  const [row] = await store.dataSelect(`select count(*) as n from data_entities where entity = ${placeholder}`, [
-    entity,
-  ]);
-  return Number(row?.n ?? 0);
 }
 
 export function diffContracts(before: ReleaseManifest | null, after: ReleaseManifest): ContractChange[] {

@@ -1,3 +1,4 @@
+import type { DataWrite } from "./data.ts";
 import type { ExecutionRow } from "./rows.ts";
 import type { ExecutionStatus, PrincipalKind } from "./statuses.ts";
 
@@ -7,15 +8,8 @@ export interface ExecutionSettlement {
   errorCode: string | null;
   errorMessage: string | null;
   finishedAt: number;
-  /** The execution's data writes (src/data/writes.ts), committed in the same transaction as this status, or not at all. */
-  writes?: WriteStatement[];
-}
-
-/** A statement of an execution's data writes; when it must change a row, the message for when it does not. */
-export interface WriteStatement {
-  sql: string;
-  params: unknown[];
-  mustChange?: string;
+  /** The execution's data writes, committed in the same transaction as this status, or not at all. */
+  writes?: DataWrite[];
 }
 
 export interface ExecutionFilter {

@@ -1,4 +1,5 @@
-import type { Listed, WriteStatement } from "./executions.ts";
+import type { DataWrite } from "./data.ts";
+import type { Listed } from "./executions.ts";
 import type { ExecutionRow, RunRow, StepRow } from "./rows.ts";
 import type { PrincipalKind, RunStatus } from "./statuses.ts";
 
@@ -83,7 +84,7 @@ export interface RunStore {
    * the data refuses answers `{ refused }` with nothing stored. An attempt's start (`running`) never
    * replaces the row of the same or a later attempt, whatever order writes land in.
    */
-  saveStep(owner: string, step: StepRow, writes?: WriteStatement[]): Promise<StepSaved>;
+  saveStep(owner: string, step: StepRow, writes?: DataWrite[]): Promise<StepSaved>;
   /**
    * Gives the run up until `wakeAt` (a sleep, a retry's backoff) with the step row that says why, in one
    * transaction: the step row, the run's status and wake time, and the lease let go, or none of them.

@@ -1,6 +1,7 @@
 import { describe } from "bun:test";
 import { openStore } from "../../src/store/open.ts";
 import { dialects } from "../support/databases.ts";
+import { dataStoreContract } from "./data-store.contract.ts";
 import { executionStoreContract } from "./execution-store.contract.ts";
 import type { OpenStores } from "./fixture.ts";
 import { runStoreContract } from "./run-store.contract.ts";
@@ -24,4 +25,5 @@ for (const dialect of dialects) {
 
   describe(`run store contract (${dialect.name})`, () => runStoreContract(open));
   describe(`execution store contract (${dialect.name})`, () => executionStoreContract(open));
+  describe(`data store contract (${dialect.name})`, () => dataStoreContract(open));
 }

@@ -157,8 +157,8 @@ export function executionStoreContract(open: OpenStores) {
         writes: [data.insertLabel("half"), data.renameMissing()],
       });
       const failed = { status: "failed", output: null, errorCode: "action_failed", finishedAt: at(10) };
-      expect(settled).toMatchObject({ ...failed, errorMessage: "the row is gone" });
-      expect(await store.executions.get(gone.id)).toMatchObject({ ...failed, errorMessage: "the row is gone" });
+      expect(settled).toMatchObject({ ...failed, errorMessage: data.gone });
+      expect(await store.executions.get(gone.id)).toMatchObject({ ...failed, errorMessage: data.gone });
 
       const duplicate = row();
       await store.executions.claim(duplicate);

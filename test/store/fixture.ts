@@ -1,7 +1,6 @@
 import { afterEach, beforeEach } from "bun:test";
-import { postgresDialect, sqliteDialect } from "../../src/data/sql-dialect.ts";
 import { newRun } from "../../src/engine/workflows/new-run.ts";
-import type { WriteStatement } from "../../src/store/executions.ts";
+import type { DataWrite } from "../../src/store/data.ts";
 import type { ExecutionRow, RunRow, StepRow } from "../../src/store/rows.ts";
 import type { Store } from "../../src/store/store.ts";
 
@@ -72,26 +71,22 @@ export function stepRow(runId: string, overrides: Partial<StepRow> = {}): StepRo
 }
 
 /**
- * Data writes in the store's own SQL (as src/data/writes.ts hands them over), on the attribute table:
- * one that inserts a label, and one that must change a row that is not there.
+ * Data writes as src/data/writes.ts hands them over, on an entity of labels: one that inserts a label
+ * (its id is the label, so inserting one twice breaks the primary key), and one that must change a row
+ * that is not there (refused with `gone`).
  */
 export function dataWrites(store: Store) {
-  const dialect = store.dialect === "sqlite" ? sqliteDialect : postgresDialect;
   return {
-    insertLabel(label: string): WriteStatement {
-      const params: unknown[] = [];
-      const values = [crypto.randomUUID(), "contract", label, T0].map((v) => dialect.param(params, v));
-      return { sql: `insert into data_attrs (id, entity, label, created_at) values (${values.join(", ")})`, params };
+    insertLabel(label: string): DataWrite {
+      return { op: "insert", entity: "contract", id: `label-${label}`, doc: { label }, at: T0 };
     },
-    renameMissing(): WriteStatement {
-      const params: unknown[] = [];
-      const label = dialect.param(params, "renamed");
-      const id = dialect.param(params, crypto.randomUUID());
-      return { sql: `update data_attrs set label = ${label} where id = ${id}`, params, mustChange: "the row is gone" };
+    renameMissing(): DataWrite {
+      return { op: "replace", entity: "contract", id: "missing", doc: { label: "renamed" }, at: T0 };
     },
+    gone: "no contract with id missing (deleted meanwhile)",
     async labels(): Promise<string[]> {
-      const rows = await store.dataSelect(`select label from data_attrs where entity = 'contract' order by label`, []);
-      return rows.map((r) => r.label as string);
+      const rows = await store.data.selectRoots({ entity: "contract", where: null, children: [] });
+      return rows.map((r) => r.doc.label as string).sort();
     },
   };
 }

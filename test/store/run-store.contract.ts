@@ -197,7 +197,7 @@ export function runStoreContract(open: OpenStores) {
         data.insertLabel("half"),
         data.renameMissing(),
       ]);
-      expect(gone).toEqual({ refused: "the row is gone" });
+      expect(gone).toEqual({ refused: data.gone });
       const duplicate = await store.runs.saveStep("A", stepRow(runId, { name: "again" }), [data.insertLabel("taken")]);
       expect(duplicate).toEqual({ refused: expect.stringContaining("the writes could not be stored") });
 

@@ -49,3 +49,22 @@ const pg = (adminUrl: string): Dialect => ({
 
 /** SQLite always; PostgreSQL when TEST_DATABASE_URL names a server (CI always sets it). */
 export const dialects: Dialect[] = postgresUrl ? [sqlite, pg(postgresUrl)] : [sqlite];
+
+/** Rows of one read statement on the database at `url`, over a connection of its own (to look at what is stored). */
+export async function selectRows(url: string, sql: string): Promise<Record<string, unknown>[]> {
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    const client = postgres(url, { max: 1, onnotice: () => {} });
+    try {
+      return [...(await client.unsafe(sql))];
+    } finally {
+      await client.end();
+    }
+  }
+  const { Database } = await import("bun:sqlite");
+  const client = new Database(url.replace(/^(sqlite|file):(\/\/)?/, ""), { readonly: true });
+  try {
+    return client.query(sql).all() as Record<string, unknown>[];
+  } finally {
+    client.close();
+  }
+}

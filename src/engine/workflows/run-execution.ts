@@ -4,7 +4,7 @@ import { messageOf } from "../../lib/errors.ts";
 import { storableJson } from "../../lib/json-text.ts";
 import type { LoadedRelease, LoadedWorkflow } from "../../release/load.ts";
 import type { DataContext, Principal, StepContext, StepOptions, WorkflowContext } from "../../sdk/index.ts";
-import type { WriteStatement } from "../../store/executions.ts";
+import type { DataWrite } from "../../store/data.ts";
 import type { RunRow, StepRow } from "../../store/rows.ts";
 import { type Fenced, type RunSettlement, runCanceled, type StepSaved } from "../../store/runs.ts";
 import type { Store } from "../../store/store.ts";
@@ -194,7 +194,7 @@ export class RunExecution {
     const output = stored.value;
 
     const done: StepRow = { ...row, status: "succeeded", output, finishedAt: this.$.now() };
-    const refused = await this.save(done, data.statements());
+    const refused = await this.save(done, data.writes());
     if (refused !== null) return this.attemptFailed(row, refused, retries, backoffMs);
     this.$.data.changes.publish(data.touched());
     this.checkpoints.set(name, done);
@@ -262,7 +262,7 @@ export class RunExecution {
    * Stores a step's row (and a succeeded step's data writes with it). Answers the reason when the database
    * refused the writes (the attempt fails); unwinds when the lease is gone or the store itself fails.
    */
-  private async save(row: StepRow, writes: WriteStatement[] = []): Promise<string | null> {
+  private async save(row: StepRow, writes: DataWrite[] = []): Promise<string | null> {
     let saved: StepSaved;
     try {
       saved = await this.$.store.runs.saveStep(this.owner, row, writes);

@@ -1,8 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { PgDialect } from "drizzle-orm/pg-core";
 import { drizzle } from "drizzle-orm/postgres-js";
-import postgres, { type ParameterOrJSON } from "postgres";
-import { attrIds } from "../drizzle/attrs.ts";
+import postgres from "postgres";
 import type { Dialect } from "../drizzle/database.ts";
 import { DrizzleFileStore } from "../drizzle/files.ts";
 import { DrizzleOAuthStore } from "../drizzle/oauth.ts";
@@ -11,6 +10,7 @@ import { DrizzleTokenStore } from "../drizzle/tokens.ts";
 import { DrizzleUserStore } from "../drizzle/users.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
 import type { Store } from "../store.ts";
+import { postgresDataStore } from "./data.ts";
 import { PgExecutionStore } from "./executions.ts";
 import { PgInstanceStore } from "./instances.ts";
 import { PgRunStore } from "./runs.ts";
@@ -20,8 +20,6 @@ const migrations = readMigrations("pg");
 /** Serializes migrations when several instances start at once on one database. */
 const MIGRATION_LOCK = 7_351_100_001;
 type MigrationSession = Parameters<PgDialect["migrate"]>[1];
-
-const DATA_CHANNEL = "actuate_data_changes";
 
 const dialect: Dialect = {
   name: "postgres",
@@ -41,12 +39,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
   const instances = new PgInstanceStore(client);
   const executions = new PgExecutionStore(client, instances.id, lists);
   const runs = new PgRunStore(client, executions, lists);
-  // postgres-js prepares (and caches) unsafe statements with parameters by their text.
-  const select = async (text: string, params: unknown[]) => [
-    ...(await client.unsafe(text, params as ParameterOrJSON<never>[], { prepare: true })),
-  ];
   return {
-    dialect: "postgres",
     executions,
     runs,
     releases: new DrizzleReleaseStore(db, schema),
@@ -55,23 +48,9 @@ export async function openPostgresStore(url: string): Promise<Store> {
     oauth: new DrizzleOAuthStore(db, schema),
     files: new DrizzleFileStore(db, schema),
     instances,
-    dataSelect: select,
-    async dataDdl(ddl) {
-      for (const statement of ddl) await client.unsafe(statement);
-    },
-    async notifyDataChange(entities) {
-      if (entities.length === 0) return;
-      await client.notify(DATA_CHANNEL, JSON.stringify({ origin: instances.id, entities }));
-    },
-    async listenDataChanges(listener) {
-      await client.listen(DATA_CHANNEL, (payload) => {
-        const { origin, entities } = JSON.parse(payload) as { origin: string; entities: string[] };
-        if (origin !== instances.id) listener(entities);
-      });
-    },
-    attrIds: (keys, now) => attrIds(db, schema, keys, now),
+    data: postgresDataStore(client, instances.id),
     async ping() {
-      await select("select 1 as ok", []);
+      await client`select 1`;
     },
     async close() {
       await Promise.all([executions.drain(), runs.drain()]);

@@ -1,8 +1,9 @@
 import type { ParameterOrJSON, Row, Sql } from "postgres";
+import type { DataWrite } from "../data.ts";
 import { selectList } from "../drizzle/columns.ts";
 import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
 import { listRuns } from "../drizzle/lists.ts";
-import type { ExecutionStore, WriteStatement } from "../executions.ts";
+import type { ExecutionStore } from "../executions.ts";
 import type { ExecutionRow, RunRow, StepRow } from "../rows.ts";
 import {
   type Fenced,
@@ -216,7 +217,7 @@ export class PgRunStore implements RunStore {
     return rows.map((r) => ({ id: r.id as string, cancelRequested: r.cancelRequested as boolean }));
   }
 
-  async saveStep(owner: string, step: StepRow, writes: WriteStatement[] = []): Promise<StepSaved> {
+  async saveStep(owner: string, step: StepRow, writes: DataWrite[] = []): Promise<StepSaved> {
     const key = this.supersedeUnsentStart(step);
     const params = [...stepValues(step), owner] as Params;
     if (writes.length === 0) {

@@ -1,6 +1,8 @@
 import type { Database, SQLQueryBindings } from "bun:sqlite";
-import type { WriteStatement } from "../executions.ts";
+import type { DataWrite } from "../data.ts";
+import { writeStatements } from "../data-write-sql.ts";
 import { WriteFailed } from "../write-failure.ts";
+import { sqliteDialect } from "./data.ts";
 import { StatementCache } from "./statement-cache.ts";
 
 /** Runs an execution's (or a step's) data writes inside the caller's transaction; throws on the first refused one. */
@@ -11,8 +13,8 @@ export class SqliteDataWriter {
     this.statements = new StatementCache(client);
   }
 
-  apply(writes: readonly WriteStatement[]): void {
-    for (const write of writes) {
+  apply(writes: readonly DataWrite[]): void {
+    for (const write of writeStatements(sqliteDialect, writes)) {
       const { changes } = this.statements.get(write.sql).run(...(write.params as SQLQueryBindings[]));
       if (write.mustChange && changes === 0) throw new WriteFailed(write.mustChange);
     }

@@ -1,8 +1,9 @@
 import type { Database, Statement } from "bun:sqlite";
+import type { DataWrite } from "../data.ts";
 import { selectList } from "../drizzle/columns.ts";
 import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
 import { listExecutions } from "../drizzle/lists.ts";
-import type { ExecutionFilter, ExecutionSettlement, ExecutionStore, WriteStatement } from "../executions.ts";
+import type { ExecutionFilter, ExecutionSettlement, ExecutionStore } from "../executions.ts";
 import type { ExecutionRow } from "../rows.ts";
 import type { PrincipalKind } from "../statuses.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
@@ -20,7 +21,7 @@ interface Waiter {
 interface PendingInsert {
   row: ExecutionRow;
   /** Data writes merged in with the settlement; they commit with the row or not at all. */
-  writes: WriteStatement[];
+  writes: DataWrite[];
   waiters: Waiter[];
 }
 
@@ -221,7 +222,7 @@ export class SqliteExecutionStore implements ExecutionStore {
   }
 
   /** Runs an execution's data writes inside a savepoint: all of them, or none and a failed settlement. */
-  private applyWrites(writes: WriteStatement[], settlement: ExecutionSettlement): ExecutionSettlement {
+  private applyWrites(writes: DataWrite[], settlement: ExecutionSettlement): ExecutionSettlement {
     if (writes.length === 0) return settlement;
     this.client.run("savepoint execution_writes");
     try {

@@ -1,10 +1,9 @@
-import { Database, type SQLQueryBindings } from "bun:sqlite";
+import { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import type { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
-import { attrIds } from "../drizzle/attrs.ts";
 import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
 import { DrizzleFileStore } from "../drizzle/files.ts";
 import { DrizzleOAuthStore } from "../drizzle/oauth.ts";
@@ -13,12 +12,12 @@ import { DrizzleTokenStore } from "../drizzle/tokens.ts";
 import { DrizzleUserStore } from "../drizzle/users.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
 import type { Store } from "../store.ts";
+import { sqliteDataStore } from "./data.ts";
 import { SqliteDataWriter } from "./data-writes.ts";
 import { SqliteExecutionStore } from "./executions.ts";
 import { SqliteInstanceStore } from "./instances.ts";
 import { SqliteRunStore } from "./runs.ts";
 import * as schema from "./schema.ts";
-import { StatementCache } from "./statement-cache.ts";
 
 const migrations = readMigrations("sqlite");
 type MigrationSession = Parameters<SQLiteSyncDialect["migrate"]>[1];
@@ -49,11 +48,8 @@ export function openSqliteStore(path: string): Store {
   const data = new SqliteDataWriter(client);
   const executions = new SqliteExecutionStore(client, data, lists);
   const runs = new SqliteRunStore(client, executions, data, lists);
-  const statements = new StatementCache(client);
-  const select = async (text: string, params: unknown[]) =>
-    statements.get(text).all(...(params as SQLQueryBindings[])) as Record<string, unknown>[];
+  const instances = new SqliteInstanceStore(executions, runs);
   return {
-    dialect: "sqlite",
     executions,
     runs,
     releases: new DrizzleReleaseStore(db, tables),
@@ -61,17 +57,10 @@ export function openSqliteStore(path: string): Store {
     users: new DrizzleUserStore(db, tables),
     oauth: new DrizzleOAuthStore(db, tables),
     files: new DrizzleFileStore(db, tables),
-    instances: new SqliteInstanceStore(executions, runs),
-    dataSelect: select,
-    async dataDdl(ddl) {
-      for (const statement of ddl) client.exec(statement);
-    },
-    // One process serves a SQLite database: nobody else to tell or to hear from.
-    async notifyDataChange() {},
-    async listenDataChanges() {},
-    attrIds: (keys, now) => attrIds(db, tables, keys, now),
+    instances,
+    data: sqliteDataStore(client, instances.id),
     async ping() {
-      await select("select 1 as ok", []);
+      client.query("select 1").get();
     },
     async close() {
       executions.flush();

@@ -1,8 +1,8 @@
 import type { Database, Statement } from "bun:sqlite";
+import type { DataWrite } from "../data.ts";
 import { selectList } from "../drizzle/columns.ts";
 import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
 import { listRuns } from "../drizzle/lists.ts";
-import type { WriteStatement } from "../executions.ts";
 import type { ExecutionRow, RunRow, StepRow } from "../rows.ts";
 import {
   type Fenced,
@@ -178,7 +178,7 @@ export class SqliteRunStore implements RunStore {
     )();
   }
 
-  async saveStep(owner: string, step: StepRow, writes: WriteStatement[] = []): Promise<StepSaved> {
+  async saveStep(owner: string, step: StepRow, writes: DataWrite[] = []): Promise<StepSaved> {
     try {
       return this.client.transaction((): StepSaved => {
         if (!this.isHeld.get({ id: step.runId, owner })) return LEASE_LOST;

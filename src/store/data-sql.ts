@@ -1,0 +1,241 @@
+import type {
+  ChildQuery,
+  Condition,
+  DataAttr,
+  DataAttrType,
+  DataStore,
+  EntityRow,
+  Hop,
+  IndexedAttr,
+  LinkedRow,
+  Operand,
+  QueryNode,
+} from "./data.ts";
+
+/**
+ * The few places where SQLite and PostgreSQL spell the same thing differently (sqlite/data.ts,
+ * pg/data.ts). Everything else the compiler writes is plain SQL both accept. Entity, link and attribute
+ * names are checked identifiers, so they are written into SQL text; every value is a bound parameter.
+ */
+export interface SqlDialect {
+  /** Appends a parameter and returns its placeholder. */
+  param(params: unknown[], value: unknown): string;
+  /** The attribute's value as a typed scalar (the same expression the attribute's index is built on). */
+  attr(alias: string, attr: DataAttr): string;
+  /** Membership in a list given as one JSON array parameter (any length, one statement); `type` of the values, text when absent. */
+  inJsonList(expr: string, params: unknown[], values: unknown[], type?: DataAttrType): string;
+  like(expr: string, params: unknown[], pattern: string, caseInsensitive: boolean): string;
+  /** A value bound for comparison with `attr(...)`: booleans differ (SQLite's JSON booleans are 0/1). */
+  scalar(attr: DataAttr, value: unknown): unknown;
+  /** A document bound as JSON text, as the `doc` column stores it. */
+  json(params: unknown[], doc: unknown): string;
+  indexDdl(attr: IndexedAttr): string;
+}
+
+/** One statement and its parameters, in the dialect's placeholders. */
+export interface Statement {
+  sql: string;
+  params: unknown[];
+}
+
+/** The driver calls a dialect's data store makes; everything else is written once, here. */
+export interface DataConnection {
+  /** Runs one read statement (prepared and cached by its text). Rows carry `doc` as stored: JSON text or an object. */
+  select(sql: string, params: unknown[]): Promise<Record<string, unknown>[]>;
+  /** Runs one DDL statement. */
+  ddl(sql: string): Promise<void>;
+  /** Sends to / hears from the other instances sharing the database; a no-op where one process serves it. */
+  notify(payload: string): Promise<void>;
+  listen(listener: (payload: string) => void): Promise<void>;
+}
+
+// An offset needs a limit in SQLite's grammar; PostgreSQL has no "-1". Larger than any page data/ allows.
+const UNLIMITED = 1_000_000_000;
+
+/** The data store of one dialect: the compiler below over that dialect's connection. */
+export class SqlDataStore implements DataStore {
+  constructor(
+    private readonly dialect: SqlDialect,
+    private readonly connection: DataConnection,
+    /** This process, so that it does not hear its own notifications. */
+    private readonly instance: string,
+  ) {}
+
+  async selectRoots(node: QueryNode): Promise<EntityRow[]> {
+    const { sql, params } = rootsStatement(node, this.dialect);
+    return (await this.connection.select(sql, params)).map(entityRow);
+  }
+
+  async selectChildren(child: ChildQuery, parentIds: string[]): Promise<LinkedRow[]> {
+    if (parentIds.length === 0) return [];
+    const { sql, params } = childrenStatement(child, parentIds, this.dialect);
+    return (await this.connection.select(sql, params)).map((r) => ({
+      parentId: String(r.parent_id),
+      linkedAt: Number(r.linked_at),
+      row: entityRow(r),
+    }));
+  }
+
+  async readDoc(entity: string, id: string): Promise<Record<string, unknown> | null> {
+    const params: unknown[] = [];
+    const sql = `select doc from data_entities where id = ${this.dialect.param(params, id)} and entity = ${this.dialect.param(params, entity)}`;
+    const [row] = await this.connection.select(sql, params);
+    return row ? parseDoc(row.doc) : null;
+  }
+
+  async countRows(entity: string): Promise<number> {
+    const params: unknown[] = [];
+    const sql = `select count(*) as n from data_entities where entity = ${this.dialect.param(params, entity)}`;
+    const [row] = await this.connection.select(sql, params);
+    return Number(row?.n ?? 0);
+  }
+
+  async ensureIndexes(attrs: IndexedAttr[]): Promise<void> {
+    for (const attr of attrs) await this.connection.ddl(this.dialect.indexDdl(attr));
+  }
+
+  async attrIds(keys: string[], now: number): Promise<Map<string, string>> {
+    if (keys.length > 0) {
+      const params: unknown[] = [];
+      const rows = keys.map((key) => {
+        const [entity = "", label = ""] = key.split(".");
+        const values = [crypto.randomUUID(), entity, label, now].map((v) => this.dialect.param(params, v));
+        return `(${values.join(", ")})`;
+      });
+      await this.connection.select(
+        `insert into data_attrs (id, entity, label, created_at) values ${rows.join(", ")} on conflict (entity, label) do nothing`,
+        params,
+      );
+    }
+    const stored = await this.connection.select("select id, entity, label from data_attrs", []);
+    return new Map(stored.map((r) => [`${r.entity}.${r.label}`, String(r.id)]));
+  }
+
+  async notifyChange(entities: string[]): Promise<void> {
+    if (entities.length === 0) return;
+    await this.connection.notify(JSON.stringify({ origin: this.instance, entities }));
+  }
+
+  listenChanges(listener: (entities: string[]) => void): Promise<void> {
+    return this.connection.listen((payload) => {
+      const { origin, entities } = JSON.parse(payload) as { origin: string; entities: string[] };
+      if (origin !== this.instance) listener(entities);
+    });
+  }
+}
+
+interface Compiling {
+  dialect: SqlDialect;
+  params: unknown[];
+  aliases: { next: number };
+}
+
+/** The top level of a query: one statement. */
+function rootsStatement(node: QueryNode, dialect: SqlDialect): Statement {
+  const ctx: Compiling = { dialect, params: [], aliases: { next: 0 } };
+  // The entity name is a checked identifier; written as a literal, it lets the planner use the partial indexes.
+  const conditions = [`e.entity = '${node.entity}'`];
+  if (node.where) conditions.push(condition(node.where, "e", ctx));
+  let sql = `select e.id, e.doc, e.created_at from data_entities e where ${conditions.join(" and ")} order by ${orderBy(node, "e", dialect)}`;
+  if (node.limit !== undefined || node.offset !== undefined) {
+    sql += ` limit ${dialect.param(ctx.params, node.limit ?? UNLIMITED)} offset ${dialect.param(ctx.params, node.offset ?? 0)}`;
+  }
+  return { sql, params: ctx.params };
+}
+
+/** One child level for every parent at once (`IN` a JSON list): one statement, never one per parent. */
+function childrenStatement(child: ChildQuery, parentIds: string[], dialect: SqlDialect): Statement {
+  const ctx: Compiling = { dialect, params: [], aliases: { next: 0 } };
+  const from = fromColumn(child.hop);
+  const conditions = [
+    `l.link = ${dialect.param(ctx.params, child.hop.link)}`,
+    dialect.inJsonList(`l.${from}`, ctx.params, parentIds),
+  ];
+  if (child.node.where) conditions.push(condition(child.node.where, "e", ctx));
+  const order = orderBy(child.node, "e", dialect);
+  const tables = `from data_links l join data_entities e on e.id = l.${toColumn(child.hop)} where ${conditions.join(" and ")}`;
+  const columns = `l.${from} as parent_id, l.created_at as linked_at, e.id, e.doc, e.created_at`;
+  // A has-one end holds one link at most (writes replace it), so only a nested limit needs ranking per parent.
+  const limit = child.node.limit;
+  const sql =
+    limit === undefined
+      ? `select ${columns} ${tables} order by ${order}`
+      : `select * from (select ${columns}, row_number() over (partition by l.${from} order by ${order}) as position ${tables}) ranked
+           where position <= ${dialect.param(ctx.params, limit)} order by position`;
+  return { sql, params: ctx.params };
+}
+
+function condition(c: Condition, alias: string, ctx: Compiling): string {
+  const { dialect, params } = ctx;
+  switch (c.kind) {
+    case "and":
+    case "or":
+      if (c.of.length === 0) return c.kind === "and" ? "1 = 1" : "1 = 0";
+      return `(${c.of.map((x) => `(${condition(x, alias, ctx)})`).join(` ${c.kind} `)})`;
+    case "compare":
+      return `${operand(c.on, alias, dialect)} ${c.op} ${dialect.param(params, bound(c.on, c.value, dialect))}`;
+    case "in":
+      if (c.values.length === 0) return "1 = 0";
+      return dialect.inJsonList(
+        operand(c.on, alias, dialect),
+        params,
+        c.values.map((v) => bound(c.on, v, dialect)),
+        c.on === "id" ? undefined : c.on.type,
+      );
+    case "like":
+      return dialect.like(operand(c.on, alias, dialect), params, c.pattern, c.caseInsensitive);
+    case "isNull":
+      return `${operand(c.on, alias, dialect)} is ${c.isNull ? "" : "not "}null`;
+    case "exists": {
+      const l = `l${ctx.aliases.next}`;
+      const t = `t${ctx.aliases.next++}`;
+      const conditions = [
+        `${l}.link = ${dialect.param(params, c.hop.link)}`,
+        `${l}.${fromColumn(c.hop)} = ${alias}.id`,
+        condition(c.where, t, ctx),
+      ];
+      return `exists (select 1 from data_links ${l} join data_entities ${t} on ${t}.id = ${l}.${toColumn(c.hop)} where ${conditions.join(" and ")})`;
+    }
+    case "false":
+      return "1 = 0";
+  }
+}
+
+const operand = (on: Operand, alias: string, dialect: SqlDialect) =>
+  on === "id" ? `${alias}.id` : dialect.attr(alias, on);
+
+const bound = (on: Operand, value: unknown, dialect: SqlDialect) => (on === "id" ? value : dialect.scalar(on, value));
+
+function orderBy(node: QueryNode, alias: string, dialect: SqlDialect): string {
+  const tail = `${alias}.created_at, ${alias}.id`;
+  const order = node.order;
+  if (!order) return tail;
+  const direction = order.direction;
+  if (order.by === "createdAt") return `${alias}.created_at ${direction}, ${alias}.id ${direction}`;
+  const expr = dialect.attr(alias, order.by);
+  // A required attribute is never absent: ordering by it alone lets the database read its index in order
+  // and stop at the limit (with the "is null" term first it sorted every row of the entity per query).
+  if (!order.by.optional) return `${expr} ${direction}, ${tail}`;
+  // Absent values last in both directions, on both databases.
+  return `(${expr} is null), ${expr} ${direction}, ${tail}`;
+}
+
+const fromColumn = (hop: Hop) => (hop.direction === "forward" ? "source_id" : "target_id");
+const toColumn = (hop: Hop) => (hop.direction === "forward" ? "target_id" : "source_id");
+
+/**
+ * A partial index per indexed attribute, on the very expression queries compare (`expr`). A plain index
+ * also carries the default order (created_at, id), so "where x = ? order by default limit n" reads just n
+ * entries instead of sorting; a unique index enforces uniqueness.
+ */
+export function indexDdl(attr: IndexedAttr, expr: string): string {
+  const columns = attr.unique ? expr : `${expr}, created_at, id`;
+  const name = `data_idx_${attr.entity}_${attr.label}`;
+  return `create ${attr.unique ? "unique " : ""}index if not exists ${name} on data_entities (${columns}) where entity = '${attr.entity}'`;
+}
+
+const parseDoc = (doc: unknown) => (typeof doc === "string" ? JSON.parse(doc) : doc) as Record<string, unknown>;
+
+function entityRow(raw: Record<string, unknown>): EntityRow {
+  return { id: String(raw.id), doc: parseDoc(raw.doc), createdAt: Number(raw.created_at) };
+}

@@ -1,0 +1,67 @@
+import type { DataWrite } from "./data.ts";
+import type { SqlDialect, Statement } from "./data-sql.ts";
+
+/** A statement of an execution's data writes; when it must change a row, the message for when it does not. */
+export interface WriteStatement extends Statement {
+  mustChange?: string;
+}
+
+/**
+ * The SQL of one execution's (or step's) writes, in order, for the transaction that stores its final
+ * status (sqlite/data-writes.ts, pg/data-writes.ts run them).
+ */
+export function writeStatements(dialect: SqlDialect, writes: readonly DataWrite[]): WriteStatement[] {
+  const statements: WriteStatement[] = [];
+  const add = (sql: (p: (value: unknown) => string, json: (doc: unknown) => string) => string, mustChange?: string) => {
+    const params: unknown[] = [];
+    const text = sql(
+      (value) => dialect.param(params, value),
+      (doc) => dialect.json(params, doc),
+    );
+    statements.push({ sql: text, params, mustChange });
+  };
+  for (const w of writes) {
+    switch (w.op) {
+      case "insert":
+        add(
+          (p, json) =>
+            `insert into data_entities (id, entity, doc, created_at, updated_at) values (${p(w.id)}, ${p(w.entity)}, ${json(w.doc)}, ${p(w.at)}, ${p(w.at)})`,
+        );
+        break;
+      case "replace":
+        add(
+          (p, json) =>
+            `update data_entities set doc = ${json(w.doc)}, updated_at = ${p(w.at)} where id = ${p(w.id)} and entity = ${p(w.entity)}`,
+          `no ${w.entity} with id ${w.id} (deleted meanwhile)`,
+        );
+        break;
+      case "delete":
+        add((p) => `delete from data_links where source_id = ${p(w.id)} or target_id = ${p(w.id)}`);
+        add(
+          (p) => `delete from data_entities where id = ${p(w.id)} and entity = ${p(w.entity)}`,
+          `no ${w.entity} with id ${w.id} (deleted meanwhile)`,
+        );
+        break;
+      case "link":
+        if (w.replace.includes("source"))
+          add((p) => `delete from data_links where link = ${p(w.link)} and source_id = ${p(w.sourceId)}`);
+        if (w.replace.includes("target"))
+          add((p) => `delete from data_links where link = ${p(w.link)} and target_id = ${p(w.targetId)}`);
+        add(
+          (p) => `insert into data_links (link, source_id, target_id, created_at)
+            select ${p(w.link)}, ${p(w.sourceId)}, ${p(w.targetId)}, ${p(w.at)}
+            where exists (select 1 from data_entities where id = ${p(w.sourceId)} and entity = ${p(w.sourceEntity)})
+              and exists (select 1 from data_entities where id = ${p(w.targetId)} and entity = ${p(w.targetEntity)})
+            on conflict do nothing`,
+        );
+        break;
+      case "unlink":
+        add(
+          (p) =>
+            `delete from data_links where link = ${p(w.link)} and source_id = ${p(w.sourceId)} and target_id = ${p(w.targetId)}`,
+        );
+        break;
+    }
+  }
+  return statements;
+}

@@ -1,0 +1,51 @@
+import type { ParameterOrJSON, Sql } from "postgres";
+import type { DataStore } from "../data.ts";
+import { indexDdl, SqlDataStore, type SqlDialect } from "../data-sql.ts";
+
+const pgCast = { string: "", number: "::double precision", boolean: "::boolean", json: "" } as const;
+
+/** PostgreSQL's spelling of the data compiler's few dialect-dependent expressions (data-sql.ts). */
+export const postgresDialect: SqlDialect = {
+  param: (params, value) => {
+    params.push(value);
+    return `$${params.length}`;
+  },
+  attr: (alias, attr) =>
+    attr.type === "json" ? `${alias}.doc->'${attr.label}'` : `((${alias}.doc->>'${attr.label}')${pgCast[attr.type]})`,
+  inJsonList(expr, params, values, type) {
+    const element = `jsonb_array_elements_text(${this.param(params, JSON.stringify(values))}::text::jsonb)`;
+    return `${expr} in (select ${type ? `(${element})${pgCast[type]}` : element})`;
+  },
+  like(expr, params, pattern, caseInsensitive) {
+    return `${expr} ${caseInsensitive ? "ilike" : "like"} ${this.param(params, pattern)}`;
+  },
+  scalar: (_attr, value) => value,
+  json(params, doc) {
+    return `${this.param(params, JSON.stringify(doc))}::text::jsonb`;
+  },
+  indexDdl: (attr) => indexDdl(attr, postgresDialect.attr("data_entities", attr).replaceAll("data_entities.", "")),
+};
+
+const CHANNEL = "actuate_data_changes";
+
+/** The data store on PostgreSQL: statements prepared by the driver (by their text); changes relayed over LISTEN/NOTIFY. */
+export function postgresDataStore(client: Sql, instance: string): DataStore {
+  return new SqlDataStore(
+    postgresDialect,
+    {
+      select: async (sql, params) => [
+        ...(await client.unsafe(sql, params as ParameterOrJSON<never>[], { prepare: true })),
+      ],
+      ddl: async (sql) => {
+        await client.unsafe(sql);
+      },
+      notify: async (payload) => {
+        await client.notify(CHANNEL, payload);
+      },
+      listen: async (listener) => {
+        await client.listen(CHANNEL, listener);
+      },
+    },
+    instance,
+  );
+}
