@@ -30,6 +30,11 @@ export interface SqlDialect {
   /** A document bound as JSON text, as the `doc` column stores it. */
   json(params: unknown[], doc: unknown): string;
   indexDdl(attr: IndexedAttr): string;
+  /**
+   * What makes the planner read an attribute's index in order for a top-N query, where it would rather
+   * sort every row of the entity (SQLite's `indexed by`); empty where the planner needs no help.
+   */
+  readInOrder(entity: string, attr: DataAttr): string;
 }
 
 /** One statement and its parameters, in the dialect's placeholders. */
@@ -131,12 +136,18 @@ interface Compiling {
 }
 
 /** The top level of a query: one statement. */
-function rootsStatement(node: QueryNode, dialect: SqlDialect): Statement {
+export function rootsStatement(node: QueryNode, dialect: SqlDialect): Statement {
   const ctx: Compiling = { dialect, params: [], aliases: { next: 0 } };
   // The entity name is a checked identifier; written as a literal, it lets the planner use the partial indexes.
   const conditions = [`e.entity = '${node.entity}'`];
   if (node.where) conditions.push(condition(node.where, "e", ctx));
-  let sql = `select e.id, e.doc, e.created_at from data_entities e where ${conditions.join(" and ")} order by ${orderBy(node, "e", dialect)}`;
+  const by = node.order?.by;
+  // First rows by an indexed attribute that every row has: its index holds them in order (see SqlDialect).
+  const hint =
+    by !== undefined && by !== "createdAt" && by.indexed && !by.optional && node.limit !== undefined
+      ? dialect.readInOrder(node.entity, by)
+      : "";
+  let sql = `select e.id, e.doc, e.created_at from data_entities e${hint} where ${conditions.join(" and ")} order by ${orderBy(node, "e", dialect)}`;
   if (node.limit !== undefined || node.offset !== undefined) {
     sql += ` limit ${dialect.param(ctx.params, node.limit ?? UNLIMITED)} offset ${dialect.param(ctx.params, node.offset ?? 0)}`;
   }
@@ -228,9 +239,11 @@ const toColumn = (hop: Hop) => (hop.direction === "forward" ? "target_id" : "sou
  * also carries the default order (created_at, id), so "where x = ? order by default limit n" reads just n
  * entries instead of sorting; a unique index enforces uniqueness.
  */
+export const indexName = (entity: string, label: string) => `data_idx_${entity}_${label}`;
+
 export function indexDdl(attr: IndexedAttr, expr: string): string {
   const columns = attr.unique ? expr : `${expr}, created_at, id`;
-  const name = `data_idx_${attr.entity}_${attr.label}`;
+  const name = indexName(attr.entity, attr.label);
   return `create ${attr.unique ? "unique " : ""}index if not exists ${name} on data_entities (${columns}) where entity = '${attr.entity}'`;
 }
 

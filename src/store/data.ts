@@ -41,7 +41,7 @@ export type Condition =
  */
 export type DataOrder =
   | { by: "createdAt"; direction: "asc" | "desc" }
-  | { by: DataAttr & { optional: boolean }; direction: "asc" | "desc" };
+  | { by: DataAttr & { optional: boolean; indexed: boolean }; direction: "asc" | "desc" };
 
 /** One level of a compiled query: the rows of `entity` that satisfy `where` (null: all of them). */
 export interface QueryNode {

@@ -1,0 +1,49 @@
+import { Database } from "bun:sqlite";
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { QueryNode } from "../../src/store/data.ts";
+import { rootsStatement } from "../../src/store/data-sql.ts";
+import { openStore } from "../../src/store/open.ts";
+import { postgresDialect } from "../../src/store/pg/data.ts";
+import { sqliteDialect } from "../../src/store/sqlite/data.ts";
+
+const priority = { label: "priority", type: "number" as const, optional: false, indexed: true };
+const top = (by: typeof priority, limit?: number): QueryNode => ({
+  entity: "notes",
+  where: null,
+  order: { by, direction: "desc" },
+  limit,
+  children: [],
+});
+
+describe("SQLite plans of the data store", () => {
+  test("the first rows by an indexed, required attribute read its index: no sort of every row", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "actuate-plans-"));
+    try {
+      const store = await openStore(`sqlite:${join(dir, "plans.db")}`);
+      await store.data.ensureIndexes([{ entity: "notes", label: "priority", type: "number", unique: false }]);
+      await store.close();
+      const db = new Database(join(dir, "plans.db"));
+      const plan = (node: QueryNode) => {
+        const { sql, params } = rootsStatement(node, sqliteDialect);
+        return (db.query(`explain query plan ${sql}`).all(...(params as never[])) as { detail: string }[])
+          .map((row) => row.detail)
+          .join("; ");
+      };
+      expect(plan(top(priority, 20))).toContain("data_idx_notes_priority");
+      // Ties keep creation order, sorted within each priority as the scan goes (no sort of the whole entity).
+      expect(plan(top(priority, 20))).not.toContain("TEMP B-TREE FOR ORDER BY");
+      // Not forced where the attribute has no index, may be absent, or every row is read anyway.
+      expect(rootsStatement(top({ ...priority, indexed: false }, 20), sqliteDialect).sql).not.toContain("indexed by");
+      expect(rootsStatement(top({ ...priority, optional: true }, 20), sqliteDialect).sql).not.toContain("indexed by");
+      expect(rootsStatement(top(priority), sqliteDialect).sql).not.toContain("indexed by");
+      // PostgreSQL's planner needs no hint.
+      expect(rootsStatement(top(priority, 20), postgresDialect).sql).not.toContain("indexed by");
+      db.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
