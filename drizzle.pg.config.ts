@@ -1,3 +1,3 @@
 import { defineConfig } from "drizzle-kit";
 
-export default defineConfig({ dialect: "postgresql", schema: "./src/store/pg/schema.ts", out: "./drizzle/pg" });
+export default defineConfig({ dialect: "postgresql", schema: "./src/store/schema/pg.ts", out: "./drizzle/pg" });

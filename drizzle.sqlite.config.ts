@@ -1,3 +1,3 @@
 import { defineConfig } from "drizzle-kit";
 
-export default defineConfig({ dialect: "sqlite", schema: "./src/store/sqlite/schema.ts", out: "./drizzle/sqlite" });
+export default defineConfig({ dialect: "sqlite", schema: "./src/store/schema/sqlite.ts", out: "./drizzle/sqlite" });

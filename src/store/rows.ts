@@ -1,6 +1,6 @@
 import type { InferSelectModel } from "drizzle-orm";
-import type * as pg from "./pg/schema.ts";
-import type * as sqlite from "./sqlite/schema.ts";
+import type * as pg from "./schema/pg.ts";
+import type * as sqlite from "./schema/sqlite.ts";
 
 /**
  * Rows as the schemas declare them: one source of truth for both dialects. Timestamps are epoch

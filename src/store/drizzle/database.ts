@@ -1,6 +1,6 @@
 import type { AnyColumn, SQL } from "drizzle-orm";
 import type { PgDatabase } from "drizzle-orm/pg-core";
-import type * as tables from "../pg/schema.ts";
+import type * as tables from "../schema/pg.ts";
 
 /**
  * A drizzle database of either dialect, typed as PostgreSQL's. drizzle's sqlite-core and pg-core

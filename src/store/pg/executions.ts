@@ -4,11 +4,11 @@ import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
 import { listExecutions } from "../drizzle/lists.ts";
 import type { ExecutionFilter, ExecutionSettlement, ExecutionStore } from "../executions.ts";
 import type { ExecutionRow } from "../rows.ts";
+import { executions } from "../schema/pg.ts";
 import type { PrincipalKind } from "../statuses.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
 import { applyDataWrites } from "./data-writes.ts";
 import { Lane } from "./lane.ts";
-import { executions } from "./schema.ts";
 
 export interface Claim {
   row: ExecutionRow;

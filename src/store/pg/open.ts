@@ -9,12 +9,12 @@ import { DrizzleReleaseStore } from "../drizzle/releases.ts";
 import { DrizzleTokenStore } from "../drizzle/tokens.ts";
 import { DrizzleUserStore } from "../drizzle/users.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
+import * as schema from "../schema/pg.ts";
 import type { Store } from "../store.ts";
 import { postgresDataStore } from "./data.ts";
 import { PgExecutionStore } from "./executions.ts";
 import { PgInstanceStore } from "./instances.ts";
 import { PgRunStore } from "./runs.ts";
-import * as schema from "./schema.ts";
 
 const migrations = readMigrations("pg");
 /** Serializes migrations when several instances start at once on one database. */

@@ -17,10 +17,10 @@ import {
   type StepSaved,
   type Suspension,
 } from "../runs.ts";
+import { workflowRuns, workflowSteps } from "../schema/pg.ts";
 import { refusal } from "../write-failure.ts";
 import { applyDataWrites } from "./data-writes.ts";
 import { Lane, type Queued } from "./lane.ts";
-import { workflowRuns, workflowSteps } from "./schema.ts";
 
 type Params = ParameterOrJSON<never>[];
 

@@ -5,10 +5,10 @@ import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
 import { listExecutions } from "../drizzle/lists.ts";
 import type { ExecutionFilter, ExecutionSettlement, ExecutionStore } from "../executions.ts";
 import type { ExecutionRow } from "../rows.ts";
+import { executions } from "../schema/sqlite.ts";
 import type { PrincipalKind } from "../statuses.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
 import type { SqliteDataWriter } from "./data-writes.ts";
-import { executions } from "./schema.ts";
 
 type RawRow = Omit<ExecutionRow, "input" | "output"> & { input: string; output: string | null };
 

@@ -11,13 +11,13 @@ import { DrizzleReleaseStore } from "../drizzle/releases.ts";
 import { DrizzleTokenStore } from "../drizzle/tokens.ts";
 import { DrizzleUserStore } from "../drizzle/users.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
+import * as schema from "../schema/sqlite.ts";
 import type { Store } from "../store.ts";
 import { sqliteDataStore } from "./data.ts";
 import { SqliteDataWriter } from "./data-writes.ts";
 import { SqliteExecutionStore } from "./executions.ts";
 import { SqliteInstanceStore } from "./instances.ts";
 import { SqliteRunStore } from "./runs.ts";
-import * as schema from "./schema.ts";
 
 const migrations = readMigrations("sqlite");
 type MigrationSession = Parameters<SQLiteSyncDialect["migrate"]>[1];

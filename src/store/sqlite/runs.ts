@@ -16,10 +16,10 @@ import {
   type StepSaved,
   type Suspension,
 } from "../runs.ts";
+import { workflowRuns, workflowSteps } from "../schema/sqlite.ts";
 import { refusal } from "../write-failure.ts";
 import type { SqliteDataWriter } from "./data-writes.ts";
 import type { SqliteExecutionStore } from "./executions.ts";
-import { workflowRuns, workflowSteps } from "./schema.ts";
 
 type RawRun = Omit<RunRow, "principalClaims" | "input" | "output" | "cancelRequested"> & {
   principalClaims: string | null;

@@ -1,26 +1,28 @@
 import { sql } from "drizzle-orm";
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
 import type { ActionKind, ExecutionStatus, PrincipalKind, RunStatus, StepKind, StepStatus } from "../statuses.ts";
 
-// Same table names, column names and row shapes as ../pg/schema.ts; timestamps are epoch milliseconds.
+// Same table names, column names and row shapes as sqlite.ts; timestamps are epoch milliseconds.
 
-export const releases = sqliteTable("releases", {
+const millis = (name: string) => bigint(name, { mode: "number" });
+
+export const releases = pgTable("releases", {
   version: text("version").primaryKey(),
   bundleHash: text("bundle_hash").notNull(),
-  manifest: text("manifest", { mode: "json" }).notNull(),
+  manifest: jsonb("manifest").notNull(),
   bundle: text("bundle").notNull(),
-  createdAt: integer("created_at").notNull(),
+  createdAt: millis("created_at").notNull(),
 });
 
 /** One row (id = 1): which release is live. `revision` grows on every activation so instances can poll one cheap row. */
-export const environment = sqliteTable("environment", {
+export const environment = pgTable("environment", {
   id: integer("id").primaryKey(),
   activeVersion: text("active_version"),
   revision: integer("revision").notNull().default(0),
-  updatedAt: integer("updated_at").notNull(),
+  updatedAt: millis("updated_at").notNull(),
 });
 
-export const executions = sqliteTable(
+export const executions = pgTable(
   "executions",
   {
     id: text("id").primaryKey(),
@@ -32,14 +34,14 @@ export const executions = sqliteTable(
     releaseVersion: text("release_version").notNull(),
     contractHash: text("contract_hash").notNull(),
     inputFingerprint: text("input_fingerprint").notNull(),
-    input: text("input", { mode: "json" }).notNull(),
+    input: jsonb("input").notNull(),
     status: text("status").$type<ExecutionStatus>().notNull(),
-    output: text("output", { mode: "json" }),
+    output: jsonb("output"),
     errorCode: text("error_code"),
     errorMessage: text("error_message"),
-    createdAt: integer("created_at").notNull(),
-    startedAt: integer("started_at"),
-    finishedAt: integer("finished_at"),
+    createdAt: millis("created_at").notNull(),
+    startedAt: millis("started_at"),
+    finishedAt: millis("finished_at"),
     /** The server process running a function execution, so another can fail it if that process dies. */
     instance: text("instance"),
   },
@@ -51,34 +53,38 @@ export const executions = sqliteTable(
 );
 
 /** Server processes sharing the database, alive while `expires_at` is ahead (renewed by each one's heartbeat). */
-export const instances = sqliteTable("instances", {
+export const instances = pgTable("instances", {
   id: text("id").primaryKey(),
-  startedAt: integer("started_at").notNull(),
-  expiresAt: integer("expires_at").notNull(),
+  startedAt: millis("started_at").notNull(),
+  expiresAt: millis("expires_at").notNull(),
 });
 
-/** See ../pg/schema.ts. */
-export const users = sqliteTable("users", {
+/** People who sign in with a password (the built-in authority); `id` is the user id their tokens act as. */
+export const users = pgTable("users", {
   id: text("id").primaryKey(),
+  /** argon2id (Bun.password), with its parameters and salt in the PHC string. */
   passwordHash: text("password_hash").notNull(),
-  createdAt: integer("created_at").notNull(),
-  disabledAt: integer("disabled_at"),
+  createdAt: millis("created_at").notNull(),
+  disabledAt: millis("disabled_at"),
 });
 
-/** See ../pg/schema.ts. */
-export const oauthRecords = sqliteTable(
+/**
+ * What the built-in authority (src/auth/authority/) keeps: clients, grants, codes, tokens, sessions,
+ * interactions and its signing keys, as oidc-provider hands them over (`payload`), by model and id.
+ */
+export const oauthRecords = pgTable(
   "oauth_records",
   {
     model: text("model").notNull(),
     id: text("id").notNull(),
-    payload: text("payload", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    payload: jsonb("payload").$type<Record<string, unknown>>().notNull(),
     grantId: text("grant_id"),
     /** The person a grant, code, token or session is for: what disabling the person removes. */
     accountId: text("account_id"),
     uid: text("uid"),
     userCode: text("user_code"),
-    expiresAt: integer("expires_at"),
-    consumedAt: integer("consumed_at"),
+    expiresAt: millis("expires_at"),
+    consumedAt: millis("consumed_at"),
   },
   (t) => [
     primaryKey({ columns: [t.model, t.id] }),
@@ -89,47 +95,47 @@ export const oauthRecords = sqliteTable(
   ],
 );
 
-export const apiTokens = sqliteTable("api_tokens", {
+export const apiTokens = pgTable("api_tokens", {
   id: text("id").primaryKey(),
   tokenHash: text("token_hash").notNull().unique(),
   prefix: text("prefix").notNull(),
   userId: text("user_id").notNull(),
-  createdAt: integer("created_at").notNull(),
-  revokedAt: integer("revoked_at"),
+  createdAt: millis("created_at").notNull(),
+  revokedAt: millis("revoked_at"),
 });
 
 /** Stable ids for the triple format: one per (entity, label), kept across releases. */
-export const dataAttrs = sqliteTable(
+export const dataAttrs = pgTable(
   "data_attrs",
   {
     id: text("id").primaryKey(),
     entity: text("entity").notNull(),
     label: text("label").notNull(),
-    createdAt: integer("created_at").notNull(),
+    createdAt: millis("created_at").notNull(),
   },
   (t) => [uniqueIndex("data_attrs_entity_label_uq").on(t.entity, t.label)],
 );
 
 /** Every entity of every type, its attributes as one JSON document (a new release needs no table migration). */
-export const dataEntities = sqliteTable(
+export const dataEntities = pgTable(
   "data_entities",
   {
     id: text("id").primaryKey(),
     entity: text("entity").notNull(),
-    doc: text("doc", { mode: "json" }).notNull(),
-    createdAt: integer("created_at").notNull(),
-    updatedAt: integer("updated_at").notNull(),
+    doc: jsonb("doc").notNull(),
+    createdAt: millis("created_at").notNull(),
+    updatedAt: millis("updated_at").notNull(),
   },
   (t) => [index("data_entities_entity_idx").on(t.entity, t.createdAt, t.id)],
 );
 
-export const dataLinks = sqliteTable(
+export const dataLinks = pgTable(
   "data_links",
   {
     link: text("link").notNull(),
     sourceId: text("source_id").notNull(),
     targetId: text("target_id").notNull(),
-    createdAt: integer("created_at").notNull(),
+    createdAt: millis("created_at").notNull(),
   },
   (t) => [
     primaryKey({ columns: [t.link, t.sourceId, t.targetId] }),
@@ -138,17 +144,17 @@ export const dataLinks = sqliteTable(
 );
 
 /** Metadata of stored files; the bytes are in the storage driver. `size`/`sha256` are null until an upload lands. */
-export const files = sqliteTable(
+export const files = pgTable(
   "files",
   {
     path: text("path").primaryKey(),
     contentType: text("content_type").notNull(),
-    size: integer("size"),
+    size: millis("size"),
     sha256: text("sha256"),
     ownerKind: text("owner_kind").$type<PrincipalKind>().notNull(),
     ownerId: text("owner_id").notNull(),
-    createdAt: integer("created_at").notNull(),
-    updatedAt: integer("updated_at").notNull(),
+    createdAt: millis("created_at").notNull(),
+    updatedAt: millis("updated_at").notNull(),
     /** Set for a file sent as an execution's input: it is one of that execution's uploads. */
     executionId: text("execution_id"),
     field: text("field"),
@@ -157,8 +163,12 @@ export const files = sqliteTable(
   (t) => [index("files_execution_idx").on(t.executionId)],
 );
 
-/** See ../pg/schema.ts. */
-export const workflowRuns = sqliteTable(
+/**
+ * A workflow run; its id is the id of the execution that admitted it (the execution follows the run).
+ * A worker holds a run while `lease_expires_at` is ahead; `wake_at` is when a run that waits (queued,
+ * sleeping, backing off before a retry) may be claimed.
+ */
+export const workflowRuns = pgTable(
   "workflow_runs",
   {
     id: text("id").primaryKey(),
@@ -167,19 +177,20 @@ export const workflowRuns = sqliteTable(
     releaseVersion: text("release_version").notNull(),
     principalKind: text("principal_kind").$type<PrincipalKind>().notNull(),
     principalId: text("principal_id").notNull(),
-    principalClaims: text("principal_claims", { mode: "json" }).$type<Record<string, unknown>>(),
-    input: text("input", { mode: "json" }).notNull(),
+    /** The caller's verified JWT claims, so the run's steps see the ctx.auth its admission saw. */
+    principalClaims: jsonb("principal_claims").$type<Record<string, unknown>>(),
+    input: jsonb("input").notNull(),
     status: text("status").$type<RunStatus>().notNull(),
-    output: text("output", { mode: "json" }),
+    output: jsonb("output"),
     errorCode: text("error_code"),
     errorMessage: text("error_message"),
-    cancelRequested: integer("cancel_requested", { mode: "boolean" }).notNull().default(false),
+    cancelRequested: boolean("cancel_requested").notNull().default(false),
     leaseOwner: text("lease_owner"),
-    leaseExpiresAt: integer("lease_expires_at"),
-    wakeAt: integer("wake_at").notNull(),
-    createdAt: integer("created_at").notNull(),
-    updatedAt: integer("updated_at").notNull(),
-    finishedAt: integer("finished_at"),
+    leaseExpiresAt: millis("lease_expires_at"),
+    wakeAt: millis("wake_at").notNull(),
+    createdAt: millis("created_at").notNull(),
+    updatedAt: millis("updated_at").notNull(),
+    finishedAt: millis("finished_at"),
   },
   (t) => [
     index("workflow_runs_due_idx").on(t.wakeAt).where(sql`status in ('queued', 'running', 'sleeping')`),
@@ -187,7 +198,8 @@ export const workflowRuns = sqliteTable(
   ],
 );
 
-export const workflowSteps = sqliteTable(
+/** A run's checkpoints: one row per step or sleep name, its result once it succeeded. */
+export const workflowSteps = pgTable(
   "workflow_steps",
   {
     runId: text("run_id").notNull(),
@@ -196,10 +208,10 @@ export const workflowSteps = sqliteTable(
     kind: text("kind").$type<StepKind>().notNull(),
     status: text("status").$type<StepStatus>().notNull(),
     attempts: integer("attempts").notNull(),
-    output: text("output", { mode: "json" }),
+    output: jsonb("output"),
     error: text("error"),
-    startedAt: integer("started_at"),
-    finishedAt: integer("finished_at"),
+    startedAt: millis("started_at"),
+    finishedAt: millis("finished_at"),
   },
   (t) => [primaryKey({ columns: [t.runId, t.name] })],
 );
