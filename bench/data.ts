@@ -127,6 +127,9 @@ async function fanOut() {
       DATA_DIR: tempDir("actuate-bench-live-"),
       SERVICE_KEYS: key,
       DATABASE_URL: "",
+      // One caller holds every subscriber here: the per-caller caps (issue #13) would refuse the 51st socket.
+      LIVE_MAX_SOCKETS_PER_CALLER: String(SUBSCRIBERS),
+      LIVE_MAX_SUBSCRIPTIONS_PER_CALLER: String(SUBSCRIBERS),
     },
   });
   const base = `http://127.0.0.1:${port}`;
@@ -149,6 +152,7 @@ async function fanOut() {
     const socket = new WebSocket(`ws://127.0.0.1:${port}/session`);
     await new Promise<void>((resolve, reject) => {
       socket.onerror = reject;
+      socket.onclose = (event) => reject(new Error(`subscriber ${i} closed: ${event.code} ${event.reason}`));
       socket.onmessage = (event) => {
         const message = JSON.parse(String(event.data));
         if (message.op === "init-ok") socket.send(JSON.stringify({ op: "add-query", q, "return-type": "tree" }));
