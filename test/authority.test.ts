@@ -116,6 +116,34 @@ describe("the environment as its own authority (no AUTH_ISSUER)", () => {
     expect(metadata.grant_types_supported).not.toContain("implicit");
   });
 
+  test("a browser-based client (another origin) may read the metadata, register and exchange codes: CORS", async () => {
+    const origin = "http://localhost:6274";
+    const preflight = (path: string) =>
+      fetch(`${t.url}${path}`, {
+        method: "OPTIONS",
+        headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": "content-type" },
+      });
+    const metadata = await fetch(`${t.url}/.well-known/oauth-authorization-server`, { headers: { origin } });
+    expect(metadata.headers.get("access-control-allow-origin")).toBeTruthy();
+    const registerAsked = await preflight("/oauth/register");
+    expect(registerAsked.status).toBe(204);
+    expect(registerAsked.headers.get("access-control-allow-origin")).toBe("*");
+    const registered = await fetch(`${t.url}/oauth/register`, {
+      method: "POST",
+      headers: { origin, "content-type": "application/json" },
+      body: JSON.stringify({
+        redirect_uris: [`${origin}/oauth/callback`],
+        token_endpoint_auth_method: "none",
+        client_name: "Inspector",
+      }),
+    });
+    expect(registered.status).toBe(201);
+    expect(registered.headers.get("access-control-allow-origin")).toBe("*");
+    // The token endpoint answers the origin of a public client's redirect URI.
+    const tokenAsked = await preflight("/oauth/token");
+    expect(tokenAsked.headers.get("access-control-allow-origin")).toBe(origin);
+  });
+
   test("an MCP client signs alice in with a browser; its tool calls then act as alice; a refresh rotates", async () => {
     const { provider } = await signIn("alice", password);
     const client = new Client({ name: "test-agent", version: "1.0.0" });

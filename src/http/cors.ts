@@ -33,6 +33,16 @@ function grantFor(path: string, origin: string, origins: CorsOrigins): Grant | n
   return null;
 }
 
+/**
+ * The built-in authority's endpoints answer CORS themselves (oidc-provider: its metadata and keys to
+ * any origin, its token and registration endpoints to public clients by their redirect URIs), so
+ * browser-based MCP clients (the Inspector) can register and exchange codes.
+ */
+const answersItsOwnCors = (path: string) =>
+  path.startsWith("/oauth/") ||
+  path === "/.well-known/oauth-authorization-server" ||
+  path === "/.well-known/openid-configuration";
+
 const isPreflight = (request: Request) =>
   request.method === "OPTIONS" && request.headers.has("access-control-request-method");
 
@@ -45,7 +55,9 @@ export const cors = (origins: CorsOrigins) =>
   new Elysia({ name: "cors" }).onRequest(({ request, set }) => {
     const origin = request.headers.get("origin");
     if (origin === null) return;
-    const grant = grantFor(new URL(request.url).pathname, origin, origins);
+    const path = new URL(request.url).pathname;
+    if (answersItsOwnCors(path)) return;
+    const grant = grantFor(path, origin, origins);
     if (isPreflight(request)) {
       if (!grant) return new Response(null, { status: 204 });
       return new Response(null, {

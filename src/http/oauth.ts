@@ -43,7 +43,30 @@ export const oauthRoutes = (options: OAuthRouteOptions) => {
     out.delete("content-length");
     return new Response(await answer.arrayBuffer(), { status: answer.status, headers: out });
   };
+  // Dynamic registration is open to any page (no cookie, nothing of anyone's): oidc-provider answers no
+  // CORS there, and browser-based MCP clients (the Inspector) register from their page.
+  const REGISTRATION = "/oauth/register";
+  const openToAnyOrigin = (response: Response) => {
+    response.headers.set("access-control-allow-origin", "*");
+    return response;
+  };
   return new Elysia({ name: "oauth" })
+    .options(
+      REGISTRATION,
+      () =>
+        new Response(null, {
+          status: 204,
+          headers: {
+            "access-control-allow-origin": "*",
+            "access-control-allow-methods": "POST",
+            "access-control-allow-headers": "content-type, authorization",
+            "access-control-max-age": "7200",
+          },
+        }),
+    )
+    .post(REGISTRATION, async ({ request, server }) =>
+      openToAnyOrigin(await relay(request, REGISTRATION, server?.requestIP(request)?.address)),
+    )
     .get("/.well-known/oauth-authorization-server", ({ request, server }) =>
       relay(request, "/.well-known/openid-configuration", server?.requestIP(request)?.address),
     )
