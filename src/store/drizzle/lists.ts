@@ -5,6 +5,9 @@ import type { AnyDatabase, Dialect, Tables } from "./database.ts";
 
 type Listable = Tables["executions"] | Tables["workflowRuns"];
 
+/** Read through their bounds below; `instance` is the executions' bookkeeping (instances.ts), not part of a row. */
+const READ_BOUNDED = new Set(["input", "output", "errorMessage", "instance"]);
+
 /**
  * One page of a list, newest first. A value over `maxValueBytes` is never read out of the database
  * (null in the row, its size beside it): one page of large executions or runs stays small.
@@ -16,9 +19,8 @@ async function page(
   conditions: SQL[],
   filter: { beforeId?: string; limit: number; maxValueBytes: number },
 ) {
-  // `instance` is the executions' bookkeeping (instances.ts), not part of a row.
-  const { input, output, errorMessage, instance: _, ...columns } = getTableColumns(table) as Record<string, AnyColumn>;
-  if (!input || !output || !errorMessage) throw new Error(`${table} has no input, output or error_message column`);
+  const { input, output, errorMessage } = table;
+  const columns = Object.fromEntries(Object.entries(getTableColumns(table)).filter(([key]) => !READ_BOUNDED.has(key)));
   const size = (column: AnyColumn) => sql<number>`coalesce(${dialect.storedBytes(column)}, 0)`.mapWith(Number);
   const bounded = (column: AnyColumn) =>
     sql`case when ${dialect.storedBytes(column)} <= ${filter.maxValueBytes} then ${column} end`.mapWith(column);
