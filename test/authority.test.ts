@@ -116,6 +116,15 @@ describe("the environment as its own authority (no AUTH_ISSUER)", () => {
     expect(metadata.grant_types_supported).not.toContain("implicit");
   });
 
+  test("a forged Host header does not move the authority's URLs", async () => {
+    const forged = await fetch(`${t.url}/.well-known/oauth-authorization-server`, {
+      headers: { host: "evil.example" },
+    });
+    const metadata = (await forged.json()) as { issuer: string; token_endpoint: string };
+    expect(metadata.issuer).toBe(t.url);
+    expect(metadata.token_endpoint).toBe(`${t.url}/oauth/token`);
+  });
+
   test("a browser-based client (another origin) may read the metadata, register and exchange codes: CORS", async () => {
     const origin = "http://localhost:6274";
     const preflight = (path: string) =>

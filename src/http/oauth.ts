@@ -13,7 +13,8 @@ export interface OAuthRouteOptions {
 
 /**
  * The built-in authority's endpoints (auth/authority/), served by this server: requests are relayed
- * to the authority's loopback server with the caller's host, scheme and address in X-Forwarded-*.
+ * to the authority's loopback server with PUBLIC_URL's host and scheme and the caller's address in
+ * X-Forwarded-*.
  * RFC 8414 metadata is the authority's OpenID metadata (the same document).
  */
 export const oauthRoutes = (options: OAuthRouteOptions) => {
@@ -23,7 +24,8 @@ export const oauthRoutes = (options: OAuthRouteOptions) => {
     const headers = new Headers();
     for (const [name, value] of request.headers) if (!DROPPED.has(name)) headers.set(name, value);
     const publicUrl = new URL(options.publicUrl());
-    headers.set("x-forwarded-host", request.headers.get("host") ?? publicUrl.host);
+    // The public address, not the request's Host: the authority's URLs must not follow a forged header.
+    headers.set("x-forwarded-host", publicUrl.host);
     headers.set("x-forwarded-proto", publicUrl.protocol.replace(":", ""));
     if (clientAddress) headers.set("x-forwarded-for", clientAddress);
     let body: ArrayBuffer | undefined;
