@@ -134,7 +134,7 @@ export class Authority {
       },
     };
     const provider = new Provider(options.issuer, configuration);
-    // Requests arrive through this process's proxy, which sets X-Forwarded-* from the real request.
+    // Requests arrive through this process's relay (http/oauth.ts), which sets X-Forwarded-* from PUBLIC_URL.
     provider.proxy = true;
     provider.on("server_error", (_ctx: unknown, error: Error) => options.log(`authority error: ${error.message}`));
     // A client that asks for no scope asks for the resource's: an empty grant would be refused later.
