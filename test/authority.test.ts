@@ -116,6 +116,28 @@ describe("the environment as its own authority (no AUTH_ISSUER)", () => {
     expect(metadata.grant_types_supported).not.toContain("implicit");
   });
 
+  test("malformed requests to the authority get JSON refusals with ok:false, never a 5xx or a page", async () => {
+    const cases: [string, string, string | undefined, string][] = [
+      ["POST", "/oauth/token", '{"bad":', "application/json"],
+      ["POST", "/oauth/token", "grant_type=nonsense", "application/x-www-form-urlencoded"],
+      ["POST", "/oauth/register", '{"bad":', "application/json"],
+      ["POST", "/oauth/register", '{"redirect_uris":"not a list"}', "application/json"],
+      ["GET", "/oauth/authorize", undefined, "text/plain"],
+      ["GET", "/oauth/nowhere", undefined, "text/plain"],
+      ["DELETE", "/oauth/token", undefined, "text/plain"],
+      ["POST", "/oauth/revoke", "token=", "application/x-www-form-urlencoded"],
+      ["GET", "/oauth/interaction/unknown", undefined, "text/plain"],
+      ["POST", "/oauth/interaction/unknown/login", "user=a&password=b", "application/x-www-form-urlencoded"],
+    ];
+    for (const [method, path, body, contentType] of cases) {
+      const res = await fetch(`${t.url}${path}`, { method, body, headers: { "content-type": contentType } });
+      expect(res.status).toBeGreaterThanOrEqual(400);
+      expect(res.status).toBeLessThan(500);
+      expect(res.headers.get("content-type")).toStartWith("application/json");
+      expect(await res.json()).toMatchObject({ ok: false, error: expect.any(String), message: expect.any(String) });
+    }
+  });
+
   test("a forged Host header does not move the authority's URLs", async () => {
     const forged = await fetch(`${t.url}/.well-known/oauth-authorization-server`, {
       headers: { host: "evil.example" },

@@ -5,6 +5,29 @@ const BODY_LIMIT = 64 * 1024;
 /** Hop-by-hop and length headers are the proxy's own to set. */
 const DROPPED = new Set(["host", "connection", "keep-alive", "transfer-encoding", "content-length", "accept-encoding"]);
 
+/**
+ * Every refusal as our error bodies are (`ok: false`, `error`, `message`), keeping OAuth's own fields
+ * (`error`, `error_description`) that clients read: the two agree on `error`. Plain-text answers (an
+ * unknown path) become `not_found` / `invalid_request`.
+ */
+function errorBody(status: number, text: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = null;
+  }
+  if (parsed && typeof parsed === "object" && typeof (parsed as { error?: unknown }).error === "string") {
+    const oauth = parsed as { error: string; error_description?: string; message?: string };
+    return { ok: false, ...oauth, message: oauth.error_description ?? oauth.message ?? oauth.error };
+  }
+  return {
+    ok: false,
+    error: status === 404 || status === 405 ? "not_found" : "invalid_request",
+    message: text.trim() || `the authority answered ${status}`,
+  };
+}
+
 export interface OAuthRouteOptions {
   /** The built-in authority's loopback origin, started on first use. */
   authority: () => Promise<{ origin: string }>;
@@ -43,7 +66,15 @@ export const oauthRoutes = (options: OAuthRouteOptions) => {
     const out = new Headers(answer.headers);
     out.delete("content-encoding");
     out.delete("content-length");
-    return new Response(await answer.arrayBuffer(), { status: answer.status, headers: out });
+    // A page for a person (the sign-in form again, with its message) stays a page.
+    const page = answer.headers.get("content-type")?.startsWith("text/html") ?? false;
+    if (answer.status < 400 || page)
+      return new Response(await answer.arrayBuffer(), { status: answer.status, headers: out });
+    out.set("content-type", "application/json");
+    return new Response(JSON.stringify(errorBody(answer.status, await answer.text())), {
+      status: answer.status,
+      headers: out,
+    });
   };
   // Dynamic registration is open to any page (no cookie, nothing of anyone's): oidc-provider answers no
   // CORS there, and browser-based MCP clients (the Inspector) register from their page.
