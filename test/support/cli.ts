@@ -17,14 +17,9 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the CLI once, by default `bun src/cli/main.ts …` from the repository root as `bun run <script>` does. */
-export async function cli(args: string[], env: Record<string, string>, launch = fromSource): Promise<CliResult> {
-  const proc = Bun.spawn([...launch.command, ...args], {
-    cwd: launch.cwd,
-    env: { ...process.env, ...env },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
+/** Runs a command to its end and answers its exit code and output. */
+export async function runCommand(command: string[], cwd: string, env: Record<string, string> = {}): Promise<CliResult> {
+  const proc = Bun.spawn(command, { cwd, env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, code] = await Promise.all([
     new Response(proc.stdout).text(),
     new Response(proc.stderr).text(),
@@ -32,6 +27,10 @@ export async function cli(args: string[], env: Record<string, string>, launch = 
   ]);
   return { code, stdout, stderr };
 }
+
+/** Runs the CLI once, by default `bun src/cli/main.ts …` from the repository root as `bun run <script>` does. */
+export const cli = (args: string[], env: Record<string, string>, launch = fromSource): Promise<CliResult> =>
+  runCommand([...launch.command, ...args], launch.cwd, env);
 
 export interface ServerProcess {
   url: string;
