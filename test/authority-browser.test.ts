@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
-import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { type Browser, chromium } from "playwright-core";
 import { addUser } from "../src/auth/users.ts";
 import { dialects } from "./support/databases.ts";
-import { MemoryClientProvider, REDIRECT } from "./support/oauth-client.ts";
+import { beginSignIn, REDIRECT } from "./support/oauth-client.ts";
 import { fixture, startTestServer, type TestServer } from "./support/server.ts";
 
 /** Debian's chromium (.ci/run installs it): the sign-in as a person does it, in a real browser. */
@@ -30,11 +29,7 @@ describe("signing in from an agent, in Chromium", () => {
   });
 
   test("the agent opens the sign-in page; alice signs in and allows it; its tool calls act as alice", async () => {
-    const provider = new MemoryClientProvider();
-    const transport = new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { authProvider: provider });
-    await expect(new Client({ name: "agent", version: "1.0.0" }).connect(transport)).rejects.toBeInstanceOf(
-      UnauthorizedError,
-    );
+    const { provider, transport, authorizationUrl } = await beginSignIn(t.url);
 
     const page = await browser.newPage();
     // The agent's redirect URI: the browser lands there with the code, as it would on the agent's listener.
@@ -44,7 +39,7 @@ describe("signing in from an agent, in Chromium", () => {
         return route.fulfill({ contentType: "text/plain", body: "you can close this window" });
       }),
     );
-    await page.goto((provider.authorizationUrl as URL).toString());
+    await page.goto(authorizationUrl.toString());
     expect(await page.title()).toContain("Sign in");
     await page.getByLabel("User").fill("alice");
     await page.getByLabel("Password").fill("correct horse battery staple");

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { auth, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { auth } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { isClientDocumentUrl } from "../src/auth/authority/client-documents.ts";
@@ -7,7 +7,7 @@ import { addUser, disableUser } from "../src/auth/users.ts";
 import { cli } from "./support/cli.ts";
 import { dialects } from "./support/databases.ts";
 import { LiveClient } from "./support/live-client.ts";
-import { MemoryClientProvider, REDIRECT } from "./support/oauth-client.ts";
+import { beginSignIn, REDIRECT } from "./support/oauth-client.ts";
 import { fixture, startTestServer, type TestServer } from "./support/server.ts";
 
 /** A person's browser: keeps cookies, follows redirects until it reaches the client's redirect URI. */
@@ -65,10 +65,7 @@ describe("the environment as its own authority (no AUTH_ISSUER)", () => {
 
   /** Runs the whole sign-in as an MCP client does: discovery, registration, browser, code exchange. */
   async function signIn(user: string, secret: string) {
-    const provider = new MemoryClientProvider();
-    const transport = new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { authProvider: provider });
-    const client = new Client({ name: "test-agent", version: "1.0.0" });
-    await expect(client.connect(transport)).rejects.toBeInstanceOf(UnauthorizedError);
+    const { provider, transport } = await beginSignIn(t.url);
     expect(provider.authorizationUrl?.searchParams.get("code_challenge_method")).toBe("S256");
     expect(provider.authorizationUrl?.searchParams.get("resource")).toBe(`${t.url}/mcp`);
 
@@ -323,11 +320,8 @@ describe("the environment as its own authority (no AUTH_ISSUER)", () => {
   });
 
   test("tokens only for this environment: an authorization request for another resource is refused", async () => {
-    const provider = new MemoryClientProvider();
-    const client = new Client({ name: "test-agent", version: "1.0.0" });
-    const transport = new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { authProvider: provider });
-    await expect(client.connect(transport)).rejects.toBeInstanceOf(UnauthorizedError);
-    const foreign = new URL(provider.authorizationUrl as URL);
+    const { authorizationUrl } = await beginSignIn(t.url);
+    const foreign = new URL(authorizationUrl);
     foreign.searchParams.set("resource", "https://other.example/mcp");
     const answer = await new Browser().visit(foreign.toString());
     expect(answer.redirectedTo?.searchParams.get("error")).toBe("invalid_target");
@@ -339,13 +333,9 @@ describe("the sign-in page under guessing", () => {
     const t = await startTestServer(sqlite as (typeof dialects)[number], { release: fixture("claims") });
     try {
       await addUser(t.store, "carol", "the right password!");
-      const provider = new MemoryClientProvider();
-      const transport = new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { authProvider: provider });
-      await expect(new Client({ name: "a", version: "1" }).connect(transport)).rejects.toBeInstanceOf(
-        UnauthorizedError,
-      );
+      const { authorizationUrl } = await beginSignIn(t.url);
       const browser = new Browser();
-      let page = await browser.visit((provider.authorizationUrl as URL).toString());
+      let page = await browser.visit(authorizationUrl.toString());
       for (let attempt = 0; attempt < 10; attempt++) {
         page = await browser.visit(formAction(page.html, t.url), {
           method: "POST",

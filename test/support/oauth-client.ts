@@ -1,4 +1,6 @@
-import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
+import { type OAuthClientProvider, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type {
   OAuthClientInformationMixed,
   OAuthClientMetadata,
@@ -55,4 +57,22 @@ export class MemoryClientProvider implements OAuthClientProvider {
   codeVerifier() {
     return this.verifier;
   }
+}
+
+/**
+ * An MCP client's first connection to `${url}/mcp` without a token, as an agent starts: it is refused
+ * (401), discovers the authority, registers, and would open the authorization URL it left in
+ * `provider.authorizationUrl`; `transport.finishAuth(code)` completes it.
+ */
+export async function beginSignIn(url: string) {
+  const provider = new MemoryClientProvider();
+  const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { authProvider: provider });
+  const refused = await new Client({ name: "test-agent", version: "1.0.0" }).connect(transport).then(
+    () => null,
+    (error: unknown) => error,
+  );
+  if (!(refused instanceof UnauthorizedError) || !provider.authorizationUrl) {
+    throw new Error(`the first connection was not sent to sign in: ${String(refused)}`);
+  }
+  return { provider, transport, authorizationUrl: provider.authorizationUrl };
 }

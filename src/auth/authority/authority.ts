@@ -58,7 +58,6 @@ export class Authority {
 
   private constructor(
     private readonly server: Server,
-    private readonly provider: Provider,
     options: AuthorityOptions,
   ) {
     // Expired codes, tokens, sessions and interactions are dropped hourly (and once now), by any instance.
@@ -160,17 +159,12 @@ export class Authority {
       });
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    return new Authority(server, provider, options);
+    return new Authority(server, options);
   }
 
   async close(): Promise<void> {
     clearInterval(this.purge);
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-
-  /** The provider, for revoking a user's grants (users.ts) once it is disabled. */
-  get oidc(): Provider {
-    return this.provider;
   }
 }
 
@@ -192,14 +186,14 @@ class Interactions {
     const clientName = client?.clientName ?? String(details.params.client_id);
     const environment = this.options.environment;
     const csrf = this.csrf(uid);
+    const signIn = (status: number, again?: { user: string; error: string }) =>
+      sendHtml(
+        res,
+        status,
+        signInPage({ action: `/oauth/interaction/${uid}/login`, csrf, environment, client: clientName, ...again }),
+      );
     if (req.method === "GET" && step === undefined) {
-      if (details.prompt.name === "login") {
-        return sendHtml(
-          res,
-          200,
-          signInPage({ action: `/oauth/interaction/${uid}/login`, csrf, environment, client: clientName }),
-        );
-      }
+      if (details.prompt.name === "login") return signIn(200);
       const user = String(details.session?.accountId ?? "");
       return sendHtml(
         res,
@@ -237,33 +231,11 @@ class Interactions {
       const keys = [`user:${user}`, `address:${address}`];
       if (this.attempts.blocked(keys, this.options.now())) {
         res.setHeader("retry-after", "900");
-        return sendHtml(
-          res,
-          429,
-          signInPage({
-            action: `/oauth/interaction/${uid}/login`,
-            csrf,
-            environment,
-            client: clientName,
-            user,
-            error: "Too many failed sign-ins; try again later.",
-          }),
-        );
+        return signIn(429, { user, error: "Too many failed sign-ins; try again later." });
       }
       if (!(await checkPassword(this.options.store, user, form.get("password") ?? ""))) {
         this.attempts.fail(keys, this.options.now());
-        return sendHtml(
-          res,
-          401,
-          signInPage({
-            action: `/oauth/interaction/${uid}/login`,
-            csrf,
-            environment,
-            client: clientName,
-            user,
-            error: "Wrong user or password.",
-          }),
-        );
+        return signIn(401, { user, error: "Wrong user or password." });
       }
       return this.provider.interactionFinished(
         req,
