@@ -40,6 +40,8 @@ for (const dialect of dialects) {
       expect(published.code).toBe(0);
       expect(published.stdout).toContain("release t1 published");
       expect(published.stdout).toMatch(/added\s+test\.echo\s+[0-9a-f]{16}/);
+      // New contracts: clients typed from the old ones are told to regenerate.
+      expect(published.stdout).toContain("bun run release types");
 
       const server = await serve(["start", "--release", fixture("basic")], env);
       try {

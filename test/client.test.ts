@@ -78,6 +78,24 @@ describe("actuate/client against a real server", () => {
     }
   });
 
+  test("a call retrying against a server that is away stops when its signal aborts", async () => {
+    const away = tcpProxy(() => 1); // connects to a port nobody listens on: every attempt fails
+    try {
+      const client = createClient<Basic>({ url: away.url, token: t.serviceKey });
+      const stop = new AbortController();
+      const call = client.actions["test.echo"]({ text: "never" }, { signal: stop.signal }).catch((e) => e);
+      setTimeout(() => stop.abort(new Error("given up")), 50);
+      expect(((await call) as Error).message).toBe("given up");
+      // Without a signal it gives up by itself after its attempts, as a network_error.
+      const unaided = await createClient<Basic>({ url: away.url, token: t.serviceKey })
+        .actions["test.echo"]({ text: "never" })
+        .catch((e) => e);
+      expect(unaided).toMatchObject({ code: "network_error", status: 0 });
+    } finally {
+      away.stop();
+    }
+  }, 30_000);
+
   test("files go up through a signed URL and come back through another", async () => {
     const client = createClient({ url: t.url, token: t.serviceKey });
     await client.files.upload("client/hello.txt", new Blob(["hello from the client"], { type: "text/plain" }));
