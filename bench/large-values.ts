@@ -6,12 +6,10 @@
 // Env: LARGE_MIB (default 16), BENCH_DATABASE_URL (as bench/run.ts).
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import postgres from "postgres";
-import { BENCH_DIR, cleanup, freePort, onCleanup, startProcess, tempDir, waitHealthy } from "./lib.ts";
+import { BENCH_DIR, cleanup, freePort, freshPgDatabase, startProcess, tempDir, waitHealthy } from "./lib.ts";
 
 const MIB = Number(process.env.LARGE_MIB ?? 16);
 const CONCURRENCY = 4;
-const DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/postgres";
 const key = `large-${crypto.randomUUID()}`;
 const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
 const MiB = 1024 * 1024;
@@ -103,27 +101,11 @@ async function measure(scenario: Scenario, databaseUrl: string) {
   }
 }
 
-async function pgDatabase(): Promise<string> {
-  const admin = process.env.BENCH_DATABASE_URL ?? DEFAULT_PG;
-  const name = `actuate_large_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
-  const sql = postgres(admin, { max: 1, onnotice: () => {} });
-  await sql.unsafe(`create database ${name}`);
-  await sql.end();
-  onCleanup(async () => {
-    const dropper = postgres(admin, { max: 1, onnotice: () => {} });
-    await dropper.unsafe(`drop database if exists ${name} with (force)`);
-    await dropper.end();
-  });
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
-
 try {
   console.log(`large values: ${MIB} MiB per execution (a run: 3 steps and an output of ${MIB / 4} MiB)`);
   for (const [label, url] of [
     ["sqlite", ""],
-    ["postgres", await pgDatabase()],
+    ["postgres", await freshPgDatabase("actuate_large")],
   ] as const) {
     for (const scenario of ["execution", "result", "run"] as const) {
       for (const m of await measure(scenario, url)) {

@@ -238,3 +238,24 @@ async function capture(cmd: string[]): Promise<string> {
   if (code !== 0) throw new Error(`${cmd[0]} exited with code ${code}:\n${out}${err}`);
   return out;
 }
+
+/** The PostgreSQL server benches use unless BENCH_DATABASE_URL names another. */
+export const DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/postgres";
+
+/** A fresh database on the benches' PostgreSQL server (`prefix_<random>`), dropped at cleanup; answers its URL. */
+export async function freshPgDatabase(prefix: string): Promise<string> {
+  const { default: postgres } = await import("postgres");
+  const admin = process.env.BENCH_DATABASE_URL ?? DEFAULT_PG;
+  const name = `${prefix}_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
+  const sql = postgres(admin, { max: 1, onnotice: () => {} });
+  await sql.unsafe(`create database ${name}`);
+  await sql.end();
+  onCleanup(async () => {
+    const dropper = postgres(admin, { max: 1, onnotice: () => {} });
+    await dropper.unsafe(`drop database if exists ${name} with (force)`);
+    await dropper.end();
+  });
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return url.toString();
+}

@@ -6,14 +6,12 @@
 // (default "sqlite,postgres"), SOAK_PROBE=1 to preload bench/soak-probe.ts into the servers and print
 // where their memory went (heap after a full collection, object counts that grew, the SQLite file).
 import { readFileSync } from "node:fs";
-import postgres from "postgres";
-import { cleanup, freePort, onCleanup, percentile, startProcess, tempDir, waitHealthy } from "./lib.ts";
+import { cleanup, freePort, freshPgDatabase, percentile, startProcess, tempDir, waitHealthy } from "./lib.ts";
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 300);
 const CLIENTS = 16;
 const SUBSCRIBERS = 50;
 const WINDOWS = 10;
-const DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/postgres";
 const DATABASES = (process.env.SOAK_DATABASES ?? "sqlite,postgres").split(",");
 const PROBE = Boolean(process.env.SOAK_PROBE);
 const key = `soak-${crypto.randomUUID()}`;
@@ -192,26 +190,11 @@ function probeReport(label: string, log: string): string[] {
   return rows;
 }
 
-async function pgDatabase(): Promise<string> {
-  const admin = process.env.BENCH_DATABASE_URL ?? DEFAULT_PG;
-  const name = `actuate_soak_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
-  const sql = postgres(admin, { max: 1, onnotice: () => {} });
-  await sql.unsafe(`create database ${name}`);
-  await sql.end();
-  onCleanup(async () => {
-    const dropper = postgres(admin, { max: 1, onnotice: () => {} });
-    await dropper.unsafe(`drop database if exists ${name} with (force)`);
-    await dropper.end();
-  });
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
-
 try {
   console.log(`soak: ${SECONDS} s per database, ${CLIENTS} clients, ${SUBSCRIBERS} live subscribers`);
   if (DATABASES.includes("sqlite")) for (const line of await soak("sqlite", "")) console.log(line);
-  if (DATABASES.includes("postgres")) for (const line of await soak("postgres", await pgDatabase())) console.log(line);
+  if (DATABASES.includes("postgres"))
+    for (const line of await soak("postgres", await freshPgDatabase("actuate_soak"))) console.log(line);
 } finally {
   await cleanup();
 }
