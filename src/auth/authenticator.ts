@@ -12,12 +12,13 @@ const MAX_REMEMBERED = 10_000;
 /**
  * Turns a bearer credential into a Principal. Every secret is handled by its hash, never compared in
  * clear: service keys (from the environment) are hashed once, at start; user tokens are looked up by
- * hash in the store, then remembered for `recheckMs` (TOKEN_RECHECK_MS, 1 s by default), so a caller's
- * requests cost one store read per second, not one each, and a revocation (by the CLI, or on another
- * instance) is refused by every server at most `recheckMs` after it is stored. Only tokens the store
- * vouched for are remembered: an unknown credential reaches the store every time, and cannot fill the
- * memory. JWTs, when an issuer is configured (or the built-in authority's), are verified with its keys
- * (jwt.ts) on every request.
+ * hash in the store, and JWTs verified with their issuer's keys (jwt.ts: an identity provider's, or
+ * the built-in authority's, whose user must not be disabled). Either, once it names a caller, is
+ * remembered for `recheckMs` (TOKEN_RECHECK_MS, 1 s by default; never past a JWT's expiry), so a
+ * caller's requests cost one check per second, not one each, and a revocation or a disabled user (by
+ * the CLI, or on another instance) is refused by every server at most `recheckMs` after it is stored.
+ * Only credentials that named someone are remembered: an unknown one is checked every time, and cannot
+ * fill the memory.
  */
 export class Authenticator {
   private readonly serviceKeys: Map<string, Principal>;
@@ -47,7 +48,6 @@ export class Authenticator {
   }
 
   async resolveToken(token: string): Promise<Principal | null> {
-    if (this.jwt && looksLikeJwt(token)) return this.jwt.verify(token);
     const hash = hashSecret(token);
     const service = this.serviceKeys.get(hash);
     if (service) return service;
@@ -55,14 +55,20 @@ export class Authenticator {
     const known = this.remembered.get(hash);
     if (known && checkedAt < known.until) return known.principal;
     this.remembered.delete(hash);
-    const row = await this.store.tokens.findByHash(hash);
-    if (!row || row.revokedAt !== null) return null;
-    const principal: Principal = { kind: "user", id: row.userId };
-    if (this.recheckMs === 0) return principal;
+    const jwt = this.jwt && looksLikeJwt(token);
+    const principal = jwt ? await this.jwt?.verify(token) : await this.userOfToken(hash);
+    if (!principal || this.recheckMs === 0) return principal ?? null;
+    // Counted from before the check: whatever was revoked (or a JWT's user disabled) after it is refused
+    // within the bound; a JWT is never remembered past its own expiry.
+    const expiry = typeof principal.claims?.exp === "number" ? principal.claims.exp * 1000 : Number.POSITIVE_INFINITY;
     if (this.remembered.size >= MAX_REMEMBERED) this.remembered.delete(this.remembered.keys().next().value as string);
-    // Counted from before the read: whatever was revoked after it is refused within the bound.
-    this.remembered.set(hash, { principal, until: checkedAt + this.recheckMs });
+    this.remembered.set(hash, { principal, until: Math.min(checkedAt + this.recheckMs, expiry) });
     return principal;
+  }
+
+  private async userOfToken(hash: string): Promise<Principal | null> {
+    const row = await this.store.tokens.findByHash(hash);
+    return row && row.revokedAt === null ? { kind: "user", id: row.userId } : null;
   }
 
   /**
