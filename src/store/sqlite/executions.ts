@@ -9,6 +9,8 @@ import { executions } from "../schema/sqlite.ts";
 import type { PrincipalKind } from "../statuses.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
 import type { SqliteDataWriter } from "./data-writes.ts";
+import { SqliteRequestIndex } from "./request-index.ts";
+import { WalCheckpoints } from "./wal-checkpoints.ts";
 
 type RawRow = Omit<ExecutionRow, "input" | "output"> & { input: string; output: string | null };
 
@@ -49,12 +51,14 @@ export class SqliteExecutionStore implements ExecutionStore {
   private updates: PendingUpdate[] = [];
   private scheduled = false;
   private readonly insert: Statement;
-  private readonly byRequest: Statement<RawRow>;
   private readonly byId: Statement<RawRow>;
   private readonly update: Statement;
+  private readonly requests: SqliteRequestIndex;
+  private readonly checkpoints: WalCheckpoints;
 
   constructor(
     private readonly client: Database,
+    path: string,
     private readonly data: SqliteDataWriter,
     private readonly lists: { db: AnyDatabase; dialect: Dialect; tables: Tables },
   ) {
@@ -64,9 +68,8 @@ export class SqliteExecutionStore implements ExecutionStore {
        values ($id, $requestId, $principalKind, $principalId, $action, $kind, $releaseVersion, $contractHash,
         $inputFingerprint, $input, $status, $output, $errorCode, $errorMessage, $createdAt, $startedAt, $finishedAt)`,
     );
-    this.byRequest = client.prepare(
-      `select ${COLUMNS} from executions where principal_kind = $kind and principal_id = $id and request_id = $requestId`,
-    );
+    this.requests = new SqliteRequestIndex(client, () => this.inserts.values().next().value?.row.id);
+    this.checkpoints = new WalCheckpoints(client, path);
     this.byId = client.prepare(`select ${COLUMNS} from executions where id = $id`);
     this.update = client.prepare(
       `update executions set status = $status, output = $output, error_code = $errorCode, error_message = $errorMessage,
@@ -85,9 +88,17 @@ export class SqliteExecutionStore implements ExecutionStore {
     return { row, created: true };
   }
 
-  /** Inserts a row at once, outside the group commit (inside the caller's transaction): a workflow's admission. */
+  /**
+   * Inserts a row at once, outside the group commit, inside the caller's transaction (a workflow's
+   * admission); call `admitted` once that transaction has committed.
+   */
   insertNow(row: ExecutionRow): void {
     this.insert.run({ ...row, input: JSON.stringify(row.input), output: null });
+  }
+
+  /** Records the request key of a row `insertNow` wrote, now committed. */
+  admitted(row: ExecutionRow): void {
+    this.requests.committed(row);
   }
 
   /** Resolves once the final status is committed (merged into the insert when that is still queued). */
@@ -127,7 +138,8 @@ export class SqliteExecutionStore implements ExecutionStore {
   findQueuedOrStored(kind: string, id: string, requestId: string): ExecutionRow | null {
     const pending = this.byRequestKey.get(`${kind}\u0000${id}\u0000${requestId}`);
     if (pending) return { ...pending.row };
-    const raw = this.byRequest.get({ kind, id, requestId });
+    const holder = this.requests.lookup(kind, id, requestId);
+    const raw = holder === null ? null : this.byId.get({ id: holder });
     return raw ? parseRow(raw) : null;
   }
 
@@ -148,12 +160,13 @@ export class SqliteExecutionStore implements ExecutionStore {
   private schedule() {
     if (this.scheduled) return;
     this.scheduled = true;
+    this.checkpoints.start();
     setImmediate(() => {
       if (this.scheduled) this.flush();
     });
   }
 
-  /** Commits everything queued now (the store calls this before closing). */
+  /** Commits everything queued now. */
   flush() {
     this.scheduled = false;
     const inserts = [...this.inserts.values()];
@@ -169,11 +182,14 @@ export class SqliteExecutionStore implements ExecutionStore {
       })();
     } catch {
       // One bad write must not fail its neighbours: write the batch again, one transaction each.
-      for (const pending of inserts) this.alone(() => this.writeInsert(pending), pending.waiters);
+      for (const pending of inserts) {
+        if (this.alone(() => this.writeInsert(pending), pending.waiters)) this.requests.committed(pending.row);
+      }
       for (const update of updates) this.alone(() => this.writeUpdate(update), [update]);
       return;
     }
     inserts.forEach((pending, i) => {
+      this.requests.committed(pending.row);
       for (const waiter of pending.waiters) waiter.done(results[i] as ExecutionSettlement);
     });
     updates.forEach((update, i) => {
@@ -181,15 +197,24 @@ export class SqliteExecutionStore implements ExecutionStore {
     });
   }
 
-  private alone(write: () => ExecutionSettlement, waiters: Waiter[]) {
+  /** Whether the write committed. */
+  private alone(write: () => ExecutionSettlement, waiters: Waiter[]): boolean {
     let stored: ExecutionSettlement;
     try {
       stored = this.client.transaction(write)();
     } catch (error) {
       for (const waiter of waiters) waiter.fail(error);
-      return;
+      return false;
     }
     for (const waiter of waiters) waiter.done(stored);
+    return true;
+  }
+
+  /** Commits what is queued and merges every request key (the store calls this before closing). */
+  async close(): Promise<void> {
+    this.flush();
+    this.requests.mergeAll();
+    await this.checkpoints.close();
   }
 
   private writeInsert(pending: PendingInsert): ExecutionSettlement {

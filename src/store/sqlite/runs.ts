@@ -143,6 +143,7 @@ export class SqliteRunStore implements RunStore {
         input: JSON.stringify(run.input),
       });
     })();
+    this.executions.admitted(execution);
     return { execution, created: true };
   }
 

@@ -1,0 +1,116 @@
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openStore } from "../../src/store/open.ts";
+import type { ExecutionRow } from "../../src/store/rows.ts";
+import type { Store } from "../../src/store/store.ts";
+import { selectRows } from "../support/databases.ts";
+import { row } from "../support/rows.ts";
+import { runRows } from "./fixture.ts";
+
+// SQLite keeps recent request keys in memory and merges them into execution_requests behind the
+// executions (src/store/sqlite/request-index.ts). What must hold whatever the merge has done: a key
+// names one execution, across a clean restart and across a crash before the merge.
+
+let dir: string;
+let url: string;
+let open: Store[];
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "actuate-requests-"));
+  url = `sqlite:${join(dir, "test.db")}`;
+  open = [];
+});
+afterEach(async () => {
+  for (const store of open) await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function reopen(): Promise<Store> {
+  const store = await openStore(url);
+  open.push(store);
+  return store;
+}
+
+const merged = async () =>
+  (await selectRows(url, "select request_id as requestId, execution_id as executionId from execution_requests")).map(
+    (r) => `${r.requestId}→${r.executionId}`,
+  );
+
+const settled = (store: Store, r: ExecutionRow) =>
+  store.executions.settle(r.id, {
+    status: "succeeded",
+    output: 1,
+    errorCode: null,
+    errorMessage: null,
+    finishedAt: r.createdAt,
+  });
+
+describe("SQLite request keys", () => {
+  test("a clean close merges every key; after a restart each key still names its execution", async () => {
+    const store = await reopen();
+    const rows = Array.from({ length: 40 }, () => row());
+    await Promise.all(rows.map(async (r) => (await store.executions.claim(r)) && settled(store, r)));
+    await store.close();
+    open = [];
+    expect((await merged()).sort()).toEqual(rows.map((r) => `${r.requestId}→${r.id}`).sort());
+
+    const again = await reopen();
+    for (const r of rows) {
+      const claim = await again.executions.claim(row({ requestId: r.requestId }));
+      expect(claim).toMatchObject({ created: false, row: { id: r.id, status: "succeeded" } });
+    }
+    expect(
+      await again.executions.findByRequest({ kind: "user", id: "alice" }, rows[0]?.requestId as string),
+    ).toMatchObject({
+      id: rows[0]?.id,
+    });
+  });
+
+  test("a crash after the commit and before the merge loses no key: the restart merges them first", async () => {
+    // The store is opened (migrated) here first, so the crashing process only claims.
+    await (await reopen()).close();
+    open = [];
+    const crashed = Bun.spawnSync(
+      ["bun", "test/fixtures/processes/claim-and-crash.ts", url.slice("sqlite:".length), "25"],
+      {
+        stderr: "pipe",
+      },
+    );
+    expect(crashed.exitCode).toBe(0);
+    const { rows, admitted } = JSON.parse(crashed.stdout.toString()) as {
+      rows: ExecutionRow[];
+      admitted: ExecutionRow;
+    };
+    expect(rows).toHaveLength(25);
+    // The process ended before its merger ran: only the executions table knows these keys.
+    expect(await merged()).toEqual([]);
+    const stored = await selectRows(url, "select count(*) as n from executions");
+    expect(stored[0]?.n).toBe(26);
+
+    const store = await reopen();
+    const claims = await Promise.all(rows.map((r) => store.executions.claim(row({ requestId: r.requestId }))));
+    expect(claims.map((c) => [c.created, c.row.id])).toEqual(rows.map((r) => [false, r.id]));
+    const sameRequest = runRows({ requestId: admitted.requestId });
+    expect(await store.runs.admit(sameRequest.execution, sameRequest.run)).toMatchObject({
+      created: false,
+      execution: { id: admitted.id },
+    });
+    expect((await merged()).length).toBe(26);
+  });
+
+  test("concurrent claims of one key, before and after its merge, name one execution", async () => {
+    const store = await reopen();
+    const requestId = crypto.randomUUID();
+    const first = await Promise.all(Array.from({ length: 50 }, () => store.executions.claim(row({ requestId }))));
+    expect(first.filter((c) => c.created)).toHaveLength(1);
+    const holder = first.find((c) => c.created)?.row.id;
+    await settled(store, first.find((c) => c.created)?.row as ExecutionRow);
+    // Wait for the merge to land (the worker merges within a second of the commit).
+    for (let i = 0; i < 200 && (await merged()).length === 0; i++) await Bun.sleep(25);
+    expect(await merged()).toEqual([`${requestId}→${holder}`]);
+    const later = await Promise.all(Array.from({ length: 50 }, () => store.executions.claim(row({ requestId }))));
+    expect(later.every((c) => !c.created && c.row.id === holder)).toBe(true);
+  });
+});
