@@ -1,6 +1,14 @@
 import { sql } from "drizzle-orm";
 import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
-import type { ActionKind, ExecutionStatus, LogLevel, PrincipalKind, RunStatus, StepKind, StepStatus } from "../statuses.ts";
+import type {
+  ActionKind,
+  ExecutionStatus,
+  LogLevel,
+  PrincipalKind,
+  RunStatus,
+  StepKind,
+  StepStatus,
+} from "../statuses.ts";
 
 // Same table names, column names and row shapes as sqlite.ts; timestamps are epoch milliseconds.
 

@@ -1,6 +1,14 @@
 import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import type { ActionKind, ExecutionStatus, LogLevel, PrincipalKind, RunStatus, StepKind, StepStatus } from "../statuses.ts";
+import type {
+  ActionKind,
+  ExecutionStatus,
+  LogLevel,
+  PrincipalKind,
+  RunStatus,
+  StepKind,
+  StepStatus,
+} from "../statuses.ts";
 
 // Same table names, column names and row shapes as pg.ts; timestamps are epoch milliseconds.
 
