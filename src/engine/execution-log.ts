@@ -37,6 +37,8 @@ export class ExecutionLog {
   private truncated = false;
   private scheduled = false;
   private closed = false;
+  /** Lines handed to the store and not yet committed. */
+  private readonly storing = new Set<Promise<void>>();
 
   constructor(
     private readonly executionId: string,
@@ -78,11 +80,24 @@ export class ExecutionLog {
     return lines;
   }
 
-  /** Hands the pending lines to the store now (a workflow pass ending); resolves once committed. */
-  flush(): Promise<void> {
+  /** Hands the pending lines to the store now (a workflow pass ending); resolves once every line handed over is committed. */
+  async flush(): Promise<void> {
     const lines = this.pending;
     this.pending = [];
-    return lines.length === 0 ? Promise.resolve() : this.$.append(lines);
+    if (lines.length > 0) this.store(lines);
+    await this.stored();
+  }
+
+  /** Resolves once the lines handed to the store earlier are committed (or failed), so an end is never seen before them. */
+  async stored(): Promise<void> {
+    while (this.storing.size > 0) await Promise.allSettled([...this.storing]);
+  }
+
+  private store(lines: LogRow[]) {
+    const storing = this.$.append(lines)
+      .catch(this.$.failed)
+      .finally(() => this.storing.delete(storing));
+    this.storing.add(storing);
   }
 
   private add(level: LogLevel, line: string, step: string | null) {
@@ -97,8 +112,10 @@ export class ExecutionLog {
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      if (this.closed) return;
-      this.flush().catch(this.$.failed);
+      if (this.closed || this.pending.length === 0) return;
+      const lines = this.pending;
+      this.pending = [];
+      this.store(lines);
     });
   }
 }

@@ -48,9 +48,12 @@ export class Runner {
       signal: abort.signal,
     };
     const done = this.execute(action, input, ctx, log)
-      .then((settlement) => {
-        // The lines not stored yet commit with the status: no round trip of their own.
-        const ended = { ...settlement, logs: log.take() };
+      .then(async (settlement) => {
+        // The lines not stored yet commit with the status: no round trip of their own. Lines stored
+        // while it ran commit first, so whoever sees the end can read every line.
+        const logs = log.take();
+        await log.stored();
+        const ended = { ...settlement, logs };
         return this.settle(row, settlement.status === "succeeded" ? { ...ended, writes: data.writes() } : ended);
       })
       .then((stored) => {

@@ -138,7 +138,7 @@ export class RunExecution {
 
   private async conclude(action: LoadedWorkflow, returned: unknown, thrown: unknown): Promise<PassOutcome> {
     // The pass's last lines are stored before its end is, so whoever sees the end can read them.
-    await this.log?.flush().catch((error) => this.logStoreError(error));
+    await this.log?.flush();
     const now = this.$.now();
     if (this.suspendedUntil !== null) return { kind: "suspended", wakeAt: this.suspendedUntil };
     if (this.halted === "shutdown" || this.halted === "lease_lost") return { kind: "released" };
