@@ -25,6 +25,9 @@ const CONNECTIONS = 32;
 const WARMUP_S = 1;
 const DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/postgres";
 const INVOKE_PATH = "/actions/math.add/invoke";
+/** An action as small as math.add that writes one ctx.log line: what storing execution logs costs. */
+const LOGGING_PATH = "/actions/greetings.hello/invoke";
+const loggingBody = JSON.stringify({ requestId: "{{uuid}}", input: { name: "bench" } });
 
 interface Scenario {
   name: string;
@@ -112,6 +115,13 @@ async function startActuate(label: string, databaseUrl?: string): Promise<Scenar
       verify: () => verifyInvoke(url, proc),
     },
     {
+      name: `logging invoke (${label})`,
+      baseline: invoke,
+      target: 0.95,
+      load: { url: `${base}${LOGGING_PATH}`, headers, bodyTemplate: loggingBody },
+      verify: () => verifyLogging(`${base}${LOGGING_PATH}`, proc),
+    },
+    {
       // The same invoke with a user token, which the server looks up in the store (service keys are in memory).
       name: `user token (${label})`,
       baseline: invoke,
@@ -134,6 +144,15 @@ async function verifyMcp(url: string, proc: Proc): Promise<void> {
   const text = await res.text();
   const body = JSON.parse(text) as { result?: { structuredContent?: { sum?: unknown } } };
   if (res.status !== 200 || body.result?.structuredContent?.sum !== 3) {
+    throw new Error(`${url} answered ${res.status} ${text}\n${proc.tail()}`);
+  }
+}
+
+async function verifyLogging(url: string, proc: Proc): Promise<void> {
+  const res = await fetch(url, { method: "POST", headers, body: loggingBody.replace("{{uuid}}", crypto.randomUUID()) });
+  const text = await res.text();
+  const body = JSON.parse(text) as { execution?: { status?: string } };
+  if (res.status !== 200 || body.execution?.status !== "succeeded") {
     throw new Error(`${url} answered ${res.status} ${text}\n${proc.tail()}`);
   }
 }

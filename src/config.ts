@@ -106,6 +106,24 @@ const Env = Type.Object({
     maximum: 60_000,
     description: "how often a server looks for queued or due workflow runs",
   }),
+  EXECUTION_LOG_LINES: Type.Integer({
+    minimum: 1,
+    maximum: 1_000_000,
+    description: "ctx.log lines one execution keeps; past them one 'truncated' line, then no more",
+  }),
+  EXECUTION_LOG_BYTES: Type.Integer({
+    minimum: 1024,
+    maximum: 1024 * 1024 * 1024,
+    description: "bytes of ctx.log lines one execution keeps; past them one 'truncated' line, then no more",
+  }),
+  EXECUTION_RETENTION: Type.Optional(
+    Type.String({
+      pattern: "^[1-9][0-9]{0,6}(s|m|h|d)$",
+      description:
+        "forget executions this long after they ended (e.g. 30d; s, m, h, d), with their logs, uploads' records, runs " +
+        "and idempotency keys; unset: kept for ever",
+    }),
+  ),
   LIVE_MAX_SUBSCRIPTIONS_PER_SOCKET: Type.Integer({
     minimum: 1,
     description: "live queries one /session socket may hold (more are refused with status 429)",
@@ -164,6 +182,10 @@ export interface Config {
   jwt: { audience?: string; userClaim: string; jwksUrl?: string; refetchMs: number };
   storage: StorageConfig;
   workflows: { concurrency: number; leaseMs: number; pollMs: number };
+  /** How much of its log one execution keeps. */
+  executionLogs: { lines: number; bytes: number };
+  /** How long an ended execution is kept (EXECUTION_RETENTION); null: for ever. */
+  executionRetentionMs: number | null;
   /** Bounds of live queries per socket and per caller, so one caller cannot load the server for all. */
   live: LiveLimits;
 }
@@ -204,6 +226,8 @@ const defaults: Partial<Record<EnvName, string>> = {
   WORKFLOW_CONCURRENCY: "16",
   WORKFLOW_LEASE_MS: "30000",
   WORKFLOW_POLL_MS: "1000",
+  EXECUTION_LOG_LINES: "1000",
+  EXECUTION_LOG_BYTES: String(256 * 1024),
   LIVE_MAX_SUBSCRIPTIONS_PER_SOCKET: "100",
   LIVE_MAX_SUBSCRIPTIONS_PER_CALLER: "1000",
   LIVE_MAX_SOCKETS_PER_CALLER: "50",
@@ -259,6 +283,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       leaseMs: parsed.WORKFLOW_LEASE_MS,
       pollMs: parsed.WORKFLOW_POLL_MS,
     },
+    executionLogs: { lines: parsed.EXECUTION_LOG_LINES, bytes: parsed.EXECUTION_LOG_BYTES },
+    executionRetentionMs: parsed.EXECUTION_RETENTION === undefined ? null : durationMs(parsed.EXECUTION_RETENTION),
     live: {
       subscriptionsPerSocket: parsed.LIVE_MAX_SUBSCRIPTIONS_PER_SOCKET,
       subscriptionsPerCaller: parsed.LIVE_MAX_SUBSCRIPTIONS_PER_CALLER,
@@ -267,6 +293,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       overloadRefreshMs: parsed.LIVE_OVERLOAD_REFRESH_MS,
     },
   };
+}
+
+const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** `30d`, `12h`, `90m`, `45s` in milliseconds (the pattern above has already checked the form). */
+export function durationMs(text: string): number {
+  const unit = text.slice(-1) as keyof typeof UNIT_MS;
+  return Number(text.slice(0, -1)) * UNIT_MS[unit];
 }
 
 /** The variables' help lines: name, default, what it sets; taken from the schema above so they cannot drift. */

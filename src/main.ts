@@ -118,6 +118,8 @@ export async function startServer(
     releaseVersion: (version) => releases.version(version),
     workflows: config.workflows,
     waitMs: config.waitMs,
+    logLimits: config.executionLogs,
+    retention: config.executionRetentionMs === null ? undefined : { keepMs: config.executionRetentionMs },
     log,
     followPoll: options.followPoll,
   });

@@ -7,13 +7,14 @@ import type { ActionContract } from "../release/contract.ts";
 import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
 import type { ExecutionListRow } from "../store/executions.ts";
-import type { ExecutionRow, RunRow, StepRow } from "../store/rows.ts";
+import type { ExecutionRow, LogRow, RunRow, StepRow } from "../store/rows.ts";
 import type { RunListRow } from "../store/runs.ts";
 import { type ExecutionStatus, isRunTerminal, isTerminal, type RunStatus } from "../store/statuses.ts";
 import type { Store } from "../store/store.ts";
 import { mayKnow, mayRun } from "./access.ts";
 import { accessDenied, actionNotFound, executionNotFound, runNotFound } from "./errors.ts";
 import { type ExecutionEvent, ExecutionFeed } from "./execution-feed.ts";
+import { DEFAULT_LOG_LIMITS, type LogLimits } from "./execution-log.ts";
 import { canSee, LIST_VALUE_BYTES } from "./executions.ts";
 import {
   DEFAULT_POLL,
@@ -24,6 +25,7 @@ import {
   type PollBackoff,
 } from "./follow.ts";
 import { Liveness } from "./liveness.ts";
+import { Retention, type RetentionSettings } from "./retention.ts";
 import { Runner } from "./runner.ts";
 import { newRun } from "./workflows/new-run.ts";
 import { type WorkerSettings, WorkflowWorker } from "./workflows/worker.ts";
@@ -40,6 +42,10 @@ export interface EngineResources {
   waitMs: number;
   log: (message: string) => void;
   now?: () => number;
+  /** Forget executions this long after they ended (EXECUTION_RETENTION); unset: keep them. */
+  retention?: RetentionSettings;
+  /** How many lines and bytes of log one execution keeps (default 1,000 lines, 256 KiB). */
+  logLimits?: LogLimits;
   /** How a follower re-reads an execution it has heard nothing about (default 25 ms → 1 s). */
   followPoll?: PollBackoff;
 }
@@ -82,11 +88,22 @@ async function refuseUnless(allowed: boolean | Promise<boolean>, action: string)
 
 const NO_FILES: ReadonlyMap<string, SentFile> = new Map();
 
+/** A run as the run view reads it; `logs` holds every line of its log, each naming its step (or null). */
+export interface RunWithSteps {
+  run: RunRow;
+  steps: StepRow[];
+  logs: LogRow[];
+}
+
+/** Enough for any run's whole log: the bound is per execution, and only error lines go past it (one per attempt). */
+const RUN_VIEW_LOG_LINES = 5_000;
+
 /** The one path every caller (HTTP, MCP) takes to run actions and follow executions. */
 export class Engine {
   private readonly runner: Runner;
   private readonly workflows: WorkflowWorker;
   private readonly liveness: Liveness;
+  private readonly retention: Retention | null;
   /** Status changes and log lines of the executions running in this process (for subscribe-stream). */
   readonly feed = new ExecutionFeed();
   private readonly now: () => number;
@@ -100,12 +117,22 @@ export class Engine {
       now: this.now,
       poll: $.followPoll ?? DEFAULT_POLL,
     };
-    this.runner = new Runner({ store: $.store, data: $.data, feed: this.feed, log: $.log, now: this.now });
+    const logLimits = $.logLimits ?? DEFAULT_LOG_LIMITS;
+    this.runner = new Runner({ store: $.store, data: $.data, feed: this.feed, log: $.log, now: this.now, logLimits });
     this.workflows = new WorkflowWorker(
-      { store: $.store, data: $.data, feed: this.feed, release: $.releaseVersion, log: $.log, now: this.now },
+      {
+        store: $.store,
+        data: $.data,
+        feed: this.feed,
+        release: $.releaseVersion,
+        log: $.log,
+        now: this.now,
+        logLimits,
+      },
       { ...$.workflows, owner: $.store.instances.id },
     );
     this.liveness = new Liveness({ store: $.store, ttlMs: $.workflows.leaseMs, log: $.log, now: this.now });
+    this.retention = $.retention ? new Retention({ store: $.store, now: this.now, log: $.log }, $.retention) : null;
   }
 
   /**
@@ -116,6 +143,12 @@ export class Engine {
     await this.$.store.executions.listen((ids) => this.feed.stored(ids));
     await this.liveness.start();
     this.workflows.start();
+    this.retention?.start();
+  }
+
+  /** Prunes the executions past retention now (what the background sweep does); 0 when retention is off. */
+  pruneExecutions(): Promise<number> {
+    return this.retention?.sweep() ?? Promise.resolve(0);
   }
 
   /** Reads the active release's data as the caller (its view rules apply). Throws QueryRejected for a bad query. */
@@ -271,18 +304,23 @@ export class Engine {
     return pageOf(items, query.limit);
   }
 
-  /** A workflow run with its steps, if the caller may see it (its own, or any for a service key). */
-  async run(principal: Principal, id: string): Promise<{ run: RunRow; steps: StepRow[] }> {
+  /** A workflow run with its steps and log, if the caller may see it (its own, or any for a service key). */
+  async run(principal: Principal, id: string): Promise<RunWithSteps> {
     const run = await this.$.store.runs.get(id);
     if (!run || !canSee(principal, run)) throw runNotFound();
-    return { run, steps: await this.$.store.runs.steps(id) };
+    const [steps, logs] = await Promise.all([
+      this.$.store.runs.steps(id),
+      // The whole log: bounded per execution (the lines, the truncated line, and the error lines past them).
+      this.$.store.executionLogs.page(id, -1, RUN_VIEW_LOG_LINES),
+    ]);
+    return { run, steps, logs };
   }
 
   /**
    * Stops a run: one that waits (queued, sleeping, backing off) ends `canceled` at once; a running one at
    * its next step boundary, its step's `ctx.signal` aborted now. Canceling a canceled run changes nothing.
    */
-  async cancelRun(principal: Principal, id: string): Promise<{ run: RunRow; steps: StepRow[] }> {
+  async cancelRun(principal: Principal, id: string): Promise<RunWithSteps> {
     const current = await this.run(principal, id);
     if (current.run.status === "canceled") return current;
     if (isRunTerminal(current.run.status)) {
@@ -297,6 +335,20 @@ export class Engine {
     const row = await this.$.store.executions.get(id);
     if (!row || !canSee(principal, row)) throw executionNotFound();
     return row;
+  }
+
+  /**
+   * A page of the log of an execution the caller may see: lines after `afterSeq` (-1: from the first).
+   * `ended`: the execution had ended before the page was read, so no line comes after the last.
+   */
+  async executionLogs(
+    principal: Principal,
+    id: string,
+    page: { afterSeq: number; limit: number },
+  ): Promise<{ lines: LogRow[]; ended: boolean }> {
+    const execution = await this.execution(principal, id);
+    const lines = await this.$.store.executionLogs.page(id, page.afterSeq, page.limit);
+    return { lines, ended: isTerminal(execution.status) };
   }
 
   async executionByRequest(principal: Principal, requestId: string): Promise<ExecutionRow> {
@@ -345,7 +397,11 @@ export class Engine {
    * then stops them (their `ctx.signal` aborts) and waits up to `graceMs` for their outcome to be stored.
    */
   async shutdown(graceMs = 5_000, drained: Promise<unknown> = Promise.resolve()): Promise<void> {
-    await Promise.all([drained.then(() => this.runner.drain(graceMs)), this.workflows.stop(graceMs)]);
+    await Promise.all([
+      drained.then(() => this.runner.drain(graceMs)),
+      this.workflows.stop(graceMs),
+      this.retention?.stop(),
+    ]);
     await this.liveness.stop();
   }
 

@@ -7,7 +7,8 @@ import type { ExecutionSettlement } from "../store/executions.ts";
 import type { ExecutionRow } from "../store/rows.ts";
 import type { Store } from "../store/store.ts";
 import type { ExecutionFeed } from "./execution-feed.ts";
-import { logLine, thrownLine } from "./log-line.ts";
+import { ExecutionLog, type LogLimits } from "./execution-log.ts";
+import { logger, thrownLine } from "./log-line.ts";
 
 export interface RunnerResources {
   store: Store;
@@ -15,6 +16,7 @@ export interface RunnerResources {
   feed: ExecutionFeed;
   log: (message: string) => void;
   now: () => number;
+  logLimits: LogLimits;
 }
 
 const SETTLE_ATTEMPTS = 5;
@@ -37,21 +39,23 @@ export class Runner {
   ): Promise<ExecutionRow> {
     const abort = new AbortController();
     const data = this.$.data.forExecution(principal, release, this.$.now);
+    const log = this.executionLog(row);
     const ctx: ActionContext = {
       auth: principal,
       db: data.db,
       execution: { id: row.id, requestId: row.requestId },
-      log: (...args) => {
-        const line = logLine(args);
-        this.$.log(`[${row.action} ${row.id}] ${line}`);
-        this.$.feed.publish(row.id, { type: "log", executionId: row.id, line, at: this.$.now() });
-      },
+      log: logger((level, line) => log.write(level, line)),
       signal: abort.signal,
     };
-    const done = this.execute(action, input, ctx)
-      .then((settlement) =>
-        this.settle(row, settlement.status === "succeeded" ? { ...settlement, writes: data.writes() } : settlement),
-      )
+    const done = this.execute(action, input, ctx, log)
+      .then(async (settlement) => {
+        // The lines not stored yet commit with the status: no round trip of their own. Lines stored
+        // while it ran commit first, so whoever sees the end can read every line.
+        const logs = log.take();
+        await log.stored();
+        const ended = { ...settlement, logs };
+        return this.settle(row, settlement.status === "succeeded" ? { ...ended, writes: data.writes() } : ended);
+      })
       .then((stored) => {
         if (stored.status === "succeeded") this.$.data.changes.publish(data.touched());
         this.$.feed.publish(row.id, { type: "status", execution: stored });
@@ -74,20 +78,41 @@ export class Runner {
     await Promise.race([Promise.allSettled(pending.map((p) => p.done)), Bun.sleep(graceMs)]);
   }
 
-  private async execute(action: LoadedFunction, input: unknown, ctx: ActionContext): Promise<ExecutionSettlement> {
-    const failed = (message: string): ExecutionSettlement => ({
-      status: "failed",
-      output: null,
-      errorCode: "action_failed",
-      errorMessage: message,
-      finishedAt: this.$.now(),
+  private executionLog(row: ExecutionRow): ExecutionLog {
+    return new ExecutionLog(row.id, {
+      limits: this.$.logLimits,
+      now: this.$.now,
+      append: (lines) => this.$.store.executionLogs.append(lines),
+      written: ({ line, at }) => {
+        this.$.log(`[${row.action} ${row.id}] ${line}`);
+        this.$.feed.publish(row.id, { type: "log", executionId: row.id, line, at });
+      },
+      failed: (error) => this.$.log(`could not store log lines of execution ${row.id}: ${messageOf(error)}`),
     });
+  }
+
+  /** Runs the handler; a failure's log ends with why (the stack when it threw), its errorMessage stays the message. */
+  private async execute(
+    action: LoadedFunction,
+    input: unknown,
+    ctx: ActionContext,
+    log: ExecutionLog,
+  ): Promise<ExecutionSettlement> {
+    const failed = (message: string, line = message): ExecutionSettlement => {
+      log.writeFinal(line);
+      return {
+        status: "failed",
+        output: null,
+        errorCode: "action_failed",
+        errorMessage: message,
+        finishedAt: this.$.now(),
+      };
+    };
     let returned: unknown;
     try {
       returned = await action.definition.handler(input as never, ctx);
     } catch (error) {
-      this.$.log(`[${action.contract.name} ${ctx.execution.id}] the handler threw: ${thrownLine(error)}`);
-      return failed(messageOf(error));
+      return failed(messageOf(error), `the handler threw: ${thrownLine(error)}`);
     }
     const stored = storableJson(returned, "/output");
     if ("problem" in stored) return failed(`the action's output ${stored.problem}`);
@@ -109,7 +134,7 @@ export class Runner {
     let lastError: unknown;
     for (let attempt = 1; attempt <= SETTLE_ATTEMPTS; attempt++) {
       try {
-        const { writes: _, ...stored } = await this.$.store.executions.settle(row.id, settlement);
+        const { writes: _, logs: __, ...stored } = await this.$.store.executions.settle(row.id, settlement);
         return { ...row, ...stored };
       } catch (error) {
         lastError = error;

@@ -1,6 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import { executionNotFound } from "../engine/errors.ts";
+import { toLogLineView } from "../engine/execution-log.ts";
 import {
   EXECUTION_STATUSES,
   type Execution,
@@ -15,7 +16,7 @@ import { uuidOrNull } from "../lib/ids.ts";
 import { authenticated } from "./auth.ts";
 import { executionUrl, type HttpDeps } from "./deps.ts";
 import { holdingConnection } from "./long-wait.ts";
-import { DEFAULT_PAGE, decodeCursor, encodeCursor, pageParams } from "./paging.ts";
+import { DEFAULT_PAGE, decodeCursor, decodeSeqCursor, encodeCursor, encodeSeqCursor, pageParams } from "./paging.ts";
 import { queryString } from "./query-string.ts";
 
 const ListQuery = queryString(
@@ -28,6 +29,11 @@ const ListQuery = queryString(
     { additionalProperties: false },
   ),
 );
+
+/** A log page is 200 lines unless `?limit` asks for fewer. */
+const LOG_PAGE = 200;
+
+const LogQuery = queryString(Type.Object(pageParams, { additionalProperties: false }));
 
 /** Execution ids and request ids are UUIDs; anything else cannot name an execution, so it never reaches the store. */
 function uuidOrNotFound(value: string): string {
@@ -69,6 +75,22 @@ export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
     )
     .get("/executions/:id", async ({ params, principal }) =>
       view(await deps.engine.execution(principal, uuidOrNotFound(params.id))),
+    )
+    .get(
+      "/executions/:id/logs",
+      async ({ params, query: q, principal }) => {
+        const afterSeq = q.cursor === undefined ? -1 : decodeSeqCursor(q.cursor);
+        const limit = q.limit ?? LOG_PAGE;
+        const { lines, ended } = await deps.engine.executionLogs(principal, uuidOrNotFound(params.id), {
+          afterSeq,
+          limit,
+        });
+        const last = lines.at(-1)?.seq ?? afterSeq;
+        // A running execution may log more: its cursor stays, to ask again from where this page ended.
+        const more = lines.length === limit || !ended;
+        return { items: lines.map(toLogLineView), nextCursor: more ? encodeSeqCursor(last) : null };
+      },
+      { query: LogQuery },
     )
     .get("/executions/:id/result", async ({ params, principal, request, server }) => {
       const id = uuidOrNotFound(params.id);

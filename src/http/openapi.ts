@@ -90,6 +90,28 @@ const COMPONENTS = {
       required: ["items", "nextCursor"],
       properties: { items: { type: "array", items: ref("Execution") }, nextCursor: { type: ["string", "null"] } },
     },
+    LogLine: {
+      type: "object",
+      required: ["seq", "at", "level", "step", "line"],
+      properties: {
+        seq: { type: "integer", description: "the line's place in the execution's log, from 0" },
+        at: { type: "string", format: "date-time" },
+        level: { enum: ["info", "warn", "error"] },
+        step: { type: ["string", "null"], description: "the workflow step that logged it" },
+        line: { type: "string" },
+      },
+    },
+    LogPage: {
+      type: "object",
+      required: ["items", "nextCursor"],
+      properties: {
+        items: { type: "array", items: ref("LogLine") },
+        nextCursor: {
+          type: ["string", "null"],
+          description: "null once the execution has ended and every line was read; else ask again with it",
+        },
+      },
+    },
     Run: { type: "object", description: "a workflow run: status, input, output or error, and its steps" },
     RunPage: {
       type: "object",
@@ -240,6 +262,9 @@ export function openApiDocument(
         },
       },
     },
+    "/executions/{id}/logs": get("getExecutionLogs", "the lines the execution logged, in order", ref("LogPage"), {
+      parameters: [idParameter("id", "the execution id"), ...page],
+    }),
     "/executions/requests/{requestId}": get("getExecutionByRequest", "the execution of a requestId", ref("Execution"), {
       parameters: [idParameter("requestId", "the requestId the caller sent")],
     }),

@@ -22,3 +22,16 @@ export function decodeCursor(cursor: string): string {
   }
   return id;
 }
+
+/** A log page's cursor: the seq of the last line read (a log's lines are numbered from 0). */
+export const encodeSeqCursor = (seq: number) => Buffer.from(`seq:${seq}`).toString("base64url");
+
+export function decodeSeqCursor(cursor: string): number {
+  const match = /^seq:(\d{1,9})$/.exec(Buffer.from(cursor, "base64url").toString());
+  if (!match) {
+    throw invalidRequest([
+      { where: "/query/cursor", code: "invalid", message: "cursor is not one this server gave out" },
+    ]);
+  }
+  return Number(match[1]);
+}

@@ -46,10 +46,10 @@ export const runRoutes = (deps: HttpDeps) =>
       { query: ListQuery },
     )
     .get("/runs/:id", async ({ params, principal }) => {
-      const { run, steps } = await deps.engine.run(principal, runId(params.id));
-      return toRunView(run, steps);
+      const { run, steps, logs } = await deps.engine.run(principal, runId(params.id));
+      return toRunView(run, steps, logs);
     })
     .post("/runs/:id/cancel", async ({ params, principal }) => {
-      const { run, steps } = await deps.engine.cancelRun(principal, runId(params.id));
-      return toRunView(run, steps);
+      const { run, steps, logs } = await deps.engine.cancelRun(principal, runId(params.id));
+      return toRunView(run, steps, logs);
     });

@@ -85,8 +85,8 @@ function buildServer(deps: ToolDeps, version: string): Server {
     const runId = requested.startsWith(runsPrefix) ? uuidOrNull(requested.slice(runsPrefix.length)) : null;
     if (runId === null) throw resourceNotFound(requested);
     try {
-      const { run, steps } = await deps.engine.run(principalOf(extra.authInfo), runId);
-      const text = JSON.stringify(toRunResource(run, steps, deps.runUrl(run.id)));
+      const { run, steps, logs } = await deps.engine.run(principalOf(extra.authInfo), runId);
+      const text = JSON.stringify(toRunResource(run, steps, logs, deps.runUrl(run.id)));
       return { contents: [{ uri: requested, mimeType: "application/json", text }] };
     } catch (error) {
       // Another caller's run is as absent as a missing one.

@@ -65,12 +65,23 @@ export interface DataContext {
   unlink(entity: string, id: string, label: string, targetId: string): Promise<void>;
 }
 
+/** `ctx.log(...)`: strings as they are, other values as JSON, joined by spaces. */
+export interface Logger {
+  (...args: unknown[]): void;
+  info(...args: unknown[]): void;
+  warn(...args: unknown[]): void;
+  error(...args: unknown[]): void;
+}
+
 export interface ActionContext {
   auth: Principal;
   db: DataContext;
   execution: { id: string; requestId: string };
-  /** Writes a line attributed to this execution. */
-  log: (...args: unknown[]) => void;
+  /**
+   * Writes a line to this execution's log (level `info`; `.warn` and `.error` for those levels): kept with
+   * the execution, read with `GET /executions/{id}/logs`, streamed live to `subscribe-stream`.
+   */
+  log: Logger;
   /** Aborted when the execution (or its workflow run) is canceled or the server shuts down. */
   signal: AbortSignal;
 }

@@ -1,5 +1,5 @@
 import type { DataWrite } from "./data.ts";
-import type { ExecutionRow } from "./rows.ts";
+import type { ExecutionRow, LogRow } from "./rows.ts";
 import type { ExecutionStatus, PrincipalKind } from "./statuses.ts";
 
 export interface ExecutionSettlement {
@@ -10,6 +10,8 @@ export interface ExecutionSettlement {
   finishedAt: number;
   /** The execution's data writes, committed in the same transaction as this status, or not at all. */
   writes?: DataWrite[];
+  /** The execution's log lines not yet stored, committed with this status (never answered back). */
+  logs?: LogRow[];
 }
 
 export interface ExecutionFilter {

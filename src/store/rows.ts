@@ -15,6 +15,8 @@ export type TokenRow = InferSelectModel<typeof pg.apiTokens>;
 export type UserRow = InferSelectModel<typeof pg.users>;
 export type OAuthRecord = InferSelectModel<typeof pg.oauthRecords>;
 export type FileRow = InferSelectModel<typeof pg.files>;
+/** One line an execution logged (`ctx.log`). */
+export type LogRow = InferSelectModel<typeof pg.executionLogs>;
 /** A file's metadata as written: its upload fields may be left out (a file not sent as an input). */
 type UploadFields = "executionId" | "field" | "filename";
 export type NewFileRow = Omit<FileRow, UploadFields> & Partial<Pick<FileRow, UploadFields>>;
@@ -40,5 +42,6 @@ agree<
     Agree<"dataAttrs">,
     Agree<"dataEntities">,
     Agree<"dataLinks">,
+    Agree<"executionLogs">,
   ]
->([true, true, true, true, true, true, true, true, true, true, true, true, true]);
+>([true, true, true, true, true, true, true, true, true, true, true, true, true, true]);

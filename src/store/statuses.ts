@@ -18,3 +18,7 @@ export const isRunTerminal = (status: RunStatus) =>
  */
 export type StepStatus = "running" | "retrying" | "sleeping" | "succeeded" | "failed" | "canceled";
 export type StepKind = "step" | "sleep";
+
+/** The level of a line an execution logged: `ctx.log` is `info`, and a failed handler's stack is `error`. */
+export type LogLevel = "info" | "warn" | "error";
+export const LOG_LEVELS: readonly LogLevel[] = ["info", "warn", "error"];

@@ -1,9 +1,11 @@
 import type { DataStore } from "./data.ts";
+import type { ExecutionLogStore } from "./execution-logs.ts";
 import type { ExecutionStore } from "./executions.ts";
 import type { FileStore } from "./files.ts";
 import type { InstanceStore } from "./instances.ts";
 import type { OAuthStore } from "./oauth.ts";
 import type { ReleaseStore } from "./releases.ts";
+import type { RetentionStore } from "./retention.ts";
 import type { RunStore } from "./runs.ts";
 import type { TokenStore } from "./tokens.ts";
 import type { UserStore } from "./users.ts";
@@ -15,6 +17,8 @@ import type { UserStore } from "./users.ts";
  */
 export interface Store {
   readonly executions: ExecutionStore;
+  readonly executionLogs: ExecutionLogStore;
+  readonly retention: RetentionStore;
   readonly runs: RunStore;
   readonly releases: ReleaseStore;
   readonly tokens: TokenStore;

@@ -2,8 +2,10 @@ import { describe } from "bun:test";
 import { openStore } from "../../src/store/open.ts";
 import { dialects } from "../support/databases.ts";
 import { dataStoreContract } from "./data-store.contract.ts";
+import { executionLogStoreContract } from "./execution-log-store.contract.ts";
 import { executionStoreContract } from "./execution-store.contract.ts";
 import type { OpenStores } from "./fixture.ts";
+import { retentionStoreContract } from "./retention-store.contract.ts";
 import { runStoreContract } from "./run-store.contract.ts";
 
 for (const dialect of dialects) {
@@ -25,5 +27,7 @@ for (const dialect of dialects) {
 
   describe(`run store contract (${dialect.name})`, () => runStoreContract(open));
   describe(`execution store contract (${dialect.name})`, () => executionStoreContract(open));
+  describe(`execution log store contract (${dialect.name})`, () => executionLogStoreContract(open));
+  describe(`retention store contract (${dialect.name})`, () => retentionStoreContract(open));
   describe(`data store contract (${dialect.name})`, () => dataStoreContract(open));
 }

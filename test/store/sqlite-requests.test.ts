@@ -113,4 +113,32 @@ describe("SQLite request keys", () => {
     const later = await Promise.all(Array.from({ length: 50 }, () => store.executions.claim(row({ requestId }))));
     expect(later.every((c) => !c.created && c.row.id === holder)).toBe(true);
   });
+
+  test("retention forgets a merged key with its execution: claimed again, it names the new execution after restarts", async () => {
+    let store = await reopen();
+    const old = row({ createdAt: 10, startedAt: 10 });
+    await store.executions.claim(old);
+    await store.executions.settle(old.id, {
+      status: "succeeded",
+      output: 1,
+      errorCode: null,
+      errorMessage: null,
+      finishedAt: 20,
+    });
+    await store.close();
+    expect(await merged()).toEqual([`${old.requestId}→${old.id}`]);
+
+    store = await openStore(url);
+    expect(await store.retention.pruneFinished(1_000, 10)).toBe(1);
+    const again = row({ requestId: old.requestId });
+    expect(await store.executions.claim(again)).toMatchObject({ created: true });
+    await settled(store, again);
+    await store.close();
+
+    const last = await reopen();
+    expect(await last.executions.findByRequest({ kind: "user", id: "alice" }, old.requestId)).toMatchObject({
+      id: again.id,
+    });
+    expect(await merged()).toEqual([`${old.requestId}→${again.id}`]);
+  });
 });

@@ -5,11 +5,13 @@ import { storableJson } from "../../lib/json-text.ts";
 import type { LoadedRelease, LoadedWorkflow } from "../../release/load.ts";
 import type { DataContext, Principal, StepContext, StepOptions, WorkflowContext } from "../../sdk/index.ts";
 import type { DataWrite } from "../../store/data.ts";
+import type { LogTally } from "../../store/execution-logs.ts";
 import type { RunRow, StepRow } from "../../store/rows.ts";
 import { type Fenced, type RunSettlement, runCanceled, type StepSaved } from "../../store/runs.ts";
 import type { Store } from "../../store/store.ts";
 import type { ExecutionFeed } from "../execution-feed.ts";
-import { logLine, thrownLine } from "../log-line.ts";
+import { ExecutionLog, type LogLimits } from "../execution-log.ts";
+import { logger, thrownLine } from "../log-line.ts";
 
 export interface RunDeps {
   store: Store;
@@ -19,6 +21,7 @@ export interface RunDeps {
   release: (version: string) => Promise<LoadedRelease>;
   log: (message: string) => void;
   now: () => number;
+  logLimits: LogLimits;
 }
 
 /** Why a run stops short of an end of its own: asked to, the server is going away, or another worker took it. */
@@ -71,6 +74,10 @@ export class RunExecution {
   private readonly principal: Principal;
   /** The `db` of the step whose function is running, so the run's own `ctx.db` writes into that step. */
   private readonly stepDb = new AsyncLocalStorage<DataContext>();
+  /** The name of the step whose function is running, so its `ctx.log` lines are the step's. */
+  private readonly stepName = new AsyncLocalStorage<string>();
+  /** This pass's log; numbering goes on from the lines earlier passes stored. */
+  private log: ExecutionLog | null = null;
 
   /** `fresh`: the run was just admitted by this process, so it has no checkpoints to read yet. */
   constructor(
@@ -104,7 +111,10 @@ export class RunExecution {
     if (action?.kind !== "workflow") {
       return this.end(failed(`release ${release.version} has no workflow ${this.run.workflow}`, this.$.now()));
     }
-    const steps = this.fresh ? [] : await this.$.store.runs.steps(this.run.id);
+    const [steps, tally] = this.fresh
+      ? [[], undefined]
+      : await Promise.all([this.$.store.runs.steps(this.run.id), this.$.store.executionLogs.tally(this.run.id)]);
+    this.log = this.executionLog(tally);
     this.checkpoints = new Map(steps.map((step) => [step.name, step]));
     if (this.halted === "canceled") return this.end(runCanceled(this.$.now()));
 
@@ -127,6 +137,8 @@ export class RunExecution {
   }
 
   private async conclude(action: LoadedWorkflow, returned: unknown, thrown: unknown): Promise<PassOutcome> {
+    // The pass's last lines are stored before its end is, so whoever sees the end can read them.
+    await this.log?.flush();
     const now = this.$.now();
     if (this.suspendedUntil !== null) return { kind: "suspended", wakeAt: this.suspendedUntil };
     if (this.halted === "shutdown" || this.halted === "lease_lost") return { kind: "released" };
@@ -183,10 +195,10 @@ export class RunExecution {
     const data = this.$.data.forExecution(this.principal, release, this.$.now);
     let value: unknown;
     try {
-      value = await this.stepDb.run(data.db, () => fn({ ...ctx, db: data.db, attempt }));
+      value = await this.stepName.run(name, () => this.stepDb.run(data.db, () => fn({ ...ctx, db: data.db, attempt })));
     } catch (error) {
       if (this.halted !== null) throw new Unwind();
-      this.logThrown(`step "${name}" attempt ${attempt}`, error);
+      this.logThrown(`step "${name}" attempt ${attempt}`, error, name);
       return this.attemptFailed(row, messageOf(error), retries, backoffMs);
     }
     const stored = storableJson(value, "");
@@ -299,11 +311,7 @@ export class RunExecution {
       db: writesInSteps(this.$.data.forExecution(this.principal, release, this.$.now).db, () => this.stepDb.getStore()),
       execution: { id: run.id, requestId: run.requestId },
       run: { id: run.id },
-      log: (...args) => {
-        const line = logLine(args);
-        this.$.log(`[${run.workflow} ${run.id}] ${line}`);
-        this.$.feed.publish(run.id, { type: "log", executionId: run.id, line, at: this.$.now() });
-      },
+      log: logger((level, line) => this.log?.write(level, line, this.stepName.getStore() ?? null)),
       signal: this.abort.signal,
     };
   }
@@ -325,8 +333,30 @@ export class RunExecution {
     return new Unwind();
   }
 
-  private logThrown(what: string, error: unknown) {
-    this.$.log(`[${this.run.workflow} ${this.run.id}] ${what} threw: ${thrownLine(error)}`);
+  private executionLog(tally: LogTally | undefined): ExecutionLog {
+    const { run } = this;
+    const log = new ExecutionLog(
+      run.id,
+      {
+        limits: this.$.logLimits,
+        now: this.$.now,
+        append: (lines) => this.$.store.executionLogs.append(lines),
+        written: ({ line, at }) => {
+          this.$.log(`[${run.workflow} ${run.id}] ${line}`);
+          this.$.feed.publish(run.id, { type: "log", executionId: run.id, line, at });
+        },
+        failed: (error) => this.logStoreError(error),
+      },
+      tally,
+    );
+    return log;
+  }
+
+  /** Into the run's log (kept past its bounds) and so the server log: what threw, with its stack. */
+  private logThrown(what: string, error: unknown, step: string | null = null) {
+    const line = `${what} threw: ${thrownLine(error)}`;
+    if (this.log) this.log.writeFinal(line, step);
+    else this.$.log(`[${this.run.workflow} ${this.run.id}] ${line}`);
   }
 
   private logStoreError(error: unknown) {

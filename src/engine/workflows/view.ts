@@ -1,14 +1,35 @@
-import type { RunRow, StepRow } from "../../store/rows.ts";
+import type { LogRow, RunRow, StepRow } from "../../store/rows.ts";
 import type { RunListRow } from "../../store/runs.ts";
+import { type LogLineView, toLogLineView } from "../execution-log.ts";
 import { boundForList, jsonBytes, LIST_VALUE_BYTES, leaveOutLarge, textBytes } from "../executions.ts";
 
 export { RUN_STATUSES, type RunStatus } from "../../store/statuses.ts";
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-/** The public shape of a run (`GET /runs/{id}`): output once succeeded, error fields once it failed or was canceled. */
-export function toRunView(run: RunRow, steps: StepRow[]) {
-  return { ...toRunSummary(run), steps: steps.map(toStepView) };
+/**
+ * The public shape of a run (`GET /runs/{id}`): output once succeeded, error fields once it failed or was
+ * canceled; each step with the lines its code logged, and the run's `logs` those logged outside steps.
+ */
+export function toRunView(run: RunRow, steps: StepRow[], logs: LogRow[]) {
+  const byStep = logsByStep(logs);
+  return {
+    ...toRunSummary(run),
+    logs: byStep.get(null) ?? [],
+    steps: steps.map((step) => toStepView(step, byStep.get(step.name) ?? [])),
+  };
+}
+
+/** Lines by the step that logged them (null: outside steps); a step's line does not repeat its name. */
+function logsByStep(logs: LogRow[]): Map<string | null, Omit<LogLineView, "step">[]> {
+  const byStep = new Map<string | null, Omit<LogLineView, "step">[]>();
+  for (const row of logs) {
+    const { step: _, ...view } = toLogLineView(row);
+    const lines = byStep.get(row.step) ?? [];
+    lines.push(view);
+    byStep.set(row.step, lines);
+  }
+  return byStep;
 }
 
 /** A run as lists show it: everything but its steps. */
@@ -32,7 +53,7 @@ export function toRunSummary(run: RunRow) {
 
 type StepView = ReturnType<typeof toStepView>;
 
-const toStepView = (step: StepRow) => ({
+const toStepView = (step: StepRow, logs: Omit<LogLineView, "step">[]) => ({
   name: step.name,
   kind: step.kind,
   status: step.status,
@@ -41,6 +62,7 @@ const toStepView = (step: StepRow) => ({
   error: step.error,
   startedAt: iso(step.startedAt),
   finishedAt: iso(step.finishedAt),
+  logs,
 });
 
 /** A run as `GET /runs` lists it (values too large to list left out, with their size). */
@@ -57,19 +79,27 @@ export const RESOURCE_STEP_BYTES = 64 * LIST_VALUE_BYTES;
  * error message and each step's output and error over LIST_VALUE_BYTES are left out with their size
  * (`outputTruncated: { bytes }`, …), steps past RESOURCE_STEP_BYTES are left out and counted
  * (`stepsTruncated: { shown, total }`), and `statusUrl` (`GET /runs/{id}`) answers everything whole.
+ * Log lines are bounded the same way: a step's (or the run's) `logs` over LIST_VALUE_BYTES are left out
+ * as `logsTruncated: { bytes }`; `GET /executions/{id}/logs` pages through them.
  */
-export function toRunResource(run: RunRow, steps: StepRow[], statusUrl: string) {
-  const summary = toRunSummary(run);
+export function toRunResource(run: RunRow, steps: StepRow[], logs: LogRow[], statusUrl: string) {
+  const byStep = logsByStep(logs);
+  const summary = { ...toRunSummary(run), logs: byStep.get(null) ?? [] };
   const bounded = leaveOutLarge(summary, {
     input: jsonBytes(summary.input),
     output: jsonBytes(summary.output),
     errorMessage: textBytes(summary.errorMessage),
+    logs: jsonBytes(summary.logs),
   });
   const shown: StepView[] = [];
   let budget = RESOURCE_STEP_BYTES;
   for (const step of steps) {
-    const view = toStepView(step);
-    const boundedStep = leaveOutLarge(view, { output: jsonBytes(view.output), error: textBytes(view.error) });
+    const view = toStepView(step, byStep.get(step.name) ?? []);
+    const boundedStep = leaveOutLarge(view, {
+      output: jsonBytes(view.output),
+      error: textBytes(view.error),
+      logs: jsonBytes(view.logs),
+    });
     budget -= jsonBytes(boundedStep);
     if (budget < 0) break;
     shown.push(boundedStep);

@@ -8,6 +8,7 @@ import { executions } from "../schema/pg.ts";
 import type { PrincipalKind } from "../statuses.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
 import { applyDataWrites } from "./data-writes.ts";
+import { insertLogLines, logLinesJson } from "./execution-logs.ts";
 import { Lane } from "./lane.ts";
 
 export interface Claim {
@@ -28,6 +29,8 @@ interface PendingClaim extends Pending {
 
 interface PendingSettle extends Pending {
   id: string;
+  /** The execution's last log lines, as the contents of a JSON array ("" when none). */
+  logs: string;
   resolve: () => void;
 }
 
@@ -77,9 +80,12 @@ const BY_KEYS = `select ${COLUMNS}
   join executions e
     on e.principal_kind = k."principalKind" and e.principal_id = k."principalId" and e.request_id = k."requestId"`;
 
+// The settling executions' last log lines are inserted by the same statement ($3), so they commit
+// with the status and cost no round trip of their own.
 // The ids again as an array the planner can see: it takes any set-returning function for 100 rows and
 // would rather hash-join against a scan of the whole table until that holds some ten thousand rows.
-const UPDATE = `update executions e set status = s.status, output = s.output, error_code = s."errorCode",
+const UPDATE = `with logged as (${insertLogLines("$3")})
+  update executions e set status = s.status, output = s.output, error_code = s."errorCode",
     error_message = s."errorMessage", finished_at = s."finishedAt"
   from jsonb_to_recordset($1::text::jsonb)
     as s(id text, status text, output jsonb, "errorCode" text, "errorMessage" text, "finishedAt" bigint)
@@ -128,10 +134,12 @@ export class PgExecutionStore implements ExecutionStore {
    */
   async settle(id: string, settlement: ExecutionSettlement): Promise<ExecutionSettlement> {
     if (settlement.writes?.length) return this.settleWithWrites(id, settlement);
-    const { status, output, errorCode, errorMessage, finishedAt } = settlement;
+    const { status, output, errorCode, errorMessage, finishedAt, logs: lines = [] } = settlement;
     const json = JSON.stringify({ id, status, output, errorCode, errorMessage, finishedAt });
-    await new Promise<void>((resolve, reject) => this.settles.push({ id, json, resolve, reject }));
-    return settlement;
+    const logs = lines.length === 0 ? "" : logLinesJson(lines).slice(1, -1);
+    await new Promise<void>((resolve, reject) => this.settles.push({ id, json, logs, resolve, reject }));
+    const { logs: _, ...stored } = settlement;
+    return stored;
   }
 
   /** One execution by id, on a named statement (waiting for results reads it often; a query builder costs more). */
@@ -155,7 +163,7 @@ export class PgExecutionStore implements ExecutionStore {
 
   /** The writes and the final status in one transaction; a refused write fails the execution instead. */
   private async settleWithWrites(id: string, s: ExecutionSettlement): Promise<ExecutionSettlement> {
-    const { writes = [], ...settlement } = s;
+    const { writes = [], logs = [], ...settlement } = s;
     const output = JSON.stringify(s.output);
     try {
       await this.client.begin(async (tx) => {
@@ -163,12 +171,13 @@ export class PgExecutionStore implements ExecutionStore {
         const params = [s.status, output, s.errorCode, s.errorMessage, s.finishedAt, id] as ParameterOrJSON<never>[];
         const updated = await tx.unsafe(SETTLE_ONE, params, PREPARED);
         if (updated.count === 0) throw new Error(`execution ${id} is not stored`);
+        if (logs.length > 0) await tx.unsafe(insertLogLines("$1"), [logLinesJson(logs)], PREPARED);
       });
       return settlement;
     } catch (error) {
       const reason = writeFailure(error);
       if (reason === null) throw error;
-      return this.settle(id, failedWrites(settlement, reason));
+      return this.settle(id, { ...failedWrites(settlement, reason), logs });
     }
   }
 
@@ -243,7 +252,11 @@ export class PgExecutionStore implements ExecutionStore {
 
   private async settleAll(settles: PendingSettle[]): Promise<void> {
     const ids = settles.map((settle) => settle.id).join(",");
-    const updated = await this.client.unsafe<{ id: string }[]>(UPDATE, [jsonArray(settles), ids], PREPARED);
+    const logs = `[${settles
+      .filter((settle) => settle.logs !== "")
+      .map((settle) => settle.logs)
+      .join(",")}]`;
+    const updated = await this.client.unsafe<{ id: string }[]>(UPDATE, [jsonArray(settles), ids, logs], PREPARED);
     const stored = new Set(updated.map((r) => r.id));
     for (const settle of settles) {
       if (stored.has(settle.id)) settle.resolve();

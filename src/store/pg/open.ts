@@ -3,15 +3,18 @@ import type { PgDialect } from "drizzle-orm/pg-core";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import type { Dialect } from "../drizzle/database.ts";
+import { DrizzleExecutionLogStore } from "../drizzle/execution-logs.ts";
 import { DrizzleFileStore } from "../drizzle/files.ts";
 import { DrizzleOAuthStore } from "../drizzle/oauth.ts";
 import { DrizzleReleaseStore } from "../drizzle/releases.ts";
+import { DrizzleRetentionStore } from "../drizzle/retention.ts";
 import { DrizzleTokenStore } from "../drizzle/tokens.ts";
 import { DrizzleUserStore } from "../drizzle/users.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
 import * as schema from "../schema/pg.ts";
 import type { Store } from "../store.ts";
 import { postgresDataStore } from "./data.ts";
+import { PgLogWriter } from "./execution-logs.ts";
 import { PgExecutionStore } from "./executions.ts";
 import { PgInstanceStore } from "./instances.ts";
 import { PgRunStore } from "./runs.ts";
@@ -39,8 +42,11 @@ export async function openPostgresStore(url: string): Promise<Store> {
   const instances = new PgInstanceStore(client);
   const executions = new PgExecutionStore(client, instances.id, lists);
   const runs = new PgRunStore(client, executions, lists);
+  const logWriter = new PgLogWriter(client);
   return {
     executions,
+    executionLogs: new DrizzleExecutionLogStore(db, dialect, schema, (lines) => logWriter.append(lines)),
+    retention: new DrizzleRetentionStore(db, schema),
     runs,
     releases: new DrizzleReleaseStore(db, schema),
     tokens: new DrizzleTokenStore(db, schema),
@@ -53,7 +59,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
       await client`select 1`;
     },
     async close() {
-      await Promise.all([executions.drain(), runs.drain()]);
+      await Promise.all([executions.drain(), runs.drain(), logWriter.drain()]);
       await client.end({ timeout: 5 });
     },
   };

@@ -1,6 +1,14 @@
 import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import type { ActionKind, ExecutionStatus, PrincipalKind, RunStatus, StepKind, StepStatus } from "../statuses.ts";
+import type {
+  ActionKind,
+  ExecutionStatus,
+  LogLevel,
+  PrincipalKind,
+  RunStatus,
+  StepKind,
+  StepStatus,
+} from "../statuses.ts";
 
 // Same table names, column names and row shapes as pg.ts; timestamps are epoch milliseconds.
 
@@ -48,6 +56,8 @@ export const executions = sqliteTable(
   (t) => [
     index("executions_principal_id_idx").on(t.principalKind, t.principalId, t.id),
     index("executions_running_instance_idx").on(t.instance).where(sql`status = 'running'`),
+    // Retention prunes the oldest finished executions first (EXECUTION_RETENTION).
+    index("executions_finished_idx").on(t.finishedAt).where(sql`finished_at is not null`),
   ],
 );
 
@@ -228,4 +238,21 @@ export const workflowSteps = sqliteTable(
     finishedAt: integer("finished_at"),
   },
   (t) => [primaryKey({ columns: [t.runId, t.name] })],
+);
+
+/**
+ * The lines an execution's code logged (`ctx.log`), numbered from 0 in the order written; `step` names the
+ * workflow step that logged it (null outside steps and for functions). Bounded per execution by the engine.
+ */
+export const executionLogs = sqliteTable(
+  "execution_logs",
+  {
+    executionId: text("execution_id").notNull(),
+    seq: integer("seq").notNull(),
+    at: integer("at").notNull(),
+    level: text("level").$type<LogLevel>().notNull(),
+    step: text("step"),
+    line: text("line").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.executionId, t.seq] })],
 );

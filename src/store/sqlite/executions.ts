@@ -4,7 +4,7 @@ import { selectList } from "../drizzle/columns.ts";
 import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
 import { listExecutions } from "../drizzle/lists.ts";
 import type { ExecutionFilter, ExecutionSettlement, ExecutionStore } from "../executions.ts";
-import type { ExecutionRow } from "../rows.ts";
+import type { ExecutionRow, LogRow } from "../rows.ts";
 import { executions } from "../schema/sqlite.ts";
 import type { PrincipalKind } from "../statuses.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
@@ -24,7 +24,15 @@ interface PendingInsert {
   row: ExecutionRow;
   /** Data writes merged in with the settlement; they commit with the row or not at all. */
   writes: DataWrite[];
+  /** Log lines that came with the settlement. */
+  logs: LogRow[];
   waiters: Waiter[];
+}
+
+interface PendingLines {
+  lines: LogRow[];
+  done: () => void;
+  fail: (error: unknown) => void;
 }
 
 interface PendingUpdate extends Waiter {
@@ -49,10 +57,12 @@ export class SqliteExecutionStore implements ExecutionStore {
   private inserts = new Map<string, PendingInsert>();
   private byRequestKey = new Map<string, PendingInsert>();
   private updates: PendingUpdate[] = [];
+  private logLines: PendingLines[] = [];
   private scheduled = false;
   private readonly insert: Statement;
   private readonly byId: Statement<RawRow>;
   private readonly update: Statement;
+  private readonly insertLine: Statement;
   private readonly requests: SqliteRequestIndex;
   private readonly checkpoints: WalCheckpoints;
 
@@ -75,13 +85,17 @@ export class SqliteExecutionStore implements ExecutionStore {
       `update executions set status = $status, output = $output, error_code = $errorCode, error_message = $errorMessage,
         finished_at = $finishedAt where id = $id`,
     );
+    this.insertLine = client.prepare(
+      `insert into execution_logs (execution_id, seq, at, level, step, line)
+       values ($executionId, $seq, $at, $level, $step, $line) on conflict do nothing`,
+    );
   }
 
   /** Claims (principal, requestId): the queued or stored row holding it, or this one, queued for the next commit. */
   async claim(row: ExecutionRow): Promise<{ row: ExecutionRow; created: boolean }> {
     const existing = this.findQueuedOrStored(row.principalKind, row.principalId, row.requestId);
     if (existing) return { row: existing, created: false };
-    const pending: PendingInsert = { row: { ...row }, writes: [], waiters: [] };
+    const pending: PendingInsert = { row: { ...row }, writes: [], logs: [], waiters: [] };
     this.inserts.set(row.id, pending);
     this.byRequestKey.set(requestKey(row), pending);
     this.schedule();
@@ -96,6 +110,11 @@ export class SqliteExecutionStore implements ExecutionStore {
     this.insert.run({ ...row, input: JSON.stringify(row.input), output: null });
   }
 
+  /** Deletes the request keys of executions being deleted (retention). */
+  forgetRequests(keys: { principalKind: string; principalId: string; requestId: string }[]): void {
+    this.requests.forget(keys);
+  }
+
   /** Records the request key of a row `insertNow` wrote, now committed. */
   admitted(row: ExecutionRow): void {
     this.requests.committed(row);
@@ -106,13 +125,23 @@ export class SqliteExecutionStore implements ExecutionStore {
     return new Promise((done, fail) => {
       const pending = this.inserts.get(id);
       if (pending) {
-        const { writes = [], ...final } = settlement;
+        const { writes = [], logs = [], ...final } = settlement;
         Object.assign(pending.row, final);
         pending.writes = writes;
+        pending.logs = logs;
         pending.waiters.push({ done, fail });
       } else {
         this.updates.push({ id, settlement, done, fail });
       }
+      this.schedule();
+    });
+  }
+
+  /** Log lines of running executions: committed in the next group commit, with the executions' own writes. */
+  appendLogs(lines: LogRow[]): Promise<void> {
+    if (lines.length === 0) return Promise.resolve();
+    return new Promise((done, fail) => {
+      this.logLines.push({ lines, done, fail });
       this.schedule();
     });
   }
@@ -171,14 +200,17 @@ export class SqliteExecutionStore implements ExecutionStore {
     this.scheduled = false;
     const inserts = [...this.inserts.values()];
     const updates = this.updates;
+    const logLines = this.logLines;
     this.inserts = new Map();
     this.byRequestKey = new Map();
     this.updates = [];
+    this.logLines = [];
     const results: ExecutionSettlement[] = [];
     try {
       this.client.transaction(() => {
         for (const pending of inserts) results.push(this.writeInsert(pending));
         for (const update of updates) results.push(this.writeUpdate(update));
+        for (const pending of logLines) this.writeLines(pending.lines);
       })();
     } catch {
       // One bad write must not fail its neighbours: write the batch again, one transaction each.
@@ -186,8 +218,10 @@ export class SqliteExecutionStore implements ExecutionStore {
         if (this.alone(() => this.writeInsert(pending), pending.waiters)) this.requests.committed(pending.row);
       }
       for (const update of updates) this.alone(() => this.writeUpdate(update), [update]);
+      for (const pending of logLines) this.linesAlone(pending);
       return;
     }
+    for (const pending of logLines) pending.done();
     inserts.forEach((pending, i) => {
       this.requests.committed(pending.row);
       for (const waiter of pending.waiters) waiter.done(results[i] as ExecutionSettlement);
@@ -217,6 +251,20 @@ export class SqliteExecutionStore implements ExecutionStore {
     await this.checkpoints.close();
   }
 
+  private linesAlone(pending: PendingLines) {
+    try {
+      this.client.transaction(() => this.writeLines(pending.lines))();
+    } catch (error) {
+      pending.fail(error);
+      return;
+    }
+    pending.done();
+  }
+
+  private writeLines(lines: LogRow[]) {
+    for (const line of lines) this.insertLine.run(line);
+  }
+
   private writeInsert(pending: PendingInsert): ExecutionSettlement {
     // Writes come only with a settlement; a row without them may still be running (finishedAt stays null).
     const row =
@@ -228,11 +276,12 @@ export class SqliteExecutionStore implements ExecutionStore {
       input: JSON.stringify(row.input),
       output: row.output === null ? null : JSON.stringify(row.output),
     });
+    this.writeLines(pending.logs);
     return settlementOf(row);
   }
 
   private writeUpdate({ id, settlement }: PendingUpdate): ExecutionSettlement {
-    const { writes = [], ...requested } = settlement;
+    const { writes = [], logs = [], ...requested } = settlement;
     const s = this.applyWrites(writes, requested);
     const { changes } = this.update.run({
       id,
@@ -243,6 +292,7 @@ export class SqliteExecutionStore implements ExecutionStore {
       finishedAt: s.finishedAt,
     });
     if (changes === 0) throw new Error(`execution ${id} is not stored`);
+    this.writeLines(logs);
     return s;
   }
 

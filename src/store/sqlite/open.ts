@@ -5,9 +5,11 @@ import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import type { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
+import { DrizzleExecutionLogStore } from "../drizzle/execution-logs.ts";
 import { DrizzleFileStore } from "../drizzle/files.ts";
 import { DrizzleOAuthStore } from "../drizzle/oauth.ts";
 import { DrizzleReleaseStore } from "../drizzle/releases.ts";
+import { DrizzleRetentionStore } from "../drizzle/retention.ts";
 import { DrizzleTokenStore } from "../drizzle/tokens.ts";
 import { DrizzleUserStore } from "../drizzle/users.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
@@ -51,6 +53,8 @@ export function openSqliteStore(path: string): Store {
   const instances = new SqliteInstanceStore(executions, runs);
   return {
     executions,
+    executionLogs: new DrizzleExecutionLogStore(db, dialect, tables, (lines) => executions.appendLogs(lines)),
+    retention: new DrizzleRetentionStore(db, tables, (keys) => executions.forgetRequests(keys)),
     runs,
     releases: new DrizzleReleaseStore(db, tables),
     tokens: new DrizzleTokenStore(db, tables),

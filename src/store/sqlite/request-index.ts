@@ -36,6 +36,7 @@ export class SqliteRequestIndex {
   private readonly held: Statement<{ executionId: string }>;
   private readonly insert: Statement;
   private readonly setMark: Statement;
+  private readonly remove: Statement;
 
   constructor(
     private readonly client: Database,
@@ -48,6 +49,9 @@ export class SqliteRequestIndex {
     );
     this.setMark = client.prepare(
       "insert into execution_requests_merged (id, through) values (1, ?1) on conflict (id) do update set through = excluded.through",
+    );
+    this.remove = client.prepare(
+      "delete from execution_requests where principal_kind = ?1 and principal_id = ?2 and request_id = ?3",
     );
     this.held = client.prepare(
       `select execution_id as executionId from execution_requests
@@ -70,6 +74,16 @@ export class SqliteRequestIndex {
     this.gathered.push(key);
     if (this.gathered.length >= MERGE_AT) this.startBatch();
     else this.gatherTimer ??= setTimeout(() => this.startBatch(), MERGE_AFTER_MS);
+  }
+
+  /** Forgets keys whose executions are being deleted (they ended long ago, so none is still in memory). */
+  forget(keys: { principalKind: string; principalId: string; requestId: string }[]): void {
+    this.client.transaction(() => {
+      for (const { principalKind, principalId, requestId } of keys) {
+        this.recent.delete(keyOf(principalKind, principalId, requestId));
+        this.remove.run(principalKind, principalId, requestId);
+      }
+    })();
   }
 
   /** Merges every key now (the executions' queue is flushed first): before closing the database. */

@@ -1,0 +1,50 @@
+import { and, asc, inArray, isNotNull, lt, notExists, notInArray, sql } from "drizzle-orm";
+import type { RetentionStore } from "../retention.ts";
+import type { AnyDatabase, Tables } from "./database.ts";
+
+const ENDED = ["succeeded", "failed", "canceled"] as const;
+
+type Pruned = Pick<Tables, "executions" | "executionLogs" | "files" | "workflowRuns" | "workflowSteps">;
+
+/** An execution's idempotency key, for a dialect that keeps keys beside the executions (SQLite). */
+export type PrunedKey = { principalKind: string; principalId: string; requestId: string };
+
+export class DrizzleRetentionStore implements RetentionStore {
+  constructor(
+    private readonly db: AnyDatabase,
+    private readonly t: Pruned,
+    /** Forgets the keys of executions about to be deleted, where they are not in the executions table. */
+    private readonly forgetKeys: (keys: PrunedKey[]) => void = () => {},
+  ) {}
+
+  async pruneFinished(finishedBefore: number, limit: number): Promise<number> {
+    const { executions: e, executionLogs, files, workflowRuns: runs, workflowSteps: steps } = this.t;
+    const unfinishedRun = this.db
+      .select({ one: sql`1` })
+      .from(runs)
+      .where(and(sql`${runs.id} = ${e.id}`, notInArray(runs.status, [...ENDED])));
+    const picked = await this.db
+      .select({ id: e.id, principalKind: e.principalKind, principalId: e.principalId, requestId: e.requestId })
+      .from(e)
+      .where(
+        and(
+          isNotNull(e.finishedAt),
+          lt(e.finishedAt, finishedBefore),
+          inArray(e.status, [...ENDED]),
+          notExists(unfinishedRun),
+        ),
+      )
+      .orderBy(asc(e.finishedAt))
+      .limit(limit);
+    const ids = picked.map((row) => row.id);
+    if (ids.length === 0) return 0;
+    // What hangs off an execution goes first: a prune stopped midway leaves the execution to be picked again.
+    await this.db.delete(executionLogs).where(inArray(executionLogs.executionId, ids));
+    await this.db.delete(files).where(inArray(files.executionId, ids));
+    await this.db.delete(steps).where(inArray(steps.runId, ids));
+    this.forgetKeys(picked);
+    await this.db.delete(runs).where(and(inArray(runs.id, ids), inArray(runs.status, [...ENDED])));
+    await this.db.delete(e).where(and(inArray(e.id, ids), inArray(e.status, [...ENDED])));
+    return ids.length;
+  }
+}

@@ -1,0 +1,55 @@
+import type { Sql } from "postgres";
+import type { LogRow } from "../rows.ts";
+import { Lane } from "./lane.ts";
+
+/** Lines travel as one JSON text, like executions (see pg/executions.ts); `$N` is that parameter. */
+export const insertLogLines = (param: string) => `insert into execution_logs (execution_id, seq, at, level, step, line)
+  select * from jsonb_to_recordset(${param}::text::jsonb)
+    as l("executionId" text, seq integer, at bigint, level text, step text, line text)
+  on conflict do nothing`;
+
+const INSERT = insertLogLines("$1");
+
+interface PendingLines {
+  json: string;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/** A JSON array text of lines, for the statements above. */
+export const logLinesJson = (lines: LogRow[]) => JSON.stringify(lines);
+
+/**
+ * The lines of executions still running: those queued in one turn go out as one INSERT (one commit),
+ * one batch in flight at a time. A settling execution's last lines go with its settlement instead.
+ */
+export class PgLogWriter {
+  private readonly lane = new Lane<PendingLines>((batch) => this.write(batch), {
+    maxItems: 500,
+    maxWeight: 4 * 1024 * 1024,
+    weigh: (item) => item.json.length,
+  });
+
+  constructor(private readonly client: Sql) {}
+
+  append(lines: LogRow[]): Promise<void> {
+    if (lines.length === 0) return Promise.resolve();
+    // Each item is an array's contents, so a batch joins them into one array.
+    const json = logLinesJson(lines).slice(1, -1);
+    return new Promise((resolve, reject) => this.lane.push({ json, resolve, reject }));
+  }
+
+  drain(): Promise<void> {
+    return this.lane.drain();
+  }
+
+  private async write(batch: PendingLines[]): Promise<void> {
+    try {
+      await this.client.unsafe(INSERT, [`[${batch.map((item) => item.json).join(",")}]`], { prepare: true });
+    } catch (error) {
+      for (const item of batch) item.reject(error);
+      return;
+    }
+    for (const item of batch) item.resolve();
+  }
+}
