@@ -25,6 +25,8 @@ import {
 } from "./follow.ts";
 import { Liveness } from "./liveness.ts";
 import { Runner } from "./runner.ts";
+import { Scheduler } from "./schedules/scheduler.ts";
+import { type ScheduleView, scheduleViews } from "./schedules/view.ts";
 import { newRun } from "./workflows/new-run.ts";
 import { type WorkerSettings, WorkflowWorker } from "./workflows/worker.ts";
 
@@ -51,6 +53,8 @@ export interface InvokeRequest {
   input: unknown;
   /** File parts of a multipart invocation, by input field. */
   files?: ReadonlyMap<string, SentFile>;
+  /** How long to wait for the end (default the engine's `waitMs`); 0 answers once the execution is claimed. */
+  waitMs?: number;
 }
 
 export interface InvokeOutcome {
@@ -87,6 +91,7 @@ export class Engine {
   private readonly runner: Runner;
   private readonly workflows: WorkflowWorker;
   private readonly liveness: Liveness;
+  readonly scheduler: Scheduler;
   /** Status changes and log lines of the executions running in this process (for subscribe-stream). */
   readonly feed = new ExecutionFeed();
   private readonly now: () => number;
@@ -106,16 +111,22 @@ export class Engine {
       { ...$.workflows, owner: $.store.instances.id },
     );
     this.liveness = new Liveness({ store: $.store, ttlMs: $.workflows.leaseMs, log: $.log, now: this.now });
+    this.scheduler = new Scheduler(
+      { store: $.store, release: $.release, invoke: (request) => this.invoke(request), log: $.log, now: this.now },
+      { owner: $.store.instances.id, pollMs: $.workflows.pollMs, leaseMs: $.workflows.leaseMs },
+    );
   }
 
   /**
-   * Starts this process's workflow workers, its heartbeat among the instances sharing the database, and
-   * hearing their changes to executions (so a follower here learns of an end there at once).
+   * Starts this process's workflow workers, its heartbeat among the instances sharing the database,
+   * hearing their changes to executions (so a follower here learns of an end there at once), and firing
+   * the active release's schedules.
    */
   async start(): Promise<void> {
     await this.$.store.executions.listen((ids) => this.feed.stored(ids));
     await this.liveness.start();
     this.workflows.start();
+    this.scheduler.start();
   }
 
   /** Reads the active release's data as the caller (its view rules apply). Throws QueryRejected for a bad query. */
@@ -193,7 +204,7 @@ export class Engine {
       startedAt: now,
       finishedAt: null,
     });
-    if (!claim.created) return this.replay(claim.row, fingerprint);
+    if (!claim.created) return this.replay(claim.row, fingerprint, request.waitMs);
 
     let input = request.input as Record<string, unknown>;
     if (sent.size > 0) {
@@ -212,7 +223,7 @@ export class Engine {
       }
     }
     const done = this.runner.start(claim.row, release, action, request.principal, input);
-    const latest = (await this.within(done, this.$.waitMs)) ?? claim.row;
+    const latest = (await this.within(done, request.waitMs ?? this.$.waitMs)) ?? claim.row;
     return { execution: latest, settled: isTerminal(latest.status), replayed: false };
   }
 
@@ -253,6 +264,14 @@ export class Engine {
     }
     if (starting) this.workflows.launch(run, execution);
     return { execution: admitted.execution, settled: false, replayed: false, runId: run.id };
+  }
+
+  /** The active release's schedules and where each stands; for service keys only. */
+  async schedules(principal: Principal): Promise<{ release: string | null; items: ScheduleView[] }> {
+    if (principal.kind !== "service") throw new PublicError("access_denied", "schedules are for service keys");
+    const release = this.currentRelease();
+    const ticks = await this.$.store.schedules.list();
+    return { release: release?.version ?? null, items: scheduleViews(release, ticks, this.now()) };
   }
 
   /** The caller's runs (every run for a service key), newest first, a page at a time. */
@@ -345,11 +364,12 @@ export class Engine {
    * then stops them (their `ctx.signal` aborts) and waits up to `graceMs` for their outcome to be stored.
    */
   async shutdown(graceMs = 5_000, drained: Promise<unknown> = Promise.resolve()): Promise<void> {
+    await this.scheduler.stop();
     await Promise.all([drained.then(() => this.runner.drain(graceMs)), this.workflows.stop(graceMs)]);
     await this.liveness.stop();
   }
 
-  private async replay(row: ExecutionRow, fingerprint: string): Promise<InvokeOutcome> {
+  private async replay(row: ExecutionRow, fingerprint: string, waitMs = this.$.waitMs): Promise<InvokeOutcome> {
     if (row.inputFingerprint !== fingerprint) {
       throw new PublicError("REQUEST_CONFLICT", "this requestId was already used with a different input", {
         executionId: row.id,
@@ -361,7 +381,7 @@ export class Engine {
     if (row.kind === "workflow")
       return { execution: row, settled: isTerminal(row.status), replayed: true, runId: row.id };
     if (isTerminal(row.status)) return { execution: row, settled: true, replayed: true };
-    const deadline = this.now() + this.$.waitMs;
+    const deadline = this.now() + waitMs;
     const latest = await lastStatus(followExecution(this.followResources, row.id, async () => row, { deadline }));
     return { ...latest, replayed: true };
   }

@@ -254,6 +254,10 @@ export function openApiDocument(
         responses: { "200": { description: "the run after the request", content: json(ref("Run")) }, ...COMMON_ERRORS },
       },
     },
+    "/schedules": get("listSchedules", "the active release's schedules with their last and next ticks (service keys)", {
+      type: "object",
+      properties: { release: { type: ["string", "null"] }, items: { type: "array", items: { type: "object" } } },
+    }),
     "/query": {
       post: {
         operationId: "query",

@@ -15,6 +15,7 @@ export type TokenRow = InferSelectModel<typeof pg.apiTokens>;
 export type UserRow = InferSelectModel<typeof pg.users>;
 export type OAuthRecord = InferSelectModel<typeof pg.oauthRecords>;
 export type FileRow = InferSelectModel<typeof pg.files>;
+export type ScheduleTickRow = InferSelectModel<typeof pg.scheduleTicks>;
 /** A file's metadata as written: its upload fields may be left out (a file not sent as an input). */
 type UploadFields = "executionId" | "field" | "filename";
 export type NewFileRow = Omit<FileRow, UploadFields> & Partial<Pick<FileRow, UploadFields>>;
@@ -40,5 +41,6 @@ agree<
     Agree<"dataAttrs">,
     Agree<"dataEntities">,
     Agree<"dataLinks">,
+    Agree<"scheduleTicks">,
   ]
->([true, true, true, true, true, true, true, true, true, true, true, true, true]);
+>([true, true, true, true, true, true, true, true, true, true, true, true, true, true]);

@@ -215,3 +215,15 @@ export const workflowSteps = pgTable(
   },
   (t) => [primaryKey({ columns: [t.runId, t.name] })],
 );
+
+/**
+ * Where each schedule of the active release stands: the last tick handled, and which instance holds
+ * the claim to handle the next ones (while `lease_expires_at` is ahead). A schedule's row outlives it,
+ * so a schedule that comes back keeps its place.
+ */
+export const scheduleTicks = pgTable("schedule_ticks", {
+  name: text("name").primaryKey(),
+  lastTickAt: millis("last_tick_at").notNull(),
+  leaseOwner: text("lease_owner"),
+  leaseExpiresAt: millis("lease_expires_at").notNull(),
+});

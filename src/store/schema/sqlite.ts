@@ -203,3 +203,11 @@ export const workflowSteps = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.runId, t.name] })],
 );
+
+/** See pg.ts. */
+export const scheduleTicks = sqliteTable("schedule_ticks", {
+  name: text("name").primaryKey(),
+  lastTickAt: integer("last_tick_at").notNull(),
+  leaseOwner: text("lease_owner"),
+  leaseExpiresAt: integer("lease_expires_at").notNull(),
+});
