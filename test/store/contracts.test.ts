@@ -5,6 +5,7 @@ import { dataStoreContract } from "./data-store.contract.ts";
 import { executionStoreContract } from "./execution-store.contract.ts";
 import type { OpenStores } from "./fixture.ts";
 import { runStoreContract } from "./run-store.contract.ts";
+import { scheduleStoreContract } from "./schedule-store.contract.ts";
 
 for (const dialect of dialects) {
   /** A fresh database per test; on PostgreSQL the peer is a second instance on it. */
@@ -26,4 +27,5 @@ for (const dialect of dialects) {
   describe(`run store contract (${dialect.name})`, () => runStoreContract(open));
   describe(`execution store contract (${dialect.name})`, () => executionStoreContract(open));
   describe(`data store contract (${dialect.name})`, () => dataStoreContract(open));
+  describe(`schedule store contract (${dialect.name})`, () => scheduleStoreContract(open));
 }
