@@ -1,11 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import { cpSync, mkdtempSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
 import { tickRequestId } from "../src/engine/schedules/ticks.ts";
 import { type RunningServer, startServer } from "../src/main.ts";
 import { openStore } from "../src/store/open.ts";
+import { serve } from "./support/cli.ts";
 import { dialects, selectRows } from "./support/databases.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "./support/server.ts";
 
@@ -221,4 +222,27 @@ export default defineRelease({ version: "p1", schedules: { heartbeat: { every: "
       await t.stop();
     }
   }, 60_000);
+});
+
+describe("bun run dev", () => {
+  test("shows the next tick of each schedule", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "actuate-dev-schedules-"));
+    const server = await serve(["dev", "--release", fixture("schedules")], {
+      DATA_DIR: dataDir,
+      DATABASE_URL: "",
+      SERVICE_KEYS: "",
+    });
+    try {
+      await server.waitFor(/watching/, 15_000);
+      const line = /nightly\s+sched\.ping\s+cron "0 3 \* \* \*" Europe\/Paris, next (\S+)/.exec(server.output());
+      expect(line).not.toBeNull();
+      const next = new Date(line?.[1] ?? "");
+      expect(next.getTime()).toBeGreaterThan(Date.now());
+      expect(next.toLocaleTimeString("en-GB", { timeZone: "Europe/Paris" })).toBe("03:00:00");
+      expect(server.output()).toMatch(/heartbeat\s+sched\.ping\s+every 1s, next /);
+    } finally {
+      await server.kill();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 30_000);
 });
