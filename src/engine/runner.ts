@@ -8,6 +8,7 @@ import type { ExecutionRow } from "../store/rows.ts";
 import type { Store } from "../store/store.ts";
 import type { ExecutionFeed } from "./execution-feed.ts";
 import { logLine, thrownLine } from "./log-line.ts";
+import { scheduleTools } from "./schedules/delayed-context.ts";
 
 export interface RunnerResources {
   store: Store;
@@ -47,6 +48,7 @@ export class Runner {
         this.$.feed.publish(row.id, { type: "log", executionId: row.id, line, at: this.$.now() });
       },
       signal: abort.signal,
+      ...scheduleTools({ release, principal, executionId: row.id, now: this.$.now, record: data.record }),
     };
     const done = this.execute(action, input, ctx)
       .then((settlement) =>

@@ -73,6 +73,22 @@ export interface ActionContext {
   log: (...args: unknown[]) => void;
   /** Aborted when the execution (or its workflow run) is canceled or the server shuts down. */
   signal: AbortSignal;
+  /**
+   * Runs `action` later, as this caller, on the release active then. Stored with this execution's writes
+   * (a workflow's: its step's): if the execution fails, nothing is scheduled. Answers the scheduled
+   * invocation's id (`GET /scheduled`, `ctx.cancelScheduled`).
+   */
+  schedule(action: string, input: Record<string, unknown>, when: ScheduleWhen): Promise<string>;
+  /** Cancels a pending invocation this caller scheduled (any, for a service key), with this execution's writes. */
+  cancelScheduled(id: string): Promise<void>;
+}
+
+/** When a scheduled invocation runs: `at` (a Date or epoch ms) or `afterMs` from now; give one. */
+export interface ScheduleWhen {
+  at?: Date | number;
+  afterMs?: number;
+  /** The request id it is invoked with (a UUID; default: the scheduled invocation's id). */
+  requestId?: string;
 }
 
 /** What a workflow's code sees: the caller, the execution, reads (writes belong inside a step), logs, cancellation. */

@@ -16,6 +16,7 @@ export type UserRow = InferSelectModel<typeof pg.users>;
 export type OAuthRecord = InferSelectModel<typeof pg.oauthRecords>;
 export type FileRow = InferSelectModel<typeof pg.files>;
 export type ScheduleTickRow = InferSelectModel<typeof pg.scheduleTicks>;
+export type ScheduledRow = InferSelectModel<typeof pg.scheduledInvocations>;
 /** A file's metadata as written: its upload fields may be left out (a file not sent as an input). */
 type UploadFields = "executionId" | "field" | "filename";
 export type NewFileRow = Omit<FileRow, UploadFields> & Partial<Pick<FileRow, UploadFields>>;
@@ -42,5 +43,6 @@ agree<
     Agree<"dataEntities">,
     Agree<"dataLinks">,
     Agree<"scheduleTicks">,
+    Agree<"scheduledInvocations">,
   ]
->([true, true, true, true, true, true, true, true, true, true, true, true, true, true]);
+>([true, true, true, true, true, true, true, true, true, true, true, true, true, true, true]);

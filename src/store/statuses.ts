@@ -18,3 +18,7 @@ export const isRunTerminal = (status: RunStatus) =>
  */
 export type StepStatus = "running" | "retrying" | "sleeping" | "succeeded" | "failed" | "canceled";
 export type StepKind = "step" | "sleep";
+
+/** A delayed invocation: `pending` until due, then `started` (its execution is made) or `canceled` before. */
+export type ScheduledStatus = "pending" | "started" | "canceled";
+export const SCHEDULED_STATUSES: readonly ScheduledStatus[] = ["pending", "started", "canceled"];

@@ -5,6 +5,7 @@ import type { InstanceStore } from "./instances.ts";
 import type { OAuthStore } from "./oauth.ts";
 import type { ReleaseStore } from "./releases.ts";
 import type { RunStore } from "./runs.ts";
+import type { ScheduledStore } from "./scheduled.ts";
 import type { ScheduleStore } from "./schedules.ts";
 import type { TokenStore } from "./tokens.ts";
 import type { UserStore } from "./users.ts";
@@ -25,6 +26,7 @@ export interface Store {
   readonly files: FileStore;
   readonly instances: InstanceStore;
   readonly schedules: ScheduleStore;
+  readonly scheduled: ScheduledStore;
 
   /** Throws unless the database answers now (for /readyz). */
   ping(): Promise<void>;

@@ -1,6 +1,8 @@
 import type { LoadedRelease } from "../../release/load.ts";
 import { type ScheduleManifest, scheduleManifest } from "../../release/schedules.ts";
-import type { ScheduleTickRow } from "../../store/rows.ts";
+import type { ScheduledRow, ScheduleTickRow } from "../../store/rows.ts";
+
+export { SCHEDULED_STATUSES, type ScheduledStatus } from "../../store/statuses.ts";
 
 export interface ScheduleView extends ScheduleManifest {
   /** The last tick handled (run or skipped by its catch-up policy), ISO 8601; null before the first. */
@@ -23,3 +25,22 @@ export function scheduleViews(release: LoadedRelease | null, ticks: ScheduleTick
     };
   });
 }
+
+/** A delayed invocation as `GET /scheduled` shows it. */
+export function toScheduledView(row: ScheduledRow) {
+  return {
+    id: row.id,
+    action: row.action,
+    input: row.input,
+    requestId: row.requestId,
+    dueAt: new Date(row.dueAt).toISOString(),
+    status: row.status,
+    principal: { kind: row.principalKind, id: row.principalId },
+    scheduledBy: row.scheduledBy,
+    executionId: row.executionId,
+    createdAt: new Date(row.createdAt).toISOString(),
+    updatedAt: new Date(row.updatedAt).toISOString(),
+  };
+}
+
+export type ScheduledView = ReturnType<typeof toScheduledView>;

@@ -6,6 +6,7 @@ import type { Dialect } from "../drizzle/database.ts";
 import { DrizzleFileStore } from "../drizzle/files.ts";
 import { DrizzleOAuthStore } from "../drizzle/oauth.ts";
 import { DrizzleReleaseStore } from "../drizzle/releases.ts";
+import { DrizzleScheduledStore } from "../drizzle/scheduled.ts";
 import { DrizzleScheduleStore } from "../drizzle/schedules.ts";
 import { DrizzleTokenStore } from "../drizzle/tokens.ts";
 import { DrizzleUserStore } from "../drizzle/users.ts";
@@ -50,6 +51,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
     files: new DrizzleFileStore(db, schema),
     instances,
     schedules: new DrizzleScheduleStore(db, schema),
+    scheduled: new DrizzleScheduledStore(db, dialect, schema),
     data: postgresDataStore(client, instances.id),
     async ping() {
       await client`select 1`;

@@ -1,6 +1,14 @@
 import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import type { ActionKind, ExecutionStatus, PrincipalKind, RunStatus, StepKind, StepStatus } from "../statuses.ts";
+import type {
+  ActionKind,
+  ExecutionStatus,
+  PrincipalKind,
+  RunStatus,
+  ScheduledStatus,
+  StepKind,
+  StepStatus,
+} from "../statuses.ts";
 
 // Same table names, column names and row shapes as pg.ts; timestamps are epoch milliseconds.
 
@@ -211,3 +219,29 @@ export const scheduleTicks = sqliteTable("schedule_ticks", {
   leaseOwner: text("lease_owner"),
   leaseExpiresAt: integer("lease_expires_at").notNull(),
 });
+
+/** See pg.ts. */
+export const scheduledInvocations = sqliteTable(
+  "scheduled_invocations",
+  {
+    id: text("id").primaryKey(),
+    principalKind: text("principal_kind").$type<PrincipalKind>().notNull(),
+    principalId: text("principal_id").notNull(),
+    principalClaims: text("principal_claims", { mode: "json" }).$type<Record<string, unknown>>(),
+    action: text("action").notNull(),
+    input: text("input", { mode: "json" }).notNull(),
+    requestId: text("request_id").notNull(),
+    dueAt: integer("due_at").notNull(),
+    scheduledBy: text("scheduled_by").notNull(),
+    status: text("status").$type<ScheduledStatus>().notNull(),
+    executionId: text("execution_id"),
+    leaseOwner: text("lease_owner"),
+    leaseExpiresAt: integer("lease_expires_at"),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [
+    index("scheduled_due_idx").on(t.dueAt).where(sql`status = 'pending'`),
+    index("scheduled_principal_id_idx").on(t.principalKind, t.principalId, t.id),
+  ],
+);

@@ -8,6 +8,7 @@ import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
 import { DrizzleFileStore } from "../drizzle/files.ts";
 import { DrizzleOAuthStore } from "../drizzle/oauth.ts";
 import { DrizzleReleaseStore } from "../drizzle/releases.ts";
+import { DrizzleScheduledStore } from "../drizzle/scheduled.ts";
 import { DrizzleScheduleStore } from "../drizzle/schedules.ts";
 import { DrizzleTokenStore } from "../drizzle/tokens.ts";
 import { DrizzleUserStore } from "../drizzle/users.ts";
@@ -60,6 +61,7 @@ export function openSqliteStore(path: string): Store {
     files: new DrizzleFileStore(db, tables),
     instances,
     schedules: new DrizzleScheduleStore(db, tables),
+    scheduled: new DrizzleScheduledStore(db, dialect, tables),
     data: sqliteDataStore(client, instances.id),
     async ping() {
       client.query("select 1").get();
