@@ -6,6 +6,7 @@ import { executionStoreContract } from "./execution-store.contract.ts";
 import type { OpenStores } from "./fixture.ts";
 import { runStoreContract } from "./run-store.contract.ts";
 import { scheduleStoreContract } from "./schedule-store.contract.ts";
+import { scheduledStoreContract } from "./scheduled-store.contract.ts";
 
 for (const dialect of dialects) {
   /** A fresh database per test; on PostgreSQL the peer is a second instance on it. */
@@ -28,4 +29,5 @@ for (const dialect of dialects) {
   describe(`execution store contract (${dialect.name})`, () => executionStoreContract(open));
   describe(`data store contract (${dialect.name})`, () => dataStoreContract(open));
   describe(`schedule store contract (${dialect.name})`, () => scheduleStoreContract(open));
+  describe(`scheduled store contract (${dialect.name})`, () => scheduledStoreContract(open));
 }
