@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, isNull, lt, lte, min, or, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNull, lt, lte, min, or, type SQL, sql } from "drizzle-orm";
 import type { ScheduledRow } from "../rows.ts";
 import type { ScheduledFilter, ScheduledStore } from "../scheduled.ts";
 import type { PrincipalKind } from "../statuses.ts";
@@ -58,20 +58,34 @@ export class DrizzleScheduledStore implements ScheduledStore {
   }
 
   async markStarted(owner: string, started: { id: string; executionId: string }[], now: number): Promise<string[]> {
+    if (started.length === 0) return [];
     const s = this.t.scheduledInvocations;
-    const held: string[] = [];
-    // One statement each: every row gets its own execution id (a handful per pass, not a hot path).
-    await Promise.all(
-      started.map(async ({ id, executionId }) => {
-        const rows = await this.db
-          .update(s)
-          .set({ status: "started", executionId, leaseOwner: null, leaseExpiresAt: null, updatedAt: now })
-          .where(and(eq(s.id, id), eq(s.leaseOwner, owner), eq(s.status, "pending")))
-          .returning({ id: s.id });
-        if (rows.length > 0) held.push(id);
-      }),
+    // One statement for the whole pass: each row's own execution id picked by a CASE on its id.
+    const executionIds = sql.join(
+      started.map(({ id, executionId }) => sql`when ${id} then ${executionId}`),
+      sql` `,
     );
-    return held;
+    const rows = await this.db
+      .update(s)
+      .set({
+        status: "started",
+        executionId: sql`case ${s.id} ${executionIds} end`,
+        leaseOwner: null,
+        leaseExpiresAt: null,
+        updatedAt: now,
+      })
+      .where(
+        and(
+          inArray(
+            s.id,
+            started.map((r) => r.id),
+          ),
+          eq(s.leaseOwner, owner),
+          eq(s.status, "pending"),
+        ),
+      )
+      .returning({ id: s.id });
+    return rows.map((r) => r.id);
   }
 
   async cancel(id: string, principal: { kind: PrincipalKind; id: string } | null, now: number): Promise<boolean> {
