@@ -48,6 +48,8 @@ export const schedulePrincipal = (name: string): Principal => ({ kind: "service"
  */
 export class Scheduler {
   private readonly known = new Map<string, Known>();
+  /** A schedule whose pass failed (the database) is tried again then, not in a tight loop. */
+  private readonly retryAt = new Map<string, number>();
   private timer: ReturnType<typeof setTimeout> | null = null;
   private pass: Promise<void> | null = null;
   private stopped = true;
@@ -82,35 +84,46 @@ export class Scheduler {
   private wake(ms: number): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      this.pass = this.runPass().finally(() => {
-        this.pass = null;
-      });
+      this.pass = this.runPass()
+        .then(
+          (sleep) => this.wake(sleep),
+          (error) => {
+            this.$.log(`schedules: ${messageOf(error)}; trying again`);
+            this.wake(this.settings.pollMs);
+          },
+        )
+        .finally(() => {
+          this.pass = null;
+        });
     }, ms);
   }
 
-  private async runPass(): Promise<void> {
+  /** Handles the due schedules; answers how long to sleep before the next pass. */
+  private async runPass(): Promise<number> {
     // One read of the release: a switch replaces the whole set of schedules between passes.
     const schedules = [...(this.$.release()?.schedules.values() ?? [])];
     let sleep = this.settings.pollMs;
     for (const schedule of schedules) {
-      if (this.stopped) return;
+      if (this.stopped) return 0;
       if (this.dueAt(schedule) <= this.$.now()) {
         try {
           await this.handle(schedule);
+          this.retryAt.delete(schedule.name);
         } catch (error) {
           this.$.log(`schedule ${schedule.name}: ${messageOf(error)}; trying again`);
+          this.retryAt.set(schedule.name, this.$.now() + this.settings.pollMs);
         }
       }
       sleep = Math.min(sleep, this.dueAt(schedule) - this.$.now());
     }
-    this.wake(Math.max(sleep, 1));
+    return Math.max(sleep, 1);
   }
 
   /** When this process should next look at the schedule (at once when it knows nothing of it). */
   private dueAt(schedule: LoadedSchedule): number {
     const known = this.known.get(schedule.name);
-    if (!known) return 0;
-    return Math.min(schedule.nextAfter(known.lastTick) ?? Number.POSITIVE_INFINITY, known.recheckAt);
+    const due = known ? Math.min(schedule.nextAfter(known.lastTick) ?? Number.POSITIVE_INFINITY, known.recheckAt) : 0;
+    return Math.max(due, this.retryAt.get(schedule.name) ?? 0);
   }
 
   private async handle(schedule: LoadedSchedule): Promise<void> {
