@@ -14,6 +14,7 @@ import { type OAuthRouteOptions, oauthRoutes } from "./http/oauth.ts";
 import { describeRoutes } from "./http/openapi.ts";
 import { queryRoutes } from "./http/query.ts";
 import { runRoutes } from "./http/runs.ts";
+import { scheduleRoutes } from "./http/schedules.ts";
 import { sessionRoutes } from "./http/session.ts";
 import { storageRoutes } from "./http/storage.ts";
 import { type ResourceMetadataOptions, wellKnownRoutes } from "./http/well-known.ts";
@@ -50,6 +51,7 @@ export const createApp = (deps: AppDeps) => {
     .use(describeRoutes({ ...deps, handle: deps.metadata.handle }))
     .use(executionRoutes(deps))
     .use(runRoutes(deps))
+    .use(scheduleRoutes(deps))
     .use(queryRoutes(deps))
     .use(sessionRoutes(deps.hub))
     .use(storageRoutes(deps))

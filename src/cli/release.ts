@@ -53,6 +53,7 @@ export function printPublish(result: PublishResult): void {
   for (const c of result.changes) {
     console.log(`  ${c.change.padEnd(9)} ${c.name.padEnd(32)} ${c.contractHash.slice(0, 16)}`);
   }
+  for (const c of result.scheduleChanges) console.log(`  ${c.change.padEnd(9)} schedule ${c.name}`);
   if (result.changes.some((c) => c.change !== "unchanged")) {
     console.log("contracts changed: clients typed with actuate/client want bun run release types --out <file> again");
   }

@@ -3,6 +3,7 @@ import { join, relative, resolve } from "node:path";
 import { newSecret, SERVICE_KEY_PREFIX } from "../auth/tokens.ts";
 import type { Config } from "../config.ts";
 import { bundlesDir, type RunningServer, startServer } from "../main.ts";
+import type { LoadedRelease } from "../release/load.ts";
 import { type PublishResult, publishRelease } from "../release/publish.ts";
 import { openStore } from "../store/open.ts";
 import type { ActiveRelease } from "../store/releases.ts";
@@ -49,12 +50,14 @@ export async function serveCommand(
     );
   }
   if (devKey) printDevHelp(server, devKey, config.dataDir);
+  if (options.watch) printSchedules(server.releases.current());
 
   if (options.watch && dir) {
     watchFolder(dir, async () => {
       try {
         await publish();
         await server.releases.refresh();
+        printSchedules(server.releases.current());
       } catch (error) {
         console.error(`release ${dir} not republished: ${(error as Error).message}`);
       }
@@ -155,6 +158,20 @@ function printDevHelp(server: RunningServer, key: string, dataDir: string) {
   console.log(`\ntry it:\n  curl -s ${server.url}/actions/${sample.action}/invoke \\
     -H "Authorization: Bearer ${key}" -H "Content-Type: application/json" \\
     -d '${body}'\n`);
+}
+
+/** dev: each schedule of the release served and when it ticks next. */
+export function printSchedules(release: LoadedRelease | null, now = Date.now()): void {
+  const schedules = [...(release?.schedules.values() ?? [])];
+  if (schedules.length === 0) return;
+  console.log("schedules (each tick runs once, as the service principal schedule:<name>):");
+  for (const s of schedules) {
+    const clock = s.cron !== null ? `cron "${s.cron}" ${s.timezone}` : `every ${s.every}`;
+    const next = s.nextAfter(now);
+    console.log(
+      `  ${s.name.padEnd(24)} ${s.action.padEnd(28)} ${clock}, next ${next === null ? "never" : new Date(next).toISOString()}`,
+    );
+  }
 }
 
 function watchFolder(dir: string, onChange: () => Promise<void>) {

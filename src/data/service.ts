@@ -1,5 +1,5 @@
 import type { DataContext, Principal } from "../sdk/index.ts";
-import type { DataStore } from "../store/data.ts";
+import type { DataStore, DataWrite } from "../store/data.ts";
 import { ChangeFeed } from "./changes.ts";
 import { type AttrIds, attrEntries, attrKeys, toObjects, toTriples } from "./format.ts";
 import { entitiesRead, parseQuery, runQuery } from "./query.ts";
@@ -57,7 +57,15 @@ export class DataService {
       unlink: (entity, id, label, target) => writes.unlink(entity, id, label, target),
     };
     // A copy: a write a leaked `ctx.db` makes after the settlement is not one of its writes.
-    return { db, writes: () => writes.writes.slice(), touched: () => writes.touched() };
+    return {
+      db,
+      writes: () => writes.writes.slice(),
+      touched: () => writes.touched(),
+      /** Adds a write that is not an entity's (a scheduled invocation) to commit with the others. */
+      record: (write: DataWrite) => {
+        writes.writes.push(write);
+      },
+    };
   }
 
   private attrIds(release: ReleaseData): Promise<AttrIds> {

@@ -87,7 +87,7 @@ export class ExecutionData implements Omit<DataContext, "query"> {
       else if (w.op === "unlink") {
         const link = this.schema.links.get(w.link);
         if (link) names.add(link.forward.on).add(link.reverse.on);
-      } else names.add(w.entity);
+      } else if (w.op !== "schedule" && w.op !== "cancelScheduled") names.add(w.entity);
     }
     return [...names];
   }

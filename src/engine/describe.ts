@@ -23,5 +23,7 @@ export function describeRelease(handle: string, release: LoadedRelease | null, p
       contractHash,
       files,
     })),
+    // Schedules name actions and inputs a user may not know of: service keys see them (as GET /schedules).
+    ...(principal.kind === "service" && release?.manifest.schedules ? { schedules: release.manifest.schedules } : {}),
   };
 }

@@ -7,12 +7,13 @@ import type { ActionContract } from "../release/contract.ts";
 import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
 import type { ExecutionListRow } from "../store/executions.ts";
-import type { ExecutionRow, LogRow, RunRow, StepRow } from "../store/rows.ts";
+import type { ExecutionRow, LogRow, RunRow, ScheduledRow, StepRow } from "../store/rows.ts";
 import type { RunListRow } from "../store/runs.ts";
+import type { ScheduledStatus } from "../store/statuses.ts";
 import { type ExecutionStatus, isRunTerminal, isTerminal, type RunStatus } from "../store/statuses.ts";
 import type { Store } from "../store/store.ts";
 import { mayKnow, mayRun } from "./access.ts";
-import { accessDenied, actionNotFound, executionNotFound, runNotFound } from "./errors.ts";
+import { accessDenied, actionNotFound, executionNotFound, runNotFound, scheduledNotFound } from "./errors.ts";
 import { type ExecutionEvent, ExecutionFeed } from "./execution-feed.ts";
 import { DEFAULT_LOG_LIMITS, type LogLimits } from "./execution-log.ts";
 import { canSee, LIST_VALUE_BYTES } from "./executions.ts";
@@ -27,6 +28,9 @@ import {
 import { Liveness } from "./liveness.ts";
 import { Retention, type RetentionSettings } from "./retention.ts";
 import { Runner } from "./runner.ts";
+import { type DelayedInvocation, Dispatcher } from "./schedules/dispatcher.ts";
+import { Scheduler } from "./schedules/scheduler.ts";
+import { type ScheduleView, scheduleViews } from "./schedules/view.ts";
 import { newRun } from "./workflows/new-run.ts";
 import { type WorkerSettings, WorkflowWorker } from "./workflows/worker.ts";
 
@@ -57,6 +61,8 @@ export interface InvokeRequest {
   input: unknown;
   /** File parts of a multipart invocation, by input field. */
   files?: ReadonlyMap<string, SentFile>;
+  /** How long to wait for the end (default the engine's `waitMs`); 0 answers once the execution is claimed. */
+  waitMs?: number;
 }
 
 export interface InvokeOutcome {
@@ -87,6 +93,12 @@ async function refuseUnless(allowed: boolean | Promise<boolean>, action: string)
 }
 
 const NO_FILES: ReadonlyMap<string, SentFile> = new Map();
+/** How many due delayed invocations one dispatcher pass starts at most. */
+const DISPATCH_BATCH = 256;
+
+/** What makes two invocations of one request id the same: the action, the input, and the files' digests. */
+const inputFingerprint = (action: string, input: unknown, files: Record<string, unknown>) =>
+  sha256Hex(canonicalJson({ action, input, files }));
 
 /** A run as the run view reads it; `logs` holds every line of its log, each naming its step (or null). */
 export interface RunWithSteps {
@@ -104,6 +116,8 @@ export class Engine {
   private readonly workflows: WorkflowWorker;
   private readonly liveness: Liveness;
   private readonly retention: Retention | null;
+  readonly scheduler: Scheduler;
+  private readonly dispatcher: Dispatcher;
   /** Status changes and log lines of the executions running in this process (for subscribe-stream). */
   readonly feed = new ExecutionFeed();
   private readonly now: () => number;
@@ -133,16 +147,33 @@ export class Engine {
     );
     this.liveness = new Liveness({ store: $.store, ttlMs: $.workflows.leaseMs, log: $.log, now: this.now });
     this.retention = $.retention ? new Retention({ store: $.store, now: this.now, log: $.log }, $.retention) : null;
+    this.scheduler = new Scheduler(
+      { store: $.store, release: $.release, invoke: (request) => this.invoke(request), log: $.log, now: this.now },
+      { owner: $.store.instances.id, pollMs: $.workflows.pollMs, leaseMs: $.workflows.leaseMs },
+    );
+    this.dispatcher = new Dispatcher(
+      {
+        store: $.store,
+        invoke: (request) => this.invoke(request),
+        recordRefusal: (request, refusal) => this.recordRefusal(request, refusal),
+        log: $.log,
+        now: this.now,
+      },
+      { owner: $.store.instances.id, pollMs: $.workflows.pollMs, leaseMs: $.workflows.leaseMs, batch: DISPATCH_BATCH },
+    );
   }
 
   /**
-   * Starts this process's workflow workers, its heartbeat among the instances sharing the database, and
-   * hearing their changes to executions (so a follower here learns of an end there at once).
+   * Starts this process's workflow workers, its heartbeat among the instances sharing the database,
+   * hearing their changes to executions (so a follower here learns of an end there at once), and firing
+   * the active release's schedules.
    */
   async start(): Promise<void> {
     await this.$.store.executions.listen((ids) => this.feed.stored(ids));
     await this.liveness.start();
     this.workflows.start();
+    this.scheduler.start();
+    this.dispatcher.start();
     this.retention?.start();
   }
 
@@ -189,7 +220,7 @@ export class Engine {
     const files = Object.fromEntries(
       [...sent].map(([field, f]) => [field, { filename: f.filename, contentType: f.contentType, sha256: f.sha256 }]),
     );
-    const fingerprint = sha256Hex(canonicalJson({ action: request.action, input: request.input, files }));
+    const fingerprint = inputFingerprint(request.action, request.input, files);
     const issues = [...action.checkInput(request.input), ...action.checkFiles(sent)];
     const unsupported = findUnsupportedCharacter(request.input, "/input");
     if (unsupported !== null) {
@@ -226,7 +257,7 @@ export class Engine {
       startedAt: now,
       finishedAt: null,
     });
-    if (!claim.created) return this.replay(claim.row, fingerprint);
+    if (!claim.created) return this.replay(claim.row, fingerprint, request.waitMs);
 
     let input = request.input as Record<string, unknown>;
     if (sent.size > 0) {
@@ -245,7 +276,7 @@ export class Engine {
       }
     }
     const done = this.runner.start(claim.row, release, action, request.principal, input);
-    const latest = (await this.within(done, this.$.waitMs)) ?? claim.row;
+    const latest = (await this.within(done, request.waitMs ?? this.$.waitMs)) ?? claim.row;
     return { execution: latest, settled: isTerminal(latest.status), replayed: false };
   }
 
@@ -286,6 +317,80 @@ export class Engine {
     }
     if (starting) this.workflows.launch(run, execution);
     return { execution: admitted.execution, settled: false, replayed: false, runId: run.id };
+  }
+
+  /** The active release's schedules and where each stands; for service keys only. */
+  async schedules(principal: Principal): Promise<{ release: string | null; items: ScheduleView[] }> {
+    if (principal.kind !== "service") throw new PublicError("access_denied", "schedules are for service keys");
+    const release = this.currentRelease();
+    const ticks = await this.$.store.schedules.list();
+    return { release: release?.version ?? null, items: scheduleViews(release, ticks, this.now()) };
+  }
+
+  /** The caller's delayed invocations (every one for a service key), newest first, a page at a time. */
+  async listScheduled(
+    principal: Principal,
+    query: { limit: number; afterId?: string; status?: ScheduledStatus },
+  ): Promise<Page<ScheduledRow>> {
+    const items = await this.$.store.scheduled.list({
+      principal: principal.kind === "service" ? undefined : principal,
+      status: query.status,
+      beforeId: query.afterId,
+      limit: query.limit + 1,
+    });
+    return pageOf(items, query.limit);
+  }
+
+  async scheduled(principal: Principal, id: string): Promise<ScheduledRow> {
+    const row = await this.$.store.scheduled.get(id);
+    if (!row || !canSee(principal, row)) throw scheduledNotFound();
+    return row;
+  }
+
+  /** Cancels a pending delayed invocation; one already started (or starting now) is scheduled_not_cancelable. */
+  async cancelScheduled(principal: Principal, id: string): Promise<ScheduledRow> {
+    const row = await this.scheduled(principal, id);
+    if (row.status === "canceled") return row;
+    const owner = principal.kind === "service" ? null : principal;
+    if (!(await this.$.store.scheduled.cancel(id, owner, this.now()))) {
+      const now = await this.scheduled(principal, id);
+      if (now.status === "canceled") return now;
+      const why = now.status === "started" ? "has started" : "is starting";
+      throw new PublicError("scheduled_not_cancelable", `the scheduled invocation ${why}`, {
+        executionId: now.executionId,
+      });
+    }
+    return this.scheduled(principal, id);
+  }
+
+  /**
+   * A delayed invocation the engine refused (access, a missing action, an input the contract no longer
+   * takes): recorded as a failed execution under its request id, since no caller is there to be told.
+   */
+  private async recordRefusal(request: DelayedInvocation, refusal: PublicError): Promise<string> {
+    const release = this.currentRelease();
+    const action = release?.actions.get(request.action);
+    const now = this.now();
+    const { row } = await this.$.store.executions.claim({
+      id: Bun.randomUUIDv7(),
+      requestId: request.requestId,
+      principalKind: request.principal.kind,
+      principalId: request.principal.id,
+      action: request.action,
+      kind: action?.contract.kind ?? "function",
+      releaseVersion: release?.version ?? "",
+      contractHash: action?.contract.contractHash ?? "",
+      inputFingerprint: inputFingerprint(request.action, request.input, {}),
+      input: request.input,
+      status: "failed",
+      output: null,
+      errorCode: refusal.code,
+      errorMessage: refusal.message,
+      createdAt: now,
+      startedAt: null,
+      finishedAt: now,
+    });
+    return row.id;
   }
 
   /** The caller's runs (every run for a service key), newest first, a page at a time. */
@@ -397,6 +502,7 @@ export class Engine {
    * then stops them (their `ctx.signal` aborts) and waits up to `graceMs` for their outcome to be stored.
    */
   async shutdown(graceMs = 5_000, drained: Promise<unknown> = Promise.resolve()): Promise<void> {
+    await Promise.all([this.scheduler.stop(), this.dispatcher.stop()]);
     await Promise.all([
       drained.then(() => this.runner.drain(graceMs)),
       this.workflows.stop(graceMs),
@@ -405,7 +511,7 @@ export class Engine {
     await this.liveness.stop();
   }
 
-  private async replay(row: ExecutionRow, fingerprint: string): Promise<InvokeOutcome> {
+  private async replay(row: ExecutionRow, fingerprint: string, waitMs = this.$.waitMs): Promise<InvokeOutcome> {
     if (row.inputFingerprint !== fingerprint) {
       throw new PublicError("REQUEST_CONFLICT", "this requestId was already used with a different input", {
         executionId: row.id,
@@ -417,7 +523,7 @@ export class Engine {
     if (row.kind === "workflow")
       return { execution: row, settled: isTerminal(row.status), replayed: true, runId: row.id };
     if (isTerminal(row.status)) return { execution: row, settled: true, replayed: true };
-    const deadline = this.now() + this.$.waitMs;
+    const deadline = this.now() + waitMs;
     const latest = await lastStatus(followExecution(this.followResources, row.id, async () => row, { deadline }));
     return { ...latest, replayed: true };
   }

@@ -13,3 +13,5 @@ export const accessDenied = (name: string) =>
 export const executionNotFound = () => new PublicError("execution_not_found", "no such execution");
 
 export const runNotFound = () => new PublicError("run_not_found", "no such workflow run");
+
+export const scheduledNotFound = () => new PublicError("scheduled_not_found", "no such scheduled invocation");

@@ -9,6 +9,7 @@ import type { Store } from "../store/store.ts";
 import type { ExecutionFeed } from "./execution-feed.ts";
 import { ExecutionLog, type LogLimits } from "./execution-log.ts";
 import { logger, thrownLine } from "./log-line.ts";
+import { scheduleTools } from "./schedules/delayed-context.ts";
 
 export interface RunnerResources {
   store: Store;
@@ -46,6 +47,7 @@ export class Runner {
       execution: { id: row.id, requestId: row.requestId },
       log: logger((level, line) => log.write(level, line)),
       signal: abort.signal,
+      ...scheduleTools({ release, principal, executionId: row.id, now: this.$.now, record: data.record }),
     };
     const done = this.execute(action, input, ctx, log)
       .then(async (settlement) => {

@@ -279,6 +279,40 @@ export function openApiDocument(
         responses: { "200": { description: "the run after the request", content: json(ref("Run")) }, ...COMMON_ERRORS },
       },
     },
+    "/schedules": get("listSchedules", "the active release's schedules with their last and next ticks (service keys)", {
+      type: "object",
+      properties: { release: { type: ["string", "null"] }, items: { type: "array", items: { type: "object" } } },
+    }),
+    "/scheduled": get(
+      "listScheduled",
+      "the caller's delayed invocations (ctx.schedule), newest first",
+      {
+        type: "object",
+        properties: { items: { type: "array", items: { type: "object" } }, nextCursor: { type: ["string", "null"] } },
+      },
+      {
+        parameters: [...page, { name: "status", in: "query", schema: { enum: ["pending", "started", "canceled"] } }],
+      },
+    ),
+    "/scheduled/{id}": {
+      ...get(
+        "getScheduled",
+        "one delayed invocation",
+        { type: "object" },
+        {
+          parameters: [idParameter("id", "the scheduled invocation's id")],
+        },
+      ),
+      delete: {
+        operationId: "cancelScheduled",
+        parameters: [idParameter("id", "the scheduled invocation's id")],
+        responses: {
+          "200": { description: "the invocation, canceled", content: json({ type: "object" }) },
+          ...COMMON_ERRORS,
+          "409": error("scheduled_not_cancelable: it has started (or is starting)"),
+        },
+      },
+    },
     "/query": {
       post: {
         operationId: "query",

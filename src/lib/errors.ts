@@ -20,9 +20,11 @@ export const ERROR_STATUS = {
   execution_not_found: 404,
   run_not_found: 404,
   file_not_found: 404,
+  scheduled_not_found: 404,
   method_not_allowed: 405,
   REQUEST_CONFLICT: 409,
   run_not_cancelable: 409,
+  scheduled_not_cancelable: 409,
   payload_too_large: 413,
   upgrade_required: 426,
   // A live-query limit (LIVE_MAX_*) on the /session socket.

@@ -16,6 +16,7 @@ import type { BuiltBundle } from "./build.ts";
 import { BUNDLE_FILE_PATTERN } from "./bundle-format.ts";
 import { type ActionContract, type CompiledContract, compileContract } from "./contract.ts";
 import { ReleaseError } from "./errors.ts";
+import { compileSchedules, type LoadedSchedule, type ScheduleManifest, scheduleManifest } from "./schedules.ts";
 
 export type LoadedAction = LoadedFunction | LoadedWorkflow;
 
@@ -35,6 +36,8 @@ export interface LoadedBundle {
   declared: DefinedRelease | null;
   actions: ReadonlyMap<string, LoadedAction>;
   data: DataSchema;
+  /** The release's schedules by name, checked against its actions. */
+  schedules: ReadonlyMap<string, LoadedSchedule>;
 }
 
 export interface ReleaseManifest {
@@ -43,6 +46,8 @@ export interface ReleaseManifest {
   bundleHash: string;
   actions: ActionContract[];
   schema: SchemaManifest;
+  /** Absent in releases stored before schedules existed. */
+  schedules?: ScheduleManifest[];
 }
 
 export interface LoadedRelease extends LoadedBundle {
@@ -95,7 +100,8 @@ async function importBundle(bundle: BuiltBundle, path: string, bundlesDir: strin
     actions.set(name, compileAction(name, definition));
   }
   const declared = (exported.release as DefinedRelease | undefined) ?? null;
-  return { hash: bundle.hash, declared, actions, data: releaseSchema(declared) };
+  const schedules = compileSchedules(declared, actions);
+  return { hash: bundle.hash, declared, actions, data: releaseSchema(declared), schedules };
 }
 
 function releaseSchema(declared: DefinedRelease | null): DataSchema {
@@ -117,6 +123,8 @@ export function asRelease(bundle: LoadedBundle, version: string): LoadedRelease 
       bundleHash: bundle.hash,
       actions: [...bundle.actions.values()].map((a) => a.contract),
       schema: schemaManifest(bundle.data),
+      // Left out when there are none, so manifests of releases without schedules read as before.
+      ...(bundle.schedules.size > 0 ? { schedules: [...bundle.schedules.values()].map(scheduleManifest) } : {}),
     },
   };
 }

@@ -4,6 +4,7 @@ import type { Store } from "../store/store.ts";
 import { buildBundle } from "./build.ts";
 import { ReleaseError } from "./errors.ts";
 import { asRelease, type LoadedRelease, loadBundle, type ReleaseManifest } from "./load.ts";
+import { diffSchedules, type ScheduleChange } from "./schedules.ts";
 import { folderVersion, readReleaseSource } from "./source.ts";
 
 export interface PublishOptions {
@@ -45,6 +46,8 @@ export interface PublishResult {
   active: ActiveRelease;
   release: LoadedRelease;
   changes: ContractChange[];
+  /** How the active schedules change (activating the release replaces them all at once). */
+  scheduleChanges: ScheduleChange[];
 }
 
 const VERSION = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/;
@@ -101,6 +104,7 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
     active.version === version ||
     (options.shouldActivate?.(active, { base, version, stored: existing !== null }) ?? true);
   if (activated && active.version !== version) await store.releases.activate(version, now());
+  const before = (previous?.manifest as ReleaseManifest | undefined) ?? null;
   return {
     version,
     base,
@@ -108,7 +112,8 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
     activated,
     active,
     release,
-    changes: diffContracts((previous?.manifest as ReleaseManifest | undefined) ?? null, release.manifest),
+    changes: diffContracts(before, release.manifest),
+    scheduleChanges: diffSchedules(before?.schedules, release.manifest.schedules ?? []),
   };
 }
 

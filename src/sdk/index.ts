@@ -84,6 +84,22 @@ export interface ActionContext {
   log: Logger;
   /** Aborted when the execution (or its workflow run) is canceled or the server shuts down. */
   signal: AbortSignal;
+  /**
+   * Runs `action` later, as this caller, on the release active then. Stored with this execution's writes
+   * (a workflow's: its step's): if the execution fails, nothing is scheduled. Answers the scheduled
+   * invocation's id (`GET /scheduled`, `ctx.cancelScheduled`).
+   */
+  schedule(action: string, input: Record<string, unknown>, when: ScheduleWhen): Promise<string>;
+  /** Cancels a pending invocation this caller scheduled (any, for a service key), with this execution's writes. */
+  cancelScheduled(id: string): Promise<void>;
+}
+
+/** When a scheduled invocation runs: `at` (a Date or epoch ms) or `afterMs` from now; give one. */
+export interface ScheduleWhen {
+  at?: Date | number;
+  afterMs?: number;
+  /** The request id it is invoked with (a UUID; default: the scheduled invocation's id). */
+  requestId?: string;
 }
 
 /** What a workflow's code sees: the caller, the execution, reads (writes belong inside a step), logs, cancellation. */
@@ -167,6 +183,30 @@ export interface ReleaseDefinition {
   links?: Record<string, { forward: LinkEnd; reverse: LinkEnd }>;
   /** Who may read each entity: `true`, `false`, or a where-clause. An entity without a rule is visible to service keys only. */
   permissions?: Record<string, { view?: boolean | WhereClause }>;
+  /**
+   * Actions run on a timer, by name: `{ cron: "0 3 * * *", timezone: "Europe/Paris", action: "reports.build",
+   * input: { days: 1 } }` or `{ every: "30s", action: "health.ping" }`. Each tick runs once across all
+   * instances, as the service principal `schedule:<name>`.
+   */
+  schedules?: Record<string, ScheduleDefinition>;
+}
+
+/** What missed ticks (the server was down) become: none, the most recent one, or each (at most 100). */
+export type CatchUp = "none" | "latest" | "all";
+
+export interface ScheduleDefinition {
+  /** The action (or workflow) to run, e.g. `"reports.build"`. */
+  action: string;
+  /** Its input (checked against the action's contract at publish); `{}` when left out. */
+  input?: Record<string, unknown>;
+  /** A cron pattern (5 fields, or 6 with seconds first). Give either `cron` or `every`. */
+  cron?: string;
+  /** An interval: `"30s"`, `"5m"`, `"1h"`, `"1d"` (at least 1 s); ticks fall on multiples of it since the epoch. */
+  every?: string;
+  /** The IANA time zone a `cron` reads its hours in (default `"UTC"`). */
+  timezone?: string;
+  /** Missed ticks (default `"latest"`). */
+  catchUp?: CatchUp;
 }
 
 // Symbol.for, not a module-local symbol: a definition must be recognised even if two copies of the SDK load.

@@ -61,6 +61,26 @@ export function writeStatements(dialect: SqlDialect, writes: readonly DataWrite[
             `delete from data_links where link = ${p(w.link)} and source_id = ${p(w.sourceId)} and target_id = ${p(w.targetId)}`,
         );
         break;
+      case "schedule": {
+        const r = w.row;
+        add(
+          (
+            p,
+            json,
+          ) => `insert into scheduled_invocations (id, principal_kind, principal_id, principal_claims, action, input,
+              request_id, due_at, scheduled_by, status, created_at, updated_at)
+            values (${p(r.id)}, ${p(r.principalKind)}, ${p(r.principalId)}, ${r.principalClaims === null ? "null" : json(r.principalClaims)},
+              ${p(r.action)}, ${json(r.input)}, ${p(r.requestId)}, ${p(r.dueAt)}, ${p(r.scheduledBy)}, 'pending', ${p(r.createdAt)}, ${p(r.updatedAt)})`,
+        );
+        break;
+      }
+      case "cancelScheduled":
+        add(
+          (p) => `update scheduled_invocations set status = 'canceled', updated_at = ${p(w.at)}
+            where id = ${p(w.id)} and status = 'pending' and (lease_expires_at is null or lease_expires_at < ${p(w.at)})
+            ${w.principal ? `and principal_kind = ${p(w.principal.kind)} and principal_id = ${p(w.principal.id)}` : ""}`,
+        );
+        break;
     }
   }
   return statements;

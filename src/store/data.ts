@@ -1,3 +1,5 @@
+import type { ScheduledRow } from "./rows.ts";
+import type { PrincipalKind } from "./statuses.ts";
 /**
  * What the data layer (src/data/) asks of the store: compiled queries in, rows out; writes as DataWrite[].
  * data/ checks every query against the release schema, substitutes the caller into view rules and ANDs
@@ -97,7 +99,11 @@ export type DataWrite =
       /** A has-one end keeps one partner: its earlier link goes. */
       replace: ("source" | "target")[];
     }
-  | { op: "unlink"; link: string; sourceId: string; targetId: string };
+  | { op: "unlink"; link: string; sourceId: string; targetId: string }
+  /** `ctx.schedule`: a delayed invocation, stored with the execution's (or step's) other writes. */
+  | { op: "schedule"; row: ScheduledRow }
+  /** `ctx.cancelScheduled`: a pending one of `principal` (any, for a service key) not being started now. */
+  | { op: "cancelScheduled"; id: string; principal: { kind: PrincipalKind; id: string } | null; at: number };
 
 /**
  * The stored entities and links (test/store/data-store.contract.ts). Writes are not here: they commit

@@ -17,6 +17,8 @@ export type OAuthRecord = InferSelectModel<typeof pg.oauthRecords>;
 export type FileRow = InferSelectModel<typeof pg.files>;
 /** One line an execution logged (`ctx.log`). */
 export type LogRow = InferSelectModel<typeof pg.executionLogs>;
+export type ScheduleTickRow = InferSelectModel<typeof pg.scheduleTicks>;
+export type ScheduledRow = InferSelectModel<typeof pg.scheduledInvocations>;
 /** A file's metadata as written: its upload fields may be left out (a file not sent as an input). */
 type UploadFields = "executionId" | "field" | "filename";
 export type NewFileRow = Omit<FileRow, UploadFields> & Partial<Pick<FileRow, UploadFields>>;
@@ -43,5 +45,7 @@ agree<
     Agree<"dataEntities">,
     Agree<"dataLinks">,
     Agree<"executionLogs">,
+    Agree<"scheduleTicks">,
+    Agree<"scheduledInvocations">,
   ]
->([true, true, true, true, true, true, true, true, true, true, true, true, true, true]);
+>([true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true]);

@@ -22,3 +22,6 @@ export type StepKind = "step" | "sleep";
 /** The level of a line an execution logged: `ctx.log` is `info`, and a failed handler's stack is `error`. */
 export type LogLevel = "info" | "warn" | "error";
 export const LOG_LEVELS: readonly LogLevel[] = ["info", "warn", "error"];
+/** A delayed invocation: `pending` until due, then `started` (its execution is made) or `canceled` before. */
+export type ScheduledStatus = "pending" | "started" | "canceled";
+export const SCHEDULED_STATUSES: readonly ScheduledStatus[] = ["pending", "started", "canceled"];

@@ -7,6 +7,8 @@ import type { OAuthStore } from "./oauth.ts";
 import type { ReleaseStore } from "./releases.ts";
 import type { RetentionStore } from "./retention.ts";
 import type { RunStore } from "./runs.ts";
+import type { ScheduledStore } from "./scheduled.ts";
+import type { ScheduleStore } from "./schedules.ts";
 import type { TokenStore } from "./tokens.ts";
 import type { UserStore } from "./users.ts";
 
@@ -27,6 +29,8 @@ export interface Store {
   readonly data: DataStore;
   readonly files: FileStore;
   readonly instances: InstanceStore;
+  readonly schedules: ScheduleStore;
+  readonly scheduled: ScheduledStore;
 
   /** Throws unless the database answers now (for /readyz). */
   ping(): Promise<void>;

@@ -7,6 +7,8 @@ import { executionStoreContract } from "./execution-store.contract.ts";
 import type { OpenStores } from "./fixture.ts";
 import { retentionStoreContract } from "./retention-store.contract.ts";
 import { runStoreContract } from "./run-store.contract.ts";
+import { scheduleStoreContract } from "./schedule-store.contract.ts";
+import { scheduledStoreContract } from "./scheduled-store.contract.ts";
 
 for (const dialect of dialects) {
   /** A fresh database per test; on PostgreSQL the peer is a second instance on it. */
@@ -30,4 +32,6 @@ for (const dialect of dialects) {
   describe(`execution log store contract (${dialect.name})`, () => executionLogStoreContract(open));
   describe(`retention store contract (${dialect.name})`, () => retentionStoreContract(open));
   describe(`data store contract (${dialect.name})`, () => dataStoreContract(open));
+  describe(`schedule store contract (${dialect.name})`, () => scheduleStoreContract(open));
+  describe(`scheduled store contract (${dialect.name})`, () => scheduledStoreContract(open));
 }

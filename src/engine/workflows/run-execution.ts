@@ -12,6 +12,7 @@ import type { Store } from "../../store/store.ts";
 import type { ExecutionFeed } from "../execution-feed.ts";
 import { ExecutionLog, type LogLimits } from "../execution-log.ts";
 import { logger, thrownLine } from "../log-line.ts";
+import { type ScheduleTools, scheduleTools } from "../schedules/delayed-context.ts";
 
 export interface RunDeps {
   store: Store;
@@ -78,6 +79,8 @@ export class RunExecution {
   private readonly stepName = new AsyncLocalStorage<string>();
   /** This pass's log; numbering goes on from the lines earlier passes stored. */
   private log: ExecutionLog | null = null;
+  /** Likewise the step's `ctx.schedule` and `ctx.cancelScheduled`. */
+  private readonly stepTools = new AsyncLocalStorage<ScheduleTools>();
 
   /** `fresh`: the run was just admitted by this process, so it has no checkpoints to read yet. */
   constructor(
@@ -195,7 +198,16 @@ export class RunExecution {
     const data = this.$.data.forExecution(this.principal, release, this.$.now);
     let value: unknown;
     try {
-      value = await this.stepName.run(name, () => this.stepDb.run(data.db, () => fn({ ...ctx, db: data.db, attempt })));
+      const tools = scheduleTools({
+        release,
+        principal: this.principal,
+        executionId: this.run.id,
+        now: this.$.now,
+        record: data.record,
+      });
+      value = await this.stepName.run(name, () =>
+        this.stepTools.run(tools, () => this.stepDb.run(data.db, () => fn({ ...ctx, db: data.db, ...tools, attempt }))),
+      );
     } catch (error) {
       if (this.halted !== null) throw new Unwind();
       this.logThrown(`step "${name}" attempt ${attempt}`, error, name);
@@ -313,6 +325,14 @@ export class RunExecution {
       run: { id: run.id },
       log: logger((level, line) => this.log?.write(level, line, this.stepName.getStore() ?? null)),
       signal: this.abort.signal,
+      schedule: (...args) => {
+        const tools = this.stepTools.getStore();
+        return tools ? tools.schedule(...args) : Promise.reject(new Error(outsideStep("schedule")));
+      },
+      cancelScheduled: (id) => {
+        const tools = this.stepTools.getStore();
+        return tools ? tools.cancelScheduled(id) : Promise.reject(new Error(outsideStep("cancelScheduled")));
+      },
     };
   }
 
@@ -373,7 +393,7 @@ function writesInSteps(reads: DataContext, currentStep: () => DataContext | unde
     <Verb extends Exclude<keyof DataContext, "query">>(verb: Verb) =>
     (...args: Parameters<DataContext[Verb]>) => {
       const db = currentStep();
-      if (!db) return Promise.reject(new Error(outsideStep(verb)));
+      if (!db) return Promise.reject(new Error(outsideStep(`db.${verb}`)));
       return (db[verb] as (...a: Parameters<DataContext[Verb]>) => ReturnType<DataContext[Verb]>)(...args);
     };
   return {
@@ -386,10 +406,10 @@ function writesInSteps(reads: DataContext, currentStep: () => DataContext | unde
   };
 }
 
-const outsideStep = (verb: string) =>
-  `ctx.db.${verb} outside a step: a workflow's code outside steps runs again after every sleep or restart, ` +
+const outsideStep = (call: string) =>
+  `ctx.${call} outside a step: a workflow's code outside steps runs again after every sleep or restart, ` +
   `so the write would repeat. Write inside a step, where it commits with the step's checkpoint: ` +
-  `await step("save", () => ctx.db.${verb}(…))`;
+  `await step("save", () => ctx.${call}(…))`;
 
 const failed = (message: string, at: number): RunSettlement => ({
   status: "failed",

@@ -8,6 +8,8 @@ import { DrizzleFileStore } from "../drizzle/files.ts";
 import { DrizzleOAuthStore } from "../drizzle/oauth.ts";
 import { DrizzleReleaseStore } from "../drizzle/releases.ts";
 import { DrizzleRetentionStore } from "../drizzle/retention.ts";
+import { DrizzleScheduledStore } from "../drizzle/scheduled.ts";
+import { DrizzleScheduleStore } from "../drizzle/schedules.ts";
 import { DrizzleTokenStore } from "../drizzle/tokens.ts";
 import { DrizzleUserStore } from "../drizzle/users.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
@@ -54,6 +56,8 @@ export async function openPostgresStore(url: string): Promise<Store> {
     oauth: new DrizzleOAuthStore(db, schema),
     files: new DrizzleFileStore(db, schema),
     instances,
+    schedules: new DrizzleScheduleStore(db, schema),
+    scheduled: new DrizzleScheduledStore(db, dialect, schema),
     data: postgresDataStore(client, instances.id),
     async ping() {
       await client`select 1`;

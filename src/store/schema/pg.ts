@@ -6,6 +6,7 @@ import type {
   LogLevel,
   PrincipalKind,
   RunStatus,
+  ScheduledStatus,
   StepKind,
   StepStatus,
 } from "../statuses.ts";
@@ -241,4 +242,48 @@ export const executionLogs = pgTable(
     line: text("line").notNull(),
   },
   (t) => [primaryKey({ columns: [t.executionId, t.seq] })],
+);
+
+/**
+ * Where each schedule of the active release stands: the last tick handled, and which instance holds
+ * the claim to handle the next ones (while `lease_expires_at` is ahead). A schedule's row outlives it,
+ * so a schedule that comes back keeps its place.
+ */
+export const scheduleTicks = pgTable("schedule_ticks", {
+  name: text("name").primaryKey(),
+  lastTickAt: millis("last_tick_at").notNull(),
+  leaseOwner: text("lease_owner"),
+  leaseExpiresAt: millis("lease_expires_at").notNull(),
+});
+
+/**
+ * Delayed invocations made by `ctx.schedule` (inserted with the scheduling execution's writes). Any
+ * instance may start a due one: it holds it while `lease_expires_at` is ahead, invokes it as the
+ * principal that scheduled it (`request_id` makes that invocation once), then marks it `started`.
+ */
+export const scheduledInvocations = pgTable(
+  "scheduled_invocations",
+  {
+    id: text("id").primaryKey(),
+    principalKind: text("principal_kind").$type<PrincipalKind>().notNull(),
+    principalId: text("principal_id").notNull(),
+    principalClaims: jsonb("principal_claims").$type<Record<string, unknown>>(),
+    action: text("action").notNull(),
+    input: jsonb("input").notNull(),
+    requestId: text("request_id").notNull(),
+    dueAt: millis("due_at").notNull(),
+    /** The execution whose `ctx.schedule` made it. */
+    scheduledBy: text("scheduled_by").notNull(),
+    status: text("status").$type<ScheduledStatus>().notNull(),
+    /** The execution it started (or the refusal recorded as one). */
+    executionId: text("execution_id"),
+    leaseOwner: text("lease_owner"),
+    leaseExpiresAt: millis("lease_expires_at"),
+    createdAt: millis("created_at").notNull(),
+    updatedAt: millis("updated_at").notNull(),
+  },
+  (t) => [
+    index("scheduled_due_idx").on(t.dueAt).where(sql`status = 'pending'`),
+    index("scheduled_principal_id_idx").on(t.principalKind, t.principalId, t.id),
+  ],
 );

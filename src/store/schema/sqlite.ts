@@ -6,6 +6,7 @@ import type {
   LogLevel,
   PrincipalKind,
   RunStatus,
+  ScheduledStatus,
   StepKind,
   StepStatus,
 } from "../statuses.ts";
@@ -255,4 +256,38 @@ export const executionLogs = sqliteTable(
     line: text("line").notNull(),
   },
   (t) => [primaryKey({ columns: [t.executionId, t.seq] })],
+);
+
+/** See pg.ts. */
+export const scheduleTicks = sqliteTable("schedule_ticks", {
+  name: text("name").primaryKey(),
+  lastTickAt: integer("last_tick_at").notNull(),
+  leaseOwner: text("lease_owner"),
+  leaseExpiresAt: integer("lease_expires_at").notNull(),
+});
+
+/** See pg.ts. */
+export const scheduledInvocations = sqliteTable(
+  "scheduled_invocations",
+  {
+    id: text("id").primaryKey(),
+    principalKind: text("principal_kind").$type<PrincipalKind>().notNull(),
+    principalId: text("principal_id").notNull(),
+    principalClaims: text("principal_claims", { mode: "json" }).$type<Record<string, unknown>>(),
+    action: text("action").notNull(),
+    input: text("input", { mode: "json" }).notNull(),
+    requestId: text("request_id").notNull(),
+    dueAt: integer("due_at").notNull(),
+    scheduledBy: text("scheduled_by").notNull(),
+    status: text("status").$type<ScheduledStatus>().notNull(),
+    executionId: text("execution_id"),
+    leaseOwner: text("lease_owner"),
+    leaseExpiresAt: integer("lease_expires_at"),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [
+    index("scheduled_due_idx").on(t.dueAt).where(sql`status = 'pending'`),
+    index("scheduled_principal_id_idx").on(t.principalKind, t.principalId, t.id),
+  ],
 );

@@ -10,6 +10,8 @@ import { DrizzleFileStore } from "../drizzle/files.ts";
 import { DrizzleOAuthStore } from "../drizzle/oauth.ts";
 import { DrizzleReleaseStore } from "../drizzle/releases.ts";
 import { DrizzleRetentionStore } from "../drizzle/retention.ts";
+import { DrizzleScheduledStore } from "../drizzle/scheduled.ts";
+import { DrizzleScheduleStore } from "../drizzle/schedules.ts";
 import { DrizzleTokenStore } from "../drizzle/tokens.ts";
 import { DrizzleUserStore } from "../drizzle/users.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
@@ -62,6 +64,8 @@ export function openSqliteStore(path: string): Store {
     oauth: new DrizzleOAuthStore(db, tables),
     files: new DrizzleFileStore(db, tables),
     instances,
+    schedules: new DrizzleScheduleStore(db, tables),
+    scheduled: new DrizzleScheduledStore(db, dialect, tables),
     data: sqliteDataStore(client, instances.id),
     async ping() {
       client.query("select 1").get();

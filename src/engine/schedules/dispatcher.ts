@@ -1,0 +1,126 @@
+import { messageOf, PublicError } from "../../lib/errors.ts";
+import type { Principal } from "../../sdk/index.ts";
+import type { ScheduledRow } from "../../store/rows.ts";
+import type { Store } from "../../store/store.ts";
+
+/** What starting one delayed invocation needs of the engine. */
+export interface DelayedInvocation {
+  principal: Principal;
+  action: string;
+  requestId: string;
+  input: unknown;
+}
+
+export interface DispatcherResources {
+  store: Store;
+  /** Engine.invoke, answering once the execution is claimed. */
+  invoke: (request: DelayedInvocation & { waitMs: number }) => Promise<{ execution: { id: string } }>;
+  /** Records a refused invocation as a failed execution (deferred work has no caller to tell); answers its id. */
+  recordRefusal: (request: DelayedInvocation, refusal: PublicError) => Promise<string>;
+  log: (message: string) => void;
+  now: () => number;
+}
+
+export interface DispatcherSettings {
+  owner: string;
+  /** The longest sleep between passes: an invocation made on another instance starts within it of its time. */
+  pollMs: number;
+  leaseMs: number;
+  /** How many due invocations one pass takes at most (the next pass follows at once when it took that many). */
+  batch: number;
+}
+
+/**
+ * Starts due delayed invocations (`ctx.schedule`) in this process. Every instance runs one; a claim
+ * (a lease, skip-locked on PostgreSQL) gives each due invocation to one of them, which invokes it as the
+ * principal that scheduled it with its request id and marks it started. An invocation started twice
+ * (its holder died between the invoke and the mark, and the lease expired) is a replay: the request id
+ * makes one execution.
+ */
+export class Dispatcher {
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private pass: Promise<void> | null = null;
+  private stopped = true;
+
+  constructor(
+    private readonly $: DispatcherResources,
+    private readonly settings: DispatcherSettings,
+  ) {}
+
+  start(): void {
+    this.stopped = false;
+    this.wake(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.pass;
+  }
+
+  private wake(ms: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.pass = this.runPass()
+        .then(
+          (sleep) => this.wake(sleep),
+          (error) => {
+            this.$.log(`delayed invocations: ${messageOf(error)}; trying again`);
+            this.wake(this.settings.pollMs);
+          },
+        )
+        .finally(() => {
+          this.pass = null;
+        });
+    }, ms);
+  }
+
+  /** One batch; answers how long to sleep before the next. */
+  private async runPass(): Promise<number> {
+    const { store, now } = this.$;
+    const { owner, leaseMs, batch, pollMs } = this.settings;
+    const at = now();
+    const due = await store.scheduled.claimDue(owner, at, at + leaseMs, batch);
+    if (due.length > 0) {
+      const started = await Promise.all(due.map((row) => this.startOne(row)));
+      const done = started.filter((s) => s !== null);
+      await store.scheduled.markStarted(owner, done, now());
+      if (due.length === batch) return 0;
+    }
+    const next = await store.scheduled.nextDueAt();
+    return next === null ? pollMs : Math.max(1, Math.min(pollMs, next - now()));
+  }
+
+  /** Invokes one; null when it could not be started now (the database), so its lease lets it be tried again. */
+  private async startOne(row: ScheduledRow): Promise<{ id: string; executionId: string } | null> {
+    const request: DelayedInvocation = {
+      principal: {
+        kind: row.principalKind,
+        id: row.principalId,
+        ...(row.principalClaims ? { claims: row.principalClaims } : {}),
+      },
+      action: row.action,
+      requestId: row.requestId,
+      input: row.input,
+    };
+    try {
+      const outcome = await this.$.invoke({ ...request, waitMs: 0 });
+      return { id: row.id, executionId: outcome.execution.id };
+    } catch (error) {
+      try {
+        if (
+          error instanceof PublicError &&
+          error.code !== "no_active_release" &&
+          error.code !== "database_unavailable"
+        ) {
+          return { id: row.id, executionId: await this.$.recordRefusal(request, error) };
+        }
+        this.$.log(`delayed invocation ${row.id} (${row.action}) not started: ${messageOf(error)}; trying again`);
+      } catch (failure) {
+        this.$.log(`delayed invocation ${row.id}: its refusal could not be recorded: ${messageOf(failure)}`);
+      }
+      return null;
+    }
+  }
+}

@@ -1,0 +1,175 @@
+import { messageOf, PublicError } from "../../lib/errors.ts";
+import type { LoadedRelease } from "../../release/load.ts";
+import type { LoadedSchedule } from "../../release/schedules.ts";
+import type { Principal } from "../../sdk/index.ts";
+import type { Store } from "../../store/store.ts";
+import { dueTicks, tickRequestId } from "./ticks.ts";
+
+export interface SchedulerResources {
+  store: Store;
+  /** The release served now: its schedules are the ones that tick. */
+  release: () => LoadedRelease | null;
+  /** Engine.invoke (passed in: the engine owns the scheduler). */
+  invoke: (request: {
+    principal: Principal;
+    action: string;
+    requestId: string;
+    input: unknown;
+    waitMs: number;
+  }) => Promise<{ replayed: boolean; execution: { id: string } }>;
+  log: (message: string) => void;
+  now: () => number;
+}
+
+export interface SchedulerSettings {
+  /** This process, as the owner of schedule claims. */
+  owner: string;
+  /** The longest sleep between passes (so a new release's schedules start ticking within it). */
+  pollMs: number;
+  /** How long a claim holds when its holder stops answering. */
+  leaseMs: number;
+}
+
+/** Where this process believes a schedule stands, so it touches the database only when a tick is due. */
+interface Known {
+  lastTick: number;
+  /** Another instance held the claim: look again then, in case it died before handling the tick. */
+  recheckAt: number;
+}
+
+/** The service principal a schedule's ticks run as. */
+export const schedulePrincipal = (name: string): Principal => ({ kind: "service", id: `schedule:${name}` });
+
+/**
+ * Fires the active release's schedules in this process. Every instance runs one; for each due schedule
+ * they race for its claim (a lease), and the winner invokes the due ticks with their tick request ids,
+ * records how far it got and lets go. A tick fired twice (a claim that expired under a slow holder, a
+ * crash between the invoke and the record) is a replay: the normal idempotency runs it once.
+ */
+export class Scheduler {
+  private readonly known = new Map<string, Known>();
+  /** A schedule whose pass failed (the database) is tried again then, not in a tight loop. */
+  private readonly retryAt = new Map<string, number>();
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private pass: Promise<void> | null = null;
+  private stopped = true;
+
+  constructor(
+    private readonly $: SchedulerResources,
+    private readonly settings: SchedulerSettings,
+  ) {}
+
+  start(): void {
+    this.stopped = false;
+    this.wake(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.pass;
+  }
+
+  /** When each schedule of the active release ticks next, as this process knows it. */
+  nextTicks(): Map<string, number | null> {
+    const now = this.$.now();
+    const next = new Map<string, number | null>();
+    for (const schedule of this.$.release()?.schedules.values() ?? []) {
+      next.set(schedule.name, schedule.nextAfter(Math.max(this.known.get(schedule.name)?.lastTick ?? now, now)));
+    }
+    return next;
+  }
+
+  private wake(ms: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.pass = this.runPass()
+        .then(
+          (sleep) => this.wake(sleep),
+          (error) => {
+            this.$.log(`schedules: ${messageOf(error)}; trying again`);
+            this.wake(this.settings.pollMs);
+          },
+        )
+        .finally(() => {
+          this.pass = null;
+        });
+    }, ms);
+  }
+
+  /** Handles the due schedules; answers how long to sleep before the next pass. */
+  private async runPass(): Promise<number> {
+    // One read of the release: a switch replaces the whole set of schedules between passes.
+    const schedules = [...(this.$.release()?.schedules.values() ?? [])];
+    let sleep = this.settings.pollMs;
+    for (const schedule of schedules) {
+      if (this.stopped) return 0;
+      if (this.dueAt(schedule) <= this.$.now()) {
+        try {
+          await this.handle(schedule);
+          this.retryAt.delete(schedule.name);
+        } catch (error) {
+          this.$.log(`schedule ${schedule.name}: ${messageOf(error)}; trying again`);
+          this.retryAt.set(schedule.name, this.$.now() + this.settings.pollMs);
+        }
+      }
+      sleep = Math.min(sleep, this.dueAt(schedule) - this.$.now());
+    }
+    return Math.max(sleep, 1);
+  }
+
+  /** When this process should next look at the schedule (at once when it knows nothing of it). */
+  private dueAt(schedule: LoadedSchedule): number {
+    const known = this.known.get(schedule.name);
+    const due = known ? Math.min(schedule.nextAfter(known.lastTick) ?? Number.POSITIVE_INFINITY, known.recheckAt) : 0;
+    return Math.max(due, this.retryAt.get(schedule.name) ?? 0);
+  }
+
+  private async handle(schedule: LoadedSchedule): Promise<void> {
+    const { store } = this.$;
+    const { owner, leaseMs } = this.settings;
+    const now = this.$.now();
+    const lastTick = await store.schedules.claim(schedule.name, owner, now, now + leaseMs);
+    if (lastTick === null) {
+      // Another instance is handling it; it will have handled what is due now.
+      const handledUpTo = dueTicks(schedule, "latest", this.known.get(schedule.name)?.lastTick ?? now, now).handledUpTo;
+      this.known.set(schedule.name, { lastTick: handledUpTo ?? now, recheckAt: now + leaseMs });
+      return;
+    }
+    try {
+      const { run, handledUpTo } = dueTicks(schedule, schedule.catchUp, lastTick, now);
+      for (const tick of run) {
+        await this.fire(schedule, tick);
+        if (!(await store.schedules.advance(schedule.name, owner, tick))) return;
+      }
+      if (handledUpTo !== null && handledUpTo !== run.at(-1)) {
+        if (!(await store.schedules.advance(schedule.name, owner, handledUpTo))) return;
+      }
+      this.known.set(schedule.name, { lastTick: handledUpTo ?? lastTick, recheckAt: Number.POSITIVE_INFINITY });
+    } finally {
+      await store.schedules.release(schedule.name, owner);
+    }
+  }
+
+  /** Invokes one tick; answers once its execution is claimed (the run goes on by itself). */
+  private async fire(schedule: LoadedSchedule, tick: number): Promise<void> {
+    const at = new Date(tick).toISOString();
+    try {
+      const outcome = await this.$.invoke({
+        principal: schedulePrincipal(schedule.name),
+        action: schedule.action,
+        requestId: tickRequestId(schedule.name, tick),
+        input: schedule.input,
+        waitMs: 0,
+      });
+      if (!outcome.replayed)
+        this.$.log(`schedule ${schedule.name}: tick ${at} runs ${schedule.action} (${outcome.execution.id})`);
+    } catch (error) {
+      // Refused for good (the action went away or changed with a release switch, or the tick already ran
+      // with another input): nothing to retry. Anything else (the database) is retried by the next pass.
+      if (!(error instanceof PublicError)) throw error;
+      this.$.log(`schedule ${schedule.name}: tick ${at} not run: ${error.code}: ${error.message}`);
+    }
+  }
+}

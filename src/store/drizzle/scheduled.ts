@@ -1,0 +1,120 @@
+import { and, asc, desc, eq, inArray, isNull, lt, lte, min, or, type SQL, sql } from "drizzle-orm";
+import type { ScheduledRow } from "../rows.ts";
+import type { ScheduledFilter, ScheduledStore } from "../scheduled.ts";
+import type { PrincipalKind } from "../statuses.ts";
+import type { AnyDatabase, Dialect, Tables } from "./database.ts";
+
+const INSERT_CHUNK = 500;
+
+export class DrizzleScheduledStore implements ScheduledStore {
+  constructor(
+    private readonly db: AnyDatabase,
+    private readonly dialect: Dialect,
+    private readonly t: Pick<Tables, "scheduledInvocations">,
+  ) {}
+
+  async insert(rows: ScheduledRow[]): Promise<void> {
+    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+      await this.db.insert(this.t.scheduledInvocations).values(rows.slice(i, i + INSERT_CHUNK));
+    }
+  }
+
+  async get(id: string): Promise<ScheduledRow | null> {
+    const s = this.t.scheduledInvocations;
+    const rows = await this.db.select().from(s).where(eq(s.id, id));
+    return rows[0] ?? null;
+  }
+
+  list(filter: ScheduledFilter): Promise<ScheduledRow[]> {
+    const s = this.t.scheduledInvocations;
+    const conditions: SQL[] = [];
+    if (filter.principal) conditions.push(...this.owned(filter.principal));
+    if (filter.status) conditions.push(eq(s.status, filter.status));
+    if (filter.beforeId) conditions.push(lt(s.id, filter.beforeId));
+    return this.db
+      .select()
+      .from(s)
+      .where(and(...conditions))
+      .orderBy(desc(s.id))
+      .limit(filter.limit);
+  }
+
+  async claimDue(owner: string, now: number, leaseUntil: number, limit: number): Promise<ScheduledRow[]> {
+    const s = this.t.scheduledInvocations;
+    const due = this.db
+      .select({ id: s.id })
+      .from(s)
+      .where(and(eq(s.status, "pending"), lte(s.dueAt, now), this.free(now)))
+      .orderBy(asc(s.dueAt))
+      .limit(limit);
+    // Skip locked: instances claiming at once take different invocations instead of waiting on each other.
+    const chosen = this.dialect.name === "postgres" ? due.for("update", { skipLocked: true }) : due;
+    const rows = await this.db
+      .update(s)
+      .set({ leaseOwner: owner, leaseExpiresAt: leaseUntil, updatedAt: now })
+      .where(and(inArray(s.id, chosen), eq(s.status, "pending")))
+      .returning();
+    return rows.sort((a, b) => a.dueAt - b.dueAt);
+  }
+
+  async markStarted(owner: string, started: { id: string; executionId: string }[], now: number): Promise<string[]> {
+    if (started.length === 0) return [];
+    const s = this.t.scheduledInvocations;
+    // One statement for the whole pass: each row's own execution id picked by a CASE on its id.
+    const executionIds = sql.join(
+      started.map(({ id, executionId }) => sql`when ${id} then ${executionId}`),
+      sql` `,
+    );
+    const rows = await this.db
+      .update(s)
+      .set({
+        status: "started",
+        executionId: sql`case ${s.id} ${executionIds} end`,
+        leaseOwner: null,
+        leaseExpiresAt: null,
+        updatedAt: now,
+      })
+      .where(
+        and(
+          inArray(
+            s.id,
+            started.map((r) => r.id),
+          ),
+          eq(s.leaseOwner, owner),
+          eq(s.status, "pending"),
+        ),
+      )
+      .returning({ id: s.id });
+    return rows.map((r) => r.id);
+  }
+
+  async cancel(id: string, principal: { kind: PrincipalKind; id: string } | null, now: number): Promise<boolean> {
+    const s = this.t.scheduledInvocations;
+    const rows = await this.db
+      .update(s)
+      .set({ status: "canceled", updatedAt: now })
+      .where(and(eq(s.id, id), eq(s.status, "pending"), this.free(now), ...(principal ? this.owned(principal) : [])))
+      .returning({ id: s.id });
+    return rows.length > 0;
+  }
+
+  async nextDueAt(): Promise<number | null> {
+    const s = this.t.scheduledInvocations;
+    const rows = await this.db
+      .select({ next: min(s.dueAt) })
+      .from(s)
+      .where(eq(s.status, "pending"));
+    const next = rows[0]?.next;
+    return next === null || next === undefined ? null : Number(next);
+  }
+
+  private free(now: number) {
+    const s = this.t.scheduledInvocations;
+    return or(isNull(s.leaseExpiresAt), lt(s.leaseExpiresAt, now)) as SQL;
+  }
+
+  private owned(principal: { kind: PrincipalKind; id: string }): SQL[] {
+    const s = this.t.scheduledInvocations;
+    return [eq(s.principalKind, principal.kind), eq(s.principalId, principal.id)];
+  }
+}

@@ -1,0 +1,35 @@
+import type { ScheduledRow } from "./rows.ts";
+import type { PrincipalKind, ScheduledStatus } from "./statuses.ts";
+
+export interface ScheduledFilter {
+  /** Omitted for a service key, which sees every one. */
+  principal?: { kind: PrincipalKind; id: string };
+  status?: ScheduledStatus;
+  /** Keyset: only ids strictly below this one (UUIDv7: newest first). */
+  beforeId?: string;
+  limit: number;
+}
+
+/**
+ * Delayed invocations, the same on every dialect (test/store/scheduled-store.contract.ts). They are
+ * inserted by the scheduling execution's writes (`DataWrite` op `schedule`); `insert` is for loading
+ * many at once (the drain benchmark). A due one is held by one instance at a time (a lease) while it is
+ * started, and every write about it while held is fenced by that lease.
+ */
+export interface ScheduledStore {
+  insert(rows: ScheduledRow[]): Promise<void>;
+  get(id: string): Promise<ScheduledRow | null>;
+  /** Newest first. */
+  list(filter: ScheduledFilter): Promise<ScheduledRow[]>;
+  /** Takes up to `limit` pending invocations due by `now` that no live lease holds, oldest due first. */
+  claimDue(owner: string, now: number, leaseUntil: number, limit: number): Promise<ScheduledRow[]>;
+  /** Marks held invocations started with their executions; answers the ids `owner` still held. */
+  markStarted(owner: string, started: { id: string; executionId: string }[], now: number): Promise<string[]>;
+  /**
+   * Cancels a pending invocation (of `principal`, when given) that no live lease holds; answers whether
+   * it did.
+   */
+  cancel(id: string, principal: { kind: PrincipalKind; id: string } | null, now: number): Promise<boolean>;
+  /** When the next pending invocation is due, if any. */
+  nextDueAt(): Promise<number | null>;
+}

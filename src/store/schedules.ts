@@ -1,0 +1,19 @@
+import type { ScheduleTickRow } from "./rows.ts";
+
+/**
+ * Where each schedule stands, the same on every dialect (test/store/schedule-store.contract.ts). One
+ * instance at a time holds a schedule's claim (a lease, like a workflow run's); its writes are fenced by it.
+ */
+export interface ScheduleStore {
+  /**
+   * Takes the schedule's claim until `leaseUntil` unless another instance holds it; answers the last tick
+   * handled, or null when another holds it. A schedule never seen before starts at `now` (its first tick
+   * is the next one).
+   */
+  claim(name: string, owner: string, now: number, leaseUntil: number): Promise<number | null>;
+  /** Records `tickAt` as handled, if `owner` still holds the claim; false when it lost it. */
+  advance(name: string, owner: string, tickAt: number): Promise<boolean>;
+  /** Lets go of the claim (any instance may take it at once). */
+  release(name: string, owner: string): Promise<void>;
+  list(): Promise<ScheduleTickRow[]>;
+}
