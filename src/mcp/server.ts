@@ -42,7 +42,7 @@ function buildServer(deps: ToolDeps, version: string): Server {
   );
   const uri = schemaResourceUri(deps.handle);
   server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => ({
-    tools: listTools(deps.engine.currentRelease(), principalOf(extra.authInfo)),
+    tools: listTools(deps.engine.currentRelease(), principalOf(extra.authInfo), deps.toolNaming),
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: args = {}, _meta } = request.params;
