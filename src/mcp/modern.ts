@@ -2,6 +2,7 @@ import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js"
 import type { Principal } from "../sdk/index.ts";
 import { isObject } from "./arguments.ts";
 import { environmentInstructions, listResources, listResourceTemplates, readResource } from "./resources.ts";
+import { cancelTask, createdTask, declaresTasks, getTask, TASKS_EXTENSION, taskExists } from "./tasks.ts";
 import { callTool, listTools, type ToolDeps } from "./tools.ts";
 
 /** The stateless revisions, served here without the SDK; older ones go through it after `initialize`. */
@@ -14,6 +15,7 @@ const CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities";
 const SERVER_INFO = "io.modelcontextprotocol/serverInfo";
 
 const HEADER_MISMATCH = -32020;
+const MISSING_CLIENT_CAPABILITY = -32021;
 const UNSUPPORTED_VERSION = -32022;
 
 /**
@@ -70,7 +72,7 @@ export async function answerModern(
   try {
     const checked = checkRequest(request, message);
     if (checked === "notification") return new Response(null, { status: 202 });
-    const result = await dispatch(deps, serverVersion, principal, checked.method, checked.params);
+    const result = await dispatch(deps, serverVersion, principal, checked);
     return Response.json({ jsonrpc: "2.0", id, result: { resultType: "complete", ...result } });
   } catch (error) {
     if (error instanceof RpcError) return errorResponse(id, error);
@@ -78,10 +80,7 @@ export async function answerModern(
   }
 }
 
-function checkRequest(
-  request: Request,
-  message: unknown,
-): "notification" | { method: string; params: Record<string, unknown> } {
+function checkRequest(request: Request, message: unknown): "notification" | Checked {
   const accept = request.headers.get("accept") ?? "";
   if (!accept.includes("application/json") || !accept.includes("text/event-stream")) {
     throw new RpcError(
@@ -121,7 +120,14 @@ function checkRequest(
       requested: version,
     });
   }
-  return { method, params };
+  return { method, params, capabilities: meta[CLIENT_CAPABILITIES] as Record<string, unknown> };
+}
+
+interface Checked {
+  method: string;
+  params: Record<string, unknown>;
+  /** The client's capabilities as this request declares them (there is no session to remember them). */
+  capabilities: Record<string, unknown>;
 }
 
 /** The headers a 2026-07-28 request mirrors from its body must be there and say the same (-32020, 400). */
@@ -163,14 +169,13 @@ async function dispatch(
   deps: ToolDeps,
   serverVersion: string,
   principal: Principal,
-  method: string,
-  params: Record<string, unknown>,
+  { method, params, capabilities }: Checked,
 ): Promise<Record<string, unknown>> {
   switch (method) {
     case "server/discover":
       return {
         supportedVersions: SUPPORTED_VERSIONS,
-        capabilities: { tools: {}, resources: {} },
+        capabilities: { tools: {}, resources: {}, extensions: { [TASKS_EXTENSION]: {} } },
         instructions: environmentInstructions(deps),
         _meta: {
           [SERVER_INFO]: { name: "actuate", title: `Actuate environment ${deps.handle}`, version: serverVersion },
@@ -189,12 +194,15 @@ async function dispatch(
     case "tools/call": {
       const { name, arguments: args = {}, _meta } = params;
       if (typeof name !== "string") throw new RpcError(200, -32602, "Invalid params: name must be a string");
+      // A workflow call becomes a task when the client can poll one; otherwise it answers its admission.
+      const asTask = declaresTasks(capabilities) ? createdTask : undefined;
       const result = await callTool(
         deps,
         principal,
         name,
         args as Record<string, unknown>,
         _meta as Record<string, unknown>,
+        { asTask },
       );
       if (!result) throw new RpcError(200, -32602, `Unknown tool: ${name}`);
       return result;
@@ -211,7 +219,38 @@ async function dispatch(
       // The schema is what this caller may know; a run changes as it goes.
       return { contents: read.contents, ttlMs: read.kind === "run" ? 0 : LIST_TTL_MS, cacheScope: "private" };
     }
+    case "tasks/get":
+    case "tasks/update":
+    case "tasks/cancel":
+      return answerTask(deps, principal, method, params, capabilities);
     default:
       throw new RpcError(404, -32601, `Method not found: ${method}`);
   }
+}
+
+async function answerTask(
+  deps: ToolDeps,
+  principal: Principal,
+  method: "tasks/get" | "tasks/update" | "tasks/cancel",
+  params: Record<string, unknown>,
+  capabilities: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  if (!declaresTasks(capabilities)) {
+    throw new RpcError(400, MISSING_CLIENT_CAPABILITY, "Missing required client capability", {
+      requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
+    });
+  }
+  const { taskId } = params;
+  if (typeof taskId !== "string") throw new RpcError(200, -32602, "Invalid params: taskId must be a string");
+  const notFound = () => new RpcError(200, -32602, `Task not found: ${taskId}`, { taskId });
+  if (method === "tasks/get") {
+    const task = await getTask(deps, principal, taskId);
+    if (!task) throw notFound();
+    return task;
+  }
+  // No run ever waits for input: there is nothing to update; the call is acknowledged.
+  const known =
+    method === "tasks/cancel" ? await cancelTask(deps, principal, taskId) : await taskExists(deps, principal, taskId);
+  if (!known) throw notFound();
+  return {};
 }

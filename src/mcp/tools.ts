@@ -54,7 +54,7 @@ export const ACTION_META = "dev.service/action";
  */
 export const INVALID_ARGUMENTS_META = "dev.service/invalidArguments";
 
-type NamedExecution = { id: string | null; requestId: string | null; status: string; url: string | null };
+export type NamedExecution = { id: string | null; requestId: string | null; status: string; url: string | null };
 
 /** What a call that recorded no execution names (query, describe, and refusals before any was recorded). */
 const noExecution = (requestId: string | null, status: "refused" | "not_recorded"): NamedExecution => ({
@@ -132,6 +132,11 @@ export function listTools(release: LoadedRelease | null, principal: Principal, n
   return [...actions, ...builtinTools];
 }
 
+/** Task-augmented calls (the Tasks extension): what a workflow call answers instead of its admission. */
+export interface CallOptions {
+  asTask?: (runId: string, createdAt: string) => Record<string, unknown>;
+}
+
 /** Runs a tool as `principal`. Unknown tools return null (the caller answers a JSON-RPC error). */
 export async function callTool(
   deps: ToolDeps,
@@ -139,7 +144,8 @@ export async function callTool(
   name: string,
   args: Record<string, unknown>,
   meta: Record<string, unknown> | undefined,
-): Promise<CallToolResult | null> {
+  options: CallOptions = {},
+): Promise<CallToolResult | Record<string, unknown> | null> {
   if (name === "describe") {
     return builtinResult(jsonResult(describeRelease(deps.handle, deps.engine.currentRelease(), principal)));
   }
@@ -190,6 +196,7 @@ export async function callTool(
     status: execution.status,
     url: deps.executionUrl(execution.id),
   };
+  if (outcome.runId !== undefined && options.asTask) return options.asTask(outcome.runId, execution.createdAt);
   if (outcome.runId !== undefined) {
     const resource = runResourceUri(deps.handle, outcome.runId);
     // Agents without HTTP follow the run through resources/read.
@@ -240,7 +247,7 @@ async function runQuery(deps: ToolDeps, principal: Principal, query: unknown): P
   }
 }
 
-function jsonResult(value: unknown): CallToolResult {
+export function jsonResult(value: unknown): CallToolResult {
   const text = JSON.stringify(value ?? null);
   const isObject = typeof value === "object" && value !== null && !Array.isArray(value);
   return {
@@ -253,7 +260,7 @@ function jsonResult(value: unknown): CallToolResult {
  * A refusal the model can read and act on: `isError`, the code and message as JSON text, and never
  * `structuredContent` (clients validate that against the tool's outputSchema even on errors).
  */
-function refusal(
+export function refusal(
   code: string,
   message: string,
   fields: Record<string, unknown>,

@@ -260,3 +260,96 @@ describe("MCP 2026-07-28: one caller never sees another's runs or hidden tools",
     });
   });
 });
+
+describe("MCP 2026-07-28: workflows as tasks (Tasks extension)", () => {
+  let t: TestServer;
+  let alice: string;
+  const withTasks = { extensions: { "io.modelcontextprotocol/tasks": {} } };
+  const call = async (method: string, params: Params, token: string, capabilities: object = withTasks) => {
+    const { headers, body } = modernRequest(method, params);
+    const named = params.taskId;
+    if (typeof named === "string") headers["mcp-name"] = named;
+    body.params._meta["io.modelcontextprotocol/clientCapabilities"] = capabilities;
+    const res = await t.fetch("/mcp", { method: "POST", headers, body: JSON.stringify(body), token });
+    return { status: res.status, ...(await res.json()) };
+  };
+  beforeAll(async () => {
+    if (!sqlite) throw new Error("no dialect");
+    t = await startTestServer(sqlite, { release: fixture("workflows"), env: { WORKFLOW_POLL_MS: "50" } });
+    alice = await t.userToken("alice");
+  });
+  afterAll(() => t.stop());
+
+  test("server/discover advertises the extension", async () => {
+    const { result } = await call("server/discover", {}, alice);
+    expect(result.capabilities.extensions).toEqual({ "io.modelcontextprotocol/tasks": {} });
+  });
+
+  test("a client declaring the extension gets a task, polls it with tasks/get to completed, and gets the output", async () => {
+    const { result: created } = await call("tools/call", { name: "wf.steps", arguments: { n: 4 } }, alice);
+    expect(created).toMatchObject({ resultType: "task", status: "working", ttlMs: null, pollIntervalMs: 1000 });
+    expect(typeof created.taskId).toBe("string");
+    const done = await eventually(async () => {
+      const { result } = await call("tasks/get", { taskId: created.taskId }, alice);
+      expect(result).toMatchObject({ resultType: "complete", taskId: created.taskId });
+      return result.status === "completed" ? result : null;
+    });
+    expect(done.result.structuredContent).toEqual({ total: 51 });
+    expect(JSON.parse(done.result.content[0].text)).toEqual({ total: 51 });
+    // The task is the run HTTP shows.
+    const run = await (await t.fetch(`/runs/${created.taskId}`, { token: alice })).json();
+    expect(run).toMatchObject({ status: "succeeded", output: { total: 51 } });
+  });
+
+  test("tasks/cancel cancels the run; tasks/get then answers cancelled, and a second cancel is acknowledged", async () => {
+    const { result: created } = await call("tools/call", { name: "wf.nap", arguments: { ms: 60_000 } }, alice);
+    expect(created.resultType).toBe("task");
+    const cancel = await call("tasks/cancel", { taskId: created.taskId }, alice);
+    expect(cancel.result).toEqual({ resultType: "complete" });
+    const cancelled = await eventually(async () => {
+      const { result } = await call("tasks/get", { taskId: created.taskId }, alice);
+      return result.status === "cancelled" ? result : null;
+    });
+    expect(cancelled.taskId).toBe(created.taskId);
+    expect((await (await t.fetch(`/runs/${created.taskId}`, { token: alice })).json()).status).toBe("canceled");
+    expect((await call("tasks/cancel", { taskId: created.taskId }, alice)).result).toEqual({ resultType: "complete" });
+  });
+
+  test("without the extension a workflow call answers its admission as before, and tasks/* is 400 -32021", async () => {
+    const { result } = await call("tools/call", { name: "wf.steps", arguments: { n: 1 } }, alice, {});
+    expect(result.resultType).toBe("complete");
+    expect(result.structuredContent).toMatchObject({ runId: expect.any(String), statusUrl: expect.any(String) });
+    const refused = await call("tasks/get", { taskId: result.structuredContent.runId }, alice, {});
+    expect(refused.status).toBe(400);
+    expect(refused.error).toMatchObject({
+      code: -32021,
+      data: { requiredCapabilities: { extensions: { "io.modelcontextprotocol/tasks": {} } } },
+    });
+  });
+
+  test("another caller's task, or none, is -32602 for get, cancel and update; its run goes on", async () => {
+    const bob = await t.userToken("bob");
+    const { result: created } = await call("tools/call", { name: "wf.nap", arguments: { ms: 60_000 } }, alice);
+    for (const [taskId, token] of [
+      [created.taskId, bob],
+      [crypto.randomUUID(), alice],
+      ["not-a-task", alice],
+    ] as const) {
+      for (const method of ["tasks/get", "tasks/cancel", "tasks/update"]) {
+        const answer = await call(
+          method,
+          { taskId, ...(method === "tasks/update" ? { inputResponses: {} } : {}) },
+          token,
+        );
+        expect(answer.error).toMatchObject({ code: -32602, data: { taskId } });
+      }
+    }
+    expect((await call("tasks/get", { taskId: created.taskId }, alice)).result.status).toBe("working");
+    await call("tasks/cancel", { taskId: created.taskId }, alice);
+  });
+
+  test("a refused workflow call is a tool error, not a task, even when the client declared the extension", async () => {
+    const { result } = await call("tools/call", { name: "wf.steps", arguments: { n: "x" } }, alice);
+    expect(result).toMatchObject({ resultType: "complete", isError: true });
+  });
+});
