@@ -26,10 +26,14 @@ const UNSUPPORTED_VERSION = -32022;
 export const LIST_TTL_MS = 30_000;
 
 /** Requests that name a parameter in `Mcp-Name`, and which parameter. */
-const NAMED_BY: Record<string, "name" | "uri"> = {
+const NAMED_BY: Record<string, "name" | "uri" | "taskId"> = {
   "tools/call": "name",
   "resources/read": "uri",
   "prompts/get": "name",
+  // The Tasks extension routes by task.
+  "tasks/get": "taskId",
+  "tasks/update": "taskId",
+  "tasks/cancel": "taskId",
 };
 
 /** A request in the 2026-07-28 envelope: its `_meta` names a protocol version, or its header a modern one. */

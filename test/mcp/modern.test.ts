@@ -315,6 +315,16 @@ describe("MCP 2026-07-28: workflows as tasks (Tasks extension)", () => {
     expect((await call("tasks/cancel", { taskId: created.taskId }, alice)).result).toEqual({ resultType: "complete" });
   });
 
+  test("tasks/* name their task in Mcp-Name: a different one is 400 -32020", async () => {
+    const { result: created } = await call("tools/call", { name: "wf.steps", arguments: { n: 2 } }, alice);
+    const { headers, body } = modernRequest("tasks/get", { taskId: created.taskId });
+    body.params._meta["io.modelcontextprotocol/clientCapabilities"] = withTasks;
+    headers["mcp-name"] = crypto.randomUUID();
+    const res = await t.fetch("/mcp", { method: "POST", headers, body: JSON.stringify(body), token: alice });
+    expect(res.status).toBe(400);
+    expect((await res.json()).error.code).toBe(-32020);
+  });
+
   test("without the extension a workflow call answers its admission as before, and tasks/* is 400 -32021", async () => {
     const { result } = await call("tools/call", { name: "wf.steps", arguments: { n: 1 } }, alice, {});
     expect(result.resultType).toBe("complete");
