@@ -9,9 +9,10 @@ import {
   ListToolsRequestSchema,
   McpError,
   ReadResourceRequestSchema,
+  SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Principal } from "../sdk/index.ts";
-import { markInvalidArguments } from "./arguments.ts";
+import { isObject, markInvalidArguments } from "./arguments.ts";
 import { answerModern, isModernRequest } from "./modern.ts";
 import { listResources, listResourceTemplates, readResource, TOOL_INSTRUCTIONS } from "./resources.ts";
 import { callTool, listTools, type ToolDeps } from "./tools.ts";
@@ -68,14 +69,48 @@ export class McpEndpoint {
     private readonly maxIdle = 64,
   ) {}
 
-  handle(request: Request, parsedBody: unknown, principal: Principal): Promise<Response> {
-    if (isModernRequest(request, parsedBody)) {
-      return answerModern(this.deps, this.version, request, markInvalidArguments(parsedBody), principal);
-    }
-    return this.answerLegacy(request, parsedBody, principal);
+  async handle(request: Request, parsedBody: unknown, principal: Principal): Promise<Response> {
+    const message = markInvalidArguments(parsedBody);
+    if (isModernRequest(request, message)) return answerModern(this.deps, this.version, request, message, principal);
+    return (await this.answerLegacyCall(request, message, principal)) ?? this.answerLegacy(request, message, principal);
   }
 
-  private async answerLegacy(request: Request, parsedBody: unknown, principal: Principal): Promise<Response> {
+  /**
+   * A well-formed legacy `tools/call` answered without the SDK's round trip (its zod guards and stream
+   * mapping cost several times the call itself), after the same checks the SDK makes: Accept, Content-Type,
+   * protocol version, the JSON-RPC envelope and the params' shape. Anything else, an unknown tool
+   * included, returns null and goes through the SDK, which answers it as before.
+   */
+  private async answerLegacyCall(request: Request, message: unknown, principal: Principal): Promise<Response | null> {
+    const headers = request.headers;
+    const accept = headers.get("accept") ?? "";
+    const version = headers.get("mcp-protocol-version");
+    if (
+      !accept.includes("application/json") ||
+      !accept.includes("text/event-stream") ||
+      !headers.get("content-type")?.includes("application/json") ||
+      (version !== null && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) ||
+      !isObject(message) ||
+      message.jsonrpc !== "2.0" ||
+      message.method !== "tools/call" ||
+      (typeof message.id !== "string" && typeof message.id !== "number") ||
+      !isObject(message.params)
+    ) {
+      return null;
+    }
+    const { name, arguments: args = {}, _meta } = message.params;
+    if (typeof name !== "string" || !isObject(args) || (_meta !== undefined && !isObject(_meta))) return null;
+    try {
+      const result = await callTool(this.deps, principal, name, args, _meta);
+      return result && Response.json({ jsonrpc: "2.0", id: message.id, result });
+    } catch (error) {
+      // As the SDK answers a handler that throws.
+      const text = error instanceof Error ? error.message : String(error);
+      return Response.json({ jsonrpc: "2.0", id: message.id, error: { code: ErrorCode.InternalError, message: text } });
+    }
+  }
+
+  private async answerLegacy(request: Request, message: unknown, principal: Principal): Promise<Response> {
     const server = this.idle.pop() ?? buildServer(this.deps, this.version);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
@@ -84,7 +119,7 @@ export class McpEndpoint {
     try {
       await server.connect(transport);
       const authInfo: AuthInfo = { token: "", clientId: principal.id, scopes: [], extra: { principal } };
-      return await transport.handleRequest(request, { parsedBody: markInvalidArguments(parsedBody), authInfo });
+      return await transport.handleRequest(request, { parsedBody: message, authInfo });
     } finally {
       await server.close();
       if (this.idle.length < this.maxIdle) this.idle.push(server);
