@@ -132,7 +132,10 @@ export function listTools(release: LoadedRelease | null, principal: Principal, n
   return [...actions, ...builtinTools];
 }
 
-/** Task-augmented calls (the Tasks extension): what a workflow call answers instead of its admission. */
+/**
+ * Task-augmented calls (the Tasks extension): what a workflow call answers instead of its admission, and
+ * a function call still running at WAIT_MS instead of `execution_result_timeout`.
+ */
 export interface CallOptions {
   asTask?: (runId: string, createdAt: string) => Record<string, unknown>;
 }
@@ -217,6 +220,8 @@ export async function callTool(
     });
     return { ...result, _meta: { [EXECUTION_META]: named } };
   }
+  // Past WAIT_MS a call continues as a task only for a client that can poll one.
+  if (!outcome.settled && options.asTask) return options.asTask(execution.id, execution.createdAt);
   if (!outcome.settled) {
     return refusal(
       "execution_result_timeout",

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { openGate } from "../fixtures/releases/basic/lib/probe.ts";
 import { dialects } from "../support/databases.ts";
 import { mcpClient } from "../support/mcp-client.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "../support/server.ts";
@@ -361,5 +362,49 @@ describe("MCP 2026-07-28: workflows as tasks (Tasks extension)", () => {
   test("a refused workflow call is a tool error, not a task, even when the client declared the extension", async () => {
     const { result } = await call("tools/call", { name: "wf.steps", arguments: { n: "x" } }, alice);
     expect(result).toMatchObject({ resultType: "complete", isError: true });
+  });
+});
+
+describe("MCP 2026-07-28: a function call past WAIT_MS", () => {
+  let t: TestServer;
+  const withTasks = { extensions: { "io.modelcontextprotocol/tasks": {} } };
+  const call = async (method: string, params: Params, capabilities: object) => {
+    const { headers, body } = modernRequest(method, params);
+    if (typeof params.taskId === "string") headers["mcp-name"] = params.taskId;
+    body.params._meta["io.modelcontextprotocol/clientCapabilities"] = capabilities;
+    return (await t.fetch("/mcp", { method: "POST", headers, body: JSON.stringify(body) })).json();
+  };
+  beforeAll(async () => {
+    if (!sqlite) throw new Error("no dialect");
+    t = await startTestServer(sqlite, { release: fixture("basic"), env: { WAIT_MS: "300" } });
+  });
+  afterAll(() => t.stop());
+
+  test("continues as a task when the client declared the extension, followed to its output", async () => {
+    const gate = crypto.randomUUID();
+    const args = { key: crypto.randomUUID(), gate };
+    const { result: created } = await call("tools/call", { name: "test.count", arguments: args }, withTasks);
+    expect(created).toMatchObject({ resultType: "task", status: "working" });
+    expect((await call("tasks/get", { taskId: created.taskId }, withTasks)).result.status).toBe("working");
+    // A function has no cancel: the cooperative cancel is acknowledged and it runs to its end.
+    expect((await call("tasks/cancel", { taskId: created.taskId }, withTasks)).result).toEqual({
+      resultType: "complete",
+    });
+    openGate(gate);
+    const done = await eventually(async () => {
+      const { result } = await call("tasks/get", { taskId: created.taskId }, withTasks);
+      return result.status === "completed" ? result : null;
+    });
+    expect(done.result.structuredContent).toEqual({ runs: 1 });
+    expect(done.result._meta["dev.service/execution"]).toMatchObject({ id: created.taskId, status: "succeeded" });
+  });
+
+  test("answers execution_result_timeout as the contract says when the client did not ask for tasks", async () => {
+    const gate = crypto.randomUUID();
+    const args = { key: crypto.randomUUID(), gate };
+    const { result } = await call("tools/call", { name: "test.count", arguments: args }, {});
+    expect(result).toMatchObject({ resultType: "complete", isError: true });
+    expect(JSON.parse(result.content[0].text)).toMatchObject({ error: "execution_result_timeout" });
+    openGate(gate);
   });
 });
