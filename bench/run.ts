@@ -86,6 +86,28 @@ const mcpBody = JSON.stringify({
   params: { name: "math.add", arguments: { a: 1, b: 2 } },
 });
 
+// The same call under 2026-07-28: no initialize, `_meta` and the mirrored headers on every request.
+const modernMcpHeaders = {
+  ...headers,
+  Accept: "application/json, text/event-stream",
+  "MCP-Protocol-Version": "2026-07-28",
+  "Mcp-Method": "tools/call",
+  "Mcp-Name": "math.add",
+};
+const modernMcpBody = JSON.stringify({
+  jsonrpc: "2.0",
+  id: 1,
+  method: "tools/call",
+  params: {
+    name: "math.add",
+    arguments: { a: 1, b: 2 },
+    _meta: {
+      "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+      "io.modelcontextprotocol/clientCapabilities": {},
+    },
+  },
+});
+
 /** An Actuate server and its scenarios: HTTP invoke against the bare echo; with a user token, and MCP tools/call, against invoke. */
 async function startActuate(label: string, databaseUrl?: string): Promise<Scenario[]> {
   const port = freePort();
@@ -136,14 +158,21 @@ async function startActuate(label: string, databaseUrl?: string): Promise<Scenar
       load: { url: `${base}/mcp`, headers: mcpHeaders, bodyTemplate: mcpBody },
       verify: () => verifyMcp(`${base}/mcp`, proc),
     },
+    {
+      name: `mcp 2026-07-28 call (${label})`,
+      baseline: invoke,
+      target: 0.9,
+      load: { url: `${base}/mcp`, headers: modernMcpHeaders, bodyTemplate: modernMcpBody },
+      verify: () => verifyMcp(`${base}/mcp`, proc, modernMcpHeaders, modernMcpBody),
+    },
   ];
 }
 
-async function verifyMcp(url: string, proc: Proc): Promise<void> {
-  const res = await fetch(url, { method: "POST", headers: mcpHeaders, body: mcpBody });
+async function verifyMcp(url: string, proc: Proc, withHeaders = mcpHeaders, body = mcpBody): Promise<void> {
+  const res = await fetch(url, { method: "POST", headers: withHeaders, body });
   const text = await res.text();
-  const body = JSON.parse(text) as { result?: { structuredContent?: { sum?: unknown } } };
-  if (res.status !== 200 || body.result?.structuredContent?.sum !== 3) {
+  const answer = JSON.parse(text) as { result?: { structuredContent?: { sum?: unknown } } };
+  if (res.status !== 200 || answer.result?.structuredContent?.sum !== 3) {
     throw new Error(`${url} answered ${res.status} ${text}\n${proc.tail()}`);
   }
 }

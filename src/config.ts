@@ -13,6 +13,10 @@ const Env = Type.Object({
     }),
   ),
   HANDLE: Type.String({ pattern: "^[a-z0-9][a-z0-9-]*$", description: "this service's name in MCP resource URIs" }),
+  MCP_TOOL_NAMES: Type.Union([Type.Literal("dotted"), Type.Literal("underscore")], {
+    description:
+      "MCP tool names: dotted (<domain>.<action>) or underscore (<domain>_<action>, for LLM APIs that refuse dots); an action's mcp.name wins",
+  }),
   DATA_DIR: Type.String({
     minLength: 1,
     description: "folder of the SQLite database, bundles, files on disk, the dev key and signing secret",
@@ -163,6 +167,8 @@ export interface Config {
   /** Base URL used in statusUrl and auth metadata, no trailing slash; derived from the bound address when unset. */
   publicUrl?: string;
   handle: string;
+  /** How action tools are named over MCP: `notes.add`, or `notes_add` (an action's `mcp.name` wins either way). */
+  mcpToolNames: "dotted" | "underscore";
   dataDir: string;
   /** `sqlite:<path>` or `postgres://…`. */
   databaseUrl: string;
@@ -214,6 +220,7 @@ const defaults: Partial<Record<EnvName, string>> = {
   PORT: "3000",
   HOST: "127.0.0.1",
   HANDLE: "local",
+  MCP_TOOL_NAMES: "dotted",
   DATA_DIR: ".data",
   TOKEN_RECHECK_MS: "1000",
   WAIT_MS: "110000",
@@ -258,6 +265,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     host: parsed.HOST,
     publicUrl: parsed.PUBLIC_URL?.replace(/\/+$/, ""),
     handle: parsed.HANDLE,
+    mcpToolNames: parsed.MCP_TOOL_NAMES,
     dataDir,
     databaseUrl: parsed.DATABASE_URL ?? `sqlite:${join(dataDir, "actuate.db")}`,
     serviceKeys: list(parsed.SERVICE_KEYS),

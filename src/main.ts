@@ -165,6 +165,7 @@ export async function startServer(
     {
       engine,
       handle: config.handle,
+      toolNaming: config.mcpToolNames,
       executionUrl: (id) => executionUrl(publicUrl, id),
       runUrl: (id) => runUrl(publicUrl, id),
     },

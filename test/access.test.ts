@@ -178,7 +178,11 @@ for (const dialect of dialects) {
         const services = (await serviceClient.listTools()).tools.map((tool) => tool.name);
         expect(services).toEqual(expect.arrayContaining(["admin.reset", "flows.nightly", "reports.read"]));
         const read = (await bobClient.listTools()).tools.find((tool) => tool.name === "reports.read");
-        expect(read?._meta?.["dev.service/action"]).toEqual({ kind: "function", access: "rule" });
+        expect(read?._meta?.["dev.service/action"]).toEqual({
+          kind: "function",
+          access: "rule",
+          action: "reports.read",
+        });
       });
 
       test("calling a refused tool is a tool error access_denied naming no execution", async () => {

@@ -373,7 +373,11 @@ for (const dialect of dialects) {
       const contract = await (await server.fetch("/actions/wf.steps/contract")).json();
       expect(tool.description).toBe(contract.description);
       expect(tool.annotations.title).toContain("workflow");
-      expect(tool._meta["dev.service/action"]).toEqual({ kind: "workflow", access: "authenticated" });
+      expect(tool._meta["dev.service/action"]).toEqual({
+        kind: "workflow",
+        access: "authenticated",
+        action: "wf.steps",
+      });
 
       const templates = (await mcp("resources/templates/list", {}, alice)).result.resourceTemplates;
       expect(templates).toContainEqual(expect.objectContaining({ uriTemplate: "service://local/runs/{runId}" }));

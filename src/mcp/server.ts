@@ -9,17 +9,13 @@ import {
   ListToolsRequestSchema,
   McpError,
   ReadResourceRequestSchema,
+  SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js";
-import { describeRelease } from "../engine/describe.ts";
-import { toRunResource } from "../engine/workflows/view.ts";
-import { PublicError } from "../lib/errors.ts";
-import { uuidOrNull } from "../lib/ids.ts";
-import { MAX_JSON_DEPTH, nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
 import type { Principal } from "../sdk/index.ts";
-import { callTool, INVALID_ARGUMENTS_META, listTools, type ToolDeps } from "./tools.ts";
-import { runResourceUri, schemaResourceUri } from "./uris.ts";
-
-const resourceNotFound = (uri: string) => new McpError(-32002, `Resource not found: ${uri}`, { uri });
+import { isObject, markInvalidArguments } from "./arguments.ts";
+import { answerModern, isModernRequest } from "./modern.ts";
+import { listResources, listResourceTemplates, readResource, TOOL_INSTRUCTIONS } from "./resources.ts";
+import { callTool, listTools, type ToolDeps } from "./tools.ts";
 
 const principalOf = (authInfo: AuthInfo | undefined): Principal => {
   const principal = authInfo?.extra?.principal as Principal | undefined;
@@ -34,15 +30,10 @@ const principalOf = (authInfo: AuthInfo | undefined): Principal => {
 function buildServer(deps: ToolDeps, version: string): Server {
   const server = new Server(
     { name: "actuate", title: `Actuate environment ${deps.handle}`, version },
-    {
-      capabilities: { tools: {}, resources: {} },
-      instructions:
-        "Each tool named <domain>.<action> runs that action as you, the signed-in caller, and records an execution (see _meta['dev.service/execution']). Use `describe` to learn the actions and their schemas, and `query` to read data.",
-    },
+    { capabilities: { tools: {}, resources: {} }, instructions: TOOL_INSTRUCTIONS },
   );
-  const uri = schemaResourceUri(deps.handle);
   server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => ({
-    tools: listTools(deps.engine.currentRelease(), principalOf(extra.authInfo)),
+    tools: listTools(deps.engine.currentRelease(), principalOf(extra.authInfo), deps.toolNaming),
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: args = {}, _meta } = request.params;
@@ -50,87 +41,24 @@ function buildServer(deps: ToolDeps, version: string): Server {
     if (!result) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     return result;
   });
-  server.setRequestHandler(ListResourcesRequestSchema, () => ({
-    resources: [
-      {
-        uri,
-        name: "schema",
-        title: "Environment schema",
-        description: "Domains, entities, links and actions of the active release (the same as the describe tool).",
-        mimeType: "application/json",
-      },
-    ],
-  }));
+  server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: listResources(deps) }));
   server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
-    resourceTemplates: [
-      {
-        uriTemplate: runResourceUri(deps.handle, "{runId}"),
-        name: "run",
-        title: "Workflow run",
-        description:
-          "A workflow run you started, with its status, output or error, and steps (what GET /runs/{id} answers). A value over 4 KiB is left out and its size given (e.g. outputTruncated: { bytes }), as are steps past a budget (stepsTruncated: { shown, total }); statusUrl answers them whole over HTTP with the same bearer token. A workflow tool call answers its runId.",
-        mimeType: "application/json",
-      },
-    ],
+    resourceTemplates: listResourceTemplates(deps),
   }));
-  const runsPrefix = runResourceUri(deps.handle, "");
   server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
-    const requested = request.params.uri;
-    if (requested === uri) {
-      const text = JSON.stringify(
-        describeRelease(deps.handle, deps.engine.currentRelease(), principalOf(extra.authInfo)),
-      );
-      return { contents: [{ uri, mimeType: "application/json", text }] };
-    }
-    const runId = requested.startsWith(runsPrefix) ? uuidOrNull(requested.slice(runsPrefix.length)) : null;
-    if (runId === null) throw resourceNotFound(requested);
-    try {
-      const { run, steps, logs } = await deps.engine.run(principalOf(extra.authInfo), runId);
-      const text = JSON.stringify(toRunResource(run, steps, logs, deps.runUrl(run.id)));
-      return { contents: [{ uri: requested, mimeType: "application/json", text }] };
-    } catch (error) {
-      // Another caller's run is as absent as a missing one.
-      if (error instanceof PublicError && error.code === "run_not_found") throw resourceNotFound(requested);
-      throw error;
-    }
+    const { uri } = request.params;
+    const read = await readResource(deps, principalOf(extra.authInfo), uri);
+    if (!read) throw new McpError(-32002, `Resource not found: ${uri}`, { uri });
+    return { contents: read.contents };
   });
   return server;
 }
 
 /**
- * A tools/call whose `arguments` is not an object would be refused by the SDK's schema check with a
- * zod dump (-32602) before any tool code runs; one nested too deep would reach recursive code. Either is
- * passed on with empty arguments and a marker naming the issue, so the tool answers a readable input
- * refusal like any other.
- */
-function markInvalidArguments(message: unknown): unknown {
-  if (!isObject(message) || message.method !== "tools/call" || !isObject(message.params)) return message;
-  const problem = argumentsProblem(message.params.arguments);
-  if (problem === null) return message;
-  const meta = isObject(message.params._meta) ? message.params._meta : {};
-  return {
-    ...message,
-    params: { ...message.params, arguments: {}, _meta: { ...meta, [INVALID_ARGUMENTS_META]: problem } },
-  };
-}
-
-/** Why `arguments` cannot be a tool's input (the issue a refusal names), or null when it can. */
-function argumentsProblem(args: unknown): { code: string; message: string } | null {
-  if (args === undefined) return null;
-  if (isObject(args)) {
-    // The object is the input, one level below the body's root.
-    return nestsDeeperThan(args, MAX_JSON_DEPTH - 1) ? { code: "too_deep", message: tooDeepMessage } : null;
-  }
-  const type = args === null ? "null" : Array.isArray(args) ? "an array" : `a ${typeof args}`;
-  return { code: "invalid_type", message: `arguments must be an object, not ${type}` };
-}
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
-
-/**
- * Answers one MCP message. Building a `Server` costs about ten times an HTTP invoke, so idle servers
- * are reused; each request still gets a fresh stateless transport, as the SDK requires.
+ * Answers one MCP message. A request carrying 2026-07-28 `_meta` (or that version's header) is served
+ * by our own stateless handler (`modern.ts`); everything else, `initialize` first, by the SDK under the
+ * legacy revisions. Building a `Server` costs about ten times an HTTP invoke, so idle servers are
+ * reused; each legacy request still gets a fresh stateless transport, as the SDK requires.
  */
 export class McpEndpoint {
   private readonly idle: Server[] = [];
@@ -142,6 +70,47 @@ export class McpEndpoint {
   ) {}
 
   async handle(request: Request, parsedBody: unknown, principal: Principal): Promise<Response> {
+    const message = markInvalidArguments(parsedBody);
+    if (isModernRequest(request, message)) return answerModern(this.deps, this.version, request, message, principal);
+    return (await this.answerLegacyCall(request, message, principal)) ?? this.answerLegacy(request, message, principal);
+  }
+
+  /**
+   * A well-formed legacy `tools/call` answered without the SDK's round trip (its zod guards and stream
+   * mapping cost several times the call itself), after the same checks the SDK makes: Accept, Content-Type,
+   * protocol version, the JSON-RPC envelope and the params' shape. Anything else, an unknown tool
+   * included, returns null and goes through the SDK, which answers it as before.
+   */
+  private async answerLegacyCall(request: Request, message: unknown, principal: Principal): Promise<Response | null> {
+    const headers = request.headers;
+    const accept = headers.get("accept") ?? "";
+    const version = headers.get("mcp-protocol-version");
+    if (
+      !accept.includes("application/json") ||
+      !accept.includes("text/event-stream") ||
+      !headers.get("content-type")?.includes("application/json") ||
+      (version !== null && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) ||
+      !isObject(message) ||
+      message.jsonrpc !== "2.0" ||
+      message.method !== "tools/call" ||
+      (typeof message.id !== "string" && typeof message.id !== "number") ||
+      !isObject(message.params)
+    ) {
+      return null;
+    }
+    const { name, arguments: args = {}, _meta } = message.params;
+    if (typeof name !== "string" || !isObject(args) || (_meta !== undefined && !isObject(_meta))) return null;
+    try {
+      const result = await callTool(this.deps, principal, name, args, _meta);
+      return result && Response.json({ jsonrpc: "2.0", id: message.id, result });
+    } catch (error) {
+      // As the SDK answers a handler that throws.
+      const text = error instanceof Error ? error.message : String(error);
+      return Response.json({ jsonrpc: "2.0", id: message.id, error: { code: ErrorCode.InternalError, message: text } });
+    }
+  }
+
+  private async answerLegacy(request: Request, message: unknown, principal: Principal): Promise<Response> {
     const server = this.idle.pop() ?? buildServer(this.deps, this.version);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
@@ -150,7 +119,7 @@ export class McpEndpoint {
     try {
       await server.connect(transport);
       const authInfo: AuthInfo = { token: "", clientId: principal.id, scopes: [], extra: { principal } };
-      return await transport.handleRequest(request, { parsedBody: markInvalidArguments(parsedBody), authInfo });
+      return await transport.handleRequest(request, { parsedBody: message, authInfo });
     } finally {
       await server.close();
       if (this.idle.length < this.maxIdle) this.idle.push(server);

@@ -5,7 +5,8 @@ import type { Engine, InvokeOutcome } from "../engine/engine.ts";
 import { toExecutionView } from "../engine/executions.ts";
 import { publicErrorOf } from "../lib/database-errors.ts";
 import { uuidOrNull } from "../lib/ids.ts";
-import type { LoadedRelease } from "../release/load.ts";
+import type { LoadedAction, LoadedRelease } from "../release/load.ts";
+import { type ToolNaming, toolName } from "../release/tool-names.ts";
 import type { Principal } from "../sdk/index.ts";
 import { runResourceUri } from "./uris.ts";
 
@@ -16,6 +17,8 @@ export const REQUEST_ID_META = "dev.service/requestId";
 export interface ToolDeps {
   engine: Engine;
   handle: string;
+  /** `MCP_TOOL_NAMES`: how action tools without an `mcp.name` are named. */
+  toolNaming: ToolNaming;
   executionUrl: (id: string) => string;
   runUrl: (id: string) => string;
 }
@@ -51,7 +54,7 @@ export const ACTION_META = "dev.service/action";
  */
 export const INVALID_ARGUMENTS_META = "dev.service/invalidArguments";
 
-type NamedExecution = { id: string | null; requestId: string | null; status: string; url: string | null };
+export type NamedExecution = { id: string | null; requestId: string | null; status: string; url: string | null };
 
 /** What a call that recorded no execution names (query, describe, and refusals before any was recorded). */
 const noExecution = (requestId: string | null, status: "refused" | "not_recorded"): NamedExecution => ({
@@ -61,29 +64,80 @@ const noExecution = (requestId: string | null, status: "refused" | "not_recorded
   url: null,
 });
 
+/** A release's action tools under one naming, built once per release: listing and resolving cost no rebuild. */
+interface ToolTable {
+  /** In release order, each with the action it runs. */
+  tools: { tool: Tool; action: LoadedAction }[];
+  /** Every name a call may use: the listed one, and the action's own `<domain>.<action>`. */
+  byName: Map<string, LoadedAction>;
+}
+
+const tables = new WeakMap<LoadedRelease, Map<ToolNaming, ToolTable>>();
+
+function toolTable(release: LoadedRelease, naming: ToolNaming): ToolTable {
+  let byNaming = tables.get(release);
+  if (!byNaming) {
+    byNaming = new Map();
+    tables.set(release, byNaming);
+  }
+  let table = byNaming.get(naming);
+  if (!table) {
+    table = buildToolTable(release, naming);
+    byNaming.set(naming, table);
+  }
+  return table;
+}
+
+function buildToolTable(release: LoadedRelease, naming: ToolNaming): ToolTable {
+  const tools: ToolTable["tools"] = [];
+  const byName = new Map<string, LoadedAction>();
+  for (const action of release.actions.values()) {
+    const { contract } = action;
+    const name = toolName({ name: contract.name, mcpName: action.mcpName }, naming);
+    tools.push({ action, tool: actionTool(name, action) });
+    byName.set(contract.name, action);
+    // Clients rename dotted tools unpredictably; the underscored name (or alias) is accepted in either naming.
+    byName.set(toolName({ name: contract.name, mcpName: action.mcpName }, "underscore"), action);
+  }
+  return { tools, byName };
+}
+
+function actionTool(name: string, { contract }: LoadedAction): Tool {
+  return {
+    name,
+    ...(name === contract.name ? {} : { title: contract.name }),
+    description: contract.description,
+    inputSchema: contract.input as Tool["inputSchema"],
+    // A workflow's call answers its admission, not its output.
+    ...(contract.kind === "function" && contract.output.type === "object"
+      ? { outputSchema: contract.output as Tool["outputSchema"] }
+      : {}),
+    ...(contract.kind === "workflow"
+      ? { annotations: { title: `${contract.name} (workflow: answers once its run is admitted)` } }
+      : {}),
+    _meta: { [ACTION_META]: { kind: contract.kind, access: contract.access, action: contract.name } },
+  };
+}
+
 /**
  * Action tools of the active release that this caller may know of (no read-only hint: clients ask the
  * person first), then query and describe. A tool's description is its action's, exactly.
  */
-export function listTools(release: LoadedRelease | null, principal: Principal): Tool[] {
-  const actions: Tool[] = release
-    ? [...release.actions.values()]
-        .filter((action) => mayKnow(action, principal))
-        .map(({ contract }) => ({
-          name: contract.name,
-          description: contract.description,
-          inputSchema: contract.input as Tool["inputSchema"],
-          // A workflow's call answers its admission, not its output.
-          ...(contract.kind === "function" && contract.output.type === "object"
-            ? { outputSchema: contract.output as Tool["outputSchema"] }
-            : {}),
-          ...(contract.kind === "workflow"
-            ? { annotations: { title: `${contract.name} (workflow: answers once its run is admitted)` } }
-            : {}),
-          _meta: { [ACTION_META]: { kind: contract.kind, access: contract.access } },
-        }))
+export function listTools(release: LoadedRelease | null, principal: Principal, naming: ToolNaming): Tool[] {
+  const actions = release
+    ? toolTable(release, naming)
+        .tools.filter(({ action }) => mayKnow(action, principal))
+        .map(({ tool }) => tool)
     : [];
   return [...actions, ...builtinTools];
+}
+
+/**
+ * Task-augmented calls (the Tasks extension): what a workflow call answers instead of its admission, and
+ * a function call still running at WAIT_MS instead of `execution_result_timeout`.
+ */
+export interface CallOptions {
+  asTask?: (runId: string, createdAt: string) => Record<string, unknown>;
 }
 
 /** Runs a tool as `principal`. Unknown tools return null (the caller answers a JSON-RPC error). */
@@ -93,13 +147,16 @@ export async function callTool(
   name: string,
   args: Record<string, unknown>,
   meta: Record<string, unknown> | undefined,
-): Promise<CallToolResult | null> {
+  options: CallOptions = {},
+): Promise<CallToolResult | Record<string, unknown> | null> {
   if (name === "describe") {
     return builtinResult(jsonResult(describeRelease(deps.handle, deps.engine.currentRelease(), principal)));
   }
   if (name === "query") return builtinResult(await runQuery(deps, principal, args.query));
-  const action = deps.engine.currentRelease()?.actions.get(name);
+  const release = deps.engine.currentRelease();
+  const action = release ? toolTable(release, deps.toolNaming).byName.get(name) : undefined;
   if (!action) return null;
+  const actionName = action.contract.name;
   const requestId = uuidOrNull(meta?.[REQUEST_ID_META]) ?? crypto.randomUUID();
   const refused = noExecution(requestId, "refused");
 
@@ -116,15 +173,15 @@ export async function callTool(
   let outcome: InvokeOutcome;
   try {
     if (action.contract.files.length > 0) {
-      await deps.engine.authorize(principal, name);
+      await deps.engine.authorize(principal, actionName);
       return refusal(
         "execution_files_required",
-        `${name} takes files (${action.contract.files.map((f) => f.field).join(", ")}); invoke it over HTTP with multipart/form-data`,
+        `${actionName} takes files (${action.contract.files.map((f) => f.field).join(", ")}); invoke it over HTTP with multipart/form-data`,
         { files: action.contract.files },
         refused,
       );
     }
-    outcome = await deps.engine.invoke({ principal, action: name, requestId, input: args });
+    outcome = await deps.engine.invoke({ principal, action: actionName, requestId, input: args });
   } catch (error) {
     const known = publicErrorOf(error);
     if (!known) throw error;
@@ -142,6 +199,7 @@ export async function callTool(
     status: execution.status,
     url: deps.executionUrl(execution.id),
   };
+  if (outcome.runId !== undefined && options.asTask) return options.asTask(outcome.runId, execution.createdAt);
   if (outcome.runId !== undefined) {
     const resource = runResourceUri(deps.handle, outcome.runId);
     // Agents without HTTP follow the run through resources/read.
@@ -156,12 +214,14 @@ export async function callTool(
       type: "resource_link",
       uri: resource,
       name: `run ${outcome.runId}`,
-      title: `${name} run`,
+      title: `${actionName} run`,
       description: "The workflow run: status, steps, output or error. Read it to follow the run.",
       mimeType: "application/json",
     });
     return { ...result, _meta: { [EXECUTION_META]: named } };
   }
+  // Past WAIT_MS a call continues as a task only for a client that can poll one.
+  if (!outcome.settled && options.asTask) return options.asTask(execution.id, execution.createdAt);
   if (!outcome.settled) {
     return refusal(
       "execution_result_timeout",
@@ -192,7 +252,7 @@ async function runQuery(deps: ToolDeps, principal: Principal, query: unknown): P
   }
 }
 
-function jsonResult(value: unknown): CallToolResult {
+export function jsonResult(value: unknown): CallToolResult {
   const text = JSON.stringify(value ?? null);
   const isObject = typeof value === "object" && value !== null && !Array.isArray(value);
   return {
@@ -205,7 +265,7 @@ function jsonResult(value: unknown): CallToolResult {
  * A refusal the model can read and act on: `isError`, the code and message as JSON text, and never
  * `structuredContent` (clients validate that against the tool's outputSchema even on errors).
  */
-function refusal(
+export function refusal(
   code: string,
   message: string,
   fields: Record<string, unknown>,

@@ -17,15 +17,21 @@ import { BUNDLE_FILE_PATTERN } from "./bundle-format.ts";
 import { type ActionContract, type CompiledContract, compileContract } from "./contract.ts";
 import { ReleaseError } from "./errors.ts";
 import { compileSchedules, type LoadedSchedule, type ScheduleManifest, scheduleManifest } from "./schedules.ts";
+import { checkToolNames, mcpAlias } from "./tool-names.ts";
 
 export type LoadedAction = LoadedFunction | LoadedWorkflow;
 
-export interface LoadedFunction extends CompiledContract {
+/** Null: the action is an MCP tool under its own name (or its underscored one, see `MCP_TOOL_NAMES`). */
+interface McpAliased {
+  mcpName: string | null;
+}
+
+export interface LoadedFunction extends CompiledContract, McpAliased {
   kind: "function";
   definition: DefinedAction;
 }
 
-export interface LoadedWorkflow extends CompiledContract {
+export interface LoadedWorkflow extends CompiledContract, McpAliased {
   kind: "workflow";
   definition: DefinedWorkflow;
 }
@@ -99,6 +105,7 @@ async function importBundle(bundle: BuiltBundle, path: string, bundlesDir: strin
   for (const [name, definition] of Object.entries(exported.actions)) {
     actions.set(name, compileAction(name, definition));
   }
+  checkToolNames([...actions.entries()].map(([name, action]) => ({ name, mcpName: action.mcpName })));
   const declared = (exported.release as DefinedRelease | undefined) ?? null;
   const schedules = compileSchedules(declared, actions);
   return { hash: bundle.hash, declared, actions, data: releaseSchema(declared), schedules };
@@ -158,6 +165,7 @@ function compileAction(name: string, definition: unknown): LoadedAction {
       `${where}: access must be "authenticated", "service" or a function ({ auth, db }) => boolean; got ${JSON.stringify(access)}`,
     );
   }
+  const mcpName = mcpAlias(where, definition.mcp);
   const compiled = compileContract({
     name,
     kind,
@@ -171,9 +179,9 @@ function compileAction(name: string, definition: unknown): LoadedAction {
     if (compiled.contract.files.length > 0) {
       throw new ReleaseError(`${where}: a workflow takes no FileInput; upload with /storage and pass the path`);
     }
-    return { ...compiled, kind: "workflow", definition };
+    return { ...compiled, mcpName, kind: "workflow", definition };
   }
-  return { ...compiled, kind: "function", definition };
+  return { ...compiled, mcpName, kind: "function", definition };
 }
 
 /** ` at actions/x/y.ts:4:20`: where in the release's own files an error was thrown (its source map says). */

@@ -145,11 +145,21 @@ export interface AccessContext {
  */
 export type AccessRule = "authenticated" | "service" | ((ctx: AccessContext) => boolean | Promise<boolean>);
 
+/** How an action shows as an MCP tool. */
+export interface McpOptions {
+  /**
+   * The tool's name over MCP instead of `<domain>.<action>` (which many LLM APIs refuse for its dot):
+   * 1–64 letters, digits, `_` or `-`, unique in the release. HTTP keeps the action's name.
+   */
+  name?: string;
+}
+
 export interface WorkflowDefinition<I extends TSchema = TSchema, O extends TSchema = TSchema> {
   description: string;
   input: I;
   output: O;
   access?: AccessRule;
+  mcp?: McpOptions;
   run: (input: Static<I>, tools: WorkflowTools) => Promise<Static<O>> | Static<O>;
 }
 
@@ -158,6 +168,7 @@ export interface ActionDefinition<I extends TSchema = TSchema, O extends TSchema
   input: I;
   output: O;
   access?: AccessRule;
+  mcp?: McpOptions;
   handler: (input: Static<I>, ctx: ActionContext) => Promise<Static<O>> | Static<O>;
 }
 

@@ -65,6 +65,23 @@ describe("MCP over raw HTTP", () => {
     expect(await res.json()).toMatchObject({ ok: false, error: { code: expect.any(Number) } });
   });
 
+  test("a tools/call gets the same checks as any message: version 400, Accept 406, Content-Type 415, bad params an error", async () => {
+    const call = {
+      jsonrpc: "2.0",
+      id: 3,
+      method: "tools/call",
+      params: { name: "test.echo", arguments: { text: "x" } },
+    };
+    expect((await post(call, { "mcp-protocol-version": "1999-01-01" })).status).toBe(400);
+    expect((await post(call, { accept: "application/json" })).status).toBe(406);
+    expect((await post(call, { "content-type": "text/plain" })).status).toBe(415);
+    const noName = await post({ ...call, params: { arguments: {} } }, { "mcp-protocol-version": "2025-11-25" });
+    // Left to the SDK, which answers a JSON-RPC error as before.
+    expect(await noName.json()).toMatchObject({ id: 3, error: { code: expect.any(Number) } });
+    const ok = await post(call, { "mcp-protocol-version": "2025-11-25" });
+    expect(await ok.json()).toMatchObject({ jsonrpc: "2.0", id: 3, result: { structuredContent: { text: "x" } } });
+  });
+
   test("GET and DELETE are 405 with Allow: POST (no stream is ever opened)", async () => {
     for (const method of ["GET", "DELETE"]) {
       const res = await t.fetch("/mcp", { method, headers: { accept: "text/event-stream" } });
