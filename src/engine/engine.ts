@@ -3,6 +3,9 @@ import type { FileService, SentFile } from "../files/service.ts";
 import { canonicalJson, sha256Hex } from "../lib/canonical-json.ts";
 import { PublicError } from "../lib/errors.ts";
 import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "../lib/json-text.ts";
+import type { Log } from "../observe/log.ts";
+import { Telemetry } from "../observe/telemetry.ts";
+import type { SpanParent } from "../observe/tracing.ts";
 import type { ActionContract } from "../release/contract.ts";
 import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
@@ -38,7 +41,9 @@ export interface EngineResources {
   releaseVersion: (version: string) => Promise<LoadedRelease>;
   workflows: WorkerSettings;
   waitMs: number;
-  log: (message: string) => void;
+  log: Log;
+  /** Metrics and tracer of the server (a fresh, unread one when not given). */
+  telemetry?: Telemetry;
   now?: () => number;
   /** How a follower re-reads an execution it has heard nothing about (default 25 ms → 1 s). */
   followPoll?: PollBackoff;
@@ -51,6 +56,8 @@ export interface InvokeRequest {
   input: unknown;
   /** File parts of a multipart invocation, by input field. */
   files?: ReadonlyMap<string, SentFile>;
+  /** The span (or caller's traceparent) the execution's span is a child of. */
+  trace?: SpanParent;
 }
 
 export interface InvokeOutcome {
@@ -94,15 +101,24 @@ export class Engine {
 
   constructor(private readonly $: EngineResources) {
     this.now = $.now ?? Date.now;
+    const telemetry = $.telemetry ?? new Telemetry();
     this.followResources = {
       feed: this.feed,
       read: (id) => $.store.executions.get(id),
       now: this.now,
       poll: $.followPoll ?? DEFAULT_POLL,
     };
-    this.runner = new Runner({ store: $.store, data: $.data, feed: this.feed, log: $.log, now: this.now });
+    this.runner = new Runner({ store: $.store, data: $.data, feed: this.feed, log: $.log, now: this.now, telemetry });
     this.workflows = new WorkflowWorker(
-      { store: $.store, data: $.data, feed: this.feed, release: $.releaseVersion, log: $.log, now: this.now },
+      {
+        store: $.store,
+        data: $.data,
+        feed: this.feed,
+        release: $.releaseVersion,
+        log: $.log,
+        now: this.now,
+        telemetry,
+      },
       { ...$.workflows, owner: $.store.instances.id },
     );
     this.liveness = new Liveness({ store: $.store, ttlMs: $.workflows.leaseMs, log: $.log, now: this.now });
@@ -211,7 +227,7 @@ export class Engine {
         return { execution: { ...claim.row, ...stored }, settled: true, replayed: false };
       }
     }
-    const done = this.runner.start(claim.row, release, action, request.principal, input);
+    const done = this.runner.start(claim.row, release, action, request.principal, input, request.trace);
     const latest = (await this.within(done, this.$.waitMs)) ?? claim.row;
     return { execution: latest, settled: isTerminal(latest.status), replayed: false };
   }
@@ -251,7 +267,7 @@ export class Engine {
       if (starting) this.workflows.unreserve();
       return this.replay(admitted.execution, fingerprint);
     }
-    if (starting) this.workflows.launch(run, execution);
+    if (starting) this.workflows.launch(run, execution, request.trace);
     return { execution: admitted.execution, settled: false, replayed: false, runId: run.id };
   }
 

@@ -1,6 +1,9 @@
 import type { DataService } from "../data/service.ts";
 import { messageOf } from "../lib/errors.ts";
 import { storableJson } from "../lib/json-text.ts";
+import type { Log } from "../observe/log.ts";
+import type { Telemetry } from "../observe/telemetry.ts";
+import type { SpanParent } from "../observe/tracing.ts";
 import type { LoadedFunction, LoadedRelease } from "../release/load.ts";
 import type { ActionContext, Principal } from "../sdk/index.ts";
 import type { ExecutionSettlement } from "../store/executions.ts";
@@ -13,8 +16,9 @@ export interface RunnerResources {
   store: Store;
   data: DataService;
   feed: ExecutionFeed;
-  log: (message: string) => void;
+  log: Log;
   now: () => number;
+  telemetry: Telemetry;
 }
 
 const SETTLE_ATTEMPTS = 5;
@@ -34,8 +38,14 @@ export class Runner {
     action: LoadedFunction,
     principal: Principal,
     input: unknown,
+    parent?: SpanParent,
   ): Promise<ExecutionRow> {
     const abort = new AbortController();
+    const { telemetry } = this.$;
+    const span = telemetry.tracer.start(`execute ${row.action}`, parent, {
+      "actuate.action": row.action,
+      "actuate.execution_id": row.id,
+    });
     const data = this.$.data.forExecution(principal, release, this.$.now);
     const ctx: ActionContext = {
       auth: principal,
@@ -55,9 +65,15 @@ export class Runner {
       .then((stored) => {
         if (stored.status === "succeeded") this.$.data.changes.publish(data.touched());
         this.$.feed.publish(row.id, { type: "status", execution: stored });
+        telemetry.executionEnded(stored);
+        span.setAttributes({ "actuate.status": stored.status });
+        if (stored.status !== "succeeded") span.fail(stored.errorMessage ?? stored.status);
         return stored;
       })
-      .finally(() => this.inFlight.delete(row.id));
+      .finally(() => {
+        span.end();
+        this.inFlight.delete(row.id);
+      });
     this.inFlight.set(row.id, { done, abort });
     return done;
   }
@@ -86,7 +102,11 @@ export class Runner {
     try {
       returned = await action.definition.handler(input as never, ctx);
     } catch (error) {
-      this.$.log(`[${action.contract.name} ${ctx.execution.id}] the handler threw: ${thrownLine(error)}`);
+      this.$.log(`[${action.contract.name} ${ctx.execution.id}] the handler threw: ${thrownLine(error)}`, {
+        level: "error",
+        executionId: ctx.execution.id,
+        action: action.contract.name,
+      });
       return failed(messageOf(error));
     }
     const stored = storableJson(returned, "/output");
@@ -113,7 +133,13 @@ export class Runner {
         return { ...row, ...stored };
       } catch (error) {
         lastError = error;
-        this.$.log(`could not record the end of execution ${row.id} (attempt ${attempt}): ${(error as Error).message}`);
+        this.$.log(
+          `could not record the end of execution ${row.id} (attempt ${attempt}): ${(error as Error).message}`,
+          {
+            level: "error",
+            executionId: row.id,
+          },
+        );
         if (attempt < SETTLE_ATTEMPTS) await Bun.sleep(50 * 2 ** attempt);
       }
     }

@@ -123,6 +123,17 @@ export class SessionHub {
     this.sessions.delete(session);
   }
 
+  /** Sockets open now and the live queries and execution streams they hold (read by /metrics). */
+  counts(): { sockets: number; subscriptions: number; streams: number } {
+    let subscriptions = 0;
+    let streams = 0;
+    for (const session of this.sessions) {
+      subscriptions += session.subscriptions.size;
+      streams += session.streams.size;
+    }
+    return { sockets: this.sessions.size, subscriptions, streams };
+  }
+
   stop(): void {
     this.stopped = true;
     this.stopFeed();

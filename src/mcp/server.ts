@@ -15,6 +15,7 @@ import { toRunResource } from "../engine/workflows/view.ts";
 import { PublicError } from "../lib/errors.ts";
 import { uuidOrNull } from "../lib/ids.ts";
 import { MAX_JSON_DEPTH, nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
+import type { SpanParent } from "../observe/tracing.ts";
 import type { Principal } from "../sdk/index.ts";
 import { callTool, INVALID_ARGUMENTS_META, listTools, type ToolDeps } from "./tools.ts";
 import { runResourceUri, schemaResourceUri } from "./uris.ts";
@@ -46,8 +47,22 @@ function buildServer(deps: ToolDeps, version: string): Server {
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: args = {}, _meta } = request.params;
-    const result = await callTool(deps, principalOf(extra.authInfo), name, args, _meta);
-    if (!result) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    // An agent's trace goes on into the execution (W3C traceparent in _meta), else the HTTP request's.
+    const traceparent = _meta?.traceparent;
+    const trace = typeof traceparent === "string" ? traceparent : (extra.authInfo?.extra?.trace as SpanParent);
+    let result: Awaited<ReturnType<typeof callTool>>;
+    try {
+      result = await callTool(deps, principalOf(extra.authInfo), name, args, _meta, trace);
+    } catch (error) {
+      deps.telemetry.mcpCalled(name, "error");
+      throw error;
+    }
+    // Only the names of existing tools become label values (callers choose the name).
+    if (!result) {
+      deps.telemetry.mcpCalled("unknown", "unknown_tool");
+      throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    }
+    deps.telemetry.mcpCalled(name, result.isError ? "error" : "ok");
     return result;
   });
   server.setRequestHandler(ListResourcesRequestSchema, () => ({
@@ -141,7 +156,7 @@ export class McpEndpoint {
     private readonly maxIdle = 64,
   ) {}
 
-  async handle(request: Request, parsedBody: unknown, principal: Principal): Promise<Response> {
+  async handle(request: Request, parsedBody: unknown, principal: Principal, trace?: SpanParent): Promise<Response> {
     const server = this.idle.pop() ?? buildServer(this.deps, this.version);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
@@ -149,7 +164,7 @@ export class McpEndpoint {
     });
     try {
       await server.connect(transport);
-      const authInfo: AuthInfo = { token: "", clientId: principal.id, scopes: [], extra: { principal } };
+      const authInfo: AuthInfo = { token: "", clientId: principal.id, scopes: [], extra: { principal, trace } };
       return await transport.handleRequest(request, { parsedBody: markInvalidArguments(parsedBody), authInfo });
     } finally {
       await server.close();

@@ -5,6 +5,8 @@ import type { Engine, InvokeOutcome } from "../engine/engine.ts";
 import { toExecutionView } from "../engine/executions.ts";
 import { publicErrorOf } from "../lib/database-errors.ts";
 import { uuidOrNull } from "../lib/ids.ts";
+import type { Telemetry } from "../observe/telemetry.ts";
+import type { SpanParent } from "../observe/tracing.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
 import { runResourceUri } from "./uris.ts";
@@ -15,6 +17,7 @@ export const REQUEST_ID_META = "dev.service/requestId";
 
 export interface ToolDeps {
   engine: Engine;
+  telemetry: Telemetry;
   handle: string;
   executionUrl: (id: string) => string;
   runUrl: (id: string) => string;
@@ -93,6 +96,7 @@ export async function callTool(
   name: string,
   args: Record<string, unknown>,
   meta: Record<string, unknown> | undefined,
+  trace?: SpanParent,
 ): Promise<CallToolResult | null> {
   if (name === "describe") {
     return builtinResult(jsonResult(describeRelease(deps.handle, deps.engine.currentRelease(), principal)));
@@ -124,7 +128,7 @@ export async function callTool(
         refused,
       );
     }
-    outcome = await deps.engine.invoke({ principal, action: name, requestId, input: args });
+    outcome = await deps.engine.invoke({ principal, action: name, requestId, input: args, trace });
   } catch (error) {
     const known = publicErrorOf(error);
     if (!known) throw error;

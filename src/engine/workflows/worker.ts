@@ -1,3 +1,4 @@
+import type { SpanParent } from "../../observe/tracing.ts";
 import type { ExecutionRow, RunRow } from "../../store/rows.ts";
 import { type PassOutcome, type RunDeps, RunExecution } from "./run-execution.ts";
 
@@ -68,9 +69,9 @@ export class WorkflowWorker {
   }
 
   /** Starts a run admitted with this process's lease in a reserved slot (with the execution admitted with it). */
-  launch(run: RunRow, execution: ExecutionRow): void {
+  launch(run: RunRow, execution: ExecutionRow, parent?: SpanParent): void {
     this.reserved--;
-    this.begin(run, execution);
+    this.begin(run, execution, parent);
   }
 
   /** Stops a run this process executes at its next step boundary; false when it does not run here. */
@@ -127,8 +128,9 @@ export class WorkflowWorker {
   }
 
   /** `admitted`: the execution this process just admitted with the run (it has no checkpoints yet). */
-  private begin(run: RunRow, admitted?: ExecutionRow): void {
-    const execution = new RunExecution(run, this.owner, this.$, admitted !== undefined);
+  private begin(run: RunRow, admitted?: ExecutionRow, parent?: SpanParent): void {
+    this.$.telemetry.runStarted((this.$.now() - run.wakeAt) / 1000);
+    const execution = new RunExecution(run, this.owner, this.$, admitted !== undefined, parent);
     const done = execution
       .execute()
       .then((outcome) => {
@@ -150,7 +152,17 @@ export class WorkflowWorker {
   /** Wakes a suspended run when due; tells whoever follows the execution that the run ended. */
   private after(run: RunRow, outcome: PassOutcome, admitted?: ExecutionRow): void {
     if (outcome.kind === "suspended") this.wakeAt(outcome.wakeAt);
-    if (outcome.kind !== "ended" || !this.$.feed.watched(run.id)) return;
+    if (outcome.kind !== "ended") return;
+    const { status, finishedAt } = outcome.settlement;
+    this.$.telemetry.executionEnded({
+      action: run.workflow,
+      kind: "workflow",
+      status,
+      createdAt: run.createdAt,
+      startedAt: null,
+      finishedAt,
+    });
+    if (!this.$.feed.watched(run.id)) return;
     const publish = (execution: ExecutionRow) => this.$.feed.publish(run.id, { type: "status", execution });
     if (admitted) publish({ ...admitted, ...outcome.settlement });
     else
