@@ -102,6 +102,14 @@ function serverGauges(
       ];
     },
   );
+  // Read from the database before each scrape (on every instance: a count of the whole database's runs).
+  let runs: Record<string, number> = {};
+  telemetry.registry.refreshing(async () => {
+    runs = await store.runs.countActive().catch(() => ({}));
+  });
+  telemetry.gauge("actuate_workflow_runs", "Workflow runs not ended, by status (the whole database)", ["status"], () =>
+    Object.entries(runs).map(([status, count]) => [[status], count]),
+  );
   telemetry.gauge(
     "actuate_release_info",
     "The active release (1) and this server's version",

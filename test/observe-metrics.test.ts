@@ -24,7 +24,7 @@ async function scrape(t: TestServer): Promise<{ text: string; families: Map<stri
 }
 
 /** A counter's or gauge's value for exactly these labels (0 when the series does not exist yet). */
-function valueOf(families: Map<string, Family>, name: string, labels: Record<string, string> = {}): number {
+function sampleOf(families: Map<string, Family>, name: string, labels: Record<string, string> = {}): number {
   const family = families.get(name);
   const series = family?.metrics.find((m) => {
     const own = m.labels ?? {};
@@ -85,12 +85,12 @@ for (const dialect of dialects) {
       const after = await scrape(t);
 
       const succeeded = { action: "test.echo", kind: "function", status: "succeeded" };
-      expect(valueOf(after.families, "actuate_executions_total", succeeded)).toBe(
-        valueOf(before.families, "actuate_executions_total", succeeded) + 2,
+      expect(sampleOf(after.families, "actuate_executions_total", succeeded)).toBe(
+        sampleOf(before.families, "actuate_executions_total", succeeded) + 2,
       );
       const failures = { action: "test.fail", kind: "function", status: "failed" };
-      expect(valueOf(after.families, "actuate_executions_total", failures)).toBe(
-        valueOf(before.families, "actuate_executions_total", failures) + 1,
+      expect(sampleOf(after.families, "actuate_executions_total", failures)).toBe(
+        sampleOf(before.families, "actuate_executions_total", failures) + 1,
       );
       const echoCount = '{action="test.echo"}';
       expect(histogramCount(after.text, "actuate_execution_duration_seconds", echoCount)).toBe(
@@ -98,13 +98,13 @@ for (const dialect of dialects) {
       );
 
       const invoked = { route: "/actions/:name/invoke", status: "200" };
-      expect(valueOf(after.families, "actuate_http_requests_total", invoked)).toBe(
-        valueOf(before.families, "actuate_http_requests_total", invoked) + 3,
+      expect(sampleOf(after.families, "actuate_http_requests_total", invoked)).toBe(
+        sampleOf(before.families, "actuate_http_requests_total", invoked) + 3,
       );
       for (const status of ["200", "404"]) {
         const byId = { route: "/executions/:id", status };
-        expect(valueOf(after.families, "actuate_http_requests_total", byId)).toBe(
-          valueOf(before.families, "actuate_http_requests_total", byId) + 1,
+        expect(sampleOf(after.families, "actuate_http_requests_total", byId)).toBe(
+          sampleOf(before.families, "actuate_http_requests_total", byId) + 1,
         );
       }
       const invokeCount = '{route="/actions/:name/invoke"}';
@@ -129,8 +129,8 @@ for (const dialect of dialects) {
           { tool: "test.fail", outcome: "error" },
           { tool: "unknown", outcome: "unknown_tool" },
         ]) {
-          expect(valueOf(after.families, "actuate_mcp_calls_total", labels)).toBe(
-            valueOf(before.families, "actuate_mcp_calls_total", labels) + 1,
+          expect(sampleOf(after.families, "actuate_mcp_calls_total", labels)).toBe(
+            sampleOf(before.families, "actuate_mcp_calls_total", labels) + 1,
           );
         }
         expect(after.text).not.toContain("made.up-tool");
@@ -141,7 +141,7 @@ for (const dialect of dialects) {
 
     test("open /session sockets are a gauge; the active release is named", async () => {
       const { families } = await scrape(t);
-      expect(valueOf(families, "actuate_live_sockets")).toBe(0);
+      expect(sampleOf(families, "actuate_live_sockets")).toBe(0);
       expect(families.get("actuate_live_subscriptions")?.type).toBe("GAUGE");
       const release = families.get("actuate_release_info")?.metrics[0];
       expect(release?.value).toBe("1");
@@ -151,11 +151,11 @@ for (const dialect of dialects) {
       try {
         live.send({ op: "init", "access-token": t.serviceKey, "client-event-id": "i" });
         await live.op("init-ok");
-        expect(valueOf((await scrape(t)).families, "actuate_live_sockets")).toBe(1);
+        expect(sampleOf((await scrape(t)).families, "actuate_live_sockets")).toBe(1);
       } finally {
         live.close();
       }
-      await eventually(async () => valueOf((await scrape(t)).families, "actuate_live_sockets") === 0);
+      await eventually(async () => sampleOf((await scrape(t)).families, "actuate_live_sockets") === 0);
     });
   });
 }
@@ -178,12 +178,23 @@ describe("GET /metrics: workflows", () => {
     const labels = { action: "wf.steps", kind: "workflow", status: "succeeded" };
     const after = await eventually(async () => {
       const scraped = await scrape(t);
-      return valueOf(scraped.families, "actuate_executions_total", labels) > 0 ? scraped : null;
+      return sampleOf(scraped.families, "actuate_executions_total", labels) > 0 ? scraped : null;
     }).then((scraped) => scraped as NonNullable<typeof scraped>);
-    expect(valueOf(after.families, "actuate_executions_total", labels)).toBe(
-      valueOf(before.families, "actuate_executions_total", labels) + 1,
+    expect(sampleOf(after.families, "actuate_executions_total", labels)).toBe(
+      sampleOf(before.families, "actuate_executions_total", labels) + 1,
     );
     const delays = (text: string) => histogramCount(text, "actuate_workflow_queue_delay_seconds", "");
     expect(delays(after.text)).toBeGreaterThan(delays(before.text));
-  });
+  }, 15_000);
+
+  test("runs not ended are a gauge by status, read from the database", async () => {
+    const sleeping = { status: "sleeping" };
+    const before = sampleOf((await scrape(t)).families, "actuate_workflow_runs", sleeping);
+    const admitted = await (await t.invoke("wf.nap", { ms: 60_000 })).json();
+    await eventually(
+      async () => sampleOf((await scrape(t)).families, "actuate_workflow_runs", sleeping) === before + 1,
+    );
+    expect((await t.fetch(`/runs/${admitted.runId}/cancel`, { method: "POST" })).status).toBe(200);
+    await eventually(async () => sampleOf((await scrape(t)).families, "actuate_workflow_runs", sleeping) === before);
+  }, 15_000);
 });
