@@ -90,7 +90,9 @@ export class WorkflowWorker {
     }
     this.claiming = true;
     this.claimRounds()
-      .catch((error) => this.$.log(`workflow worker: claiming runs failed: ${(error as Error).message}`))
+      .catch((error) =>
+        this.$.log(`workflow worker: claiming runs failed: ${(error as Error).message}`, { level: "error" }),
+      )
       .finally(() => {
         this.claiming = false;
       });
@@ -108,7 +110,9 @@ export class WorkflowWorker {
     await Promise.race([Promise.allSettled(passes.map((p) => p.done)), Bun.sleep(graceMs)]);
     await this.$.store.runs
       .release(this.owner)
-      .catch((error) => this.$.log(`workflow worker: releasing leases failed: ${(error as Error).message}`));
+      .catch((error) =>
+        this.$.log(`workflow worker: releasing leases failed: ${(error as Error).message}`, { level: "error" }),
+      );
   }
 
   private async claimRounds(): Promise<void> {
@@ -139,7 +143,10 @@ export class WorkflowWorker {
       })
       .catch((error) => {
         // The lease runs out and the run is resumed from its checkpoints, here or elsewhere.
-        this.$.log(`workflow run ${run.id} stopped: ${(error as Error).message}`);
+        this.$.log(`workflow run ${run.id} stopped: ${(error as Error).message}`, {
+          level: "warn",
+          executionId: run.id,
+        });
         return null;
       })
       .finally(() => {
@@ -193,7 +200,7 @@ export class WorkflowWorker {
     try {
       held = await this.$.store.runs.renew(this.owner, ids, this.leaseUntil(this.$.now()));
     } catch (error) {
-      this.$.log(`workflow worker: renewing leases failed: ${(error as Error).message}`);
+      this.$.log(`workflow worker: renewing leases failed: ${(error as Error).message}`, { level: "error" });
       return;
     }
     const still = new Map(held.map((h) => [h.id, h.cancelRequested]));
