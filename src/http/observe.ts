@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import type { Log } from "../observe/log.ts";
 import type { Telemetry } from "../observe/telemetry.ts";
-import type { Span } from "../observe/tracing.ts";
+import { NO_SPAN, type Span } from "../observe/tracing.ts";
 import type { Principal } from "../sdk/index.ts";
 
 /** What the server notes about a request in flight, for its log line, its metrics and its span. */
@@ -53,8 +53,10 @@ function statusOf(noted: InFlight, response: unknown, set: { status?: number | s
 export const observeRequests = (telemetry: Telemetry, log: Log) =>
   new Elysia({ name: "observe-requests" })
     .onRequest(({ request }) => {
-      const traceparent = telemetry.tracer.enabled ? request.headers.get("traceparent") : null;
-      const span = telemetry.tracer.start(`${request.method}`, traceparent, { "http.request.method": request.method });
+      const { tracer } = telemetry;
+      const span = tracer.enabled
+        ? tracer.start(request.method, request.headers.get("traceparent"), { "http.request.method": request.method })
+        : NO_SPAN;
       inFlight.set(request, { start: performance.now(), span });
     })
     .onAfterResponse({ as: "global" }, (context) => {
