@@ -359,7 +359,7 @@ describe("the sign-in page under guessing", () => {
     } finally {
       await t.stop();
     }
-  });
+  }, 30_000);
 });
 
 describe("client metadata document URLs", () => {
