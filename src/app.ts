@@ -10,7 +10,9 @@ import { healthRoutes, type ReadinessChecks } from "./http/health.ts";
 import { IDLE_TIMEOUT_SECONDS } from "./http/long-wait.ts";
 import { type McpRouteOptions, mcpRoutes } from "./http/mcp.ts";
 import type { Route } from "./http/methods.ts";
+import { metricsRoutes } from "./http/metrics.ts";
 import { type OAuthRouteOptions, oauthRoutes } from "./http/oauth.ts";
+import { observeRequests } from "./http/observe.ts";
 import { describeRoutes } from "./http/openapi.ts";
 import { queryRoutes } from "./http/query.ts";
 import { runRoutes } from "./http/runs.ts";
@@ -19,6 +21,7 @@ import { sessionRoutes } from "./http/session.ts";
 import { storageRoutes } from "./http/storage.ts";
 import { type ResourceMetadataOptions, wellKnownRoutes } from "./http/well-known.ts";
 import type { SessionHub } from "./live/session.ts";
+import type { Telemetry } from "./observe/telemetry.ts";
 
 // Bun's own limit answers an empty 413 before any hook runs; keep it far above every per-endpoint
 // limit, which the endpoints enforce themselves with a JSON 413 (see http/body.ts).
@@ -34,15 +37,27 @@ export interface AppDeps extends HttpDeps {
   metadata: Omit<ResourceMetadataOptions, "publicUrl">;
   cors: CorsOrigins;
   readiness: ReadinessChecks;
+  telemetry: Telemetry;
+  /** A bearer token that may read /metrics, besides the service keys. */
+  metricsToken?: string;
   /** The built-in authority, when the environment is its own (no AUTH_ISSUER). */
   authority?: OAuthRouteOptions["authority"];
 }
 
 export const createApp = (deps: AppDeps) => {
   const app = new Elysia({ serve: { maxRequestBodySize: HARD_BODY_LIMIT, idleTimeout: IDLE_TIMEOUT_SECONDS } })
+    .use(observeRequests(deps.telemetry, deps.log))
     .use(errorHandling(deps.log, (): readonly Route[] => app.routes))
     .use(cors(deps.cors))
     .use(healthRoutes(deps.readiness))
+    .use(
+      metricsRoutes({
+        telemetry: deps.telemetry,
+        auth: deps.auth,
+        publicUrl: deps.publicUrl,
+        metricsToken: deps.metricsToken,
+      }),
+    )
     .use(
       wellKnownRoutes({ ...deps.metadata, builtInAuthority: deps.authority !== undefined, publicUrl: deps.publicUrl }),
     )

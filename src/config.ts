@@ -149,6 +149,25 @@ const Env = Type.Object({
     maximum: 60_000,
     description: "while writes trigger more than LIVE_REFRESH_BUDGET runs, live queries are refreshed this often",
   }),
+  LOG_LEVEL: Type.Union([Type.Literal("debug"), Type.Literal("info"), Type.Literal("warn"), Type.Literal("error")], {
+    description: "the least severe server log line written: debug (every request), info, warn or error",
+  }),
+  LOG_FORMAT: Type.Optional(
+    Type.Union([Type.Literal("json"), Type.Literal("pretty")], {
+      description:
+        "server log lines as JSON objects, or pretty (readable, coloured on a terminal); unset: json, pretty for dev",
+    }),
+  ),
+  METRICS_TOKEN: Type.Optional(
+    Type.String({ minLength: 16, description: "a bearer token that may read GET /metrics (service keys may too)" }),
+  ),
+  OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(
+    Type.String({
+      pattern: "^https?://\\S+$",
+      description: "OpenTelemetry collector (OTLP/HTTP) that receives traces; unset: no tracing, nothing loaded",
+    }),
+  ),
+  OTEL_SERVICE_NAME: Type.String({ minLength: 1, description: "service.name of the traces sent" }),
 });
 
 export type EnvName = keyof typeof Env.properties;
@@ -194,6 +213,11 @@ export interface Config {
   executionRetentionMs: number | null;
   /** Bounds of live queries per socket and per caller, so one caller cannot load the server for all. */
   live: LiveLimits;
+  /** Server log lines: the least severe written, and the format (unset: JSON, pretty for dev). */
+  log: { level: "debug" | "info" | "warn" | "error"; format?: "json" | "pretty" };
+  metricsToken?: string;
+  /** Where traces go (OTLP/HTTP); tracing is off, and OpenTelemetry never loaded, without it. */
+  otel?: { endpoint: string; serviceName: string };
 }
 
 export interface LiveLimits {
@@ -240,6 +264,8 @@ const defaults: Partial<Record<EnvName, string>> = {
   LIVE_MAX_SOCKETS_PER_CALLER: "50",
   LIVE_REFRESH_BUDGET: "100",
   LIVE_OVERLOAD_REFRESH_MS: "1000",
+  LOG_LEVEL: "info",
+  OTEL_SERVICE_NAME: "actuate",
 };
 
 /** Reads and validates the process environment once; a bad value throws a ConfigError naming it. */
@@ -300,6 +326,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       refreshBudget: parsed.LIVE_REFRESH_BUDGET,
       overloadRefreshMs: parsed.LIVE_OVERLOAD_REFRESH_MS,
     },
+    log: { level: parsed.LOG_LEVEL, format: parsed.LOG_FORMAT },
+    metricsToken: parsed.METRICS_TOKEN,
+    otel:
+      parsed.OTEL_EXPORTER_OTLP_ENDPOINT === undefined
+        ? undefined
+        : { endpoint: parsed.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, ""), serviceName: parsed.OTEL_SERVICE_NAME },
   };
 }
 

@@ -17,6 +17,9 @@ import { executionUrl, runUrl } from "./http/deps.ts";
 import { SessionHub } from "./live/session.ts";
 import type { McpEndpoint } from "./mcp/server.ts";
 import type { ToolDeps } from "./mcp/tools.ts";
+import { createLog, type Log } from "./observe/log.ts";
+import { Telemetry } from "./observe/telemetry.ts";
+import { NO_TRACER, type Tracer } from "./observe/tracing.ts";
 import { ReleaseRegistry } from "./release/registry.ts";
 import { openStore } from "./store/open.ts";
 import type { Store } from "./store/store.ts";
@@ -70,22 +73,72 @@ function lazyMcpEndpoint(deps: ToolDeps, version: string): Pick<McpEndpoint, "ha
   };
 }
 
+/** JSON lines on stdout (pretty when LOG_FORMAT says), each naming this instance. */
+export const serverLog = (config: Config, instance: string): Log =>
+  createLog({ level: config.log.level, format: config.log.format ?? "json" }, { instance });
+
+/** OpenTelemetry, imported only when OTEL_EXPORTER_OTLP_ENDPOINT is set. */
+async function tracerFor(config: Config, instance: string): Promise<Tracer> {
+  if (!config.otel) return NO_TRACER;
+  const { otlpTracer } = await import("./observe/otel.ts");
+  return otlpTracer({ ...config.otel, instance, version: packageVersion });
+}
+
+/** The gauges read at each scrape: live sockets, the active release, the database pool. */
+function serverGauges(
+  telemetry: Telemetry,
+  { hub, releases, store }: { hub: SessionHub; releases: ReleaseRegistry; store: Store },
+) {
+  telemetry.gauge("actuate_live_sockets", "Open /session sockets", [], () => hub.counts().sockets);
+  telemetry.gauge(
+    "actuate_live_subscriptions",
+    "Live queries and execution streams held by /session sockets",
+    ["kind"],
+    () => {
+      const { subscriptions, streams } = hub.counts();
+      return [
+        [["query"], subscriptions],
+        [["stream"], streams],
+      ];
+    },
+  );
+  // Read from the database before each scrape (on every instance: a count of the whole database's runs).
+  let runs: Record<string, number> = {};
+  telemetry.registry.refreshing(async () => {
+    runs = await store.runs.countActive().catch(() => ({}));
+  });
+  telemetry.gauge("actuate_workflow_runs", "Workflow runs not ended, by status (the whole database)", ["status"], () =>
+    Object.entries(runs).map(([status, count]) => [[status], count]),
+  );
+  telemetry.gauge(
+    "actuate_release_info",
+    "The active release (1) and this server's version",
+    ["version", "server_version"],
+    () => {
+      const version = releases.current()?.version;
+      return version === undefined ? [] : [[[version, packageVersion], 1]];
+    },
+  );
+}
+
 /** Start-up: config → store → active release → HTTP. */
 export async function startServer(
   config: Config,
   options: {
-    log?: (message: string) => void;
+    /** Where the server's log lines go (tests pass their own); default: stdout as LOG_FORMAT says. */
+    log?: Log;
     store?: Store;
     insecureNoAuth?: boolean;
     /** How followers re-read executions nothing told them about (tests lengthen it to prove NOTIFY). */
     followPoll?: PollBackoff;
   } = {},
 ): Promise<RunningServer> {
-  const log = options.log ?? ((message: string) => console.log(message));
   if (options.insecureNoAuth && !isLoopback(config.host)) {
     throw new ConfigError("--insecure-no-auth only runs bound to a loopback HOST");
   }
   const store = options.store ?? (await openStore(config.databaseUrl));
+  const log = options.log ?? serverLog(config, store.instances.id);
+  const telemetry = new Telemetry(await tracerFor(config, store.instances.id));
   // Storage is reached before anything starts running, so an unreachable bucket stops start-up cleanly.
   // The S3 driver (minio: ~20 MiB and ~150 ms to import) is loaded only when it is the one configured.
   const storage =
@@ -96,7 +149,9 @@ export async function startServer(
   await clearSpool(spoolDir);
   const interrupted = await store.instances.recover(Date.now());
   if (interrupted > 0)
-    log(`${interrupted} execution(s) left running by a stopped server were marked failed (execution_interrupted)`);
+    log(`${interrupted} execution(s) left running by a stopped server were marked failed (execution_interrupted)`, {
+      level: "warn",
+    });
   const releases = new ReleaseRegistry(store, bundlesDir(config), log);
   await releases.refresh();
   releases.watch(config.releasePollMs);
@@ -121,6 +176,7 @@ export async function startServer(
     logLimits: config.executionLogs,
     retention: config.executionRetentionMs === null ? undefined : { keepMs: config.executionRetentionMs },
     log,
+    telemetry,
     followPoll: options.followPoll,
   });
   await engine.start();
@@ -164,6 +220,7 @@ export async function startServer(
   const endpoint = lazyMcpEndpoint(
     {
       engine,
+      telemetry,
       handle: config.handle,
       toolNaming: config.mcpToolNames,
       executionUrl: (id) => executionUrl(publicUrl, id),
@@ -174,9 +231,11 @@ export async function startServer(
   if (options.insecureNoAuth) {
     log(
       `WARNING: --insecure-no-auth: /mcp callers without a credential act as user "${ANONYMOUS.id}". Never expose this server.`,
+      { level: "warn" },
     );
   }
   const hub = new SessionHub({ auth, data, engine, log, limits: config.live });
+  serverGauges(telemetry, { hub, releases, store });
   const app = createApp({
     files,
     maxFileBytes: config.maxFileBytes,
@@ -186,6 +245,8 @@ export async function startServer(
     auth,
     publicUrl: () => publicUrl,
     log,
+    telemetry,
+    metricsToken: config.metricsToken,
     metadata: { handle: config.handle, authIssuer: config.authIssuer },
     authority: config.authIssuer ? undefined : startAuthority,
     cors: config.cors,
@@ -219,6 +280,7 @@ export async function startServer(
       // Then close what is left (idle keep-alive connections, live sockets, waits still running).
       await app.stop(true);
       await (await authority?.catch(() => null))?.close();
+      await telemetry.tracer.shutdown().catch((error) => log(`traces not sent: ${error.message}`, { level: "warn" }));
       if (!options.store) await store.close();
     },
   };

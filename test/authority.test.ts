@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { auth } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -9,6 +9,9 @@ import { dialects } from "./support/databases.ts";
 import { LiveClient } from "./support/live-client.ts";
 import { beginSignIn, REDIRECT } from "./support/oauth-client.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "./support/server.ts";
+
+// Signing in hashes passwords (argon2id) several times a test: slow on a loaded 2-core machine.
+setDefaultTimeout(30_000);
 
 /** A person's browser: keeps cookies, follows redirects until it reaches the client's redirect URI. */
 class Browser {
@@ -359,7 +362,7 @@ describe("the sign-in page under guessing", () => {
     } finally {
       await t.stop();
     }
-  });
+  }, 30_000);
 });
 
 describe("client metadata document URLs", () => {

@@ -370,7 +370,8 @@ describe("CLI usage", () => {
 describe("errors a developer can act on", () => {
   test("a handler or a workflow step that throws is logged with its stack, naming the release file and line", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "actuate-errors-"));
-    const env = { DATA_DIR: dataDir, DATABASE_URL: "", SERVICE_KEYS: "errors-key" };
+    // Readable lines, as a developer reads them (JSON lines carry the same stack, its newlines escaped).
+    const env = { DATA_DIR: dataDir, DATABASE_URL: "", SERVICE_KEYS: "errors-key", LOG_FORMAT: "pretty" };
     let server = await serve(["start", "--release", fixture("basic")], env);
     try {
       const failed = await (await invoke(server.url, "errors-key", "test.fail", { message: "kaput" })).json();

@@ -30,8 +30,9 @@ describe("the error table", () => {
     const built = new Set<string>();
     const literals = new Set<string>();
     for (const { path, text } of await sources()) {
-      // The client's own codes (network_error, upload_failed) are what it tells its caller, not server answers.
-      if (path === "src/lib/errors.ts" || path.startsWith("src/client/")) continue;
+      // The client's own codes (network_error, upload_failed) are what it tells its caller, not server answers;
+      // observe/ builds metrics (`new Counter("actuate_…")`), never a refusal.
+      if (path === "src/lib/errors.ts" || path.startsWith("src/client/") || path.startsWith("src/observe/")) continue;
       // The first argument of whatever builds a refusal: PublicError and its subclasses, errorResponse, MCP's refusal.
       const builders = text.includes("PublicError")
         ? /(?:new \w+|errorResponse|refusal|super)\(\s*"(\w+)"/g

@@ -14,6 +14,7 @@ const LAYERS: Record<string, number> = {
   sdk: 0, // what release code imports as "actuate": types and define* functions
   client: 0, // "actuate/client", for browsers and other servers: imports nothing of the server
   config: 0, // the environment, read once
+  observe: 0, // the server's log, metrics and tracer: every layer reports to it; it imports nothing of ours
   store: 1,
   auth: 2,
   data: 2,

@@ -6,7 +6,7 @@ import { dirname, join, relative, resolve } from "node:path";
  * static imports. Cold start and idle memory have budgets (issue 14: ≤ 200 ms, ≤ 60 MB, `bun bench/start.ts`),
  * so the parts a SQLite server with disk storage may never use load on first use, through `import()`:
  * the PostgreSQL driver, the S3 driver, the MCP SDK, the multipart parser, jose and oidc-provider (the
- * built-in authority, on the first /oauth request or JWT). A new heavy dependency joins
+ * built-in authority, on the first /oauth request or JWT), OpenTelemetry (only when traces are sent). A new heavy dependency joins
  * this list, or is loaded lazily too.
  */
 const LOADED_ON_FIRST_USE = [
@@ -18,6 +18,12 @@ const LOADED_ON_FIRST_USE = [
   // JWT verification (an identity provider's, or the built-in authority's) and the authority itself.
   "jose",
   "oidc-provider",
+  // Tracing: only when OTEL_EXPORTER_OTLP_ENDPOINT is set (observe/otel.ts).
+  "@opentelemetry/api",
+  "@opentelemetry/core",
+  "@opentelemetry/exporter-trace-otlp-http",
+  "@opentelemetry/resources",
+  "@opentelemetry/sdk-trace",
 ];
 
 const ROOT = join(import.meta.dir, "..");

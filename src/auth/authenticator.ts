@@ -100,7 +100,7 @@ export class Authenticator {
 /** The most token hashes one lookup carries. */
 const BATCH = 500;
 
-function bearerToken(authorization: string | null | undefined): string | null {
+export function bearerToken(authorization: string | null | undefined): string | null {
   if (!authorization) return null;
   const match = /^Bearer[ \t]+([^\s]+)[ \t]*$/i.exec(authorization);
   return match?.[1] ?? null;

@@ -2,7 +2,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, 
 import { join, relative, resolve } from "node:path";
 import { newSecret, SERVICE_KEY_PREFIX } from "../auth/tokens.ts";
 import type { Config } from "../config.ts";
-import { bundlesDir, type RunningServer, startServer } from "../main.ts";
+import { bundlesDir, type RunningServer, serverLog, startServer } from "../main.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import { type PublishResult, publishRelease } from "../release/publish.ts";
 import { openStore } from "../store/open.ts";
@@ -20,6 +20,11 @@ export async function serveCommand(
   const devKey = options.watch ? ensureDevServiceKey(config.dataDir) : null;
   const serving = { ...config, serviceKeys: devKey ? [...config.serviceKeys, devKey] : config.serviceKeys };
   const store = await openStore(config.databaseUrl);
+  // dev is read by people: readable lines unless LOG_FORMAT says otherwise.
+  const log = serverLog(
+    { ...config, log: { ...config.log, format: config.log.format ?? (options.watch ? "pretty" : "json") } },
+    store.instances.id,
+  );
   // dev serves a folder (the newest under releases/ by default); start publishes only when told to.
   const dir = options.release ?? (options.watch ? newestReleaseFolder() : undefined);
   const publish = async () => {
@@ -39,14 +44,17 @@ export async function serveCommand(
   };
   await publish();
 
-  const server = await startServer(serving, { store, insecureNoAuth: options.insecureNoAuth });
+  const server = await startServer(serving, { store, log, insecureNoAuth: options.insecureNoAuth });
   const release = server.releases.current();
-  console.log(
-    `actuate serving ${server.url}  (release ${release?.version ?? "none"}, database ${describeDatabase(config.databaseUrl)})`,
-  );
+  const database = describeDatabase(config.databaseUrl);
+  log(`actuate serving ${server.url}  (release ${release?.version ?? "none"}, database ${database})`, {
+    url: server.url,
+    release: release?.version ?? null,
+  });
   if (!release) {
-    console.log(
+    log(
       "no release is active: publish one with bun run release publish <dir> (every server on this database follows), or start with --release <dir>",
+      { level: "warn" },
     );
   }
   if (devKey) printDevHelp(server, devKey, config.dataDir);
@@ -59,10 +67,10 @@ export async function serveCommand(
         await server.releases.refresh();
         printSchedules(server.releases.current());
       } catch (error) {
-        console.error(`release ${dir} not republished: ${(error as Error).message}`);
+        log(`release ${dir} not republished: ${(error as Error).message}`, { level: "error" });
       }
     });
-    console.log(`watching ${shown(dir)} for changes`);
+    log(`watching ${shown(dir)} for changes`);
   }
 
   const shutdown = async () => {

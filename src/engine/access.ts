@@ -1,5 +1,6 @@
 import type { DataService } from "../data/service.ts";
 import { messageOf } from "../lib/errors.ts";
+import type { Log } from "../observe/log.ts";
 import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import type { AccessContext, Principal } from "../sdk/index.ts";
 
@@ -12,7 +13,7 @@ export const mayKnow = (action: LoadedAction, principal: Principal) =>
 
 export interface AccessCheck {
   data: DataService;
-  log: (message: string) => void;
+  log: Log;
 }
 
 /**
@@ -39,6 +40,7 @@ export function mayRun(
     } catch (error) {
       $.log(
         `access rule of ${action.contract.name} threw for ${principal.kind} ${principal.id}; refused: ${messageOf(error)}`,
+        { level: "warn", action: action.contract.name },
       );
       return false;
     }

@@ -3,6 +3,9 @@ import type { FileService, SentFile } from "../files/service.ts";
 import { canonicalJson, sha256Hex } from "../lib/canonical-json.ts";
 import { PublicError } from "../lib/errors.ts";
 import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "../lib/json-text.ts";
+import type { Log } from "../observe/log.ts";
+import { Telemetry } from "../observe/telemetry.ts";
+import type { SpanParent } from "../observe/tracing.ts";
 import type { ActionContract } from "../release/contract.ts";
 import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
@@ -44,7 +47,9 @@ export interface EngineResources {
   releaseVersion: (version: string) => Promise<LoadedRelease>;
   workflows: WorkerSettings;
   waitMs: number;
-  log: (message: string) => void;
+  log: Log;
+  /** Metrics and tracer of the server (a fresh, unread one when not given). */
+  telemetry?: Telemetry;
   now?: () => number;
   /** Forget executions this long after they ended (EXECUTION_RETENTION); unset: keep them. */
   retention?: RetentionSettings;
@@ -63,6 +68,8 @@ export interface InvokeRequest {
   files?: ReadonlyMap<string, SentFile>;
   /** How long to wait for the end (default the engine's `waitMs`); 0 answers once the execution is claimed. */
   waitMs?: number;
+  /** The span (or caller's traceparent) the execution's span is a child of. */
+  trace?: SpanParent;
 }
 
 export interface InvokeOutcome {
@@ -125,6 +132,7 @@ export class Engine {
 
   constructor(private readonly $: EngineResources) {
     this.now = $.now ?? Date.now;
+    const telemetry = $.telemetry ?? new Telemetry();
     this.followResources = {
       feed: this.feed,
       read: (id) => $.store.executions.get(id),
@@ -132,7 +140,15 @@ export class Engine {
       poll: $.followPoll ?? DEFAULT_POLL,
     };
     const logLimits = $.logLimits ?? DEFAULT_LOG_LIMITS;
-    this.runner = new Runner({ store: $.store, data: $.data, feed: this.feed, log: $.log, now: this.now, logLimits });
+    this.runner = new Runner({
+      store: $.store,
+      data: $.data,
+      feed: this.feed,
+      log: $.log,
+      now: this.now,
+      logLimits,
+      telemetry,
+    });
     this.workflows = new WorkflowWorker(
       {
         store: $.store,
@@ -142,6 +158,7 @@ export class Engine {
         log: $.log,
         now: this.now,
         logLimits,
+        telemetry,
       },
       { ...$.workflows, owner: $.store.instances.id },
     );
@@ -275,7 +292,7 @@ export class Engine {
         return { execution: { ...claim.row, ...stored }, settled: true, replayed: false };
       }
     }
-    const done = this.runner.start(claim.row, release, action, request.principal, input);
+    const done = this.runner.start(claim.row, release, action, request.principal, input, request.trace);
     const latest = (await this.within(done, request.waitMs ?? this.$.waitMs)) ?? claim.row;
     return { execution: latest, settled: isTerminal(latest.status), replayed: false };
   }
@@ -315,7 +332,7 @@ export class Engine {
       if (starting) this.workflows.unreserve();
       return this.replay(admitted.execution, fingerprint);
     }
-    if (starting) this.workflows.launch(run, execution);
+    if (starting) this.workflows.launch(run, execution, request.trace);
     return { execution: admitted.execution, settled: false, replayed: false, runId: run.id };
   }
 

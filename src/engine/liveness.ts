@@ -1,3 +1,4 @@
+import type { Log } from "../observe/log.ts";
 import type { Store } from "../store/store.ts";
 
 const MAX_BEAT_MS = 2_000;
@@ -10,7 +11,7 @@ const MAX_BEAT_MS = 2_000;
 export class Liveness {
   private timer: Timer | null = null;
 
-  constructor(private readonly $: { store: Store; ttlMs: number; log: (message: string) => void; now: () => number }) {}
+  constructor(private readonly $: { store: Store; ttlMs: number; log: Log; now: () => number }) {}
 
   /** Resolves once this process is known as alive: none of its executions can be taken for a dead one's. */
   async start(): Promise<void> {
@@ -24,7 +25,7 @@ export class Liveness {
     this.timer = null;
     await this.$.store.instances
       .retire()
-      .catch((error) => this.$.log(`could not retire this instance: ${error.message}`));
+      .catch((error) => this.$.log(`could not retire this instance: ${error.message}`, { level: "warn" }));
   }
 
   private beat(): Promise<void> {
@@ -33,8 +34,10 @@ export class Liveness {
       .keepAlive(now, now + this.$.ttlMs)
       .then((failed) => {
         if (failed > 0)
-          this.$.log(`${failed} execution(s) of a stopped server were marked failed (execution_interrupted)`);
+          this.$.log(`${failed} execution(s) of a stopped server were marked failed (execution_interrupted)`, {
+            level: "warn",
+          });
       })
-      .catch((error) => this.$.log(`instance heartbeat failed: ${(error as Error).message}`));
+      .catch((error) => this.$.log(`instance heartbeat failed: ${(error as Error).message}`, { level: "error" }));
   }
 }

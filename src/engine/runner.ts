@@ -1,6 +1,9 @@
 import type { DataService } from "../data/service.ts";
 import { messageOf } from "../lib/errors.ts";
 import { storableJson } from "../lib/json-text.ts";
+import type { Log } from "../observe/log.ts";
+import type { Telemetry } from "../observe/telemetry.ts";
+import type { SpanParent } from "../observe/tracing.ts";
 import type { LoadedFunction, LoadedRelease } from "../release/load.ts";
 import type { ActionContext, Principal } from "../sdk/index.ts";
 import type { ExecutionSettlement } from "../store/executions.ts";
@@ -15,9 +18,10 @@ export interface RunnerResources {
   store: Store;
   data: DataService;
   feed: ExecutionFeed;
-  log: (message: string) => void;
+  log: Log;
   now: () => number;
   logLimits: LogLimits;
+  telemetry: Telemetry;
 }
 
 const SETTLE_ATTEMPTS = 5;
@@ -37,8 +41,14 @@ export class Runner {
     action: LoadedFunction,
     principal: Principal,
     input: unknown,
+    parent?: SpanParent,
   ): Promise<ExecutionRow> {
     const abort = new AbortController();
+    const { telemetry } = this.$;
+    const span = telemetry.tracer.start(`execute ${row.action}`, parent, {
+      "actuate.action": row.action,
+      "actuate.execution_id": row.id,
+    });
     const data = this.$.data.forExecution(principal, release, this.$.now);
     const log = this.executionLog(row);
     const ctx: ActionContext = {
@@ -61,9 +71,15 @@ export class Runner {
       .then((stored) => {
         if (stored.status === "succeeded") this.$.data.changes.publish(data.touched());
         this.$.feed.publish(row.id, { type: "status", execution: stored });
+        telemetry.executionEnded(stored);
+        span.setAttributes({ "actuate.status": stored.status });
+        if (stored.status !== "succeeded") span.fail(stored.errorMessage ?? stored.status);
         return stored;
       })
-      .finally(() => this.inFlight.delete(row.id));
+      .finally(() => {
+        span.end();
+        this.inFlight.delete(row.id);
+      });
     this.inFlight.set(row.id, { done, abort });
     return done;
   }
@@ -85,8 +101,8 @@ export class Runner {
       limits: this.$.logLimits,
       now: this.$.now,
       append: (lines) => this.$.store.executionLogs.append(lines),
-      written: ({ line, at }) => {
-        this.$.log(`[${row.action} ${row.id}] ${line}`);
+      written: ({ line, at, level }) => {
+        this.$.log(`[${row.action} ${row.id}] ${line}`, { level, executionId: row.id, action: row.action });
         this.$.feed.publish(row.id, { type: "log", executionId: row.id, line, at });
       },
       failed: (error) => this.$.log(`could not store log lines of execution ${row.id}: ${messageOf(error)}`),
@@ -140,7 +156,13 @@ export class Runner {
         return { ...row, ...stored };
       } catch (error) {
         lastError = error;
-        this.$.log(`could not record the end of execution ${row.id} (attempt ${attempt}): ${(error as Error).message}`);
+        this.$.log(
+          `could not record the end of execution ${row.id} (attempt ${attempt}): ${(error as Error).message}`,
+          {
+            level: "error",
+            executionId: row.id,
+          },
+        );
         if (attempt < SETTLE_ATTEMPTS) await Bun.sleep(50 * 2 ** attempt);
       }
     }

@@ -14,6 +14,7 @@ import { authenticated } from "./auth.ts";
 import { BodyAborted, MiB, payloadTooLarge, readJsonBody, tooDeep } from "./body.ts";
 import { executionUrl, type HttpDeps, runUrl } from "./deps.ts";
 import { holdingConnection } from "./long-wait.ts";
+import { noteExecution, requestSpan } from "./observe.ts";
 
 export const INVOKE_BODY_LIMIT = 8 * MiB;
 
@@ -43,8 +44,9 @@ export const actionRoutes = (deps: HttpDeps & { files: FileService; maxFileBytes
           : { envelope: parseEnvelope(await readJsonBody(request, INVOKE_BODY_LIMIT)), files: undefined };
         requestId = envelope.requestId;
         const outcome: InvokeOutcome = await holdingConnection(server, request, () =>
-          deps.engine.invoke({ principal, action: params.name, ...envelope, files }),
+          deps.engine.invoke({ principal, action: params.name, ...envelope, files, trace: requestSpan(request) }),
         );
+        noteExecution(request, outcome.execution.id, envelope.requestId);
         // Only a multipart invocation can have uploads (a JSON one of the same request would conflict):
         // the lookup stays off the plain invoke path.
         const uploads = files ? (await deps.files.uploadsOf([outcome.execution.id])).get(outcome.execution.id) : [];

@@ -1,8 +1,10 @@
-import { Elysia } from "elysia";
+import { Elysia, ValidationError } from "elysia";
 import { loggable, publicErrorOf } from "../lib/database-errors.ts";
 import { ERROR_STATUS, type ErrorCode, PublicError } from "../lib/errors.ts";
+import type { Log } from "../observe/log.ts";
 import { BodyAborted } from "./body.ts";
 import { type Route, routeMisses } from "./methods.ts";
+import { noteErrorStatus } from "./observe.ts";
 
 /** A refusal whose HTTP answer needs headers (the credential challenge). */
 export class HttpError extends PublicError {
@@ -34,7 +36,7 @@ export function errorResponse(
  * not recognised is logged and answered as a JSON 500, never as HTML. `routes` are the app's, read when
  * a request first finds none (they are all registered by then).
  */
-export const errorHandling = (log: (message: string) => void, routes: () => readonly Route[]) => {
+export const errorHandling = (log: Log, routes: () => readonly Route[]) => {
   let missOf: ReturnType<typeof routeMisses> | undefined;
   /** No route took the request: a wrong method on a known path (405 with Allow), a WebSocket without upgrade, or 404. */
   const noRoute = (request: Request) => {
@@ -54,8 +56,10 @@ export const errorHandling = (log: (message: string) => void, routes: () => read
     }
     return errorResponse("not_found", "no such endpoint");
   };
-  return new Elysia({ name: "error-handling" }).onError({ as: "global" }, ({ code, error, request }) => {
-    if (error instanceof BodyAborted) log(`${request.method} ${new URL(request.url).pathname}: ${error.message} (400)`);
+  const answer = (code: string | number, error: unknown, request: Request): Response => {
+    if (error instanceof BodyAborted) {
+      log(`${request.method} ${new URL(request.url).pathname}: ${error.message} (400)`, { level: "warn" });
+    }
     const refusal = publicErrorOf(error);
     if (refusal) {
       const headers = {
@@ -68,6 +72,7 @@ export const errorHandling = (log: (message: string) => void, routes: () => read
       case "NOT_FOUND":
         return noRoute(request);
       case "VALIDATION": {
+        if (!(error instanceof ValidationError)) break;
         // A route's `query:` schema (http/query-string.ts) refused the request; its issues name their parameter.
         const issues = error.all.map((issue) => ({
           where: `/${error.type}${"path" in issue && issue.path !== "root" ? `/${issue.path}` : ""}`,
@@ -79,7 +84,12 @@ export const errorHandling = (log: (message: string) => void, routes: () => read
         });
       }
     }
-    log(`unhandled error: ${loggable(error)}`);
+    log(`unhandled error: ${loggable(error)}`, { level: "error" });
     return errorResponse("internal_error", "the server failed to answer this request");
+  };
+  return new Elysia({ name: "error-handling" }).onError({ as: "global" }, ({ code, error, request }) => {
+    const response = answer(code, error, request);
+    noteErrorStatus(request, response.status);
+    return response;
   });
 };

@@ -7,6 +7,7 @@ import type { Principal } from "../sdk/index.ts";
 import { unauthorized } from "./auth.ts";
 import { MiB, readTextBody } from "./body.ts";
 import { holdingConnection } from "./long-wait.ts";
+import { requestSpan } from "./observe.ts";
 
 export interface McpRouteOptions {
   /** Answers one MCP message (built lazily by main.ts: the SDK loads on the first /mcp request). */
@@ -56,7 +57,9 @@ export const mcpRoutes = (options: McpRouteOptions) =>
       return rpcError(400, -32600, `Invalid Request: ${tooDeepMessage}`);
     // A tools/call waits up to WAIT_MS for its execution.
     return withErrorEnvelope(
-      await holdingConnection(server, request, () => options.endpoint.handle(request, message, principal)),
+      await holdingConnection(server, request, () =>
+        options.endpoint.handle(request, message, principal, requestSpan(request)),
+      ),
     );
   });
 

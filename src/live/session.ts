@@ -8,6 +8,7 @@ import { canonicalJson } from "../lib/canonical-json.ts";
 import { publicErrorOf } from "../lib/database-errors.ts";
 import { type ErrorCode, PublicError } from "../lib/errors.ts";
 import { nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
+import type { Log } from "../observe/log.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
 
@@ -21,7 +22,7 @@ export interface HubDeps {
   auth: Authenticator;
   data: DataService;
   engine: Engine;
-  log: (message: string) => void;
+  log: Log;
   limits: LiveLimits;
 }
 
@@ -121,6 +122,17 @@ export class SessionHub {
     }
     for (const stop of session.streams.values()) stop();
     this.sessions.delete(session);
+  }
+
+  /** Sockets open now and the live queries and execution streams they hold (read by /metrics). */
+  counts(): { sockets: number; subscriptions: number; streams: number } {
+    let subscriptions = 0;
+    let streams = 0;
+    for (const session of this.sessions) {
+      subscriptions += session.subscriptions.size;
+      streams += session.streams.size;
+    }
+    return { sockets: this.sessions.size, subscriptions, streams };
   }
 
   stop(): void {
@@ -268,7 +280,7 @@ export class SessionHub {
       try {
         for await (const event of events) append(event);
       } catch (error) {
-        this.$.log(`subscribe-stream of ${key} stopped: ${(error as Error).message}`);
+        this.$.log(`subscribe-stream of ${key} stopped: ${(error as Error).message}`, { level: "warn" });
       } finally {
         session.streams.delete(key);
       }
@@ -301,7 +313,9 @@ export class SessionHub {
         const next = this.pendingEntities;
         this.pendingEntities = new Set();
         const runs = this.refreshRuns(next);
-        await this.refresh(runs).catch((error) => this.$.log(`live refresh failed: ${(error as Error).message}`));
+        await this.refresh(runs).catch((error) =>
+          this.$.log(`live refresh failed: ${(error as Error).message}`, { level: "error" }),
+        );
         if (runs.length > this.$.limits.refreshBudget) await pause(this.$.limits.overloadRefreshMs);
       }
       this.refreshing = false;

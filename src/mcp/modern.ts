@@ -1,9 +1,10 @@
 import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
+import type { SpanParent } from "../observe/tracing.ts";
 import type { Principal } from "../sdk/index.ts";
 import { isObject } from "./arguments.ts";
 import { environmentInstructions, listResources, listResourceTemplates, readResource } from "./resources.ts";
 import { cancelTask, createdTask, declaresTasks, getTask, TASKS_EXTENSION, taskExists } from "./tasks.ts";
-import { callTool, listTools, type ToolDeps } from "./tools.ts";
+import { callTool, listTools, type ToolDeps, unknownTool } from "./tools.ts";
 
 /** The stateless revisions, served here without the SDK; older ones go through it after `initialize`. */
 export const MODERN_VERSIONS: readonly string[] = ["2026-07-28"];
@@ -70,13 +71,14 @@ export async function answerModern(
   request: Request,
   message: unknown,
   principal: Principal,
+  trace?: SpanParent,
 ): Promise<Response> {
   const id: Id =
     isObject(message) && (typeof message.id === "string" || typeof message.id === "number") ? message.id : null;
   try {
     const checked = checkRequest(request, message);
     if (checked === "notification") return new Response(null, { status: 202 });
-    const result = await dispatch(deps, serverVersion, principal, checked);
+    const result = await dispatch(deps, serverVersion, principal, checked, trace);
     return Response.json({ jsonrpc: "2.0", id, result: { resultType: "complete", ...result } });
   } catch (error) {
     if (error instanceof RpcError) return errorResponse(id, error);
@@ -174,6 +176,7 @@ async function dispatch(
   serverVersion: string,
   principal: Principal,
   { method, params, capabilities }: Checked,
+  trace: SpanParent | undefined,
 ): Promise<Record<string, unknown>> {
   switch (method) {
     case "server/discover":
@@ -206,9 +209,12 @@ async function dispatch(
         name,
         args as Record<string, unknown>,
         _meta as Record<string, unknown>,
-        { asTask },
+        { asTask, trace },
       );
-      if (!result) throw new RpcError(200, -32602, `Unknown tool: ${name}`);
+      if (!result) {
+        unknownTool(deps);
+        throw new RpcError(200, -32602, `Unknown tool: ${name}`);
+      }
       return result;
     }
     case "resources/list":

@@ -11,11 +11,12 @@ import {
   ReadResourceRequestSchema,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js";
+import type { SpanParent } from "../observe/tracing.ts";
 import type { Principal } from "../sdk/index.ts";
 import { isObject, markInvalidArguments } from "./arguments.ts";
 import { answerModern, isModernRequest } from "./modern.ts";
 import { listResources, listResourceTemplates, readResource, TOOL_INSTRUCTIONS } from "./resources.ts";
-import { callTool, listTools, type ToolDeps } from "./tools.ts";
+import { callTool, listTools, type ToolDeps, unknownTool } from "./tools.ts";
 
 const principalOf = (authInfo: AuthInfo | undefined): Principal => {
   const principal = authInfo?.extra?.principal as Principal | undefined;
@@ -37,8 +38,12 @@ function buildServer(deps: ToolDeps, version: string): Server {
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: args = {}, _meta } = request.params;
-    const result = await callTool(deps, principalOf(extra.authInfo), name, args, _meta);
-    if (!result) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    const trace = extra.authInfo?.extra?.trace as SpanParent | undefined;
+    const result = await callTool(deps, principalOf(extra.authInfo), name, args, _meta, { trace });
+    if (!result) {
+      unknownTool(deps);
+      throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    }
     return result;
   });
   server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: listResources(deps) }));
@@ -69,10 +74,15 @@ export class McpEndpoint {
     private readonly maxIdle = 64,
   ) {}
 
-  async handle(request: Request, parsedBody: unknown, principal: Principal): Promise<Response> {
+  async handle(request: Request, parsedBody: unknown, principal: Principal, trace?: SpanParent): Promise<Response> {
     const message = markInvalidArguments(parsedBody);
-    if (isModernRequest(request, message)) return answerModern(this.deps, this.version, request, message, principal);
-    return (await this.answerLegacyCall(request, message, principal)) ?? this.answerLegacy(request, message, principal);
+    if (isModernRequest(request, message)) {
+      return answerModern(this.deps, this.version, request, message, principal, trace);
+    }
+    return (
+      (await this.answerLegacyCall(request, message, principal, trace)) ??
+      this.answerLegacy(request, message, principal, trace)
+    );
   }
 
   /**
@@ -81,7 +91,12 @@ export class McpEndpoint {
    * protocol version, the JSON-RPC envelope and the params' shape. Anything else, an unknown tool
    * included, returns null and goes through the SDK, which answers it as before.
    */
-  private async answerLegacyCall(request: Request, message: unknown, principal: Principal): Promise<Response | null> {
+  private async answerLegacyCall(
+    request: Request,
+    message: unknown,
+    principal: Principal,
+    trace: SpanParent | undefined,
+  ): Promise<Response | null> {
     const headers = request.headers;
     const accept = headers.get("accept") ?? "";
     const version = headers.get("mcp-protocol-version");
@@ -101,7 +116,7 @@ export class McpEndpoint {
     const { name, arguments: args = {}, _meta } = message.params;
     if (typeof name !== "string" || !isObject(args) || (_meta !== undefined && !isObject(_meta))) return null;
     try {
-      const result = await callTool(this.deps, principal, name, args, _meta);
+      const result = await callTool(this.deps, principal, name, args, _meta, { trace });
       return result && Response.json({ jsonrpc: "2.0", id: message.id, result });
     } catch (error) {
       // As the SDK answers a handler that throws.
@@ -110,7 +125,12 @@ export class McpEndpoint {
     }
   }
 
-  private async answerLegacy(request: Request, message: unknown, principal: Principal): Promise<Response> {
+  private async answerLegacy(
+    request: Request,
+    message: unknown,
+    principal: Principal,
+    trace: SpanParent | undefined,
+  ): Promise<Response> {
     const server = this.idle.pop() ?? buildServer(this.deps, this.version);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
@@ -118,7 +138,7 @@ export class McpEndpoint {
     });
     try {
       await server.connect(transport);
-      const authInfo: AuthInfo = { token: "", clientId: principal.id, scopes: [], extra: { principal } };
+      const authInfo: AuthInfo = { token: "", clientId: principal.id, scopes: [], extra: { principal, trace } };
       return await transport.handleRequest(request, { parsedBody: message, authInfo });
     } finally {
       await server.close();

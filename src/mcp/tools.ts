@@ -5,6 +5,8 @@ import type { Engine, InvokeOutcome } from "../engine/engine.ts";
 import { toExecutionView } from "../engine/executions.ts";
 import { publicErrorOf } from "../lib/database-errors.ts";
 import { uuidOrNull } from "../lib/ids.ts";
+import type { Telemetry } from "../observe/telemetry.ts";
+import type { SpanParent } from "../observe/tracing.ts";
 import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import { type ToolNaming, toolName } from "../release/tool-names.ts";
 import type { Principal } from "../sdk/index.ts";
@@ -16,6 +18,7 @@ export const REQUEST_ID_META = "dev.service/requestId";
 
 export interface ToolDeps {
   engine: Engine;
+  telemetry: Telemetry;
   handle: string;
   /** `MCP_TOOL_NAMES`: how action tools without an `mcp.name` are named. */
   toolNaming: ToolNaming;
@@ -138,9 +141,17 @@ export function listTools(release: LoadedRelease | null, principal: Principal, n
  */
 export interface CallOptions {
   asTask?: (runId: string, createdAt: string) => Record<string, unknown>;
+  /** The HTTP request's span: the execution's parent unless the agent sent a `traceparent` in `_meta`. */
+  trace?: SpanParent;
 }
 
-/** Runs a tool as `principal`. Unknown tools return null (the caller answers a JSON-RPC error). */
+type CallResult = CallToolResult | Record<string, unknown>;
+
+/**
+ * Runs a tool as `principal`, in either era and on either legacy path, and counts the call
+ * (`actuate_mcp_calls_total`). Unknown tools return null: the caller answers a JSON-RPC error and
+ * counts it with `unknownTool` (only the names of existing tools become label values).
+ */
 export async function callTool(
   deps: ToolDeps,
   principal: Principal,
@@ -148,7 +159,32 @@ export async function callTool(
   args: Record<string, unknown>,
   meta: Record<string, unknown> | undefined,
   options: CallOptions = {},
-): Promise<CallToolResult | Record<string, unknown> | null> {
+): Promise<CallResult | null> {
+  // An agent's trace goes on into the execution (W3C traceparent in _meta), else the HTTP request's.
+  const traceparent = meta?.traceparent;
+  const trace = typeof traceparent === "string" ? traceparent : options.trace;
+  let result: CallResult | null;
+  try {
+    result = await runTool(deps, principal, name, args, meta, { ...options, trace });
+  } catch (error) {
+    deps.telemetry.mcpCalled(name, "error");
+    throw error;
+  }
+  // An unknown tool is counted where it is answered (the legacy fast path hands it on to the SDK).
+  if (result) deps.telemetry.mcpCalled(name, result.isError === true ? "error" : "ok");
+  return result;
+}
+
+export const unknownTool = (deps: ToolDeps) => deps.telemetry.mcpCalled("unknown", "unknown_tool");
+
+async function runTool(
+  deps: ToolDeps,
+  principal: Principal,
+  name: string,
+  args: Record<string, unknown>,
+  meta: Record<string, unknown> | undefined,
+  options: CallOptions,
+): Promise<CallResult | null> {
   if (name === "describe") {
     return builtinResult(jsonResult(describeRelease(deps.handle, deps.engine.currentRelease(), principal)));
   }
@@ -181,7 +217,7 @@ export async function callTool(
         refused,
       );
     }
-    outcome = await deps.engine.invoke({ principal, action: actionName, requestId, input: args });
+    outcome = await deps.engine.invoke({ principal, action: actionName, requestId, input: args, trace: options.trace });
   } catch (error) {
     const known = publicErrorOf(error);
     if (!known) throw error;

@@ -1,3 +1,4 @@
+import type { Log } from "../observe/log.ts";
 import type { Store } from "../store/store.ts";
 import { asRelease, type LoadedRelease, loadBundle } from "./load.ts";
 
@@ -15,7 +16,7 @@ export class ReleaseRegistry {
   constructor(
     private readonly store: Store,
     private readonly bundlesDir: string,
-    private readonly log: (message: string) => void = () => {},
+    private readonly log: Log = () => {},
   ) {}
 
   current(): LoadedRelease | null {
@@ -33,7 +34,9 @@ export class ReleaseRegistry {
   /** Polls the active release so a publish or activation by the CLI or another instance is served within `intervalMs`. */
   watch(intervalMs: number): void {
     this.timer ??= setInterval(() => {
-      this.refresh().catch((error) => this.log(`could not load the active release: ${(error as Error).message}`));
+      this.refresh().catch((error) =>
+        this.log(`could not load the active release: ${(error as Error).message}`, { level: "error" }),
+      );
     }, intervalMs);
   }
 

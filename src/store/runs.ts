@@ -61,6 +61,9 @@ export const LEASE_LOST = { leaseLost: true } as const;
  * claimed the run is still its owner's. Times are the caller's (`now`, `leaseUntil`, a settlement's
  * `finishedAt`); the store never reads a clock.
  */
+export type ActiveRunStatus = "queued" | "running" | "sleeping";
+export const ACTIVE_RUN_STATUSES: readonly ActiveRunStatus[] = ["queued", "running", "sleeping"];
+
 export interface RunStore {
   /**
    * Inserts the execution and its run in one transaction unless (principal, requestId) is taken; then
@@ -70,6 +73,8 @@ export interface RunStore {
   get(id: string): Promise<RunRow | null>;
   /** Runs newest first. */
   list(filter: RunFilter): Promise<RunListRow[]>;
+  /** How many runs are queued, running and sleeping now (the due index covers exactly these). */
+  countActive(): Promise<Record<ActiveRunStatus, number>>;
   steps(runId: string): Promise<StepRow[]>;
   /**
    * Leases up to `limit` runs that are due (or asked to cancel) and whose lease, if any, expired before

@@ -380,4 +380,27 @@ export function runStoreContract(open: OpenStores) {
       expect(await store.runs.saveStep("A", stepRow(mine[0] as string))).toEqual({ leaseLost: true });
     });
   });
+
+  describe("countActive", () => {
+    test("counts the runs queued, running and sleeping on the whole database; ended runs are not counted", async () => {
+      const before = await store.runs.countActive();
+      const running = await claimedRun("A");
+      const ended = await claimedRun("A");
+      const queued = runRows();
+      await store.runs.admit(queued.execution, queued.run);
+      await store.runs.finish("A", ended, { ...done, finishedAt: at(1) });
+      expect(await peer.runs.countActive()).toEqual({
+        queued: before.queued + 1,
+        running: before.running + 1,
+        sleeping: before.sleeping,
+      });
+      await store.runs.suspend("A", running, {
+        status: "sleeping",
+        wakeAt: at(60_000),
+        step: stepRow(running, { name: "nap", kind: "sleep", status: "sleeping", output: null, finishedAt: null }),
+        now: at(1),
+      });
+      expect(await store.runs.countActive()).toMatchObject({ running: before.running, sleeping: before.sleeping + 1 });
+    });
+  });
 }

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { Configuration, KoaContextWithOIDC } from "oidc-provider";
 import Provider, { errors } from "oidc-provider";
+import type { Log } from "../../observe/log.ts";
 import type { Store } from "../../store/store.ts";
 import { checkPassword } from "../users.ts";
 import { storeAdapter } from "./adapter.ts";
@@ -17,7 +18,7 @@ export interface AuthorityOptions {
   /** The environment's name, shown on the sign-in and consent pages. */
   environment: string;
   now: () => number;
-  log: (message: string) => void;
+  log: Log;
 }
 
 /** Where the authority's endpoints are; the protected-resource metadata and the proxy in http/ use them. */
@@ -63,7 +64,7 @@ export class Authority {
     // Expired codes, tokens, sessions and interactions are dropped hourly (and once now), by any instance.
     const purge = () =>
       options.store.oauth.purgeExpired(options.now()).catch((error) => {
-        options.log(`could not purge expired sign-in records: ${(error as Error).message}`);
+        options.log(`could not purge expired sign-in records: ${(error as Error).message}`, { level: "warn" });
         return 0;
       });
     void purge();
@@ -135,7 +136,9 @@ export class Authority {
     const provider = new Provider(options.issuer, configuration);
     // Requests arrive through this process's relay (http/oauth.ts), which sets X-Forwarded-* from PUBLIC_URL.
     provider.proxy = true;
-    provider.on("server_error", (_ctx: unknown, error: Error) => options.log(`authority error: ${error.message}`));
+    provider.on("server_error", (_ctx: unknown, error: Error) =>
+      options.log(`authority error: ${error.message}`, { level: "error" }),
+    );
     // A client that asks for no scope asks for the resource's: an empty grant would be refused later.
     provider.use(async (ctx, next) => {
       if (ctx.path === AUTHORITY_ROUTES.authorization && ctx.method === "GET" && !ctx.query.scope) {
@@ -149,7 +152,7 @@ export class Authority {
       const match = INTERACTION.exec(req.url?.split("?")[0] ?? "");
       if (!match) return callback(req, res);
       interactions.handle(req, res, match[1] as string, match[2]).catch((error) => {
-        options.log(`sign-in page failed: ${(error as Error).message}`);
+        options.log(`sign-in page failed: ${(error as Error).message}`, { level: "error" });
         if (!res.headersSent)
           sendJson(res, 400, {
             ok: false,

@@ -2,6 +2,9 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import type { DataService } from "../../data/service.ts";
 import { messageOf } from "../../lib/errors.ts";
 import { storableJson } from "../../lib/json-text.ts";
+import type { Log } from "../../observe/log.ts";
+import type { Telemetry } from "../../observe/telemetry.ts";
+import { NO_SPAN, type Span, type SpanParent } from "../../observe/tracing.ts";
 import type { LoadedRelease, LoadedWorkflow } from "../../release/load.ts";
 import type { DataContext, Principal, StepContext, StepOptions, WorkflowContext } from "../../sdk/index.ts";
 import type { DataWrite } from "../../store/data.ts";
@@ -20,9 +23,10 @@ export interface RunDeps {
   feed: ExecutionFeed;
   /** Any stored release by version: a run stays on the one it started with. */
   release: (version: string) => Promise<LoadedRelease>;
-  log: (message: string) => void;
+  log: Log;
   now: () => number;
   logLimits: LogLimits;
+  telemetry: Telemetry;
 }
 
 /** Why a run stops short of an end of its own: asked to, the server is going away, or another worker took it. */
@@ -81,6 +85,7 @@ export class RunExecution {
   private log: ExecutionLog | null = null;
   /** Likewise the step's `ctx.schedule` and `ctx.cancelScheduled`. */
   private readonly stepTools = new AsyncLocalStorage<ScheduleTools>();
+  private span: Span = NO_SPAN;
 
   /** `fresh`: the run was just admitted by this process, so it has no checkpoints to read yet. */
   constructor(
@@ -88,6 +93,8 @@ export class RunExecution {
     private readonly owner: string,
     private readonly $: RunDeps,
     private readonly fresh = false,
+    /** The span of the request that admitted the run, for the pass started at admission. */
+    private readonly parent?: SpanParent,
   ) {
     this.principal = {
       kind: run.principalKind,
@@ -103,7 +110,30 @@ export class RunExecution {
     this.abort.abort(new Error(reason === "canceled" ? "the run was canceled" : "the run was handed over"));
   }
 
+  /** The pass, as a span (its steps are its children). */
   async execute(): Promise<PassOutcome> {
+    const { run } = this;
+    this.span = this.$.telemetry.tracer.start(`workflow ${run.workflow}`, this.parent, {
+      "actuate.action": run.workflow,
+      "actuate.execution_id": run.id,
+    });
+    try {
+      const outcome = await this.pass();
+      this.span.setAttributes({ "actuate.pass": outcome.kind });
+      if (outcome.kind === "ended") {
+        this.span.setAttributes({ "actuate.status": outcome.settlement.status });
+        if (outcome.settlement.status !== "succeeded") this.span.fail(outcome.settlement.errorMessage ?? "");
+      }
+      return outcome;
+    } catch (error) {
+      this.span.fail((error as Error).message);
+      throw error;
+    } finally {
+      this.span.end();
+    }
+  }
+
+  private async pass(): Promise<PassOutcome> {
     let release: LoadedRelease;
     try {
       release = await this.$.release(this.run.releaseVersion);
@@ -196,6 +226,7 @@ export class RunExecution {
     this.$.store.runs.saveStep(this.owner, row).catch((error) => this.logStoreError(error));
 
     const data = this.$.data.forExecution(this.principal, release, this.$.now);
+    const span = this.$.telemetry.tracer.start(`step ${name}`, this.span, { "actuate.step.attempt": attempt });
     let value: unknown;
     try {
       const tools = scheduleTools({
@@ -209,10 +240,13 @@ export class RunExecution {
         this.stepTools.run(tools, () => this.stepDb.run(data.db, () => fn({ ...ctx, db: data.db, ...tools, attempt }))),
       );
     } catch (error) {
+      span.fail(messageOf(error));
+      span.end();
       if (this.halted !== null) throw new Unwind();
       this.logThrown(`step "${name}" attempt ${attempt}`, error, name);
       return this.attemptFailed(row, messageOf(error), retries, backoffMs);
     }
+    span.end();
     const stored = storableJson(value, "");
     if ("problem" in stored) throw this.misused(`step "${name}"'s result ${stored.problem}`);
     const output = stored.value;
@@ -361,8 +395,8 @@ export class RunExecution {
         limits: this.$.logLimits,
         now: this.$.now,
         append: (lines) => this.$.store.executionLogs.append(lines),
-        written: ({ line, at }) => {
-          this.$.log(`[${run.workflow} ${run.id}] ${line}`);
+        written: ({ line, at, level }) => {
+          this.$.log(`[${run.workflow} ${run.id}] ${line}`, { level, executionId: run.id, action: run.workflow });
           this.$.feed.publish(run.id, { type: "log", executionId: run.id, line, at });
         },
         failed: (error) => this.logStoreError(error),
@@ -376,11 +410,19 @@ export class RunExecution {
   private logThrown(what: string, error: unknown, step: string | null = null) {
     const line = `${what} threw: ${thrownLine(error)}`;
     if (this.log) this.log.writeFinal(line, step);
-    else this.$.log(`[${this.run.workflow} ${this.run.id}] ${line}`);
+    else
+      this.$.log(`[${this.run.workflow} ${this.run.id}] ${line}`, {
+        level: "error",
+        executionId: this.run.id,
+        action: this.run.workflow,
+      });
   }
 
   private logStoreError(error: unknown) {
-    this.$.log(`workflow run ${this.run.id}: the store failed: ${(error as Error).message}`);
+    this.$.log(`workflow run ${this.run.id}: the store failed: ${(error as Error).message}`, {
+      level: "error",
+      executionId: this.run.id,
+    });
   }
 }
 

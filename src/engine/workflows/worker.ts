@@ -1,3 +1,4 @@
+import type { SpanParent } from "../../observe/tracing.ts";
 import type { ExecutionRow, RunRow } from "../../store/rows.ts";
 import { type PassOutcome, type RunDeps, RunExecution } from "./run-execution.ts";
 
@@ -68,9 +69,9 @@ export class WorkflowWorker {
   }
 
   /** Starts a run admitted with this process's lease in a reserved slot (with the execution admitted with it). */
-  launch(run: RunRow, execution: ExecutionRow): void {
+  launch(run: RunRow, execution: ExecutionRow, parent?: SpanParent): void {
     this.reserved--;
-    this.begin(run, execution);
+    this.begin(run, execution, parent);
   }
 
   /** Stops a run this process executes at its next step boundary; false when it does not run here. */
@@ -89,7 +90,9 @@ export class WorkflowWorker {
     }
     this.claiming = true;
     this.claimRounds()
-      .catch((error) => this.$.log(`workflow worker: claiming runs failed: ${(error as Error).message}`))
+      .catch((error) =>
+        this.$.log(`workflow worker: claiming runs failed: ${(error as Error).message}`, { level: "error" }),
+      )
       .finally(() => {
         this.claiming = false;
       });
@@ -107,7 +110,9 @@ export class WorkflowWorker {
     await Promise.race([Promise.allSettled(passes.map((p) => p.done)), Bun.sleep(graceMs)]);
     await this.$.store.runs
       .release(this.owner)
-      .catch((error) => this.$.log(`workflow worker: releasing leases failed: ${(error as Error).message}`));
+      .catch((error) =>
+        this.$.log(`workflow worker: releasing leases failed: ${(error as Error).message}`, { level: "error" }),
+      );
   }
 
   private async claimRounds(): Promise<void> {
@@ -127,8 +132,9 @@ export class WorkflowWorker {
   }
 
   /** `admitted`: the execution this process just admitted with the run (it has no checkpoints yet). */
-  private begin(run: RunRow, admitted?: ExecutionRow): void {
-    const execution = new RunExecution(run, this.owner, this.$, admitted !== undefined);
+  private begin(run: RunRow, admitted?: ExecutionRow, parent?: SpanParent): void {
+    this.$.telemetry.runStarted((this.$.now() - run.wakeAt) / 1000);
+    const execution = new RunExecution(run, this.owner, this.$, admitted !== undefined, parent);
     const done = execution
       .execute()
       .then((outcome) => {
@@ -137,7 +143,10 @@ export class WorkflowWorker {
       })
       .catch((error) => {
         // The lease runs out and the run is resumed from its checkpoints, here or elsewhere.
-        this.$.log(`workflow run ${run.id} stopped: ${(error as Error).message}`);
+        this.$.log(`workflow run ${run.id} stopped: ${(error as Error).message}`, {
+          level: "warn",
+          executionId: run.id,
+        });
         return null;
       })
       .finally(() => {
@@ -150,7 +159,17 @@ export class WorkflowWorker {
   /** Wakes a suspended run when due; tells whoever follows the execution that the run ended. */
   private after(run: RunRow, outcome: PassOutcome, admitted?: ExecutionRow): void {
     if (outcome.kind === "suspended") this.wakeAt(outcome.wakeAt);
-    if (outcome.kind !== "ended" || !this.$.feed.watched(run.id)) return;
+    if (outcome.kind !== "ended") return;
+    const { status, finishedAt } = outcome.settlement;
+    this.$.telemetry.executionEnded({
+      action: run.workflow,
+      kind: "workflow",
+      status,
+      createdAt: run.createdAt,
+      startedAt: null,
+      finishedAt,
+    });
+    if (!this.$.feed.watched(run.id)) return;
     const publish = (execution: ExecutionRow) => this.$.feed.publish(run.id, { type: "status", execution });
     if (admitted) publish({ ...admitted, ...outcome.settlement });
     else
@@ -181,7 +200,7 @@ export class WorkflowWorker {
     try {
       held = await this.$.store.runs.renew(this.owner, ids, this.leaseUntil(this.$.now()));
     } catch (error) {
-      this.$.log(`workflow worker: renewing leases failed: ${(error as Error).message}`);
+      this.$.log(`workflow worker: renewing leases failed: ${(error as Error).message}`, { level: "error" });
       return;
     }
     const still = new Map(held.map((h) => [h.id, h.cancelRequested]));

@@ -2,7 +2,7 @@ import type { Database, Statement } from "bun:sqlite";
 import type { DataWrite } from "../data.ts";
 import { selectList } from "../drizzle/columns.ts";
 import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
-import { listRuns } from "../drizzle/lists.ts";
+import { countActiveRuns, listRuns } from "../drizzle/lists.ts";
 import type { ExecutionRow, RunRow, StepRow } from "../rows.ts";
 import {
   type Fenced,
@@ -154,6 +154,10 @@ export class SqliteRunStore implements RunStore {
 
   list(filter: RunFilter): Promise<RunListRow[]> {
     return listRuns(this.lists.db, this.lists.dialect, this.lists.tables.workflowRuns, filter);
+  }
+
+  countActive() {
+    return countActiveRuns(this.lists.db, this.lists.tables.workflowRuns);
   }
 
   async steps(runId: string): Promise<StepRow[]> {

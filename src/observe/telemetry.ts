@@ -1,0 +1,136 @@
+import { readdirSync } from "node:fs";
+import { Counter, Gauge, Histogram, Registry } from "./metrics.ts";
+import { NO_TRACER, type Tracer } from "./tracing.ts";
+
+/** Seconds: a quick handler (1 ms) up to a long workflow (5 min). */
+const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120];
+
+/** What an ended execution tells the metrics (a row of the store, or the same fields). */
+export interface EndedExecution {
+  action: string;
+  kind: string;
+  status: string;
+  createdAt: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+}
+
+export type GaugeSource = () => Iterable<[readonly string[], number]> | number;
+
+/**
+ * The server's metrics (Prometheus names `actuate_*` and the process's) and its tracer. One per server;
+ * the engine, the adapters and main report to it, `GET /metrics` renders it.
+ */
+export class Telemetry {
+  readonly registry = new Registry();
+  private readonly executions: Counter;
+  private readonly executionSeconds: Histogram;
+  private readonly requests: Counter;
+  private readonly requestSeconds: Histogram;
+  private readonly mcpCalls: Counter;
+  private readonly queueDelay: Histogram;
+
+  constructor(readonly tracer: Tracer = NO_TRACER) {
+    const r = this.registry;
+    this.executions = r.register(
+      new Counter("actuate_executions_total", "Executions that ended on this instance", ["action", "kind", "status"]),
+    );
+    this.executionSeconds = r.register(
+      new Histogram(
+        "actuate_execution_duration_seconds",
+        "From start to end of an execution (a workflow's from its admission)",
+        ["action"],
+        DURATION_BUCKETS,
+      ),
+    );
+    this.requests = r.register(
+      new Counter("actuate_http_requests_total", "HTTP requests answered, by route template", ["route", "status"]),
+    );
+    this.requestSeconds = r.register(
+      new Histogram("actuate_http_request_duration_seconds", "Time to answer an HTTP request", ["route"], HTTP_BUCKETS),
+    );
+    this.mcpCalls = r.register(
+      new Counter("actuate_mcp_calls_total", "MCP tool calls, by outcome", ["tool", "outcome"]),
+    );
+    this.queueDelay = r.register(
+      new Histogram(
+        "actuate_workflow_queue_delay_seconds",
+        "How long a due workflow run waited for a worker",
+        [],
+        DURATION_BUCKETS,
+      ),
+    );
+    this.processMetrics();
+  }
+
+  executionEnded(row: EndedExecution): void {
+    this.executions.inc([row.action, row.kind, row.status]);
+    const from = row.kind === "workflow" ? row.createdAt : (row.startedAt ?? row.createdAt);
+    if (row.finishedAt !== null) this.executionSeconds.observe([row.action], (row.finishedAt - from) / 1000);
+  }
+
+  httpAnswered(route: string, status: number, seconds: number): void {
+    const code = String(status);
+    this.requests.inc([route, code]);
+    this.requestSeconds.observe([route], seconds);
+  }
+
+  mcpCalled(tool: string, outcome: string): void {
+    this.mcpCalls.inc([tool, outcome]);
+  }
+
+  runStarted(delaySeconds: number): void {
+    this.queueDelay.observe([], Math.max(0, delaySeconds));
+  }
+
+  /** A gauge read at each scrape (live sockets, the release, the pool). */
+  gauge(name: string, help: string, labelNames: readonly string[], source: GaugeSource): void {
+    this.registry.register(new Gauge(name, help, labelNames, source));
+  }
+
+  private processMetrics(): void {
+    const r = this.registry;
+    const started = Math.round((Date.now() - performance.now()) / 1000);
+    const cpu = (pick: (usage: NodeJS.CpuUsage) => number) => () => pick(process.cpuUsage()) / 1e6;
+    r.register(
+      new Gauge(
+        "process_cpu_user_seconds_total",
+        "User CPU time",
+        [],
+        cpu((u) => u.user),
+        "counter",
+      ),
+    );
+    r.register(
+      new Gauge(
+        "process_cpu_system_seconds_total",
+        "System CPU time",
+        [],
+        cpu((u) => u.system),
+        "counter",
+      ),
+    );
+    r.register(
+      new Gauge(
+        "process_cpu_seconds_total",
+        "User and system CPU time",
+        [],
+        cpu((u) => u.user + u.system),
+        "counter",
+      ),
+    );
+    r.register(new Gauge("process_start_time_seconds", "Start time of the process (Unix seconds)", [], () => started));
+    r.register(new Gauge("process_resident_memory_bytes", "Resident memory size", [], () => process.memoryUsage().rss));
+    r.register(new Gauge("process_heap_bytes", "JavaScript heap in use", [], () => process.memoryUsage().heapUsed));
+    r.register(new Gauge("process_open_fds", "Open file descriptors", [], openFileDescriptors));
+  }
+}
+
+function openFileDescriptors(): number {
+  try {
+    return readdirSync("/proc/self/fd").length;
+  } catch {
+    return Number.NaN;
+  }
+}
