@@ -88,6 +88,9 @@ async function refuseUnless(allowed: boolean | Promise<boolean>, action: string)
 
 const NO_FILES: ReadonlyMap<string, SentFile> = new Map();
 
+/** Log lines a follower reads from the store at a time (the next read goes on from the last). */
+const FOLLOW_LOG_PAGE = 500;
+
 /** A run as the run view reads it; `logs` holds every line of its log, each naming its step (or null). */
 export interface RunWithSteps {
   run: RunRow;
@@ -114,6 +117,7 @@ export class Engine {
     this.followResources = {
       feed: this.feed,
       read: (id) => $.store.executions.get(id),
+      readLogs: (id, afterSeq) => $.store.executionLogs.page(id, afterSeq, FOLLOW_LOG_PAGE),
       now: this.now,
       poll: $.followPoll ?? DEFAULT_POLL,
     };

@@ -83,9 +83,9 @@ export class Runner {
       limits: this.$.logLimits,
       now: this.$.now,
       append: (lines) => this.$.store.executionLogs.append(lines),
-      written: ({ line, at }) => {
+      written: ({ line, at, seq }) => {
         this.$.log(`[${row.action} ${row.id}] ${line}`);
-        this.$.feed.publish(row.id, { type: "log", executionId: row.id, line, at });
+        this.$.feed.publish(row.id, { type: "log", executionId: row.id, line, at, seq });
       },
       failed: (error) => this.$.log(`could not store log lines of execution ${row.id}: ${messageOf(error)}`),
     });

@@ -341,9 +341,9 @@ export class RunExecution {
         limits: this.$.logLimits,
         now: this.$.now,
         append: (lines) => this.$.store.executionLogs.append(lines),
-        written: ({ line, at }) => {
+        written: ({ line, at, seq }) => {
           this.$.log(`[${run.workflow} ${run.id}] ${line}`);
-          this.$.feed.publish(run.id, { type: "log", executionId: run.id, line, at });
+          this.$.feed.publish(run.id, { type: "log", executionId: run.id, line, at, seq });
         },
         failed: (error) => this.logStoreError(error),
       },
