@@ -185,7 +185,7 @@ for (const dialect of dialects) {
       stranger.close();
     });
 
-    test("streams ctx.log lines as they are written", async () => {
+    test("streams ctx.log lines as they are written, after those stored before it subscribed", async () => {
       const gate = crypto.randomUUID();
       const { id } = (await (await t.invoke("test.chatty", { gate })).json()).execution;
       const client = await LiveClient.connect(t.url);
@@ -193,6 +193,9 @@ for (const dialect of dialects) {
       await client.op("init-ok");
       client.send({ op: "subscribe-stream", "execution-id": id });
       expect(await client.op("stream-append")).toMatchObject({ status: "running" });
+      expect(await client.next((m) => m.op === "stream-append" && m.log !== undefined)).toMatchObject({
+        log: "before the gate",
+      });
       openGate(gate);
       expect(await client.next((m) => m.op === "stream-append" && m.log !== undefined)).toMatchObject({
         "execution-id": id,
@@ -291,6 +294,32 @@ describe.skipIf(!postgresDialect)("live queries across instances (postgres)", ()
       await a.stop();
     }
   });
+
+  test("subscribe-stream on one server streams the log lines of an execution running on another", async () => {
+    const a = await startWith("basic", { WAIT_MS: "100" });
+    const b = await startPeer(a, { WAIT_MS: "100" }, { minMs: 25, maxMs: 100 });
+    const client = await LiveClient.connect(b.url);
+    const logged = () => client.next((m) => m.op === "stream-append" && m.log !== undefined);
+    try {
+      const gate = crypto.randomUUID();
+      const { id } = (await (await a.invoke("test.logs", { lines: 2, gate })).json()).execution;
+      client.send({ op: "init", "access-token": a.serviceKey });
+      await client.op("init-ok");
+      client.send({ op: "subscribe-stream", "execution-id": id });
+      expect(await client.op("stream-append")).toMatchObject({ status: "running" });
+      expect(await logged()).toMatchObject({ "execution-id": id, log: "line 0" });
+      expect(await logged()).toMatchObject({ log: "line 1" });
+      openGate(gate);
+      // Logged on A in the turn it returned: stored with its end, and streamed before it.
+      const streamed = () => client.next((m) => m.op === "stream-append");
+      expect(await streamed()).toMatchObject({ log: "after the gate" });
+      expect(await streamed()).toMatchObject({ status: "succeeded", done: true });
+    } finally {
+      client.close();
+      await b.stop();
+      await a.stop();
+    }
+  }, 30_000);
 
   test("a follower hears an end on another server at once (NOTIFY), not at its next poll", async () => {
     const executor = await startWith("basic", { WAIT_MS: "100" });

@@ -107,6 +107,9 @@ const DISPATCH_BATCH = 256;
 const inputFingerprint = (action: string, input: unknown, files: Record<string, unknown>) =>
   sha256Hex(canonicalJson({ action, input, files }));
 
+/** Log lines a follower reads from the store at a time (the next read goes on from the last). */
+const FOLLOW_LOG_PAGE = 500;
+
 /** A run as the run view reads it; `logs` holds every line of its log, each naming its step (or null). */
 export interface RunWithSteps {
   run: RunRow;
@@ -136,6 +139,7 @@ export class Engine {
     this.followResources = {
       feed: this.feed,
       read: (id) => $.store.executions.get(id),
+      readLogs: (id, afterSeq) => $.store.executionLogs.page(id, afterSeq, FOLLOW_LOG_PAGE),
       now: this.now,
       poll: $.followPoll ?? DEFAULT_POLL,
     };

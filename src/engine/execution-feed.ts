@@ -2,7 +2,7 @@ import type { ExecutionRow } from "../store/rows.ts";
 
 export type ExecutionEvent =
   | { type: "status"; execution: ExecutionRow }
-  | { type: "log"; executionId: string; line: string; at: number };
+  | { type: "log"; executionId: string; line: string; at: number; seq: number };
 
 /** What a follower hears: an event of this process, or that the stored row changed (to be read again). */
 export type FeedEvent = ExecutionEvent | { type: "stored"; executionId: string };

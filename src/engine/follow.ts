@@ -1,4 +1,4 @@
-import type { ExecutionRow } from "../store/rows.ts";
+import type { ExecutionRow, LogRow } from "../store/rows.ts";
 import { isTerminal } from "../store/statuses.ts";
 import type { ExecutionEvent, ExecutionFeed, FeedEvent } from "./execution-feed.ts";
 
@@ -14,6 +14,8 @@ export interface FollowResources {
   feed: ExecutionFeed;
   /** The stored row (another instance's progress is seen here). */
   read: (id: string) => Promise<ExecutionRow | null>;
+  /** The stored log lines after `afterSeq` (another instance's lines are seen here). */
+  readLogs: (id: string, afterSeq: number) => Promise<LogRow[]>;
   now: () => number;
   poll: PollBackoff;
 }
@@ -23,6 +25,12 @@ export interface FollowOptions {
   deadline?: number;
   /** Stop following when aborted (a socket closed, a caller went away). */
   signal?: AbortSignal;
+  /**
+   * Also the log lines stored by whichever instance runs it, read whenever the row is read again
+   * (each poll, each word of a change), and the last ones before the end; this process's lines come
+   * from the feed at once. Off for followers that only want the end (`/result`, replays).
+   */
+  storedLogs?: boolean;
 }
 
 /**
@@ -48,9 +56,18 @@ export async function* followExecution(
   });
   const aborted = () => wake?.();
   options.signal?.addEventListener("abort", aborted);
+  let lastSeq = -1;
+  /** Lines stored since the last one yielded (none unless `storedLogs`). */
+  const storedLines = async (): Promise<ExecutionEvent[]> => {
+    if (!options.storedLogs) return [];
+    const rows = await $.readLogs(id, lastSeq);
+    lastSeq = rows.at(-1)?.seq ?? lastSeq;
+    return rows.map(({ executionId, line, at, seq }) => ({ type: "log", executionId, line, at, seq }));
+  };
   try {
     let current = await first();
     yield { type: "status", execution: current };
+    if (!isTerminal(current.status)) yield* await storedLines();
     let delay = $.poll.minMs;
     const reread = async () => {
       const row = await $.read(id);
@@ -58,18 +75,29 @@ export async function* followExecution(
       current = row;
       return row;
     };
+    /** The row read again: new lines first, and, when it changed, the lines before its new status. */
+    const rereadWithLines = async function* (): AsyncGenerator<ExecutionEvent> {
+      const row = await reread();
+      yield* await storedLines();
+      if (row) yield { type: "status", execution: row };
+    };
     while (!isTerminal(current.status) && !options.signal?.aborted) {
       const event = pending.shift();
       if (event?.type === "stored") {
-        const row = await reread();
-        if (row) yield { type: "status", execution: row };
+        yield* rereadWithLines();
+        continue;
+      }
+      if (event?.type === "log") {
+        // Already read from the store (a line of this process stored before the feed was heard)?
+        if (event.seq <= lastSeq) continue;
+        lastSeq = event.seq;
+        yield event;
         continue;
       }
       if (event) {
-        if (event.type === "status") {
-          if (event.execution.status === current.status) continue;
-          current = event.execution;
-        }
+        if (event.execution.status === current.status) continue;
+        if (isTerminal(event.execution.status)) yield* await storedLines();
+        current = event.execution;
         yield event;
         continue;
       }
@@ -85,8 +113,7 @@ export async function* followExecution(
       wake = null;
       if (woken) continue;
       delay = Math.min(delay * 2, $.poll.maxMs);
-      const row = await reread();
-      if (row) yield { type: "status", execution: row };
+      yield* rereadWithLines();
     }
   } finally {
     stop();

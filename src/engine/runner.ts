@@ -101,9 +101,9 @@ export class Runner {
       limits: this.$.logLimits,
       now: this.$.now,
       append: (lines) => this.$.store.executionLogs.append(lines),
-      written: ({ line, at, level }) => {
+      written: ({ line, at, level, seq }) => {
         this.$.log(`[${row.action} ${row.id}] ${line}`, { level, executionId: row.id, action: row.action });
-        this.$.feed.publish(row.id, { type: "log", executionId: row.id, line, at });
+        this.$.feed.publish(row.id, { type: "log", executionId: row.id, line, at, seq });
       },
       failed: (error) => this.$.log(`could not store log lines of execution ${row.id}: ${messageOf(error)}`),
     });

@@ -261,7 +261,10 @@ export class SessionHub {
     if (typeof id !== "string") return this.error(session, message, "subscribe-stream needs an execution-id");
     const key = id.toLowerCase();
     const stop = new AbortController();
-    const events = this.$.engine.follow(session.principal as Principal, key, { signal: stop.signal });
+    const events = this.$.engine.follow(session.principal as Principal, key, {
+      signal: stop.signal,
+      storedLogs: true,
+    });
     const first = await events.next();
     const eventId = message["client-event-id"];
     const append = (event: ExecutionEvent) => {

@@ -395,9 +395,9 @@ export class RunExecution {
         limits: this.$.logLimits,
         now: this.$.now,
         append: (lines) => this.$.store.executionLogs.append(lines),
-        written: ({ line, at, level }) => {
+        written: ({ line, at, level, seq }) => {
           this.$.log(`[${run.workflow} ${run.id}] ${line}`, { level, executionId: run.id, action: run.workflow });
-          this.$.feed.publish(run.id, { type: "log", executionId: run.id, line, at });
+          this.$.feed.publish(run.id, { type: "log", executionId: run.id, line, at, seq });
         },
         failed: (error) => this.logStoreError(error),
       },
