@@ -144,7 +144,7 @@ async function startActuate(label: string, databaseUrl?: string): Promise<Scenar
     {
       name: `mcp call (${label})`,
       baseline: invoke,
-      target: 0.5,
+      target: 0.9,
       load: { url: `${base}/mcp`, headers: mcpHeaders, bodyTemplate: mcpBody },
       verify: () => verifyMcp(`${base}/mcp`, proc),
     },
