@@ -172,7 +172,7 @@ async function startActuate(
     {
       name: `mcp call (${label})`,
       baseline: invoke,
-      target: 0.5,
+      target: 0.9,
       load: { url: `${base}/mcp`, headers: mcpHeaders, bodyTemplate: mcpBody },
       verify: () => verifyMcp(`${base}/mcp`, proc),
     },

@@ -333,6 +333,7 @@ describe("the environment as its own authority (no AUTH_ISSUER)", () => {
 });
 
 describe("the sign-in page under guessing", () => {
+  // Eleven password hashes: seconds on a loaded 2-core machine, past bun's 5 s default at times.
   test("after 10 failures within 15 minutes a user (and the address) is refused with 429, even the right password", async () => {
     const t = await startTestServer(sqlite as (typeof dialects)[number], { release: fixture("claims") });
     try {
