@@ -71,16 +71,6 @@ export class Scheduler {
     await this.pass;
   }
 
-  /** When each schedule of the active release ticks next, as this process knows it. */
-  nextTicks(): Map<string, number | null> {
-    const now = this.$.now();
-    const next = new Map<string, number | null>();
-    for (const schedule of this.$.release()?.schedules.values() ?? []) {
-      next.set(schedule.name, schedule.nextAfter(Math.max(this.known.get(schedule.name)?.lastTick ?? now, now)));
-    }
-    return next;
-  }
-
   private wake(ms: number): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
