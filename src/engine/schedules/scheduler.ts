@@ -37,6 +37,9 @@ interface Known {
   recheckAt: number;
 }
 
+/** Refusals that pass: the tick is tried again by a later pass, not given up. */
+export const RETRIED: ReadonlySet<string> = new Set(["database_unavailable", "no_active_release"]);
+
 /** The service principal a schedule's ticks run as. */
 export const schedulePrincipal = (name: string): Principal => ({ kind: "service", id: `schedule:${name}` });
 
@@ -158,7 +161,7 @@ export class Scheduler {
     } catch (error) {
       // Refused for good (the action went away or changed with a release switch, or the tick already ran
       // with another input): nothing to retry. Anything else (the database) is retried by the next pass.
-      if (!(error instanceof PublicError)) throw error;
+      if (!(error instanceof PublicError) || RETRIED.has(error.code)) throw error;
       this.$.log(`schedule ${schedule.name}: tick ${at} not run: ${error.code}: ${error.message}`);
     }
   }
