@@ -2,6 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { cpSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { importJWK, SignJWT } from "jose";
+import { authorityKeys } from "../src/auth/authority/keys.ts";
+import { addUser } from "../src/auth/users.ts";
 import { dialects } from "./support/databases.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "./support/server.ts";
 
@@ -139,6 +142,26 @@ for (const dialect of dialects) {
       const next = await (await t.fetch(`/scheduled?limit=1&cursor=${paged.nextCursor}`, { token: alice })).json();
       expect(next.items[0].id < paged.items[0].id).toBe(true);
     });
+
+    test("a due invocation runs with the verified claims its scheduler had (a JWT of the built-in authority)", async () => {
+      await addUser(t.store, "carol", "a long enough password");
+      const { signing } = await authorityKeys(t.store.oauth, Date.now());
+      const jwt = await new SignJWT({ sub: "carol", scope: "mcp", role: "editor" })
+        .setProtectedHeader({ alg: "RS256", kid: signing.kid as string, typ: "at+jwt" })
+        .setIssuer(t.url)
+        .setAudience(`${t.url}/mcp`)
+        .setIssuedAt()
+        .setExpirationTime("5m")
+        .sign(await importJWK(signing, "RS256"));
+      const { body } = await schedule({ note: "with claims", afterMs: 0 }, jwt);
+      expect(body.execution.status).toBe("succeeded");
+      const started = await startedOf(body.execution.output.id, jwt);
+      const execution = await eventually(async () => {
+        const e = await (await t.fetch(`/executions/${started.executionId}`)).json();
+        return e.status === "succeeded" ? e : null;
+      });
+      expect(execution.output).toEqual({ note: "with claims", by: "user:carol", role: "editor" });
+    }, 30_000);
 
     test("a due invocation its principal may not run is recorded as a failed execution access_denied", async () => {
       const { body } = await schedule({ note: "sneaky", afterMs: 0, action: "sched.admin" });

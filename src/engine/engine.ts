@@ -1,6 +1,5 @@
 import type { DataService, QueryFormat } from "../data/service.ts";
 import type { FileService, SentFile } from "../files/service.ts";
-import { canonicalJson, sha256Hex } from "../lib/canonical-json.ts";
 import { PublicError } from "../lib/errors.ts";
 import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "../lib/json-text.ts";
 import type { Log } from "../observe/log.ts";
@@ -10,16 +9,15 @@ import type { ActionContract } from "../release/contract.ts";
 import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
 import type { ExecutionListRow } from "../store/executions.ts";
-import type { ExecutionRow, LogRow, RunRow, ScheduledRow, StepRow } from "../store/rows.ts";
+import type { ExecutionRow, LogRow, RunRow, StepRow } from "../store/rows.ts";
 import type { RunListRow } from "../store/runs.ts";
-import type { ScheduledStatus } from "../store/statuses.ts";
 import { type ExecutionStatus, isRunTerminal, isTerminal, type RunStatus } from "../store/statuses.ts";
 import type { Store } from "../store/store.ts";
 import { mayKnow, mayRun } from "./access.ts";
-import { accessDenied, actionNotFound, executionNotFound, runNotFound, scheduledNotFound } from "./errors.ts";
+import { accessDenied, actionNotFound, executionNotFound, runNotFound } from "./errors.ts";
 import { type ExecutionEvent, ExecutionFeed } from "./execution-feed.ts";
 import { DEFAULT_LOG_LIMITS, type LogLimits } from "./execution-log.ts";
-import { canSee, LIST_VALUE_BYTES } from "./executions.ts";
+import { canSee, inputFingerprint, LIST_VALUE_BYTES } from "./executions.ts";
 import {
   DEFAULT_POLL,
   type FollowOptions,
@@ -29,11 +27,10 @@ import {
   type PollBackoff,
 } from "./follow.ts";
 import { Liveness } from "./liveness.ts";
+import { type Page, pageOf } from "./page.ts";
 import { Retention, type RetentionSettings } from "./retention.ts";
 import { Runner } from "./runner.ts";
-import { type DelayedInvocation, Dispatcher } from "./schedules/dispatcher.ts";
-import { Scheduler } from "./schedules/scheduler.ts";
-import { type ScheduleView, scheduleViews } from "./schedules/view.ts";
+import { Scheduling } from "./schedules/scheduling.ts";
 import { newRun } from "./workflows/new-run.ts";
 import { type WorkerSettings, WorkflowWorker } from "./workflows/worker.ts";
 
@@ -82,30 +79,13 @@ export interface InvokeOutcome {
   runId?: string;
 }
 
-export interface Page<T> {
-  items: T[];
-  /** The last id of this page when another may follow. */
-  lastId: string | null;
-}
-
-/** Lists ask for one row more than the page holds: its presence says another page follows. */
-function pageOf<T extends { id: string }>(rows: T[], limit: number): Page<T> {
-  const more = rows.length > limit;
-  if (more) rows.length = limit;
-  return { items: rows, lastId: more ? (rows.at(-1)?.id ?? null) : null };
-}
+export type { Page } from "./page.ts";
 
 async function refuseUnless(allowed: boolean | Promise<boolean>, action: string): Promise<void> {
   if (!(await allowed)) throw accessDenied(action);
 }
 
 const NO_FILES: ReadonlyMap<string, SentFile> = new Map();
-/** How many due delayed invocations one dispatcher pass starts at most. */
-const DISPATCH_BATCH = 256;
-
-/** What makes two invocations of one request id the same: the action, the input, and the files' digests. */
-const inputFingerprint = (action: string, input: unknown, files: Record<string, unknown>) =>
-  sha256Hex(canonicalJson({ action, input, files }));
 
 /** Log lines a follower reads from the store at a time (the next read goes on from the last). */
 const FOLLOW_LOG_PAGE = 500;
@@ -126,8 +106,8 @@ export class Engine {
   private readonly workflows: WorkflowWorker;
   private readonly liveness: Liveness;
   private readonly retention: Retention | null;
-  readonly scheduler: Scheduler;
-  private readonly dispatcher: Dispatcher;
+  /** The release's schedules and `ctx.schedule`'s delayed invocations. */
+  readonly scheduling: Scheduling;
   /** Status changes and log lines of the executions running in this process (for subscribe-stream). */
   readonly feed = new ExecutionFeed();
   private readonly now: () => number;
@@ -168,20 +148,16 @@ export class Engine {
     );
     this.liveness = new Liveness({ store: $.store, ttlMs: $.workflows.leaseMs, log: $.log, now: this.now });
     this.retention = $.retention ? new Retention({ store: $.store, now: this.now, log: $.log }, $.retention) : null;
-    this.scheduler = new Scheduler(
-      { store: $.store, release: $.release, invoke: (request) => this.invoke(request), log: $.log, now: this.now },
-      { owner: $.store.instances.id, pollMs: $.workflows.pollMs, leaseMs: $.workflows.leaseMs },
-    );
-    this.dispatcher = new Dispatcher(
-      {
-        store: $.store,
-        invoke: (request) => this.invoke(request),
-        recordRefusal: (request, refusal) => this.recordRefusal(request, refusal),
-        log: $.log,
-        now: this.now,
-      },
-      { owner: $.store.instances.id, pollMs: $.workflows.pollMs, leaseMs: $.workflows.leaseMs, batch: DISPATCH_BATCH },
-    );
+    this.scheduling = new Scheduling({
+      store: $.store,
+      release: $.release,
+      invoke: (request) => this.invoke(request),
+      log: $.log,
+      now: this.now,
+      owner: $.store.instances.id,
+      leaseMs: $.workflows.leaseMs,
+      pollMs: $.workflows.pollMs,
+    });
   }
 
   /**
@@ -193,8 +169,7 @@ export class Engine {
     await this.$.store.executions.listen((ids) => this.feed.stored(ids));
     await this.liveness.start();
     this.workflows.start();
-    this.scheduler.start();
-    this.dispatcher.start();
+    this.scheduling.start();
     this.retention?.start();
   }
 
@@ -340,80 +315,6 @@ export class Engine {
     return { execution: admitted.execution, settled: false, replayed: false, runId: run.id };
   }
 
-  /** The active release's schedules and where each stands; for service keys only. */
-  async schedules(principal: Principal): Promise<{ release: string | null; items: ScheduleView[] }> {
-    if (principal.kind !== "service") throw new PublicError("access_denied", "schedules are for service keys");
-    const release = this.currentRelease();
-    const ticks = await this.$.store.schedules.list();
-    return { release: release?.version ?? null, items: scheduleViews(release, ticks, this.now()) };
-  }
-
-  /** The caller's delayed invocations (every one for a service key), newest first, a page at a time. */
-  async listScheduled(
-    principal: Principal,
-    query: { limit: number; afterId?: string; status?: ScheduledStatus },
-  ): Promise<Page<ScheduledRow>> {
-    const items = await this.$.store.scheduled.list({
-      principal: principal.kind === "service" ? undefined : principal,
-      status: query.status,
-      beforeId: query.afterId,
-      limit: query.limit + 1,
-    });
-    return pageOf(items, query.limit);
-  }
-
-  async scheduled(principal: Principal, id: string): Promise<ScheduledRow> {
-    const row = await this.$.store.scheduled.get(id);
-    if (!row || !canSee(principal, row)) throw scheduledNotFound();
-    return row;
-  }
-
-  /** Cancels a pending delayed invocation; one already started (or starting now) is scheduled_not_cancelable. */
-  async cancelScheduled(principal: Principal, id: string): Promise<ScheduledRow> {
-    const row = await this.scheduled(principal, id);
-    if (row.status === "canceled") return row;
-    const owner = principal.kind === "service" ? null : principal;
-    if (!(await this.$.store.scheduled.cancel(id, owner, this.now()))) {
-      const now = await this.scheduled(principal, id);
-      if (now.status === "canceled") return now;
-      const why = now.status === "started" ? "has started" : "is starting";
-      throw new PublicError("scheduled_not_cancelable", `the scheduled invocation ${why}`, {
-        executionId: now.executionId,
-      });
-    }
-    return this.scheduled(principal, id);
-  }
-
-  /**
-   * A delayed invocation the engine refused (access, a missing action, an input the contract no longer
-   * takes): recorded as a failed execution under its request id, since no caller is there to be told.
-   */
-  private async recordRefusal(request: DelayedInvocation, refusal: PublicError): Promise<string> {
-    const release = this.currentRelease();
-    const action = release?.actions.get(request.action);
-    const now = this.now();
-    const { row } = await this.$.store.executions.claim({
-      id: Bun.randomUUIDv7(),
-      requestId: request.requestId,
-      principalKind: request.principal.kind,
-      principalId: request.principal.id,
-      action: request.action,
-      kind: action?.contract.kind ?? "function",
-      releaseVersion: release?.version ?? "",
-      contractHash: action?.contract.contractHash ?? "",
-      inputFingerprint: inputFingerprint(request.action, request.input, {}),
-      input: request.input,
-      status: "failed",
-      output: null,
-      errorCode: refusal.code,
-      errorMessage: refusal.message,
-      createdAt: now,
-      startedAt: null,
-      finishedAt: now,
-    });
-    return row.id;
-  }
-
   /** The caller's runs (every run for a service key), newest first, a page at a time. */
   async listRuns(
     principal: Principal,
@@ -523,7 +424,7 @@ export class Engine {
    * then stops them (their `ctx.signal` aborts) and waits up to `graceMs` for their outcome to be stored.
    */
   async shutdown(graceMs = 5_000, drained: Promise<unknown> = Promise.resolve()): Promise<void> {
-    await Promise.all([this.scheduler.stop(), this.dispatcher.stop()]);
+    await this.scheduling.stop();
     await Promise.all([
       drained.then(() => this.runner.drain(graceMs)),
       this.workflows.stop(graceMs),

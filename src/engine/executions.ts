@@ -1,3 +1,4 @@
+import { canonicalJson, sha256Hex } from "../lib/canonical-json.ts";
 import type { Principal } from "../sdk/index.ts";
 import type { ExecutionListRow } from "../store/executions.ts";
 import type { ExecutionRow } from "../store/rows.ts";
@@ -14,6 +15,10 @@ export { EXECUTION_STATUSES, type ExecutionStatus, isTerminal } from "../store/s
 export const LIST_VALUE_BYTES = 4 * 1024;
 
 /** A user sees its own executions; a service key acts as administrator and sees every one. */
+/** What makes two invocations of one request id the same: the action, the input, and the files' digests. */
+export const inputFingerprint = (action: string, input: unknown, files: Record<string, unknown>) =>
+  sha256Hex(canonicalJson({ action, input, files }));
+
 export function canSee(principal: Principal, row: Pick<ExecutionRow, "principalKind" | "principalId">): boolean {
   return principal.kind === "service" || (row.principalKind === principal.kind && row.principalId === principal.id);
 }

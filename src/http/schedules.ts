@@ -29,11 +29,11 @@ const ListQuery = queryString(
 export const scheduleRoutes = (deps: HttpDeps) =>
   new Elysia({ name: "schedules" })
     .use(authenticated(deps.auth, deps.publicUrl))
-    .get("/schedules", ({ principal }) => deps.engine.schedules(principal))
+    .get("/schedules", ({ principal }) => deps.engine.scheduling.schedules(principal))
     .get(
       "/scheduled",
       async ({ query: q, principal }) => {
-        const page = await deps.engine.listScheduled(principal, {
+        const page = await deps.engine.scheduling.list(principal, {
           limit: q.limit ?? DEFAULT_PAGE,
           afterId: q.cursor === undefined ? undefined : decodeCursor(q.cursor),
           status: q.status as ScheduledStatus | undefined,
@@ -46,8 +46,8 @@ export const scheduleRoutes = (deps: HttpDeps) =>
       { query: ListQuery },
     )
     .get("/scheduled/:id", async ({ params, principal }) =>
-      toScheduledView(await deps.engine.scheduled(principal, scheduledId(params.id))),
+      toScheduledView(await deps.engine.scheduling.get(principal, scheduledId(params.id))),
     )
     .delete("/scheduled/:id", async ({ params, principal }) =>
-      toScheduledView(await deps.engine.cancelScheduled(principal, scheduledId(params.id))),
+      toScheduledView(await deps.engine.scheduling.cancel(principal, scheduledId(params.id))),
     );

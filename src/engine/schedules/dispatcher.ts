@@ -2,6 +2,7 @@ import { messageOf, PublicError } from "../../lib/errors.ts";
 import type { Principal } from "../../sdk/index.ts";
 import type { ScheduledRow } from "../../store/rows.ts";
 import type { Store } from "../../store/store.ts";
+import { RETRIED } from "./scheduler.ts";
 
 /** What starting one delayed invocation needs of the engine. */
 export interface DelayedInvocation {
@@ -109,11 +110,7 @@ export class Dispatcher {
       return { id: row.id, executionId: outcome.execution.id };
     } catch (error) {
       try {
-        if (
-          error instanceof PublicError &&
-          error.code !== "no_active_release" &&
-          error.code !== "database_unavailable"
-        ) {
+        if (error instanceof PublicError && !RETRIED.has(error.code)) {
           return { id: row.id, executionId: await this.$.recordRefusal(request, error) };
         }
         this.$.log(`delayed invocation ${row.id} (${row.action}) not started: ${messageOf(error)}; trying again`);

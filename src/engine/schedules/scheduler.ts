@@ -37,6 +37,9 @@ interface Known {
   recheckAt: number;
 }
 
+/** Refusals that pass: the tick is tried again by a later pass, not given up. */
+export const RETRIED: ReadonlySet<string> = new Set(["database_unavailable", "no_active_release"]);
+
 /** The service principal a schedule's ticks run as. */
 export const schedulePrincipal = (name: string): Principal => ({ kind: "service", id: `schedule:${name}` });
 
@@ -69,16 +72,6 @@ export class Scheduler {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.pass;
-  }
-
-  /** When each schedule of the active release ticks next, as this process knows it. */
-  nextTicks(): Map<string, number | null> {
-    const now = this.$.now();
-    const next = new Map<string, number | null>();
-    for (const schedule of this.$.release()?.schedules.values() ?? []) {
-      next.set(schedule.name, schedule.nextAfter(Math.max(this.known.get(schedule.name)?.lastTick ?? now, now)));
-    }
-    return next;
   }
 
   private wake(ms: number): void {
@@ -168,7 +161,7 @@ export class Scheduler {
     } catch (error) {
       // Refused for good (the action went away or changed with a release switch, or the tick already ran
       // with another input): nothing to retry. Anything else (the database) is retried by the next pass.
-      if (!(error instanceof PublicError)) throw error;
+      if (!(error instanceof PublicError) || RETRIED.has(error.code)) throw error;
       this.$.log(`schedule ${schedule.name}: tick ${at} not run: ${error.code}: ${error.message}`);
     }
   }

@@ -1,0 +1,138 @@
+import { PublicError } from "../../lib/errors.ts";
+import type { LoadedRelease } from "../../release/load.ts";
+import type { Principal } from "../../sdk/index.ts";
+import type { ScheduledRow } from "../../store/rows.ts";
+import type { ScheduledStatus } from "../../store/statuses.ts";
+import type { Store } from "../../store/store.ts";
+import { scheduledNotFound } from "../errors.ts";
+import { canSee, inputFingerprint } from "../executions.ts";
+import { type Page, pageOf } from "../page.ts";
+import { type DelayedInvocation, Dispatcher } from "./dispatcher.ts";
+import { Scheduler, type SchedulerResources } from "./scheduler.ts";
+import { type ScheduleView, scheduleViews } from "./view.ts";
+
+/** How many due delayed invocations one dispatcher pass starts at most. */
+const DISPATCH_BATCH = 256;
+
+export interface SchedulingResources {
+  store: Store;
+  release: () => LoadedRelease | null;
+  /** Engine.invoke. */
+  invoke: SchedulerResources["invoke"];
+  log: (message: string) => void;
+  now: () => number;
+  /** This process, as the owner of claims; how long a claim holds; the longest sleep between passes. */
+  owner: string;
+  leaseMs: number;
+  pollMs: number;
+}
+
+/**
+ * Time-based invocations in this process: the release's schedules (Scheduler) and the delayed
+ * invocations of `ctx.schedule` (Dispatcher), and what the adapters ask of them.
+ */
+export class Scheduling {
+  private readonly scheduler: Scheduler;
+  private readonly dispatcher: Dispatcher;
+
+  constructor(private readonly $: SchedulingResources) {
+    const { store, owner, pollMs, leaseMs, log, now } = $;
+    this.scheduler = new Scheduler(
+      { store, release: $.release, invoke: $.invoke, log, now },
+      { owner, pollMs, leaseMs },
+    );
+    this.dispatcher = new Dispatcher(
+      {
+        store,
+        invoke: $.invoke,
+        recordRefusal: (request, refusal) => this.recordRefusal(request, refusal),
+        log,
+        now,
+      },
+      { owner, pollMs, leaseMs, batch: DISPATCH_BATCH },
+    );
+  }
+
+  start(): void {
+    this.scheduler.start();
+    this.dispatcher.start();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.scheduler.stop(), this.dispatcher.stop()]);
+  }
+
+  /** The active release's schedules and where each stands; for service keys only. */
+  async schedules(principal: Principal): Promise<{ release: string | null; items: ScheduleView[] }> {
+    if (principal.kind !== "service") throw new PublicError("access_denied", "schedules are for service keys");
+    const release = this.$.release();
+    const ticks = await this.$.store.schedules.list();
+    return { release: release?.version ?? null, items: scheduleViews(release, ticks, this.$.now()) };
+  }
+
+  /** The caller's delayed invocations (every one for a service key), newest first, a page at a time. */
+  async list(
+    principal: Principal,
+    query: { limit: number; afterId?: string; status?: ScheduledStatus },
+  ): Promise<Page<ScheduledRow>> {
+    const items = await this.$.store.scheduled.list({
+      principal: principal.kind === "service" ? undefined : principal,
+      status: query.status,
+      beforeId: query.afterId,
+      limit: query.limit + 1,
+    });
+    return pageOf(items, query.limit);
+  }
+
+  async get(principal: Principal, id: string): Promise<ScheduledRow> {
+    const row = await this.$.store.scheduled.get(id);
+    if (!row || !canSee(principal, row)) throw scheduledNotFound();
+    return row;
+  }
+
+  /** Cancels a pending delayed invocation; one already started (or starting now) is scheduled_not_cancelable. */
+  async cancel(principal: Principal, id: string): Promise<ScheduledRow> {
+    const row = await this.get(principal, id);
+    if (row.status === "canceled") return row;
+    const owner = principal.kind === "service" ? null : principal;
+    if (!(await this.$.store.scheduled.cancel(id, owner, this.$.now()))) {
+      const now = await this.get(principal, id);
+      if (now.status === "canceled") return now;
+      const why = now.status === "started" ? "has started" : "is starting";
+      throw new PublicError("scheduled_not_cancelable", `the scheduled invocation ${why}`, {
+        executionId: now.executionId,
+      });
+    }
+    return this.get(principal, id);
+  }
+
+  /**
+   * A delayed invocation the engine refused (access, a missing action, an input the contract no longer
+   * takes): recorded as a failed execution under its request id, since no caller is there to be told.
+   */
+  private async recordRefusal(request: DelayedInvocation, refusal: PublicError): Promise<string> {
+    const release = this.$.release();
+    const action = release?.actions.get(request.action);
+    const now = this.$.now();
+    const { row } = await this.$.store.executions.claim({
+      id: Bun.randomUUIDv7(),
+      requestId: request.requestId,
+      principalKind: request.principal.kind,
+      principalId: request.principal.id,
+      action: request.action,
+      kind: action?.contract.kind ?? "function",
+      releaseVersion: release?.version ?? "",
+      contractHash: action?.contract.contractHash ?? "",
+      inputFingerprint: inputFingerprint(request.action, request.input, {}),
+      input: request.input,
+      status: "failed",
+      output: null,
+      errorCode: refusal.code,
+      errorMessage: refusal.message,
+      createdAt: now,
+      startedAt: null,
+      finishedAt: now,
+    });
+    return row.id;
+  }
+}
