@@ -10,7 +10,6 @@ import type { PrincipalKind } from "../statuses.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
 import type { SqliteDataWriter } from "./data-writes.ts";
 import { SqliteRequestIndex } from "./request-index.ts";
-import { WalCheckpoints } from "./wal-checkpoints.ts";
 
 type RawRow = Omit<ExecutionRow, "input" | "output"> & { input: string; output: string | null };
 
@@ -64,11 +63,9 @@ export class SqliteExecutionStore implements ExecutionStore {
   private readonly update: Statement;
   private readonly insertLine: Statement;
   private readonly requests: SqliteRequestIndex;
-  private readonly checkpoints: WalCheckpoints;
 
   constructor(
     private readonly client: Database,
-    path: string,
     private readonly data: SqliteDataWriter,
     private readonly lists: { db: AnyDatabase; dialect: Dialect; tables: Tables },
   ) {
@@ -79,7 +76,6 @@ export class SqliteExecutionStore implements ExecutionStore {
         $inputFingerprint, $input, $status, $output, $errorCode, $errorMessage, $createdAt, $startedAt, $finishedAt)`,
     );
     this.requests = new SqliteRequestIndex(client, () => this.inserts.values().next().value?.row.id);
-    this.checkpoints = new WalCheckpoints(client, path);
     this.byId = client.prepare(`select ${COLUMNS} from executions where id = $id`);
     this.update = client.prepare(
       `update executions set status = $status, output = $output, error_code = $errorCode, error_message = $errorMessage,
@@ -189,7 +185,6 @@ export class SqliteExecutionStore implements ExecutionStore {
   private schedule() {
     if (this.scheduled) return;
     this.scheduled = true;
-    this.checkpoints.start();
     setImmediate(() => {
       if (this.scheduled) this.flush();
     });
@@ -245,10 +240,9 @@ export class SqliteExecutionStore implements ExecutionStore {
   }
 
   /** Commits what is queued and merges every request key (the store calls this before closing). */
-  async close(): Promise<void> {
+  close(): void {
     this.flush();
     this.requests.mergeAll();
-    await this.checkpoints.close();
   }
 
   private linesAlone(pending: PendingLines) {

@@ -50,7 +50,7 @@ export function openSqliteStore(path: string): Store {
   const tables = schema as unknown as Tables;
   const lists = { db, dialect, tables };
   const data = new SqliteDataWriter(client);
-  const executions = new SqliteExecutionStore(client, path, data, lists);
+  const executions = new SqliteExecutionStore(client, data, lists);
   const runs = new SqliteRunStore(client, executions, data, lists);
   const instances = new SqliteInstanceStore(executions, runs);
   return {
@@ -71,7 +71,7 @@ export function openSqliteStore(path: string): Store {
       client.query("select 1").get();
     },
     async close() {
-      await executions.close();
+      executions.close();
       client.close();
     },
   };
