@@ -240,7 +240,7 @@ export async function startServer(
   serverGauges(telemetry, { hub, releases, store });
   const app = createApp({
     files,
-    releases: new ReleaseAdmin({ store, refresh: () => releases.refresh() }),
+    releases: new ReleaseAdmin({ store, refresh: () => releases.reload() }),
     stats: new StatsReader({ store, liveSockets: () => hub.counts().sockets }),
     maxFileBytes: config.maxFileBytes,
     spoolDir,
