@@ -1,5 +1,7 @@
 import { Elysia } from "elysia";
 import type { CorsOrigins } from "./config.ts";
+import type { ReleaseAdmin } from "./engine/releases.ts";
+import type { StatsReader } from "./engine/stats.ts";
 import type { FileService } from "./files/service.ts";
 import { actionRoutes } from "./http/actions.ts";
 import { cors } from "./http/cors.ts";
@@ -15,9 +17,11 @@ import { type OAuthRouteOptions, oauthRoutes } from "./http/oauth.ts";
 import { observeRequests } from "./http/observe.ts";
 import { describeRoutes } from "./http/openapi.ts";
 import { queryRoutes } from "./http/query.ts";
+import { releaseRoutes } from "./http/releases.ts";
 import { runRoutes } from "./http/runs.ts";
 import { scheduleRoutes } from "./http/schedules.ts";
 import { sessionRoutes } from "./http/session.ts";
+import { statsRoutes } from "./http/stats.ts";
 import { storageRoutes } from "./http/storage.ts";
 import { type ResourceMetadataOptions, wellKnownRoutes } from "./http/well-known.ts";
 import type { SessionHub } from "./live/session.ts";
@@ -33,6 +37,8 @@ export interface AppDeps extends HttpDeps {
   /** Where multipart invocations spool their file parts (emptied at start-up). */
   spoolDir: string;
   hub: SessionHub;
+  releases: ReleaseAdmin;
+  stats: StatsReader;
   mcp: Omit<McpRouteOptions, "auth" | "publicUrl">;
   metadata: Omit<ResourceMetadataOptions, "publicUrl">;
   cors: CorsOrigins;
@@ -67,6 +73,8 @@ export const createApp = (deps: AppDeps) => {
     .use(executionRoutes(deps))
     .use(runRoutes(deps))
     .use(scheduleRoutes(deps))
+    .use(releaseRoutes(deps))
+    .use(statsRoutes(deps))
     .use(queryRoutes(deps))
     .use(sessionRoutes(deps.hub))
     .use(storageRoutes(deps))

@@ -10,6 +10,8 @@ import { type Config, ConfigError, isLoopback, localUrl } from "./config.ts";
 import { DataService } from "./data/service.ts";
 import { Engine } from "./engine/engine.ts";
 import type { PollBackoff } from "./engine/follow.ts";
+import { ReleaseAdmin } from "./engine/releases.ts";
+import { StatsReader } from "./engine/stats.ts";
 import { DiskStorage } from "./files/disk.ts";
 import { FileService } from "./files/service.ts";
 import { clearSpool, spoolDirOf } from "./files/spool.ts";
@@ -238,6 +240,8 @@ export async function startServer(
   serverGauges(telemetry, { hub, releases, store });
   const app = createApp({
     files,
+    releases: new ReleaseAdmin({ store, refresh: () => releases.reload() }),
+    stats: new StatsReader({ store, liveSockets: () => hub.counts().sockets }),
     maxFileBytes: config.maxFileBytes,
     spoolDir,
     hub,

@@ -115,7 +115,10 @@ for (const dialect of dialects) {
         ["GET", `/runs/${id}/cancel`, "POST"],
         ["PUT", "/mcp", "POST"],
         ["POST", "/session", "GET"],
-        ["GET", "/storage/files", "DELETE"],
+        ["POST", "/storage/files", "DELETE, GET, HEAD"],
+        ["POST", "/releases", "GET, HEAD"],
+        ["GET", "/releases/t1/activate", "POST"],
+        ["POST", "/stats", "GET, HEAD"],
       ];
       for (const [method, path, allow] of wrong) {
         const res = await t.fetch(path, { method, body: method === "GET" ? undefined : "{}" });

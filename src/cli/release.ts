@@ -1,5 +1,7 @@
 import type { Config } from "../config.ts";
+import { PublicError } from "../lib/errors.ts";
 import { bundlesDir } from "../main.ts";
+import { activateRelease } from "../release/activate.ts";
 import { buildBundle } from "../release/build.ts";
 import { type ReleaseDescription, releaseTypes } from "../release/client-types.ts";
 import { ReleaseError } from "../release/errors.ts";
@@ -39,8 +41,12 @@ export const releaseList = (config: Config) =>
 
 export const releaseActivate = (config: Config, version: string) =>
   withStore(config, async (store) => {
-    if (!(await store.releases.get(version))) throw new ReleaseError(`no release ${version}; see bun run release list`);
-    await store.releases.activate(version, Date.now());
+    try {
+      await activateRelease(store, version, Date.now());
+    } catch (error) {
+      if (error instanceof PublicError) throw new ReleaseError(`${error.message}; see bun run release list`);
+      throw error;
+    }
     console.log(`release ${version} is now active`);
     console.log(followers(config));
     return 0;

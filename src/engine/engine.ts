@@ -1,6 +1,7 @@
 import type { DataService, QueryFormat } from "../data/service.ts";
 import type { FileService, SentFile } from "../files/service.ts";
 import { PublicError } from "../lib/errors.ts";
+import { uuidV7Floor } from "../lib/ids.ts";
 import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "../lib/json-text.ts";
 import type { Log } from "../observe/log.ts";
 import { Telemetry } from "../observe/telemetry.ts";
@@ -384,15 +385,34 @@ export class Engine {
     return row;
   }
 
+  /**
+   * The caller's executions (every one for a service key, or one caller's with `caller`), newest first,
+   * a page at a time. `since` (inclusive) and `until` (exclusive) bound when they were created, as
+   * their UUIDv7 ids record it: a range of the same index the page is read from.
+   */
   async listExecutions(
     principal: Principal,
-    query: { limit: number; afterId?: string; action?: string; status?: ExecutionStatus },
+    query: {
+      limit: number;
+      afterId?: string;
+      action?: string;
+      status?: ExecutionStatus;
+      since?: number;
+      until?: number;
+      caller?: Principal;
+    },
   ): Promise<Page<ExecutionListRow>> {
+    if (query.caller && principal.kind !== "service") {
+      throw new PublicError("access_denied", "only a service key may list another caller's executions");
+    }
+    const untilId = query.until === undefined ? undefined : uuidV7Floor(query.until);
+    const beforeId = [query.afterId, untilId].filter((id) => id !== undefined).sort()[0];
     const items = await this.$.store.executions.list({
-      principal: principal.kind === "service" ? undefined : principal,
+      principal: principal.kind === "service" ? query.caller : principal,
       action: query.action,
       status: query.status,
-      beforeId: query.afterId,
+      beforeId,
+      sinceId: query.since === undefined ? undefined : uuidV7Floor(query.since),
       limit: query.limit + 1,
       maxValueBytes: LIST_VALUE_BYTES,
     });

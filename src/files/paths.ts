@@ -27,3 +27,14 @@ export function checkPath(path: unknown): string {
   }
   return path;
 }
+
+/**
+ * Checks a listing prefix: "" (every file), or the start of a path that checkPath would take: whole
+ * segments, then optionally a `/` or the start of a next segment (`reports/2026-`).
+ */
+export function checkPrefix(prefix: string): string {
+  if (prefix === "") return prefix;
+  const body = prefix.endsWith("/") ? prefix.slice(0, -1) : prefix;
+  checkPath(body === "" ? prefix : body);
+  return prefix;
+}

@@ -2,7 +2,7 @@ import { PublicError } from "../lib/errors.ts";
 import type { FileHandle, Principal } from "../sdk/index.ts";
 import type { FileRow, NewFileRow } from "../store/rows.ts";
 import type { Store } from "../store/store.ts";
-import { checkPath } from "./paths.ts";
+import { checkPath, checkPrefix } from "./paths.ts";
 import { type SignedGrant, signGrant, verifyGrant } from "./signing.ts";
 import { metered, type Storage } from "./storage.ts";
 
@@ -113,6 +113,27 @@ export class FileService {
     const learned = { ...row, ...reading.stored(), updatedAt: this.now() };
     await this.$.store.files.put(learned);
     return learned;
+  }
+
+  /**
+   * The caller's files (every owner's for a service key) whose path starts with `prefix`, in path order,
+   * a page at a time after `afterPath`. Sizes of files still being uploaded through a presigned URL are
+   * null: listing reads no file.
+   */
+  async list(
+    principal: Principal,
+    query: { prefix: string; afterPath?: string; limit: number },
+  ): Promise<{ items: FileView[]; lastPath: string | null }> {
+    checkPrefix(query.prefix);
+    const rows = await this.$.store.files.list({
+      owner: principal.kind === "service" ? undefined : principal,
+      prefix: query.prefix,
+      afterPath: query.afterPath,
+      limit: query.limit + 1,
+    });
+    const more = rows.length > query.limit;
+    if (more) rows.length = query.limit;
+    return { items: rows.map(toFileView), lastPath: more ? (rows.at(-1)?.path ?? null) : null };
   }
 
   async delete(principal: Principal, path: unknown): Promise<void> {

@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
-import { executionNotFound } from "../engine/errors.ts";
+import { executionNotFound, invalidRequest } from "../engine/errors.ts";
 import { toLogLineView } from "../engine/execution-log.ts";
 import {
   EXECUTION_STATUSES,
@@ -13,8 +13,10 @@ import {
 import type { FileService } from "../files/service.ts";
 import { PublicError } from "../lib/errors.ts";
 import { uuidOrNull } from "../lib/ids.ts";
+import type { Principal } from "../sdk/index.ts";
 import { authenticated } from "./auth.ts";
 import { executionUrl, type HttpDeps } from "./deps.ts";
+import { InstantParam, instantMs } from "./instants.ts";
 import { holdingConnection } from "./long-wait.ts";
 import { DEFAULT_PAGE, decodeCursor, decodeSeqCursor, encodeCursor, encodeSeqCursor, pageParams } from "./paging.ts";
 import { queryString } from "./query-string.ts";
@@ -25,6 +27,10 @@ const ListQuery = queryString(
       ...pageParams,
       action: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_.-]{1,200}$" })),
       status: Type.Optional(Type.Union(EXECUTION_STATUSES.map((s) => Type.Literal(s)))),
+      since: Type.Optional(InstantParam),
+      until: Type.Optional(InstantParam),
+      /** `<kind>:<id>`, service keys only: one caller's executions. */
+      caller: Type.Optional(Type.String({ pattern: "^(user|service):[^\\u0000-\\u001f]{1,256}$" })),
     },
     { additionalProperties: false },
   ),
@@ -34,6 +40,21 @@ const ListQuery = queryString(
 const LOG_PAGE = 200;
 
 const LogQuery = queryString(Type.Object(pageParams, { additionalProperties: false }));
+
+/** `since`/`until` in milliseconds; an empty range (since not before until) is refused, not answered empty. */
+function timeRange(sinceParam: string | undefined, untilParam: string | undefined) {
+  const since = instantMs(sinceParam, "since");
+  const until = instantMs(untilParam, "until");
+  if (since !== undefined && until !== undefined && since >= until) {
+    throw invalidRequest([{ where: "/query/until", code: "invalid", message: "until: must be later than since" }]);
+  }
+  return { since, until };
+}
+
+function callerOf(caller: string): Principal {
+  const colon = caller.indexOf(":");
+  return { kind: caller.slice(0, colon) as Principal["kind"], id: caller.slice(colon + 1) };
+}
 
 /** Execution ids and request ids are UUIDs; anything else cannot name an execution, so it never reaches the store. */
 function uuidOrNotFound(value: string): string {
@@ -62,6 +83,8 @@ export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
           afterId: q.cursor === undefined ? undefined : decodeCursor(q.cursor),
           action: q.action,
           status: q.status as ExecutionStatus | undefined,
+          ...timeRange(q.since, q.until),
+          caller: q.caller === undefined ? undefined : callerOf(q.caller),
         });
         return {
           items: await views(page.items, toExecutionSummary),

@@ -206,6 +206,9 @@ function invokeOperation(action: ActionContract) {
  * The OpenAPI 3.1 document of the active release as this caller may know it: each action's invoke
  * with its own input and output schemas, and the endpoints every release shares.
  */
+/** ISO 8601: a date (midnight UTC) or a date-time with its zone. */
+const instant = { type: "string" } as const;
+
 export function openApiDocument(
   deps: { handle: string; publicUrl: string },
   release: { version: string; description: string | null } | null,
@@ -245,6 +248,14 @@ export function openApiDocument(
           name: "status",
           in: "query",
           schema: { enum: ["queued", "running", "succeeded", "failed", "canceled"] },
+        },
+        { name: "since", in: "query", description: "created at or after (ISO 8601)", schema: instant },
+        { name: "until", in: "query", description: "created before (ISO 8601)", schema: instant },
+        {
+          name: "caller",
+          in: "query",
+          description: "service keys: one caller's executions, <kind>:<id>",
+          schema: { type: "string", pattern: "^(user|service):.+$" },
         },
       ],
     }),
@@ -350,6 +361,42 @@ export function openApiDocument(
       { type: "object" },
       {
         parameters: [{ name: "filename", in: "query", required: true, schema: { type: "string" } }],
+      },
+    ),
+    "/storage/files": get(
+      "listFiles",
+      "the caller's files (everyone's for a service key) in path order",
+      {
+        type: "object",
+        properties: { items: { type: "array", items: { type: "object" } }, nextCursor: { type: ["string", "null"] } },
+      },
+      { parameters: [{ name: "prefix", in: "query", schema: { type: "string" } }, ...page] },
+    ),
+    "/releases": get(
+      "listReleases",
+      "the release history, newest first (service keys)",
+      {
+        type: "object",
+        properties: { items: { type: "array", items: { type: "object" } }, nextCursor: { type: ["string", "null"] } },
+      },
+      { parameters: page },
+    ),
+    "/releases/{version}/activate": {
+      post: {
+        operationId: "activateRelease",
+        parameters: [{ name: "version", in: "path", required: true, schema: { type: "string" } }],
+        responses: {
+          "200": { description: "the version now active, and the one before", content: json({ type: "object" }) },
+          ...COMMON_ERRORS,
+        },
+      },
+    },
+    "/stats": get(
+      "stats",
+      "executions and runs by status over a window, live sockets (service keys)",
+      { type: "object" },
+      {
+        parameters: [{ name: "window", in: "query", schema: { type: "string", pattern: "^[1-9][0-9]{0,5}[smh]$" } }],
       },
     ),
     "/healthz": { get: { operationId: "health", security: [], responses: { "200": { description: "alive" } } } },

@@ -2,10 +2,12 @@ import { Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { Elysia } from "elysia";
 import { invalidRequest } from "../engine/errors.ts";
+import { checkPath } from "../files/paths.ts";
 import { type FileService, MAX_EXPIRY_MS } from "../files/service.ts";
 import { authenticated } from "./auth.ts";
 import { MiB, readJsonBody } from "./body.ts";
 import type { HttpDeps } from "./deps.ts";
+import { DEFAULT_PAGE, pageParams } from "./paging.ts";
 import { queryString } from "./query-string.ts";
 
 const SIGN_BODY_LIMIT = 1 * MiB;
@@ -22,6 +24,30 @@ const SignUpload = Type.Object(
 
 /** `?filename=<path>`: the path is checked by the file service (400 invalid_path). */
 const FileQuery = queryString(Type.Object({ filename: Type.String() }, { additionalProperties: false }));
+
+/** A page of files: `?prefix`, `?limit` and a cursor carrying the last path (up to 1024 bytes). */
+const ListQuery = queryString(
+  Type.Object(
+    {
+      prefix: Type.Optional(Type.String({ maxLength: 1024 })),
+      limit: pageParams.limit,
+      cursor: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_-]{1,1400}$" })),
+    },
+    { additionalProperties: false },
+  ),
+);
+
+const encodePathCursor = (path: string) => Buffer.from(path).toString("base64url");
+
+function decodePathCursor(cursor: string): string {
+  try {
+    return checkPath(Buffer.from(cursor, "base64url").toString());
+  } catch {
+    throw invalidRequest([
+      { where: "/query/cursor", code: "invalid", message: "cursor is not one this server gave out" },
+    ]);
+  }
+}
 
 const contentTypeOf = (request: Request) => request.headers.get("content-type") ?? "application/octet-stream";
 /** The Content-Length a sender declared, if any (Bun holds the body to it). */
@@ -79,6 +105,18 @@ export const storageRoutes = (deps: HttpDeps & { files: FileService }) =>
       "/storage/signed-download-url",
       async ({ query, principal }) => deps.files.signDownload(principal, query.filename),
       { query: FileQuery },
+    )
+    .get(
+      "/storage/files",
+      async ({ query: q, principal }) => {
+        const page = await deps.files.list(principal, {
+          prefix: q.prefix ?? "",
+          afterPath: q.cursor === undefined ? undefined : decodePathCursor(q.cursor),
+          limit: q.limit ?? DEFAULT_PAGE,
+        });
+        return { items: page.items, nextCursor: page.lastPath === null ? null : encodePathCursor(page.lastPath) };
+      },
+      { query: ListQuery },
     )
     .delete(
       "/storage/files",

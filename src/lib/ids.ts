@@ -21,3 +21,17 @@ export function uuidV5(namespace: string, name: string): string {
   const hex = bytes.toString("hex");
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
+
+/** The largest time a UUIDv7 can carry (48 bits of milliseconds). */
+export const UUIDV7_MAX_MS = 2 ** 48 - 1;
+
+/**
+ * The lowest UUIDv7 of the millisecond `ms`: every id made at or after `ms` is at least this one, and
+ * every id made before it is less, in the order both databases compare ids.
+ */
+export function uuidV7Floor(ms: number): string {
+  const hex = Math.min(Math.max(0, Math.floor(ms)), UUIDV7_MAX_MS)
+    .toString(16)
+    .padStart(12, "0");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
+}

@@ -1,6 +1,7 @@
 import { indexedAttrs, type SchemaManifest } from "../data/schema.ts";
 import type { ActiveRelease } from "../store/releases.ts";
 import type { Store } from "../store/store.ts";
+import { RELEASE_VERSION } from "./activate.ts";
 import { buildBundle } from "./build.ts";
 import { ReleaseError } from "./errors.ts";
 import { asRelease, type LoadedRelease, loadBundle, type ReleaseManifest } from "./load.ts";
@@ -50,8 +51,6 @@ export interface PublishResult {
   scheduleChanges: ScheduleChange[];
 }
 
-const VERSION = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/;
-
 /** Builds a release folder, stores it under its version and makes it the active release. */
 export async function publishRelease(options: PublishOptions): Promise<PublishResult> {
   const { store } = options;
@@ -62,7 +61,7 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
   // A server compiles validators on first use; a schema the compiler refuses is refused here.
   for (const action of bundle.actions.values()) action.compileValidators();
   const base = options.version ?? bundle.declared?.version ?? folderVersion(source);
-  if (!VERSION.test(base)) {
+  if (!RELEASE_VERSION.test(base)) {
     throw new ReleaseError(`version "${base}" is not valid: use letters, digits and . _ + - (at most 64 characters)`);
   }
 

@@ -31,6 +31,15 @@ export class ReleaseRegistry {
     return this.refreshing;
   }
 
+  /**
+   * Loads the active release as the database holds it now: a look already under way may have read it
+   * before a change this caller just made, so this waits it out and looks again.
+   */
+  async reload(): Promise<void> {
+    while (this.refreshing) await this.refreshing.catch(() => {});
+    await this.refresh();
+  }
+
   /** Polls the active release so a publish or activation by the CLI or another instance is served within `intervalMs`. */
   watch(intervalMs: number): void {
     this.timer ??= setInterval(() => {

@@ -21,6 +21,8 @@ export interface ExecutionFilter {
   status?: ExecutionStatus;
   /** Keyset: only ids strictly below this one (ids are UUIDv7, so id order is creation order). */
   beforeId?: string;
+  /** Only ids at or above this one: with a UUIDv7 floor, the executions created since its time. */
+  sinceId?: string;
   limit: number;
   /** Inputs, outputs and error messages larger than this (as stored) are left in the database: `null` in the row. */
   maxValueBytes: number;

@@ -2,6 +2,15 @@ import type { ReleaseRow } from "./rows.ts";
 
 export type ReleaseSummary = Omit<ReleaseRow, "bundle">;
 
+/** A release as its history lists it: no bundle, no manifest. */
+export type ReleaseListRow = Pick<ReleaseRow, "version" | "bundleHash" | "createdAt">;
+
+/** Where a page of the history starts: after this release (newest first: published before it). */
+export interface ReleaseKey {
+  createdAt: number;
+  version: string;
+}
+
 export interface ActiveRelease {
   version: string | null;
   revision: number;
@@ -15,6 +24,8 @@ export interface ReleaseStore {
   get(version: string): Promise<ReleaseRow | null>;
   /** Oldest first, without their bundles. */
   list(): Promise<ReleaseSummary[]>;
+  /** Newest first (by publication, then version), `limit` at most, those after `after` when given. */
+  history(query: { limit: number; after?: ReleaseKey }): Promise<ReleaseListRow[]>;
   active(): Promise<ActiveRelease>;
   /** Makes `version` live; returns the new revision (it grows on every activation, so instances poll one row). */
   activate(version: string, at: number): Promise<number>;

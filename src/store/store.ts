@@ -9,6 +9,7 @@ import type { RetentionStore } from "./retention.ts";
 import type { RunStore } from "./runs.ts";
 import type { ScheduledStore } from "./scheduled.ts";
 import type { ScheduleStore } from "./schedules.ts";
+import type { StatsStore } from "./stats.ts";
 import type { TokenStore } from "./tokens.ts";
 import type { UserStore } from "./users.ts";
 
@@ -31,6 +32,7 @@ export interface Store {
   readonly instances: InstanceStore;
   readonly schedules: ScheduleStore;
   readonly scheduled: ScheduledStore;
+  readonly stats: StatsStore;
 
   /** Throws unless the database answers now (for /readyz). */
   ping(): Promise<void>;

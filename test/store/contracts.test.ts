@@ -1,6 +1,7 @@
 import { describe } from "bun:test";
 import { openStore } from "../../src/store/open.ts";
 import { dialects } from "../support/databases.ts";
+import { consoleStoreContract } from "./console-store.contract.ts";
 import { dataStoreContract } from "./data-store.contract.ts";
 import { executionLogStoreContract } from "./execution-log-store.contract.ts";
 import { executionStoreContract } from "./execution-store.contract.ts";
@@ -34,4 +35,5 @@ for (const dialect of dialects) {
   describe(`data store contract (${dialect.name})`, () => dataStoreContract(open));
   describe(`schedule store contract (${dialect.name})`, () => scheduleStoreContract(open));
   describe(`scheduled store contract (${dialect.name})`, () => scheduledStoreContract(open));
+  describe(`console lists and counts contract (${dialect.name})`, () => consoleStoreContract(open));
 }

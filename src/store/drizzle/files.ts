@@ -1,5 +1,5 @@
-import { eq, inArray } from "drizzle-orm";
-import type { FileStore } from "../files.ts";
+import { and, asc, eq, gt, gte, inArray, type SQL, sql } from "drizzle-orm";
+import type { FileListQuery, FileStore } from "../files.ts";
 import type { FileRow, NewFileRow } from "../rows.ts";
 import type { AnyDatabase, Tables } from "./database.ts";
 
@@ -21,6 +21,24 @@ export class DrizzleFileStore implements FileStore {
 
   async delete(path: string): Promise<void> {
     await this.db.delete(this.t.files).where(eq(this.t.files.path, path));
+  }
+
+  list(query: FileListQuery): Promise<FileRow[]> {
+    const f = this.t.files;
+    const conditions: SQL[] = [];
+    if (query.owner) conditions.push(eq(f.ownerKind, query.owner.kind), eq(f.ownerId, query.owner.id));
+    if (query.prefix !== "") {
+      // substr counts characters on both databases; `>=` lets the index start at the prefix.
+      const length = [...query.prefix].length;
+      conditions.push(gte(f.path, query.prefix), sql`substr(${f.path}, 1, ${length}) = ${query.prefix}`);
+    }
+    if (query.afterPath !== undefined) conditions.push(gt(f.path, query.afterPath));
+    return this.db
+      .select()
+      .from(f)
+      .where(and(...conditions))
+      .orderBy(asc(f.path))
+      .limit(query.limit);
   }
 
   async uploadsOf(executionIds: string[]): Promise<FileRow[]> {

@@ -1,4 +1,4 @@
-import { type AnyColumn, and, desc, eq, getTableColumns, inArray, lt, type SQL, sql } from "drizzle-orm";
+import { type AnyColumn, and, desc, eq, getTableColumns, gte, inArray, lt, type SQL, sql } from "drizzle-orm";
 import type { ExecutionFilter, ExecutionListRow } from "../executions.ts";
 import { ACTIVE_RUN_STATUSES, type ActiveRunStatus, type RunFilter, type RunListRow } from "../runs.ts";
 import type { AnyDatabase, Dialect, Tables } from "./database.ts";
@@ -53,6 +53,7 @@ export async function listExecutions(
   }
   if (filter.action) conditions.push(eq(x.action, filter.action));
   if (filter.status) conditions.push(eq(x.status, filter.status));
+  if (filter.sinceId) conditions.push(gte(x.id, filter.sinceId));
   return (await page(db, dialect, x, conditions, filter)) as ExecutionListRow[];
 }
 

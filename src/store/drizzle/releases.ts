@@ -1,5 +1,5 @@
-import { eq, sql } from "drizzle-orm";
-import type { ActiveRelease, ReleaseStore, ReleaseSummary } from "../releases.ts";
+import { and, desc, eq, lt, or, sql } from "drizzle-orm";
+import type { ActiveRelease, ReleaseKey, ReleaseListRow, ReleaseStore, ReleaseSummary } from "../releases.ts";
 import type { ReleaseRow } from "../rows.ts";
 import type { AnyDatabase, Tables } from "./database.ts";
 
@@ -24,6 +24,21 @@ export class DrizzleReleaseStore implements ReleaseStore {
       .select({ version: r.version, bundleHash: r.bundleHash, manifest: r.manifest, createdAt: r.createdAt })
       .from(r)
       .orderBy(r.createdAt, r.version);
+  }
+
+  history(query: { limit: number; after?: ReleaseKey }): Promise<ReleaseListRow[]> {
+    const r = this.t.releases;
+    const after = query.after;
+    return this.db
+      .select({ version: r.version, bundleHash: r.bundleHash, createdAt: r.createdAt })
+      .from(r)
+      .where(
+        after
+          ? or(lt(r.createdAt, after.createdAt), and(eq(r.createdAt, after.createdAt), lt(r.version, after.version)))
+          : undefined,
+      )
+      .orderBy(desc(r.createdAt), desc(r.version))
+      .limit(query.limit);
   }
 
   async active(): Promise<ActiveRelease> {

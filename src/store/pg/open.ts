@@ -10,6 +10,7 @@ import { DrizzleReleaseStore } from "../drizzle/releases.ts";
 import { DrizzleRetentionStore } from "../drizzle/retention.ts";
 import { DrizzleScheduledStore } from "../drizzle/scheduled.ts";
 import { DrizzleScheduleStore } from "../drizzle/schedules.ts";
+import { DrizzleStatsStore } from "../drizzle/stats.ts";
 import { DrizzleTokenStore } from "../drizzle/tokens.ts";
 import { DrizzleUserStore } from "../drizzle/users.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
@@ -58,6 +59,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
     instances,
     schedules: new DrizzleScheduleStore(db, schema),
     scheduled: new DrizzleScheduledStore(db, dialect, schema),
+    stats: new DrizzleStatsStore(db, schema),
     data: postgresDataStore(client, instances.id),
     async ping() {
       await client`select 1`;

@@ -15,13 +15,18 @@ import type {
 
 const millis = (name: string) => bigint(name, { mode: "number" });
 
-export const releases = pgTable("releases", {
-  version: text("version").primaryKey(),
-  bundleHash: text("bundle_hash").notNull(),
-  manifest: jsonb("manifest").notNull(),
-  bundle: text("bundle").notNull(),
-  createdAt: millis("created_at").notNull(),
-});
+export const releases = pgTable(
+  "releases",
+  {
+    version: text("version").primaryKey(),
+    bundleHash: text("bundle_hash").notNull(),
+    manifest: jsonb("manifest").notNull(),
+    bundle: text("bundle").notNull(),
+    createdAt: millis("created_at").notNull(),
+  },
+  // The history is listed newest first (GET /releases).
+  (t) => [index("releases_created_idx").on(t.createdAt, t.version)],
+);
 
 /** One row (id = 1): which release is live. `revision` grows on every activation so instances can poll one cheap row. */
 export const environment = pgTable("environment", {
@@ -171,7 +176,11 @@ export const files = pgTable(
     field: text("field"),
     filename: text("filename"),
   },
-  (t) => [index("files_execution_idx").on(t.executionId)],
+  (t) => [
+    index("files_execution_idx").on(t.executionId),
+    // A caller's files in path order (GET /storage/files).
+    index("files_owner_path_idx").on(t.ownerKind, t.ownerId, t.path),
+  ],
 );
 
 /**

@@ -13,13 +13,18 @@ import type {
 
 // Same table names, column names and row shapes as pg.ts; timestamps are epoch milliseconds.
 
-export const releases = sqliteTable("releases", {
-  version: text("version").primaryKey(),
-  bundleHash: text("bundle_hash").notNull(),
-  manifest: text("manifest", { mode: "json" }).notNull(),
-  bundle: text("bundle").notNull(),
-  createdAt: integer("created_at").notNull(),
-});
+export const releases = sqliteTable(
+  "releases",
+  {
+    version: text("version").primaryKey(),
+    bundleHash: text("bundle_hash").notNull(),
+    manifest: text("manifest", { mode: "json" }).notNull(),
+    bundle: text("bundle").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  // The history is listed newest first (GET /releases).
+  (t) => [index("releases_created_idx").on(t.createdAt, t.version)],
+);
 
 /** One row (id = 1): which release is live. `revision` grows on every activation so instances can poll one cheap row. */
 export const environment = sqliteTable("environment", {
@@ -191,7 +196,11 @@ export const files = sqliteTable(
     field: text("field"),
     filename: text("filename"),
   },
-  (t) => [index("files_execution_idx").on(t.executionId)],
+  (t) => [
+    index("files_execution_idx").on(t.executionId),
+    // A caller's files in path order (GET /storage/files).
+    index("files_owner_path_idx").on(t.ownerKind, t.ownerId, t.path),
+  ],
 );
 
 /** See pg.ts. */

@@ -12,6 +12,7 @@ import { DrizzleReleaseStore } from "../drizzle/releases.ts";
 import { DrizzleRetentionStore } from "../drizzle/retention.ts";
 import { DrizzleScheduledStore } from "../drizzle/scheduled.ts";
 import { DrizzleScheduleStore } from "../drizzle/schedules.ts";
+import { DrizzleStatsStore } from "../drizzle/stats.ts";
 import { DrizzleTokenStore } from "../drizzle/tokens.ts";
 import { DrizzleUserStore } from "../drizzle/users.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
@@ -66,6 +67,7 @@ export function openSqliteStore(path: string): Store {
     instances,
     schedules: new DrizzleScheduleStore(db, tables),
     scheduled: new DrizzleScheduledStore(db, dialect, tables),
+    stats: new DrizzleStatsStore(db, tables),
     data: sqliteDataStore(client, instances.id),
     async ping() {
       client.query("select 1").get();

@@ -1,0 +1,79 @@
+import { PublicError } from "../lib/errors.ts";
+import { activateRelease } from "../release/activate.ts";
+import type { Principal } from "../sdk/index.ts";
+import type { ReleaseKey } from "../store/releases.ts";
+
+export type { ReleaseKey };
+
+import type { Store } from "../store/store.ts";
+
+export interface ReleaseView {
+  version: string;
+  bundleHash: string;
+  /** When it was published (stored); a release is immutable from then on. */
+  publishedAt: string;
+  active: boolean;
+  /** When the active release was last activated; null on the others (activations are not kept as history). */
+  activatedAt: string | null;
+}
+
+export interface ReleasePage {
+  items: ReleaseView[];
+  /** Where the next page starts, when another may follow. */
+  next: ReleaseKey | null;
+}
+
+const serviceOnly = (principal: Principal) => {
+  if (principal.kind !== "service") throw new PublicError("access_denied", "releases are for service keys");
+};
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/**
+ * The release history and activation, for service keys: what `bun run release list` and
+ * `bun run release activate` do, over the API (the same activateRelease).
+ */
+export class ReleaseAdmin {
+  constructor(
+    private readonly $: {
+      store: Store;
+      /** Loads the active release into this process now (others follow on their next poll). */
+      refresh: () => Promise<void>;
+      now?: () => number;
+    },
+  ) {}
+
+  async history(principal: Principal, query: { limit: number; after?: ReleaseKey }): Promise<ReleasePage> {
+    serviceOnly(principal);
+    const [rows, active] = await Promise.all([
+      this.$.store.releases.history({ limit: query.limit + 1, after: query.after }),
+      this.$.store.releases.active(),
+    ]);
+    const more = rows.length > query.limit;
+    if (more) rows.length = query.limit;
+    const last = rows.at(-1);
+    return {
+      items: rows.map((r) => ({
+        version: r.version,
+        bundleHash: r.bundleHash,
+        publishedAt: new Date(r.createdAt).toISOString(),
+        active: r.version === active.version,
+        activatedAt: r.version === active.version ? iso(active.activatedAt) : null,
+      })),
+      next: more && last ? { createdAt: last.createdAt, version: last.version } : null,
+    };
+  }
+
+  /** Makes `version` the active release (activating the active one again only bumps the revision). */
+  async activate(
+    principal: Principal,
+    version: string,
+  ): Promise<{ version: string; previous: string | null; revision: number; activatedAt: string }> {
+    serviceOnly(principal);
+    const before = await this.$.store.releases.active();
+    const at = (this.$.now ?? Date.now)();
+    const { revision } = await activateRelease(this.$.store, version, at);
+    await this.$.refresh();
+    return { version, previous: before.version, revision, activatedAt: new Date(at).toISOString() };
+  }
+}

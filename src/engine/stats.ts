@@ -1,0 +1,53 @@
+import { PublicError } from "../lib/errors.ts";
+import { uuidV7Floor } from "../lib/ids.ts";
+import type { Principal } from "../sdk/index.ts";
+import { EXECUTION_STATUSES, type ExecutionStatus, RUN_STATUSES, type RunStatus } from "../store/statuses.ts";
+import type { Store } from "../store/store.ts";
+
+/** The longest window `GET /stats` counts over: a wider one would read too many rows for an overview. */
+export const MAX_STATS_WINDOW_MS = 24 * 3_600_000;
+
+export interface EnvironmentStats {
+  window: { since: string; until: string };
+  /** Executions created in the window, by status (every status present, 0 when none). */
+  executions: Record<ExecutionStatus, number>;
+  /** Workflow runs created in the window, by status. */
+  runs: Record<RunStatus, number>;
+  /** Runs not ended now, whenever they started (the whole database). */
+  activeRuns: { queued: number; running: number; sleeping: number };
+  /** /session sockets open on this server now (not the other instances'). */
+  liveSockets: number;
+}
+
+const zeros = <S extends string>(statuses: readonly S[], counts: Partial<Record<S, number>>) =>
+  Object.fromEntries(statuses.map((s) => [s, counts[s] ?? 0])) as Record<S, number>;
+
+/** An overview of the environment for service keys: each figure one indexed read. */
+export class StatsReader {
+  constructor(
+    private readonly $: {
+      store: Store;
+      liveSockets: () => number;
+      now?: () => number;
+    },
+  ) {}
+
+  async read(principal: Principal, windowMs: number): Promise<EnvironmentStats> {
+    if (principal.kind !== "service") throw new PublicError("access_denied", "stats are for service keys");
+    const until = (this.$.now ?? Date.now)();
+    const since = until - Math.min(windowMs, MAX_STATS_WINDOW_MS);
+    const sinceId = uuidV7Floor(since);
+    const [executions, runs, activeRuns] = await Promise.all([
+      this.$.store.stats.executionsByStatus(sinceId),
+      this.$.store.stats.runsByStatus(sinceId),
+      this.$.store.runs.countActive(),
+    ]);
+    return {
+      window: { since: new Date(since).toISOString(), until: new Date(until).toISOString() },
+      executions: zeros(EXECUTION_STATUSES, executions),
+      runs: zeros(RUN_STATUSES, runs),
+      activeRuns,
+      liveSockets: this.$.liveSockets(),
+    };
+  }
+}

@@ -1,0 +1,41 @@
+import { Type } from "@sinclair/typebox";
+import { Elysia } from "elysia";
+import { invalidRequest } from "../engine/errors.ts";
+import type { ReleaseAdmin, ReleaseKey } from "../engine/releases.ts";
+import { RELEASE_VERSION } from "../release/activate.ts";
+import { authenticated } from "./auth.ts";
+import type { HttpDeps } from "./deps.ts";
+import { DEFAULT_PAGE, pageParams } from "./paging.ts";
+import { queryString } from "./query-string.ts";
+
+const ListQuery = queryString(Type.Object(pageParams, { additionalProperties: false }));
+
+// The history's cursor: the publication time and version of the last release of the page.
+const encodeReleaseCursor = (key: ReleaseKey) => Buffer.from(`${key.createdAt}:${key.version}`).toString("base64url");
+
+function decodeReleaseCursor(cursor: string): ReleaseKey {
+  const match = /^(\d{1,15}):(.+)$/.exec(Buffer.from(cursor, "base64url").toString());
+  if (!match || !RELEASE_VERSION.test(match[2] as string)) {
+    throw invalidRequest([
+      { where: "/query/cursor", code: "invalid", message: "cursor is not one this server gave out" },
+    ]);
+  }
+  return { createdAt: Number(match[1]), version: match[2] as string };
+}
+
+/** `GET /releases` (the history, newest first) and `POST /releases/{version}/activate`: service keys only. */
+export const releaseRoutes = (deps: HttpDeps & { releases: ReleaseAdmin }) =>
+  new Elysia({ name: "releases" })
+    .use(authenticated(deps.auth, deps.publicUrl))
+    .get(
+      "/releases",
+      async ({ query: q, principal }) => {
+        const page = await deps.releases.history(principal, {
+          limit: q.limit ?? DEFAULT_PAGE,
+          after: q.cursor === undefined ? undefined : decodeReleaseCursor(q.cursor),
+        });
+        return { items: page.items, nextCursor: page.next ? encodeReleaseCursor(page.next) : null };
+      },
+      { query: ListQuery },
+    )
+    .post("/releases/:version/activate", ({ params, principal }) => deps.releases.activate(principal, params.version));

@@ -1,0 +1,22 @@
+import { PublicError } from "../lib/errors.ts";
+import type { Store } from "../store/store.ts";
+
+/** What a release version can be (publish refuses any other); anything else names no release. */
+export const RELEASE_VERSION = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/;
+
+export const releaseNotFound = (version: string) =>
+  new PublicError("release_not_found", `no release ${version} is published`);
+
+/**
+ * Makes a published release the active one: what `bun run release activate` and
+ * `POST /releases/{version}/activate` both do. Every server sharing the database switches to it on its
+ * next poll of the active release. Throws release_not_found for a version never published.
+ */
+export async function activateRelease(
+  store: Store,
+  version: string,
+  at: number,
+): Promise<{ version: string; revision: number }> {
+  if (!RELEASE_VERSION.test(version) || !(await store.releases.get(version))) throw releaseNotFound(version);
+  return { version, revision: await store.releases.activate(version, at) };
+}

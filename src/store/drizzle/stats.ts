@@ -1,0 +1,31 @@
+import { gte, sql } from "drizzle-orm";
+import type { StatsStore } from "../stats.ts";
+import type { ExecutionStatus, RunStatus } from "../statuses.ts";
+import type { AnyDatabase, Tables } from "./database.ts";
+
+export class DrizzleStatsStore implements StatsStore {
+  constructor(
+    private readonly db: AnyDatabase,
+    private readonly t: Pick<Tables, "executions" | "workflowRuns">,
+  ) {}
+
+  executionsByStatus(sinceId: string): Promise<Partial<Record<ExecutionStatus, number>>> {
+    return this.countByStatus(this.t.executions, sinceId);
+  }
+
+  runsByStatus(sinceId: string): Promise<Partial<Record<RunStatus, number>>> {
+    return this.countByStatus(this.t.workflowRuns, sinceId);
+  }
+
+  private async countByStatus<S extends string>(
+    table: Tables["executions"] | Tables["workflowRuns"],
+    sinceId: string,
+  ): Promise<Partial<Record<S, number>>> {
+    const rows = await this.db
+      .select({ status: table.status, count: sql<number>`count(*)`.mapWith(Number) })
+      .from(table)
+      .where(gte(table.id, sinceId))
+      .groupBy(table.status);
+    return Object.fromEntries(rows.map((r) => [r.status, r.count])) as Partial<Record<S, number>>;
+  }
+}
