@@ -1,7 +1,9 @@
 import { messageOf, PublicError } from "../../lib/errors.ts";
+import type { Log } from "../../observe/log.ts";
 import type { Principal } from "../../sdk/index.ts";
 import type { ScheduledRow } from "../../store/rows.ts";
 import type { Store } from "../../store/store.ts";
+import { PassLoop } from "./pass-loop.ts";
 import { RETRIED } from "./scheduler.ts";
 
 /** What starting one delayed invocation needs of the engine. */
@@ -18,7 +20,7 @@ export interface DispatcherResources {
   invoke: (request: DelayedInvocation & { waitMs: number }) => Promise<{ execution: { id: string } }>;
   /** Records a refused invocation as a failed execution (deferred work has no caller to tell); answers its id. */
   recordRefusal: (request: DelayedInvocation, refusal: PublicError) => Promise<string>;
-  log: (message: string) => void;
+  log: Log;
   now: () => number;
 }
 
@@ -39,42 +41,23 @@ export interface DispatcherSettings {
  * makes one execution.
  */
 export class Dispatcher {
-  private timer: ReturnType<typeof setTimeout> | null = null;
-  private pass: Promise<void> | null = null;
-  private stopped = true;
+  private readonly loop: PassLoop;
 
   constructor(
     private readonly $: DispatcherResources,
     private readonly settings: DispatcherSettings,
-  ) {}
+  ) {
+    const failed = (error: unknown) =>
+      this.$.log(`delayed invocations: ${messageOf(error)}; trying again`, { level: "warn" });
+    this.loop = new PassLoop(() => this.runPass(), failed, settings.pollMs);
+  }
 
   start(): void {
-    this.stopped = false;
-    this.wake(0);
+    this.loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.pass;
-  }
-
-  private wake(ms: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.pass = this.runPass()
-        .then(
-          (sleep) => this.wake(sleep),
-          (error) => {
-            this.$.log(`delayed invocations: ${messageOf(error)}; trying again`);
-            this.wake(this.settings.pollMs);
-          },
-        )
-        .finally(() => {
-          this.pass = null;
-        });
-    }, ms);
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** One batch; answers how long to sleep before the next. */
@@ -113,9 +96,13 @@ export class Dispatcher {
         if (error instanceof PublicError && !RETRIED.has(error.code)) {
           return { id: row.id, executionId: await this.$.recordRefusal(request, error) };
         }
-        this.$.log(`delayed invocation ${row.id} (${row.action}) not started: ${messageOf(error)}; trying again`);
+        this.$.log(`delayed invocation ${row.id} (${row.action}) not started: ${messageOf(error)}; trying again`, {
+          level: "warn",
+        });
       } catch (failure) {
-        this.$.log(`delayed invocation ${row.id}: its refusal could not be recorded: ${messageOf(failure)}`);
+        this.$.log(`delayed invocation ${row.id}: its refusal could not be recorded: ${messageOf(failure)}`, {
+          level: "error",
+        });
       }
       return null;
     }

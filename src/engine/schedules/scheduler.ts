@@ -1,8 +1,10 @@
 import { messageOf, PublicError } from "../../lib/errors.ts";
+import type { Log } from "../../observe/log.ts";
 import type { LoadedRelease } from "../../release/load.ts";
 import type { LoadedSchedule } from "../../release/schedules.ts";
 import type { Principal } from "../../sdk/index.ts";
 import type { Store } from "../../store/store.ts";
+import { PassLoop } from "./pass-loop.ts";
 import { dueTicks, tickRequestId } from "./ticks.ts";
 
 export interface SchedulerResources {
@@ -17,7 +19,7 @@ export interface SchedulerResources {
     input: unknown;
     waitMs: number;
   }) => Promise<{ replayed: boolean; execution: { id: string } }>;
-  log: (message: string) => void;
+  log: Log;
   now: () => number;
 }
 
@@ -53,42 +55,22 @@ export class Scheduler {
   private readonly known = new Map<string, Known>();
   /** A schedule whose pass failed (the database) is tried again then, not in a tight loop. */
   private readonly retryAt = new Map<string, number>();
-  private timer: ReturnType<typeof setTimeout> | null = null;
-  private pass: Promise<void> | null = null;
-  private stopped = true;
+  private readonly loop: PassLoop;
 
   constructor(
     private readonly $: SchedulerResources,
     private readonly settings: SchedulerSettings,
-  ) {}
+  ) {
+    const failed = (error: unknown) => this.$.log(`schedules: ${messageOf(error)}; trying again`, { level: "warn" });
+    this.loop = new PassLoop(() => this.runPass(), failed, settings.pollMs);
+  }
 
   start(): void {
-    this.stopped = false;
-    this.wake(0);
+    this.loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.pass;
-  }
-
-  private wake(ms: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.pass = this.runPass()
-        .then(
-          (sleep) => this.wake(sleep),
-          (error) => {
-            this.$.log(`schedules: ${messageOf(error)}; trying again`);
-            this.wake(this.settings.pollMs);
-          },
-        )
-        .finally(() => {
-          this.pass = null;
-        });
-    }, ms);
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** Handles the due schedules; answers how long to sleep before the next pass. */
@@ -97,13 +79,13 @@ export class Scheduler {
     const schedules = [...(this.$.release()?.schedules.values() ?? [])];
     let sleep = this.settings.pollMs;
     for (const schedule of schedules) {
-      if (this.stopped) return 0;
+      if (!this.loop.running) return 0;
       if (this.dueAt(schedule) <= this.$.now()) {
         try {
           await this.handle(schedule);
           this.retryAt.delete(schedule.name);
         } catch (error) {
-          this.$.log(`schedule ${schedule.name}: ${messageOf(error)}; trying again`);
+          this.$.log(`schedule ${schedule.name}: ${messageOf(error)}; trying again`, { level: "warn" });
           this.retryAt.set(schedule.name, this.$.now() + this.settings.pollMs);
         }
       }
@@ -162,7 +144,7 @@ export class Scheduler {
       // Refused for good (the action went away or changed with a release switch, or the tick already ran
       // with another input): nothing to retry. Anything else (the database) is retried by the next pass.
       if (!(error instanceof PublicError) || RETRIED.has(error.code)) throw error;
-      this.$.log(`schedule ${schedule.name}: tick ${at} not run: ${error.code}: ${error.message}`);
+      this.$.log(`schedule ${schedule.name}: tick ${at} not run: ${error.code}: ${error.message}`, { level: "warn" });
     }
   }
 }

@@ -1,4 +1,5 @@
 import { PublicError } from "../../lib/errors.ts";
+import type { Log } from "../../observe/log.ts";
 import type { LoadedRelease } from "../../release/load.ts";
 import type { Principal } from "../../sdk/index.ts";
 import type { ScheduledRow } from "../../store/rows.ts";
@@ -19,7 +20,7 @@ export interface SchedulingResources {
   release: () => LoadedRelease | null;
   /** Engine.invoke. */
   invoke: SchedulerResources["invoke"];
-  log: (message: string) => void;
+  log: Log;
   now: () => number;
   /** This process, as the owner of claims; how long a claim holds; the longest sleep between passes. */
   owner: string;
