@@ -35,3 +35,6 @@ export function uuidV7Floor(ms: number): string {
     .padStart(12, "0");
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
 }
+
+/** The millisecond a UUIDv7 was made at (its first 48 bits). */
+export const uuidV7Millis = (id: string): number => Number.parseInt(id.slice(0, 8) + id.slice(9, 13), 16);

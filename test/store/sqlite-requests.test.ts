@@ -100,6 +100,32 @@ describe("SQLite request keys", () => {
     expect((await merged()).length).toBe(26);
   });
 
+  test("a crash after a merge recorded its mark: the restart merges the later keys from the mark on", async () => {
+    await (await reopen()).close();
+    open = [];
+    const args = ["bun", "test/fixtures/processes/claim-and-crash.ts", url.slice("sqlite:".length), "10", "30"];
+    const crashed = Bun.spawnSync(args, { stderr: "pipe" });
+    expect(crashed.exitCode).toBe(0);
+    const { merged: first, rows } = JSON.parse(crashed.stdout.toString()) as {
+      merged: ExecutionRow[];
+      rows: ExecutionRow[];
+    };
+    expect((await merged()).sort()).toEqual(first.map((r) => `${r.requestId}→${r.id}`).sort());
+    const [mark] = await selectRows(url, "select through from execution_requests_merged where id = 1");
+    // The mark moved past the start, and not past the executions the crash left unmerged.
+    expect(String(mark?.through) > "").toBe(true);
+    expect(rows.every((r) => r.id >= String(mark?.through))).toBe(true);
+
+    const store = await reopen();
+    for (const r of [...first, ...rows]) {
+      expect(await store.executions.claim(row({ requestId: r.requestId }))).toMatchObject({
+        created: false,
+        row: { id: r.id },
+      });
+    }
+    expect((await merged()).length).toBe(first.length + rows.length + 1);
+  });
+
   test("concurrent claims of one key, before and after its merge, name one execution", async () => {
     const store = await reopen();
     const requestId = crypto.randomUUID();

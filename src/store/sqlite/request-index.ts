@@ -1,4 +1,5 @@
 import type { Database, Statement } from "bun:sqlite";
+import { uuidV7Floor, uuidV7Millis } from "../../lib/ids.ts";
 
 /** One execution's idempotency key and the execution that holds it: [principalKind, principalId, requestId, executionId]. */
 type RequestKey = [string, string, string, string];
@@ -128,9 +129,7 @@ export class SqliteRequestIndex {
   /** Every execution with a lower id is merged once the current batch is: the oldest not in it, or now. */
   private mark(): string {
     const id = this.oldestQueued() ?? Bun.randomUUIDv7();
-    const at = Number.parseInt(id.slice(0, 8) + id.slice(9, 13), 16) - MARK_MARGIN_MS;
-    const hex = Math.max(at, 0).toString(16).padStart(12, "0");
-    return `${hex.slice(0, 8)}-${hex.slice(8)}`;
+    return uuidV7Floor(uuidV7Millis(id) - MARK_MARGIN_MS);
   }
 
   /** Merges what a previous process committed and did not merge, before the first key is answered. */
