@@ -68,7 +68,10 @@ for (const dialect of dialects) {
         action: "sched.record",
         requestId: id,
         output: { note: "hello", by: "user:alice" },
+        // The execution record names the execution whose ctx.schedule made it.
+        scheduledBy: body.execution.id,
       });
+      expect(body.execution.scheduledBy).toBeUndefined();
       expect((await t.fetch(`/executions/${started.executionId}`, { token: bob })).status).toBe(404);
 
       // A replay of the scheduling request runs nothing: nothing is scheduled again.
@@ -167,7 +170,12 @@ for (const dialect of dialects) {
       const { body } = await schedule({ note: "sneaky", afterMs: 0, action: "sched.admin" });
       const started = await startedOf(body.execution.output.id);
       const execution = await (await t.fetch(`/executions/${started.executionId}`, { token: alice })).json();
-      expect(execution).toMatchObject({ action: "sched.admin", status: "failed", errorCode: "access_denied" });
+      expect(execution).toMatchObject({
+        action: "sched.admin",
+        status: "failed",
+        errorCode: "access_denied",
+        scheduledBy: body.execution.id,
+      });
     }, 30_000);
 
     test("from a workflow step it is stored with the step's checkpoint; outside a step it is refused", async () => {

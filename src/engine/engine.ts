@@ -68,6 +68,8 @@ export interface InvokeRequest {
   waitMs?: number;
   /** The span (or caller's traceparent) the execution's span is a child of. */
   trace?: SpanParent;
+  /** A delayed invocation's: the execution whose `ctx.schedule` made it. */
+  scheduledBy?: string;
 }
 
 export interface InvokeOutcome {
@@ -253,6 +255,7 @@ export class Engine {
       createdAt: now,
       startedAt: now,
       finishedAt: null,
+      scheduledBy: request.scheduledBy ?? null,
     });
     if (!claim.created) return this.replay(claim.row, fingerprint, request.waitMs);
 
@@ -300,6 +303,7 @@ export class Engine {
       fingerprint,
       lease,
       now,
+      scheduledBy: request.scheduledBy,
     });
     let admitted: Awaited<ReturnType<Store["runs"]["admit"]>>;
     try {

@@ -41,6 +41,8 @@ export interface ExecutionView extends Truncations {
   createdAt: string;
   startedAt: string | null;
   finishedAt: string | null;
+  /** A delayed invocation's: the execution whose `ctx.schedule` made it. */
+  scheduledBy?: string;
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -64,6 +66,7 @@ export function toExecutionView(row: ExecutionRow, uploads: unknown[] = []): Exe
   if (row.status === "succeeded") view.output = row.output;
   if (row.errorCode !== null) view.errorCode = row.errorCode;
   if (row.errorMessage !== null) view.errorMessage = row.errorMessage;
+  if (row.scheduledBy !== null) view.scheduledBy = row.scheduledBy;
   return view;
 }
 

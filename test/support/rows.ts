@@ -19,5 +19,6 @@ export const row = (overrides: Partial<ExecutionRow> = {}): ExecutionRow => ({
   createdAt: Date.now(),
   startedAt: Date.now(),
   finishedAt: null,
+  scheduledBy: null,
   ...overrides,
 });

@@ -12,6 +12,8 @@ export interface DelayedInvocation {
   action: string;
   requestId: string;
   input: unknown;
+  /** The execution whose `ctx.schedule` made it (kept on the execution record). */
+  scheduledBy: string;
 }
 
 export interface DispatcherResources {
@@ -87,6 +89,7 @@ export class Dispatcher {
       action: row.action,
       requestId: row.requestId,
       input: row.input,
+      scheduledBy: row.scheduledBy,
     };
     try {
       const outcome = await this.$.invoke({ ...request, waitMs: 0 });

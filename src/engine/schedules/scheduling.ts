@@ -133,6 +133,7 @@ export class Scheduling {
       createdAt: now,
       startedAt: null,
       finishedAt: now,
+      scheduledBy: request.scheduledBy,
     });
     return row.id;
   }

@@ -14,6 +14,8 @@ export function newRun(request: {
   releaseVersion: string;
   fingerprint: string;
   lease: { owner: string; until: number } | null;
+  /** A delayed invocation's: the execution whose `ctx.schedule` made it. */
+  scheduledBy?: string;
   now: number;
 }): { execution: ExecutionRow; run: RunRow } {
   const { principal, requestId, input, contract, releaseVersion, lease, now } = request;
@@ -36,6 +38,7 @@ export function newRun(request: {
       ...ended,
       createdAt: now,
       startedAt: lease ? now : null,
+      scheduledBy: request.scheduledBy ?? null,
     },
     run: {
       id,

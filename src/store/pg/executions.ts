@@ -49,14 +49,15 @@ type RawRow = Omit<ExecutionRow, "createdAt" | "startedAt" | "finishedAt"> & {
 /** A statement's rows travel as one JSON text; jsonb_to_recordset matches its keys to these (quoted) names. */
 const ROW_TYPE = `id text, "requestId" text, "principalKind" text, "principalId" text, action text, kind text,
   "releaseVersion" text, "contractHash" text, "inputFingerprint" text, input jsonb, status text, output jsonb,
-  "errorCode" text, "errorMessage" text, "createdAt" bigint, "startedAt" bigint, "finishedAt" bigint`;
+  "errorCode" text, "errorMessage" text, "createdAt" bigint, "startedAt" bigint, "finishedAt" bigint,
+  "scheduledBy" text`;
 
 // `$1::text::jsonb`, not `$1::jsonb`: a parameter typed jsonb goes through postgres-js's JSON serializer
 // (and drizzle swaps that one for a no-op), so a text parameter is the one that arrives as written.
 // $2: this server process, so another can fail its running executions if it dies (see PgInstanceStore.keepAlive).
 const INSERT = `insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version,
     contract_hash, input_fingerprint, input, status, output, error_code, error_message, created_at, started_at,
-    finished_at, instance)
+    finished_at, scheduled_by, instance)
   select r.*, $2::text from jsonb_to_recordset($1::text::jsonb) as r(${ROW_TYPE})
   on conflict (principal_kind, principal_id, request_id) do nothing
   returning id`;

@@ -35,8 +35,8 @@ const OPEN_STEP = `('running', 'retrying', 'sleeping')`;
 const ADMIT = `with e as (
     insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version,
       contract_hash, input_fingerprint, input, status, output, error_code, error_message, created_at, started_at,
-      finished_at)
-    values ($1, $2, $3, $4, $5, 'workflow', $6, $7, $8, $9::text::jsonb, $10, null, null, null, $11, $12, null)
+      finished_at, scheduled_by)
+    values ($1, $2, $3, $4, $5, 'workflow', $6, $7, $8, $9::text::jsonb, $10, null, null, null, $11, $12, null, $18)
     on conflict (principal_kind, principal_id, request_id) do nothing
     returning id
   )
@@ -178,6 +178,7 @@ export class PgRunStore implements RunStore {
       run.leaseExpiresAt,
       run.wakeAt,
       run.principalClaims === null ? null : JSON.stringify(run.principalClaims),
+      execution.scheduledBy,
     ]);
     if (rows.length > 0) return { execution, created: true };
     const existing = await this.executions.findByRequest(

@@ -58,6 +58,8 @@ export const executions = pgTable(
     finishedAt: millis("finished_at"),
     /** The server process running a function execution, so another can fail it if that process dies. */
     instance: text("instance"),
+    /** The execution whose `ctx.schedule` made this one (a delayed invocation), else null. */
+    scheduledBy: text("scheduled_by"),
   },
   (t) => [
     uniqueIndex("executions_request_uq").on(t.principalKind, t.principalId, t.requestId),

@@ -56,6 +56,8 @@ export const executions = sqliteTable(
     finishedAt: integer("finished_at"),
     /** The server process running a function execution, so another can fail it if that process dies. */
     instance: text("instance"),
+    /** The execution whose `ctx.schedule` made this one (a delayed invocation), else null. */
+    scheduledBy: text("scheduled_by"),
   },
   // No index on request_id here: random keys would dirty a page of it per row in every group commit
   // (BENCHMARKS.md). execution_requests below is that index, merged in sorted batches off the request path.

@@ -71,9 +71,11 @@ export class SqliteExecutionStore implements ExecutionStore {
   ) {
     this.insert = client.prepare(
       `insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version, contract_hash,
-        input_fingerprint, input, status, output, error_code, error_message, created_at, started_at, finished_at)
+        input_fingerprint, input, status, output, error_code, error_message, created_at, started_at, finished_at,
+        scheduled_by)
        values ($id, $requestId, $principalKind, $principalId, $action, $kind, $releaseVersion, $contractHash,
-        $inputFingerprint, $input, $status, $output, $errorCode, $errorMessage, $createdAt, $startedAt, $finishedAt)`,
+        $inputFingerprint, $input, $status, $output, $errorCode, $errorMessage, $createdAt, $startedAt, $finishedAt,
+        $scheduledBy)`,
     );
     this.requests = new SqliteRequestIndex(client, () => this.inserts.values().next().value?.row.id);
     this.byId = client.prepare(`select ${COLUMNS} from executions where id = $id`);
