@@ -64,7 +64,7 @@ describe("traces (OTLP/HTTP, OTEL_EXPORTER_OTLP_ENDPOINT set)", () => {
       return done(spans) ? spans : null;
     }, 15_000).then((spans) => spans as ReceivedSpan[]);
 
-  test("an HTTP caller's traceparent is the parent of the request's span, whose child is the execution's", async () => {
+  test("an HTTP caller's traceparent is the parent of the request's span, whose children are the claim's commit and the execution, whose child is its outcome's commit", async () => {
     const traceId = hex(16);
     const callerSpan = hex(8);
     const res = await t.fetch("/actions/test.echo/invoke", {
@@ -75,11 +75,14 @@ describe("traces (OTLP/HTTP, OTEL_EXPORTER_OTLP_ENDPOINT set)", () => {
     const { execution } = await res.json();
     expect(execution.status).toBe("succeeded");
 
-    const spans = await traceOf(traceId, (s) => s.some((x) => x.name === "execute test.echo"));
+    const spans = await traceOf(traceId, (s) => s.some((x) => x.name === "db commit outcome"));
     const request = spans.find((s) => s.name === "POST /actions/:name/invoke");
     const executed = spans.find((s) => s.name === "execute test.echo");
     expect(request?.parentSpanId).toBe(callerSpan);
     expect(executed?.parentSpanId).toBe(request?.spanId);
+    // The database batches each side waited for: the claim under the request, the outcome under the execution.
+    expect(spans.find((s) => s.name === "db commit claim")?.parentSpanId).toBe(request?.spanId);
+    expect(spans.find((s) => s.name === "db commit outcome")?.parentSpanId).toBe(executed?.spanId);
     expect(executed && attribute(executed, "actuate.execution_id")).toBe(execution.id);
     expect(request && attribute(request, "http.route")).toBe("/actions/:name/invoke");
     expect(JSON.stringify(receiver.resources)).toContain("actuate-test");
@@ -125,7 +128,10 @@ describe("traces (OTLP/HTTP, OTEL_EXPORTER_OTLP_ENDPOINT set)", () => {
     const { runId } = await res.json();
     expect((await (await w.fetch(`/executions/${runId}/result`)).json()).status).toBe("succeeded");
 
-    const spans = await traceOf(traceId, (s) => s.filter((x) => x.name.startsWith("step ")).length === 3);
+    const spans = await traceOf(
+      traceId,
+      (s) => s.filter((x) => x.name.startsWith("step ") || x.name.startsWith("db commit step ")).length === 6,
+    );
     const request = spans.find((s) => s.name === "POST /actions/:name/invoke");
     const pass = spans.find((s) => s.name === "workflow wf.steps");
     expect(pass?.parentSpanId).toBe(request?.spanId);
@@ -133,5 +139,13 @@ describe("traces (OTLP/HTTP, OTEL_EXPORTER_OTLP_ENDPOINT set)", () => {
     const steps = spans.filter((s) => s.name.startsWith("step "));
     expect(steps.map((s) => s.name).sort()).toEqual(["step one", "step three", "step two"]);
     for (const step of steps) expect(step.parentSpanId).toBe(pass?.spanId);
+    // Each step's checkpoint commit is a child of the pass too.
+    const commits = spans.filter((s) => s.name.startsWith("db commit step "));
+    expect(commits.map((s) => s.name).sort()).toEqual([
+      "db commit step one",
+      "db commit step three",
+      "db commit step two",
+    ]);
+    for (const commit of commits) expect(commit.parentSpanId).toBe(pass?.spanId);
   }, 20_000);
 });

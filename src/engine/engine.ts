@@ -5,7 +5,7 @@ import { uuidV7Floor } from "../lib/ids.ts";
 import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "../lib/json-text.ts";
 import type { Log } from "../observe/log.ts";
 import { Telemetry } from "../observe/telemetry.ts";
-import type { SpanParent } from "../observe/tracing.ts";
+import { NO_SPAN, type SpanParent } from "../observe/tracing.ts";
 import type { ActionContract } from "../release/contract.ts";
 import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
@@ -114,11 +114,13 @@ export class Engine {
   /** Status changes and log lines of the executions running in this process (for subscribe-stream). */
   readonly feed = new ExecutionFeed();
   private readonly now: () => number;
+  private readonly telemetry: Telemetry;
   private readonly followResources: FollowResources;
 
   constructor(private readonly $: EngineResources) {
     this.now = $.now ?? Date.now;
     const telemetry = $.telemetry ?? new Telemetry();
+    this.telemetry = telemetry;
     this.followResources = {
       feed: this.feed,
       read: (id) => $.store.executions.get(id),
@@ -237,26 +239,36 @@ export class Engine {
 
     if (action.kind === "workflow") return this.admitRun(request, release, action, fingerprint);
     const now = this.now();
-    const claim = await this.$.store.executions.claim({
-      id: Bun.randomUUIDv7(),
-      requestId: request.requestId,
-      principalKind: request.principal.kind,
-      principalId: request.principal.id,
-      action: request.action,
-      kind: action.contract.kind,
-      releaseVersion: release.version,
-      contractHash: action.contract.contractHash,
-      inputFingerprint: fingerprint,
-      input: request.input,
-      status: "running",
-      output: null,
-      errorCode: null,
-      errorMessage: null,
-      createdAt: now,
-      startedAt: now,
-      finishedAt: null,
-      scheduledBy: request.scheduledBy ?? null,
-    });
+    // The claim's database batch (committed before the handler runs), as a child of the caller's span.
+    const { tracer } = this.telemetry;
+    const claimed = tracer.enabled
+      ? tracer.start("db commit claim", request.trace, { "actuate.action": request.action })
+      : NO_SPAN;
+    let claim: Awaited<ReturnType<Store["executions"]["claim"]>>;
+    try {
+      claim = await this.$.store.executions.claim({
+        id: Bun.randomUUIDv7(),
+        requestId: request.requestId,
+        principalKind: request.principal.kind,
+        principalId: request.principal.id,
+        action: request.action,
+        kind: action.contract.kind,
+        releaseVersion: release.version,
+        contractHash: action.contract.contractHash,
+        inputFingerprint: fingerprint,
+        input: request.input,
+        status: "running",
+        output: null,
+        errorCode: null,
+        errorMessage: null,
+        createdAt: now,
+        startedAt: now,
+        finishedAt: null,
+        scheduledBy: request.scheduledBy ?? null,
+      });
+    } finally {
+      claimed.end();
+    }
     if (!claim.created) return this.replay(claim.row, fingerprint, request.waitMs);
 
     let input = request.input as Record<string, unknown>;

@@ -3,7 +3,7 @@ import { messageOf } from "../lib/errors.ts";
 import { storableJson } from "../lib/json-text.ts";
 import type { Log } from "../observe/log.ts";
 import type { Telemetry } from "../observe/telemetry.ts";
-import type { SpanParent } from "../observe/tracing.ts";
+import { NO_SPAN, type SpanParent } from "../observe/tracing.ts";
 import type { LoadedFunction, LoadedRelease } from "../release/load.ts";
 import type { ActionContext, Principal } from "../sdk/index.ts";
 import type { ExecutionSettlement } from "../store/executions.ts";
@@ -66,7 +66,16 @@ export class Runner {
         const logs = log.take();
         await log.stored();
         const ended = { ...settlement, logs };
-        return this.settle(row, settlement.status === "succeeded" ? { ...ended, writes: data.writes() } : ended);
+        const writes = settlement.status === "succeeded" ? data.writes() : [];
+        // The database batch the outcome commits in (a group commit shared with other executions).
+        const { tracer } = telemetry;
+        const attributes = () => ({ "actuate.db.data_writes": writes.length, "actuate.db.log_lines": logs.length });
+        const commit = tracer.enabled ? tracer.start("db commit outcome", span, attributes()) : NO_SPAN;
+        try {
+          return await this.settle(row, writes.length > 0 ? { ...ended, writes } : ended);
+        } finally {
+          commit.end();
+        }
       })
       .then((stored) => {
         if (stored.status === "succeeded") this.$.data.changes.publish(data.touched());

@@ -322,10 +322,16 @@ export class RunExecution {
    */
   private async save(row: StepRow, writes: DataWrite[] = []): Promise<string | null> {
     let saved: StepSaved;
+    const { tracer } = this.$.telemetry;
+    const attributes = () => ({ "actuate.step.status": row.status, "actuate.db.data_writes": writes.length });
+    const commit = tracer.enabled ? tracer.start(`db commit step ${row.name}`, this.span, attributes()) : NO_SPAN;
     try {
       saved = await this.$.store.runs.saveStep(this.owner, row, writes);
     } catch (error) {
+      commit.fail(messageOf(error));
       throw this.storeFailed(error);
+    } finally {
+      commit.end();
     }
     if ("leaseLost" in saved) this.lost();
     return "refused" in saved ? saved.refused : null;
