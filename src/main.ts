@@ -112,6 +112,19 @@ function serverGauges(
   telemetry.gauge("actuate_workflow_runs", "Workflow runs not ended, by status (the whole database)", ["status"], () =>
     Object.entries(runs).map(([status, count]) => [[status], count]),
   );
+  telemetry.gauge("actuate_db_pool_size", "Database connections this server may open", [], () => store.pool().size);
+  telemetry.gauge(
+    "actuate_db_pool_writes_queued",
+    "Writes waiting for the next group commit",
+    [],
+    () => store.pool().queued,
+  );
+  telemetry.gauge(
+    "actuate_db_pool_batches_in_flight",
+    "Group-commit batches waiting for their commit now",
+    [],
+    () => store.pool().inFlight,
+  );
   telemetry.gauge(
     "actuate_release_info",
     "The active release (1) and this server's version",

@@ -157,6 +157,19 @@ for (const dialect of dialects) {
       }
       await eventually(async () => sampleOf((await scrape(t)).families, "actuate_live_sockets") === 0);
     });
+
+    test("the database pool: its size (10 connections on PostgreSQL, SQLite's one), and writes waiting", async () => {
+      await Promise.all(
+        Array.from({ length: 20 }, () => t.invoke("test.echo", { text: "load" }, { token: t.serviceKey })),
+      );
+      const { families } = await scrape(t);
+      expect(sampleOf(families, "actuate_db_pool_size")).toBe(dialect.name === "postgres" ? 10 : 1);
+      for (const name of ["actuate_db_pool_writes_queued", "actuate_db_pool_batches_in_flight"]) {
+        expect(families.get(name)?.type).toBe("GAUGE");
+      }
+      // Every invoke above was answered after its commit: nothing of them waits any more.
+      expect(sampleOf(families, "actuate_db_pool_writes_queued")).toBe(0);
+    });
   });
 }
 

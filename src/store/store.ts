@@ -34,6 +34,12 @@ export interface Store {
   readonly scheduled: ScheduledStore;
   readonly stats: StatsStore;
 
+  /**
+   * The connections and what waits on them (`/metrics`: actuate_db_pool_*): how many connections may be
+   * open, writes queued for the next group commit, and batches waiting for their commit now.
+   */
+  pool(): { size: number; queued: number; inFlight: number };
+
   /** Throws unless the database answers now (for /readyz). */
   ping(): Promise<void>;
   /** Waits for queued writes, then closes the connections. */

@@ -1,6 +1,6 @@
 import type { Sql } from "postgres";
 import type { LogRow } from "../rows.ts";
-import { Lane } from "./lane.ts";
+import { Lane, type WriteLoad } from "./lane.ts";
 
 /** Lines travel as one JSON text, like executions (see pg/executions.ts); `$N` is that parameter. */
 export const insertLogLines = (param: string) => `insert into execution_logs (execution_id, seq, at, level, step, line)
@@ -31,6 +31,10 @@ export class PgLogWriter {
   });
 
   constructor(private readonly client: Sql) {}
+
+  get load(): WriteLoad {
+    return this.lane.load;
+  }
 
   append(lines: LogRow[]): Promise<void> {
     if (lines.length === 0) return Promise.resolve();

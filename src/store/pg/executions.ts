@@ -9,7 +9,7 @@ import type { PrincipalKind } from "../statuses.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
 import { applyDataWrites } from "./data-writes.ts";
 import { insertLogLines, logLinesJson } from "./execution-logs.ts";
-import { Lane } from "./lane.ts";
+import { Lane, totalLoad, type WriteLoad } from "./lane.ts";
 
 export interface Claim {
   row: ExecutionRow;
@@ -180,6 +180,10 @@ export class PgExecutionStore implements ExecutionStore {
       if (reason === null) throw error;
       return this.settle(id, { ...failedWrites(settlement, reason), logs });
     }
+  }
+
+  get load(): WriteLoad {
+    return totalLoad([this.claims.load, this.settles.load]);
   }
 
   /** Waits until every queued and in-flight write has ended (the store calls this before closing). */

@@ -2,6 +2,19 @@ export interface Queued {
   reject: (error: unknown) => void;
 }
 
+/** What a writer has not committed yet (`/metrics`: actuate_db_pool_*). */
+export interface WriteLoad {
+  queued: number;
+  inFlight: number;
+}
+
+/** The load of several writers, added up. */
+export const totalLoad = (loads: WriteLoad[]): WriteLoad =>
+  loads.reduce((sum, l) => ({ queued: sum.queued + l.queued, inFlight: sum.inFlight + l.inFlight }), {
+    queued: 0,
+    inFlight: 0,
+  });
+
 export interface LaneLimits<T> {
   maxItems: number;
   /** Past this total weight a batch closes (a single heavier item still goes alone). */
@@ -33,6 +46,11 @@ export class Lane<T extends Queued> {
       this.scheduled = false;
       this.next();
     });
+  }
+
+  /** Writes waiting for the next batch, and whether a batch is waiting for its commit now. */
+  get load(): WriteLoad {
+    return { queued: this.queue.length, inFlight: this.inFlight ? 1 : 0 };
   }
 
   async drain(): Promise<void> {

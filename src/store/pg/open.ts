@@ -20,6 +20,7 @@ import { postgresDataStore } from "./data.ts";
 import { PgLogWriter } from "./execution-logs.ts";
 import { PgExecutionStore } from "./executions.ts";
 import { PgInstanceStore } from "./instances.ts";
+import { totalLoad } from "./lane.ts";
 import { PgRunStore } from "./runs.ts";
 
 const migrations = readMigrations("pg");
@@ -61,6 +62,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
     scheduled: new DrizzleScheduledStore(db, dialect, schema),
     stats: new DrizzleStatsStore(db, schema),
     data: postgresDataStore(client, instances.id),
+    pool: () => ({ size: options.max, ...totalLoad([executions.load, runs.load, logWriter.load]) }),
     async ping() {
       await client`select 1`;
     },

@@ -20,7 +20,7 @@ import {
 import { workflowRuns, workflowSteps } from "../schema/pg.ts";
 import { refusal } from "../write-failure.ts";
 import { applyDataWrites } from "./data-writes.ts";
-import { Lane, type Queued } from "./lane.ts";
+import { Lane, type Queued, totalLoad, type WriteLoad } from "./lane.ts";
 
 type Params = ParameterOrJSON<never>[];
 
@@ -150,6 +150,10 @@ export class PgRunStore implements RunStore {
         weigh: (item) => item.params.reduce<number>((n, p) => n + (typeof p === "string" ? p.length : 8), 0),
       }),
   );
+  get load(): WriteLoad {
+    return totalLoad(this.lanes.map((lane) => lane.load));
+  }
+
   /** Attempt starts not sent yet, by step: the step's next row supersedes them. */
   private readonly unsentStarts = new Map<string, PendingWrite>();
 

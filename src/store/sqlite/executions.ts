@@ -192,6 +192,11 @@ export class SqliteExecutionStore implements ExecutionStore {
     });
   }
 
+  /** Writes waiting for the next group commit. */
+  get queued(): number {
+    return this.inserts.size + this.updates.length + this.logLines.length;
+  }
+
   /** Commits everything queued now. */
   flush() {
     this.scheduled = false;

@@ -69,6 +69,8 @@ export function openSqliteStore(path: string): Store {
     scheduled: new DrizzleScheduledStore(db, dialect, tables),
     stats: new DrizzleStatsStore(db, tables),
     data: sqliteDataStore(client, instances.id),
+    // One connection, written synchronously: what waits is the next group commit.
+    pool: () => ({ size: 1, queued: executions.queued, inFlight: 0 }),
     async ping() {
       client.query("select 1").get();
     },
