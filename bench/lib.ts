@@ -3,7 +3,6 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import type { LoadReport } from "./load.ts";
 
 export const BENCH_DIR = import.meta.dir;
 export const ROOT_DIR = join(import.meta.dir, "..");
@@ -128,6 +127,16 @@ async function isHealthy(url: string): Promise<boolean> {
 }
 
 /** Every `{{uuid}}` in the template becomes its own fresh UUID v4 (the same rule as bench/invoke.lua). */
+/** What one run of bench/load.ts prints (its last line, as JSON). */
+export interface LoadReport {
+  requests: number;
+  errors: number;
+  non2xx: number;
+  p50: number;
+  p99: number;
+  rps: number;
+}
+
 export function fillTemplate(template: string): string {
   return template.replaceAll("{{uuid}}", () => crypto.randomUUID());
 }

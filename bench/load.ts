@@ -1,7 +1,7 @@
 // Fallback load generator for when wrk is not installed; run as its own process so it
 // does not share an event loop with anything it measures.
 // usage: bun bench/load.ts '<LoadSpec as JSON>'  → prints one JSON line (LoadReport).
-import { fillTemplate, percentile } from "./lib.ts";
+import { fillTemplate, type LoadReport, percentile } from "./lib.ts";
 
 interface LoadSpec {
   url: string;
@@ -9,15 +9,6 @@ interface LoadSpec {
   bodyTemplate: string;
   durationS: number;
   connections: number;
-}
-
-export interface LoadReport {
-  requests: number;
-  errors: number;
-  non2xx: number;
-  p50: number;
-  p99: number;
-  rps: number;
 }
 
 async function loop(spec: LoadSpec, until: number, latencies: number[], counts: { errors: number; non2xx: number }) {
