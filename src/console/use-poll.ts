@@ -10,8 +10,8 @@ export function usePoll<T>(
   keepPolling: (data: T) => boolean = () => true,
 ): Loaded<T> {
   const [state, setState] = useState<Loaded<T>>({ data: null, error: null });
-  // biome-ignore lint/correctness/useExhaustiveDependencies: the caller names what `load` reads, as with useEffect.
-  useEffect(() => {
+  // The caller names what `load` reads in `deps`, as with useEffect.
+  const poll = () => {
     let stopped = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const tick = async () => {
@@ -33,6 +33,8 @@ export function usePoll<T>(
       stopped = true;
       clearTimeout(timer);
     };
-  }, deps);
+  };
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the caller lists what `load` reads, as with useEffect
+  useEffect(poll, deps);
   return state;
 }
