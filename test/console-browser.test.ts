@@ -70,7 +70,7 @@ describe("the console (/console) in Chromium", () => {
     await page.getByRole("button", { name: "Run test.echo" }).click();
     const output = page.getByTestId("output");
     await output.waitFor();
-    expect(JSON.parse(await output.innerText())).toEqual({ text: "from the console", n: 3 });
+    expect(JSON.parse((await output.textContent()) ?? "")).toEqual({ text: "from the console", n: 3 });
     await page.screenshot({ path: join(SCREENSHOTS, "actions.png"), fullPage: true });
 
     // The server recorded exactly that input, as ana's.
@@ -91,7 +91,7 @@ describe("the console (/console) in Chromium", () => {
     await page.getByRole("region", { name: "Outcome" }).getByRole("link").click();
     await page.getByTestId("status").filter({ hasText: "failed" }).waitFor();
     await page.getByTestId("logs").filter({ hasText: "line 3" }).waitFor();
-    expect(JSON.parse(await page.getByTestId("input").innerText())).toEqual({ lines: 4, fail: "on purpose" });
+    expect(JSON.parse((await page.getByTestId("input").textContent()) ?? "")).toEqual({ lines: 4, fail: "on purpose" });
     await page.screenshot({ path: join(SCREENSHOTS, "execution.png"), fullPage: true });
 
     // The list shows both, and follows new executions without a reload.
