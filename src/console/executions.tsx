@@ -84,28 +84,27 @@ function ExecutionList(props: { client: ActuateClient }) {
 
 function ExecutionDetail(props: { client: ActuateClient; id: string }) {
   const { client, id } = props;
-  const execution = usePoll(
-    () => client.executions.get(id),
+  // The record and its lines together, again while it runs: a running execution's lines are readable.
+  const detail = usePoll(
+    async () => {
+      const execution = await client.executions.get(id);
+      return { execution, logs: await allLogs(client, id) };
+    },
     [client, id],
     DETAIL_EVERY_MS,
-    (e) => !ended(e),
+    (d) => !ended(d.execution),
   );
-  const logs = usePoll(
-    () => allLogs(client, id),
-    [client, id, execution.data?.status],
-    0,
-    () => false,
-  );
-  const e = execution.data;
+  const e = detail.data?.execution;
+  const logs = detail.data?.logs;
   return (
     <main>
       <p>
         <a href={hrefOf({ page: "executions" })}>← Executions</a>
       </p>
       <h1>Execution {id}</h1>
-      {execution.error && (
+      {detail.error && (
         <p class="error" role="alert">
-          {execution.error}
+          {detail.error}
         </p>
       )}
       {e && (
@@ -151,11 +150,10 @@ function ExecutionDetail(props: { client: ActuateClient; id: string }) {
         </>
       )}
       <h2>Logs</h2>
-      {logs.error && <p class="error">{logs.error}</p>}
-      {logs.data && logs.data.length === 0 && <p>No lines.</p>}
-      {logs.data && logs.data.length > 0 && (
+      {logs && logs.length === 0 && <p>No lines.</p>}
+      {logs && logs.length > 0 && (
         <pre data-testid="logs">
-          {logs.data.map((l) => `${l.at} ${l.level.padEnd(5)} ${l.step ? `[${l.step}] ` : ""}${l.line}`).join("\n")}
+          {logs.map((l) => `${l.at} ${l.level.padEnd(5)} ${l.step ? `[${l.step}] ` : ""}${l.line}`).join("\n")}
         </pre>
       )}
     </main>
