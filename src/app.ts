@@ -4,6 +4,7 @@ import type { ReleaseAdmin } from "./engine/releases.ts";
 import type { StatsReader } from "./engine/stats.ts";
 import type { FileService } from "./files/service.ts";
 import { actionRoutes } from "./http/actions.ts";
+import { consoleRedirect, consoleServeRoutes } from "./http/console.ts";
 import { cors } from "./http/cors.ts";
 import type { HttpDeps } from "./http/deps.ts";
 import { errorHandling } from "./http/errors.ts";
@@ -51,11 +52,14 @@ export interface AppDeps extends HttpDeps {
 }
 
 export const createApp = (deps: AppDeps) => {
-  const app = new Elysia({ serve: { maxRequestBodySize: HARD_BODY_LIMIT, idleTimeout: IDLE_TIMEOUT_SECONDS } })
+  const app = new Elysia({
+    serve: { maxRequestBodySize: HARD_BODY_LIMIT, idleTimeout: IDLE_TIMEOUT_SECONDS, routes: consoleServeRoutes },
+  })
     .use(observeRequests(deps.telemetry, deps.log))
     .use(errorHandling(deps.log, (): readonly Route[] => app.routes))
     .use(cors(deps.cors))
     .use(healthRoutes(deps.readiness))
+    .use(consoleRedirect())
     .use(
       metricsRoutes({
         telemetry: deps.telemetry,

@@ -120,6 +120,23 @@ for (const dialect of dialects) {
             filename: "p.png",
             hasExtra: false,
           });
+
+          // The console was bundled into the binary: its page, and the hashed chunks it names, from memory.
+          const root = await fetch(`${server.url}/`, { redirect: "manual" });
+          expect([root.status, root.headers.get("location")]).toEqual([302, "/console"]);
+          const page = await fetch(`${server.url}/console`);
+          expect(page.headers.get("content-type")).toStartWith("text/html");
+          const html = await page.text();
+          const assets = [...html.matchAll(/(?:src|href)="(\/[^"]+\.(?:js|css))"/g)].map((m) => m[1] as string);
+          expect(assets.some((a) => a.endsWith(".js")) && assets.some((a) => a.endsWith(".css"))).toBe(true);
+          let script = "";
+          for (const asset of assets) {
+            const answer = await fetch(`${server.url}${asset}`);
+            expect([asset, answer.status]).toEqual([asset, 200]);
+            expect(answer.headers.get("etag")).toBeTruthy();
+            if (asset.endsWith(".js")) script += await answer.text();
+          }
+          expect(script).toContain("Sign in to the Actuate console");
         } finally {
           await server.kill();
         }

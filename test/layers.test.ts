@@ -16,6 +16,7 @@ const LAYERS: Record<string, number> = {
   config: 0, // the environment, read once
   observe: 0, // the server's log, metrics and tracer: every layer reports to it; it imports nothing of ours
   store: 1,
+  console: 1, // the web console, a browser page over "actuate/client": the server only serves it
   auth: 2,
   data: 2,
   files: 2,

@@ -67,4 +67,12 @@ describe("what start loads", () => {
     for (const file of dynamicFiles) if (!files.has(file)) deferred.push(...(await reached(file)).packages.static);
     expect(LOADED_ON_FIRST_USE.filter((name) => deferred.some((p) => isOneOf(p, [name])))).toEqual(LOADED_ON_FIRST_USE);
   });
+
+  test("the console is an HTML import: neither its code nor preact is a module start imports", async () => {
+    const { files, packages } = await reached("src/cli/main.ts");
+    expect([...files].filter((file) => file.startsWith("src/console/"))).toEqual([]);
+    expect([...packages.static, ...packages.dynamic].filter((p) => isOneOf(p, ["preact"]))).toEqual([]);
+    // Still served: src/http/console.ts hands the page to Bun.serve, which bundles it on the first request.
+    expect(files.has("src/http/console.ts")).toBe(true);
+  });
 });

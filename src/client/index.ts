@@ -34,6 +34,37 @@ export interface Execution<Output = unknown> {
   finishedAt: string | null;
 }
 
+export interface LogLine {
+  seq: number;
+  at: string;
+  level: "info" | "warn" | "error";
+  step: string | null;
+  line: string;
+}
+
+export interface ActionSummary {
+  name: string;
+  kind: "function" | "workflow";
+  description: string;
+  contractHash: string;
+  access: "authenticated" | "service" | "rule";
+}
+
+export interface ActionContract extends ActionSummary {
+  /** JSON Schemas. */
+  input: Record<string, unknown>;
+  output: Record<string, unknown>;
+  files: { field: string; required: boolean; maxBytes: number | null; contentTypes: string[] }[];
+}
+
+export interface PublishedRelease {
+  version: string;
+  bundleHash: string;
+  publishedAt: string;
+  active: boolean;
+  activatedAt: string | null;
+}
+
 export interface InvokeOptions {
   /** The idempotency key; one is drawn per call when absent, and reused on every retry of that call. */
   requestId?: string;
@@ -234,7 +265,18 @@ export function createClient<Release extends ReleaseTypes = AnyRelease>(options:
     executions: {
       get: (id: string) =>
         request<Execution>(transport, "GET", `/executions/${id}`, { retry: true }).then((r) => r.body),
-      list: (filter: { action?: string; status?: string; limit?: number; cursor?: string } = {}) => {
+      list: (
+        filter: {
+          action?: string;
+          status?: string;
+          /** ISO instants; and, for a service key, `<kind>:<id>` of the caller. */
+          since?: string;
+          until?: string;
+          caller?: string;
+          limit?: number;
+          cursor?: string;
+        } = {},
+      ) => {
         return request<{ items: Execution[]; nextCursor: string | null }>(
           transport,
           "GET",
@@ -243,7 +285,40 @@ export function createClient<Release extends ReleaseTypes = AnyRelease>(options:
         ).then((r) => r.body);
       },
       result: <Output = unknown>(id: string, o: { signal?: AbortSignal } = {}) => result<Output>(id, o.signal),
+      /** The lines the execution logged; `nextCursor` stays non-null while it runs. */
+      logs: (id: string, filter: { limit?: number; cursor?: string } = {}) =>
+        request<{ items: LogLine[]; nextCursor: string | null }>(
+          transport,
+          "GET",
+          `/executions/${id}/logs${searchOf(filter)}`,
+          { retry: true },
+        ).then((r) => r.body),
       follow,
+    },
+    /** The active release's actions the caller may call, and their contracts (for names known at run time). */
+    contracts: {
+      list: () =>
+        request<{ items: ActionSummary[] }>(transport, "GET", "/actions", { retry: true }).then((r) => r.body.items),
+      get: (name: string) =>
+        request<ActionContract>(transport, "GET", `/actions/${encodeURIComponent(name)}/contract`, {
+          retry: true,
+        }).then((r) => r.body),
+    },
+    /** The release history and activation (service keys only). */
+    releases: {
+      list: (filter: { limit?: number; cursor?: string } = {}) =>
+        request<{ items: PublishedRelease[]; nextCursor: string | null }>(
+          transport,
+          "GET",
+          `/releases${searchOf(filter)}`,
+          {
+            retry: true,
+          },
+        ).then((r) => r.body),
+      activate: (version: string) =>
+        request<Record<string, unknown>>(transport, "POST", `/releases/${encodeURIComponent(version)}/activate`).then(
+          (r) => r.body,
+        ),
     },
     runs: {
       list: (filter: { workflow?: string; status?: string; limit?: number; cursor?: string } = {}) =>

@@ -1,0 +1,124 @@
+/** @jsxImportSource preact */
+import { useState } from "preact/hooks";
+import { type ActuateClient, ActuateError, type Execution } from "../client/index.ts";
+import { hrefOf } from "./route.ts";
+import { SchemaForm } from "./schema-form.tsx";
+import { usePoll } from "./use-poll.ts";
+
+const never = () => false;
+
+export function ActionsPage(props: { client: ActuateClient; action?: string }) {
+  const { client } = props;
+  const actions = usePoll(() => client.contracts.list(), [client], 0, never);
+  return (
+    <main class="layout">
+      <nav aria-label="Actions">
+        <h1>Actions</h1>
+        {actions.error && (
+          <p class="error" role="alert">
+            {actions.error}
+          </p>
+        )}
+        <ul>
+          {actions.data?.map((action) => (
+            <li key={action.name}>
+              <a
+                href={hrefOf({ page: "actions", action: action.name })}
+                aria-current={action.name === props.action ? "page" : undefined}
+              >
+                {action.name}
+              </a>{" "}
+              <span class="hint">{action.kind}</span>
+            </li>
+          ))}
+        </ul>
+        {actions.data?.length === 0 && <p>The active release has no action you may call.</p>}
+      </nav>
+      <section>
+        {props.action ? (
+          <ActionDetail key={props.action} client={client} name={props.action} />
+        ) : (
+          <p>Choose an action.</p>
+        )}
+      </section>
+    </main>
+  );
+}
+
+function ActionDetail(props: { client: ActuateClient; name: string }) {
+  const { client, name } = props;
+  const contract = usePoll(() => client.contracts.get(name), [name], 0, never);
+  const [busy, setBusy] = useState(false);
+  const [outcome, setOutcome] = useState<{ execution?: Execution; error?: string } | null>(null);
+
+  const invoke = async (input: Record<string, unknown>) => {
+    setBusy(true);
+    setOutcome(null);
+    try {
+      const answer = await client.invoke(name, input);
+      setOutcome({ execution: answer.execution });
+    } catch (error) {
+      // A failed handler still made an execution: show it.
+      const executionId = error instanceof ActuateError ? (error.details.executionId ?? undefined) : undefined;
+      const execution = executionId ? await client.executions.get(executionId).catch(() => undefined) : undefined;
+      setOutcome({ execution, error: (error as Error).message });
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  if (contract.error)
+    return (
+      <p class="error" role="alert">
+        {contract.error}
+      </p>
+    );
+  const c = contract.data;
+  if (!c) return <p>Loading…</p>;
+  return (
+    <article>
+      <h2>{c.name}</h2>
+      <p>{c.description}</p>
+      <dl>
+        <dt>Kind</dt>
+        <dd>{c.kind}</dd>
+        <dt>Access</dt>
+        <dd>{c.access}</dd>
+        <dt>Contract hash</dt>
+        <dd>
+          <code>{c.contractHash}</code>
+        </dd>
+      </dl>
+      <h3>Run it</h3>
+      {c.files.length > 0 && (
+        <p class="hint">It takes files ({c.files.map((f) => f.field).join(", ")}): not from this form yet.</p>
+      )}
+      <SchemaForm id="input" schema={c.input} submitLabel={`Run ${c.name}`} busy={busy} onSubmit={invoke} />
+      {outcome && (
+        <section aria-live="polite" aria-label="Outcome">
+          {outcome.error && (
+            <p class="error" role="alert">
+              {outcome.error}
+            </p>
+          )}
+          {outcome.execution && (
+            <p>
+              Execution <a href={hrefOf({ page: "executions", id: outcome.execution.id })}>{outcome.execution.id}</a>:{" "}
+              <span class={`status-${outcome.execution.status}`}>{outcome.execution.status}</span>
+            </p>
+          )}
+          {outcome.execution?.output !== undefined && (
+            <pre data-testid="output">{JSON.stringify(outcome.execution.output, null, 2)}</pre>
+          )}
+        </section>
+      )}
+      <details>
+        <summary>Contract</summary>
+        <h4>Input</h4>
+        <pre>{JSON.stringify(c.input, null, 2)}</pre>
+        <h4>Output</h4>
+        <pre>{JSON.stringify(c.output, null, 2)}</pre>
+      </details>
+    </article>
+  );
+}

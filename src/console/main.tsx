@@ -1,0 +1,63 @@
+/** @jsxImportSource preact */
+import { render } from "preact";
+import { useMemo, useState } from "preact/hooks";
+import { ActionsPage } from "./actions.tsx";
+import { ExecutionsPage } from "./executions.tsx";
+import { ReleasesPage } from "./releases.tsx";
+import { hrefOf, type Route, useRoute } from "./route.ts";
+import { clientFor, forgetCredential, storeCredential, storedCredential } from "./session.ts";
+import { SignIn } from "./sign-in.tsx";
+
+const PAGES: { route: Route; label: string }[] = [
+  { route: { page: "actions" }, label: "Actions" },
+  { route: { page: "executions" }, label: "Executions" },
+  { route: { page: "releases" }, label: "Releases" },
+];
+
+function Console() {
+  const [credential, setCredential] = useState(storedCredential);
+  const route = useRoute();
+  const client = useMemo(() => (credential ? clientFor(credential) : null), [credential]);
+  if (!client)
+    return (
+      <SignIn
+        onSignedIn={(c) => {
+          storeCredential(c);
+          setCredential(c);
+        }}
+      />
+    );
+  const signOut = () => {
+    forgetCredential();
+    client.close();
+    setCredential(null);
+  };
+  return (
+    <>
+      <header>
+        <strong>Actuate</strong>
+        <nav aria-label="Pages">
+          {PAGES.map((p) => (
+            <a
+              key={p.label}
+              href={hrefOf(p.route)}
+              aria-current={route.page === p.route.page ? "page" : undefined}
+              style={{ marginRight: "1rem" }}
+            >
+              {p.label}
+            </a>
+          ))}
+        </nav>
+        <button type="button" class="secondary who" onClick={signOut}>
+          Sign out
+        </button>
+      </header>
+      {route.page === "actions" && <ActionsPage client={client} action={route.action} />}
+      {route.page === "executions" && <ExecutionsPage client={client} id={route.id} />}
+      {route.page === "releases" && <ReleasesPage client={client} />}
+    </>
+  );
+}
+
+const root = document.getElementById("root");
+if (root) render(<Console />, root);
