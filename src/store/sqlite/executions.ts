@@ -9,7 +9,7 @@ import { executions } from "../schema/sqlite.ts";
 import type { PrincipalKind } from "../statuses.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
 import type { SqliteDataWriter } from "./data-writes.ts";
-import { SqliteRequestIndex } from "./request-index.ts";
+import { keyOf, SqliteRequestIndex } from "./request-index.ts";
 
 type RawRow = Omit<ExecutionRow, "input" | "output"> & { input: string; output: string | null };
 
@@ -40,9 +40,6 @@ interface PendingUpdate extends Waiter {
 }
 
 const COLUMNS = selectList(executions, undefined, ["instance"]);
-
-const requestKey = (row: Pick<ExecutionRow, "principalKind" | "principalId" | "requestId">) =>
-  `${row.principalKind}\u0000${row.principalId}\u0000${row.requestId}`;
 
 /**
  * Executions on SQLite, with group commit for the writes every invocation makes. Writes queued during one turn of the event loop
@@ -95,7 +92,7 @@ export class SqliteExecutionStore implements ExecutionStore {
     if (existing) return { row: existing, created: false };
     const pending: PendingInsert = { row: { ...row }, writes: [], logs: [], waiters: [] };
     this.inserts.set(row.id, pending);
-    this.byRequestKey.set(requestKey(row), pending);
+    this.byRequestKey.set(keyOf(row.principalKind, row.principalId, row.requestId), pending);
     this.schedule();
     return { row, created: true };
   }
@@ -163,7 +160,7 @@ export class SqliteExecutionStore implements ExecutionStore {
   async listen(_listener: (ids: string[]) => void): Promise<void> {}
 
   findQueuedOrStored(kind: string, id: string, requestId: string): ExecutionRow | null {
-    const pending = this.byRequestKey.get(`${kind}\u0000${id}\u0000${requestId}`);
+    const pending = this.byRequestKey.get(keyOf(kind, id, requestId));
     if (pending) return { ...pending.row };
     const holder = this.requests.lookup(kind, id, requestId);
     const raw = holder === null ? null : this.byId.get({ id: holder });

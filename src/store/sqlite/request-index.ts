@@ -16,7 +16,9 @@ const SLICE = 256;
  */
 const MARK_MARGIN_MS = 1000;
 
-const keyOf = (kind: string, principal: string, requestId: string) => `${kind}\u0000${principal}\u0000${requestId}`;
+/** A (principal, requestId) as one map key (the queued rows and the recent keys use the same). */
+export const keyOf = (kind: string, principal: string, requestId: string) =>
+  `${kind}\u0000${principal}\u0000${requestId}`;
 
 /**
  * Which execution holds each (principal, requestId) on SQLite, decided exactly without writing a random
