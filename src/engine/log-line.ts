@@ -24,7 +24,22 @@ function format(value: unknown): string {
   }
 }
 
-/** What the server log says about code that threw: the stack (its frames name release files through the source map). */
+/** Where release code runs from: `<DATA_DIR>/bundles/<…>`, its frames named by the source map after it. */
+const BUNDLE_PATH = /[^\s(]*\/bundles\//g;
+
+/**
+ * What a log says about code that threw: the message and the release code's frames (relative to the
+ * release), down to the last of them. The frames below it are the runtime's own and the paths before
+ * them the server's disk: a caller reads this line in its execution's log, so neither is kept.
+ */
 export function thrownLine(error: unknown): string {
-  return error instanceof Error ? (error.stack ?? `${error.name}: ${error.message}`) : `thrown: ${format(error)}`;
+  if (!(error instanceof Error)) return `thrown: ${format(error)}`;
+  const lines = (error.stack ?? `${error.name}: ${error.message}`).split("\n");
+  const frames = lines.findIndex((line) => /^\s+at /.test(line));
+  if (frames === -1) return lines.join("\n");
+  const lastRelease = lines.findLastIndex((line, i) => i >= frames && line.includes("/bundles/"));
+  return lines
+    .slice(0, lastRelease === -1 ? frames : lastRelease + 1)
+    .join("\n")
+    .replace(BUNDLE_PATH, "");
 }
