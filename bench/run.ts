@@ -2,7 +2,8 @@
 // interleaved (bare, invoke, bare, invoke, …) because the machine is small and noisy.
 // Env: BENCH_SECONDS (per round, default 4), BENCH_DATABASE_URL (PostgreSQL server to
 // create a throwaway database on; default postgres://postgres@127.0.0.1:5432/postgres),
-// BENCH_LOAD=wrk|bun (load tool; default wrk when on PATH).
+// BENCH_LOAD=wrk|bun (load tool; default wrk when on PATH), BENCH_ONLY (a regular expression: measure
+// only the scenarios whose names match, e.g. "bare|floor|invoke \\(sqlite").
 import { availableParallelism, loadavg } from "node:os";
 import postgres from "postgres";
 import {
@@ -112,7 +113,34 @@ const modernMcpBody = JSON.stringify({
  * the metrics of an invoke: `invoke (sqlite)` writes a JSON line per request (LOG_LEVEL=info, to a file)
  * and keeps its metrics; the same server at LOG_LEVEL=warn writes none (issue #18: goal < 5 %).
  */
-const MORE_RATIOS = [{ name: "invoke (sqlite)", baseline: "invoke, log off (sqlite)", target: 0.95 }];
+const MORE_RATIOS = [
+  { name: "invoke (sqlite)", baseline: "invoke, log off (sqlite)", target: 0.95 },
+  // Issue #14: an invoke against the least durable write a Bun server can answer with (bench/invoke-floor.ts).
+  { name: "invoke (sqlite)", baseline: "durable floor (sqlite)", target: 0.8 },
+];
+
+/** Bun.serve + bun:sqlite, one group-committed row per request: the durable-write floor of an invoke. */
+async function startFloor(): Promise<Scenario> {
+  const port = freePort();
+  const proc = startProcess({
+    name: "invoke-floor",
+    cmd: ["bun", "bench/invoke-floor.ts"],
+    env: { PORT: String(port), HOST: "127.0.0.1", DATA_DIR: tempDir("actuate-bench-floor-") },
+  });
+  const base = `http://127.0.0.1:${port}`;
+  await waitHealthy(`${base}/healthz`, proc);
+  const url = `${base}${INVOKE_PATH}`;
+  return {
+    name: "durable floor (sqlite)",
+    baseline: "bare echo",
+    load: { url, headers, bodyTemplate },
+    verify: async () => {
+      const res = await post(url);
+      const body = (await res.json()) as { ok?: unknown };
+      if (res.status !== 200 || body.ok !== true) throw new Error(`floor answered ${res.status} ${JSON.stringify(body)}`);
+    },
+  };
+}
 
 /** The SQLite server again, writing no request lines (LOG_LEVEL=warn): the other side of the log's cost. */
 async function startQuiet(): Promise<Scenario> {
@@ -150,7 +178,8 @@ async function startActuate(
     {
       name: invoke,
       baseline: "bare echo",
-      target: 0.35,
+      // Issue #14's goals: >= 0.4 on SQLite, >= 0.3 on PostgreSQL.
+      target: databaseUrl ? 0.3 : 0.4,
       load: { url, headers, bodyTemplate },
       verify: () => verifyInvoke(url, proc),
     },
@@ -317,12 +346,14 @@ async function main(): Promise<void> {
   console.log(
     `load: ${loadTool()}, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${seconds} s (+${WARMUP_S} s warm-up each)`,
   );
-  const scenarios = [await startBare(), ...(await startActuate("sqlite")), await startQuiet()];
-  const pgUrl = await createPgDatabase();
+  const scenarios = [await startBare(), await startFloor(), ...(await startActuate("sqlite")), await startQuiet()];
+  const pgUrl = process.env.BENCH_ONLY && !/postgres/.test(process.env.BENCH_ONLY) ? null : await createPgDatabase();
   if (pgUrl) scenarios.push(...(await startActuate("postgres", pgUrl)));
-  for (const s of scenarios) await s.verify();
-  const results = await runRounds(scenarios, seconds);
-  printTable(scenarios, results);
+  const only = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
+  const chosen = only ? scenarios.filter((s) => only.test(s.name)) : scenarios;
+  for (const s of chosen) await s.verify();
+  const results = await runRounds(chosen, seconds);
+  printTable(chosen, results);
 }
 
 try {

@@ -1,9 +1,12 @@
+import { Database } from "bun:sqlite";
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStore } from "../../src/store/open.ts";
 import type { ExecutionRow } from "../../src/store/rows.ts";
+import { KeyFilter } from "../../src/store/sqlite/key-filter.ts";
+import { SqliteRequestIndex } from "../../src/store/sqlite/request-index.ts";
 import type { Store } from "../../src/store/store.ts";
 import { selectRows } from "../support/databases.ts";
 import { row } from "../support/rows.ts";
@@ -166,5 +169,94 @@ describe("SQLite request keys", () => {
       id: again.id,
     });
     expect(await merged()).toEqual([`${old.requestId}→${again.id}`]);
+  });
+});
+
+/** One turn of the event loop: the index fills its filter a slice per turn. */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe("the request keys' filter", () => {
+  test("a key filter never rules out a key it was given, and rules out most others", () => {
+    const filter = new KeyFilter(10_000);
+    const given = Array.from({ length: 10_000 }, () => `user\u0000alice\u0000${crypto.randomUUID()}`);
+    for (const key of given) filter.add(key);
+    expect(given.every((key) => filter.mayHold(key))).toBe(true);
+    const others = Array.from({ length: 10_000 }, () => `user\u0000alice\u0000${crypto.randomUUID()}`);
+    const falsePositives = others.filter((key) => filter.mayHold(key)).length;
+    expect(falsePositives).toBeLessThan(300); // ~1 % expected at capacity
+    expect(filter.full).toBe(false);
+    filter.add("one more");
+    expect(filter.full).toBe(true);
+  });
+
+  test("keys committed before and while a filter is built are found once merged, after the scan passed them", async () => {
+    await (await reopen()).close();
+    open = [];
+    const db = new Database(join(dir, "test.db"));
+    // A capacity of 16 makes the filter fill up and be built again, larger.
+    const index = new SqliteRequestIndex(db, () => undefined, 16);
+    const keys: { principalKind: string; principalId: string; requestId: string; id: string }[] = [];
+    const commit = (n: number) => {
+      for (let i = 0; i < n; i++) {
+        const k = {
+          principalKind: "user",
+          principalId: "alice",
+          requestId: crypto.randomUUID(),
+          id: Bun.randomUUIDv7(),
+        };
+        index.committed(k);
+        keys.push(k);
+      }
+    };
+    const check = () => {
+      for (const k of keys) expect(index.lookup(k.principalKind, k.principalId, k.requestId)).toBe(k.id);
+      expect(index.lookup("user", "alice", crypto.randomUUID())).toBeNull();
+    };
+    // The first key starts a build; these arrive while it waits for its scan, which finds none of them
+    // in the table: the filter holds them because they were added as they came.
+    commit(10);
+    await turn();
+    expect(index.filtering).toBe(true);
+    index.mergeAll();
+    check();
+    // These overfill the filter: a larger one is built, whose scan runs before they are merged. It
+    // holds them (and the earlier ones) because the keys not merged yet went in when it started.
+    commit(10);
+    await turn();
+    await turn();
+    index.mergeAll();
+    check();
+    index.close();
+    db.close();
+  });
+
+  test("after a restart the filter is built from the table: every merged key is found, before and after", async () => {
+    await (await reopen()).close();
+    open = [];
+    const keys = Array.from({ length: 20_000 }, () => ({
+      principalKind: "user",
+      principalId: "alice",
+      requestId: crypto.randomUUID(),
+      id: Bun.randomUUIDv7(),
+    }));
+    const first = new Database(join(dir, "test.db"));
+    const writer = new SqliteRequestIndex(first, () => undefined);
+    for (const k of keys) writer.committed(k);
+    writer.close();
+    first.close();
+    expect((await merged()).length).toBe(keys.length);
+
+    const db = new Database(join(dir, "test.db"));
+    const index = new SqliteRequestIndex(db, () => undefined);
+    const sample = keys.filter((_, i) => i % 97 === 0);
+    // The first lookup starts the build (8 192 keys a turn): answers come from the table meanwhile.
+    for (const k of sample) expect(index.lookup(k.principalKind, k.principalId, k.requestId)).toBe(k.id);
+    expect(index.filtering).toBe(false);
+    for (let t = 0; t < 5; t++) await turn();
+    expect(index.filtering).toBe(true);
+    for (const k of keys) expect(index.lookup(k.principalKind, k.principalId, k.requestId)).toBe(k.id);
+    expect(index.lookup("user", "alice", crypto.randomUUID())).toBeNull();
+    index.close();
+    db.close();
   });
 });

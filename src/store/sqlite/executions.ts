@@ -246,7 +246,7 @@ export class SqliteExecutionStore implements ExecutionStore {
   /** Commits what is queued and merges every request key (the store calls this before closing). */
   close(): void {
     this.flush();
-    this.requests.mergeAll();
+    this.requests.close();
   }
 
   private linesAlone(pending: PendingLines) {

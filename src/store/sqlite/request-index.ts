@@ -1,5 +1,6 @@
 import type { Database, Statement } from "bun:sqlite";
 import { uuidV7Floor, uuidV7Millis } from "../../lib/ids.ts";
+import { KeyFilter } from "./key-filter.ts";
 
 /** One execution's idempotency key and the execution that holds it: [principalKind, principalId, requestId, executionId]. */
 type RequestKey = [string, string, string, string];
@@ -15,6 +16,10 @@ const SLICE = 256;
  * (time first), so a clock stepping back by less than this cannot hide an execution from the restart.
  */
 const MARK_MARGIN_MS = 1000;
+/** The first key filter's capacity; a full one is built again four times larger. */
+const FILTER_CAPACITY = 1 << 16;
+/** Keys read per turn of the event loop while a key filter is built from the table. */
+const FILTER_SCAN = 8192;
 
 /** A (principal, requestId) as one map key (the queued rows and the recent keys use the same). */
 export const keyOf = (kind: string, principal: string, requestId: string) =>
@@ -36,7 +41,12 @@ export class SqliteRequestIndex {
   /** A sorted batch being merged a slice at a time, and the mark to record with its last slice. */
   private batch: { keys: RequestKey[]; next: number; through: string } | null = null;
   private recovered = false;
+  /** Every key held (in `recent` or the table), and maybe some others: a key it rules out needs no read. */
+  private filter: KeyFilter | null = null;
+  /** A filter being filled from the table a slice per turn, with where the scan is. */
+  private building: { filter: KeyFilter; after: [string, string, string] } | null = null;
   private readonly held: Statement<{ executionId: string }>;
+  private readonly scan: Statement<[string, string, string]>;
   private readonly insert: Statement;
   private readonly setMark: Statement;
   private readonly remove: Statement;
@@ -45,6 +55,7 @@ export class SqliteRequestIndex {
     private readonly client: Database,
     /** The oldest execution id queued but not committed yet, if any. */
     private readonly oldestQueued: () => string | undefined,
+    private readonly filterCapacity = FILTER_CAPACITY,
   ) {
     // A key already there holds the same execution: what a crash left unmerged is merged again at start.
     this.insert = client.prepare(
@@ -60,20 +71,32 @@ export class SqliteRequestIndex {
       `select execution_id as executionId from execution_requests
        where principal_kind = ?1 and principal_id = ?2 and request_id = ?3`,
     );
+    this.scan = client.prepare(
+      `select principal_kind, principal_id, request_id from execution_requests
+       where (principal_kind, principal_id, request_id) > (?1, ?2, ?3)
+       order by principal_kind, principal_id, request_id limit ?4`,
+    );
   }
 
   /** The id of the committed execution holding the key, or null. */
   lookup(kind: string, principal: string, requestId: string): string | null {
     if (!this.recovered) this.recover();
-    const recent = this.recent.get(keyOf(kind, principal, requestId));
-    return recent ? recent[3] : (this.held.get(kind, principal, requestId)?.executionId ?? null);
+    const key = keyOf(kind, principal, requestId);
+    const recent = this.recent.get(key);
+    if (recent) return recent[3];
+    if (this.filter && !this.filter.mayHold(key)) return null;
+    return this.held.get(kind, principal, requestId)?.executionId ?? null;
   }
 
   /** Records a key whose execution is now committed. */
   committed(row: { principalKind: string; principalId: string; requestId: string; id: string }): void {
     if (!this.recovered) this.recover();
     const key: RequestKey = [row.principalKind, row.principalId, row.requestId, row.id];
-    this.recent.set(keyOf(row.principalKind, row.principalId, row.requestId), key);
+    const text = keyOf(row.principalKind, row.principalId, row.requestId);
+    this.recent.set(text, key);
+    this.filter?.add(text);
+    this.building?.filter.add(text);
+    if (this.filter?.full && !this.building) this.buildFilter(this.filter.capacity * 4);
     this.gathered.push(key);
     if (this.gathered.length >= MERGE_AT) this.startBatch();
     else this.gatherTimer ??= setTimeout(() => this.startBatch(), MERGE_AFTER_MS);
@@ -95,6 +118,17 @@ export class SqliteRequestIndex {
       if (!this.batch) this.startBatch();
       this.mergeSlice();
     }
+  }
+
+  /** Merges every key and stops filling a filter: the database closes next. */
+  close(): void {
+    this.building = null;
+    this.mergeAll();
+  }
+
+  /** Whether a complete filter answers for the table (lookups of keys it rules out read nothing). */
+  get filtering(): boolean {
+    return this.filter !== null;
   }
 
   private startBatch() {
@@ -147,6 +181,36 @@ export class SqliteRequestIndex {
          order by principal_kind, principal_id, request_id`,
       )
       .run(mark?.through ?? "");
+    this.buildFilter(this.filterCapacity);
+  }
+
+  /**
+   * Fills a new filter from the table a slice per turn (lookups read the table, or the old filter,
+   * meanwhile). The keys not merged yet go in first and every key committed meanwhile is added as it
+   * comes, so no key can slip past the scan.
+   */
+  private buildFilter(capacity: number) {
+    const filter = new KeyFilter(capacity);
+    for (const text of this.recent.keys()) filter.add(text);
+    this.building = { filter, after: ["", "", ""] };
+    setImmediate(() => this.scanSlice());
+  }
+
+  private scanSlice() {
+    const building = this.building;
+    if (!building) return;
+    const rows = this.scan.values(...building.after, FILTER_SCAN) as [string, string, string][];
+    for (const [kind, principal, requestId] of rows) building.filter.add(keyOf(kind, principal, requestId));
+    const last = rows.at(-1);
+    if (building.filter.full) {
+      this.buildFilter(building.filter.capacity * 4);
+    } else if (last && rows.length === FILTER_SCAN) {
+      building.after = last;
+      setImmediate(() => this.scanSlice());
+    } else {
+      this.filter = building.filter;
+      this.building = null;
+    }
   }
 }
 
