@@ -5,14 +5,14 @@ import type { Log } from "../observe/log.ts";
 import type { Telemetry } from "../observe/telemetry.ts";
 import { NO_SPAN, type SpanParent } from "../observe/tracing.ts";
 import type { LoadedFunction, LoadedRelease } from "../release/load.ts";
-import type { ActionContext, Principal } from "../sdk/index.ts";
+import type { Principal } from "../sdk/index.ts";
 import type { ExecutionSettlement } from "../store/executions.ts";
 import type { ExecutionRow } from "../store/rows.ts";
 import type { Store } from "../store/store.ts";
 import type { ExecutionFeed } from "./execution-feed.ts";
 import { ExecutionLog, type LogLimits } from "./execution-log.ts";
-import { logger, thrownLine } from "./log-line.ts";
-import { scheduleTools } from "./schedules/delayed-context.ts";
+import { FunctionContext } from "./function-context.ts";
+import { thrownLine } from "./log-line.ts";
 
 export interface RunnerResources {
   store: Store;
@@ -31,7 +31,7 @@ const SETTLE_ATTEMPTS = 5;
  * status is stored, so a waiter in this process is told at once instead of polling.
  */
 export class Runner {
-  private readonly inFlight = new Map<string, { done: Promise<ExecutionRow>; abort: AbortController }>();
+  private readonly inFlight = new Map<string, { done: Promise<ExecutionRow>; context: FunctionContext }>();
 
   constructor(private readonly $: RunnerResources) {}
 
@@ -43,54 +43,60 @@ export class Runner {
     input: unknown,
     parent?: SpanParent,
   ): Promise<ExecutionRow> {
-    const abort = new AbortController();
-    const { telemetry } = this.$;
-    const span = telemetry.tracer.start(`execute ${row.action}`, parent, {
-      "actuate.action": row.action,
-      "actuate.execution_id": row.id,
+    const context = new FunctionContext(row, release, principal, {
+      data: this.$.data,
+      now: this.$.now,
+      openLog: (r) => this.executionLog(r),
     });
-    const data = this.$.data.forExecution(principal, release, this.$.now);
-    const log = this.executionLog(row);
-    const ctx: ActionContext = {
-      auth: principal,
-      db: data.db,
-      execution: { id: row.id, requestId: row.requestId },
-      log: logger((level, line) => log.write(level, line)),
-      signal: abort.signal,
-      ...scheduleTools({ release, principal, executionId: row.id, now: this.$.now, record: data.record }),
-    };
-    const done = this.execute(action, input, ctx, log)
-      .then(async (settlement) => {
-        // The lines not stored yet commit with the status: no round trip of their own. Lines stored
-        // while it ran commit first, so whoever sees the end can read every line.
-        const logs = log.take();
-        await log.stored();
-        const ended = { ...settlement, logs };
-        const writes = settlement.status === "succeeded" ? data.writes() : [];
-        // The database batch the outcome commits in (a group commit shared with other executions).
-        const { tracer } = telemetry;
-        const attributes = () => ({ "actuate.db.data_writes": writes.length, "actuate.db.log_lines": logs.length });
-        const commit = tracer.enabled ? tracer.start("db commit outcome", span, attributes()) : NO_SPAN;
-        try {
-          return await this.settle(row, writes.length > 0 ? { ...ended, writes } : ended);
-        } finally {
-          commit.end();
-        }
-      })
-      .then((stored) => {
-        if (stored.status === "succeeded") this.$.data.changes.publish(data.touched());
-        this.$.feed.publish(row.id, { type: "status", execution: stored });
-        telemetry.executionEnded(stored);
-        span.setAttributes({ "actuate.status": stored.status });
-        if (stored.status !== "succeeded") span.fail(stored.errorMessage ?? stored.status);
-        return stored;
-      })
-      .finally(() => {
-        span.end();
-        this.inFlight.delete(row.id);
-      });
-    this.inFlight.set(row.id, { done, abort });
+    const done = this.run(row, action, input, context, parent);
+    this.inFlight.set(row.id, { done, context });
     return done;
+  }
+
+  private async run(
+    row: ExecutionRow,
+    action: LoadedFunction,
+    input: unknown,
+    context: FunctionContext,
+    parent: SpanParent | undefined,
+  ): Promise<ExecutionRow> {
+    const { telemetry } = this.$;
+    const { tracer } = telemetry;
+    const span = tracer.enabled
+      ? tracer.start(`execute ${row.action}`, parent, { "actuate.action": row.action, "actuate.execution_id": row.id })
+      : NO_SPAN;
+    try {
+      const settlement = await this.execute(action, input, context);
+      // The lines not stored yet commit with the status: no round trip of their own. Lines stored
+      // while it ran commit first, so whoever sees the end can read every line.
+      const log = context.openedLog;
+      const logs = log ? log.take() : [];
+      if (log) await log.stored();
+      const writes = settlement.status === "succeeded" ? context.writes() : [];
+      const ended = writes.length > 0 ? { ...settlement, logs, writes } : { ...settlement, logs };
+      // The database batch the outcome commits in (a group commit shared with other executions).
+      const commit = tracer.enabled
+        ? tracer.start("db commit outcome", span, {
+            "actuate.db.data_writes": writes.length,
+            "actuate.db.log_lines": logs.length,
+          })
+        : NO_SPAN;
+      let stored: ExecutionRow;
+      try {
+        stored = await this.settle(row, ended);
+      } finally {
+        commit.end();
+      }
+      if (stored.status === "succeeded" && writes.length > 0) this.$.data.changes.publish(context.touched());
+      this.$.feed.publish(row.id, { type: "status", execution: stored });
+      telemetry.executionEnded(stored);
+      span.setAttributes({ "actuate.status": stored.status });
+      if (stored.status !== "succeeded") span.fail(stored.errorMessage ?? stored.status);
+      return stored;
+    } finally {
+      span.end();
+      this.inFlight.delete(row.id);
+    }
   }
 
   /** Resolves once no handler runs here (those started meanwhile included). */
@@ -101,7 +107,7 @@ export class Runner {
   /** Aborts every handler's signal and waits (up to `graceMs`) for their final status to be stored. */
   async drain(graceMs: number): Promise<void> {
     const pending = [...this.inFlight.values()];
-    for (const { abort } of pending) abort.abort(new Error("the server is shutting down"));
+    for (const { context } of pending) context.abort(new Error("the server is shutting down"));
     await Promise.race([Promise.allSettled(pending.map((p) => p.done)), Bun.sleep(graceMs)]);
   }
 
@@ -122,11 +128,10 @@ export class Runner {
   private async execute(
     action: LoadedFunction,
     input: unknown,
-    ctx: ActionContext,
-    log: ExecutionLog,
+    context: FunctionContext,
   ): Promise<ExecutionSettlement> {
     const failed = (message: string, line = message): ExecutionSettlement => {
-      log.writeFinal(line);
+      context.log.writeFinal(line);
       return {
         status: "failed",
         output: null,
@@ -137,7 +142,7 @@ export class Runner {
     };
     let returned: unknown;
     try {
-      returned = await action.definition.handler(input as never, ctx);
+      returned = await action.definition.handler(input as never, context.ctx);
     } catch (error) {
       return failed(messageOf(error), `the handler threw: ${thrownLine(error)}`);
     }

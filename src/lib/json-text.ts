@@ -10,13 +10,28 @@ const unsupported = (text: string) => text.includes("\u0000") || !text.isWellFor
  * that holds one.
  */
 export function findUnsupportedCharacter(value: unknown, pointer = ""): string | null {
-  if (typeof value === "string") return unsupported(value) ? pointer : null;
+  const path = unsupportedPath(value);
+  return path === null
+    ? null
+    : pointer + path.map((key) => `/${key.replaceAll("~", "~0").replaceAll("/", "~1")}`).join("");
+}
+
+/** The keys down to the first string or key holding one, innermost last; the pointer is built only then. */
+function unsupportedPath(value: unknown): string[] | null {
+  if (typeof value === "string") return unsupported(value) ? [] : null;
   if (value === null || typeof value !== "object") return null;
-  for (const [key, child] of Object.entries(value)) {
-    const childPointer = `${pointer}/${key.replaceAll("~", "~0").replaceAll("/", "~1")}`;
-    if (unsupported(key)) return childPointer;
-    const found = findUnsupportedCharacter(child, childPointer);
-    if (found !== null) return found;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = unsupportedPath(value[i]);
+      if (found !== null) return [String(i), ...found];
+    }
+    return null;
+  }
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    if (unsupported(key)) return [key];
+    const found = unsupportedPath((value as Record<string, unknown>)[key]);
+    if (found !== null) return [key, ...found];
   }
   return null;
 }
