@@ -6,7 +6,7 @@ describe("findUnsupportedCharacter", () => {
     expect(findUnsupportedCharacter({ a: "ok", b: [1, { "c/d~e": ["x", "bad\u0000"] }] }, "/input")).toBe(
       "/input/b/1/c~1d~0e/1",
     );
-    expect(findUnsupportedCharacter({ ok: 1, ["k\uD800"]: 1 })).toBe("/k\uD800");
+    expect(findUnsupportedCharacter({ ok: 1, "k\uD800": 1 })).toBe("/k\uD800");
     expect(findUnsupportedCharacter(["\uDC00"])).toBe("/0");
     expect(findUnsupportedCharacter("\u0000", "/x")).toBe("/x");
   });
