@@ -3,6 +3,7 @@ import { useState } from "preact/hooks";
 import { type ActuateClient, ActuateError, type Execution } from "../client/index.ts";
 import { hrefOf } from "./route.ts";
 import { SchemaForm } from "./schema-form.tsx";
+import { Uploads } from "./uploads.tsx";
 import { usePoll } from "./use-poll.ts";
 
 const never = () => false;
@@ -51,11 +52,11 @@ function ActionDetail(props: { client: ActuateClient; name: string }) {
   const [busy, setBusy] = useState(false);
   const [outcome, setOutcome] = useState<{ execution?: Execution; error?: string } | null>(null);
 
-  const invoke = async (input: Record<string, unknown>) => {
+  const invoke = async (input: Record<string, unknown>, files: Record<string, File>) => {
     setBusy(true);
     setOutcome(null);
     try {
-      const answer = await client.invoke(name, input);
+      const answer = await client.invoke(name, input, { files });
       setOutcome({ execution: answer.execution });
     } catch (error) {
       // A failed handler still made an execution: show it.
@@ -90,10 +91,14 @@ function ActionDetail(props: { client: ActuateClient; name: string }) {
         </dd>
       </dl>
       <h3>Run it</h3>
-      {c.files.length > 0 && (
-        <p class="hint">It takes files ({c.files.map((f) => f.field).join(", ")}): not from this form yet.</p>
-      )}
-      <SchemaForm id="input" schema={c.input} submitLabel={`Run ${c.name}`} busy={busy} onSubmit={invoke} />
+      <SchemaForm
+        id="input"
+        schema={c.input}
+        files={c.files}
+        submitLabel={`Run ${c.name}`}
+        busy={busy}
+        onSubmit={invoke}
+      />
       {outcome && (
         <section aria-live="polite" aria-label="Outcome">
           {outcome.error && (
@@ -106,6 +111,9 @@ function ActionDetail(props: { client: ActuateClient; name: string }) {
               Execution <a href={hrefOf({ page: "executions", id: outcome.execution.id })}>{outcome.execution.id}</a>:{" "}
               <span class={`status-${outcome.execution.status}`}>{outcome.execution.status}</span>
             </p>
+          )}
+          {outcome.execution?.uploads && outcome.execution.uploads.length > 0 && (
+            <Uploads client={client} uploads={outcome.execution.uploads} />
           )}
           {outcome.execution?.output !== undefined && (
             <pre data-testid="output">{JSON.stringify(outcome.execution.output, null, 2)}</pre>
