@@ -1,6 +1,6 @@
 /** @jsxImportSource preact */
 import { useState } from "preact/hooks";
-import { type ActuateClient, ActuateError, type Execution } from "../client/index.ts";
+import { type ActuateClient, ActuateError, type Execution, type Issue } from "../client/index.ts";
 import { hrefOf } from "./route.ts";
 import { SchemaForm } from "./schema-form.tsx";
 import { Uploads } from "./uploads.tsx";
@@ -50,7 +50,7 @@ function ActionDetail(props: { client: ActuateClient; name: string }) {
   const { client, name } = props;
   const contract = usePoll(() => client.contracts.get(name), [name], 0, never);
   const [busy, setBusy] = useState(false);
-  const [outcome, setOutcome] = useState<{ execution?: Execution; error?: string } | null>(null);
+  const [outcome, setOutcome] = useState<{ execution?: Execution; error?: string; issues?: Issue[] } | null>(null);
 
   const invoke = async (input: Record<string, unknown>, files: Record<string, File>) => {
     setBusy(true);
@@ -62,7 +62,8 @@ function ActionDetail(props: { client: ActuateClient; name: string }) {
       // A failed handler still made an execution: show it.
       const executionId = error instanceof ActuateError ? (error.details.executionId ?? undefined) : undefined;
       const execution = executionId ? await client.executions.get(executionId).catch(() => undefined) : undefined;
-      setOutcome({ execution, error: (error as Error).message });
+      const issues = error instanceof ActuateError ? error.issues : [];
+      setOutcome({ execution, error: (error as Error).message, issues });
     } finally {
       setBusy(false);
     }
@@ -102,9 +103,18 @@ function ActionDetail(props: { client: ActuateClient; name: string }) {
       {outcome && (
         <section aria-live="polite" aria-label="Outcome">
           {outcome.error && (
-            <p class="error" role="alert">
-              {outcome.error}
-            </p>
+            <div class="error" role="alert">
+              <p>{outcome.error}</p>
+              {outcome.issues && outcome.issues.length > 0 && (
+                <ul>
+                  {outcome.issues.map((issue) => (
+                    <li key={`${issue.where} ${issue.code}`}>
+                      <code>{issue.where}</code>: {issue.message}
+                    </li>
+                  ))}
+                </ul>
+              )}
+            </div>
           )}
           {outcome.execution && (
             <p>

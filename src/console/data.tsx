@@ -74,26 +74,28 @@ function Entity(props: {
   return (
     <article>
       <h2>{name}</h2>
-      <table aria-label={`${name} attributes`}>
-        <thead>
-          <tr>
-            <th scope="col">Attribute</th>
-            <th scope="col">Type</th>
-            <th scope="col">Required</th>
-            <th scope="col">Index</th>
-          </tr>
-        </thead>
-        <tbody>
-          {Object.entries(attributes).map(([label, a]) => (
-            <tr key={label}>
-              <td>{label}</td>
-              <td>{a.type}</td>
-              <td>{a.optional ? "optional" : "required"}</td>
-              <td>{a.unique ? "unique" : a.indexed ? "indexed" : ""}</td>
+      <div class="scroll">
+        <table aria-label={`${name} attributes`}>
+          <thead>
+            <tr>
+              <th scope="col">Attribute</th>
+              <th scope="col">Type</th>
+              <th scope="col">Required</th>
+              <th scope="col">Index</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {Object.entries(attributes).map(([label, a]) => (
+              <tr key={label}>
+                <td>{label}</td>
+                <td>{a.type}</td>
+                <td>{a.optional ? "optional" : "required"}</td>
+                <td>{a.unique ? "unique" : a.indexed ? "indexed" : ""}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
       {ends.length > 0 && (
         <>
           <h3>Links</h3>
