@@ -52,7 +52,7 @@ export function DataPage(props: { client: ActuateClient; entity?: string }) {
             links={description.data.links}
           />
         )}
-        {description.data && <Playground client={client} example={entities[0]} />}
+        {description.data && <Playground client={client} example={props.entity ?? entities[0]} />}
       </section>
     </main>
   );

@@ -46,6 +46,7 @@ export function FilesPage(props: { client: ActuateClient }) {
           reload();
         }}
       />
+      <h2>Stored files</h2>
       <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label="Filter files">
         <label for="files-prefix">Path starts with</label>
         <input
