@@ -150,6 +150,15 @@ describe("the console's Data and Files pages, and file inputs, in Chromium", () 
     expect(await pageWidth(phone)).toBeLessThanOrEqual(390);
     expect(benErrors).toEqual([]);
     await phone.close();
+
+    // A service key is not held by view rules: every note.
+    const serviceErrors: string[] = [];
+    const service = await signedIn(t.serviceKey, serviceErrors);
+    await service.goto(`${t.url}/console#/data/notes`);
+    await service.getByRole("table", { name: "notes rows" }).getByText("Ben's secret").waitFor();
+    expect((await cellsOf(service, "notes rows")).map((r) => r[0])).toEqual([milk, bread, tea, secret]);
+    expect(serviceErrors).toEqual([]);
+    await service.close();
   }, 90_000);
 
   test("files: upload through a signed URL, list, download (the same bytes), delete; another user sees none", async () => {
@@ -206,6 +215,16 @@ describe("the console's Data and Files pages, and file inputs, in Chromium", () 
     expect(await filesOf(ben)).toEqual([]);
     expect(benErrors).toEqual([]);
     await benPage.close();
+    // A service key sees every owner's, with the owner named.
+    const servicePage = await signedIn(t.serviceKey, benErrors);
+    await servicePage.getByRole("link", { name: "Files", exact: true }).click();
+    await servicePage.getByRole("table", { name: "Files" }).getByText("reports/blob.bin").waitFor();
+    expect((await cellsOf(servicePage, "Files")).map((r) => [r[0], r[3]])).toEqual([
+      ["readme.txt", "user:ana"],
+      ["reports/blob.bin", "user:ana"],
+    ]);
+    expect(benErrors).toEqual([]);
+    await servicePage.close();
 
     page.once("dialog", (dialog) => dialog.accept());
     await page.getByRole("button", { name: "Delete reports/blob.bin" }).click();
