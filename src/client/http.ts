@@ -19,8 +19,9 @@ const MAX_BACKOFF_MS = 5_000;
 export const tokenGetter = (token: TokenSource) => async () => (typeof token === "string" ? token : await token());
 
 /**
- * One JSON request (or a FormData body, sent as multipart). `retry`: the request is idempotent (a read, or an invoke with its requestId), so a
- * network failure or a 502/503/504 is tried again with jittered exponential backoff (or Retry-After).
+ * One JSON request (or a FormData body, sent as multipart). `retry`: the request is idempotent (a read,
+ * or an invoke with its requestId), so a network failure or a 502/503/504 is tried again with jittered
+ * exponential backoff (or Retry-After).
  */
 export async function request<T>(
   transport: Transport,

@@ -1,4 +1,5 @@
 // No preact and no DOM here: test/console-form.test.ts runs it under Bun.
+import type { ActionContract } from "../client/index.ts";
 
 export type Schema = Record<string, unknown>;
 
@@ -59,12 +60,7 @@ export function inputOf(fields: Field[], values: Record<string, string | boolean
 }
 
 /** A file input of the contract (`files`): it travels beside the JSON input, as a part of a multipart invoke. */
-export interface FileField {
-  field: string;
-  required: boolean;
-  maxBytes: number | null;
-  contentTypes: string[];
-}
+export type FileField = ActionContract["files"][number];
 
 /** The picker's `accept`: the types the contract allows (any when it lists none). */
 export const acceptOf = (file: FileField) => file.contentTypes.join(",");
