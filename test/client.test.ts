@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ActuateError, type ConnectionState, createClient } from "../src/client/index.ts";
+import { ActuateError, type ConnectionState, createClient, type Invocation } from "../src/client/index.ts";
 import { cli, repoRoot } from "./support/cli.ts";
 import { dialects } from "./support/databases.ts";
 import { node22 } from "./support/node22.ts";
@@ -102,6 +102,50 @@ describe("actuate/client against a real server", () => {
     const url = await client.files.downloadUrl("client/hello.txt");
     expect(await (await fetch(url)).text()).toBe("hello from the client");
   });
+
+  test("files.list pages through the caller's own files, under a prefix", async () => {
+    const client = createClient({ url: t.url, token: await t.userToken("lister") });
+    for (const name of ["a", "b", "c"])
+      await client.files.upload(`listed/${name}.txt`, new Blob([name], { type: "text/plain" }));
+    await client.files.upload("elsewhere.txt", new Blob(["x"], { type: "text/plain" }));
+    const first = await client.files.list({ prefix: "listed/", limit: 2 });
+    expect(first.items.map((f) => f.path)).toEqual(["listed/a.txt", "listed/b.txt"]);
+    expect(first.items[0]).toMatchObject({ size: 1, owner: { kind: "user", id: "lister" } });
+    const second = await client.files.list({ prefix: "listed/", limit: 2, cursor: first.nextCursor ?? undefined });
+    expect(second).toMatchObject({ items: [{ path: "listed/c.txt" }], nextCursor: null });
+    const stranger = createClient({ url: t.url, token: await t.userToken("stranger") });
+    expect((await stranger.files.list()).items).toEqual([]);
+    await expect(stranger.files.list({ prefix: "../" })).rejects.toMatchObject({ code: "invalid_path" });
+  });
+
+  test("invoke with files sends them as multipart beside the input; the execution lists its uploads", async () => {
+    const client = createClient({ url: t.url, token: await t.userToken("sender") });
+    const picture = new File(["meow"], "cat.png", { type: "image/png" });
+    const { output, execution } = (await client.invoke(
+      "test.attach",
+      { note: "hi" },
+      { files: { picture } },
+    )) as Invocation<unknown>;
+    expect(output).toEqual({ size: 4, text: "meow", filename: "cat.png", hasExtra: false });
+    const path = `executions/${execution.id}/picture/cat.png`;
+    expect(execution.uploads).toEqual([
+      { field: "picture", path, filename: "cat.png", contentType: "image/png", size: 4 },
+    ]);
+    expect((await client.executions.get(execution.id)).uploads).toEqual(execution.uploads);
+    // The same requestId and files again is the same execution (the fingerprint covers the files).
+    const again = await client.invoke(
+      "test.attach",
+      { note: "hi" },
+      { files: { picture }, requestId: execution.requestId },
+    );
+    expect(again.execution.id).toBe(execution.id);
+    // Without the required file: the server's issue, at the field.
+    const refused = await client.invoke("test.attach", { note: "hi" }).catch((e: ActuateError) => e);
+    expect(refused).toBeInstanceOf(ActuateError);
+    expect((refused as ActuateError).issues).toContainEqual(
+      expect.objectContaining({ where: "/input/picture", code: "file_required" }),
+    );
+  });
 });
 
 describe("workflows through the client", () => {
@@ -156,6 +200,15 @@ describe("live queries through the client", () => {
   afterAll(async () => {
     proxy?.stop();
     await t?.stop();
+  });
+
+  test("describe answers the release's entities, their attributes and links", async () => {
+    const client = createClient({ url: t.url, token: await t.userToken("reader") });
+    const described = await client.describe();
+    expect(described.release?.version).toBe("d1");
+    expect(described.entities.notes?.title).toEqual({ type: "string", optional: false, indexed: true, unique: false });
+    expect(described.entities.users?.email).toMatchObject({ unique: true });
+    expect(described.links.noteAuthor?.forward).toEqual({ on: "notes", has: "one", label: "author" });
   });
 
   test("a subscription gets the result, then each change; it survives a server restart (reconnect, re-subscribe)", async () => {

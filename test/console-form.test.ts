@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { Type } from "@sinclair/typebox";
-import { fieldsOf, inputOf } from "../src/console/fields.ts";
+import { browseQuery, cellText, parseQuery } from "../src/console/data-query.ts";
+import { acceptOf, fieldsOf, fileLimitsOf, inputOf } from "../src/console/fields.ts";
 
 // The schemas as the contract endpoint answers them: TypeBox's JSON Schema.
 const schema = JSON.parse(
@@ -50,5 +51,43 @@ describe("the console's form generated from an input schema", () => {
       ratio: 0.5,
     });
     expect(() => inputOf(fields, { tags: "[not json" })).toThrow();
+  });
+});
+
+describe("the form's file pickers", () => {
+  test("accept the contract's types and name its limits", () => {
+    const picture = {
+      field: "picture",
+      required: true,
+      maxBytes: 5_000_000,
+      contentTypes: ["image/png", "image/jpeg"],
+    };
+    expect(acceptOf(picture)).toBe("image/png,image/jpeg");
+    expect(fileLimitsOf(picture)).toBe("image/png or image/jpeg, up to 4.8 MiB");
+    const any = { field: "extra", required: false, maxBytes: null, contentTypes: [] };
+    expect(acceptOf(any)).toBe("");
+    expect(fileLimitsOf(any)).toBe("any type");
+    expect(fileLimitsOf({ ...any, maxBytes: 2048 })).toBe("any type, up to 2 KiB");
+  });
+});
+
+describe("the data page's queries", () => {
+  test("a table page: limit always, where and order when given", () => {
+    const base = { where: "", orderBy: "", direction: "asc" as const, limit: 50 };
+    expect(browseQuery("notes", base)).toEqual({ notes: { $: { limit: 50 } } });
+    expect(
+      browseQuery("notes", { where: ' {"done": false} ', orderBy: "priority", direction: "desc", limit: 5 }),
+    ).toEqual({ notes: { $: { limit: 5, where: { done: false }, order: { priority: "desc" } } } });
+    expect(() => browseQuery("notes", { ...base, where: "{done: false" })).toThrow(SyntaxError);
+    expect(() => browseQuery("notes", { ...base, where: "[1]" })).toThrow("where must be a JSON object");
+  });
+
+  test("the playground takes a JSON object; cells show strings as they are and the rest as JSON", () => {
+    expect(parseQuery('{"notes": {}}')).toEqual({ notes: {} });
+    expect(() => parseQuery('"notes"')).toThrow("a query is a JSON object");
+    expect(() => parseQuery("null")).toThrow("a query is a JSON object");
+    expect([cellText("a"), cellText(2), cellText(false), cellText(["x"]), cellText(undefined), cellText(null)]).toEqual(
+      ["a", "2", "false", '["x"]', "", ""],
+    );
   });
 });

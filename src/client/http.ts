@@ -19,8 +19,9 @@ const MAX_BACKOFF_MS = 5_000;
 export const tokenGetter = (token: TokenSource) => async () => (typeof token === "string" ? token : await token());
 
 /**
- * One JSON request. `retry`: the request is idempotent (a read, or an invoke with its requestId), so a
- * network failure or a 502/503/504 is tried again with jittered exponential backoff (or Retry-After).
+ * One JSON request (or a FormData body, sent as multipart). `retry`: the request is idempotent (a read,
+ * or an invoke with its requestId), so a network failure or a 502/503/504 is tried again with jittered
+ * exponential backoff (or Retry-After).
  */
 export async function request<T>(
   transport: Transport,
@@ -34,11 +35,13 @@ export async function request<T>(
     let response: Response;
     try {
       const headers: Record<string, string> = { authorization: `Bearer ${await transport.token()}` };
-      if (options.body !== undefined) headers["content-type"] = "application/json";
+      // A form sets its own content type (multipart, with its boundary).
+      const form = options.body instanceof FormData;
+      if (options.body !== undefined && !form) headers["content-type"] = "application/json";
       response = await transport.fetch(`${transport.url}${path}`, {
         method,
         headers,
-        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+        body: options.body === undefined ? undefined : form ? (options.body as FormData) : JSON.stringify(options.body),
         signal: options.signal,
       });
     } catch (error) {

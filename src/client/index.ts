@@ -27,11 +27,55 @@ export interface Execution<Output = unknown> {
   errorCode?: string;
   errorMessage?: string;
   principal: { kind: "user" | "service"; id: string };
+  /** The files it was invoked with, stored at `executions/<id>/<field>/<filename>`. */
+  uploads?: Upload[];
   releaseVersion: string;
   contractHash: string;
   createdAt: string;
   startedAt: string | null;
   finishedAt: string | null;
+}
+
+export interface Upload {
+  field: string;
+  path: string;
+  filename: string;
+  contentType: string;
+  size: number;
+}
+
+/** A stored file, as `files.list` answers it; `size` is null while a signed upload is not yet seen. */
+export interface StoredFile {
+  path: string;
+  contentType: string;
+  size: number | null;
+  sha256: string | null;
+  owner: { kind: "user" | "service"; id: string };
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** An entity attribute as the release describes it. */
+export interface AttributeSchema {
+  type: string;
+  optional: boolean;
+  indexed: boolean;
+  unique: boolean;
+}
+
+export interface LinkEnd {
+  on: string;
+  has: "one" | "many";
+  label: string;
+}
+
+/** The active release as the caller may know it (`GET /describe`). */
+export interface ReleaseDescription {
+  handle: string;
+  release: { version: string; description?: string } | null;
+  entities: Record<string, Record<string, AttributeSchema>>;
+  links: Record<string, { forward: LinkEnd; reverse: LinkEnd }>;
+  actions: ActionContract[];
 }
 
 export interface LogLine {
@@ -69,6 +113,8 @@ export interface InvokeOptions {
   /** The idempotency key; one is drawn per call when absent, and reused on every retry of that call. */
   requestId?: string;
   signal?: AbortSignal;
+  /** The action's file inputs by field (sent as multipart/form-data with the JSON input beside them). */
+  files?: Record<string, Blob>;
 }
 
 /** An action's answer once it ended: a failed handler is an ActuateError (`action_failed`, …). */
@@ -126,6 +172,15 @@ const searchOf = (filter: Record<string, string | number | undefined>) => {
   );
   return search.size > 0 ? `?${search}` : "";
 };
+
+/** JSON, or with files a form: the JSON as its `request` part and one part per file field. */
+function invocationBody(requestId: string, input: unknown, files: Record<string, Blob> | undefined) {
+  if (!files || Object.keys(files).length === 0) return { requestId, input };
+  const form = new FormData();
+  form.set("request", JSON.stringify({ requestId, input }));
+  for (const [field, file] of Object.entries(files)) form.set(field, file);
+  return form;
+}
 
 const settledOrThrow = <Output>(execution: Execution<Output>): Invocation<Output> => {
   if (execution.status === "succeeded") return { output: execution.output as Output, execution };
@@ -225,7 +280,7 @@ export function createClient<Release extends ReleaseTypes = AnyRelease>(options:
       transport,
       "POST",
       `/actions/${encodeURIComponent(name)}/invoke`,
-      { body: { requestId, input }, retry: true, signal: invokeOptions.signal },
+      { body: invocationBody(requestId, input, invokeOptions.files), retry: true, signal: invokeOptions.signal },
     );
     if (body.kind === "workflow" && body.runId) {
       const runId = body.runId;
@@ -295,6 +350,8 @@ export function createClient<Release extends ReleaseTypes = AnyRelease>(options:
         ).then((r) => r.body),
       follow,
     },
+    /** The active release as the caller may know it: its entities, links and the actions it may call. */
+    describe: () => request<ReleaseDescription>(transport, "GET", "/describe", { retry: true }).then((r) => r.body),
     /** The active release's actions the caller may call, and their contracts (for names known at run time). */
     contracts: {
       list: () =>
@@ -351,6 +408,14 @@ export function createClient<Release extends ReleaseTypes = AnyRelease>(options:
         if (!put.ok) throw new ActuateError("upload_failed", `the storage answered ${put.status}`, put.status);
         return put.json().catch(() => ({}));
       },
+      /** The caller's files (every owner's for a service key) in path order, a page at a time. */
+      list: (filter: { prefix?: string; limit?: number; cursor?: string } = {}) =>
+        request<{ items: StoredFile[]; nextCursor: string | null }>(
+          transport,
+          "GET",
+          `/storage/files${searchOf(filter)}`,
+          { retry: true },
+        ).then((r) => r.body),
       delete: (path: string) =>
         request<{ ok: true }>(transport, "DELETE", `/storage/files?filename=${encodeURIComponent(path)}`, {
           retry: true,

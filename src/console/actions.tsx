@@ -1,8 +1,9 @@
 /** @jsxImportSource preact */
 import { useState } from "preact/hooks";
-import { type ActuateClient, ActuateError, type Execution } from "../client/index.ts";
+import { type ActuateClient, ActuateError, type Execution, type Issue } from "../client/index.ts";
 import { hrefOf } from "./route.ts";
 import { SchemaForm } from "./schema-form.tsx";
+import { Uploads } from "./uploads.tsx";
 import { usePoll } from "./use-poll.ts";
 
 const never = () => false;
@@ -49,19 +50,20 @@ function ActionDetail(props: { client: ActuateClient; name: string }) {
   const { client, name } = props;
   const contract = usePoll(() => client.contracts.get(name), [name], 0, never);
   const [busy, setBusy] = useState(false);
-  const [outcome, setOutcome] = useState<{ execution?: Execution; error?: string } | null>(null);
+  const [outcome, setOutcome] = useState<{ execution?: Execution; error?: string; issues?: Issue[] } | null>(null);
 
-  const invoke = async (input: Record<string, unknown>) => {
+  const invoke = async (input: Record<string, unknown>, files: Record<string, File>) => {
     setBusy(true);
     setOutcome(null);
     try {
-      const answer = await client.invoke(name, input);
+      const answer = await client.invoke(name, input, { files });
       setOutcome({ execution: answer.execution });
     } catch (error) {
       // A failed handler still made an execution: show it.
       const executionId = error instanceof ActuateError ? (error.details.executionId ?? undefined) : undefined;
       const execution = executionId ? await client.executions.get(executionId).catch(() => undefined) : undefined;
-      setOutcome({ execution, error: (error as Error).message });
+      const issues = error instanceof ActuateError ? error.issues : [];
+      setOutcome({ execution, error: (error as Error).message, issues });
     } finally {
       setBusy(false);
     }
@@ -90,22 +92,38 @@ function ActionDetail(props: { client: ActuateClient; name: string }) {
         </dd>
       </dl>
       <h3>Run it</h3>
-      {c.files.length > 0 && (
-        <p class="hint">It takes files ({c.files.map((f) => f.field).join(", ")}): not from this form yet.</p>
-      )}
-      <SchemaForm id="input" schema={c.input} submitLabel={`Run ${c.name}`} busy={busy} onSubmit={invoke} />
+      <SchemaForm
+        id="input"
+        schema={c.input}
+        files={c.files}
+        submitLabel={`Run ${c.name}`}
+        busy={busy}
+        onSubmit={invoke}
+      />
       {outcome && (
         <section aria-live="polite" aria-label="Outcome">
           {outcome.error && (
-            <p class="error" role="alert">
-              {outcome.error}
-            </p>
+            <div class="error" role="alert">
+              <p>{outcome.error}</p>
+              {outcome.issues && outcome.issues.length > 0 && (
+                <ul>
+                  {outcome.issues.map((issue) => (
+                    <li key={`${issue.where} ${issue.code}`}>
+                      <code>{issue.where}</code>: {issue.message}
+                    </li>
+                  ))}
+                </ul>
+              )}
+            </div>
           )}
           {outcome.execution && (
             <p>
               Execution <a href={hrefOf({ page: "executions", id: outcome.execution.id })}>{outcome.execution.id}</a>:{" "}
               <span class={`status-${outcome.execution.status}`}>{outcome.execution.status}</span>
             </p>
+          )}
+          {outcome.execution?.uploads && outcome.execution.uploads.length > 0 && (
+            <Uploads client={client} uploads={outcome.execution.uploads} />
           )}
           {outcome.execution?.output !== undefined && (
             <pre data-testid="output">{JSON.stringify(outcome.execution.output, null, 2)}</pre>

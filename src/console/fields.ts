@@ -1,4 +1,5 @@
 // No preact and no DOM here: test/console-form.test.ts runs it under Bun.
+import type { ActionContract } from "../client/index.ts";
 
 export type Schema = Record<string, unknown>;
 
@@ -56,4 +57,21 @@ export function inputOf(fields: Field[], values: Record<string, string | boolean
     else input[field.name] = text;
   }
   return input;
+}
+
+/** A file input of the contract (`files`): it travels beside the JSON input, as a part of a multipart invoke. */
+export type FileField = ActionContract["files"][number];
+
+/** The picker's `accept`: the types the contract allows (any when it lists none). */
+export const acceptOf = (file: FileField) => file.contentTypes.join(",");
+
+/** The contract's limits in words, beside the picker (the server checks them). */
+export function fileLimitsOf(file: FileField): string {
+  const types = file.contentTypes.length > 0 ? file.contentTypes.join(" or ") : "any type";
+  if (file.maxBytes === null) return types;
+  const size =
+    file.maxBytes < 1024 ** 2
+      ? `${Math.floor(file.maxBytes / 1024)} KiB`
+      : `${(file.maxBytes / 1024 ** 2).toFixed(1)} MiB`;
+  return `${types}, up to ${size}`;
 }

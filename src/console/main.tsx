@@ -2,7 +2,9 @@
 import { render } from "preact";
 import { useMemo, useState } from "preact/hooks";
 import { ActionsPage } from "./actions.tsx";
+import { DataPage } from "./data.tsx";
 import { ExecutionsPage } from "./executions.tsx";
+import { FilesPage } from "./files.tsx";
 import { ReleasesPage } from "./releases.tsx";
 import { hrefOf, type Route, useRoute } from "./route.ts";
 import { clientFor, forgetCredential, storeCredential, storedCredential } from "./session.ts";
@@ -12,6 +14,8 @@ const PAGES: { route: Route; label: string }[] = [
   { route: { page: "actions" }, label: "Actions" },
   { route: { page: "executions" }, label: "Executions" },
   { route: { page: "releases" }, label: "Releases" },
+  { route: { page: "data" }, label: "Data" },
+  { route: { page: "files" }, label: "Files" },
 ];
 
 function Console() {
@@ -55,6 +59,8 @@ function Console() {
       {route.page === "actions" && <ActionsPage client={client} action={route.action} />}
       {route.page === "executions" && <ExecutionsPage client={client} id={route.id} />}
       {route.page === "releases" && <ReleasesPage client={client} />}
+      {route.page === "data" && <DataPage client={client} entity={route.entity} />}
+      {route.page === "files" && <FilesPage client={client} />}
     </>
   );
 }

@@ -1,31 +1,37 @@
 /** @jsxImportSource preact */
 import { useState } from "preact/hooks";
 
-import { fieldsOf, inputOf, type Schema } from "./fields.ts";
+import { acceptOf, type FileField, fieldsOf, fileLimitsOf, inputOf, type Schema } from "./fields.ts";
 
 export function SchemaForm(props: {
   id: string;
   schema: Schema;
+  /** The contract's file inputs: a picker each. */
+  files?: FileField[];
   submitLabel: string;
   busy: boolean;
-  onSubmit: (input: Record<string, unknown>) => void;
+  onSubmit: (input: Record<string, unknown>, files: Record<string, File>) => void;
 }) {
   const fields = fieldsOf(props.schema);
+  const fileFields = props.files ?? [];
   const [values, setValues] = useState<Record<string, string | boolean>>({});
+  const [files, setFiles] = useState<Record<string, File>>({});
+  const choose = (field: string, file: File | undefined) =>
+    setFiles(({ [field]: _, ...others }) => (file ? { ...others, [field]: file } : others));
   const [error, setError] = useState<string | null>(null);
   const set = (name: string, value: string | boolean) => setValues((v) => ({ ...v, [name]: value }));
   const submit = (event: Event) => {
     event.preventDefault();
     try {
       setError(null);
-      props.onSubmit(inputOf(fields, values));
+      props.onSubmit(inputOf(fields, values), files);
     } catch (e) {
       setError(`not JSON: ${(e as Error).message}`);
     }
   };
   return (
     <form onSubmit={submit} aria-label={props.submitLabel}>
-      {fields.length === 0 && <p class="hint">This action takes no input.</p>}
+      {fields.length === 0 && fileFields.length === 0 && <p class="hint">This action takes no input.</p>}
       {fields.map((field) => {
         const id = `${props.id}-${field.name}`;
         const label = `${field.name}${field.required ? "" : " (optional)"}`;
@@ -93,6 +99,25 @@ export function SchemaForm(props: {
               />
             )}
             {hint}
+          </div>
+        );
+      })}
+      {fileFields.map((file) => {
+        const id = `${props.id}-${file.field}`;
+        return (
+          <div key={file.field}>
+            <label for={id}>{`${file.field} (file${file.required ? "" : ", optional"})`}</label>
+            <input
+              id={id}
+              type="file"
+              accept={acceptOf(file) || undefined}
+              aria-describedby={`${id}-limits`}
+              onChange={(e) => choose(file.field, e.currentTarget.files?.[0])}
+            />
+            <span class="hint" id={`${id}-limits`}>
+              {" "}
+              {fileLimitsOf(file)}
+            </span>
           </div>
         );
       })}
