@@ -24,7 +24,8 @@ const Env = Type.Object({
   DATABASE_URL: Type.Optional(
     Type.String({
       pattern: "^(postgres(ql)?://|sqlite:|file:).+",
-      description: "postgres://user:pass@host/db or sqlite:<path>; unset: sqlite:DATA_DIR/actuate.db",
+      description:
+        "postgres://user:pass@host/db or sqlite:<path> (?synchronous=full: an fsync per commit); unset: sqlite:DATA_DIR/actuate.db",
     }),
   ),
   SERVICE_KEYS: Type.Optional(

@@ -2,8 +2,9 @@ import { afterEach, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ServerProcess, serve } from "./support/cli.ts";
+import { cli, type ServerProcess, serve } from "./support/cli.ts";
 import { dialects } from "./support/databases.ts";
+import { startTestServer } from "./support/server.ts";
 
 // Issue #14: an invoke is durable before it is answered. A server is SIGKILLed while invokes are still
 // arriving, right after some were answered; the next server on the same database has every answered
@@ -82,3 +83,30 @@ for (const dialect of dialects) {
     }
   }, 120_000);
 }
+
+test("a SQLite URL with ?synchronous=full serves and keeps what it answered; another value stops the start", async () => {
+  const [sqlite] = dialects;
+  if (!sqlite) throw new Error("no dialect");
+  const dir = mkdtempSync(join(tmpdir(), "actuate-sync-"));
+  cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+  const t = await startTestServer(sqlite, {
+    release: "releases/v1",
+    env: { DATABASE_URL: `sqlite:${join(dir, "full.db")}?synchronous=full` },
+  });
+  cleanups.push(() => t.stop());
+  const requestId = crypto.randomUUID();
+  const first = await (await t.invoke("math.add", { a: 2, b: 3 }, { requestId })).json();
+  expect(first.execution).toMatchObject({ status: "succeeded", output: { sum: 5 } });
+  await t.restart();
+  const again = await (await t.invoke("math.add", { a: 2, b: 3 }, { requestId })).json();
+  expect(again.execution.id).toBe(first.execution.id);
+
+  const refused = await cli(["start"], {
+    DATA_DIR: join(dir, "data"),
+    PORT: "0",
+    DATABASE_URL: `sqlite:${join(dir, "off.db")}?synchronous=off`,
+  });
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toContain("?synchronous=normal or ?synchronous=full");
+  expect(refused.stdout).not.toContain("actuate serving");
+}, 60_000);

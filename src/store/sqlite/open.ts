@@ -33,11 +33,13 @@ const dialect: Dialect = {
 };
 
 /** Opens (creating when missing) a SQLite database file in WAL mode and applies pending migrations. */
-export function openSqliteStore(path: string): Store {
+export function openSqliteStore(path: string, options: { synchronous?: "normal" | "full" } = {}): Store {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const client = new Database(path, { create: true, strict: true });
   client.exec("PRAGMA journal_mode = WAL");
-  client.exec("PRAGMA synchronous = NORMAL");
+  // NORMAL: a crash of the process loses nothing answered, a power loss the last checkpoint's worth;
+  // FULL: an fsync per (group) commit (ARCHITECTURE.md, "What synchronous=NORMAL guarantees").
+  client.exec(`PRAGMA synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"}`);
   // The CLI and other processes write the same file; wait for their lock instead of failing.
   client.exec("PRAGMA busy_timeout = 5000");
   client.exec("PRAGMA foreign_keys = ON");
