@@ -110,6 +110,30 @@ export function consoleStoreContract(open: OpenStores) {
     expect(await store.stats.executionsByStatus(uuidV7Floor(at(100_000)))).toEqual({});
   });
 
+  test("failing actions: those with the most failed executions since an id floor, most first, ties by name, bounded", async () => {
+    const since = at(60_000);
+    for (const [offset, action, status] of [
+      [0, "old.fail", "failed"],
+      [0, "old.fail", "failed"],
+      [60_000, "b.fail", "failed"],
+      [60_100, "b.fail", "failed"],
+      [60_200, "a.fail", "failed"],
+      [60_300, "c.fail", "failed"],
+      [60_400, "c.fail", "failed"],
+      [60_500, "c.fail", "succeeded"],
+      [60_600, "ok.only", "succeeded"],
+    ] as const) {
+      await settled(row({ id: idAt(at(offset)), action, createdAt: at(offset) }), status);
+    }
+    expect(await store.stats.failingActions(uuidV7Floor(since), 10)).toEqual([
+      { action: "b.fail", failed: 2 },
+      { action: "c.fail", failed: 2 },
+      { action: "a.fail", failed: 1 },
+    ]);
+    expect(await store.stats.failingActions(uuidV7Floor(since), 1)).toEqual([{ action: "b.fail", failed: 2 }]);
+    expect(await store.stats.failingActions(uuidV7Floor(at(100_000)), 10)).toEqual([]);
+  });
+
   test("executions since an id floor and before an id: the range of creation times a list asks for", async () => {
     for (const offset of [0, 1_000, 2_000, 3_000]) {
       await settled(row({ id: idAt(at(offset)), requestId: `r-${offset}`, createdAt: at(offset) }), "succeeded");
