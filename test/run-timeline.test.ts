@@ -25,13 +25,13 @@ for (const dialect of dialects) {
     });
     afterAll(() => t.stop());
 
-    const stepOf = async (runId: string, name: string, status: string, token = alice): Promise<StepView> =>
-      eventually(async () => {
+    const stepOf = async (runId: string, name: string, status: string, token = alice) =>
+      eventually<StepView | undefined>(async () => {
         const res = await t.fetch(`/runs/${runId}`, { token });
         expect(res.status).toBe(200);
         const run = (await res.json()) as { steps: StepView[] };
-        return run.steps.find((s) => s.name === name && s.status === status) ?? null;
-      }, 15_000);
+        return run.steps.find((s) => s.name === name && s.status === status);
+      }, 15_000) as Promise<StepView>;
 
     test("a sleeping step says when it ends, a retrying one when it tries again; an ended step says null; only its caller and service keys see it", async () => {
       const napping = await (await t.invoke("wf.nap", { ms: 3_600_000 }, { token: alice })).json();

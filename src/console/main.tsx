@@ -3,14 +3,18 @@ import { render } from "preact";
 import { useMemo, useState } from "preact/hooks";
 import { ActionsPage } from "./actions.tsx";
 import { ExecutionsPage } from "./executions.tsx";
+import { OverviewPage } from "./overview.tsx";
 import { ReleasesPage } from "./releases.tsx";
 import { hrefOf, type Route, useRoute } from "./route.ts";
+import { RunsPage } from "./runs.tsx";
 import { clientFor, forgetCredential, storeCredential, storedCredential } from "./session.ts";
 import { SignIn } from "./sign-in.tsx";
 
 const PAGES: { route: Route; label: string }[] = [
+  { route: { page: "overview" }, label: "Overview" },
   { route: { page: "actions" }, label: "Actions" },
   { route: { page: "executions" }, label: "Executions" },
+  { route: { page: "runs" }, label: "Runs" },
   { route: { page: "releases" }, label: "Releases" },
 ];
 
@@ -52,8 +56,10 @@ function Console() {
           Sign out
         </button>
       </header>
+      {route.page === "overview" && <OverviewPage client={client} />}
       {route.page === "actions" && <ActionsPage client={client} action={route.action} />}
       {route.page === "executions" && <ExecutionsPage client={client} id={route.id} />}
+      {route.page === "runs" && <RunsPage client={client} id={route.id} />}
       {route.page === "releases" && <ReleasesPage client={client} />}
     </>
   );
