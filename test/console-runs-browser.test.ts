@@ -56,7 +56,8 @@ describe("the console's Runs and Overview pages in Chromium", () => {
   const runOf = async (id: string) => (await t.fetch(`/runs/${id}`)).json();
 
   /** Nothing wider than the viewport: the page reads without sideways scrolling. */
-  const fitsWidth = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+  // A string: the test's own types have no DOM.
+  const fitsWidth = (page: Page) => page.evaluate<boolean>("document.documentElement.scrollWidth <= window.innerWidth");
 
   test("a run's steps appear as it reaches them; another is canceled from its page", async () => {
     const errors: string[] = [];
@@ -93,7 +94,10 @@ describe("the console's Runs and Overview pages in Chromium", () => {
     await page.locator('[data-testid="step-wait"][data-status="running"]').waitFor();
     await page.getByRole("button", { name: "Cancel run" }).focus();
     await page.keyboard.press("Enter");
-    await page.getByRole("status").filter({ hasText: /cancel/i }).waitFor();
+    await page
+      .getByRole("status")
+      .filter({ hasText: /cancel/i })
+      .waitFor();
     await page.getByTestId("run-status").filter({ hasText: "canceled" }).waitFor();
     await page.locator('[data-testid="step-wait"][data-status="canceled"]').waitFor();
     expect((await runOf(held)).status).toBe("canceled");
@@ -140,10 +144,7 @@ describe("the console's Runs and Overview pages in Chromium", () => {
     const anaErrors: string[] = [];
     const own = await signedIn(ana, anaErrors);
     await own.getByTestId("own-figures").waitFor();
-    await own
-      .getByRole("table", { name: "Failing actions" })
-      .getByRole("link", { name: "wf.flaky" })
-      .waitFor();
+    await own.getByRole("table", { name: "Failing actions" }).getByRole("link", { name: "wf.flaky" }).waitFor();
     await own.getByRole("region", { name: "Runs in progress" }).getByRole("link", { name: "wf.nap" }).waitFor();
     expect(await own.getByRole("alert").count()).toBe(0);
     expect(await own.getByTestId("active-version").count()).toBe(0);
