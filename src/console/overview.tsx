@@ -81,15 +81,19 @@ export function OverviewPage(props: { client: ActuateClient }) {
 }
 
 async function readOverview(client: ActuateClient): Promise<Overview> {
-  const inProgress = readInProgress(client);
-  let stats: EnvironmentStats;
+  const [stats, inProgress] = await Promise.all([environmentStats(client), readInProgress(client)]);
+  if (stats === null) return readOwn(client, inProgress);
+  return { kind: "environment", stats, release: await activeRelease(client), inProgress };
+}
+
+/** `GET /stats`, or null for a caller it refuses (a user): the page then counts the caller's own. */
+async function environmentStats(client: ActuateClient): Promise<EnvironmentStats | null> {
   try {
-    stats = await client.stats(WINDOW);
+    return await client.stats(WINDOW);
   } catch (error) {
-    if (error instanceof ActuateError && error.code === "access_denied") return readOwn(client, await inProgress);
+    if (error instanceof ActuateError && error.code === "access_denied") return null;
     throw error;
   }
-  return { kind: "environment", stats, release: await activeRelease(client), inProgress: await inProgress };
 }
 
 /** The caller's runs not ended (all runs for a service key), newest first. */
