@@ -3,6 +3,8 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Browser, chromium, type Page } from "playwright-core";
+import { bundlesDir } from "../src/main.ts";
+import { publishRelease } from "../src/release/publish.ts";
 import { dialects } from "./support/databases.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "./support/server.ts";
 
@@ -121,9 +123,21 @@ describe("the console's Runs and Overview pages in Chromium", () => {
     const napping = await (await t.invoke("wf.nap", { ms: 3_600_000 }, { token: ana })).json();
     await eventually(async () => (await runOf(napping.runId)).status === "sleeping", 15_000);
 
+    // The same workflows again as w1b, published by someone who says who they are.
+    await publishRelease({
+      store: t.store,
+      bundlesDir: bundlesDir(t.config),
+      dir: fixture("workflows"),
+      version: "w1b",
+      whenTaken: "refuse",
+      publishedBy: "ana@laptop",
+    });
+    await eventually(() => t.server.releases.current()?.version === "w1b");
+
     const errors: string[] = [];
     const page = await signedIn(t.serviceKey, errors);
-    await page.getByTestId("active-version").filter({ hasText: "w1" }).waitFor();
+    await page.getByTestId("active-version").filter({ hasText: "w1b" }).waitFor();
+    expect(await page.getByTestId("published-by").textContent()).toBe("ana@laptop");
     const failingActions = page.getByRole("table", { name: "Failing actions" });
     const flakyRow = failingActions.getByRole("row").filter({ has: page.getByRole("link", { name: "wf.flaky" }) });
     await flakyRow.getByRole("cell", { name: "1", exact: true }).waitFor();

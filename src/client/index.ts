@@ -61,6 +61,8 @@ export interface PublishedRelease {
   version: string;
   bundleHash: string;
   publishedAt: string;
+  /** Who published it, as the publisher named itself (`--by`, else user@host); null when not said. */
+  publishedBy: string | null;
   active: boolean;
   activatedAt: string | null;
 }

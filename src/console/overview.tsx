@@ -143,7 +143,7 @@ function ReleaseTile(props: { release: PublishedRelease | null; liveSockets: num
           <dt>Published</dt>
           <dd>{when(release.publishedAt)}</dd>
           <dt>Published by</dt>
-          <dd class="hint">not recorded by the server</dd>
+          <dd data-testid="published-by">{release.publishedBy ?? "not recorded"}</dd>
           <dt>Active since</dt>
           <dd>{when(release.activatedAt)}</dd>
         </dl>

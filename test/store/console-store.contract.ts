@@ -53,15 +53,19 @@ export function consoleStoreContract(open: OpenStores) {
         manifest: {},
         bundle: "x",
         createdAt: at(offset),
+        publishedBy: version === "a" ? null : `ci@${version}`,
       });
     }
     const first = await store.releases.history({ limit: 2 });
     expect(first).toEqual([
-      { version: "d", bundleHash: "h-d", createdAt: at(20) },
-      { version: "c", bundleHash: "h-c", createdAt: at(10) },
+      { version: "d", bundleHash: "h-d", createdAt: at(20), publishedBy: "ci@d" },
+      { version: "c", bundleHash: "h-c", createdAt: at(10), publishedBy: "ci@c" },
     ]);
     const second = await store.releases.history({ limit: 2, after: { createdAt: at(10), version: "c" } });
-    expect(second.map((r) => r.version)).toEqual(["b", "a"]);
+    expect(second.map((r) => [r.version, r.publishedBy])).toEqual([
+      ["b", "ci@b"],
+      ["a", null],
+    ]);
     expect(await store.releases.history({ limit: 2, after: { createdAt: at(0), version: "a" } })).toEqual([]);
   });
 
