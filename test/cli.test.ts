@@ -319,7 +319,7 @@ describe("CLI usage", () => {
   test("each command's --help lists its flags, the environment it reads with defaults, and examples", async () => {
     const publish = await cli(["release", "publish", "--help"], {});
     expect(publish.code).toBe(0);
-    expect(publish.stdout).toStartWith("usage: bun run release publish <dir> [--version <v>] [--force]");
+    expect(publish.stdout).toStartWith("usage: bun run release publish <dir> [--version <v>] [--by <name>] [--force]");
     expect(publish.stdout).toMatch(/--version <v>\s+publish under this version/);
     expect(publish.stdout).toMatch(/DATA_DIR\s+\.data\s+folder of the SQLite database/);
     expect(publish.stdout).toContain("examples:\n  bun run release publish releases/v2");
