@@ -151,6 +151,11 @@ describe("the console's Runs and Overview pages in Chromium", () => {
     // Live: a new failure is counted without a reload.
     await t.invoke("wf.flaky", { failures: 5, retries: 0, backoffMs: 0 }, { token: ana });
     await flakyRow.getByRole("cell", { name: "2", exact: true }).waitFor({ timeout: 20_000 });
+
+    // The sleeping run's page says when its sleep ends.
+    await inProgress.getByRole("link", { name: "wf.nap" }).click();
+    const pause = page.locator('[data-testid="step-pause"][data-status="sleeping"]');
+    await pause.filter({ hasText: /wakes .* \(in (59|60) min/ }).waitFor();
     expect(errors).toEqual([]);
     await page.close();
 
