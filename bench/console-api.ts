@@ -1,8 +1,9 @@
 // `bun bench/console-api.ts`: what the console's reads cost on a large table (issue #19). For each
 // database, N executions (default 200,000, CONSOLE_ROWS) spread over the last 48 h are written straight
 // into a fresh database (5 % of them one user's), then each read the console makes is timed through the
-// store (median and worst of 25): GET /stats's counts over 1 h and 24 h, a page of /executions since
-// 5 min (service key) and since 1 h (the user), and a page of a user's files among FILES others.
+// store (median and worst of 25): GET /stats's counts and failing actions over 1 h and 24 h, a page of
+// /executions since 5 min (service key) and since 1 h (the user), and a page of a user's files among FILES
+// others.
 // Env: CONSOLE_ROWS, BENCH_DATABASE_URL (as bench/run.ts).
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
@@ -25,7 +26,8 @@ function executionRows(now: number) {
       request_id: crypto.randomUUID(),
       principal_kind: "user",
       principal_id: i % 20 === 0 ? "alice" : `user-${i % 1000}`,
-      action: "bench.echo",
+      // 50 actions, so "failing actions" has groups to rank.
+      action: `bench.action-${i % 50}`,
       kind: "function",
       release_version: "b1",
       contract_hash: "c".repeat(64),
@@ -108,6 +110,12 @@ async function measure(name: string, url: string) {
   );
   console.log(
     `  stats, 24 h window:              ${await timed(() => store.stats.executionsByStatus(uuidV7Floor(now - 24 * HOUR)))}`,
+  );
+  console.log(
+    `  failing actions, 1 h window:     ${await timed(() => store.stats.failingActions(uuidV7Floor(now - HOUR), 10))}`,
+  );
+  console.log(
+    `  failing actions, 24 h window:    ${await timed(() => store.stats.failingActions(uuidV7Floor(now - 24 * HOUR), 10))}`,
   );
   console.log(`  active runs (partial index):     ${await timed(() => store.runs.countActive())}`);
   console.log(

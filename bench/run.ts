@@ -137,7 +137,8 @@ async function startFloor(): Promise<Scenario> {
     verify: async () => {
       const res = await post(url);
       const body = (await res.json()) as { ok?: unknown };
-      if (res.status !== 200 || body.ok !== true) throw new Error(`floor answered ${res.status} ${JSON.stringify(body)}`);
+      if (res.status !== 200 || body.ok !== true)
+        throw new Error(`floor answered ${res.status} ${JSON.stringify(body)}`);
     },
   };
 }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { checkPassword } from "../src/auth/users.ts";
 import { ENV_NAMES } from "../src/config.ts";
@@ -50,7 +50,7 @@ for (const dialect of dialects) {
         expect(v1.execution.output).toEqual({ release: "t1" });
 
         let mark = server.output().length;
-        const second = await cli(["release", "publish", fixture("basic-v2")], env);
+        const second = await cli(["release", "publish", fixture("basic-v2"), "--by", "ci: deploy #42"], env);
         expect(second.code).toBe(0);
         expect(second.stdout).toMatch(/removed\s+test\.echo/);
         expect(second.stdout).toMatch(/unchanged\s+test\.version/);
@@ -62,6 +62,16 @@ for (const dialect of dialects) {
         const list = await cli(["release", "list"], env);
         expect(list.stdout).toMatch(/^ {2}t1 /m);
         expect(list.stdout).toMatch(/^\* t2 /m);
+        // Who published each: --by when given, else the OS user@host; the history says so too.
+        expect(list.stdout).toContain(`by ${userInfo().username}@${hostname()}`);
+        expect(list.stdout).toMatch(/^\* t2 .* by ci: deploy #42$/m);
+        const history = (await (
+          await fetch(`${server.url}/releases`, { headers: { authorization: `Bearer ${serviceKey}` } })
+        ).json()) as { items: { version: string; publishedBy: string }[] };
+        expect(history.items.map((r) => [r.version, r.publishedBy])).toEqual([
+          ["t2", "ci: deploy #42"],
+          ["t1", `${userInfo().username}@${hostname()}`],
+        ]);
 
         mark = server.output().length;
         expect((await cli(["release", "activate", "t1"], env)).code).toBe(0);
@@ -309,7 +319,7 @@ describe("CLI usage", () => {
   test("each command's --help lists its flags, the environment it reads with defaults, and examples", async () => {
     const publish = await cli(["release", "publish", "--help"], {});
     expect(publish.code).toBe(0);
-    expect(publish.stdout).toStartWith("usage: bun run release publish <dir> [--version <v>] [--force]");
+    expect(publish.stdout).toStartWith("usage: bun run release publish <dir> [--version <v>] [--by <name>] [--force]");
     expect(publish.stdout).toMatch(/--version <v>\s+publish under this version/);
     expect(publish.stdout).toMatch(/DATA_DIR\s+\.data\s+folder of the SQLite database/);
     expect(publish.stdout).toContain("examples:\n  bun run release publish releases/v2");

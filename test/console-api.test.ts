@@ -188,7 +188,7 @@ for (const dialect of dialects) {
       }
     });
 
-    test("GET /stats: service keys only; executions by status over the window, runs, live sockets", async () => {
+    test("GET /stats: service keys only; executions by status over the window, runs, failing actions, live sockets", async () => {
       await expectError(await t.fetch("/stats", { token: null }), 401, "unauthorized");
       await expectError(await t.fetch("/stats", { token: alice }), 403, "access_denied");
       await expectError(await t.fetch("/stats?window=25h"), 400, "invalid_request");
@@ -218,6 +218,14 @@ for (const dialect of dialects) {
         expect(Date.parse(after.window.until) - Date.parse(after.window.since)).toBe(15 * 60_000);
         expect(after.runs).toEqual({ queued: 0, running: 0, sleeping: 0, succeeded: 0, failed: 0, canceled: 0 });
         expect(after.activeRuns).toEqual({ queued: 0, running: 0, sleeping: 0 });
+        // The failing action is named with its count; an action that only succeeded is not.
+        const failedOf = (stats: { failingActions: { action: string; failed: number }[] }, action: string) =>
+          stats.failingActions.find((a) => a.action === action)?.failed ?? 0;
+        expect(failedOf(after, "test.fail")).toBe(failedOf(before, "test.fail") + 1);
+        expect(after.failingActions.map((a: { action: string }) => a.action)).not.toContain("test.echo");
+        expect(after.failingActions).toEqual(
+          [...after.failingActions].sort((a, b) => b.failed - a.failed || a.action.localeCompare(b.action)),
+        );
         expect(after.liveSockets).toBe(before.liveSockets + 1);
       } finally {
         socket.close();

@@ -63,6 +63,8 @@ describe("the console (/console) in Chromium", () => {
     expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([token]);
     expect(page.url()).not.toContain(token);
 
+    // Signing in opens the overview (test/console-runs-browser.test.ts); the actions are a link away.
+    await page.getByRole("link", { name: "Actions", exact: true }).click();
     await page.getByRole("link", { name: "test.echo" }).click();
     await page.getByRole("heading", { name: "test.echo" }).waitFor();
     await page.getByLabel("text", { exact: true }).fill("from the console");

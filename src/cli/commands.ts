@@ -60,15 +60,22 @@ published and activated first, and every server on the same database switches to
     args: ["<dir>"],
     summary: "build a release folder, store it and make it the active release",
     details: `The version is --version, else release.ts's version, else the folder's name; a version already
-stored with other content is refused. Every server on the database switches to it within RELEASE_POLL_MS.`,
+stored with other content is refused. Every server on the database switches to it within RELEASE_POLL_MS.
+The release records who published it: --by, else ACTUATE_PUBLISHED_BY, else your OS user@host (a label
+shown in its history, not checked).`,
     flags: {
       version: { type: "string", value: "<v>", description: "publish under this version" },
+      by: { type: "string", value: "<name>", description: "who publishes, as the history shows it" },
       force: { type: "boolean", description: "publish even if the schema change orphans stored data" },
     },
     env: STORE_ENV,
     examples: ["bun run release publish releases/v2", "bun run release publish releases/v2 --version 2.0.1"],
     run: (config, [dir], flags) =>
-      releasePublish(config(), dir as string, { version: string(flags.version), force: flags.force === true }),
+      releasePublish(config(), dir as string, {
+        version: string(flags.version),
+        force: flags.force === true,
+        by: string(flags.by),
+      }),
   },
   {
     name: "release list",

@@ -1,3 +1,4 @@
+import { hostname, userInfo } from "node:os";
 import type { Config } from "../config.ts";
 import { PublicError } from "../lib/errors.ts";
 import { bundlesDir } from "../main.ts";
@@ -10,7 +11,11 @@ import { type PublishResult, publishRelease } from "../release/publish.ts";
 import { folderVersion, readReleaseSource } from "../release/source.ts";
 import { describeDatabase, withStore } from "./with-store.ts";
 
-export const releasePublish = (config: Config, dir: string, flags: { version?: string; force?: boolean }) =>
+export const releasePublish = (
+  config: Config,
+  dir: string,
+  flags: { version?: string; force?: boolean; by?: string },
+) =>
   withStore(config, async (store) => {
     const result = await publishRelease({
       store,
@@ -19,11 +24,29 @@ export const releasePublish = (config: Config, dir: string, flags: { version?: s
       version: flags.version,
       force: flags.force,
       whenTaken: "refuse",
+      publishedBy: publisher(flags.by),
     });
     printPublish(result);
     console.log(followers(config));
     return 0;
   });
+
+/**
+ * Who a release is published by, as its history shows it: whoever runs the CLI says so (`--by`, or
+ * ACTUATE_PUBLISHED_BY in CI), else the OS account and host. The CLI writes to the database directly, with
+ * no principal to take it from: it is a label, as a commit's author is.
+ */
+export const publisher = (by?: string) =>
+  by?.trim() || process.env.ACTUATE_PUBLISHED_BY?.trim() || `${osUser()}@${hostname()}`;
+
+// userInfo throws for a uid with no account (containers run as arbitrary uids).
+function osUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return process.env.USER || `uid ${process.getuid?.() ?? "?"}`;
+  }
+}
 
 export const releaseList = (config: Config) =>
   withStore(config, async (store) => {
@@ -33,7 +56,7 @@ export const releaseList = (config: Config) =>
       const actions = (r.manifest as { actions: unknown[] }).actions.length;
       const mark = r.version === active.version ? "*" : " ";
       console.log(
-        `${mark} ${r.version.padEnd(24)} ${new Date(r.createdAt).toISOString()}  ${actions} actions  ${r.bundleHash.slice(0, 12)}`,
+        `${mark} ${r.version.padEnd(24)} ${new Date(r.createdAt).toISOString()}  ${actions} actions  ${r.bundleHash.slice(0, 12)}${r.publishedBy ? `  by ${r.publishedBy}` : ""}`,
       );
     }
     return 0;

@@ -7,7 +7,7 @@ import type { LoadedRelease } from "../release/load.ts";
 import { type PublishResult, publishRelease } from "../release/publish.ts";
 import { openStore } from "../store/open.ts";
 import type { ActiveRelease } from "../store/releases.ts";
-import { followers, printPublish } from "./release.ts";
+import { followers, printPublish, publisher } from "./release.ts";
 import { sampleCall } from "./sample-input.ts";
 import { describeDatabase } from "./with-store.ts";
 
@@ -34,6 +34,7 @@ export async function serveCommand(
       bundlesDir: bundlesDir(config),
       dir,
       whenTaken: "suffix",
+      publishedBy: publisher(),
       shouldActivate: options.watch ? (active, candidate) => devMayActivate(dir, active, candidate) : undefined,
     });
     if (options.watch) printDevPublish(dir, result);

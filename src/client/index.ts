@@ -105,8 +105,59 @@ export interface PublishedRelease {
   version: string;
   bundleHash: string;
   publishedAt: string;
+  /** Who published it, as the publisher named itself (`--by`, else user@host); null when not said. */
+  publishedBy: string | null;
   active: boolean;
   activatedAt: string | null;
+}
+
+export type RunStatus = "queued" | "running" | "sleeping" | "succeeded" | "failed" | "canceled";
+
+/** A workflow run as `GET /runs` lists it (values over 4 KiB left out, with their size). */
+export interface RunSummary {
+  id: string;
+  executionId: string;
+  workflow: string;
+  releaseVersion: string;
+  status: RunStatus;
+  cancelRequested: boolean;
+  input?: unknown;
+  output?: unknown;
+  errorCode: string | null;
+  errorMessage?: string | null;
+  createdAt: string;
+  updatedAt: string;
+  finishedAt: string | null;
+}
+
+export interface RunStep {
+  name: string;
+  kind: "step" | "sleep";
+  status: "running" | "retrying" | "sleeping" | "succeeded" | "failed" | "canceled";
+  attempts: number;
+  output: unknown;
+  error: string | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+  /** When a sleeping step ends, or a retrying one tries again. */
+  wakeAt: string | null;
+  logs: Omit<LogLine, "step">[];
+}
+
+/** A workflow run with its steps (`GET /runs/{id}`). */
+export interface Run extends RunSummary {
+  logs: Omit<LogLine, "step">[];
+  steps: RunStep[];
+}
+
+/** `GET /stats` (service keys): an overview of the environment over a window. */
+export interface EnvironmentStats {
+  window: { since: string; until: string };
+  executions: Record<Execution["status"], number>;
+  runs: Record<RunStatus, number>;
+  failingActions: { action: string; failed: number }[];
+  activeRuns: { queued: number; running: number; sleeping: number };
+  liveSockets: number;
 }
 
 export interface InvokeOptions {
@@ -378,18 +429,17 @@ export function createClient<Release extends ReleaseTypes = AnyRelease>(options:
         ),
     },
     runs: {
-      list: (filter: { workflow?: string; status?: string; limit?: number; cursor?: string } = {}) =>
-        request<{ items: Record<string, unknown>[]; nextCursor: string | null }>(
-          transport,
-          "GET",
-          `/runs${searchOf(filter)}`,
-          { retry: true },
-        ).then((r) => r.body),
-      get: (id: string) =>
-        request<Record<string, unknown>>(transport, "GET", `/runs/${id}`, { retry: true }).then((r) => r.body),
+      list: (filter: { workflow?: string; status?: RunStatus; limit?: number; cursor?: string } = {}) =>
+        request<{ items: RunSummary[]; nextCursor: string | null }>(transport, "GET", `/runs${searchOf(filter)}`, {
+          retry: true,
+        }).then((r) => r.body),
+      get: (id: string) => request<Run>(transport, "GET", `/runs/${id}`, { retry: true }).then((r) => r.body),
       cancel: (id: string) =>
-        request<Record<string, unknown>>(transport, "POST", `/runs/${id}/cancel`, { retry: true }).then((r) => r.body),
+        request<Run>(transport, "POST", `/runs/${id}/cancel`, { retry: true }).then((r) => r.body),
     },
+    /** An overview of the environment over `window` (`15m`, `1h`, at most `24h`; service keys only). */
+    stats: (window = "1h") =>
+      request<EnvironmentStats>(transport, "GET", `/stats${searchOf({ window })}`, { retry: true }).then((r) => r.body),
     files: {
       /** Uploads through a signed URL: the bytes go to the storage directly (the server signs, then is out of the way). */
       async upload(path: string, data: Blob, uploadOptions: { contentType?: string } = {}) {

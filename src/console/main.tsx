@@ -5,17 +5,21 @@ import { ActionsPage } from "./actions.tsx";
 import { DataPage } from "./data.tsx";
 import { ExecutionsPage } from "./executions.tsx";
 import { FilesPage } from "./files.tsx";
+import { OverviewPage } from "./overview.tsx";
 import { ReleasesPage } from "./releases.tsx";
 import { hrefOf, type Route, useRoute } from "./route.ts";
+import { RunsPage } from "./runs.tsx";
 import { clientFor, forgetCredential, storeCredential, storedCredential } from "./session.ts";
 import { SignIn } from "./sign-in.tsx";
 
 const PAGES: { route: Route; label: string }[] = [
+  { route: { page: "overview" }, label: "Overview" },
   { route: { page: "actions" }, label: "Actions" },
   { route: { page: "executions" }, label: "Executions" },
-  { route: { page: "releases" }, label: "Releases" },
+  { route: { page: "runs" }, label: "Runs" },
   { route: { page: "data" }, label: "Data" },
   { route: { page: "files" }, label: "Files" },
+  { route: { page: "releases" }, label: "Releases" },
 ];
 
 function Console() {
@@ -56,8 +60,10 @@ function Console() {
           Sign out
         </button>
       </header>
+      {route.page === "overview" && <OverviewPage client={client} />}
       {route.page === "actions" && <ActionsPage client={client} action={route.action} />}
       {route.page === "executions" && <ExecutionsPage client={client} id={route.id} />}
+      {route.page === "runs" && <RunsPage client={client} id={route.id} />}
       {route.page === "releases" && <ReleasesPage client={client} />}
       {route.page === "data" && <DataPage client={client} entity={route.entity} />}
       {route.page === "files" && <FilesPage client={client} />}

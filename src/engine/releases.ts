@@ -12,6 +12,8 @@ export interface ReleaseView {
   bundleHash: string;
   /** When it was published (stored); a release is immutable from then on. */
   publishedAt: string;
+  /** Who published it, as the publisher named itself; null when it was not said (releases stored before). */
+  publishedBy: string | null;
   active: boolean;
   /** When the active release was last activated; null on the others (activations are not kept as history). */
   activatedAt: string | null;
@@ -57,6 +59,7 @@ export class ReleaseAdmin {
         version: r.version,
         bundleHash: r.bundleHash,
         publishedAt: new Date(r.createdAt).toISOString(),
+        publishedBy: r.publishedBy,
         active: r.version === active.version,
         activatedAt: r.version === active.version ? iso(active.activatedAt) : null,
       })),

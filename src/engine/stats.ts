@@ -7,12 +7,17 @@ import type { Store } from "../store/store.ts";
 /** The longest window `GET /stats` counts over: a wider one would read too many rows for an overview. */
 export const MAX_STATS_WINDOW_MS = 24 * 3_600_000;
 
+/** How many failing actions `GET /stats` names: enough for an overview, one short indexed read. */
+export const FAILING_ACTIONS_SHOWN = 10;
+
 export interface EnvironmentStats {
   window: { since: string; until: string };
   /** Executions created in the window, by status (every status present, 0 when none). */
   executions: Record<ExecutionStatus, number>;
   /** Workflow runs created in the window, by status. */
   runs: Record<RunStatus, number>;
+  /** The actions with the most executions created in the window that failed, most first (none: empty). */
+  failingActions: { action: string; failed: number }[];
   /** Runs not ended now, whenever they started (the whole database). */
   activeRuns: { queued: number; running: number; sleeping: number };
   /** /session sockets open on this server now (not the other instances'). */
@@ -37,15 +42,17 @@ export class StatsReader {
     const until = (this.$.now ?? Date.now)();
     const since = until - Math.min(windowMs, MAX_STATS_WINDOW_MS);
     const sinceId = uuidV7Floor(since);
-    const [executions, runs, activeRuns] = await Promise.all([
+    const [executions, runs, failingActions, activeRuns] = await Promise.all([
       this.$.store.stats.executionsByStatus(sinceId),
       this.$.store.stats.runsByStatus(sinceId),
+      this.$.store.stats.failingActions(sinceId, FAILING_ACTIONS_SHOWN),
       this.$.store.runs.countActive(),
     ]);
     return {
       window: { since: new Date(since).toISOString(), until: new Date(until).toISOString() },
       executions: zeros(EXECUTION_STATUSES, executions),
       runs: zeros(RUN_STATUSES, runs),
+      failingActions,
       activeRuns,
       liveSockets: this.$.liveSockets(),
     };

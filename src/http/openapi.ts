@@ -393,7 +393,7 @@ export function openApiDocument(
     },
     "/stats": get(
       "stats",
-      "executions and runs by status over a window, live sockets (service keys)",
+      "executions and runs by status over a window, failing actions, live sockets (service keys)",
       { type: "object" },
       {
         parameters: [{ name: "window", in: "query", schema: { type: "string", pattern: "^[1-9][0-9]{0,5}[smh]$" } }],

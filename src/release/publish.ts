@@ -19,6 +19,8 @@ export interface PublishOptions {
    * `suffix`, which publishes as `<version>+<hash8>` (dev and start, which republish on every edit).
    */
   whenTaken: "refuse" | "suffix";
+  /** Who publishes, as they name themselves (stored with a new release; shown in its history). */
+  publishedBy?: string;
   /** Publish even when the schema change would orphan stored data. */
   force?: boolean;
   /**
@@ -92,6 +94,7 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
         manifest: release.manifest,
         bundle: built.code,
         createdAt: now(),
+        publishedBy: options.publishedBy ?? null,
       });
     } catch (error) {
       // Another publisher stored the same version first; fine if it is the same content.

@@ -3,7 +3,7 @@ import type { ReleaseRow } from "./rows.ts";
 export type ReleaseSummary = Omit<ReleaseRow, "bundle">;
 
 /** A release as its history lists it: no bundle, no manifest. */
-export type ReleaseListRow = Pick<ReleaseRow, "version" | "bundleHash" | "createdAt">;
+export type ReleaseListRow = Pick<ReleaseRow, "version" | "bundleHash" | "createdAt" | "publishedBy">;
 
 /** Where a page of the history starts: after this release (newest first: published before it). */
 export interface ReleaseKey {

@@ -9,4 +9,9 @@ export interface StatsStore {
   executionsByStatus(sinceId: string): Promise<Partial<Record<ExecutionStatus, number>>>;
   /** Workflow runs created at or after the time `sinceId` encodes, by status. */
   runsByStatus(sinceId: string): Promise<Partial<Record<RunStatus, number>>>;
+  /**
+   * The `limit` actions with the most executions created since `sinceId` that failed, most first (ties by
+   * name); actions with none left out.
+   */
+  failingActions(sinceId: string, limit: number): Promise<{ action: string; failed: number }[]>;
 }

@@ -53,15 +53,19 @@ export function consoleStoreContract(open: OpenStores) {
         manifest: {},
         bundle: "x",
         createdAt: at(offset),
+        publishedBy: version === "a" ? null : `ci@${version}`,
       });
     }
     const first = await store.releases.history({ limit: 2 });
     expect(first).toEqual([
-      { version: "d", bundleHash: "h-d", createdAt: at(20) },
-      { version: "c", bundleHash: "h-c", createdAt: at(10) },
+      { version: "d", bundleHash: "h-d", createdAt: at(20), publishedBy: "ci@d" },
+      { version: "c", bundleHash: "h-c", createdAt: at(10), publishedBy: "ci@c" },
     ]);
     const second = await store.releases.history({ limit: 2, after: { createdAt: at(10), version: "c" } });
-    expect(second.map((r) => r.version)).toEqual(["b", "a"]);
+    expect(second.map((r) => [r.version, r.publishedBy])).toEqual([
+      ["b", "ci@b"],
+      ["a", null],
+    ]);
     expect(await store.releases.history({ limit: 2, after: { createdAt: at(0), version: "a" } })).toEqual([]);
   });
 
@@ -108,6 +112,30 @@ export function consoleStoreContract(open: OpenStores) {
     expect(await store.stats.executionsByStatus(uuidV7Floor(since))).toEqual({ succeeded: 2, failed: 1, queued: 1 });
     expect(await store.stats.runsByStatus(uuidV7Floor(since))).toEqual({ queued: 1 });
     expect(await store.stats.executionsByStatus(uuidV7Floor(at(100_000)))).toEqual({});
+  });
+
+  test("failing actions: those with the most failed executions since an id floor, most first, ties by name, bounded", async () => {
+    const since = at(60_000);
+    for (const [offset, action, status] of [
+      [0, "old.fail", "failed"],
+      [0, "old.fail", "failed"],
+      [60_000, "b.fail", "failed"],
+      [60_100, "b.fail", "failed"],
+      [60_200, "a.fail", "failed"],
+      [60_300, "c.fail", "failed"],
+      [60_400, "c.fail", "failed"],
+      [60_500, "c.fail", "succeeded"],
+      [60_600, "ok.only", "succeeded"],
+    ] as const) {
+      await settled(row({ id: idAt(at(offset)), action, createdAt: at(offset) }), status);
+    }
+    expect(await store.stats.failingActions(uuidV7Floor(since), 10)).toEqual([
+      { action: "b.fail", failed: 2 },
+      { action: "c.fail", failed: 2 },
+      { action: "a.fail", failed: 1 },
+    ]);
+    expect(await store.stats.failingActions(uuidV7Floor(since), 1)).toEqual([{ action: "b.fail", failed: 2 }]);
+    expect(await store.stats.failingActions(uuidV7Floor(at(100_000)), 10)).toEqual([]);
   });
 
   test("executions since an id floor and before an id: the range of creation times a list asks for", async () => {

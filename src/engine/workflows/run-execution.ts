@@ -266,7 +266,15 @@ export class RunExecution {
     const now = this.$.now();
     if (row.attempts <= retries) {
       const wakeAt = now + backoffMs * 2 ** (row.attempts - 1);
-      return this.suspend("running", wakeAt, { ...row, status: "retrying", error: message, finishedAt: now });
+      // The next attempt's time is kept in the step's row, as a sleep's end is, so a reader of the steps has it.
+      const retrying: StepRow = {
+        ...row,
+        status: "retrying",
+        output: { until: wakeAt },
+        error: message,
+        finishedAt: now,
+      };
+      return this.suspend("running", wakeAt, retrying);
     }
     const failedRow: StepRow = { ...row, status: "failed", error: message, finishedAt: now };
     await this.save(failedRow);

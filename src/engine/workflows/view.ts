@@ -62,8 +62,15 @@ const toStepView = (step: StepRow, logs: Omit<LogLineView, "step">[]) => ({
   error: step.error,
   startedAt: iso(step.startedAt),
   finishedAt: iso(step.finishedAt),
+  wakeAt: iso(wakeAtOf(step)),
   logs,
 });
+
+/** When a waiting step goes on: a sleep's end, a backing-off step's next attempt (both kept in its row). */
+function wakeAtOf(step: StepRow): number | null {
+  if (step.status !== "sleeping" && step.status !== "retrying") return null;
+  return (step.output as { until?: number } | null)?.until ?? null;
+}
 
 /** A run as `GET /runs` lists it (values too large to list left out, with their size). */
 export const toRunListItem = (run: RunListRow) => boundForList(toRunSummary(run), run);

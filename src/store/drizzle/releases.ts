@@ -21,7 +21,13 @@ export class DrizzleReleaseStore implements ReleaseStore {
   list(): Promise<ReleaseSummary[]> {
     const r = this.t.releases;
     return this.db
-      .select({ version: r.version, bundleHash: r.bundleHash, manifest: r.manifest, createdAt: r.createdAt })
+      .select({
+        version: r.version,
+        bundleHash: r.bundleHash,
+        manifest: r.manifest,
+        createdAt: r.createdAt,
+        publishedBy: r.publishedBy,
+      })
       .from(r)
       .orderBy(r.createdAt, r.version);
   }
@@ -30,7 +36,7 @@ export class DrizzleReleaseStore implements ReleaseStore {
     const r = this.t.releases;
     const after = query.after;
     return this.db
-      .select({ version: r.version, bundleHash: r.bundleHash, createdAt: r.createdAt })
+      .select({ version: r.version, bundleHash: r.bundleHash, createdAt: r.createdAt, publishedBy: r.publishedBy })
       .from(r)
       .where(
         after

@@ -1,4 +1,4 @@
-import { gte, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gte, sql } from "drizzle-orm";
 import type { StatsStore } from "../stats.ts";
 import type { ExecutionStatus, RunStatus } from "../statuses.ts";
 import type { AnyDatabase, Tables } from "./database.ts";
@@ -15,6 +15,18 @@ export class DrizzleStatsStore implements StatsStore {
 
   runsByStatus(sinceId: string): Promise<Partial<Record<RunStatus, number>>> {
     return this.countByStatus(this.t.workflowRuns, sinceId);
+  }
+
+  async failingActions(sinceId: string, limit: number): Promise<{ action: string; failed: number }[]> {
+    const { executions } = this.t;
+    const failed = sql<number>`count(*)`.mapWith(Number);
+    return this.db
+      .select({ action: executions.action, failed })
+      .from(executions)
+      .where(and(gte(executions.id, sinceId), eq(executions.status, "failed")))
+      .groupBy(executions.action)
+      .orderBy(desc(failed), asc(executions.action))
+      .limit(limit);
   }
 
   private async countByStatus<S extends string>(

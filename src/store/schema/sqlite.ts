@@ -21,6 +21,8 @@ export const releases = sqliteTable(
     manifest: text("manifest", { mode: "json" }).notNull(),
     bundle: text("bundle").notNull(),
     createdAt: integer("created_at").notNull(),
+    /** Who published it, as the publisher named itself (`--by`, else the OS user@host): a label, not a principal. */
+    publishedBy: text("published_by"),
   },
   // The history is listed newest first (GET /releases).
   (t) => [index("releases_created_idx").on(t.createdAt, t.version)],

@@ -1,0 +1,256 @@
+/** @jsxImportSource preact */
+import { useState } from "preact/hooks";
+import type { ActuateClient, Run, RunStatus, RunStep } from "../client/index.ts";
+import { hrefOf } from "./route.ts";
+import { duration, spanMs, when } from "./time.ts";
+import { usePoll } from "./use-poll.ts";
+
+// Polling, as on the executions page: the session socket's stream of a run carries its log lines and
+// status, not its steps' rows, so the timeline reads `GET /runs/{id}` again (one read per second while
+// the run has not ended; none after).
+const LIST_EVERY_MS = 2_000;
+const DETAIL_EVERY_MS = 1_000;
+const STATUSES: RunStatus[] = ["queued", "running", "sleeping", "succeeded", "failed", "canceled"];
+
+const runEnded = (run: { finishedAt: string | null }) => run.finishedAt !== null;
+
+export function RunsPage(props: { client: ActuateClient; id?: string }) {
+  return props.id ? <RunDetail client={props.client} id={props.id} /> : <RunList client={props.client} />;
+}
+
+function RunList(props: { client: ActuateClient }) {
+  const [workflow, setWorkflow] = useState("");
+  const [status, setStatus] = useState<RunStatus | "">("");
+  const list = usePoll(
+    () => props.client.runs.list({ workflow: workflow || undefined, status: status || undefined, limit: 50 }),
+    [props.client, workflow, status],
+    LIST_EVERY_MS,
+  );
+  return (
+    <main>
+      <h1>Runs</h1>
+      <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label="Filters">
+        <label for="filter-workflow">Workflow</label>
+        <input
+          id="filter-workflow"
+          type="text"
+          value={workflow}
+          onChange={(e) => setWorkflow(e.currentTarget.value.trim())}
+        />
+        <label for="filter-run-status">Status</label>
+        <select
+          id="filter-run-status"
+          value={status}
+          onChange={(e) => setStatus(e.currentTarget.value as RunStatus | "")}
+        >
+          <option value="">any</option>
+          {STATUSES.map((s) => (
+            <option key={s} value={s}>
+              {s}
+            </option>
+          ))}
+        </select>
+      </form>
+      {list.error && (
+        <p class="error" role="alert">
+          {list.error}
+        </p>
+      )}
+      <div class="scroll">
+        <table aria-label="Runs">
+          <thead>
+            <tr>
+              <th scope="col">Workflow</th>
+              <th scope="col">Status</th>
+              <th scope="col">Started</th>
+              <th scope="col">Duration</th>
+              <th scope="col">Id</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.data?.items.map((run) => (
+              <tr key={run.id}>
+                <td>{run.workflow}</td>
+                <td class={`status-${run.status}`}>{run.status}</td>
+                <td>{when(run.createdAt)}</td>
+                <td>
+                  {duration(spanMs(run.createdAt, run.finishedAt))}
+                  {runEnded(run) ? "" : " so far"}
+                </td>
+                <td>
+                  <a href={hrefOf({ page: "runs", id: run.id })}>{run.id}</a>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {list.data?.items.length === 0 && <p>No runs yet.</p>}
+    </main>
+  );
+}
+
+function RunDetail(props: { client: ActuateClient; id: string }) {
+  const { client, id } = props;
+  const detail = usePoll(
+    () => client.runs.get(id),
+    [client, id],
+    DETAIL_EVERY_MS,
+    (run) => !runEnded(run),
+  );
+  const [cancel, setCancel] = useState<{ busy: boolean; message: string | null; error: boolean }>({
+    busy: false,
+    message: null,
+    error: false,
+  });
+  const askCancel = async () => {
+    setCancel({ busy: true, message: null, error: false });
+    try {
+      const run = await client.runs.cancel(id);
+      const message = run.status === "canceled" ? "The run is canceled." : "Cancel requested: it stops after its step.";
+      setCancel({ busy: false, message, error: false });
+    } catch (error) {
+      setCancel({ busy: false, message: (error as Error).message, error: true });
+    }
+  };
+  const run = detail.data;
+  return (
+    <main>
+      <p>
+        <a href={hrefOf({ page: "runs" })}>← Runs</a>
+      </p>
+      <h1>Run {id}</h1>
+      {detail.error && (
+        <p class="error" role="alert">
+          {detail.error}
+        </p>
+      )}
+      {run && (
+        <>
+          <dl>
+            <dt>Workflow</dt>
+            <dd>
+              <a href={hrefOf({ page: "actions", action: run.workflow })}>{run.workflow}</a> (release{" "}
+              {run.releaseVersion})
+            </dd>
+            <dt>Status</dt>
+            <dd class={`status-${run.status}`} data-testid="run-status">
+              {run.status}
+              {run.cancelRequested && !runEnded(run) ? " (cancel requested)" : ""}
+            </dd>
+            <dt>Timing</dt>
+            <dd>
+              started {when(run.createdAt)}, {runEnded(run) ? `finished ${when(run.finishedAt)}, took` : "running for"}{" "}
+              {duration(spanMs(run.createdAt, run.finishedAt))}
+            </dd>
+            <dt>Execution</dt>
+            <dd>
+              <a href={hrefOf({ page: "executions", id: run.executionId })}>{run.executionId}</a>
+            </dd>
+          </dl>
+          {!runEnded(run) && (
+            <p>
+              <button type="button" class="secondary" onClick={askCancel} disabled={cancel.busy || run.cancelRequested}>
+                Cancel run
+              </button>
+            </p>
+          )}
+          {cancel.message && (
+            <p role="status" class={cancel.error ? "error" : undefined}>
+              {cancel.message}
+            </p>
+          )}
+          <h2 id="steps-heading">Steps</h2>
+          <Timeline run={run} />
+          {run.errorCode && (
+            <>
+              <h2>Error</h2>
+              <p class="error">
+                <code>{run.errorCode}</code> {run.errorMessage}
+              </p>
+            </>
+          )}
+          <h2>Input</h2>
+          <pre data-testid="run-input">{JSON.stringify(run.input, null, 2)}</pre>
+          {run.status === "succeeded" && (
+            <>
+              <h2>Output</h2>
+              <pre data-testid="run-output">{JSON.stringify(run.output, null, 2)}</pre>
+            </>
+          )}
+          {run.logs.length > 0 && (
+            <>
+              <h2>Logs outside steps</h2>
+              <pre>{run.logs.map((l) => `${l.at} ${l.level.padEnd(5)} ${l.line}`).join("\n")}</pre>
+            </>
+          )}
+        </>
+      )}
+    </main>
+  );
+}
+
+/**
+ * The steps in the order the run reached them, each with a bar on one time scale (the run's start to its
+ * end, or now): the bar is decoration, the text beside it says everything the bar does.
+ */
+function Timeline(props: { run: Run }) {
+  const { run } = props;
+  if (run.steps.length === 0) return <p>No step has started yet.</p>;
+  const now = Date.now();
+  const start = Date.parse(run.createdAt);
+  const total = Math.max(1, spanMs(run.createdAt, run.finishedAt, now));
+  const percent = (ms: number) => `${Math.min(100, Math.max(0, (ms / total) * 100)).toFixed(2)}%`;
+  return (
+    <ol class="timeline" aria-labelledby="steps-heading">
+      {run.steps.map((step) => {
+        const begun = step.startedAt ? Date.parse(step.startedAt) : now;
+        const ended = step.finishedAt ? Date.parse(step.finishedAt) : now;
+        return (
+          <li key={step.name} data-testid={`step-${step.name}`} data-status={step.status}>
+            <div class="step-head">
+              <strong>{step.name}</strong> <span class="hint">{step.kind}</span>{" "}
+              <span class={`status-${step.status}`}>{step.status}</span>
+              <span class="hint"> · {stepFacts(step, now)}</span>
+            </div>
+            <div class="bar-track" aria-hidden="true">
+              <div
+                class={`bar bar-${step.status}`}
+                style={{ left: percent(begun - start), width: `max(4px, ${percent(ended - begun)})` }}
+              />
+            </div>
+            {step.error && (
+              <p class="error">
+                {step.status === "retrying" ? "Last attempt: " : ""}
+                {step.error}
+              </p>
+            )}
+            {step.logs.length > 0 && (
+              <details>
+                <summary>
+                  {step.logs.length} log line{step.logs.length === 1 ? "" : "s"}
+                </summary>
+                <pre>{step.logs.map((l) => `${l.at} ${l.level.padEnd(5)} ${l.line}`).join("\n")}</pre>
+              </details>
+            )}
+          </li>
+        );
+      })}
+    </ol>
+  );
+}
+
+/** What a step's row says, in words: attempts, time taken, and what it waits for. */
+function stepFacts(step: RunStep, now: number): string {
+  const facts: string[] = [];
+  if (step.kind === "step") facts.push(step.attempts === 1 ? "1 attempt" : `${step.attempts} attempts`);
+  if (step.startedAt) {
+    const took = duration(spanMs(step.startedAt, step.finishedAt, now));
+    facts.push(step.finishedAt ? `took ${took}` : `${took} so far`);
+  }
+  if (step.wakeAt) {
+    const verb = step.status === "retrying" ? "next attempt" : "wakes";
+    facts.push(`${verb} ${when(step.wakeAt)} (in ${duration(Date.parse(step.wakeAt) - now)})`);
+  }
+  return facts.join(" · ");
+}
