@@ -1,12 +1,12 @@
 /** @jsxImportSource preact */
 import { render } from "preact";
-import { useMemo, useState } from "preact/hooks";
 import { ActionsPage } from "./actions.tsx";
+import { takeRedirect } from "./built-in-sign-in.ts";
 import { ExecutionsPage } from "./executions.tsx";
 import { ReleasesPage } from "./releases.tsx";
 import { hrefOf, type Route, useRoute } from "./route.ts";
-import { clientFor, forgetCredential, storeCredential, storedCredential } from "./session.ts";
 import { SignIn } from "./sign-in.tsx";
+import { useSignedIn } from "./signed-in.ts";
 
 const PAGES: { route: Route; label: string }[] = [
   { route: { page: "actions" }, label: "Actions" },
@@ -15,23 +15,9 @@ const PAGES: { route: Route; label: string }[] = [
 ];
 
 function Console() {
-  const [credential, setCredential] = useState(storedCredential);
+  const { client, signIn, signOut, notice } = useSignedIn();
   const route = useRoute();
-  const client = useMemo(() => (credential ? clientFor(credential) : null), [credential]);
-  if (!client)
-    return (
-      <SignIn
-        onSignedIn={(c) => {
-          storeCredential(c);
-          setCredential(c);
-        }}
-      />
-    );
-  const signOut = () => {
-    forgetCredential();
-    client.close();
-    setCredential(null);
-  };
+  if (!client) return <SignIn onSignedIn={signIn} redirect={redirect} notice={notice} />;
   return (
     <>
       <header>
@@ -48,7 +34,7 @@ function Console() {
             </a>
           ))}
         </nav>
-        <button type="button" class="secondary who" onClick={signOut}>
+        <button type="button" class="secondary who" onClick={() => signOut(null)}>
           Sign out
         </button>
       </header>
@@ -59,5 +45,7 @@ function Console() {
   );
 }
 
+// Taken before the first render: the sign-in's code leaves the address bar at once.
+const redirect = takeRedirect();
 const root = document.getElementById("root");
 if (root) render(<Console />, root);
