@@ -38,8 +38,8 @@ function Console() {
           Sign out
         </button>
       </header>
-      {route.page === "actions" && <ActionsPage client={client} action={route.action} />}
-      {route.page === "executions" && <ExecutionsPage client={client} id={route.id} />}
+      {route.page === "actions" && <ActionsPage client={client} action={route.action} from={route.from} />}
+      {route.page === "executions" && <ExecutionsPage client={client} id={route.id} filters={route.filters ?? {}} />}
       {route.page === "releases" && <ReleasesPage client={client} />}
     </>
   );

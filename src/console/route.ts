@@ -1,19 +1,42 @@
 import { useEffect, useState } from "preact/hooks";
 
-/** The page, from the hash (`#/executions/<id>`): one HTML route serves every page. */
-export type Route = { page: "actions"; action?: string } | { page: "executions"; id?: string } | { page: "releases" };
+/** The executions list's filters, as `/executions` takes them (since/until ISO instants). */
+export type ExecutionFilters = Partial<Record<"action" | "status" | "caller" | "since" | "until", string>>;
+
+/**
+ * The page, from the hash (`#/executions/<id>`): one HTML route serves every page. A list's filters and
+ * an action's prefill (`from`, an execution id) are the hash's query, so a filtered view can be shared.
+ */
+export type Route =
+  | { page: "actions"; action?: string; from?: string }
+  | { page: "executions"; id?: string; filters?: ExecutionFilters }
+  | { page: "releases" };
+
+const FILTERS = ["action", "status", "caller", "since", "until"] as const;
 
 export function routeOf(hash: string): Route {
-  const [page, id] = hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
-  if (page === "executions") return { page, id: id || undefined };
+  const [path = "", query] = hash.replace(/^#\/?/, "").split("?");
+  const [page, id] = path.split("/").map(decodeURIComponent);
+  const search = new URLSearchParams(query);
+  if (page === "executions") {
+    const filters: ExecutionFilters = {};
+    for (const name of FILTERS) if (search.get(name)) filters[name] = search.get(name) ?? undefined;
+    return { page, id: id || undefined, filters };
+  }
   if (page === "releases") return { page };
-  return { page: "actions", action: id || undefined };
+  return { page: "actions", action: id || undefined, from: search.get("from") ?? undefined };
 }
+
+const queryOf = (params: Record<string, string | undefined>) => {
+  const search = new URLSearchParams(Object.entries(params).filter((e): e is [string, string] => Boolean(e[1])));
+  return search.size > 0 ? `?${search}` : "";
+};
 
 export const hrefOf = (route: Route) => {
   if (route.page === "releases") return "#/releases";
   const id = route.page === "executions" ? route.id : route.action;
-  return `#/${route.page}${id ? `/${encodeURIComponent(id)}` : ""}`;
+  const query = route.page === "executions" ? queryOf(route.filters ?? {}) : queryOf({ from: route.from });
+  return `#/${route.page}${id ? `/${encodeURIComponent(id)}` : ""}${query}`;
 };
 
 export function useRoute(): Route {

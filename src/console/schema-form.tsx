@@ -8,10 +8,12 @@ export function SchemaForm(props: {
   schema: Schema;
   submitLabel: string;
   busy: boolean;
+  /** Values to start from ("run again with this input"). */
+  initial?: Record<string, string | boolean>;
   onSubmit: (input: Record<string, unknown>) => void;
 }) {
   const fields = fieldsOf(props.schema);
-  const [values, setValues] = useState<Record<string, string | boolean>>({});
+  const [values, setValues] = useState<Record<string, string | boolean>>(props.initial ?? {});
   const [error, setError] = useState<string | null>(null);
   const set = (name: string, value: string | boolean) => setValues((v) => ({ ...v, [name]: value }));
   const submit = (event: Event) => {
