@@ -1,6 +1,7 @@
 /** @jsxImportSource preact */
 import { useState } from "preact/hooks";
 import type { ActuateClient } from "../client/index.ts";
+import { ReleaseDiffView } from "./release-diff.tsx";
 import { usePoll } from "./use-poll.ts";
 
 export function ReleasesPage(props: { client: ActuateClient }) {
@@ -66,6 +67,13 @@ export function ReleasesPage(props: { client: ActuateClient }) {
             ))}
           </tbody>
         </table>
+      )}
+      {releases.data && (
+        <ReleaseDiffView
+          key={releases.data.items.map((r) => r.version).join(" ")}
+          client={props.client}
+          releases={releases.data.items}
+        />
       )}
     </main>
   );
