@@ -71,6 +71,120 @@ describe("the console, live, in Chromium", () => {
     await page.close();
   }, 60_000);
 
+  test("an execution made elsewhere appears without a reload; filters narrow the list and live in the URL; run again fills the form", async () => {
+    const errors: string[] = [];
+    const page = await newPage(errors);
+    await page.goto(`${t.url}/console`);
+    await page.getByLabel("Token or service key").fill(t.serviceKey);
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await page.getByRole("link", { name: "Executions", exact: true }).click();
+    const table = page.getByRole("table", { name: "Executions" });
+    await table.waitFor();
+
+    // Other clients, other callers: the open list follows.
+    const carol = await t.userToken("carol");
+    const dave = await t.userToken("dave");
+    const tea = (
+      await (await t.invoke("shop.order", { item: "tea", quantity: 2, size: "large" }, { token: carol })).json()
+    ).execution.id as string;
+    await table.getByRole("link", { name: tea }).waitFor();
+    const failed = await (await t.invoke("shop.order", { item: "broken" }, { token: dave })).json();
+    expect(failed.execution).toMatchObject({ status: "failed", errorCode: "action_failed" });
+    const broken = failed.execution.id as string;
+    await table.getByRole("link", { name: broken }).waitFor();
+    const whoami = (await (await t.invoke("shop.whoami", {}, { token: dave })).json()).execution.id as string;
+    await table.getByRole("link", { name: whoami }).waitFor();
+
+    // Status: only the failed one.
+    await page.getByLabel("Status").selectOption("failed");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await table.getByRole("link", { name: tea }).waitFor({ state: "detached" });
+    await table.getByRole("link", { name: broken }).waitFor();
+    expect(await table.getByRole("link").count()).toBe(1);
+
+    // Caller and action: dave's orders (none succeeded: the broken one), in a URL that can be shared.
+    await page.getByLabel("Status").selectOption("");
+    await page.getByLabel("Caller").fill("user:dave");
+    await page.getByLabel("Action").fill("shop.order");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await page.waitForURL(/caller=user%3Adave/);
+    expect(new URL(page.url()).hash).toContain("action=shop.order");
+    await table.getByRole("link", { name: whoami }).waitFor({ state: "detached" });
+    expect(await table.getByRole("link").allTextContents()).toEqual([broken]);
+
+    // Time: since a minute from now, nothing yet.
+    await page.getByLabel("Caller").fill("");
+    await page.getByLabel("Action").fill("");
+    const ahead = new Date(Date.now() + 60 * 60_000);
+    const local = new Date(ahead.getTime() - ahead.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+    await page.getByLabel("Since").fill(local);
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await page.getByText("No execution matches these filters.").waitFor();
+
+    // The shared URL, opened in a fresh tab signed in as the same key, shows the same filtered view.
+    const shared = `${t.url}/console#/executions?action=shop.order&caller=user%3Acarol`;
+    await page.goto(shared);
+    await page.reload();
+    await table.getByRole("link", { name: tea }).waitFor();
+    expect(await page.getByLabel("Caller").inputValue()).toBe("user:carol");
+    expect(await table.getByRole("link").count()).toBe(1);
+    await page.screenshot({ path: join(SCREENSHOTS, "executions.png"), fullPage: true });
+
+    // Run again: the detail's input fills the action's form, and running it makes a new execution.
+    await table.getByRole("link", { name: tea }).click();
+    await page.getByTestId("logs").filter({ hasText: "ordering tea" }).waitFor();
+    await page.getByRole("link", { name: "Run again with this input" }).click();
+    await page.getByRole("heading", { name: "shop.order" }).waitFor();
+    expect(await page.getByLabel("item", { exact: true }).inputValue()).toBe("tea");
+    expect(await page.getByLabel("quantity (optional)").inputValue()).toBe("2");
+    expect(await page.getByLabel("size (optional)").inputValue()).toBe("large");
+    await page.getByLabel("quantity (optional)").fill("3");
+    await page.getByRole("button", { name: "Run shop.order" }).click();
+    const output = page.getByTestId("output");
+    await output.waitFor();
+    expect(JSON.parse((await output.textContent()) ?? "")).toEqual({ item: "tea", quantity: 3 });
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 90_000);
+
+  test("the releases page shows what changed between two published releases", async () => {
+    await t.publish(fixture("console-v2"));
+    const errors: string[] = [];
+    const page = await newPage(errors);
+    await page.goto(`${t.url}/console#/releases`);
+    await page.getByLabel("Token or service key").fill(t.serviceKey);
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await page.getByRole("table", { name: "Releases" }).getByText("c2").waitFor();
+    // By default the newest against the one before it.
+    expect(await page.getByLabel("From", { exact: true }).inputValue()).toBe("c1");
+    expect(await page.getByLabel("To", { exact: true }).inputValue()).toBe("c2");
+    await page.getByRole("button", { name: "Compare" }).click();
+    const changes = page.getByRole("article", { name: "Changes from c1 to c2" });
+    await changes.waitFor();
+    expect(await changes.getByRole("listitem").filter({ hasText: "shop.refund" }).count()).toBe(1);
+    expect(await changes.getByRole("listitem").filter({ hasText: "shop.cancel" }).count()).toBe(1);
+    const order = changes.getByRole("region", { name: "Changes to shop.order" });
+    expect(await order.getByRole("listitem").allTextContents()).toEqual([
+      'access: "authenticated" → "service"',
+      "input size: removed",
+      'input gift: added (required): {"type":"boolean"}',
+    ]);
+    expect(await changes.getByText("Unchanged: shop.whoami.").count()).toBe(1);
+    await page.screenshot({ path: join(SCREENSHOTS, "release-diff.png"), fullPage: true });
+
+    // The other way round, the same change undone.
+    await page.getByLabel("From", { exact: true }).selectOption("c2");
+    await page.getByLabel("To", { exact: true }).selectOption("c1");
+    await page.getByRole("button", { name: "Compare" }).click();
+    await page
+      .getByRole("article", { name: "Changes from c2 to c1" })
+      .getByRole("region", { name: "Changes to shop.order" })
+      .getByText("input gift: removed")
+      .waitFor();
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 90_000);
+
   test("a revoked or ended sign-in sends the person back to sign in, saying why", async () => {
     const errors: string[] = [];
     const page = await newPage(errors);
