@@ -49,3 +49,11 @@ function Console() {
 const redirect = takeRedirect();
 const root = document.getElementById("root");
 if (root) render(<Console />, root);
+// Bun's dev server (`bun run dev`, development mode): a change to any module of the page renders it again
+// in place. A production bundle (the binary) has no `import.meta.hot` and Bun drops this block.
+if (import.meta.hot) {
+  import.meta.hot.accept();
+  import.meta.hot.on("bun:afterUpdate", () => {
+    if (root) render(<Console />, root);
+  });
+}
