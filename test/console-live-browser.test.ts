@@ -67,6 +67,12 @@ describe("the console, live, in Chromium", () => {
     expect(me.status).toBe(200);
     expect((await me.json()).execution.output).toEqual({ kind: "user", id: "alice" });
 
+    // The token's end is known (expires_in): when it comes, the console says so and forgets it.
+    await page.evaluate(() => sessionStorage.setItem("actuate.console.expires-at", String(Date.now() + 1_000)));
+    await page.reload();
+    await page.getByRole("status").filter({ hasText: "Your sign-in expired" }).waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem("actuate.console.credential"))).toBeNull();
+
     expect(errors).toEqual([]);
     await page.close();
   }, 60_000);
@@ -145,6 +151,17 @@ describe("the console, live, in Chromium", () => {
     expect(JSON.parse((await output.textContent()) ?? "")).toEqual({ item: "tea", quantity: 3 });
     expect(errors).toEqual([]);
     await page.close();
+
+    // Another user cannot run again from carol's execution: it is not theirs to read, and nothing is filled in.
+    const daveErrors: string[] = [];
+    const davePage = await newPage(daveErrors);
+    await davePage.goto(`${t.url}/console#/actions/shop.order?from=${tea}`);
+    await davePage.getByLabel("Token or service key").fill(dave);
+    await davePage.getByRole("button", { name: "Sign in", exact: true }).click();
+    await davePage.getByRole("alert").filter({ hasText: "not one of shop.order you may see" }).waitFor();
+    expect(await davePage.getByLabel("item", { exact: true }).inputValue()).toBe("");
+    expect(daveErrors).toEqual([]);
+    await davePage.close();
   }, 90_000);
 
   test("the releases page shows what changed between two published releases", async () => {
