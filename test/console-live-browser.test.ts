@@ -224,3 +224,39 @@ describe("the console, live, in Chromium", () => {
     await page.close();
   }, 60_000);
 });
+
+describe("the console with an external identity provider, in Chromium", () => {
+  let t: TestServer;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (.ci/run does)`);
+    // The environment's users sign in elsewhere: it has no built-in sign-in to offer.
+    t = await startTestServer(sqlite as (typeof dialects)[number], {
+      release: fixture("console-v1"),
+      env: { AUTH_ISSUER: "http://127.0.0.1:9/issuer" },
+    });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await t?.stop();
+  });
+
+  test("only the paste form is offered, and it signs in", async () => {
+    const errors: string[] = [];
+    const page = await browser.newPage();
+    page.on("pageerror", (error) => errors.push(error.message));
+    // The metadata request settles before the page is judged: it answers 404 here.
+    const metadata = page.waitForResponse((r) => r.url().endsWith("/.well-known/oauth-authorization-server"));
+    await page.goto(`${t.url}/console`);
+    expect((await metadata).status()).toBe(404);
+    await page.getByLabel("Token or service key").fill(t.serviceKey);
+    expect(await page.getByRole("button").allTextContents()).toEqual(["Sign in"]);
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await page.getByRole("navigation", { name: "Pages" }).waitFor();
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 60_000);
+});
