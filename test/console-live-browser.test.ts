@@ -67,8 +67,26 @@ describe("the console, live, in Chromium", () => {
     expect(me.status).toBe(200);
     expect((await me.json()).execution.output).toEqual({ kind: "user", id: "alice" });
 
+    // Signing out in the page the redirect came back to: a plain sign-in page, not the spent code again.
+    await page.getByRole("button", { name: "Sign out" }).click();
+    const builtIn = page.getByRole("button", { name: "Continue with this environment's sign-in page" });
+    await builtIn.waitFor();
+    // Enabled once whatever the page did on showing has settled (an exchange of the spent code would fail then).
+    await page.waitForFunction(
+      (button) => !(button as { disabled: boolean } | null)?.disabled,
+      await builtIn.elementHandle(),
+    );
+    expect(await page.getByRole("alert").count()).toBe(0);
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+
     // The token's end is known (expires_in): when it comes, the console says so and forgets it.
-    await page.evaluate(() => sessionStorage.setItem("actuate.console.expires-at", String(Date.now() + 1_000)));
+    await page.evaluate(
+      ([t]) => {
+        sessionStorage.setItem("actuate.console.credential", t as string);
+        sessionStorage.setItem("actuate.console.expires-at", String(Date.now() + 1_000));
+      },
+      [token],
+    );
     await page.reload();
     await page.getByRole("status").filter({ hasText: "Your sign-in expired" }).waitFor();
     expect(await page.evaluate(() => sessionStorage.getItem("actuate.console.credential"))).toBeNull();

@@ -103,14 +103,24 @@ export async function beginSignIn(metadata: AuthorityMetadata): Promise<void> {
   location.assign(url);
 }
 
+/** This page load's redirect back from the sign-in, until the sign-in page takes it. */
+let redirectParams: URLSearchParams | null = null;
+
 /**
- * Whether this page load is the sign-in's redirect back (`?code&state` or `?error`). The address bar
- * loses them at once, before anything else runs: a code must not stay in history or be shared.
+ * Keeps the sign-in's redirect back (`?code&state` or `?error`), if this load is one, and clears the
+ * address bar at once, before anything else runs: a code must not stay in history or be shared.
  */
-export function takeRedirect(): URLSearchParams | null {
+export function takeRedirect(): void {
   const params = new URLSearchParams(location.search);
-  if (!params.has("state") || !(params.has("code") || params.has("error"))) return null;
+  if (!params.has("state") || !(params.has("code") || params.has("error"))) return;
   history.replaceState(null, "", `${location.pathname}${location.hash}`);
+  redirectParams = params;
+}
+
+/** The redirect back, once: a sign-in page shown again later (after signing out) has none. */
+export function redirectBack(): URLSearchParams | null {
+  const params = redirectParams;
+  redirectParams = null;
   return params;
 }
 

@@ -17,7 +17,7 @@ const PAGES: { route: Route; label: string }[] = [
 function Console() {
   const { client, signIn, signOut, notice } = useSignedIn();
   const route = useRoute();
-  if (!client) return <SignIn onSignedIn={signIn} redirect={redirect} notice={notice} />;
+  if (!client) return <SignIn onSignedIn={signIn} notice={notice} />;
   return (
     <>
       <header>
@@ -45,8 +45,8 @@ function Console() {
   );
 }
 
-// Taken before the first render: the sign-in's code leaves the address bar at once.
-const redirect = takeRedirect();
+// Before the first render: the sign-in's code leaves the address bar at once.
+takeRedirect();
 const root = document.getElementById("root");
 if (root) render(<Console />, root);
 // Bun's dev server (`bun run dev`, development mode): a change to any module of the page renders it again

@@ -1,21 +1,24 @@
 /** @jsxImportSource preact */
 import { useEffect, useState } from "preact/hooks";
-import { type AuthorityMetadata, beginSignIn, builtInAuthority, finishSignIn } from "./built-in-sign-in.ts";
+import {
+  type AuthorityMetadata,
+  beginSignIn,
+  builtInAuthority,
+  finishSignIn,
+  redirectBack,
+} from "./built-in-sign-in.ts";
 import { type Credential, clientFor } from "./session.ts";
 
 /**
  * The built-in sign-in when the environment has one, and pasting a user token or a service key; either
- * credential is checked against the server before it is kept. `redirect`: this load is the sign-in's
- * redirect back, to be exchanged for a token. `notice`: why the person is here again (an ended sign-in).
+ * credential is checked against the server before it is kept. A redirect back from the built-in sign-in
+ * is exchanged for a token. `notice`: why the person is here again (an ended sign-in).
  */
-export function SignIn(props: {
-  onSignedIn: (credential: Credential) => void;
-  redirect: URLSearchParams | null;
-  notice: string | null;
-}) {
+export function SignIn(props: { onSignedIn: (credential: Credential) => void; notice: string | null }) {
+  const [redirect] = useState(redirectBack);
   const [credential, setCredential] = useState("");
   const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(props.redirect !== null);
+  const [busy, setBusy] = useState(redirect !== null);
   const [authority, setAuthority] = useState<AuthorityMetadata | null>(null);
 
   const accept = async (candidate: Credential) => {
@@ -26,8 +29,8 @@ export function SignIn(props: {
   // biome-ignore lint/correctness/useExhaustiveDependencies: once per page load, as the redirect is
   useEffect(() => {
     builtInAuthority().then(setAuthority);
-    if (!props.redirect) return;
-    finishSignIn(props.redirect)
+    if (!redirect) return;
+    finishSignIn(redirect)
       .then(({ accessToken, expiresAt }) => accept({ token: accessToken, expiresAt }))
       .catch((e: Error) => setError(e.message))
       .finally(() => setBusy(false));
