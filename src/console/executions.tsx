@@ -46,34 +46,36 @@ function ExecutionList(props: { client: ActuateClient; filters: ExecutionFilters
         </p>
       )}
       <p class="hint">Live: read again every {LIST_EVERY_MS / 1000} s while this tab is in view.</p>
-      <table aria-label="Executions">
-        <thead>
-          <tr>
-            <th scope="col">Action</th>
-            <th scope="col">Status</th>
-            <th scope="col">Caller</th>
-            <th scope="col">Created</th>
-            <th scope="col">Took</th>
-            <th scope="col">Id</th>
-          </tr>
-        </thead>
-        <tbody>
-          {list.data?.items.map((e) => (
-            <tr key={e.id}>
-              <td>{e.action}</td>
-              <td class={`status-${e.status}`}>{e.status}</td>
-              <td>
-                {e.principal.kind}:{e.principal.id}
-              </td>
-              <td>{when(e.createdAt)}</td>
-              <td>{durationOf(e.startedAt, e.finishedAt)}</td>
-              <td>
-                <a href={hrefOf({ page: "executions", id: e.id })}>{e.id}</a>
-              </td>
+      <div class="table-scroll">
+        <table aria-label="Executions">
+          <thead>
+            <tr>
+              <th scope="col">Action</th>
+              <th scope="col">Status</th>
+              <th scope="col">Caller</th>
+              <th scope="col">Created</th>
+              <th scope="col">Took</th>
+              <th scope="col">Id</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {list.data?.items.map((e) => (
+              <tr key={e.id}>
+                <td>{e.action}</td>
+                <td class={`status-${e.status}`}>{e.status}</td>
+                <td>
+                  {e.principal.kind}:{e.principal.id}
+                </td>
+                <td>{when(e.createdAt)}</td>
+                <td>{durationOf(e.startedAt, e.finishedAt)}</td>
+                <td>
+                  <a href={hrefOf({ page: "executions", id: e.id })}>{e.id}</a>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
       {list.data?.items.length === 0 && (
         <p>{filtered ? "No execution matches these filters." : "No executions yet."}</p>
       )}
