@@ -95,6 +95,25 @@ describe("the console, live, in Chromium", () => {
     await page.close();
   }, 60_000);
 
+  test("a remembered client the authority no longer knows (a database reset) does not block signing in", async () => {
+    const errors: string[] = [];
+    const page = await newPage(errors);
+    await page.goto(`${t.url}/console`);
+    const stale = JSON.stringify({ clientId: "deleted-client", redirectUri: `${t.url}/console` });
+    await page.evaluate((value) => localStorage.setItem("actuate.console.oauth-client", value), stale);
+    const refused = page.waitForResponse((r) => r.url().includes("/oauth/auth"));
+    await page.getByRole("button", { name: "Continue with this environment's sign-in page" }).click();
+    expect((await refused).status()).toBe(400);
+    // The person comes back to the console: it says so, and the next attempt registers it again.
+    await page.goto(`${t.url}/console`);
+    await page.getByRole("alert").filter({ hasText: "did not come back" }).waitFor();
+    expect(await page.evaluate(() => localStorage.getItem("actuate.console.oauth-client"))).toBeNull();
+    await signInAsAlice(page);
+    expect(new URL(page.url()).search).toBe("");
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 60_000);
+
   test("an execution made elsewhere appears without a reload; filters narrow the list and live in the URL; run again fills the form", async () => {
     const errors: string[] = [];
     const page = await newPage(errors);

@@ -124,6 +124,19 @@ export function redirectBack(): URLSearchParams | null {
   return params;
 }
 
+/**
+ * Whether a sign-in left this tab and came back without a redirect: the person went back from the
+ * authority's page, or the authority refused the console's remembered client (deleted with a database
+ * reset: `invalid_client` is shown there, never redirected). Either way the next attempt registers the
+ * console again, so a stale client id cannot block signing in for good.
+ */
+export function abandonedSignIn(): boolean {
+  if (sessionStorage.getItem(PENDING) === null) return false;
+  sessionStorage.removeItem(PENDING);
+  localStorage.removeItem(CLIENT);
+  return true;
+}
+
 /** Exchanges the redirect's code for an access token; throws with a message for the person otherwise. */
 export async function finishSignIn(params: URLSearchParams): Promise<SignedIn> {
   const pending = JSON.parse(sessionStorage.getItem(PENDING) ?? "null") as PendingSignIn | null;

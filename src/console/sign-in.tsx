@@ -2,6 +2,7 @@
 import { useEffect, useState } from "preact/hooks";
 import {
   type AuthorityMetadata,
+  abandonedSignIn,
   beginSignIn,
   builtInAuthority,
   finishSignIn,
@@ -29,7 +30,10 @@ export function SignIn(props: { onSignedIn: (credential: Credential) => void; no
   // biome-ignore lint/correctness/useExhaustiveDependencies: once per page load, as the redirect is
   useEffect(() => {
     builtInAuthority().then(setAuthority);
-    if (!redirect) return;
+    if (!redirect) {
+      if (abandonedSignIn()) setError("The last sign-in did not come back here. Try again.");
+      return;
+    }
     finishSignIn(redirect)
       .then(({ accessToken, expiresAt }) => accept({ token: accessToken, expiresAt }))
       .catch((e: Error) => setError(e.message))
