@@ -4,8 +4,9 @@ import { join } from "node:path";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { revokeUserToken } from "../src/auth/tokens.ts";
 import { addUser } from "../src/auth/users.ts";
+import { openGate } from "./fixtures/releases/basic/lib/probe.ts";
 import { dialects } from "./support/databases.ts";
-import { fixture, startTestServer, type TestServer } from "./support/server.ts";
+import { eventually, fixture, startTestServer, type TestServer } from "./support/server.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const SCREENSHOTS = join(import.meta.dir, "..", "docs", "console");
@@ -201,6 +202,36 @@ describe("the console, live, in Chromium", () => {
     await davePage.close();
   }, 90_000);
 
+  test("an execution's page follows it while it runs, over the session socket", async () => {
+    const errors: string[] = [];
+    const page = await newPage(errors);
+    const erin = await t.userToken("erin");
+    await page.goto(`${t.url}/console`);
+    await page.getByLabel("Token or service key").fill(erin);
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await page.getByRole("navigation", { name: "Pages" }).waitFor();
+
+    const gate = `pack-${crypto.randomUUID()}`;
+    const answer = t.invoke("shop.pack", { gate }, { token: erin });
+    const running = await eventually(async () => {
+      const listed = await (await t.fetch("/executions?action=shop.pack&status=running", { token: erin })).json();
+      return listed.items[0]?.id as string | undefined;
+    });
+    const socket = page.waitForEvent("websocket", (ws) => ws.url().endsWith("/session"));
+    await page.goto(`${t.url}/console#/executions/${running}`);
+    await page.getByTestId("status").filter({ hasText: "running" }).waitFor();
+    await page.getByTestId("logs").filter({ hasText: "packing" }).waitFor();
+    await socket;
+
+    openGate(gate);
+    expect((await answer).status).toBe(200);
+    await page.getByTestId("status").filter({ hasText: "succeeded" }).waitFor();
+    await page.getByTestId("logs").filter({ hasText: "packed" }).waitFor();
+    expect(JSON.parse((await page.getByTestId("output").textContent()) ?? "")).toEqual({ packed: true });
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 60_000);
+
   test("the releases page shows what changed between two published releases", async () => {
     await t.publish(fixture("console-v2"));
     const errors: string[] = [];
@@ -223,7 +254,7 @@ describe("the console, live, in Chromium", () => {
       "input size: removed",
       'input gift: added (required): {"type":"boolean"}',
     ]);
-    expect(await changes.getByText("Unchanged: shop.whoami.").count()).toBe(1);
+    expect(await changes.getByText("Unchanged: shop.pack, shop.whoami.").count()).toBe(1);
     await page.screenshot({ path: join(SCREENSHOTS, "release-diff.png"), fullPage: true });
 
     // The other way round, the same change undone.

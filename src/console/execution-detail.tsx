@@ -1,10 +1,8 @@
 /** @jsxImportSource preact */
-import type { ActuateClient, Execution, LogLine } from "../client/index.ts";
+import type { ActuateClient } from "../client/index.ts";
 import { durationOf, sizeOf, when } from "./format.ts";
 import { hrefOf } from "./route.ts";
-import { usePoll } from "./use-poll.ts";
-
-const DETAIL_EVERY_MS = 1_000;
+import { useFollowedExecution } from "./use-followed-execution.ts";
 
 /** An execution's files sent as inputs, as `/executions/{id}` lists them. */
 interface Upload {
@@ -15,20 +13,9 @@ interface Upload {
   size: number;
 }
 
-const ended = (execution: Execution) => execution.finishedAt !== null;
-
 export function ExecutionDetail(props: { client: ActuateClient; id: string }) {
   const { client, id } = props;
-  // The record and its lines together, again while it runs: a running execution's lines are readable.
-  const detail = usePoll(
-    async () => {
-      const execution = await client.executions.get(id);
-      return { execution, logs: await allLogs(client, id) };
-    },
-    [client, id],
-    DETAIL_EVERY_MS,
-    (d) => !ended(d.execution),
-  );
+  const detail = useFollowedExecution(client, id);
   const e = detail.data?.execution;
   const logs = detail.data?.logs;
   const uploads = ((e as { uploads?: Upload[] } | undefined)?.uploads ?? []) as Upload[];
@@ -131,16 +118,4 @@ export function ExecutionDetail(props: { client: ActuateClient; id: string }) {
       )}
     </main>
   );
-}
-
-/** Every line so far: pages until the cursor runs out, or stays on the same page while it runs. */
-async function allLogs(client: ActuateClient, id: string): Promise<LogLine[]> {
-  const lines: LogLine[] = [];
-  let cursor: string | undefined;
-  for (;;) {
-    const page = await client.executions.logs(id, { cursor });
-    lines.push(...page.items);
-    if (!page.nextCursor || page.items.length === 0) return lines;
-    cursor = page.nextCursor;
-  }
 }
