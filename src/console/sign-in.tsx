@@ -27,7 +27,7 @@ export function SignIn(props: { onSignedIn: (credential: Credential) => void; no
     props.onSignedIn(candidate);
   };
 
-  // biome-ignore lint/correctness/useExhaustiveDependencies: once per page load, as the redirect is
+  // biome-ignore lint/correctness/useExhaustiveDependencies: on mount only: a redirect back is exchanged once
   useEffect(() => {
     builtInAuthority().then(setAuthority);
     if (!redirect) {
