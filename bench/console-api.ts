@@ -127,6 +127,20 @@ async function measure(name: string, url: string) {
   console.log(
     `  /executions 24-25 h ago (user):  ${await timed(() => store.executions.list({ ...page, principal: alice, sinceId: uuidV7Floor(now - 25 * HOUR), beforeId: uuidV7Floor(now - 24 * HOUR) }))}`,
   );
+  // The console's live list reads its newest page again every 2 s, with whatever filters the person set.
+  console.log(`  live list, newest page (key):    ${await timed(() => store.executions.list({ ...page }))}`);
+  console.log(
+    `  live list, status=failed (key):  ${await timed(() => store.executions.list({ ...page, status: "failed" }))}`,
+  );
+  console.log(
+    `  live list, caller=alice (key):   ${await timed(() => store.executions.list({ ...page, principal: alice }))}`,
+  );
+  console.log(
+    `  live list, an action none ran:   ${await timed(() => store.executions.list({ ...page, action: "bench.none" }))}`,
+  );
+  console.log(
+    `  the same, since 1 h:             ${await timed(() => store.executions.list({ ...page, action: "bench.none", sinceId: uuidV7Floor(now - HOUR) }))}`,
+  );
   console.log(
     `  /storage/files, a user's page:   ${await timed(() => store.files.list({ owner: alice, prefix: "files/", limit: 51 }))}`,
   );

@@ -82,6 +82,26 @@ for (const dialect of dialects) {
       expect((await t.invoke("test.echo", { text: "back on t1" })).status).toBe(200);
     });
 
+    test("GET /releases/{version}: service keys only; one release with every action's contract as published", async () => {
+      await expectError(await t.fetch("/releases/t1", { token: null }), 401, "unauthorized");
+      await expectError(await t.fetch("/releases/t1", { token: alice }), 403, "access_denied");
+      // A user learns nothing of which versions exist.
+      await expectError(await t.fetch("/releases/nope", { token: alice }), 403, "access_denied");
+      await expectError(await t.fetch("/releases/t9"), 404, "release_not_found");
+      await expectError(await t.fetch("/releases/..%2Fx"), 404, "release_not_found");
+
+      const t1 = await t.fetch("/releases/t1");
+      expect(t1.status).toBe(200);
+      const body = await t1.json();
+      expect(body).toMatchObject({ version: "t1", description: "test fixture", bundleHash: expect.any(String) });
+      const echo = body.actions.find((a: { name: string }) => a.name === "test.echo");
+      // The same contract the active release answers for the action.
+      expect(echo).toEqual(await (await t.fetch("/actions/test.echo/contract")).json());
+      const t2 = await (await t.fetch("/releases/t2")).json();
+      expect(t2.actions.map((a: { name: string }) => a.name).sort()).toEqual(["test.added", "test.version"]);
+      expect(t2.active).not.toBe(body.active);
+    });
+
     test("GET /storage/files: a user lists its own files by prefix, a page at a time; a service key lists everyone's; prefixes cannot escape", async () => {
       const upload = (path: string, token: string) =>
         t.fetch("/storage/upload", {

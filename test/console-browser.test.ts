@@ -43,7 +43,6 @@ describe("the console (/console) in Chromium", () => {
     await page.goto(t.url);
     expect(new URL(page.url()).pathname).toBe("/console");
     await page.getByRole("heading", { name: "Sign in to the Actuate console" }).waitFor();
-    await page.screenshot({ path: join(SCREENSHOTS, "sign-in.png") });
     await page.getByLabel("Token or service key").fill("act_u_not-a-token");
     await page.keyboard.press("Enter");
     await page
@@ -103,7 +102,6 @@ describe("the console (/console) in Chromium", () => {
     expect(await table.getByRole("row").count()).toBe(3);
     const later = await (await t.invoke("test.echo", { text: "from elsewhere" }, { token })).json();
     await table.getByRole("link", { name: later.execution.id }).waitFor();
-    await page.screenshot({ path: join(SCREENSHOTS, "executions.png"), fullPage: true });
     expect(errors).toEqual([]);
     await page.close();
 

@@ -160,6 +160,12 @@ export interface EnvironmentStats {
   liveSockets: number;
 }
 
+/** A release as published: its actions' contracts, whoever may call them. */
+export interface ReleaseContracts extends PublishedRelease {
+  description: string | null;
+  actions: ActionContract[];
+}
+
 export interface InvokeOptions {
   /** The idempotency key; one is drawn per call when absent, and reused on every retry of that call. */
   requestId?: string;
@@ -423,6 +429,11 @@ export function createClient<Release extends ReleaseTypes = AnyRelease>(options:
             retry: true,
           },
         ).then((r) => r.body),
+      /** One published release with every action's contract, to compare two versions. */
+      get: (version: string) =>
+        request<ReleaseContracts>(transport, "GET", `/releases/${encodeURIComponent(version)}`, { retry: true }).then(
+          (r) => r.body,
+        ),
       activate: (version: string) =>
         request<Record<string, unknown>>(transport, "POST", `/releases/${encodeURIComponent(version)}/activate`).then(
           (r) => r.body,

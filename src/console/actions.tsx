@@ -1,6 +1,8 @@
 /** @jsxImportSource preact */
 import { useState } from "preact/hooks";
 import { type ActuateClient, ActuateError, type Execution, type Issue } from "../client/index.ts";
+import { fieldsOf } from "./fields.ts";
+import { valuesOf } from "./prefill.ts";
 import { hrefOf } from "./route.ts";
 import { SchemaForm } from "./schema-form.tsx";
 import { Uploads } from "./uploads.tsx";
@@ -8,7 +10,7 @@ import { usePoll } from "./use-poll.ts";
 
 const never = () => false;
 
-export function ActionsPage(props: { client: ActuateClient; action?: string }) {
+export function ActionsPage(props: { client: ActuateClient; action?: string; from?: string }) {
   const { client } = props;
   const actions = usePoll(() => client.contracts.list(), [client], 0, never);
   return (
@@ -37,7 +39,7 @@ export function ActionsPage(props: { client: ActuateClient; action?: string }) {
       </nav>
       <section>
         {props.action ? (
-          <ActionDetail key={props.action} client={client} name={props.action} />
+          <ActionDetail key={`${props.action} ${props.from}`} client={client} name={props.action} from={props.from} />
         ) : (
           <p>Choose an action.</p>
         )}
@@ -46,9 +48,11 @@ export function ActionsPage(props: { client: ActuateClient; action?: string }) {
   );
 }
 
-function ActionDetail(props: { client: ActuateClient; name: string }) {
-  const { client, name } = props;
+/** `from`: an execution whose input fills the form ("run again with this input"). */
+function ActionDetail(props: { client: ActuateClient; name: string; from?: string }) {
+  const { client, name, from } = props;
   const contract = usePoll(() => client.contracts.get(name), [name], 0, never);
+  const previous = usePoll(async () => (from ? await client.executions.get(from) : null), [client, from], 0, never);
   const [busy, setBusy] = useState(false);
   const [outcome, setOutcome] = useState<{ execution?: Execution; error?: string; issues?: Issue[] } | null>(null);
 
@@ -76,7 +80,8 @@ function ActionDetail(props: { client: ActuateClient; name: string }) {
       </p>
     );
   const c = contract.data;
-  if (!c) return <p>Loading…</p>;
+  if (!c || (from && !previous.data && !previous.error)) return <p>Loading…</p>;
+  const again = previous.data?.action === name ? previous.data : null;
   return (
     <article>
       <h2>{c.name}</h2>
@@ -92,12 +97,23 @@ function ActionDetail(props: { client: ActuateClient; name: string }) {
         </dd>
       </dl>
       <h3>Run it</h3>
+      {again && (
+        <p role="status">
+          Filled in with the input of execution <a href={hrefOf({ page: "executions", id: again.id })}>{again.id}</a>.
+        </p>
+      )}
+      {from && !again && (
+        <p class="error" role="alert">
+          Execution {from} is not one of {name} you may see: {previous.error ?? "it ran another action"}.
+        </p>
+      )}
       <SchemaForm
         id="input"
         schema={c.input}
         files={c.files}
         submitLabel={`Run ${c.name}`}
         busy={busy}
+        initial={again ? valuesOf(fieldsOf(c.input), again.input) : undefined}
         onSubmit={invoke}
       />
       {outcome && (

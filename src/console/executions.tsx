@@ -1,43 +1,133 @@
 /** @jsxImportSource preact */
-import { useState } from "preact/hooks";
-import type { ActuateClient, Execution, LogLine } from "../client/index.ts";
-import { hrefOf } from "./route.ts";
+import type { ActuateClient } from "../client/index.ts";
+import { ExecutionDetail } from "./execution-detail.tsx";
+import { durationOf, when } from "./format.ts";
+import { type ExecutionFilters, hrefOf } from "./route.ts";
 import { usePoll } from "./use-poll.ts";
+import { useVisible } from "./use-visible.ts";
 
-// Polling keeps the list current for every kind of caller, with one read per interval; the session socket
-// follows one execution or one query, not "every execution I may see".
+// The session socket follows one execution (or a query), not "every execution this caller may see", so
+// the list is read again: one page read per interval per tab, and none while the tab is hidden. A filter
+// the indexes do not serve (an action few executions ran, with no `since`) scans the table: a read that
+// took long is followed by a longer pause, so one tab keeps the database busy at most ~5 % of the time.
 const LIST_EVERY_MS = 2_000;
-const DETAIL_EVERY_MS = 1_000;
+const listPause = (tookMs: number) => Math.max(LIST_EVERY_MS, 20 * tookMs);
 const STATUSES = ["queued", "running", "succeeded", "failed", "canceled"];
 
-const ended = (execution: Execution) => execution.finishedAt !== null;
-const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : "—");
-
-export function ExecutionsPage(props: { client: ActuateClient; id?: string }) {
-  return props.id ? <ExecutionDetail client={props.client} id={props.id} /> : <ExecutionList client={props.client} />;
+export function ExecutionsPage(props: { client: ActuateClient; id?: string; filters: ExecutionFilters }) {
+  return props.id ? (
+    <ExecutionDetail client={props.client} id={props.id} />
+  ) : (
+    <ExecutionList client={props.client} filters={props.filters} />
+  );
 }
 
-function ExecutionList(props: { client: ActuateClient }) {
-  const [action, setAction] = useState("");
-  const [status, setStatus] = useState("");
+function ExecutionList(props: { client: ActuateClient; filters: ExecutionFilters }) {
+  const { client, filters } = props;
+  const visible = useVisible();
+  const filterKey = JSON.stringify(filters);
   const list = usePoll(
-    () => props.client.executions.list({ action: action || undefined, status: status || undefined, limit: 50 }),
-    [props.client, action, status],
-    LIST_EVERY_MS,
+    () => client.executions.list({ ...filters, limit: 50 }),
+    [client, filterKey, visible],
+    listPause,
+    () => !document.hidden,
   );
+  const actions = usePoll(
+    () => client.contracts.list(),
+    [client],
+    0,
+    () => false,
+  );
+  const filtered = Object.keys(filters).length > 0;
   return (
     <main>
       <h1>Executions</h1>
-      <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label="Filters">
+      <FilterForm key={filterKey} filters={filters} actionNames={actions.data?.map((a) => a.name) ?? []} />
+      {list.error && (
+        <p class="error" role="alert">
+          {list.error}
+        </p>
+      )}
+      <p class="hint">
+        Live: read again every {LIST_EVERY_MS / 1000} s (longer after a slow read) while this tab is in view.
+      </p>
+      <div class="table-scroll">
+        <table aria-label="Executions">
+          <thead>
+            <tr>
+              <th scope="col">Action</th>
+              <th scope="col">Status</th>
+              <th scope="col">Caller</th>
+              <th scope="col">Created</th>
+              <th scope="col">Took</th>
+              <th scope="col">Id</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.data?.items.map((e) => (
+              <tr key={e.id}>
+                <td>{e.action}</td>
+                <td class={`status-${e.status}`}>{e.status}</td>
+                <td>
+                  {e.principal.kind}:{e.principal.id}
+                </td>
+                <td>{when(e.createdAt)}</td>
+                <td>{durationOf(e.startedAt, e.finishedAt)}</td>
+                <td>
+                  <a href={hrefOf({ page: "executions", id: e.id })}>{e.id}</a>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {list.data?.items.length === 0 && (
+        <p>{filtered ? "No execution matches these filters." : "No executions yet."}</p>
+      )}
+    </main>
+  );
+}
+
+/** `datetime-local` speaks local time without a zone; the hash and the API speak ISO instants. */
+const localInput = (iso: string | undefined) => {
+  if (!iso || Number.isNaN(Date.parse(iso))) return "";
+  const at = new Date(iso);
+  return new Date(at.getTime() - at.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+};
+const instant = (local: string) => (local ? new Date(local).toISOString() : undefined);
+
+/** Applying the filters changes the hash: the view can be reloaded, bookmarked or shared as it is. */
+function FilterForm(props: { filters: ExecutionFilters; actionNames: string[] }) {
+  const { filters } = props;
+  const apply = (event: Event) => {
+    event.preventDefault();
+    const form = new FormData(event.currentTarget as HTMLFormElement);
+    const text = (name: string) => String(form.get(name) ?? "").trim() || undefined;
+    location.hash = hrefOf({
+      page: "executions",
+      filters: {
+        action: text("action"),
+        status: text("status"),
+        caller: text("caller"),
+        since: instant(String(form.get("since") ?? "")),
+        until: instant(String(form.get("until") ?? "")),
+      },
+    });
+  };
+  return (
+    <form class="filters" onSubmit={apply} aria-label="Filters">
+      <div>
         <label for="filter-action">Action</label>
-        <input
-          id="filter-action"
-          type="text"
-          value={action}
-          onChange={(e) => setAction(e.currentTarget.value.trim())}
-        />
+        <input id="filter-action" name="action" type="text" list="action-names" defaultValue={filters.action} />
+        <datalist id="action-names">
+          {props.actionNames.map((name) => (
+            <option key={name} value={name} />
+          ))}
+        </datalist>
+      </div>
+      <div>
         <label for="filter-status">Status</label>
-        <select id="filter-status" value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
+        <select id="filter-status" name="status" defaultValue={filters.status ?? ""}>
           <option value="">any</option>
           {STATUSES.map((s) => (
             <option key={s} value={s}>
@@ -45,129 +135,36 @@ function ExecutionList(props: { client: ActuateClient }) {
             </option>
           ))}
         </select>
-      </form>
-      {list.error && (
-        <p class="error" role="alert">
-          {list.error}
-        </p>
-      )}
-      <table aria-label="Executions">
-        <thead>
-          <tr>
-            <th scope="col">Action</th>
-            <th scope="col">Status</th>
-            <th scope="col">Caller</th>
-            <th scope="col">Created</th>
-            <th scope="col">Id</th>
-          </tr>
-        </thead>
-        <tbody>
-          {list.data?.items.map((e) => (
-            <tr key={e.id}>
-              <td>{e.action}</td>
-              <td class={`status-${e.status}`}>{e.status}</td>
-              <td>
-                {e.principal.kind}:{e.principal.id}
-              </td>
-              <td>{when(e.createdAt)}</td>
-              <td>
-                <a href={hrefOf({ page: "executions", id: e.id })}>{e.id}</a>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-      {list.data?.items.length === 0 && <p>No executions yet.</p>}
-    </main>
-  );
-}
-
-function ExecutionDetail(props: { client: ActuateClient; id: string }) {
-  const { client, id } = props;
-  // The record and its lines together, again while it runs: a running execution's lines are readable.
-  const detail = usePoll(
-    async () => {
-      const execution = await client.executions.get(id);
-      return { execution, logs: await allLogs(client, id) };
-    },
-    [client, id],
-    DETAIL_EVERY_MS,
-    (d) => !ended(d.execution),
-  );
-  const e = detail.data?.execution;
-  const logs = detail.data?.logs;
-  return (
-    <main>
+      </div>
+      <div>
+        <label for="filter-caller">Caller</label>
+        <input
+          id="filter-caller"
+          name="caller"
+          type="text"
+          placeholder="user:alice"
+          aria-describedby="filter-caller-hint"
+          defaultValue={filters.caller}
+        />
+        <span id="filter-caller-hint" class="hint">
+          {" "}
+          service keys only
+        </span>
+      </div>
+      <div>
+        <label for="filter-since">Since</label>
+        <input id="filter-since" name="since" type="datetime-local" defaultValue={localInput(filters.since)} />
+      </div>
+      <div>
+        <label for="filter-until">Until</label>
+        <input id="filter-until" name="until" type="datetime-local" defaultValue={localInput(filters.until)} />
+      </div>
       <p>
-        <a href={hrefOf({ page: "executions" })}>← Executions</a>
+        <button type="submit">Apply filters</button>{" "}
+        <a href={hrefOf({ page: "executions" })} class="button-link">
+          Clear
+        </a>
       </p>
-      <h1>Execution {id}</h1>
-      {detail.error && (
-        <p class="error" role="alert">
-          {detail.error}
-        </p>
-      )}
-      {e && (
-        <>
-          <dl>
-            <dt>Action</dt>
-            <dd>
-              <a href={hrefOf({ page: "actions", action: e.action })}>{e.action}</a> ({e.kind})
-            </dd>
-            <dt>Status</dt>
-            <dd class={`status-${e.status}`} data-testid="status">
-              {e.status}
-            </dd>
-            <dt>Caller</dt>
-            <dd>
-              {e.principal.kind}:{e.principal.id}
-            </dd>
-            <dt>Release</dt>
-            <dd>
-              {e.releaseVersion} · contract <code>{e.contractHash.slice(0, 16)}</code>
-            </dd>
-            <dt>Timing</dt>
-            <dd>
-              created {when(e.createdAt)}, started {when(e.startedAt)}, finished {when(e.finishedAt)}
-            </dd>
-          </dl>
-          <h2>Input</h2>
-          <pre data-testid="input">{JSON.stringify(e.input, null, 2)}</pre>
-          {e.output !== undefined && (
-            <>
-              <h2>Output</h2>
-              <pre data-testid="output">{JSON.stringify(e.output, null, 2)}</pre>
-            </>
-          )}
-          {e.errorCode && (
-            <>
-              <h2>Error</h2>
-              <p class="error">
-                <code>{e.errorCode}</code> {e.errorMessage}
-              </p>
-            </>
-          )}
-        </>
-      )}
-      <h2>Logs</h2>
-      {logs && logs.length === 0 && <p>No lines.</p>}
-      {logs && logs.length > 0 && (
-        <pre data-testid="logs">
-          {logs.map((l) => `${l.at} ${l.level.padEnd(5)} ${l.step ? `[${l.step}] ` : ""}${l.line}`).join("\n")}
-        </pre>
-      )}
-    </main>
+    </form>
   );
-}
-
-/** Every line so far: pages until the cursor runs out, or stays on the same page while it runs. */
-async function allLogs(client: ActuateClient, id: string): Promise<LogLine[]> {
-  const lines: LogLine[] = [];
-  let cursor: string | undefined;
-  for (;;) {
-    const page = await client.executions.logs(id, { cursor });
-    lines.push(...page.items);
-    if (!page.nextCursor || page.items.length === 0) return lines;
-    cursor = page.nextCursor;
-  }
 }

@@ -1,7 +1,7 @@
 /** @jsxImportSource preact */
 import { render } from "preact";
-import { useMemo, useState } from "preact/hooks";
 import { ActionsPage } from "./actions.tsx";
+import { takeRedirect } from "./built-in-sign-in.ts";
 import { DataPage } from "./data.tsx";
 import { ExecutionsPage } from "./executions.tsx";
 import { FilesPage } from "./files.tsx";
@@ -9,8 +9,8 @@ import { OverviewPage } from "./overview.tsx";
 import { ReleasesPage } from "./releases.tsx";
 import { hrefOf, type Route, useRoute } from "./route.ts";
 import { RunsPage } from "./runs.tsx";
-import { clientFor, forgetCredential, storeCredential, storedCredential } from "./session.ts";
 import { SignIn } from "./sign-in.tsx";
+import { useSignedIn } from "./signed-in.ts";
 
 const PAGES: { route: Route; label: string }[] = [
   { route: { page: "overview" }, label: "Overview" },
@@ -23,23 +23,9 @@ const PAGES: { route: Route; label: string }[] = [
 ];
 
 function Console() {
-  const [credential, setCredential] = useState(storedCredential);
+  const { client, signIn, signOut, notice } = useSignedIn();
   const route = useRoute();
-  const client = useMemo(() => (credential ? clientFor(credential) : null), [credential]);
-  if (!client)
-    return (
-      <SignIn
-        onSignedIn={(c) => {
-          storeCredential(c);
-          setCredential(c);
-        }}
-      />
-    );
-  const signOut = () => {
-    forgetCredential();
-    client.close();
-    setCredential(null);
-  };
+  if (!client) return <SignIn onSignedIn={signIn} notice={notice} />;
   return (
     <>
       <header>
@@ -56,13 +42,13 @@ function Console() {
             </a>
           ))}
         </nav>
-        <button type="button" class="secondary who" onClick={signOut}>
+        <button type="button" class="secondary who" onClick={() => signOut(null)}>
           Sign out
         </button>
       </header>
       {route.page === "overview" && <OverviewPage client={client} />}
-      {route.page === "actions" && <ActionsPage client={client} action={route.action} />}
-      {route.page === "executions" && <ExecutionsPage client={client} id={route.id} />}
+      {route.page === "actions" && <ActionsPage client={client} action={route.action} from={route.from} />}
+      {route.page === "executions" && <ExecutionsPage client={client} id={route.id} filters={route.filters ?? {}} />}
       {route.page === "runs" && <RunsPage client={client} id={route.id} />}
       {route.page === "releases" && <ReleasesPage client={client} />}
       {route.page === "data" && <DataPage client={client} entity={route.entity} />}
@@ -71,5 +57,15 @@ function Console() {
   );
 }
 
+// Before the first render: the sign-in's code leaves the address bar at once.
+takeRedirect();
 const root = document.getElementById("root");
 if (root) render(<Console />, root);
+// Bun's dev server (`bun run dev`, development mode): a change to any module of the page renders it again
+// in place. A production bundle (the binary) has no `import.meta.hot` and Bun drops this block.
+if (import.meta.hot) {
+  import.meta.hot.accept();
+  import.meta.hot.on("bun:afterUpdate", () => {
+    if (root) render(<Console />, root);
+  });
+}

@@ -1,6 +1,7 @@
 /** @jsxImportSource preact */
 import { useState } from "preact/hooks";
 import type { ActuateClient } from "../client/index.ts";
+import { ReleaseDiffView } from "./release-diff.tsx";
 import { usePoll } from "./use-poll.ts";
 
 export function ReleasesPage(props: { client: ActuateClient }) {
@@ -41,6 +42,7 @@ export function ReleasesPage(props: { client: ActuateClient }) {
             <tr>
               <th scope="col">Version</th>
               <th scope="col">Published</th>
+              <th scope="col">By</th>
               <th scope="col">Bundle</th>
               <th scope="col">State</th>
             </tr>
@@ -50,6 +52,7 @@ export function ReleasesPage(props: { client: ActuateClient }) {
               <tr key={r.version}>
                 <td>{r.version}</td>
                 <td>{new Date(r.publishedAt).toLocaleString()}</td>
+                <td>{r.publishedBy ?? "—"}</td>
                 <td>
                   <code>{r.bundleHash.slice(0, 12)}</code>
                 </td>
@@ -66,6 +69,13 @@ export function ReleasesPage(props: { client: ActuateClient }) {
             ))}
           </tbody>
         </table>
+      )}
+      {releases.data && (
+        <ReleaseDiffView
+          key={releases.data.items.map((r) => r.version).join(" ")}
+          client={props.client}
+          releases={releases.data.items}
+        />
       )}
     </main>
   );

@@ -10,11 +10,13 @@ export function SchemaForm(props: {
   files?: FileField[];
   submitLabel: string;
   busy: boolean;
+  /** Values to start from ("run again with this input"). */
+  initial?: Record<string, string | boolean>;
   onSubmit: (input: Record<string, unknown>, files: Record<string, File>) => void;
 }) {
   const fields = fieldsOf(props.schema);
   const fileFields = props.files ?? [];
-  const [values, setValues] = useState<Record<string, string | boolean>>({});
+  const [values, setValues] = useState<Record<string, string | boolean>>(props.initial ?? {});
   const [files, setFiles] = useState<Record<string, File>>({});
   const choose = (field: string, file: File | undefined) =>
     setFiles(({ [field]: _, ...others }) => (file ? { ...others, [field]: file } : others));

@@ -2,11 +2,14 @@ import { useEffect, useState } from "preact/hooks";
 
 export type Loaded<T> = { data: T | null; error: string | null };
 
-/** Loads now and every `everyMs` while `keepPolling(data)` holds; a page that is left stops polling. */
+/**
+ * Loads now and every `everyMs` while `keepPolling(data)` holds; a page that is left stops polling.
+ * `everyMs` may be a function of how long the last load took (ms), to wait longer after a slow one.
+ */
 export function usePoll<T>(
   load: () => Promise<T>,
   deps: unknown[],
-  everyMs: number,
+  everyMs: number | ((tookMs: number) => number),
   keepPolling: (data: T) => boolean = () => true,
 ): Loaded<T> {
   const [state, setState] = useState<Loaded<T>>({ data: null, error: null });
@@ -16,6 +19,7 @@ export function usePoll<T>(
     let timer: ReturnType<typeof setTimeout> | undefined;
     const tick = async () => {
       let again = true;
+      const started = performance.now();
       try {
         const data = await load();
         if (stopped) return;
@@ -25,7 +29,8 @@ export function usePoll<T>(
         if (stopped) return;
         setState((s) => ({ data: s.data, error: (error as Error).message }));
       }
-      if (again && !stopped) timer = setTimeout(tick, everyMs);
+      const took = performance.now() - started;
+      if (again && !stopped) timer = setTimeout(tick, typeof everyMs === "number" ? everyMs : everyMs(took));
     };
     setState({ data: null, error: null });
     tick();

@@ -1,5 +1,7 @@
 import { PublicError } from "../lib/errors.ts";
-import { activateRelease } from "../release/activate.ts";
+import { activateRelease, RELEASE_VERSION, releaseNotFound } from "../release/activate.ts";
+import type { ActionContract } from "../release/contract.ts";
+import type { ReleaseManifest } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
 import type { ReleaseKey } from "../store/releases.ts";
 
@@ -17,6 +19,12 @@ export interface ReleaseView {
   active: boolean;
   /** When the active release was last activated; null on the others (activations are not kept as history). */
   activatedAt: string | null;
+}
+
+/** One release with its actions' contracts as published: what two versions are compared by. */
+export interface ReleaseDetail extends ReleaseView {
+  description: string | null;
+  actions: ActionContract[];
 }
 
 export interface ReleasePage {
@@ -64,6 +72,28 @@ export class ReleaseAdmin {
         activatedAt: r.version === active.version ? iso(active.activatedAt) : null,
       })),
       next: more && last ? { createdAt: last.createdAt, version: last.version } : null,
+    };
+  }
+
+  /** A published release with every action's contract (whoever may call it): its manifest, never its bundle. */
+  async published(principal: Principal, version: string): Promise<ReleaseDetail> {
+    serviceOnly(principal);
+    const [row, active] = await Promise.all([
+      RELEASE_VERSION.test(version) ? this.$.store.releases.published(version) : null,
+      this.$.store.releases.active(),
+    ]);
+    if (!row) throw releaseNotFound(version);
+    const manifest = row.manifest as ReleaseManifest;
+    const isActive = row.version === active.version;
+    return {
+      version: row.version,
+      bundleHash: row.bundleHash,
+      publishedAt: new Date(row.createdAt).toISOString(),
+      publishedBy: row.publishedBy,
+      active: isActive,
+      activatedAt: isActive ? iso(active.activatedAt) : null,
+      description: manifest.description,
+      actions: manifest.actions,
     };
   }
 

@@ -381,6 +381,15 @@ export function openApiDocument(
       },
       { parameters: page },
     ),
+    "/releases/{version}": get(
+      "getRelease",
+      "one published release with its actions' contracts (service keys)",
+      {
+        type: "object",
+        properties: { version: { type: "string" }, actions: { type: "array", items: { type: "object" } } },
+      },
+      { parameters: [{ name: "version", in: "path", required: true, schema: { type: "string" } }] },
+    ),
     "/releases/{version}/activate": {
       post: {
         operationId: "activateRelease",

@@ -23,7 +23,7 @@ function decodeReleaseCursor(cursor: string): ReleaseKey {
   return { createdAt: Number(match[1]), version: match[2] as string };
 }
 
-/** `GET /releases` (the history, newest first) and `POST /releases/{version}/activate`: service keys only. */
+/** `GET /releases` (the history, newest first), `GET /releases/{version}` (one, with its contracts) and `POST /releases/{version}/activate`: service keys only. */
 export const releaseRoutes = (deps: HttpDeps & { releases: ReleaseAdmin }) =>
   new Elysia({ name: "releases" })
     .use(authenticated(deps.auth, deps.publicUrl))
@@ -38,4 +38,5 @@ export const releaseRoutes = (deps: HttpDeps & { releases: ReleaseAdmin }) =>
       },
       { query: ListQuery },
     )
+    .get("/releases/:version", ({ params, principal }) => deps.releases.published(principal, params.version))
     .post("/releases/:version/activate", ({ params, principal }) => deps.releases.activate(principal, params.version));

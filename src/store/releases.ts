@@ -22,6 +22,8 @@ export interface ActiveRelease {
 export interface ReleaseStore {
   insert(row: ReleaseRow): Promise<void>;
   get(version: string): Promise<ReleaseRow | null>;
+  /** A release as published, with its manifest but not its bundle; null when none has that version. */
+  published(version: string): Promise<ReleaseSummary | null>;
   /** Oldest first, without their bundles. */
   list(): Promise<ReleaseSummary[]>;
   /** Newest first (by publication, then version), `limit` at most, those after `after` when given. */

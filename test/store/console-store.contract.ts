@@ -69,6 +69,26 @@ export function consoleStoreContract(open: OpenStores) {
     expect(await store.releases.history({ limit: 2, after: { createdAt: at(0), version: "a" } })).toEqual([]);
   });
 
+  test("a published release reads with its manifest and without its bundle; an unknown version is null", async () => {
+    const manifest = { version: "v1", actions: [{ name: "a.b", input: { type: "object" } }] };
+    await store.releases.insert({
+      version: "v1",
+      bundleHash: "h",
+      manifest,
+      bundle: "bytes",
+      createdAt: at(5),
+      publishedBy: "ci@host",
+    });
+    expect(await store.releases.published("v1")).toEqual({
+      version: "v1",
+      bundleHash: "h",
+      manifest,
+      createdAt: at(5),
+      publishedBy: "ci@host",
+    });
+    expect(await store.releases.published("v2")).toBeNull();
+  });
+
   test("files list in path order by owner and prefix; the prefix is literal (no wildcard), paging resumes after a path", async () => {
     for (const path of ["docs/b.txt", "docs/a.txt", "docs%/x", "doc_s/y", "docsz", "other/c.txt", "docs/sub/d.txt"]) {
       await store.files.put(fileRow(path));

@@ -19,6 +19,15 @@ export class DrizzleReleaseStore implements ReleaseStore {
   }
 
   list(): Promise<ReleaseSummary[]> {
+    return this.summaries().orderBy(this.t.releases.createdAt, this.t.releases.version);
+  }
+
+  async published(version: string): Promise<ReleaseSummary | null> {
+    const rows = await this.summaries().where(eq(this.t.releases.version, version));
+    return rows[0] ?? null;
+  }
+
+  private summaries() {
     const r = this.t.releases;
     return this.db
       .select({
@@ -29,7 +38,7 @@ export class DrizzleReleaseStore implements ReleaseStore {
         publishedBy: r.publishedBy,
       })
       .from(r)
-      .orderBy(r.createdAt, r.version);
+      .$dynamic();
   }
 
   history(query: { limit: number; after?: ReleaseKey }): Promise<ReleaseListRow[]> {
