@@ -238,6 +238,8 @@ describe("the console's Data and Files pages, and file inputs, in Chromium", () 
   test("an action with a file input: a picker in the generated form, the execution and its upload", async () => {
     const errors: string[] = [];
     const page = await signedIn(ana, errors);
+    // Signing in opens the overview.
+    await page.getByRole("link", { name: "Actions", exact: true }).click();
     await page.getByRole("link", { name: "photos.caption" }).click();
     await page.getByRole("heading", { name: "photos.caption" }).waitFor();
     await page.getByLabel("caption", { exact: true }).fill("a cat");
