@@ -287,4 +287,54 @@ describe("the console's Data and Files pages, and file inputs, in Chromium", () 
     expect(errors).toEqual([]);
     await page.close();
   }, 90_000);
+
+  test("nested objects and arrays in the generated form: groups, items added and removed, run again fills them", async () => {
+    const errors: string[] = [];
+    const page = await signedIn(ana, errors);
+    await page.getByRole("link", { name: "Actions", exact: true }).click();
+    await page.getByRole("link", { name: "orders.place" }).click();
+    await page.getByRole("heading", { name: "orders.place" }).waitFor();
+    const shipTo = page.getByRole("group", { name: "shipTo" });
+    await shipTo.getByLabel("name", { exact: true }).fill("Ana");
+    await shipTo.getByLabel("city (optional)").fill("Lyon");
+    const lines = page.getByRole("group", { name: "lines" });
+    for (let i = 0; i < 3; i++) await lines.getByRole("button", { name: "Add to lines" }).click();
+    for (const [n, sku, qty] of [
+      [1, "pen", "2"],
+      [2, "ink", "9"],
+      [3, "pad", "1"],
+    ] as const) {
+      const line = page.getByRole("group", { name: `lines ${n}` });
+      await line.getByLabel("sku").fill(sku);
+      await line.getByLabel("qty").fill(qty);
+    }
+    await lines.getByRole("button", { name: "Remove lines 2" }).click();
+    await page.getByLabel("giftWrap (optional)").check();
+    await page.getByRole("button", { name: "Run orders.place" }).click();
+    const output = page.getByTestId("output");
+    await output.waitFor();
+    expect(JSON.parse((await output.textContent()) ?? "")).toEqual({
+      summary: "Ana (Lyon): pen×2, pad×1, gift-wrapped",
+    });
+    const [execution] = (await (await t.fetch("/executions?action=orders.place", { token: ana })).json()).items;
+    expect(execution.input).toEqual({
+      shipTo: { name: "Ana", city: "Lyon" },
+      lines: [
+        { sku: "pen", qty: 2 },
+        { sku: "pad", qty: 1 },
+      ],
+      giftWrap: true,
+    });
+
+    // Run again: the groups and the list come back filled from the execution's input.
+    await page.goto(`${t.url}/console#/actions/orders.place?from=${execution.id}`);
+    await page.getByRole("status").filter({ hasText: execution.id }).waitFor();
+    expect(await page.getByRole("group", { name: "shipTo" }).getByLabel("name", { exact: true }).inputValue()).toBe(
+      "Ana",
+    );
+    expect(await page.getByRole("group", { name: "lines 2" }).getByLabel("sku").inputValue()).toBe("pad");
+    expect(await page.getByRole("group", { name: "lines 3" }).count()).toBe(0);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 90_000);
 });

@@ -29,28 +29,90 @@ describe("the console's form generated from an input schema", () => {
       { name: "urgent", required: false, kind: "boolean", description: undefined },
       { name: "colour", required: true, kind: "enum", options: ["red", "green"], description: undefined },
       { name: "size", required: false, kind: "enum", options: ["s", "l"], description: undefined },
-      { name: "tags", required: true, kind: "json", description: undefined },
+      {
+        name: "tags",
+        required: true,
+        kind: "array",
+        item: { name: "item", required: true, kind: "string", description: undefined },
+        description: undefined,
+      },
     ]);
   });
 
   test("typed values become the input; empty optional fields are left out", () => {
     const fields = fieldsOf(schema);
     expect(
-      inputOf(fields, { title: "x", count: "2", done: true, colour: "red", tags: '["a"]', ratio: "", size: "" }),
+      inputOf(fields, { title: "x", count: "2", done: true, colour: "red", tags: ["a"], ratio: "", size: "" }),
     ).toEqual({ title: "x", count: 2, done: true, colour: "red", tags: ["a"] });
     // An unticked required box is false; an untouched optional one is left out.
+    expect(inputOf(fields, { title: "x", count: "0", colour: "green", tags: [], ratio: "0.5", urgent: false })).toEqual(
+      {
+        title: "x",
+        count: 0,
+        done: false,
+        urgent: false,
+        colour: "green",
+        tags: [],
+        ratio: 0.5,
+      },
+    );
+  });
+
+  const nested = JSON.parse(
+    JSON.stringify(
+      Type.Object({
+        shipTo: Type.Object({ name: Type.String(), city: Type.Optional(Type.String()) }),
+        note: Type.Optional(Type.Object({ text: Type.String() })),
+        lines: Type.Array(
+          Type.Object({ sku: Type.String(), qty: Type.Integer(), gift: Type.Optional(Type.Boolean()) }),
+        ),
+        extra: Type.Record(Type.String(), Type.Number()),
+        either: Type.Union([Type.String(), Type.Number()]),
+      }),
+    ),
+  );
+
+  test("nested objects are groups of fields and arrays lists of items; what has no form is JSON", () => {
+    const [shipTo, note, lines, extra, either] = fieldsOf(nested);
+    expect(shipTo).toMatchObject({ kind: "object", required: true });
+    expect(shipTo?.kind === "object" && shipTo.fields.map((f) => [f.name, f.kind, f.required])).toEqual([
+      ["name", "string", true],
+      ["city", "string", false],
+    ]);
+    expect(note).toMatchObject({ kind: "object", required: false });
+    expect(lines?.kind === "array" && lines.item.kind === "object" && lines.item.fields.map((f) => f.kind)).toEqual([
+      "string",
+      "integer",
+      "boolean",
+    ]);
+    expect([extra?.kind, either?.kind]).toEqual(["json", "json"]);
+  });
+
+  test("groups and lists become nested input; an untouched optional group is left out, JSON is parsed", () => {
+    const fields = fieldsOf(nested);
     expect(
-      inputOf(fields, { title: "x", count: "0", colour: "green", tags: "[]", ratio: "0.5", urgent: false }),
+      inputOf(fields, {
+        shipTo: { name: "Ana", city: "" },
+        note: { text: "" },
+        lines: [
+          { sku: "a", qty: "2", gift: true },
+          { sku: "b", qty: "1" },
+        ],
+        extra: '{"k": 1}',
+        either: "3",
+      }),
     ).toEqual({
-      title: "x",
-      count: 0,
-      done: false,
-      urgent: false,
-      colour: "green",
-      tags: [],
-      ratio: 0.5,
+      shipTo: { name: "Ana" },
+      lines: [
+        { sku: "a", qty: 2, gift: true },
+        { sku: "b", qty: 1 },
+      ],
+      extra: { k: 1 },
+      either: 3,
     });
-    expect(() => inputOf(fields, { tags: "[not json" })).toThrow();
+    // A required group and list stand even when empty: the server names what they lack.
+    expect(inputOf(fields, {})).toEqual({ shipTo: { name: "" }, lines: [] });
+    expect(() => inputOf(fields, { extra: "[not json" })).toThrow();
   });
 });
 

@@ -15,6 +15,8 @@ const fields = fieldsOf(
         colour: Type.Union([Type.Literal("red"), Type.Literal("green")]),
         tags: Type.Array(Type.String()),
         meta: Type.Optional(Type.Object({ at: Type.String() })),
+        lines: Type.Optional(Type.Array(Type.Object({ sku: Type.String(), qty: Type.Integer() }))),
+        extra: Type.Optional(Type.Record(Type.String(), Type.Number())),
       }),
     ),
   ),
@@ -22,9 +24,34 @@ const fields = fieldsOf(
 
 describe("run again: an execution's input fills the generated form", () => {
   test("the values the form gets stand for the same input again", () => {
-    const input = { title: "a", count: 3, ratio: 0.5, done: true, colour: "green", tags: ["x"], meta: { at: "b" } };
+    const input = {
+      title: "a",
+      count: 3,
+      ratio: 0.5,
+      done: true,
+      colour: "green",
+      tags: ["x"],
+      meta: { at: "b" },
+      lines: [
+        { sku: "s1", qty: 2 },
+        { sku: "s2", qty: 5 },
+      ],
+      extra: { k: 1 },
+    };
     const values = valuesOf(fields, input);
-    expect(values).toMatchObject({ title: "a", count: "3", ratio: "0.5", done: true, colour: "green" });
+    expect(values).toMatchObject({
+      title: "a",
+      count: "3",
+      ratio: "0.5",
+      done: true,
+      colour: "green",
+      tags: ["x"],
+      meta: { at: "b" },
+      lines: [
+        { sku: "s1", qty: "2" },
+        { sku: "s2", qty: "5" },
+      ],
+    });
     expect(inputOf(fields, values)).toEqual(input);
   });
 
