@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
+import { consoleSignedIn, DESKTOP, launchChromium, PHONE, SCREENSHOTS } from "./support/browser.ts";
 import { dialects } from "./support/databases.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "./support/server.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const SCREENSHOTS = join(import.meta.dir, "..", "docs", "console");
 const [sqlite] = dialects;
 
 describe("the console (/console) in Chromium", () => {
@@ -14,10 +13,8 @@ describe("the console (/console) in Chromium", () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (.ci/run does)`);
-    mkdirSync(SCREENSHOTS, { recursive: true });
     t = await startTestServer(sqlite as (typeof dialects)[number], { release: fixture("basic") });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+    browser = await launchChromium();
   }, 60_000);
 
   afterAll(async () => {
@@ -25,16 +22,8 @@ describe("the console (/console) in Chromium", () => {
     await t?.stop();
   });
 
-  /** A fresh tab (its own sessionStorage) signed in with `credential`, watching for page errors. */
-  const signedIn = async (credential: string, errors: string[]): Promise<Page> => {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    page.on("pageerror", (error) => errors.push(error.message));
-    await page.goto(`${t.url}/console`);
-    await page.getByLabel("Token or service key").fill(credential);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.getByRole("navigation", { name: "Pages" }).waitFor();
-    return page;
-  };
+  const signedIn = (credential: string, errors: string[]): Promise<Page> =>
+    consoleSignedIn(browser, t.url, credential, errors);
 
   test("GET / redirects to the console; a wrong credential is refused and nothing is kept", async () => {
     const errors: string[] = [];

@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
+import { consoleSignedIn, DESKTOP, launchChromium, PHONE, SCREENSHOTS } from "./support/browser.ts";
 import { dialects } from "./support/databases.ts";
 import { fixture, startTestServer, type TestServer } from "./support/server.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const SCREENSHOTS = join(import.meta.dir, "..", "docs", "console");
 const [sqlite] = dialects;
 
 describe("the console's Data and Files pages, and file inputs, in Chromium", () => {
@@ -16,10 +15,8 @@ describe("the console's Data and Files pages, and file inputs, in Chromium", () 
   let ben: string;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (.ci/run does)`);
-    mkdirSync(SCREENSHOTS, { recursive: true });
     t = await startTestServer(sqlite as (typeof dialects)[number], { release: fixture("console-data") });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+    browser = await launchChromium();
     ana = await t.userToken("ana");
     ben = await t.userToken("ben");
   }, 60_000);
@@ -29,16 +26,8 @@ describe("the console's Data and Files pages, and file inputs, in Chromium", () 
     await t?.stop();
   });
 
-  /** A fresh tab (its own sessionStorage) signed in with `credential`, watching for page errors. */
-  const signedIn = async (credential: string, errors: string[], width = 1280): Promise<Page> => {
-    const page = await browser.newPage({ viewport: { width, height: 800 } });
-    page.on("pageerror", (error) => errors.push(error.message));
-    await page.goto(`${t.url}/console`);
-    await page.getByLabel("Token or service key").fill(credential);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.getByRole("navigation", { name: "Pages" }).waitFor();
-    return page;
-  };
+  const signedIn = (credential: string, errors: string[], width = DESKTOP.width): Promise<Page> =>
+    consoleSignedIn(browser, t.url, credential, errors, { width, height: DESKTOP.height });
   const addNote = async (token: string, input: Record<string, unknown>) => {
     const body = await (await t.invoke("notes.add", input, { token })).json();
     expect(body.execution.status).toBe("succeeded");

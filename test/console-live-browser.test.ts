@@ -1,15 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { revokeUserToken } from "../src/auth/tokens.ts";
 import { addUser } from "../src/auth/users.ts";
 import { openGate } from "./fixtures/releases/basic/lib/probe.ts";
+import { launchChromium, SCREENSHOTS } from "./support/browser.ts";
 import { dialects } from "./support/databases.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "./support/server.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const SCREENSHOTS = join(import.meta.dir, "..", "docs", "console");
 const PASSWORD = "correct horse battery staple";
 const [sqlite] = dialects;
 
@@ -19,11 +18,9 @@ describe("the console, live, in Chromium", () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (.ci/run does)`);
-    mkdirSync(SCREENSHOTS, { recursive: true });
     t = await startTestServer(sqlite as (typeof dialects)[number], { release: fixture("console-v1") });
     await addUser(t.store, "alice", PASSWORD);
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+    browser = await launchChromium();
   }, 60_000);
 
   afterAll(async () => {
@@ -298,13 +295,12 @@ describe("the console with an external identity provider, in Chromium", () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (.ci/run does)`);
     // The environment's users sign in elsewhere: it has no built-in sign-in to offer.
     t = await startTestServer(sqlite as (typeof dialects)[number], {
       release: fixture("console-v1"),
       env: { AUTH_ISSUER: "http://127.0.0.1:9/issuer" },
     });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+    browser = await launchChromium();
   }, 60_000);
 
   afterAll(async () => {

@@ -2,17 +2,14 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { bundlesDir } from "../src/main.ts";
 import { publishRelease } from "../src/release/publish.ts";
+import { consoleSignedIn, DESKTOP, launchChromium, PHONE, SCREENSHOTS } from "./support/browser.ts";
 import { dialects } from "./support/databases.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "./support/server.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const SCREENSHOTS = join(import.meta.dir, "..", "docs", "console");
 const [sqlite] = dialects;
-const DESKTOP = { width: 1280, height: 800 };
-const PHONE = { width: 390, height: 844 };
 
 // The Runs and Overview pages over the workflows fixture: wf.gated waits in its "wait" step until a file
 // the test writes exists, so the test decides when the run goes on.
@@ -24,12 +21,10 @@ describe("the console's Runs and Overview pages in Chromium", () => {
   const file = (name: string) => join(scratch, `${name}-${crypto.randomUUID()}`);
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (.ci/run does)`);
-    mkdirSync(SCREENSHOTS, { recursive: true });
     scratch = mkdtempSync(join(tmpdir(), "actuate-console-runs-"));
     t = await startTestServer(sqlite as (typeof dialects)[number], { release: fixture("workflows") });
     ana = await t.userToken("ana");
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+    browser = await launchChromium();
   }, 60_000);
 
   afterAll(async () => {
@@ -38,16 +33,8 @@ describe("the console's Runs and Overview pages in Chromium", () => {
     rmSync(scratch, { recursive: true, force: true });
   });
 
-  /** A fresh tab (its own sessionStorage) signed in with `credential`, watching for page errors. */
-  const signedIn = async (credential: string, errors: string[], viewport = DESKTOP): Promise<Page> => {
-    const page = await browser.newPage({ viewport });
-    page.on("pageerror", (error) => errors.push(error.message));
-    await page.goto(`${t.url}/console`);
-    await page.getByLabel("Token or service key").fill(credential);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.getByRole("navigation", { name: "Pages" }).waitFor();
-    return page;
-  };
+  const signedIn = (credential: string, errors: string[], viewport = DESKTOP): Promise<Page> =>
+    consoleSignedIn(browser, t.url, credential, errors, viewport);
 
   const startGated = async (gate: string) => {
     const res = await t.invoke("wf.gated", { gate, log: file("log") }, { token: ana });
