@@ -3,7 +3,7 @@ import { dirname, join, relative, resolve } from "node:path";
 
 /**
  * What a server loads before it answers its first request: the modules `src/cli/main.ts` reaches through
- * static imports, and `src/cli/serve.ts`, the one module `start` imports (each command loads its own). Cold start and idle memory have budgets (issue 14: ≤ 200 ms, ≤ 60 MB, `bun bench/start.ts`),
+ * static imports. Cold start and idle memory have budgets (issue 14: ≤ 200 ms, ≤ 60 MB, `bun bench/start.ts`),
  * so the parts a SQLite server with disk storage may never use load on first use, through `import()`:
  * the PostgreSQL driver, the S3 driver, the MCP SDK, the multipart parser, jose and oidc-provider (the
  * built-in authority, on the first /oauth request or JWT), OpenTelemetry (only when traces are sent). A new heavy dependency joins
@@ -26,25 +26,13 @@ const LOADED_ON_FIRST_USE = [
   "@opentelemetry/sdk-trace",
 ];
 
-/** Our own modules a start does not read: publishing (the release builder, Bun.build) and the other commands. */
-const OWN_LOADED_ON_FIRST_USE = [
-  "src/release/publish.ts",
-  "src/release/build.ts",
-  "src/release/client-types.ts",
-  "src/cli/release.ts",
-  "src/cli/token.ts",
-  "src/cli/user.ts",
-  "src/cli/key.ts",
-];
-
 /**
  * Node built-ins whose import costs a start memory: node:crypto loads Node's streams (~2 MiB, ~10-60 ms
  * measured); Web Crypto and Bun.CryptoHasher do the same work without them.
  */
 const BUILTINS_NOT_AT_START = ["node:crypto", "node:stream", "crypto", "stream"];
 
-/** The command modules `start` runs: src/cli/commands.ts imports each one when its command runs. */
-const START_ENTRIES = ["src/cli/main.ts", "src/cli/serve.ts"];
+const START_ENTRIES = ["src/cli/main.ts"];
 
 const ROOT = join(import.meta.dir, "..");
 const transpiler = new Bun.Transpiler({ loader: "ts" });
@@ -81,12 +69,6 @@ const isOneOf = (specifier: string, names: string[]) =>
   names.some((name) => specifier === name || specifier.startsWith(`${name}/`));
 
 describe("what start loads", () => {
-  test("start imports its command module on demand: the CLI's entry reaches no server module statically", async () => {
-    const cli = await reached("src/cli/main.ts");
-    expect(cli.files.has("src/main.ts")).toBe(false);
-    expect(cli.dynamicFiles.has("src/cli/serve.ts")).toBe(true);
-  });
-
   test("a start reaches none of the drivers and SDKs a server may never use through a static import", async () => {
     const { files, packages, dynamicFiles } = await reached(...START_ENTRIES);
     expect(files.has("src/main.ts")).toBe(true);
@@ -98,14 +80,9 @@ describe("what start loads", () => {
     expect(LOADED_ON_FIRST_USE.filter((name) => deferred.some((p) => isOneOf(p, [name])))).toEqual(LOADED_ON_FIRST_USE);
   });
 
-  test("a start reads neither the release builder nor the other commands, and no node:crypto", async () => {
-    const { files, builtins, dynamicFiles } = await reached(...START_ENTRIES);
-    expect(OWN_LOADED_ON_FIRST_USE.filter((file) => files.has(file))).toEqual([]);
+  test("a start imports neither node:crypto nor node:stream (Web Crypto and Bun.CryptoHasher instead)", async () => {
+    const { builtins } = await reached(...START_ENTRIES);
     expect([...builtins].filter((name) => BUILTINS_NOT_AT_START.includes(name))).toEqual([]);
-    // Still reached on first use (publishing with --release or dev, the other commands), so the list stays true.
-    const later = new Set<string>();
-    for (const file of dynamicFiles) for (const each of (await reached(file)).files) later.add(each);
-    expect(OWN_LOADED_ON_FIRST_USE.filter((file) => !later.has(file))).toEqual([]);
   });
 
   test("the console is an HTML import: neither its code nor preact is a module start imports", async () => {

@@ -1,14 +1,12 @@
 import { ENV_NAMES, type EnvName } from "../config.ts";
 import type { Command, Flag } from "./command.ts";
+import { keyCreate } from "./key.ts";
+import { releaseActivate, releaseList, releasePublish, releaseTypesCommand } from "./release.ts";
+import { serveCommand } from "./serve.ts";
+import { tokenCreate, tokenList, tokenRevoke } from "./token.ts";
+import { userAdd, userDisable, userList } from "./user.ts";
 
 const STORE_ENV: EnvName[] = ["DATABASE_URL", "DATA_DIR"];
-
-// Each command's module loads when it runs: a server start does not read the release builder (Bun.build)
-// or the token and user commands, and `release list` does not read the server (cold start budget, issue 14).
-const serving = () => import("./serve.ts");
-const releases = () => import("./release.ts");
-const tokens = () => import("./token.ts");
-const users = () => import("./user.ts");
 
 const serveFlags = (release: string): Record<string, Flag> => ({
   release: { type: "string", value: "<dir>", description: release },
@@ -22,8 +20,8 @@ const string = (value: unknown) => value as string | undefined;
 
 const serve =
   ({ watch }: { watch: boolean }): Command["run"] =>
-  async (config, _, flags) =>
-    (await serving()).serveCommand(config(), {
+  (config, _, flags) =>
+    serveCommand(config(), {
       watch,
       release: string(flags.release),
       insecureNoAuth: flags["insecure-no-auth"] === true,
@@ -69,18 +67,15 @@ stored with other content is refused. Every server on the database switches to i
     },
     env: STORE_ENV,
     examples: ["bun run release publish releases/v2", "bun run release publish releases/v2 --version 2.0.1"],
-    run: async (config, [dir], flags) =>
-      (await releases()).releasePublish(config(), dir as string, {
-        version: string(flags.version),
-        force: flags.force === true,
-      }),
+    run: (config, [dir], flags) =>
+      releasePublish(config(), dir as string, { version: string(flags.version), force: flags.force === true }),
   },
   {
     name: "release list",
     summary: "the stored releases, oldest first; * marks the active one",
     env: STORE_ENV,
     examples: ["bun run release list"],
-    run: async (config) => (await releases()).releaseList(config()),
+    run: (config) => releaseList(config()),
   },
   {
     name: "release activate",
@@ -88,7 +83,7 @@ stored with other content is refused. Every server on the database switches to i
     summary: "make a stored release the active one (also the rollback)",
     env: STORE_ENV,
     examples: ["bun run release activate v1"],
-    run: async (config, [version]) => (await releases()).releaseActivate(config(), version as string),
+    run: (config, [version]) => releaseActivate(config(), version as string),
   },
   {
     name: "release types",
@@ -106,8 +101,8 @@ createClient<Release>() then types each action's input and output and each entit
       "bun run release types releases/v2 --out web/src/actuate.gen.ts",
       "ACTUATE_TOKEN=$KEY bun run release types --url https://api.example.com --out actuate.gen.ts",
     ],
-    run: async (config, [dir], flags) =>
-      (await releases()).releaseTypesCommand(config, dir, { out: flags.out as string, url: string(flags.url) }),
+    run: (config, [dir], flags) =>
+      releaseTypesCommand(config, dir, { out: flags.out as string, url: string(flags.url) }),
   },
   {
     name: "token create",
@@ -115,14 +110,14 @@ createClient<Release>() then types each action's input and output and each entit
     flags: { user: { type: "string", value: "<id>", required: true, description: "the user the token acts as" } },
     env: STORE_ENV,
     examples: ["bun run token create --user alice", "TOKEN=$(bun run token create --user alice)"],
-    run: async (config, _, flags) => (await tokens()).tokenCreate(config(), flags.user as string),
+    run: (config, _, flags) => tokenCreate(config(), flags.user as string),
   },
   {
     name: "token list",
     summary: "every user token: prefix, user, created, revoked",
     env: STORE_ENV,
     examples: ["bun run token list"],
-    run: async (config) => (await tokens()).tokenList(config()),
+    run: (config) => tokenList(config()),
   },
   {
     name: "token revoke",
@@ -130,7 +125,7 @@ createClient<Release>() then types each action's input and output and each entit
     summary: "revoke a user token by its first 14 characters (or the whole token)",
     env: STORE_ENV,
     examples: ["bun run token revoke act_u_AbCdEfGh"],
-    run: async (config, [prefix]) => (await tokens()).tokenRevoke(config(), prefix as string),
+    run: (config, [prefix]) => tokenRevoke(config(), prefix as string),
   },
   {
     name: "user add",
@@ -141,15 +136,14 @@ bits) and printed alone on stdout; with it, the password is read from standard i
     flags: { "password-stdin": { type: "boolean", description: "read the password from standard input" } },
     env: STORE_ENV,
     examples: ["bun run user add alice", 'printf %s "$PASSWORD" | bun run user add alice --password-stdin'],
-    run: async (config, [id], flags) =>
-      (await users()).userAdd(config(), id as string, { passwordStdin: flags["password-stdin"] === true }),
+    run: (config, [id], flags) => userAdd(config(), id as string, { passwordStdin: flags["password-stdin"] === true }),
   },
   {
     name: "user list",
     summary: "every user: id, created, disabled",
     env: STORE_ENV,
     examples: ["bun run user list"],
-    run: async (config) => (await users()).userList(config()),
+    run: (config) => userList(config()),
   },
   {
     name: "user disable",
@@ -157,13 +151,13 @@ bits) and printed alone on stdout; with it, the password is read from standard i
     summary: "disable a user and revoke every token it holds",
     env: STORE_ENV,
     examples: ["bun run user disable alice"],
-    run: async (config, [id]) => (await users()).userDisable(config(), id as string),
+    run: (config, [id]) => userDisable(config(), id as string),
   },
   {
     name: "key create",
     summary: "print a new service key (full access) and how to give it to a server (SERVICE_KEYS)",
     env: [],
     examples: ["bun run key create", "KEY=$(bun run key create) && SERVICE_KEYS=$KEY bun run start"],
-    run: async () => (await import("./key.ts")).keyCreate(),
+    run: () => keyCreate(),
   },
 ];

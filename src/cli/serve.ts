@@ -4,22 +4,14 @@ import { newSecret, SERVICE_KEY_PREFIX } from "../auth/tokens.ts";
 import type { Config } from "../config.ts";
 import { bundlesDir, type RunningServer, serverLog, startServer } from "../main.ts";
 import type { LoadedRelease } from "../release/load.ts";
-import type { PublishResult } from "../release/publish.ts";
+import { type PublishResult, publishRelease } from "../release/publish.ts";
 import { openStore } from "../store/open.ts";
 import type { ActiveRelease } from "../store/releases.ts";
+import { followers, printPublish } from "./release.ts";
 import { sampleCall } from "./sample-input.ts";
 import { describeDatabase } from "./with-store.ts";
 
 const RELEASES_DIR = "releases";
-
-/** Publishing builds a bundle (Bun.build and the release loader): loaded only when a folder is served. */
-const publishing = async () => {
-  const [{ publishRelease }, { followers, printPublish }] = await Promise.all([
-    import("../release/publish.ts"),
-    import("./release.ts"),
-  ]);
-  return { publishRelease, followers, printPublish };
-};
 
 export async function serveCommand(
   config: Config,
@@ -37,7 +29,6 @@ export async function serveCommand(
   const dir = options.release ?? (options.watch ? newestReleaseFolder() : undefined);
   const publish = async () => {
     if (!dir) return;
-    const { publishRelease, followers, printPublish } = await publishing();
     const result = await publishRelease({
       store,
       bundlesDir: bundlesDir(config),
@@ -45,7 +36,7 @@ export async function serveCommand(
       whenTaken: "suffix",
       shouldActivate: options.watch ? (active, candidate) => devMayActivate(dir, active, candidate) : undefined,
     });
-    if (options.watch) printDevPublish(dir, result, printPublish);
+    if (options.watch) printDevPublish(dir, result);
     else if (result.active.version !== result.version) {
       printPublish(result);
       console.log(followers(config));
@@ -107,7 +98,7 @@ function devMayActivate(dir: string, active: ActiveRelease, candidate: Candidate
 
 const isFolderVersion = (version: string, base: string) => version === base || version.startsWith(`${base}+`);
 
-function printDevPublish(dir: string, result: PublishResult, printPublish: (result: PublishResult) => void) {
+function printDevPublish(dir: string, result: PublishResult) {
   const folder = shown(dir);
   const { active } = result;
   if (!result.activated) {
