@@ -161,7 +161,7 @@ export async function startServer(
       ? await (await import("./files/s3.ts")).S3Storage.open(config.storage)
       : new DiskStorage(config.storage.root);
   const spoolDir = spoolDirOf(config.dataDir);
-  await clearSpool(spoolDir);
+  clearSpool(spoolDir);
   const interrupted = await store.instances.recover(Date.now());
   if (interrupted > 0)
     log(`${interrupted} execution(s) left running by a stopped server were marked failed (execution_interrupted)`, {
