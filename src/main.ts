@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import packageJson from "../package.json" with { type: "json" };
@@ -16,6 +15,7 @@ import { DiskStorage } from "./files/disk.ts";
 import { FileService } from "./files/service.ts";
 import { clearSpool, spoolDirOf } from "./files/spool.ts";
 import { executionUrl, runUrl } from "./http/deps.ts";
+import { randomBase64url } from "./lib/ids.ts";
 import { SessionHub } from "./live/session.ts";
 import type { McpEndpoint } from "./mcp/server.ts";
 import type { ToolDeps } from "./mcp/tools.ts";
@@ -46,7 +46,7 @@ function signingSecret(dataDir: string): string {
   const path = join(dataDir, "signing-secret");
   if (existsSync(path)) return readFileSync(path, "utf8").trim();
   mkdirSync(dataDir, { recursive: true });
-  const secret = randomBytes(32).toString("base64url");
+  const secret = randomBase64url(32);
   writeFileSync(path, `${secret}\n`, { mode: 0o600 });
   return secret;
 }
@@ -161,7 +161,7 @@ export async function startServer(
       ? await (await import("./files/s3.ts")).S3Storage.open(config.storage)
       : new DiskStorage(config.storage.root);
   const spoolDir = spoolDirOf(config.dataDir);
-  await clearSpool(spoolDir);
+  clearSpool(spoolDir);
   const interrupted = await store.instances.recover(Date.now());
   if (interrupted > 0)
     log(`${interrupted} execution(s) left running by a stopped server were marked failed (execution_interrupted)`, {

@@ -1,5 +1,5 @@
-import { randomBytes } from "node:crypto";
 import { sha256Hex } from "../lib/canonical-json.ts";
+import { randomBase64url } from "../lib/ids.ts";
 import type { Store } from "../store/store.ts";
 
 /** Tokens are 256 random bits, so one round of SHA-256 is the right hash: nothing to brute-force. */
@@ -11,7 +11,7 @@ export const SERVICE_KEY_PREFIX = "act_s_";
 export const DISPLAY_PREFIX_LENGTH = 14;
 
 export function newSecret(prefix: string): string {
-  return `${prefix}${randomBytes(32).toString("base64url")}`;
+  return `${prefix}${randomBase64url(32)}`;
 }
 
 export interface CreatedToken {

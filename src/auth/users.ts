@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomBase64url } from "../lib/ids.ts";
 import type { Store } from "../store/store.ts";
 
 /** A user id: what a token acts as and the execution records name. */
@@ -10,7 +10,7 @@ export class UserError extends Error {
 }
 
 /** A password good enough to hand out once: 128 random bits, typeable. */
-export const newPassword = () => randomBytes(16).toString("base64url");
+export const newPassword = () => randomBase64url(16);
 
 /** Adds a person who signs in with `password` (stored as argon2id). */
 export async function addUser(store: Store, id: string, password: string, now = Date.now()): Promise<void> {

@@ -1,4 +1,3 @@
-import { createHmac, timingSafeEqual } from "node:crypto";
 import { PublicError } from "../lib/errors.ts";
 
 export interface SignedGrant {
@@ -30,7 +29,7 @@ export function verifyGrant(token: string, method: string, secret: string, now =
   const [payload = "", signature = ""] = token.split(".");
   const expected = Buffer.from(mac(payload, secret));
   const given = Buffer.from(signature);
-  if (given.length !== expected.length || !timingSafeEqual(given, expected))
+  if (given.length !== expected.length || !crypto.timingSafeEqual(given, expected))
     throw new SignedUrlRefused("signed_url_invalid");
   const grant = JSON.parse(Buffer.from(payload, "base64url").toString()) as SignedGrant;
   if (grant.m !== method) throw new SignedUrlRefused("signed_url_invalid");
@@ -38,4 +37,5 @@ export function verifyGrant(token: string, method: string, secret: string, now =
   return grant;
 }
 
-const mac = (payload: string, secret: string) => createHmac("sha256", secret).update(payload).digest("base64url");
+const mac = (payload: string, secret: string) =>
+  new Bun.CryptoHasher("sha256", secret).update(payload).digest("base64url");

@@ -1,4 +1,4 @@
-import { mkdir, rm } from "node:fs/promises";
+import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { DiskStorage } from "./disk.ts";
 
@@ -8,10 +8,10 @@ import { DiskStorage } from "./disk.ts";
  */
 export const spoolDirOf = (dataDir: string) => join(dataDir, "spool");
 
-/** Empties the spool folder at start-up. */
-export async function clearSpool(dir: string): Promise<void> {
-  await rm(dir, { recursive: true, force: true });
-  await mkdir(dir, { recursive: true });
+/** Empties the spool folder at start-up (before listening: nothing waits on it, and node:fs/promises stays unloaded). */
+export function clearSpool(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
 }
 
 /** A file part written to the spool folder while it arrived, with its size and sha256. */

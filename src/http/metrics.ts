@@ -1,4 +1,3 @@
-import { timingSafeEqual } from "node:crypto";
 import { Elysia } from "elysia";
 import { type Authenticator, bearerToken } from "../auth/authenticator.ts";
 import { hashSecret } from "../auth/tokens.ts";
@@ -21,7 +20,7 @@ export const metricsRoutes = (options: MetricsRouteOptions) => {
   const isMetricsToken = (token: string) => {
     if (!tokenHash) return false;
     const hash = Buffer.from(hashSecret(token));
-    return hash.length === tokenHash.length && timingSafeEqual(hash, tokenHash);
+    return hash.length === tokenHash.length && crypto.timingSafeEqual(hash, tokenHash);
   };
   return new Elysia({ name: "metrics" }).get("/metrics", async ({ request }) => {
     const token = bearerToken(request.headers.get("authorization"));

@@ -38,3 +38,10 @@ export function uuidV7Floor(ms: number): string {
 
 /** The millisecond a UUIDv7 was made at (its first 48 bits). */
 export const uuidV7Millis = (id: string): number => Number.parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
+
+/**
+ * `bytes` random bytes (the platform's CSPRNG), base64url: secrets, keys and generated passwords. Web
+ * Crypto rather than node:crypto, whose import loads Node's streams at start (~2 MiB, issue 14).
+ */
+export const randomBase64url = (bytes: number): string =>
+  Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("base64url");
