@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
-import { consoleSignedIn, DESKTOP, launchChromium, PHONE, SCREENSHOTS } from "./support/browser.ts";
+import { consoleSignedIn, DESKTOP, launchChromium, SCREENSHOTS } from "./support/browser.ts";
 import { dialects } from "./support/databases.ts";
 import { fixture, startTestServer, type TestServer } from "./support/server.ts";
 
