@@ -26,7 +26,7 @@ describe.skipIf(!pg)("PostgreSQL claim path", () => {
     const storeB = await openStore(a.config.databaseUrl);
     const b = await startServer(a.config, { store: storeB, log: () => {} });
     try {
-      const requestIds = Array.from({ length: 12 }, () => crypto.randomUUID());
+      const requestIds: string[] = Array.from({ length: 12 }, () => crypto.randomUUID());
       const send = (base: string, requestId: string) =>
         fetch(`${base}/actions/test.count/invoke`, {
           method: "POST",
