@@ -8,6 +8,7 @@ import {
   freshPgDatabase,
   type LoadResult,
   median,
+  onCleanup,
   ROOT_DIR,
   runLoad,
   startProcess,
@@ -24,6 +25,8 @@ const PATH = "/actions/math.add/invoke";
 interface Target {
   name: string;
   url: string;
+  /** Commits on the target's database so far (pg_stat_database; its counters lag by up to a second). */
+  commits?: () => Promise<number>;
 }
 
 async function bare(): Promise<Target> {
@@ -53,7 +56,14 @@ async function actuate(name: string, dir: string): Promise<Target> {
     body: bodyTemplate.replace("{{uuid}}", crypto.randomUUID()),
   });
   if (res.status !== 200) throw new Error(`${name} answered ${res.status} ${await res.text()}\n${proc.tail()}`);
-  return { name, url };
+  const { default: postgres } = await import("postgres");
+  const sql = postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} });
+  onCleanup(() => sql.end());
+  const commits = async () => {
+    const [row] = await sql`select xact_commit::int as n from pg_stat_database where datname = current_database()`;
+    return row?.n as number;
+  };
+  return { name, url, commits };
 }
 
 async function main() {
@@ -65,6 +75,8 @@ async function main() {
   const targets = [await bare(), await actuate("before", before), await actuate("after", after)];
   const results = new Map<string, LoadResult[]>(targets.map((t) => [t.name, []]));
   for (const t of targets) await runLoad({ url: t.url, headers, bodyTemplate, durationS: 1, connections: CONNECTIONS });
+  await Bun.sleep(1500);
+  const commitsBefore = await Promise.all(targets.map((t) => t.commits?.() ?? 0));
   for (let round = 1; round <= rounds; round++) {
     for (const t of targets) {
       const r = await runLoad({ url: t.url, headers, bodyTemplate, durationS: seconds, connections: CONNECTIONS });
@@ -75,6 +87,14 @@ async function main() {
       );
     }
   }
+  await Bun.sleep(1500);
+  const commitsAfter = await Promise.all(targets.map((t) => t.commits?.() ?? 0));
+  targets.forEach((t, i) => {
+    if (!t.commits) return;
+    const requests = (results.get(t.name) ?? []).reduce((sum, r) => sum + r.requests, 0);
+    const perInvoke = ((commitsAfter[i] ?? 0) - (commitsBefore[i] ?? 0)) / requests;
+    console.log(`${t.name}: ${perInvoke.toFixed(3)} commits per invoke (${requests} invokes)`);
+  });
   const bareRps = median((results.get("bare echo") ?? []).map((r) => r.rps));
   for (const [name, rs] of results) {
     const rps = median(rs.map((r) => r.rps));
