@@ -136,12 +136,6 @@ const PREPARED = { prepare: true };
 /** Per statement; a longer queue goes out in several statements, one after the other. */
 const byJson = { maxItems: 500, maxWeight: 4 * 1024 * 1024, weigh: (item: Pending) => item.json.length };
 
-/**
- * Claim transactions open at once: each holds a pool connection from its INSERT to its commit (a WAL
- * flush), and PostgreSQL flushes the commits that wait together once.
- */
-const CLAIMS_IN_FLIGHT = 3;
-
 const requestKey = (row: Pick<ExecutionRow, "principalKind" | "principalId" | "requestId">) =>
   `${row.principalKind}\u0000${row.principalId}\u0000${row.requestId}`;
 
@@ -155,10 +149,7 @@ const requestKey = (row: Pick<ExecutionRow, "principalKind" | "principalId" | "r
  * commit for both. Later settlements are one UPDATE … FROM per turn.
  */
 export class PgExecutionStore implements ExecutionStore {
-  private readonly claims = new Lane<PendingClaim>((batch) => this.writeClaims(batch), {
-    ...byJson,
-    maxInFlight: CLAIMS_IN_FLIGHT,
-  });
+  private readonly claims = new Lane<PendingClaim>((batch) => this.writeClaims(batch), byJson);
   private readonly settles = new Lane<PendingSettle>((batch) => this.writeSettles(batch), byJson);
   /** Rows inserted by a claim transaction of this process that has not committed yet, by id and by key. */
   private readonly open = new Map<string, OpenClaim>();

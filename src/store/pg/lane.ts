@@ -20,20 +20,18 @@ export interface LaneLimits<T> {
   /** Past this total weight a batch closes (a single heavier item still goes alone). */
   maxWeight: number;
   weigh: (item: T) => number;
-  /** Batches waiting for their commit at once (default 1). */
-  maxInFlight?: number;
 }
 
 /**
- * Items queued during one turn of the event loop go to `write` together. Up to `maxInFlight` batches
- * (one by default) are in flight at a time: while they wait for their commits the next one gathers
- * everything queued meanwhile, so batches grow with the load instead of taking more pool connections,
- * and every commit (a WAL flush) carries as many rows as there are to carry.
+ * Items queued during one turn of the event loop go to `write` together. One batch is in flight at a
+ * time: while it waits for its commit the next one gathers everything queued meanwhile, so batches grow
+ * with the load instead of taking more pool connections, and every commit (a WAL flush) carries as many
+ * rows as there are to carry.
  */
 export class Lane<T extends Queued> {
   private queue: T[] = [];
   private scheduled = false;
-  private readonly inFlight = new Set<Promise<void>>();
+  private inFlight: Promise<void> | null = null;
 
   constructor(
     private readonly write: (batch: T[]) => Promise<void>,
@@ -42,7 +40,7 @@ export class Lane<T extends Queued> {
 
   push(item: T) {
     this.queue.push(item);
-    if (this.scheduled || this.full) return;
+    if (this.scheduled || this.inFlight) return;
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
@@ -52,33 +50,28 @@ export class Lane<T extends Queued> {
 
   /** Writes waiting for the next batch, and whether a batch is waiting for its commit now. */
   get load(): WriteLoad {
-    return { queued: this.queue.length, inFlight: this.inFlight.size };
+    return { queued: this.queue.length, inFlight: this.inFlight ? 1 : 0 };
   }
 
   async drain(): Promise<void> {
-    while (this.inFlight.size > 0 || this.queue.length > 0) {
+    while (this.inFlight || this.queue.length > 0) {
       this.next();
-      await Promise.race(this.inFlight);
+      await this.inFlight;
     }
   }
 
-  private get full(): boolean {
-    return this.inFlight.size >= (this.limits.maxInFlight ?? 1);
-  }
-
   private next() {
-    if (this.full || this.queue.length === 0) return;
+    if (this.inFlight || this.queue.length === 0) return;
     const batch = this.queue.splice(0, this.batchLength());
-    const writing: Promise<void> = this.write(batch)
+    this.inFlight = this.write(batch)
       // `write` answers every item itself; this only keeps a bug from leaving callers waiting for ever.
       .catch((error) => {
         for (const item of batch) item.reject(error);
       })
       .finally(() => {
-        this.inFlight.delete(writing);
+        this.inFlight = null;
         this.next();
       });
-    this.inFlight.add(writing);
   }
 
   /** How many queued items the next batch takes: up to maxItems, and up to maxWeight unless just one. */
