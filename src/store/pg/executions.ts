@@ -355,16 +355,15 @@ export class PgExecutionStore implements ExecutionStore {
           for (const claim of group.claims) claim.reject(error); // an early claim, answered already, ignores this
           return;
         }
-        const row = { ...open.row };
-        if (committed && open.settle) {
-          Object.assign(row, JSON.parse(open.settle.json));
-          open.settle.resolve();
-        } else if (open.settle) {
-          this.settles.push(open.settle);
-        }
+        const settledHere = committed ? open.settle : undefined;
+        settledHere?.resolve();
+        if (open.settle && !settledHere) this.settles.push(open.settle);
         open.committed.resolve();
         const [first, ...others] = group.claims;
         if (!first.early) first.resolve({ row: first.row, created: true, committed: open.committed.promise });
+        if (others.length === 0) return;
+        // The same request sent twice in one batch: the others answer the row as committed.
+        const row = settledHere ? { ...open.row, ...JSON.parse(settledHere.json) } : open.row;
         for (const claim of others) claim.resolve({ row: { ...row }, created: false, committed: RESOLVED });
       }),
     );
