@@ -188,6 +188,21 @@ describe.skipIf(!pg)("PostgreSQL execution writer", () => {
     }
   });
 
+  test("a claim transaction whose settlement fails: the claims are inserted again alone, the good settlement lands", async () => {
+    const claimToRun = (r: ExecutionRow) =>
+      (store.executions.claimToRun as NonNullable<typeof store.executions.claimToRun>).call(store.executions, r);
+    const good = row({ principalId: "recommit" });
+    const bad = row({ principalId: "recommit" });
+    const [a, b] = await Promise.all([claimToRun(good), claimToRun(bad)]);
+    // PostgreSQL refuses U+0000 in jsonb: the UPDATE in the claim's transaction fails, so does its commit.
+    const settledGood = store.executions.settle(good.id, succeeded({ sum: 3 }));
+    const settledBad = store.executions.settle(bad.id, succeeded({ text: "\u0000" })).catch((error: Error) => error);
+    await Promise.all([a.committed, b.committed, settledGood]);
+    expect(((await settledBad) as Error).message).toContain("unsupported Unicode escape sequence");
+    expect(await store.executions.get(good.id)).toMatchObject({ status: "succeeded", output: { sum: 3 } });
+    expect(await store.executions.get(bad.id)).toMatchObject({ status: "running" });
+  });
+
   test("close waits for queued writes", async () => {
     const other = await openStore(database.url);
     const r = row();
