@@ -2,9 +2,10 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import postgres from "postgres";
 import { startServer } from "../src/main.ts";
 import { openStore } from "../src/store/open.ts";
-import { runsOf } from "./fixtures/releases/basic/lib/probe.ts";
+import { openGate, runsOf } from "./fixtures/releases/basic/lib/probe.ts";
 import { serve } from "./support/cli.ts";
 import { dialects } from "./support/databases.ts";
 import { fixture, startTestServer, type TestResponse } from "./support/server.ts";
@@ -57,6 +58,27 @@ describe.skipIf(!pg)("PostgreSQL claim path", () => {
       await b.stop();
       await storeB.close();
       await a.stop();
+    }
+  }, 60_000);
+
+  test("an execution answered 202 (still running when the wait ends) is committed before the answer", async () => {
+    const t = await startTestServer(pg as NonNullable<typeof pg>, { release: fixture("basic"), env: { WAIT_MS: "1" } });
+    const sql = postgres(t.config.databaseUrl, { max: 1, onnotice: () => {} });
+    try {
+      await sql`select 1`;
+      for (let i = 0; i < 20; i++) {
+        const key = crypto.randomUUID();
+        const response = await t.invoke("test.count", { key, gate: key });
+        expect(response.status).toBe(202);
+        const { execution } = await response.json();
+        // Read at once over a connection of its own: the row must be there already.
+        const rows = await sql`select status from executions where id = ${execution.id}`;
+        expect([...rows]).toEqual([{ status: "running" }]);
+        openGate(key);
+      }
+    } finally {
+      await sql.end();
+      await t.stop();
     }
   }, 60_000);
 
