@@ -22,11 +22,25 @@ interface Result {
   /** CPU per invoke, µs: this process (the store) and the database's backends. */
   clientUs: number;
   backendUs: number;
+  /** Transactions the database committed per invoke (pg_stat_database, read after its counters caught up). */
+  commits: number;
 }
 
 const TICK_US = 1e6 / 100; // USER_HZ
 
 /** CPU time (µs) the server processes of one database have used so far (read from /proc; same machine). */
+async function commitCount(url: string): Promise<number> {
+  const { default: postgres } = await import("postgres");
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    await Bun.sleep(1100);
+    const [row] = await sql`select xact_commit::int as n from pg_stat_database where datname = current_database()`;
+    return row?.n as number;
+  } finally {
+    await sql.end();
+  }
+}
+
 async function backendCpuUs(url: string): Promise<number> {
   const { default: postgres } = await import("postgres");
   const sql = postgres(url, { max: 1, onnotice: () => {} });
@@ -80,6 +94,7 @@ async function invoke(store: Store): Promise<void> {
 }
 
 async function round({ store, url }: Build, seconds: number): Promise<Result> {
+  const commitsBefore = await commitCount(url);
   const backendBefore = await backendCpuUs(url);
   const cpuBefore = process.cpuUsage();
   const deadline = performance.now() + seconds * 1000;
@@ -95,6 +110,7 @@ async function round({ store, url }: Build, seconds: number): Promise<Result> {
   );
   const cpu = process.cpuUsage(cpuBefore);
   const backend = (await backendCpuUs(url)) - backendBefore;
+  const commits = (await commitCount(url)) - commitsBefore;
   latencies.sort((a, b) => a - b);
   const n = latencies.length;
   return {
@@ -103,6 +119,7 @@ async function round({ store, url }: Build, seconds: number): Promise<Result> {
     p99: percentile(latencies, 99),
     clientUs: (cpu.user + cpu.system) / n,
     backendUs: backend / n,
+    commits: commits / n,
   };
 }
 
@@ -124,7 +141,7 @@ try {
     for (const build of builds) {
       const x = await round(build, seconds);
       results.get(build.dir)?.push(x);
-      const cpu = `cpu/invoke ${x.clientUs.toFixed(0)} + ${x.backendUs.toFixed(0)} µs`;
+      const cpu = `cpu/invoke ${x.clientUs.toFixed(0)} + ${x.backendUs.toFixed(0)} µs, ${x.commits.toFixed(3)} commits/invoke`;
       console.log(
         `round ${r} ${build.dir.padEnd(16)} ${x.rps.toFixed(0).padStart(6)}/s  p50 ${x.p50.toFixed(1)} p99 ${x.p99.toFixed(1)} ms  ${cpu}`,
       );
@@ -132,7 +149,7 @@ try {
   }
   for (const [dir, rs] of results) {
     const m = (pick: (x: Result) => number) => median(rs.map(pick)).toFixed(1);
-    const cpu = `cpu/invoke: store ${m((x) => x.clientUs)} µs, database ${m((x) => x.backendUs)} µs`;
+    const cpu = `cpu/invoke: store ${m((x) => x.clientUs)} µs, database ${m((x) => x.backendUs)} µs; commits/invoke ${median(rs.map((x) => x.commits)).toFixed(3)}`;
     console.log(
       `${dir.padEnd(16)} ${m((x) => x.rps)} invokes/s  p50 ${m((x) => x.p50)} ms  p99 ${m((x) => x.p99)} ms  ${cpu}`,
     );
