@@ -1,5 +1,5 @@
-// PostgreSQL invoke, two builds interleaved with a bare Bun.serve echo: the A/B behind BENCHMARKS.md's
-// PostgreSQL claim-path figures. Usage: bun bench/pg-invoke-ab.ts <before-dir> [after-dir, default this tree]
+// PostgreSQL invoke of several builds interleaved with a bare Bun.serve echo: the A/B behind BENCHMARKS.md's
+// PostgreSQL claim-path figures. Usage: bun bench/pg-invoke-ab.ts <before-dir> [<dir> …, default this tree]
 // (each a checkout with node_modules). Env: BENCH_SECONDS (per round, default 4), BENCH_ROUNDS (default 3).
 import { loadavg } from "node:os";
 import {
@@ -67,12 +67,15 @@ async function actuate(name: string, dir: string): Promise<Target> {
 }
 
 async function main() {
-  const [before, after = ROOT_DIR] = process.argv.slice(2);
-  if (!before) throw new Error("usage: bun bench/pg-invoke-ab.ts <before-dir> [after-dir]");
+  const [before, ...others] = process.argv.slice(2);
+  if (!before) throw new Error("usage: bun bench/pg-invoke-ab.ts <before-dir> [<dir> …]");
+  const afters = others.length > 0 ? others : [ROOT_DIR];
   const seconds = Number(process.env.BENCH_SECONDS ?? 4);
   const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
   console.log(`load average before: ${loadavg().map((l) => l.toFixed(2))}`);
-  const targets = [await bare(), await actuate("before", before), await actuate("after", after)];
+  const targets = [await bare(), await actuate("before", before)];
+  for (const [i, dir] of afters.entries())
+    targets.push(await actuate(afters.length > 1 ? `after ${i + 1}` : "after", dir));
   const results = new Map<string, LoadResult[]>(targets.map((t) => [t.name, []]));
   for (const t of targets) await runLoad({ url: t.url, headers, bodyTemplate, durationS: 1, connections: CONNECTIONS });
   await Bun.sleep(1500);

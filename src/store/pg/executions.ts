@@ -146,7 +146,8 @@ const requestKey = (row: Pick<ExecutionRow, "principalKind" | "principalId" | "r
  * in a transaction of their own: once it has answered, each key is decided (an inserter of the same key
  * on another instance waits for this transaction), so the handlers start; the transaction stays open
  * for the rest of that turn and commits with the settlements of the handlers that ended in it, one
- * commit for both. Later settlements are one UPDATE … FROM per turn.
+ * commit for both; the next batch's INSERT may go out while that commit waits. Later settlements are
+ * one UPDATE … FROM per turn.
  */
 export class PgExecutionStore implements ExecutionStore {
   private readonly claims = new Lane<PendingClaim>((batch) => this.writeClaims(batch), byJson);
@@ -154,6 +155,8 @@ export class PgExecutionStore implements ExecutionStore {
   /** Rows inserted by a claim transaction of this process that has not committed yet, by id and by key. */
   private readonly open = new Map<string, OpenClaim>();
   private readonly openByKey = new Map<string, OpenClaim>();
+  /** Claim transactions sealed and waiting for their commit. */
+  private readonly committing = new Set<Promise<void>>();
 
   constructor(
     private readonly client: Sql,
@@ -253,7 +256,9 @@ export class PgExecutionStore implements ExecutionStore {
 
   /** Waits until every queued and in-flight write has ended (the store calls this before closing). */
   async drain(): Promise<void> {
-    await Promise.all([this.claims.drain(), this.settles.drain()]);
+    await this.claims.drain();
+    while (this.committing.size > 0) await Promise.all(this.committing);
+    await this.settles.drain();
   }
 
   private async writeClaims(batch: PendingClaim[]): Promise<void> {
@@ -280,12 +285,15 @@ export class PgExecutionStore implements ExecutionStore {
    * after the commit. When the insert or the read fails it rolls back and leaves every group undecided.
    */
   private async claimInTransaction(groups: ClaimGroup[]): Promise<void> {
+    // Each waiting commit holds a pool connection: leave the others to reads, settlements and runs.
+    while (this.committing.size >= COMMITS_WAITING) await Promise.race(this.committing);
     const connection = await this.client.reserve();
     let released = false;
     const release = () => {
       if (!released) connection.release();
       released = true;
     };
+    let handedOver = false;
     try {
       const rows = jsonArray(groups.map((group) => group.claims[0]));
       const [began, insert] = await Promise.allSettled([
@@ -310,9 +318,14 @@ export class PgExecutionStore implements ExecutionStore {
       const opened = created.map((group) => this.openClaim(group));
       // Let the handlers just started run to the end of this turn: those ending in it settle into their claim.
       if (created.some((group) => group.claims[0].early)) await new Promise((resolve) => setImmediate(resolve));
-      await this.commitOpened(connection, opened, release);
+      // Sealed: the next batch may begin (its INSERT) while this one waits for its commit, a WAL flush.
+      const committing: Promise<void> = this.commitOpened(connection, opened, release).finally(() =>
+        this.committing.delete(committing),
+      );
+      this.committing.add(committing);
+      handedOver = true;
     } finally {
-      release();
+      if (!handedOver) release();
     }
   }
 
@@ -458,6 +471,9 @@ export class PgExecutionStore implements ExecutionStore {
 }
 
 const RESOLVED = Promise.resolve();
+
+/** Claim transactions sealed and waiting for their commit at once, at most. */
+const COMMITS_WAITING = 2;
 
 /** The UPDATE's parameters: the settlements, their ids, and their last log lines. */
 function settleParams(settles: PendingSettle[]): string[] {
