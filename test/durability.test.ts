@@ -2,9 +2,10 @@ import { afterEach, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { openGate } from "./fixtures/releases/basic/lib/probe.ts";
 import { cli, type ServerProcess, serve } from "./support/cli.ts";
-import { dialects } from "./support/databases.ts";
-import { startTestServer } from "./support/server.ts";
+import { dialects, selectRows } from "./support/databases.ts";
+import { fixture, startTestServer } from "./support/server.ts";
 
 // Issue #14: an invoke is durable before it is answered. A server is SIGKILLed while invokes are still
 // arriving, right after some were answered; the next server on the same database has every answered
@@ -82,6 +83,23 @@ for (const dialect of dialects) {
       expect(((await replay.json()) as { execution: { id: string } }).execution.id).toBe(id);
     }
   }, 120_000);
+}
+
+for (const dialect of dialects) {
+  test(`an execution answered 202 (still running when the wait ends) is committed before the answer (${dialect.name})`, async () => {
+    const t = await startTestServer(dialect, { release: fixture("basic"), env: { WAIT_MS: "1" } });
+    cleanups.push(() => t.stop());
+    for (let i = 0; i < 20; i++) {
+      const key = crypto.randomUUID();
+      const response = await t.invoke("test.count", { key, gate: key });
+      expect(response.status).toBe(202);
+      const { execution } = await response.json();
+      // Read at once over a connection of its own: the row must be there already.
+      const rows = await selectRows(t.config.databaseUrl, `select status from executions where id = '${execution.id}'`);
+      expect(rows).toEqual([{ status: "running" }]);
+      openGate(key);
+    }
+  }, 60_000);
 }
 
 test("a SQLite URL with ?synchronous=full serves and keeps what it answered; another value stops the start", async () => {

@@ -244,9 +244,10 @@ export class Engine {
     const claimed = tracer.enabled
       ? tracer.start("db commit claim", request.trace, { "actuate.action": request.action })
       : NO_SPAN;
-    let claim: Awaited<ReturnType<Store["executions"]["claim"]>>;
+    let claim: Awaited<ReturnType<Store["executions"]["claimToRun"]>>;
+    const executions = this.$.store.executions;
     try {
-      claim = await this.$.store.executions.claim({
+      claim = await executions.claimToRun({
         id: Bun.randomUUIDv7(),
         requestId: request.requestId,
         principalKind: request.principal.kind,
@@ -289,6 +290,8 @@ export class Engine {
     }
     const done = this.runner.start(claim.row, release, action, request.principal, input, request.trace);
     const latest = (await this.within(done, request.waitMs ?? this.$.waitMs)) ?? claim.row;
+    // The claim was answered before its commit: a settled answer waited for the commit, a running one waits here.
+    if (!isTerminal(latest.status)) await claim.committed;
     return { execution: latest, settled: isTerminal(latest.status), replayed: false };
   }
 

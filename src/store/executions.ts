@@ -49,6 +49,13 @@ export const INTERRUPTED = "the server stopped while this execution ran; it did 
 export interface ExecutionStore {
   /** Inserts the execution unless (principal, requestId) exists; either way answers the row that holds the key. */
   claim(row: ExecutionRow): Promise<{ row: ExecutionRow; created: boolean }>;
+  /**
+   * The claim of an execution about to run here, answered once decided, before its commit, so that a
+   * handler ending in the same turn commits with it (PostgreSQL: in the claim's transaction; SQLite: in
+   * the next group commit). `committed` resolves once the row is durable: nothing about it may be
+   * answered before (a settlement's own promise resolves after it too).
+   */
+  claimToRun(row: ExecutionRow): Promise<{ row: ExecutionRow; created: boolean; committed: Promise<void> }>;
   get(id: string): Promise<ExecutionRow | null>;
   findByRequest(principal: { kind: PrincipalKind; id: string }, requestId: string): Promise<ExecutionRow | null>;
   /** Newest first. */

@@ -97,6 +97,22 @@ export class SqliteExecutionStore implements ExecutionStore {
     return { row, created: true };
   }
 
+  /** The claim, answered at once (memory decides it); `committed` resolves when its group commit has. */
+  async claimToRun(row: ExecutionRow) {
+    const claim = await this.claim(row);
+    return { ...claim, committed: claim.created ? this.whenCommitted(row.id) : Promise.resolve() };
+  }
+
+  /** Resolves once the queued insert of `id` has committed (at once when none is queued); rejects if it failed. */
+  private whenCommitted(id: string): Promise<void> {
+    const pending = this.inserts.get(id);
+    if (!pending) return Promise.resolve();
+    const committed = new Promise<void>((done, fail) => pending.waiters.push({ done: () => done(), fail }));
+    // Awaited only when an answer goes out before the end; a failed insert is reported by its settlement.
+    committed.catch(() => {});
+    return committed;
+  }
+
   /**
    * Inserts a row at once, outside the group commit, inside the caller's transaction (a workflow's
    * admission); call `admitted` once that transaction has committed.
