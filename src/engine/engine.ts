@@ -245,9 +245,8 @@ export class Engine {
       ? tracer.start("db commit claim", request.trace, { "actuate.action": request.action })
       : NO_SPAN;
     let claim: Awaited<ReturnType<Store["executions"]["claimToRun"]>>;
-    const executions = this.$.store.executions;
     try {
-      claim = await executions.claimToRun({
+      claim = await this.$.store.executions.claimToRun({
         id: Bun.randomUUIDv7(),
         requestId: request.requestId,
         principalKind: request.principal.kind,
