@@ -1,8 +1,10 @@
 /** @jsxImportSource preact */
+
 import { useState } from "preact/hooks";
 import type { ActuateClient, AttributeSchema, ReleaseDescription } from "../client/index.ts";
 import { type BrowseSettings, browseQuery, cellText, parseQuery } from "./data-query.ts";
 import { hrefOf } from "./route.ts";
+import { ScrollBox } from "./scroll-box.tsx";
 import { usePoll } from "./use-poll.ts";
 
 const never = () => false;
@@ -74,7 +76,7 @@ function Entity(props: {
   return (
     <article>
       <h2>{name}</h2>
-      <div class="scroll">
+      <ScrollBox label={`${name} attributes, scrolled`}>
         <table aria-label={`${name} attributes`}>
           <thead>
             <tr>
@@ -95,7 +97,7 @@ function Entity(props: {
             ))}
           </tbody>
         </table>
-      </div>
+      </ScrollBox>
       {ends.length > 0 && (
         <>
           <h3>Links</h3>
@@ -198,7 +200,7 @@ function TableBrowser(props: { client: ActuateClient; entity: string; labels: st
           {invalid ?? rows.error}
         </p>
       )}
-      <div class="scroll">
+      <ScrollBox label={`${entity} rows, scrolled`}>
         <table aria-label={`${entity} rows`}>
           <thead>
             <tr>
@@ -219,7 +221,7 @@ function TableBrowser(props: { client: ActuateClient; entity: string; labels: st
             ))}
           </tbody>
         </table>
-      </div>
+      </ScrollBox>
       {rows.data?.length === 0 && <p>No rows you may see.</p>}
     </section>
   );

@@ -3,6 +3,7 @@ import type { ActuateClient } from "../client/index.ts";
 import { ExecutionDetail } from "./execution-detail.tsx";
 import { durationOf, when } from "./format.ts";
 import { type ExecutionFilters, hrefOf } from "./route.ts";
+import { ScrollBox } from "./scroll-box.tsx";
 import { usePoll } from "./use-poll.ts";
 import { useVisible } from "./use-visible.ts";
 
@@ -51,7 +52,7 @@ function ExecutionList(props: { client: ActuateClient; filters: ExecutionFilters
       <p class="hint">
         Live: read again every {LIST_EVERY_MS / 1000} s (longer after a slow read) while this tab is in view.
       </p>
-      <div class="table-scroll">
+      <ScrollBox label="Executions, scrolled">
         <table aria-label="Executions">
           <thead>
             <tr>
@@ -80,7 +81,7 @@ function ExecutionList(props: { client: ActuateClient; filters: ExecutionFilters
             ))}
           </tbody>
         </table>
-      </div>
+      </ScrollBox>
       {list.data?.items.length === 0 && (
         <p>{filtered ? "No execution matches these filters." : "No executions yet."}</p>
       )}

@@ -1,6 +1,8 @@
 /** @jsxImportSource preact */
+
 import { useState } from "preact/hooks";
 import type { ActuateClient } from "../client/index.ts";
+import { ScrollBox } from "./scroll-box.tsx";
 import { download, sizeText } from "./uploads.tsx";
 import { usePoll } from "./use-poll.ts";
 
@@ -69,7 +71,7 @@ export function FilesPage(props: { client: ActuateClient }) {
           {page.error}
         </p>
       )}
-      <div class="scroll">
+      <ScrollBox label="Files, scrolled">
         <table aria-label="Files">
           <thead>
             <tr>
@@ -115,7 +117,7 @@ export function FilesPage(props: { client: ActuateClient }) {
             ))}
           </tbody>
         </table>
-      </div>
+      </ScrollBox>
       {page.data?.items.length === 0 && <p>No files{prefix ? ` under ${prefix}` : ""}.</p>}
       <p>
         {cursors.length > 1 && (

@@ -1,7 +1,9 @@
 /** @jsxImportSource preact */
+
 import { useState } from "preact/hooks";
 import type { ActuateClient, Run, RunStatus, RunStep } from "../client/index.ts";
 import { hrefOf } from "./route.ts";
+import { ScrollBox } from "./scroll-box.tsx";
 import { duration, spanMs, when } from "./time.ts";
 import { usePoll } from "./use-poll.ts";
 
@@ -56,7 +58,7 @@ function RunList(props: { client: ActuateClient }) {
           {list.error}
         </p>
       )}
-      <div class="scroll">
+      <ScrollBox label="Runs, scrolled">
         <table aria-label="Runs">
           <thead>
             <tr>
@@ -84,7 +86,7 @@ function RunList(props: { client: ActuateClient }) {
             ))}
           </tbody>
         </table>
-      </div>
+      </ScrollBox>
       {list.data?.items.length === 0 && <p>No runs yet.</p>}
     </main>
   );
