@@ -33,6 +33,8 @@ import type { Telemetry } from "./observe/telemetry.ts";
 const HARD_BODY_LIMIT = 1024 * 1024 * 1024;
 
 export interface AppDeps extends HttpDeps {
+  /** Bun's development server for the console (rebuild on change, a file watcher): `bun run dev` only. */
+  development: boolean;
   files: FileService;
   maxFileBytes: number;
   /** Where multipart invocations spool their file parts (emptied at start-up). */
@@ -53,7 +55,12 @@ export interface AppDeps extends HttpDeps {
 
 export const createApp = (deps: AppDeps) => {
   const app = new Elysia({
-    serve: { maxRequestBodySize: HARD_BODY_LIMIT, idleTimeout: IDLE_TIMEOUT_SECONDS, routes: consoleServeRoutes },
+    serve: {
+      maxRequestBodySize: HARD_BODY_LIMIT,
+      idleTimeout: IDLE_TIMEOUT_SECONDS,
+      routes: consoleServeRoutes,
+      development: deps.development,
+    },
   })
     .use(observeRequests(deps.telemetry, deps.log))
     .use(errorHandling(deps.log, (): readonly Route[] => app.routes))

@@ -146,6 +146,11 @@ export async function startServer(
     insecureNoAuth?: boolean;
     /** How followers re-read executions nothing told them about (tests lengthen it to prove NOTIFY). */
     followPoll?: PollBackoff;
+    /**
+     * Bun's development server for the console (`bun run dev`): rebuilt and reloaded on change, with a
+     * file watcher. Off otherwise, whatever NODE_ENV says: a start serves a production bundle and watches nothing.
+     */
+    development?: boolean;
   } = {},
 ): Promise<RunningServer> {
   if (options.insecureNoAuth && !isLoopback(config.host)) {
@@ -268,6 +273,7 @@ export async function startServer(
     authority: config.authIssuer ? undefined : startAuthority,
     cors: config.cors,
     readiness: { database: () => store.ping(), storage: () => storage.check() },
+    development: options.development ?? false,
     mcp: {
       endpoint,
       allowedOrigins: config.cors.listed,

@@ -46,6 +46,10 @@ for (const dialect of dialects) {
       const server = await serve(["start", "--release", fixture("basic")], env);
       try {
         expect(server.output()).toContain("release t1");
+        // start serves the console as a production bundle (hashed chunks), with no dev server or file watcher.
+        const page = await (await fetch(`${server.url}/console`)).text();
+        expect(page).toMatch(/src="\/chunk-[a-z0-9]+\.js"/);
+        expect(page).not.toContain("/_bun/");
         const v1 = await (await invoke(server.url, serviceKey, "test.version", {})).json();
         expect(v1.execution.output).toEqual({ release: "t1" });
 
@@ -257,6 +261,8 @@ describe("bun run dev", () => {
       });
       expect(pasted.status).toBe(200);
       expect((await pasted.json()).execution.status).toBe("succeeded");
+      // The console comes from Bun's development server here (rebuilt on change), and only here.
+      expect(await (await fetch(`${server.url}/console`)).text()).toContain('src="/_bun/client/');
 
       const file = join(source, "actions/math/add.ts");
       const mark = server.output().length;

@@ -45,7 +45,12 @@ export async function serveCommand(
   };
   await publish();
 
-  const server = await startServer(serving, { store, log, insecureNoAuth: options.insecureNoAuth });
+  const server = await startServer(serving, {
+    store,
+    log,
+    insecureNoAuth: options.insecureNoAuth,
+    development: options.watch,
+  });
   const release = server.releases.current();
   const database = describeDatabase(config.databaseUrl);
   log(`actuate serving ${server.url}  (release ${release?.version ?? "none"}, database ${database})`, {
