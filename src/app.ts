@@ -60,6 +60,9 @@ export const createApp = (deps: AppDeps) => {
       idleTimeout: IDLE_TIMEOUT_SECONDS,
       routes: consoleServeRoutes,
       development: deps.development,
+      // Elysia turns SO_REUSEPORT on: a second server started on the same port would share it silently,
+      // the kernel handing each connection to either. A port in use is an error instead.
+      reusePort: false,
     },
   })
     .use(observeRequests(deps.telemetry, deps.log))

@@ -281,7 +281,18 @@ export async function startServer(
       anonymous: options.insecureNoAuth ? ANONYMOUS : undefined,
     },
   });
-  app.listen({ port: config.port, hostname: config.host });
+  try {
+    app.listen({ port: config.port, hostname: config.host });
+  } catch (error) {
+    if ((error as { code?: string }).code !== "EADDRINUSE") throw error;
+    releases.stop();
+    hub.stop();
+    await engine.shutdown(0, Promise.resolve());
+    if (!options.store) await store.close();
+    throw new ConfigError(
+      `${config.host}:${config.port} is in use: another server listens there (another actuate?); stop it or set PORT`,
+    );
+  }
   const port = app.server?.port ?? config.port;
   publicUrl ||= localUrl(config.host, port);
 

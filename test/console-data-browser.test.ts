@@ -78,6 +78,7 @@ describe("the console's Data and Files pages, and file inputs, in Chromium", () 
     await page.getByLabel("Direction").selectOption("desc");
     await page.getByRole("button", { name: "Show rows" }).click();
     await rows.getByText("Buy bread").waitFor({ state: "detached" });
+    await rows.getByText("Make tea").waitFor();
     expect(await cellsOf(page, "notes rows")).toEqual([
       [tea, "Make tea", "3", "false", "ana"],
       [milk, "Buy milk", "1", "false", "ana"],
@@ -193,6 +194,8 @@ describe("the console's Data and Files pages, and file inputs, in Chromium", () 
     await page.getByLabel("Path starts with").fill("reports/");
     await page.getByLabel("Path starts with").press("Enter");
     await table.getByText("readme.txt", { exact: true }).waitFor({ state: "detached" });
+    // The list is read again: wait for its rows, not just for the old ones to go.
+    await table.getByText("reports/blob.bin", { exact: true }).waitFor();
     expect((await cellsOf(page, "Files")).map((r) => r[0])).toEqual(["reports/blob.bin"]);
 
     // ben sees none of ana's files.

@@ -150,6 +150,7 @@ describe("the console, live, in Chromium", () => {
     await page.waitForURL(/caller=user%3Adave/);
     expect(new URL(page.url()).hash).toContain("action=shop.order");
     await table.getByRole("link", { name: whoami }).waitFor({ state: "detached" });
+    await table.getByRole("link", { name: broken }).waitFor();
     expect(await table.getByRole("link").allTextContents()).toEqual([broken]);
 
     // Time: since a minute from now, nothing yet.

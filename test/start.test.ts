@@ -39,6 +39,30 @@ describe("start-up", () => {
   }, 30_000);
 });
 
+describe("a port in use", () => {
+  test("stops `start` with one line saying so, instead of sharing the port with the server already there", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "actuate-port-"));
+    // The other server allows sharing (SO_REUSEPORT), as Elysia sets by default: ours must not take it up.
+    const other = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      reusePort: true,
+      fetch: () => new Response("the other server"),
+    });
+    try {
+      const started = await cli(["start"], { DATA_DIR: dataDir, PORT: String(other.port), HOST: "127.0.0.1" });
+      expect(started.code).toBe(1);
+      expect(started.stderr.trim()).toBe(
+        `error: 127.0.0.1:${other.port} is in use: another server listens there (another actuate?); stop it or set PORT`,
+      );
+      expect(await (await fetch(`http://127.0.0.1:${other.port}/`)).text()).toBe("the other server");
+    } finally {
+      other.stop(true);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 30_000);
+});
+
 const [sqlite] = dialects;
 
 describe("the first /mcp requests", () => {
