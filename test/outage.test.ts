@@ -161,6 +161,10 @@ test.skipIf(!canMakeClusters)(
       expect(log).not.toContain(hashSecret(token));
       expect(log).not.toContain(token);
       expect(log).not.toContain("unhandled error");
+    } catch (error) {
+      // What the server said is what explains a failure here (a crash, a refused connection).
+      console.error(`server output (last 8 000 characters):\n${server?.output().slice(-8000)}`);
+      throw error;
     } finally {
       await server?.kill();
       Bun.spawnSync(["pg_dropcluster", "--stop", version, cluster]);

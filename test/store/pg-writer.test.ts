@@ -150,59 +150,6 @@ describe.skipIf(!pg)("PostgreSQL execution writer", () => {
     expect(await store.executions.get(r.id)).toMatchObject({ output: null, errorMessage: "boom" });
   });
 
-  test("claimToRun answers before the commit; a settlement in the same turn commits with the claim", async () => {
-    const claimToRun = (r: ExecutionRow) =>
-      (store.executions.claimToRun as NonNullable<typeof store.executions.claimToRun>).call(store.executions, r);
-    const fast = row({ principalId: "early" });
-    const slow = row({ principalId: "early" });
-    const [a, b] = await Promise.all([claimToRun(fast), claimToRun(slow)]);
-    expect([a.created, b.created]).toEqual([true, true]);
-    const settled = store.executions.settle(fast.id, succeeded({ sum: 3 }));
-    await a.committed;
-    await settled;
-    // A reader of a claimed row waits for its commit, then sees it.
-    expect(await store.executions.get(slow.id)).toMatchObject({ status: "running" });
-    const stored = await sql`select id, status, xmin::text as commit from executions where principal_id = 'early'`;
-    const byId = new Map(stored.map((r) => [r.id, r]));
-    expect(byId.get(fast.id)).toMatchObject({ status: "succeeded" });
-    // One transaction wrote both claims and the settlement.
-    expect(byId.get(fast.id)?.commit).toBe(byId.get(slow.id)?.commit);
-    await store.executions.settle(slow.id, succeeded({ sum: 4 }));
-    expect(await store.executions.get(slow.id)).toMatchObject({ status: "succeeded", output: { sum: 4 } });
-  });
-
-  test("claimToRun of a key another instance holds uncommitted waits for that commit and answers its row", async () => {
-    const other = await openStore(database.url);
-    try {
-      const first = row();
-      const claimToRun = (s: Store, r: ExecutionRow) =>
-        (s.executions.claimToRun as NonNullable<typeof s.executions.claimToRun>).call(s.executions, r);
-      const held = await claimToRun(store, first);
-      const settled = store.executions.settle(first.id, succeeded({ sum: 3 }));
-      const second = await claimToRun(other, row({ requestId: first.requestId }));
-      expect(second.created).toBe(false);
-      expect(second.row).toMatchObject({ id: first.id, status: "succeeded", output: { sum: 3 } });
-      await Promise.all([held.committed, settled]);
-    } finally {
-      await other.close();
-    }
-  });
-
-  test("a claim transaction whose settlement fails: the claims are inserted again alone, the good settlement lands", async () => {
-    const claimToRun = (r: ExecutionRow) =>
-      (store.executions.claimToRun as NonNullable<typeof store.executions.claimToRun>).call(store.executions, r);
-    const good = row({ principalId: "recommit" });
-    const bad = row({ principalId: "recommit" });
-    const [a, b] = await Promise.all([claimToRun(good), claimToRun(bad)]);
-    // PostgreSQL refuses U+0000 in jsonb: the UPDATE in the claim's transaction fails, so does its commit.
-    const settledGood = store.executions.settle(good.id, succeeded({ sum: 3 }));
-    const settledBad = store.executions.settle(bad.id, succeeded({ text: "\u0000" })).catch((error: Error) => error);
-    await Promise.all([a.committed, b.committed, settledGood]);
-    expect(((await settledBad) as Error).message).toContain("unsupported Unicode escape sequence");
-    expect(await store.executions.get(good.id)).toMatchObject({ status: "succeeded", output: { sum: 3 } });
-    expect(await store.executions.get(bad.id)).toMatchObject({ status: "running" });
-  });
-
   test("close waits for queued writes", async () => {
     const other = await openStore(database.url);
     const r = row();

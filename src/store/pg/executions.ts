@@ -1,4 +1,4 @@
-import type { ParameterOrJSON, ReservedSql, Sql } from "postgres";
+import type { ParameterOrJSON, Sql } from "postgres";
 import { selectList } from "../drizzle/columns.ts";
 import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
 import { listExecutions } from "../drizzle/lists.ts";
@@ -16,11 +16,6 @@ export interface Claim {
   created: boolean;
 }
 
-/** A claim answered once decided: `committed` resolves once its row is durable (see claimToRun). */
-export interface EarlyClaim extends Claim {
-  committed: Promise<void>;
-}
-
 interface Pending {
   /** The item's row in the statement's JSON parameter, serialized once when queued. */
   json: string;
@@ -29,9 +24,7 @@ interface Pending {
 
 interface PendingClaim extends Pending {
   row: ExecutionRow;
-  /** Answer once decided, before the commit (claimToRun); otherwise once committed. */
-  early: boolean;
-  resolve: (claim: EarlyClaim) => void;
+  resolve: (claim: Claim) => void;
 }
 
 interface PendingSettle extends Pending {
@@ -39,31 +32,6 @@ interface PendingSettle extends Pending {
   /** The execution's last log lines, as the contents of a JSON array ("" when none). */
   logs: string;
   resolve: () => void;
-}
-
-/**
- * A row this process inserted in a claim transaction not committed yet: its key is taken (another
- * inserter of it waits for this commit), its handler may be running, and a settlement that arrives
- * before the transaction's last statement goes out commits with it.
- */
-interface OpenClaim {
-  row: ExecutionRow;
-  settle?: PendingSettle;
-  sealed: boolean;
-  committed: Deferred;
-}
-
-interface Deferred {
-  promise: Promise<void>;
-  resolve: () => void;
-  reject: (error: unknown) => void;
-}
-
-function deferred(): Deferred {
-  const { promise, resolve, reject } = Promise.withResolvers<void>();
-  // Nobody may be waiting when a commit fails; the error still reaches whoever awaits it later.
-  promise.catch(() => {});
-  return { promise, resolve, reject };
 }
 
 /** The claims of one (principal, requestId) in a batch: the first is inserted, the others get its outcome. */
@@ -140,23 +108,15 @@ const requestKey = (row: Pick<ExecutionRow, "principalKind" | "principalId" | "r
   `${row.principalKind}\u0000${row.principalId}\u0000${row.requestId}`;
 
 /**
- * Executions on PostgreSQL, with group commit for the writes every invocation makes. The database
- * decides every claim (through the unique index executions_request_uq), because several instances may
- * share it. The claims queued during one turn of the event loop are one INSERT … ON CONFLICT DO NOTHING
- * in a transaction of their own: once it has answered, each key is decided (an inserter of the same key
- * on another instance waits for this transaction), so the handlers start; the transaction stays open
- * for the rest of that turn and commits with the settlements of the handlers that ended in it, one
- * commit for both; the next batch's INSERT may go out while that commit waits. Later settlements are
- * one UPDATE … FROM per turn.
+ * Executions on PostgreSQL, with group commit for the writes every invocation makes: the claims queued during one turn
+ * of the event loop are one INSERT … ON CONFLICT DO NOTHING, the settlements one UPDATE … FROM, each its
+ * own commit. Unlike the SQLite writer, the database decides every claim (through the unique index
+ * executions_request_uq) and a claim resolves only once committed, because several instances may
+ * share the database and the handler must not run before its claim is durable.
  */
 export class PgExecutionStore implements ExecutionStore {
   private readonly claims = new Lane<PendingClaim>((batch) => this.writeClaims(batch), byJson);
   private readonly settles = new Lane<PendingSettle>((batch) => this.writeSettles(batch), byJson);
-  /** Rows inserted by a claim transaction of this process that has not committed yet, by id and by key. */
-  private readonly open = new Map<string, OpenClaim>();
-  private readonly openByKey = new Map<string, OpenClaim>();
-  /** Claim transactions sealed and waiting for their commit. */
-  private readonly committing = new Set<Promise<void>>();
 
   constructor(
     private readonly client: Sql,
@@ -165,25 +125,12 @@ export class PgExecutionStore implements ExecutionStore {
   ) {}
 
   /** Inserts the row unless its (principal, requestId) is taken; resolves, once committed, to the holder. */
-  async claim(row: ExecutionRow): Promise<Claim> {
-    const { committed: _, ...claim } = await this.enqueueClaim(row, false);
-    return claim;
+  claim(row: ExecutionRow): Promise<Claim> {
+    return new Promise((resolve, reject) => this.claims.push({ row, json: JSON.stringify(row), resolve, reject }));
   }
-
-  /**
-   * The same claim, answered as soon as it is decided (the key is this row's, or whose it is): the
-   * handler may start while the claim's transaction is still open, so that a handler ending in the same
-   * turn commits with its claim. `committed` resolves once the row is durable; nothing about it may be
-   * answered before (reads by id or key here wait for it).
-   */
-  claimToRun(row: ExecutionRow): Promise<EarlyClaim> {
-    return this.enqueueClaim(row, true);
-  }
-
-  private enqueueClaim(row: ExecutionRow, early: boolean): Promise<EarlyClaim> {
-    return new Promise((resolve, reject) =>
-      this.claims.push({ row, early, json: JSON.stringify(row), resolve, reject }),
-    );
+  /** A claim here resolves once committed (the database decides it): `committed` has nothing left to wait for. */
+  async claimToRun(row: ExecutionRow): Promise<Claim & { committed: Promise<void> }> {
+    return { ...(await this.claim(row)), committed: COMMITTED };
   }
 
   /**
@@ -191,33 +138,22 @@ export class PgExecutionStore implements ExecutionStore {
    * commit with the status in a transaction of their own; only plain settlements are batched.
    */
   async settle(id: string, settlement: ExecutionSettlement): Promise<ExecutionSettlement> {
-    const open = this.open.get(id);
-    if (open) {
-      if (!open.sealed && !open.settle && !settlement.writes?.length) {
-        await new Promise<void>((resolve, reject) => {
-          open.settle = { id, ...settleJson(id, settlement), resolve, reject };
-        });
-        return withoutLogs(settlement);
-      }
-      await open.committed.promise;
-    }
     if (settlement.writes?.length) return this.settleWithWrites(id, settlement);
-    await new Promise<void>((resolve, reject) =>
-      this.settles.push({ id, ...settleJson(id, settlement), resolve, reject }),
-    );
-    return withoutLogs(settlement);
+    const { status, output, errorCode, errorMessage, finishedAt, logs: lines = [] } = settlement;
+    const json = JSON.stringify({ id, status, output, errorCode, errorMessage, finishedAt });
+    const logs = lines.length === 0 ? "" : logLinesJson(lines).slice(1, -1);
+    await new Promise<void>((resolve, reject) => this.settles.push({ id, json, logs, resolve, reject }));
+    const { logs: _, ...stored } = settlement;
+    return stored;
   }
 
   /** One execution by id, on a named statement (waiting for results reads it often; a query builder costs more). */
   async get(id: string): Promise<ExecutionRow | null> {
-    await this.open.get(id)?.committed.promise;
     const [raw] = await this.client.unsafe<RawRow[]>(BY_ID, [id], PREPARED);
     return raw ? parseRow(raw) : null;
   }
 
   async findByRequest(principal: { kind: PrincipalKind; id: string }, requestId: string) {
-    const key = { principalKind: principal.kind, principalId: principal.id, requestId };
-    await this.openByKey.get(requestKey(key))?.committed.promise;
     const [raw] = await this.client.unsafe<RawRow[]>(BY_REQUEST, [principal.kind, principal.id, requestId], PREPARED);
     return raw ? parseRow(raw) : null;
   }
@@ -256,154 +192,17 @@ export class PgExecutionStore implements ExecutionStore {
 
   /** Waits until every queued and in-flight write has ended (the store calls this before closing). */
   async drain(): Promise<void> {
-    await this.claims.drain();
-    while (this.committing.size > 0) await Promise.all(this.committing);
-    await this.settles.drain();
+    await Promise.all([this.claims.drain(), this.settles.drain()]);
   }
 
   private async writeClaims(batch: PendingClaim[]): Promise<void> {
     const groups = groupByRequest(batch);
     try {
-      await this.claimInTransaction(groups);
-    } catch {
-      // What it could not decide falls back to the statements below.
-    }
-    const undecided = groups.filter((group) => !group.done);
-    if (undecided.length === 0) return;
-    try {
-      await this.claimGroups(undecided, false);
+      await this.claimGroups(groups, false);
     } catch {
       // One bad row fails the whole statement: claim each key alone so that only its own claims fail.
-      const left = undecided.filter((group) => !group.done);
+      const left = groups.filter((group) => !group.done);
       await Promise.all(left.map((group) => this.claimGroups([group], true).catch((error) => failGroup(group, error))));
-    }
-  }
-
-  /**
-   * Begin and the INSERT in one round trip; the keys that conflicted are read in the same transaction
-   * (each statement sees what committed before it). The early claims are answered then, the others
-   * after the commit. When the insert or the read fails it rolls back and leaves every group undecided.
-   */
-  private async claimInTransaction(groups: ClaimGroup[]): Promise<void> {
-    // Each waiting commit holds a pool connection: leave the others to reads, settlements and runs.
-    while (this.committing.size >= COMMITS_WAITING) await Promise.race(this.committing);
-    const connection = await this.client.reserve();
-    let released = false;
-    const release = () => {
-      if (!released) connection.release();
-      released = true;
-    };
-    let handedOver = false;
-    try {
-      const rows = jsonArray(groups.map((group) => group.claims[0]));
-      const [began, insert] = await Promise.allSettled([
-        connection.unsafe("begin"),
-        connection.unsafe<{ id: string }[]>(INSERT, [rows, this.instance], PREPARED),
-      ]);
-      if (began.status === "rejected" || insert.status === "rejected") {
-        await connection.unsafe("rollback").catch(() => {});
-        return;
-      }
-      const ids = new Set(insert.value.map((r) => r.id));
-      const created = groups.filter((group) => ids.has(group.claims[0].row.id));
-      const conflicted = groups.filter((group) => !ids.has(group.claims[0].row.id));
-      if (conflicted.length > 0) {
-        try {
-          await this.resolveConflicts(conflicted, false, connection);
-        } catch {
-          await connection.unsafe("rollback").catch(() => {});
-          return;
-        }
-      }
-      const opened = created.map((group) => this.openClaim(group));
-      // Let the handlers just started run to the end of this turn: those ending in it settle into their claim.
-      if (created.some((group) => group.claims[0].early)) await new Promise((resolve) => setImmediate(resolve));
-      // Sealed: the next batch may begin (its INSERT) while this one waits for its commit, a WAL flush.
-      const committing: Promise<void> = this.commitOpened(connection, opened, release).finally(() =>
-        this.committing.delete(committing),
-      );
-      this.committing.add(committing);
-      handedOver = true;
-    } finally {
-      if (!handedOver) release();
-    }
-  }
-
-  /** Registers the group's row as inserted, not committed, and answers the early claim at once. */
-  private openClaim(group: ClaimGroup): { group: ClaimGroup; open: OpenClaim } {
-    const [first] = group.claims;
-    const open: OpenClaim = { row: first.row, sealed: false, committed: deferred() };
-    this.open.set(first.row.id, open);
-    this.openByKey.set(requestKey(first.row), open);
-    group.done = true;
-    if (first.early) first.resolve({ row: first.row, created: true, committed: open.committed.promise });
-    return { group, open };
-  }
-
-  /**
-   * The settlements that arrived, then commit, in one round trip. If that fails the transaction is gone
-   * (or committed with its answer lost): each row is inserted again alone (recommit).
-   */
-  private async commitOpened(
-    connection: ReservedSql,
-    opened: { group: ClaimGroup; open: OpenClaim }[],
-    release: () => void,
-  ) {
-    for (const { open } of opened) open.sealed = true;
-    const settles = opened.flatMap(({ open }) => (open.settle ? [open.settle] : []));
-    const statements: Promise<unknown>[] = [];
-    if (settles.length > 0) statements.push(connection.unsafe(UPDATE, settleParams(settles), PREPARED));
-    statements.push(connection.unsafe("commit"));
-    const outcomes = await Promise.allSettled(statements);
-    release();
-    const committed = outcomes.every((outcome) => outcome.status === "fulfilled");
-    await Promise.all(
-      opened.map(async ({ group, open }) => {
-        const error = committed ? null : await this.recommit(open);
-        this.open.delete(open.row.id);
-        this.openByKey.delete(requestKey(open.row));
-        if (error) {
-          open.settle?.reject(error);
-          open.committed.reject(error);
-          for (const claim of group.claims) claim.reject(error); // an early claim, answered already, ignores this
-          return;
-        }
-        const settledHere = committed ? open.settle : undefined;
-        settledHere?.resolve();
-        if (open.settle && !settledHere) this.settles.push(open.settle);
-        open.committed.resolve();
-        const [first, ...others] = group.claims;
-        if (!first.early) first.resolve({ row: first.row, created: true, committed: open.committed.promise });
-        if (others.length === 0) return;
-        // The same request sent twice in one batch: the others answer the row as committed.
-        const row = settledHere ? { ...open.row, ...JSON.parse(settledHere.json) } : open.row;
-        for (const claim of others) claim.resolve({ row: { ...row }, created: false, committed: RESOLVED });
-      }),
-    );
-  }
-
-  /**
-   * A claim whose transaction did not commit (or did and lost its answer) inserted again alone, as it
-   * was claimed; null when it is stored as this process's, else why not (its handler has run, but
-   * another instance took the key meanwhile: the caller gets an error and a retry finds that execution).
-   */
-  private async recommit(open: OpenClaim): Promise<Error | null> {
-    try {
-      const inserted = await this.client.unsafe<{ id: string }[]>(
-        INSERT,
-        [`[${JSON.stringify(open.row)}]`, this.instance],
-        PREPARED,
-      );
-      if (inserted.length > 0) return null;
-      const [raw] = await this.client.unsafe<RawRow[]>(
-        BY_REQUEST,
-        [open.row.principalKind, open.row.principalId, open.row.requestId],
-        PREPARED,
-      );
-      if (raw?.id === open.row.id) return null;
-      return new Error(`the claim of request ${open.row.requestId} did not commit and another execution holds it now`);
-    } catch (error) {
-      return error instanceof Error ? error : new Error(String(error));
     }
   }
 
@@ -417,17 +216,17 @@ export class PgExecutionStore implements ExecutionStore {
     const ids = new Set(inserted.map((r) => r.id));
     const conflicted = groups.filter((group) => !ids.has(group.claims[0].row.id));
     for (const group of groups) if (ids.has(group.claims[0].row.id)) resolveCreated(group);
-    if (conflicted.length > 0) await this.resolveConflicts(conflicted, retried, this.client);
+    if (conflicted.length > 0) await this.resolveConflicts(conflicted, retried);
   }
 
   /** Reads the rows that hold the keys whose insert did nothing (a separate statement sees their commit). */
-  private async resolveConflicts(groups: ClaimGroup[], retried: boolean, on: Sql | ReservedSql): Promise<void> {
+  private async resolveConflicts(groups: ClaimGroup[], retried: boolean): Promise<void> {
     const keys = groups.map(({ claims: [{ row }] }) => ({
       principalKind: row.principalKind,
       principalId: row.principalId,
       requestId: row.requestId,
     }));
-    const found = await on.unsafe<RawRow[]>(BY_KEYS, [JSON.stringify(keys)], PREPARED);
+    const found = await this.client.unsafe<RawRow[]>(BY_KEYS, [JSON.stringify(keys)], PREPARED);
     const byKey = new Map(found.map((raw) => [requestKey(raw), parseRow(raw)]));
     for (const group of groups) {
       const first = group.claims[0].row;
@@ -438,7 +237,7 @@ export class PgExecutionStore implements ExecutionStore {
         resolveCreated(group);
       } else {
         group.done = true;
-        for (const claim of group.claims) claim.resolve({ row: { ...existing }, created: false, committed: RESOLVED });
+        for (const claim of group.claims) claim.resolve({ row: { ...existing }, created: false });
       }
     }
   }
@@ -461,39 +260,18 @@ export class PgExecutionStore implements ExecutionStore {
   }
 
   private async settleAll(settles: PendingSettle[]): Promise<void> {
-    const updated = await this.client.unsafe<{ id: string }[]>(UPDATE, settleParams(settles), PREPARED);
+    const ids = settles.map((settle) => settle.id).join(",");
+    const logs = `[${settles
+      .filter((settle) => settle.logs !== "")
+      .map((settle) => settle.logs)
+      .join(",")}]`;
+    const updated = await this.client.unsafe<{ id: string }[]>(UPDATE, [jsonArray(settles), ids, logs], PREPARED);
     const stored = new Set(updated.map((r) => r.id));
     for (const settle of settles) {
       if (stored.has(settle.id)) settle.resolve();
       else settle.reject(new Error(`execution ${settle.id} is not stored`));
     }
   }
-}
-
-const RESOLVED = Promise.resolve();
-
-/** Claim transactions sealed and waiting for their commit at once, at most. */
-const COMMITS_WAITING = 2;
-
-/** The UPDATE's parameters: the settlements, their ids, and their last log lines. */
-function settleParams(settles: PendingSettle[]): string[] {
-  const ids = settles.map((settle) => settle.id).join(",");
-  const logs = `[${settles
-    .filter((settle) => settle.logs !== "")
-    .map((settle) => settle.logs)
-    .join(",")}]`;
-  return [jsonArray(settles), ids, logs];
-}
-
-function settleJson(id: string, settlement: ExecutionSettlement): { json: string; logs: string } {
-  const { status, output, errorCode, errorMessage, finishedAt, logs: lines = [] } = settlement;
-  const json = JSON.stringify({ id, status, output, errorCode, errorMessage, finishedAt });
-  return { json, logs: lines.length === 0 ? "" : logLinesJson(lines).slice(1, -1) };
-}
-
-function withoutLogs(settlement: ExecutionSettlement): ExecutionSettlement {
-  const { logs: _, ...stored } = settlement;
-  return stored;
 }
 
 const jsonArray = (items: Pending[]) => `[${items.map((item) => item.json).join(",")}]`;
@@ -514,8 +292,8 @@ function groupByRequest(batch: PendingClaim[]): ClaimGroup[] {
 function resolveCreated(group: ClaimGroup) {
   group.done = true;
   const [first, ...others] = group.claims;
-  first.resolve({ row: first.row, created: true, committed: RESOLVED });
-  for (const claim of others) claim.resolve({ row: { ...first.row }, created: false, committed: RESOLVED });
+  first.resolve({ row: first.row, created: true });
+  for (const claim of others) claim.resolve({ row: { ...first.row }, created: false });
 }
 
 function failGroup(group: ClaimGroup, error: unknown) {
@@ -532,3 +310,5 @@ function parseRow(raw: RawRow): ExecutionRow {
     finishedAt: raw.finishedAt === null ? null : Number(raw.finishedAt),
   };
 }
+
+const COMMITTED = Promise.resolve();

@@ -6,10 +6,8 @@ import { dialects } from "./support/databases.ts";
 import { fixture, startTestServer } from "./support/server.ts";
 
 /**
- * The PostgreSQL claim path (store/pg/executions.ts): a claim is decided by its INSERT in a transaction
- * that commits after the handlers it started have had their turn, with their settlements. What must
- * still hold: one execution per request id across instances (here), nothing answered before it is
- * durable (test/durability.test.ts, both dialects).
+ * Two instances on one PostgreSQL database decide a claim through its unique index: one execution per
+ * request id across instances (here); nothing answered before it is durable is test/durability.test.ts.
  */
 const pg = dialects.find((d) => d.name === "postgres");
 
@@ -19,7 +17,7 @@ type Json = any;
 describe.skipIf(!pg)("PostgreSQL claim path", () => {
   test("two servers on one database get one requestId at once: one execution, the handler ran once, equal answers", async () => {
     const a = await startTestServer(pg as NonNullable<typeof pg>, { release: fixture("basic") });
-    // A second instance: its own store (pool, instance id, claim transactions) and HTTP server, same database.
+    // A second instance: its own store (pool, instance id) and HTTP server, same database.
     const storeB = await openStore(a.config.databaseUrl);
     const b = await startServer(a.config, { store: storeB, log: () => {} });
     try {
