@@ -1,6 +1,8 @@
 /** @jsxImportSource preact */
+
 import { useState } from "preact/hooks";
 import { type ActuateClient, ActuateError, type Execution, type Issue } from "../client/index.ts";
+import { Alert } from "./alert.tsx";
 import { fieldsOf } from "./fields.ts";
 import { valuesOf } from "./prefill.ts";
 import { hrefOf } from "./route.ts";
@@ -17,11 +19,7 @@ export function ActionsPage(props: { client: ActuateClient; action?: string; fro
     <main class="layout">
       <nav aria-label="Actions">
         <h1>Actions</h1>
-        {actions.error && (
-          <p class="error" role="alert">
-            {actions.error}
-          </p>
-        )}
+        <Alert message={actions.error} />
         <ul>
           {actions.data?.map((action) => (
             <li key={action.name}>

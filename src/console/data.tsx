@@ -2,6 +2,7 @@
 
 import { useState } from "preact/hooks";
 import type { ActuateClient, AttributeSchema, ReleaseDescription } from "../client/index.ts";
+import { Alert } from "./alert.tsx";
 import { type BrowseSettings, browseQuery, cellText, parseQuery } from "./data-query.ts";
 import { hrefOf } from "./route.ts";
 import { ScrollBox } from "./scroll-box.tsx";
@@ -20,11 +21,7 @@ export function DataPage(props: { client: ActuateClient; entity?: string }) {
     <main class="layout">
       <nav aria-label="Entities">
         <h1>Data</h1>
-        {description.error && (
-          <p class="error" role="alert">
-            {description.error}
-          </p>
-        )}
+        <Alert message={description.error} />
         <ul>
           {entities.map((name) => (
             <li key={name}>

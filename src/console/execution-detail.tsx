@@ -1,5 +1,7 @@
 /** @jsxImportSource preact */
+
 import type { ActuateClient } from "../client/index.ts";
+import { Alert } from "./alert.tsx";
 import { durationOf, sizeOf, when } from "./format.ts";
 import { hrefOf } from "./route.ts";
 import { useFollowedExecution } from "./use-followed-execution.ts";
@@ -25,11 +27,7 @@ export function ExecutionDetail(props: { client: ActuateClient; id: string }) {
         <a href={hrefOf({ page: "executions" })}>← Executions</a>
       </p>
       <h1>Execution {id}</h1>
-      {detail.error && (
-        <p class="error" role="alert">
-          {detail.error}
-        </p>
-      )}
+      <Alert message={detail.error} />
       {e && (
         <>
           <p>

@@ -1,5 +1,7 @@
 /** @jsxImportSource preact */
+
 import type { ActuateClient } from "../client/index.ts";
+import { Alert } from "./alert.tsx";
 import { ExecutionDetail } from "./execution-detail.tsx";
 import { durationOf, when } from "./format.ts";
 import { type ExecutionFilters, hrefOf } from "./route.ts";
@@ -44,11 +46,7 @@ function ExecutionList(props: { client: ActuateClient; filters: ExecutionFilters
     <main>
       <h1>Executions</h1>
       <FilterForm key={filterKey} filters={filters} actionNames={actions.data?.map((a) => a.name) ?? []} />
-      {list.error && (
-        <p class="error" role="alert">
-          {list.error}
-        </p>
-      )}
+      <Alert message={list.error} />
       <p class="hint">
         Live: read again every {LIST_EVERY_MS / 1000} s (longer after a slow read) while this tab is in view.
       </p>

@@ -2,6 +2,7 @@
 
 import { useState } from "preact/hooks";
 import type { ActuateClient } from "../client/index.ts";
+import { Alert } from "./alert.tsx";
 import { ScrollBox } from "./scroll-box.tsx";
 import { download, sizeText } from "./uploads.tsx";
 import { usePoll } from "./use-poll.ts";
@@ -66,11 +67,7 @@ export function FilesPage(props: { client: ActuateClient }) {
           {message.text}
         </p>
       )}
-      {page.error && (
-        <p class="error" role="alert">
-          {page.error}
-        </p>
-      )}
+      <Alert message={page.error} />
       <ScrollBox label="Files, scrolled">
         <table aria-label="Files">
           <thead>
@@ -188,11 +185,7 @@ function Upload(props: { client: ActuateClient; onUploaded: (path: string) => vo
       <p class="hint">
         The server signs an upload URL; the bytes go straight to the storage. Empty path: the file's name.
       </p>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Alert message={error} />
       <p>
         <button type="submit" disabled={busy || !file}>
           Upload

@@ -1,14 +1,21 @@
+/** A moment as the reader's locale writes it; `—` when there is none yet. */
 export const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : "—");
 
-/** How long between two instants, for a person: `850 ms`, `12.3 s`, `4 min 05 s`; `—` before it ends. */
-export function durationOf(from: string | null, to: string | null): string {
-  if (!from || !to) return "—";
-  const ms = Date.parse(to) - Date.parse(from);
-  if (ms < 1_000) return `${ms} ms`;
+/** `850 ms`, `4.2 s`, `3 min 5 s`, `2 h 10 min`: a span as a person reads it. */
+export function duration(ms: number): string {
+  if (ms < 1_000) return `${Math.max(0, Math.round(ms))} ms`;
   if (ms < 60_000) return `${(ms / 1_000).toFixed(1)} s`;
-  const seconds = Math.round(ms / 1_000);
-  return `${Math.floor(seconds / 60)} min ${String(seconds % 60).padStart(2, "0")} s`;
+  const minutes = Math.floor(ms / 60_000);
+  if (minutes < 60) return `${minutes} min ${Math.floor((ms % 60_000) / 1_000)} s`;
+  return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
 }
+
+/** From `start` to `end`, or to now while it has not ended. */
+export const spanMs = (start: string, end: string | null, now = Date.now()) =>
+  (end ? Date.parse(end) : now) - Date.parse(start);
+
+/** How long between two instants, `—` until both are known. */
+export const durationOf = (from: string | null, to: string | null) => (from && to ? duration(spanMs(from, to)) : "—");
 
 export const sizeOf = (bytes: number) =>
   bytes < 1024

@@ -1,4 +1,5 @@
 /** @jsxImportSource preact */
+
 import {
   type ActuateClient,
   ActuateError,
@@ -7,8 +8,9 @@ import {
   type PublishedRelease,
   type RunSummary,
 } from "../client/index.ts";
+import { Alert } from "./alert.tsx";
+import { duration, spanMs, when } from "./format.ts";
 import { hrefOf } from "./route.ts";
-import { duration, spanMs, when } from "./time.ts";
 import { usePoll } from "./use-poll.ts";
 
 // Every 5 s: an overview is glanced at, and each pass is a handful of indexed reads.
@@ -41,11 +43,7 @@ export function OverviewPage(props: { client: ActuateClient }) {
   return (
     <main>
       <h1>Overview</h1>
-      {overview.error && (
-        <p class="error" role="alert">
-          {overview.error}
-        </p>
-      )}
+      <Alert message={overview.error} />
       {data?.kind === "own" && (
         <p class="hint" data-testid="own-figures">
           Signed in as a user: these are your own executions and runs. The active release, the whole environment's

@@ -1,6 +1,8 @@
 /** @jsxImportSource preact */
+
 import { useState } from "preact/hooks";
 import type { ActuateClient, PublishedRelease } from "../client/index.ts";
+import { Alert } from "./alert.tsx";
 import { diffReleases, type ReleaseDiff } from "./contract-diff.ts";
 
 /** Two versions of the history, compared in the page from their published contracts (`GET /releases/{version}`). */
@@ -44,11 +46,7 @@ export function ReleaseDiffView(props: { client: ActuateClient; releases: Publis
           <button type="submit">Compare</button>
         </p>
       </form>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Alert message={error} />
       {result && <DiffResult {...result} />}
     </section>
   );

@@ -1,6 +1,8 @@
 /** @jsxImportSource preact */
+
 import { useState } from "preact/hooks";
 import type { ActuateClient } from "../client/index.ts";
+import { Alert } from "./alert.tsx";
 import { ReleaseDiffView } from "./release-diff.tsx";
 import { usePoll } from "./use-poll.ts";
 
@@ -26,11 +28,7 @@ export function ReleasesPage(props: { client: ActuateClient }) {
   return (
     <main>
       <h1>Releases</h1>
-      {releases.error && (
-        <p class="error" role="alert">
-          {releases.error}
-        </p>
-      )}
+      <Alert message={releases.error} />
       {message && (
         <p role="status" class={message.error ? "error" : undefined}>
           {message.text}

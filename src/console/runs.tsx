@@ -2,9 +2,10 @@
 
 import { useState } from "preact/hooks";
 import type { ActuateClient, Run, RunStatus, RunStep } from "../client/index.ts";
+import { Alert } from "./alert.tsx";
+import { duration, spanMs, when } from "./format.ts";
 import { hrefOf } from "./route.ts";
 import { ScrollBox } from "./scroll-box.tsx";
-import { duration, spanMs, when } from "./time.ts";
 import { usePoll } from "./use-poll.ts";
 
 // Polling, as on the executions page: the session socket's stream of a run carries its log lines and
@@ -53,11 +54,7 @@ function RunList(props: { client: ActuateClient }) {
           ))}
         </select>
       </form>
-      {list.error && (
-        <p class="error" role="alert">
-          {list.error}
-        </p>
-      )}
+      <Alert message={list.error} />
       <ScrollBox label="Runs, scrolled">
         <table aria-label="Runs">
           <thead>
@@ -122,11 +119,7 @@ function RunDetail(props: { client: ActuateClient; id: string }) {
         <a href={hrefOf({ page: "runs" })}>← Runs</a>
       </p>
       <h1>Run {id}</h1>
-      {detail.error && (
-        <p class="error" role="alert">
-          {detail.error}
-        </p>
-      )}
+      <Alert message={detail.error} />
       {run && (
         <>
           <dl>

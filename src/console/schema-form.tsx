@@ -1,5 +1,7 @@
 /** @jsxImportSource preact */
+
 import { useState } from "preact/hooks";
+import { Alert } from "./alert.tsx";
 
 import {
   acceptOf,
@@ -72,11 +74,7 @@ export function SchemaForm(props: {
           </div>
         );
       })}
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Alert message={error} />
       <p>
         <button type="submit" disabled={props.busy}>
           {props.submitLabel}

@@ -1,5 +1,7 @@
 /** @jsxImportSource preact */
+
 import { useEffect, useState } from "preact/hooks";
+import { Alert } from "./alert.tsx";
 import {
   type AuthorityMetadata,
   abandonedSignIn,
@@ -71,11 +73,7 @@ export function SignIn(props: { onSignedIn: (credential: Credential) => void; no
           {props.notice}
         </p>
       )}
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Alert message={error} />
       {authority && (
         <section aria-labelledby="built-in-heading">
           <h2 id="built-in-heading">With your account</h2>
