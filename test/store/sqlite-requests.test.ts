@@ -7,22 +7,26 @@ import { openStore } from "../../src/store/open.ts";
 import type { ExecutionRow } from "../../src/store/rows.ts";
 import { KeyFilter } from "../../src/store/sqlite/key-filter.ts";
 import { SqliteRequestIndex } from "../../src/store/sqlite/request-index.ts";
+import { requestKeysPath } from "../../src/store/sqlite/request-keys.ts";
 import type { Store } from "../../src/store/store.ts";
 import { selectRows } from "../support/databases.ts";
 import { row } from "../support/rows.ts";
 import { runRows } from "./fixture.ts";
 
-// SQLite keeps recent request keys in memory and merges them into execution_requests behind the
-// executions (src/store/sqlite/request-index.ts). What must hold whatever the merge has done: a key
-// names one execution, across a clean restart and across a crash before the merge.
+// SQLite keeps recent request keys in memory and merges them, on a worker thread, into the request-key
+// file beside the database (src/store/sqlite/request-index.ts). What must hold whatever the merge has
+// done: a key names one execution, across a clean restart, a crash before the merge, and a lost file.
 
 let dir: string;
 let url: string;
+/** The request-key file, as a URL selectRows reads. */
+let keysUrl: string;
 let open: Store[];
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "actuate-requests-"));
   url = `sqlite:${join(dir, "test.db")}`;
+  keysUrl = `sqlite:${requestKeysPath(join(dir, "test.db"))}`;
   open = [];
 });
 afterEach(async () => {
@@ -37,7 +41,7 @@ async function reopen(): Promise<Store> {
 }
 
 const merged = async () =>
-  (await selectRows(url, "select request_id as requestId, execution_id as executionId from execution_requests")).map(
+  (await selectRows(keysUrl, "select request_id as requestId, execution_id as executionId from request_keys")).map(
     (r) => `${r.requestId}→${r.executionId}`,
   );
 
@@ -114,7 +118,7 @@ describe("SQLite request keys", () => {
       rows: ExecutionRow[];
     };
     expect((await merged()).sort()).toEqual(first.map((r) => `${r.requestId}→${r.id}`).sort());
-    const [mark] = await selectRows(url, "select through from execution_requests_merged where id = 1");
+    const [mark] = await selectRows(keysUrl, "select through from merged_through where id = 1");
     // The mark moved past the start, and not past the executions the crash left unmerged.
     expect(String(mark?.through) > "").toBe(true);
     expect(rows.every((r) => r.id >= String(mark?.through))).toBe(true);
@@ -127,6 +131,43 @@ describe("SQLite request keys", () => {
       });
     }
     expect((await merged()).length).toBe(first.length + rows.length + 1);
+  });
+
+  test("a lost request-key file is rebuilt from the executions; a stale one cannot hide a new execution", async () => {
+    const store = await reopen();
+    const rows = Array.from({ length: 30 }, () => row());
+    await Promise.all(rows.map(async (r) => (await store.executions.claim(r)) && settled(store, r)));
+    await store.close();
+    open = [];
+    const stale = await selectRows(keysUrl, "select * from request_keys");
+    expect(stale).toHaveLength(30);
+
+    // Lost (deleted, or a database restored without it; an upgrade from the index inside the database too).
+    for (const suffix of ["", "-wal", "-shm"])
+      rmSync(`${requestKeysPath(join(dir, "test.db"))}${suffix}`, { force: true });
+    const rebuilt = await reopen();
+    for (const r of rows) {
+      expect(await rebuilt.executions.claim(row({ requestId: r.requestId }))).toMatchObject({
+        created: false,
+        row: { id: r.id },
+      });
+    }
+    // Stale: the file names an execution the database does not have (restored from an older copy, or
+    // deleted by retention before the file heard): the key is free, and names the new execution after restarts.
+    const ghost = row();
+    const db = new Database(requestKeysPath(join(dir, "test.db")));
+    db.run("insert into request_keys values (?1, ?2, ?3, ?4)", ["user", "alice", ghost.requestId, ghost.id]);
+    db.close();
+    const again = row({ requestId: ghost.requestId });
+    expect(await rebuilt.executions.claim(again)).toMatchObject({ created: true, row: { id: again.id } });
+    await settled(rebuilt, again);
+    await rebuilt.close();
+    open = [];
+    const last = await reopen();
+    expect(await last.executions.findByRequest({ kind: "user", id: "alice" }, ghost.requestId)).toMatchObject({
+      id: again.id,
+    });
+    expect(await merged()).toContain(`${ghost.requestId}→${again.id}`);
   });
 
   test("concurrent claims of one key, before and after its merge, name one execution", async () => {
@@ -194,7 +235,7 @@ describe("the request keys' filter", () => {
     open = [];
     const db = new Database(join(dir, "test.db"));
     // A capacity of 16 makes the filter fill up and be built again, larger.
-    const index = new SqliteRequestIndex(db, () => undefined, 16);
+    const index = new SqliteRequestIndex(db, requestKeysPath(join(dir, "test.db")), () => undefined, 16);
     const keys: { principalKind: string; principalId: string; requestId: string; id: string }[] = [];
     const commit = (n: number) => {
       for (let i = 0; i < n; i++) {
@@ -217,16 +258,16 @@ describe("the request keys' filter", () => {
     commit(10);
     await turn();
     expect(index.filtering).toBe(true);
-    index.mergeAll();
+    await index.mergeAll();
     check();
     // These overfill the filter: a larger one is built, whose scan runs before they are merged. It
     // holds them (and the earlier ones) because the keys not merged yet went in when it started.
     commit(10);
     await turn();
     await turn();
-    index.mergeAll();
+    await index.mergeAll();
     check();
-    index.close();
+    await index.close();
     db.close();
   });
 
@@ -240,14 +281,14 @@ describe("the request keys' filter", () => {
       id: Bun.randomUUIDv7(),
     }));
     const first = new Database(join(dir, "test.db"));
-    const writer = new SqliteRequestIndex(first, () => undefined);
+    const writer = new SqliteRequestIndex(first, requestKeysPath(join(dir, "test.db")), () => undefined);
     for (const k of keys) writer.committed(k);
-    writer.close();
+    await writer.close();
     first.close();
     expect((await merged()).length).toBe(keys.length);
 
     const db = new Database(join(dir, "test.db"));
-    const index = new SqliteRequestIndex(db, () => undefined);
+    const index = new SqliteRequestIndex(db, requestKeysPath(join(dir, "test.db")), () => undefined);
     const sample = keys.filter((_, i) => i % 97 === 0);
     // The first lookup starts the build (8 192 keys a turn): answers come from the table meanwhile.
     for (const k of sample) expect(index.lookup(k.principalKind, k.principalId, k.requestId)).toBe(k.id);
@@ -256,7 +297,7 @@ describe("the request keys' filter", () => {
     expect(index.filtering).toBe(true);
     for (const k of keys) expect(index.lookup(k.principalKind, k.principalId, k.requestId)).toBe(k.id);
     expect(index.lookup("user", "alice", crypto.randomUUID())).toBeNull();
-    index.close();
+    await index.close();
     db.close();
   });
 });

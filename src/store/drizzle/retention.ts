@@ -14,7 +14,7 @@ export class DrizzleRetentionStore implements RetentionStore {
     private readonly db: AnyDatabase,
     private readonly t: Pruned,
     /** Forgets the keys of executions about to be deleted, where they are not in the executions table. */
-    private readonly forgetKeys: (keys: PrunedKey[]) => void = () => {},
+    private readonly forgetKeys: (keys: PrunedKey[]) => Promise<void> | void = () => {},
   ) {}
 
   async pruneFinished(finishedBefore: number, limit: number): Promise<number> {
@@ -42,7 +42,7 @@ export class DrizzleRetentionStore implements RetentionStore {
     await this.db.delete(executionLogs).where(inArray(executionLogs.executionId, ids));
     await this.db.delete(files).where(inArray(files.executionId, ids));
     await this.db.delete(steps).where(inArray(steps.runId, ids));
-    this.forgetKeys(picked);
+    await this.forgetKeys(picked);
     await this.db.delete(runs).where(and(inArray(runs.id, ids), inArray(runs.status, [...ENDED])));
     await this.db.delete(e).where(and(inArray(e.id, ids), inArray(e.status, [...ENDED])));
     return ids.length;

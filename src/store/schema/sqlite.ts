@@ -62,7 +62,7 @@ export const executions = sqliteTable(
     scheduledBy: text("scheduled_by"),
   },
   // No index on request_id here: random keys would dirty a page of it per row in every group commit
-  // (BENCHMARKS.md). execution_requests below is that index, merged in sorted batches off the request path.
+  // (BENCHMARKS.md). That index is a file of its own, written by a worker thread (sqlite/request-index.ts).
   (t) => [
     index("executions_principal_id_idx").on(t.principalKind, t.principalId, t.id),
     index("executions_running_instance_idx").on(t.instance).where(sql`status = 'running'`),
@@ -70,31 +70,6 @@ export const executions = sqliteTable(
     index("executions_finished_idx").on(t.finishedAt).where(sql`finished_at is not null`),
   ],
 );
-
-/**
- * Which execution holds each (principal, requestId), for good. Written behind the executions by
- * sqlite/request-index.ts in sorted batches; the keys not merged yet are held in memory. WITHOUT ROWID
- * (added to the generated migration by hand: drizzle cannot declare it), so it is one B-tree.
- */
-export const executionRequests = sqliteTable(
-  "execution_requests",
-  {
-    principalKind: text("principal_kind").$type<PrincipalKind>().notNull(),
-    principalId: text("principal_id").notNull(),
-    requestId: text("request_id").notNull(),
-    executionId: text("execution_id").notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.principalKind, t.principalId, t.requestId] })],
-);
-
-/**
- * One row (id = 1): every execution whose id sorts below `through` has its request in
- * execution_requests; a restart merges the executions from there on before claiming anything.
- */
-export const executionRequestsMerged = sqliteTable("execution_requests_merged", {
-  id: integer("id").primaryKey(),
-  through: text("through").notNull(),
-});
 
 /** Server processes sharing the database, alive while `expires_at` is ahead (renewed by each one's heartbeat). */
 export const instances = sqliteTable("instances", {

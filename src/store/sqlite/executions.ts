@@ -65,6 +65,8 @@ export class SqliteExecutionStore implements ExecutionStore {
     private readonly client: Database,
     private readonly data: SqliteDataWriter,
     private readonly lists: { db: AnyDatabase; dialect: Dialect; tables: Tables },
+    /** The request-key index's file (request-keys.ts). */
+    requestKeysFile: string,
   ) {
     this.insert = client.prepare(
       `insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version, contract_hash,
@@ -74,7 +76,7 @@ export class SqliteExecutionStore implements ExecutionStore {
         $inputFingerprint, $input, $status, $output, $errorCode, $errorMessage, $createdAt, $startedAt, $finishedAt,
         $scheduledBy)`,
     );
-    this.requests = new SqliteRequestIndex(client, () => this.inserts.values().next().value?.row.id);
+    this.requests = new SqliteRequestIndex(client, requestKeysFile, () => this.inserts.values().next().value?.row.id);
     this.byId = client.prepare(`select ${COLUMNS} from executions where id = $id`);
     this.update = client.prepare(
       `update executions set status = $status, output = $output, error_code = $errorCode, error_message = $errorMessage,
@@ -122,8 +124,8 @@ export class SqliteExecutionStore implements ExecutionStore {
   }
 
   /** Deletes the request keys of executions being deleted (retention). */
-  forgetRequests(keys: { principalKind: string; principalId: string; requestId: string }[]): void {
-    this.requests.forget(keys);
+  forgetRequests(keys: { principalKind: string; principalId: string; requestId: string }[]): Promise<void> {
+    return this.requests.forget(keys);
   }
 
   /** Records the request key of a row `insertNow` wrote, now committed. */
@@ -260,9 +262,9 @@ export class SqliteExecutionStore implements ExecutionStore {
   }
 
   /** Commits what is queued and merges every request key (the store calls this before closing). */
-  close(): void {
+  async close(): Promise<void> {
     this.flush();
-    this.requests.close();
+    await this.requests.close();
   }
 
   private linesAlone(pending: PendingLines) {

@@ -22,6 +22,7 @@ import { sqliteDataStore } from "./data.ts";
 import { SqliteDataWriter } from "./data-writes.ts";
 import { SqliteExecutionStore } from "./executions.ts";
 import { SqliteInstanceStore } from "./instances.ts";
+import { requestKeysPath } from "./request-keys.ts";
 import { SqliteRunStore } from "./runs.ts";
 
 const migrations = readMigrations("sqlite");
@@ -43,7 +44,6 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
   // The CLI and other processes write the same file; wait for their lock instead of failing.
   client.exec("PRAGMA busy_timeout = 5000");
   client.exec("PRAGMA foreign_keys = ON");
-  // The request-id index is written at random places; keep it in memory rather than re-reading pages.
   client.exec("PRAGMA cache_size = -65536");
   const db = drizzle({ client, schema }) as unknown as AnyDatabase;
   // drizzle's own migrate() does exactly this after reading a folder; the migrations are inlined instead.
@@ -53,7 +53,7 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
   const tables = schema as unknown as Tables;
   const lists = { db, dialect, tables };
   const data = new SqliteDataWriter(client);
-  const executions = new SqliteExecutionStore(client, data, lists);
+  const executions = new SqliteExecutionStore(client, data, lists, requestKeysPath(path));
   const runs = new SqliteRunStore(client, executions, data, lists);
   const instances = new SqliteInstanceStore(executions, runs);
   return {
@@ -77,7 +77,7 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
       client.query("select 1").get();
     },
     async close() {
-      executions.close();
+      await executions.close();
       client.close();
     },
   };

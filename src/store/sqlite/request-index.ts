@@ -1,16 +1,13 @@
 import type { Database, Statement } from "bun:sqlite";
 import { uuidV7Floor, uuidV7Millis } from "../../lib/ids.ts";
 import { KeyFilter } from "./key-filter.ts";
-
-/** One execution's idempotency key and the execution that holds it: [principalKind, principalId, requestId, executionId]. */
-type RequestKey = [string, string, string, string];
+import { ConnectionKeyWriter, type KeyWriterHost, WorkerKeyWriter } from "./request-key-writers.ts";
+import { createRequestKeyTables, type KeyName, type RequestKey } from "./request-keys.ts";
 
 /** Keys gathered before they are sorted and merged: the more at once, the more of them share an index page. */
 const MERGE_AT = 4096;
 /** The longest a key waits for its merge when fewer arrive (it is answered from memory meanwhile). */
 const MERGE_AFTER_MS = 1000;
-/** Keys per merge transaction, one transaction per turn of the event loop, so requests run in between. */
-const SLICE = 256;
 /**
  * The merged-through mark stays this far behind the oldest key not merged: execution ids are UUIDv7
  * (time first), so a clock stepping back by less than this cannot hide an execution from the restart.
@@ -18,8 +15,10 @@ const SLICE = 256;
 const MARK_MARGIN_MS = 1000;
 /** The first key filter's capacity; a full one is built again four times larger. */
 const FILTER_CAPACITY = 1 << 16;
-/** Keys read per turn of the event loop while a key filter is built from the table. */
+/** Keys read per turn of the event loop while a key filter is built from the index. */
 const FILTER_SCAN = 8192;
+/** The name the request-key file is attached under on the database's connection. */
+const SCHEMA = "requests";
 
 /** A (principal, requestId) as one map key (the queued rows and the recent keys use the same). */
 export const keyOf = (kind: string, principal: string, requestId: string) =>
@@ -27,52 +26,49 @@ export const keyOf = (kind: string, principal: string, requestId: string) =>
 
 /**
  * Which execution holds each (principal, requestId) on SQLite, decided exactly without writing a random
- * key in the group commit: `executions` has no index on request_id, whose random inserts dirtied a page
- * each per commit (BENCHMARKS.md). Keys committed recently are held in memory (one process serves a
- * SQLite database, so memory is the whole truth for them) and merged into execution_requests in sorted
- * batches, a slice per turn of the event loop; once a key's slice has committed, the table answers for
- * it. The merged-through mark lets a restart merge what a crash left in memory before it answers a key.
+ * key on the serving thread: `executions` has no index on request_id, whose random inserts dirtied a page
+ * each per commit, and merging them into a table of the database cost the serving thread more the larger
+ * it grew (BENCHMARKS.md). The index is its own file (request-keys.ts), written by a worker thread in
+ * sorted batches; keys committed recently are held in memory until their batch has committed (one process
+ * serves a SQLite database, so memory is the whole truth for them). Lookups read the file through the
+ * database's connection, which has it attached, and only for keys the filter cannot rule out. The
+ * merged-through mark lets a restart merge what a crash left in memory, or rebuild a lost file from
+ * `executions`, before it answers a key.
  */
 export class SqliteRequestIndex {
   /** Committed, not yet merged. */
   private readonly recent = new Map<string, RequestKey>();
   private gathered: RequestKey[] = [];
   private gatherTimer: Timer | null = null;
-  /** A sorted batch being merged a slice at a time, and the mark to record with its last slice. */
-  private batch: { keys: RequestKey[]; next: number; through: string } | null = null;
+  /** The batch being merged, settled once its transaction has (one at a time, in order). */
+  private merging: Promise<void> | null = null;
   private recovered = false;
-  /** Every key held (in `recent` or the table), and maybe some others: a key it rules out needs no read. */
+  /** Every key held (in `recent` or the index), and maybe some others: a key it rules out needs no read. */
   private filter: KeyFilter | null = null;
-  /** A filter being filled from the table a slice per turn, with where the scan is. */
+  /** A filter being filled from the index a slice per turn, with where the scan is. */
   private building: { filter: KeyFilter; after: [string, string, string] } | null = null;
+  private readonly writer: KeyWriterHost;
   private readonly held: Statement<{ executionId: string }>;
   private readonly scan: Statement<[string, string, string]>;
-  private readonly insert: Statement;
-  private readonly setMark: Statement;
-  private readonly remove: Statement;
 
   constructor(
     private readonly client: Database,
+    /** The request-key file (request-keys.ts `requestKeysPath`), attached to `client`. */
+    path: string,
     /** The oldest execution id queued but not committed yet, if any. */
     private readonly oldestQueued: () => string | undefined,
     private readonly filterCapacity = FILTER_CAPACITY,
   ) {
-    // A key already there holds the same execution: what a crash left unmerged is merged again at start.
-    this.insert = client.prepare(
-      "insert or ignore into execution_requests (principal_kind, principal_id, request_id, execution_id) values (?1, ?2, ?3, ?4)",
-    );
-    this.setMark = client.prepare(
-      "insert into execution_requests_merged (id, through) values (1, ?1) on conflict (id) do update set through = excluded.through",
-    );
-    this.remove = client.prepare(
-      "delete from execution_requests where principal_kind = ?1 and principal_id = ?2 and request_id = ?3",
-    );
+    client.run(`attach database ?1 as ${SCHEMA}`, [path]);
+    if (path !== ":memory:") client.exec(`PRAGMA ${SCHEMA}.journal_mode = WAL`);
+    createRequestKeyTables(client, SCHEMA);
+    this.writer = path === ":memory:" ? new ConnectionKeyWriter(client, SCHEMA) : new WorkerKeyWriter(path);
     this.held = client.prepare(
-      `select execution_id as executionId from execution_requests
+      `select execution_id as executionId from ${SCHEMA}.request_keys
        where principal_kind = ?1 and principal_id = ?2 and request_id = ?3`,
     );
     this.scan = client.prepare(
-      `select principal_kind, principal_id, request_id from execution_requests
+      `select principal_kind, principal_id, request_id from ${SCHEMA}.request_keys
        where (principal_kind, principal_id, request_id) > (?1, ?2, ?3)
        order by principal_kind, principal_id, request_id limit ?4`,
     );
@@ -102,31 +98,40 @@ export class SqliteRequestIndex {
     else this.gatherTimer ??= setTimeout(() => this.startBatch(), MERGE_AFTER_MS);
   }
 
-  /** Forgets keys whose executions are being deleted (they ended long ago, so none is still in memory). */
-  forget(keys: { principalKind: string; principalId: string; requestId: string }[]): void {
-    this.client.transaction(() => {
-      for (const { principalKind, principalId, requestId } of keys) {
-        this.recent.delete(keyOf(principalKind, principalId, requestId));
-        this.remove.run(principalKind, principalId, requestId);
-      }
-    })();
+  /**
+   * Forgets keys whose executions are being deleted (they ended long ago, so none is still in memory).
+   * Written after every batch sent before it, so a key claimed again later names the new execution.
+   */
+  forget(keys: { principalKind: string; principalId: string; requestId: string }[]): Promise<void> {
+    const names: KeyName[] = keys.map(({ principalKind, principalId, requestId }) => {
+      this.recent.delete(keyOf(principalKind, principalId, requestId));
+      return [principalKind, principalId, requestId];
+    });
+    return this.writer.write({ kind: "forget", keys: names });
   }
 
   /** Merges every key now (the executions' queue is flushed first): before closing the database. */
-  mergeAll(): void {
-    while (this.batch || this.gathered.length > 0) {
-      if (!this.batch) this.startBatch();
-      this.mergeSlice();
+  async mergeAll(): Promise<void> {
+    while (this.merging || this.gathered.length > 0) {
+      if (!this.merging) this.startBatch();
+      // A failed merge stops here: its keys are still in memory, and in `executions` for the next start.
+      await this.merging;
     }
   }
 
-  /** Merges every key and stops filling a filter: the database closes next. */
-  close(): void {
+  /**
+   * Merges every key, stops filling a filter and stops the writer: the database closes next. Keys a
+   * failed merge left out are merged by the next start, from the mark on.
+   */
+  async close(): Promise<void> {
     this.building = null;
-    this.mergeAll();
+    await this.mergeAll().catch(() => {});
+    if (this.gatherTimer) clearTimeout(this.gatherTimer);
+    this.gatherTimer = null;
+    await this.writer.close();
   }
 
-  /** Whether a complete filter answers for the table (lookups of keys it rules out read nothing). */
+  /** Whether a complete filter answers for the index (lookups of keys it rules out read nothing). */
   get filtering(): boolean {
     return this.filter !== null;
   }
@@ -134,32 +139,32 @@ export class SqliteRequestIndex {
   private startBatch() {
     if (this.gatherTimer) clearTimeout(this.gatherTimer);
     this.gatherTimer = null;
-    if (this.batch || this.gathered.length === 0) return;
+    if (this.merging || this.gathered.length === 0) return;
     const keys = this.gathered;
     this.gathered = [];
     keys.sort(compareKeys);
-    this.batch = { keys, next: 0, through: this.mark() };
-    setImmediate(() => this.mergeSlice());
-  }
-
-  private mergeSlice() {
-    const batch = this.batch;
-    if (!batch) return;
-    const slice = batch.keys.slice(batch.next, batch.next + SLICE);
-    batch.next += slice.length;
-    const last = batch.next >= batch.keys.length;
-    this.client.transaction(() => {
-      for (const key of slice) this.insert.run(...key);
-      if (last) this.setMark.run(batch.through);
-    })();
-    for (const [kind, principal, requestId] of slice) this.recent.delete(keyOf(kind, principal, requestId));
-    if (!last) {
-      setImmediate(() => this.mergeSlice());
-      return;
-    }
-    this.batch = null;
-    if (this.gathered.length >= MERGE_AT) this.startBatch();
-    else if (this.gathered.length > 0) this.gatherTimer ??= setTimeout(() => this.startBatch(), MERGE_AFTER_MS);
+    this.merging = this.writer
+      .write({ kind: "merge", keys, through: this.mark() })
+      .then(
+        () => {
+          // Only the entry of this execution: a key forgotten and claimed again names a newer one.
+          for (const key of keys) {
+            const text = keyOf(key[0], key[1], key[2]);
+            if (this.recent.get(text)?.[3] === key[3]) this.recent.delete(text);
+          }
+        },
+        (error: Error) => {
+          // Still answered from memory; merged with the next batch (the mark has not moved).
+          this.gathered.push(...keys);
+          throw error;
+        },
+      )
+      .finally(() => {
+        this.merging = null;
+        if (this.gathered.length >= MERGE_AT) this.startBatch();
+        else if (this.gathered.length > 0) this.gatherTimer ??= setTimeout(() => this.startBatch(), MERGE_AFTER_MS);
+      });
+    this.merging.catch(() => {});
   }
 
   /** Every execution with a lower id is merged once the current batch is: the oldest not in it, or now. */
@@ -172,12 +177,12 @@ export class SqliteRequestIndex {
   private recover() {
     this.recovered = true;
     const mark = this.client
-      .query<{ through: string }, []>("select through from execution_requests_merged where id = 1")
+      .query<{ through: string }, []>(`select through from ${SCHEMA}.merged_through where id = 1`)
       .get();
     this.client
       .prepare(
-        `insert or ignore into execution_requests (principal_kind, principal_id, request_id, execution_id)
-         select principal_kind, principal_id, request_id, id from executions where id >= ?1
+        `insert or replace into ${SCHEMA}.request_keys (principal_kind, principal_id, request_id, execution_id)
+         select principal_kind, principal_id, request_id, id from main.executions where id >= ?1
          order by principal_kind, principal_id, request_id`,
       )
       .run(mark?.through ?? "");

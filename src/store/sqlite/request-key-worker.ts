@@ -1,0 +1,55 @@
+// The request-key index's writer thread (request-key-writers.ts starts it): opens the index's own file
+// and applies each write it is sent, in order, answering { id, ok } or { id, ok: false, message }.
+// Listed as an entrypoint of `bun run build`, so the compiled binary carries it.
+import { Database } from "bun:sqlite";
+import { createRequestKeyTables, type KeyWrite, RequestKeyWriter } from "./request-keys.ts";
+
+export type WorkerRequest = ({ kind: "open"; path: string } | { kind: "close" } | KeyWrite) & { id: number };
+export type WorkerAnswer = { id: number; ok: true } | { id: number; ok: false; message: string };
+
+declare const self: Worker;
+
+let db: Database | null = null;
+let writer: RequestKeyWriter | null = null;
+/** Why there is no writer: every write answers with it. */
+let notOpen = "the request-key file is not open";
+
+function apply(request: WorkerRequest): void {
+  if (request.kind === "open") {
+    try {
+      db = new Database(request.path, { create: true, strict: true });
+      db.exec("PRAGMA journal_mode = WAL");
+      // Derived data: a write lost to a power cut is merged again from the executions (request-index.ts).
+      db.exec("PRAGMA synchronous = NORMAL");
+      db.exec("PRAGMA busy_timeout = 5000");
+      // Keys land at random places: the pages they land on stay in memory rather than being read again.
+      db.exec("PRAGMA cache_size = -65536");
+      createRequestKeyTables(db, "main");
+      writer = new RequestKeyWriter(db);
+    } catch (error) {
+      notOpen = `the request-key file ${request.path} could not be opened: ${(error as Error).message}`;
+      throw error;
+    }
+    return;
+  }
+  if (request.kind === "close") {
+    db?.close();
+    db = null;
+    writer = null;
+    return;
+  }
+  if (!writer) throw new Error(notOpen);
+  writer.write(request);
+}
+
+self.onmessage = (event: MessageEvent<WorkerRequest>) => {
+  const request = event.data;
+  let answer: WorkerAnswer;
+  try {
+    apply(request);
+    answer = { id: request.id, ok: true };
+  } catch (error) {
+    answer = { id: request.id, ok: false, message: error instanceof Error ? error.message : String(error) };
+  }
+  self.postMessage(answer);
+};
