@@ -158,6 +158,7 @@ export async function startServer(
   }
   const store = options.store ?? (await openStore(config.databaseUrl));
   const log = options.log ?? serverLog(config, store.instances.id);
+  store.onTrouble((message) => log(message, { level: "warn" }));
   const telemetry = new Telemetry(await tracerFor(config, store.instances.id));
   // Storage is reached before anything starts running, so an unreachable bucket stops start-up cleanly.
   // The S3 driver (minio: ~20 MiB and ~150 ms to import) is loaded only when it is the one configured.

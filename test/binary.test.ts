@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { requestKeysPath } from "../src/store/sqlite/request-keys.ts";
 import { cli, type Launch, repoRoot, serve } from "./support/cli.ts";
-import { dialects, type TestDatabase } from "./support/databases.ts";
+import { dialects, selectRows, type TestDatabase } from "./support/databases.ts";
 import { fixture, type TestResponse } from "./support/server.ts";
 
 // `bun run build` bundles ~950 modules and writes a ~115 MB executable: seconds, more on a loaded machine.
@@ -77,7 +78,8 @@ for (const dialect of dialects) {
 
           const echoed = await invoke(server.url, serviceKey, "test.echo", { text: "from the binary", n: 3 });
           expect(echoed.status).toBe(200);
-          expect((await echoed.json()).execution).toMatchObject({
+          const echoedBody = await echoed.json();
+          expect(echoedBody.execution).toMatchObject({
             status: "succeeded",
             output: { text: "from the binary", n: 3 },
             principal: { kind: "service" },
@@ -88,6 +90,17 @@ for (const dialect of dialects) {
             principal: { kind: "user", id: "erin" },
           });
           expect((await invoke(server.url, null, "test.echo", { text: "x" })).status).toBe(401);
+
+          if (dialect.name === "sqlite") {
+            // The request-key writer is a thread started from its own entrypoint of the binary: the keys
+            // reach its file within a second or so (a thread that cannot start would leave it empty).
+            const echoedId = echoedBody.execution.id;
+            const keys = `sqlite:${requestKeysPath(database.url.replace(/^sqlite:/, ""))}`;
+            const merged = async () =>
+              (await selectRows(keys, "select execution_id as id from request_keys")).map((r) => r.id);
+            for (let i = 0; i < 300 && !(await merged()).includes(echoedId); i++) await Bun.sleep(50);
+            expect(await merged()).toContain(echoedId);
+          }
 
           // The MCP SDK is a chunk of the binary loaded on the first /mcp request (not at start).
           const listed: TestResponse = await fetch(`${server.url}/mcp`, {

@@ -40,6 +40,11 @@ export interface Store {
    */
   pool(): { size: number; queued: number; inFlight: number };
 
+  /**
+   * Tells `warn` of work behind the requests that failed and will be tried again (SQLite: a merge of
+   * request keys, kept in memory meanwhile): nothing is lost, but the operator should hear of it.
+   */
+  onTrouble(warn: (message: string) => void): void;
   /** Throws unless the database answers now (for /readyz). */
   ping(): Promise<void>;
   /** Waits for queued writes, then closes the connections. */

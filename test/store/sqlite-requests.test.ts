@@ -170,6 +170,28 @@ describe("SQLite request keys", () => {
     expect(await merged()).toContain(`${ghost.requestId}→${again.id}`);
   });
 
+  test("a failed merge is told, its keys are still answered, and the next merge writes them", async () => {
+    // In memory, the index is written on the database's own connection: the failure path is the same.
+    const db = new Database(":memory:");
+    db.exec("create table executions (id text, principal_kind text, principal_id text, request_id text)");
+    const index = new SqliteRequestIndex(db, ":memory:", () => undefined);
+    const told: string[] = [];
+    index.warn = (message) => told.push(message);
+    const key = { principalKind: "user", principalId: "alice", requestId: crypto.randomUUID(), id: Bun.randomUUIDv7() };
+    index.committed(key);
+    db.exec("alter table requests.request_keys rename to request_keys_away");
+    await expect(index.mergeAll()).rejects.toThrow(/no such table/);
+    expect(told).toEqual([
+      expect.stringMatching(/^merging 1 request keys failed \(kept in memory, tried again\): .*no such table/),
+    ]);
+    expect(index.lookup("user", "alice", key.requestId)).toBe(key.id);
+    db.exec("alter table requests.request_keys_away rename to request_keys");
+    await index.mergeAll();
+    expect(db.query("select execution_id as id from requests.request_keys").all()).toEqual([{ id: key.id }]);
+    await index.close();
+    db.close();
+  });
+
   test("concurrent claims of one key, before and after its merge, name one execution", async () => {
     const store = await reopen();
     const requestId = crypto.randomUUID();

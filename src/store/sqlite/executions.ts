@@ -123,6 +123,11 @@ export class SqliteExecutionStore implements ExecutionStore {
     this.insert.run({ ...row, input: JSON.stringify(row.input), output: null });
   }
 
+  /** Where a failed merge of request keys is told (store.ts `onTrouble`). */
+  onTrouble(warn: (message: string) => void): void {
+    this.requests.warn = warn;
+  }
+
   /** Deletes the request keys of executions being deleted (retention). */
   forgetRequests(keys: { principalKind: string; principalId: string; requestId: string }[]): Promise<void> {
     return this.requests.forget(keys);

@@ -73,6 +73,7 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
     data: sqliteDataStore(client, instances.id),
     // One connection, written synchronously: what waits is the next group commit.
     pool: () => ({ size: 1, queued: executions.queued, inFlight: 0 }),
+    onTrouble: (warn) => executions.onTrouble(warn),
     async ping() {
       client.query("select 1").get();
     },

@@ -48,6 +48,8 @@ export class SqliteRequestIndex {
   /** A filter being filled from the index a slice per turn, with where the scan is. */
   private building: { filter: KeyFilter; after: [string, string, string] } | null = null;
   private readonly writer: KeyWriterHost;
+  /** Told of a failed merge (store.ts `onTrouble`). */
+  warn: (message: string) => void = () => {};
   private readonly held: Statement<{ executionId: string }>;
   private readonly scan: Statement<[string, string, string]>;
 
@@ -156,6 +158,7 @@ export class SqliteRequestIndex {
         (error: Error) => {
           // Still answered from memory; merged with the next batch (the mark has not moved).
           this.gathered.push(...keys);
+          this.warn(`merging ${keys.length} request keys failed (kept in memory, tried again): ${error.message}`);
           throw error;
         },
       )

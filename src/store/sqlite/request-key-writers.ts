@@ -2,6 +2,15 @@ import type { Database } from "bun:sqlite";
 import type { WorkerAnswer, WorkerRequest } from "./request-key-worker.ts";
 import { type KeyWrite, RequestKeyWriter } from "./request-keys.ts";
 
+/**
+ * The writer thread's module. From source, beside this file. In the compiled binary (`bun run build`
+ * lists it as an entrypoint) it is embedded under the sources' common root, while this file's code sits
+ * in a shared chunk elsewhere, so a path relative to this file would miss it.
+ */
+const WORKER_ENTRY = import.meta.url.startsWith("file:///$bunfs/")
+  ? "./store/sqlite/request-key-worker.ts"
+  : new URL("./request-key-worker.ts", import.meta.url).href;
+
 /** Applies the index's writes in the order given; each promise settles once its transaction has. */
 export interface KeyWriterHost {
   write(op: KeyWrite): Promise<void>;
@@ -44,7 +53,7 @@ export class WorkerKeyWriter implements KeyWriterHost {
   }
 
   private start(): Worker {
-    const worker = new Worker(new URL("./request-key-worker.ts", import.meta.url).href);
+    const worker = new Worker(WORKER_ENTRY);
     worker.unref();
     worker.onmessage = ({ data }: MessageEvent<WorkerAnswer>) => {
       const waiter = this.waiting.get(data.id);
