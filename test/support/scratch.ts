@@ -51,7 +51,8 @@ export function scratchProject(name: string, modules: "repository" | "actuate"):
   return {
     dir,
     write,
-    tsc: () => runCommand(["bunx", "tsc", "-p", "."], dir),
+    // The repository's TypeScript: `bunx tsc` in a project without it downloads it and says so on stdout.
+    tsc: () => runCommand(["bun", join(repoRoot, "node_modules", "typescript", "bin", "tsc"), "-p", "."], dir),
     run: (command, env = {}) => runCommand(command, dir, env),
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };

@@ -1,0 +1,44 @@
+// What a merge of request keys costs as the index grows (issue #14): sorted batches of 4 096 random
+// keys written into the request-key file's table the way the writer thread does
+// (store/sqlite/request-keys.ts), CPU per key at each size. The cost grows with the index because a
+// batch dirties nearly one page per key once the index has more pages than the batch has keys; this is
+// why the merge runs on a thread of its own (docs/ARCHITECTURE.md, "SQLite idempotency keys").
+// SIZES=50000,300000 picks the sizes (default up to a million keys).
+import { Database } from "bun:sqlite";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createRequestKeyTables, type RequestKey, RequestKeyWriter } from "../src/store/sqlite/request-keys.ts";
+
+const SIZES = (process.env.SIZES ?? "50000,150000,300000,600000,1000000").split(",").map(Number);
+const BATCH = 4096;
+
+const dir = mkdtempSync(join(tmpdir(), "actuate-key-merge-"));
+const db = new Database(join(dir, "keys.db"), { create: true, strict: true });
+db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536");
+createRequestKeyTables(db, "main");
+const writer = new RequestKeyWriter(db);
+
+let total = 0;
+try {
+  for (const size of SIZES) {
+    const before = process.cpuUsage();
+    const from = total;
+    while (total < size) {
+      const keys: RequestKey[] = Array.from({ length: BATCH }, () => [
+        "service",
+        "service-bench",
+        crypto.randomUUID(),
+        Bun.randomUUIDv7(),
+      ]);
+      keys.sort((a, b) => (a[2] < b[2] ? -1 : 1));
+      writer.write({ kind: "merge", keys, through: Bun.randomUUIDv7() });
+      total += BATCH;
+    }
+    const used = process.cpuUsage(before);
+    console.log(`${size} keys: ${((used.user + used.system) / (total - from)).toFixed(1)} µs CPU a key merged`);
+  }
+} finally {
+  db.close();
+  rmSync(dir, { recursive: true, force: true });
+}
