@@ -38,7 +38,8 @@ export const keyOf = (kind: string, principal: string, requestId: string) =>
 export class SqliteRequestIndex {
   /** Committed, not yet merged. */
   private readonly recent = new Map<string, RequestKey>();
-  private gathered: RequestKey[] = [];
+  /** Committed keys waiting for their batch, each with its map key (`keyOf`). */
+  private gathered: [string, RequestKey][] = [];
   private gatherTimer: Timer | null = null;
   /** The batch being merged, settled once its transaction has (one at a time, in order). */
   private merging: Promise<void> | null = null;
@@ -95,7 +96,7 @@ export class SqliteRequestIndex {
     this.filter?.add(text);
     this.building?.filter.add(text);
     if (this.filter?.full && !this.building) this.buildFilter(this.filter.capacity * 4);
-    this.gathered.push(key);
+    this.gathered.push([text, key]);
     if (this.gathered.length >= MERGE_AT) this.startBatch();
     else this.gatherTimer ??= setTimeout(() => this.startBatch(), MERGE_AFTER_MS);
   }
@@ -142,23 +143,21 @@ export class SqliteRequestIndex {
     if (this.gatherTimer) clearTimeout(this.gatherTimer);
     this.gatherTimer = null;
     if (this.merging || this.gathered.length === 0) return;
-    const keys = this.gathered;
+    const batch = this.gathered;
     this.gathered = [];
-    keys.sort(compareKeys);
     this.merging = this.writer
-      .write({ kind: "merge", keys, through: this.mark() })
+      .write({ kind: "merge", keys: batch.map(([, key]) => key), through: this.mark() })
       .then(
         () => {
           // Only the entry of this execution: a key forgotten and claimed again names a newer one.
-          for (const key of keys) {
-            const text = keyOf(key[0], key[1], key[2]);
-            if (this.recent.get(text)?.[3] === key[3]) this.recent.delete(text);
+          for (const [text, key] of batch) {
+            if (this.recent.get(text) === key) this.recent.delete(text);
           }
         },
         (error: Error) => {
           // Still answered from memory; merged with the next batch (the mark has not moved).
-          this.gathered.push(...keys);
-          this.warn(`merging ${keys.length} request keys failed (kept in memory, tried again): ${error.message}`);
+          this.gathered.push(...batch);
+          this.warn(`merging ${batch.length} request keys failed (kept in memory, tried again): ${error.message}`);
           throw error;
         },
       )
@@ -220,13 +219,4 @@ export class SqliteRequestIndex {
       this.building = null;
     }
   }
-}
-
-function compareKeys(a: RequestKey, b: RequestKey): number {
-  for (let i = 0; i < 3; i++) {
-    const x = a[i] as string;
-    const y = b[i] as string;
-    if (x !== y) return x < y ? -1 : 1;
-  }
-  return 0;
 }

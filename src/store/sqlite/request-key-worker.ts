@@ -1,5 +1,5 @@
 // The request-key index's writer thread (request-key-writers.ts starts it): opens the index's own file
-// and applies each write it is sent, in order, answering { id, ok } or { id, ok: false, message }.
+// and applies each write it is sent (a JSON string), in order, answering { id, ok } or { id, ok: false, message }.
 // Listed as an entrypoint of `bun run build`, so the compiled binary carries it.
 import { Database } from "bun:sqlite";
 import { createRequestKeyTables, type KeyWrite, RequestKeyWriter } from "./request-keys.ts";
@@ -42,8 +42,8 @@ function apply(request: WorkerRequest): void {
   writer.write(request);
 }
 
-self.onmessage = (event: MessageEvent<WorkerRequest>) => {
-  const request = event.data;
+self.onmessage = (event: MessageEvent<string>) => {
+  const request = JSON.parse(event.data) as WorkerRequest;
   let answer: WorkerAnswer;
   try {
     apply(request);

@@ -63,8 +63,18 @@ export class RequestKeyWriter {
         for (const key of op.keys) this.remove.run(...key);
         return;
       }
-      for (const key of op.keys) this.insert.run(...key);
+      // Sorted, so neighbours in the batch share the index's pages.
+      for (const key of op.keys.sort(compareKeys)) this.insert.run(...key);
       this.setMark.run(op.through);
     })();
   }
+}
+
+function compareKeys(a: RequestKey, b: RequestKey): number {
+  for (let i = 0; i < 3; i++) {
+    const x = a[i] as string;
+    const y = b[i] as string;
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return 0;
 }
