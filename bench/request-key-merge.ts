@@ -1,23 +1,29 @@
 // What a merge of request keys costs as the index grows (issue #14): sorted batches of 4 096 random
-// keys written into the request-key file's table the way the writer thread does
-// (store/sqlite/request-keys.ts), CPU per key at each size. The cost grows with the index because a
-// batch dirties nearly one page per key once the index has more pages than the batch has keys; this is
-// why the merge runs on a thread of its own (docs/ARCHITECTURE.md, "SQLite idempotency keys").
-// SIZES=50000,300000 picks the sizes (default up to a million keys).
+// keys written into the request-key file the way the writer thread does (store/sqlite/request-keys.ts),
+// CPU per key at each size, with the generations (GENERATION_KEYS a tree) and, GENERATION=0, in one
+// tree. In one tree the cost grows with the index, because a batch dirties nearly one page per key once
+// the tree has more pages than the batch has keys (docs/ARCHITECTURE.md, "SQLite idempotency keys").
+// SIZES=50000,300000 picks the sizes (default up to two million keys).
 import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createRequestKeyTables, type RequestKey, RequestKeyWriter } from "../src/store/sqlite/request-keys.ts";
+import {
+  createRequestKeyTables,
+  GENERATION_KEYS,
+  type RequestKey,
+  RequestKeyWriter,
+} from "../src/store/sqlite/request-keys.ts";
 
-const SIZES = (process.env.SIZES ?? "50000,150000,300000,600000,1000000").split(",").map(Number);
+const SIZES = (process.env.SIZES ?? "50000,150000,300000,600000,1000000,2000000").split(",").map(Number);
+const GENERATION = process.env.GENERATION === "0" ? Number.MAX_SAFE_INTEGER : GENERATION_KEYS;
 const BATCH = 4096;
 
 const dir = mkdtempSync(join(tmpdir(), "actuate-key-merge-"));
 const db = new Database(join(dir, "keys.db"), { create: true, strict: true });
 db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536");
 createRequestKeyTables(db, "main");
-const writer = new RequestKeyWriter(db);
+const writer = new RequestKeyWriter(db, "main", GENERATION);
 
 let total = 0;
 try {
@@ -36,7 +42,10 @@ try {
       total += BATCH;
     }
     const used = process.cpuUsage(before);
-    console.log(`${size} keys: ${((used.user + used.system) / (total - from)).toFixed(1)} µs CPU a key merged`);
+    const tree = GENERATION === GENERATION_KEYS ? `generations of ${GENERATION_KEYS}` : "one tree";
+    console.log(
+      `${size} keys (${tree}): ${((used.user + used.system) / (total - from)).toFixed(1)} µs CPU a key merged`,
+    );
   }
 } finally {
   db.close();

@@ -7,7 +7,7 @@ import { openStore } from "../../src/store/open.ts";
 import type { ExecutionRow } from "../../src/store/rows.ts";
 import { KeyFilter } from "../../src/store/sqlite/key-filter.ts";
 import { SqliteRequestIndex } from "../../src/store/sqlite/request-index.ts";
-import { requestKeysPath } from "../../src/store/sqlite/request-keys.ts";
+import { GENERATION_KEYS, requestKeysPath } from "../../src/store/sqlite/request-keys.ts";
 import type { Store } from "../../src/store/store.ts";
 import { selectRows } from "../support/databases.ts";
 import { row } from "../support/rows.ts";
@@ -156,7 +156,7 @@ describe("SQLite request keys", () => {
     // deleted by retention before the file heard): the key is free, and names the new execution after restarts.
     const ghost = row();
     const db = new Database(requestKeysPath(join(dir, "test.db")));
-    db.run("insert into request_keys values (?1, ?2, ?3, ?4)", ["user", "alice", ghost.requestId, ghost.id]);
+    db.run("insert into request_keys values (0, ?1, ?2, ?3, ?4)", ["user", "alice", ghost.requestId, ghost.id]);
     db.close();
     const again = row({ requestId: ghost.requestId });
     expect(await rebuilt.executions.claim(again)).toMatchObject({ created: true, row: { id: again.id } });
@@ -257,7 +257,10 @@ describe("the request keys' filter", () => {
     open = [];
     const db = new Database(join(dir, "test.db"));
     // A capacity of 16 makes the filter fill up and be built again, larger.
-    const index = new SqliteRequestIndex(db, requestKeysPath(join(dir, "test.db")), () => undefined, 16);
+    const index = new SqliteRequestIndex(db, requestKeysPath(join(dir, "test.db")), () => undefined, {
+      filterCapacity: 16,
+      generationSize: GENERATION_KEYS,
+    });
     const keys: { principalKind: string; principalId: string; requestId: string; id: string }[] = [];
     const commit = (n: number) => {
       for (let i = 0; i < n; i++) {
@@ -289,6 +292,51 @@ describe("the request keys' filter", () => {
     await turn();
     await index.mergeAll();
     check();
+    await index.close();
+    db.close();
+  });
+
+  test("keys spread over generations (a new one when the newest is full) are all found, after a restart too, and forgotten in any", async () => {
+    await (await reopen()).close();
+    open = [];
+    const path = requestKeysPath(join(dir, "test.db"));
+    const sizes = { filterCapacity: 16, generationSize: 8 };
+    const key = () => ({
+      principalKind: "user",
+      principalId: "alice",
+      requestId: crypto.randomUUID(),
+      id: Bun.randomUUIDv7(),
+    });
+    const keys = Array.from({ length: 40 }, key);
+    const first = new Database(join(dir, "test.db"));
+    const writer = new SqliteRequestIndex(first, path, () => undefined, sizes);
+    // Batches of 5: a generation of 8 takes one batch, the next batch opens a new generation.
+    for (let i = 0; i < keys.length; i += 5) {
+      for (const k of keys.slice(i, i + 5)) writer.committed(k);
+      await writer.mergeAll();
+    }
+    await writer.close();
+    first.close();
+    const generations = await selectRows(
+      `sqlite:${path}`,
+      "select generation, count(*) as n from request_keys group by generation",
+    );
+    expect(generations.map((g) => Number(g.n))).toEqual([5, 5, 5, 5, 5, 5, 5, 5]);
+    expect((await selectRows(`sqlite:${path}`, "select generation from merged_through"))[0]?.generation).toBe(7);
+
+    const db = new Database(join(dir, "test.db"));
+    const index = new SqliteRequestIndex(db, path, () => undefined, sizes);
+    for (const k of keys) expect(index.lookup(k.principalKind, k.principalId, k.requestId)).toBe(k.id);
+    for (let t = 0; t < 3; t++) await turn();
+    expect(index.filtering).toBe(true);
+    for (const k of keys) expect(index.lookup(k.principalKind, k.principalId, k.requestId)).toBe(k.id);
+    expect(index.lookup("user", "alice", crypto.randomUUID())).toBeNull();
+    const at = (i: number) => keys[i] as (typeof keys)[number];
+    const [oldest, newest, middle] = [at(0), at(39), at(20)];
+    await index.forget([oldest, newest]);
+    expect(index.lookup(oldest.principalKind, oldest.principalId, oldest.requestId)).toBeNull();
+    expect(index.lookup(newest.principalKind, newest.principalId, newest.requestId)).toBeNull();
+    expect(index.lookup(middle.principalKind, middle.principalId, middle.requestId)).toBe(middle.id);
     await index.close();
     db.close();
   });

@@ -2,7 +2,14 @@ import type { Database, Statement } from "bun:sqlite";
 import { uuidV7Floor, uuidV7Millis } from "../../lib/ids.ts";
 import { KeyFilter } from "./key-filter.ts";
 import { ConnectionKeyWriter, type KeyWriterHost, WorkerKeyWriter } from "./request-key-writers.ts";
-import { createRequestKeyTables, type KeyName, type RequestKey } from "./request-keys.ts";
+import {
+  createRequestKeyTables,
+  GENERATION_KEYS,
+  type KeyName,
+  type RequestKey,
+  readMergeState,
+  writeMergeState,
+} from "./request-keys.ts";
 
 /** Keys gathered before they are sorted and merged: the more at once, the more of them share an index page. */
 const MERGE_AT = 4096;
@@ -47,12 +54,13 @@ export class SqliteRequestIndex {
   /** Every key held (in `recent` or the index), and maybe some others: a key it rules out needs no read. */
   private filter: KeyFilter | null = null;
   /** A filter being filled from the index a slice per turn, with where the scan is. */
-  private building: { filter: KeyFilter; after: [string, string, string] } | null = null;
+  private building: { filter: KeyFilter; after: [number, string, string, string] } | null = null;
   private readonly writer: KeyWriterHost;
   /** Told of a failed merge (store.ts `onTrouble`). */
   warn: (message: string) => void = () => {};
   private readonly held: Statement<{ executionId: string }>;
-  private readonly scan: Statement<[string, string, string]>;
+  private readonly newest: Statement<{ generation: number }>;
+  private readonly scan: Statement<[number, string, string, string]>;
 
   constructor(
     private readonly client: Database,
@@ -60,20 +68,28 @@ export class SqliteRequestIndex {
     path: string,
     /** The oldest execution id queued but not committed yet, if any. */
     private readonly oldestQueued: () => string | undefined,
-    private readonly filterCapacity = FILTER_CAPACITY,
+    /** Sizes tests make small: the first key filter's capacity, and keys per generation of the file. */
+    private readonly sizes: { filterCapacity: number; generationSize: number } = {
+      filterCapacity: FILTER_CAPACITY,
+      generationSize: GENERATION_KEYS,
+    },
   ) {
     client.run(`attach database ?1 as ${SCHEMA}`, [path]);
     if (path !== ":memory:") client.exec(`PRAGMA ${SCHEMA}.journal_mode = WAL`);
     createRequestKeyTables(client, SCHEMA);
-    this.writer = path === ":memory:" ? new ConnectionKeyWriter(client, SCHEMA) : new WorkerKeyWriter(path);
+    this.writer =
+      path === ":memory:"
+        ? new ConnectionKeyWriter(client, SCHEMA, sizes.generationSize)
+        : new WorkerKeyWriter(path, sizes.generationSize);
     this.held = client.prepare(
       `select execution_id as executionId from ${SCHEMA}.request_keys
-       where principal_kind = ?1 and principal_id = ?2 and request_id = ?3`,
+       where generation = ?1 and principal_kind = ?2 and principal_id = ?3 and request_id = ?4`,
     );
+    this.newest = client.prepare(`select generation from ${SCHEMA}.merged_through where id = 1`);
     this.scan = client.prepare(
-      `select principal_kind, principal_id, request_id from ${SCHEMA}.request_keys
-       where (principal_kind, principal_id, request_id) > (?1, ?2, ?3)
-       order by principal_kind, principal_id, request_id limit ?4`,
+      `select generation, principal_kind, principal_id, request_id from ${SCHEMA}.request_keys
+       where (generation, principal_kind, principal_id, request_id) > (?1, ?2, ?3, ?4)
+       order by generation, principal_kind, principal_id, request_id limit ?5`,
     );
   }
 
@@ -84,7 +100,20 @@ export class SqliteRequestIndex {
     const recent = this.recent.get(key);
     if (recent) return recent[3];
     if (this.filter && !this.filter.mayHold(key)) return null;
-    return this.held.get(kind, principal, requestId)?.executionId ?? null;
+    return this.stored(kind, principal, requestId);
+  }
+
+  /**
+   * The file's answer: newest generation first (a replay is most often of a recent request). A key
+   * in none costs a read per generation, paid by the ~1 % of new keys the filter cannot rule out.
+   */
+  private stored(kind: string, principal: string, requestId: string): string | null {
+    const newest = this.newest.get()?.generation ?? 0;
+    for (let generation = newest; generation >= 0; generation--) {
+      const held = this.held.get(generation, kind, principal, requestId);
+      if (held) return held.executionId;
+    }
+    return null;
   }
 
   /** Records a key whose execution is now committed. */
@@ -175,20 +204,22 @@ export class SqliteRequestIndex {
     return uuidV7Floor(uuidV7Millis(id) - MARK_MARGIN_MS);
   }
 
-  /** Merges what a previous process committed and did not merge, before the first key is answered. */
+  /**
+   * Merges what a previous process committed and did not merge (all of `executions` for a new file),
+   * into the newest generation, before the first key is answered. The writer thread starts after this.
+   */
   private recover() {
     this.recovered = true;
-    const mark = this.client
-      .query<{ through: string }, []>(`select through from ${SCHEMA}.merged_through where id = 1`)
-      .get();
-    this.client
+    const state = readMergeState(this.client, SCHEMA);
+    const { changes } = this.client
       .prepare(
-        `insert or replace into ${SCHEMA}.request_keys (principal_kind, principal_id, request_id, execution_id)
-         select principal_kind, principal_id, request_id, id from main.executions where id >= ?1
+        `insert or replace into ${SCHEMA}.request_keys (generation, principal_kind, principal_id, request_id, execution_id)
+         select ?2, principal_kind, principal_id, request_id, id from main.executions where id >= ?1
          order by principal_kind, principal_id, request_id`,
       )
-      .run(mark?.through ?? "");
-    this.buildFilter(this.filterCapacity);
+      .run(state.through, state.generation);
+    if (changes > 0) writeMergeState(this.client, SCHEMA, { ...state, generationKeys: state.generationKeys + changes });
+    this.buildFilter(this.sizes.filterCapacity);
   }
 
   /**
@@ -199,15 +230,15 @@ export class SqliteRequestIndex {
   private buildFilter(capacity: number) {
     const filter = new KeyFilter(capacity);
     for (const text of this.recent.keys()) filter.add(text);
-    this.building = { filter, after: ["", "", ""] };
+    this.building = { filter, after: [-1, "", "", ""] };
     setImmediate(() => this.scanSlice());
   }
 
   private scanSlice() {
     const building = this.building;
     if (!building) return;
-    const rows = this.scan.values(...building.after, FILTER_SCAN) as [string, string, string][];
-    for (const [kind, principal, requestId] of rows) building.filter.add(keyOf(kind, principal, requestId));
+    const rows = this.scan.values(...building.after, FILTER_SCAN) as [number, string, string, string][];
+    for (const [, kind, principal, requestId] of rows) building.filter.add(keyOf(kind, principal, requestId));
     const last = rows.at(-1);
     if (building.filter.full) {
       this.buildFilter(building.filter.capacity * 4);

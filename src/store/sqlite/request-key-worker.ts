@@ -4,7 +4,9 @@
 import { Database } from "bun:sqlite";
 import { createRequestKeyTables, type KeyWrite, RequestKeyWriter } from "./request-keys.ts";
 
-export type WorkerRequest = ({ kind: "open"; path: string } | { kind: "close" } | KeyWrite) & { id: number };
+export type WorkerRequest = ({ kind: "open"; path: string; generationSize: number } | { kind: "close" } | KeyWrite) & {
+  id: number;
+};
 export type WorkerAnswer = { id: number; ok: true } | { id: number; ok: false; message: string };
 
 declare const self: Worker;
@@ -25,7 +27,7 @@ function apply(request: WorkerRequest): void {
       // Keys land at random places: the pages they land on stay in memory rather than being read again.
       db.exec("PRAGMA cache_size = -65536");
       createRequestKeyTables(db, "main");
-      writer = new RequestKeyWriter(db);
+      writer = new RequestKeyWriter(db, "main", request.generationSize);
     } catch (error) {
       notOpen = `the request-key file ${request.path} could not be opened: ${(error as Error).message}`;
       throw error;

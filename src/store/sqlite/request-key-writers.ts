@@ -27,7 +27,10 @@ export class WorkerKeyWriter implements KeyWriterHost {
   private nextId = 0;
   private readonly waiting = new Map<number, { done: () => void; fail: (error: Error) => void }>();
 
-  constructor(private readonly path: string) {}
+  constructor(
+    private readonly path: string,
+    private readonly generationSize: number,
+  ) {}
 
   write(op: KeyWrite): Promise<void> {
     return this.send(op);
@@ -71,7 +74,13 @@ export class WorkerKeyWriter implements KeyWriterHost {
       worker.terminate();
     };
     this.worker = worker;
-    worker.postMessage(JSON.stringify({ kind: "open", path: this.path, id: ++this.nextId } satisfies WorkerRequest));
+    const open: WorkerRequest = {
+      kind: "open",
+      path: this.path,
+      generationSize: this.generationSize,
+      id: ++this.nextId,
+    };
+    worker.postMessage(JSON.stringify(open));
     return worker;
   }
 }
@@ -80,8 +89,8 @@ export class WorkerKeyWriter implements KeyWriterHost {
 export class ConnectionKeyWriter implements KeyWriterHost {
   private readonly writer: RequestKeyWriter;
 
-  constructor(client: Database, schema: string) {
-    this.writer = new RequestKeyWriter(client, schema);
+  constructor(client: Database, schema: string, generationSize: number) {
+    this.writer = new RequestKeyWriter(client, schema, generationSize);
   }
 
   async write(op: KeyWrite): Promise<void> {

@@ -9,6 +9,13 @@ export type KeyName = [string, string, string];
 export type KeyWrite = { kind: "merge"; keys: RequestKey[]; through: string } | { kind: "forget"; keys: KeyName[] };
 
 /**
+ * Keys per generation. A batch of random keys dirties about one page per key once its B-tree has more
+ * pages than the batch has keys, so the cost of a merge grows with the tree it lands in: keys land in
+ * the newest generation only, a tree that stops growing here (`bench/request-key-merge.ts`).
+ */
+export const GENERATION_KEYS = 1 << 18;
+
+/**
  * The request-key index lives in its own SQLite file beside the database (`actuate.db` →
  * `actuate-requests.db`): its random inserts then dirty neither the database's write-ahead log nor the
  * serving connection's page cache, and a worker thread can write it while the server answers requests.
@@ -19,53 +26,95 @@ export function requestKeysPath(databasePath: string): string {
   return /\.db$/.test(databasePath) ? databasePath.replace(/\.db$/, "-requests.db") : `${databasePath}-requests.db`;
 }
 
-/** The file's two tables, in `schema` ("main" on the file's own connection, the attached name on the database's). */
+/**
+ * The file's two tables, in `schema` ("main" on the file's own connection, the attached name on the
+ * database's): the keys, by generation, and one row saying which executions are in (every one whose id
+ * sorts below `through`), which generation takes keys now, and how many it holds.
+ */
 export function createRequestKeyTables(db: Database, schema: string): void {
   db.exec(
     `create table if not exists ${schema}.request_keys (
+       generation integer not null,
        principal_kind text not null, principal_id text not null, request_id text not null, execution_id text not null,
-       primary key (principal_kind, principal_id, request_id)
+       primary key (generation, principal_kind, principal_id, request_id)
      ) without rowid;
-     create table if not exists ${schema}.merged_through (id integer primary key check (id = 1), through text not null)`,
+     create table if not exists ${schema}.merged_through (
+       id integer primary key check (id = 1), through text not null,
+       generation integer not null, generation_keys integer not null
+     )`,
   );
 }
 
+export interface MergeState {
+  through: string;
+  generation: number;
+  generationKeys: number;
+}
+
+/** The index's mark and newest generation ("" and 0 for a new file: nothing is known to be in it). */
+export function readMergeState(db: Database, schema: string): MergeState {
+  const row = db
+    .query<MergeState, []>(
+      `select through, generation, generation_keys as generationKeys from ${schema}.merged_through where id = 1`,
+    )
+    .get();
+  return row ?? { through: "", generation: 0, generationKeys: 0 };
+}
+
+export function writeMergeState(db: Database, schema: string, state: MergeState): void {
+  db.query(
+    `insert into ${schema}.merged_through (id, through, generation, generation_keys) values (1, ?1, ?2, ?3)
+     on conflict (id) do update set through = excluded.through, generation = excluded.generation,
+       generation_keys = excluded.generation_keys`,
+  ).run(state.through, state.generation, state.generationKeys);
+}
+
 /**
- * Writes the index: a merge is one transaction of sorted keys and the merged-through mark (every
- * execution whose id sorts below it has its key here). A key written again names the newer execution:
- * after retention deleted an execution, its key may name a new one.
+ * Writes the index: a merge is one transaction of sorted keys, in the newest generation (a new one once
+ * it is full), and the mark. A key written again names the newer execution: after retention deleted an
+ * execution, its key may name a new one.
  */
 export class RequestKeyWriter {
   private readonly insert: Statement;
   private readonly remove: Statement;
-  private readonly setMark: Statement;
 
   constructor(
     private readonly db: Database,
-    schema = "main",
+    private readonly schema = "main",
+    private readonly generationSize = GENERATION_KEYS,
   ) {
     this.insert = db.prepare(
-      `insert or replace into ${schema}.request_keys (principal_kind, principal_id, request_id, execution_id)
-       values (?1, ?2, ?3, ?4)`,
+      `insert or replace into ${schema}.request_keys (generation, principal_kind, principal_id, request_id, execution_id)
+       values (?1, ?2, ?3, ?4, ?5)`,
     );
     this.remove = db.prepare(
-      `delete from ${schema}.request_keys where principal_kind = ?1 and principal_id = ?2 and request_id = ?3`,
-    );
-    this.setMark = db.prepare(
-      `insert into ${schema}.merged_through (id, through) values (1, ?1)
-       on conflict (id) do update set through = excluded.through`,
+      `delete from ${schema}.request_keys
+       where generation = ?1 and principal_kind = ?2 and principal_id = ?3 and request_id = ?4`,
     );
   }
 
   write(op: KeyWrite): void {
     this.db.transaction(() => {
+      // Read in the transaction: a restart's recovery may have written the file since the last write.
+      const state = readMergeState(this.db, this.schema);
       if (op.kind === "forget") {
-        for (const key of op.keys) this.remove.run(...key);
+        for (const key of op.keys) {
+          for (let generation = 0; generation <= state.generation; generation++) this.remove.run(generation, ...key);
+        }
         return;
       }
+      let { generation, generationKeys } = state;
+      if (generationKeys > 0 && generationKeys + op.keys.length > this.generationSize) {
+        generation++;
+        generationKeys = 0;
+      }
       // Sorted, so neighbours in the batch share the index's pages.
-      for (const key of op.keys.sort(compareKeys)) this.insert.run(...key);
-      this.setMark.run(op.through);
+      for (const key of op.keys.sort(compareKeys)) this.insert.run(generation, ...key);
+      writeMergeState(this.db, this.schema, {
+        through: op.through,
+        generation,
+        generationKeys: generationKeys + op.keys.length,
+      });
     })();
   }
 }
