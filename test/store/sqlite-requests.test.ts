@@ -235,6 +235,13 @@ describe("SQLite request keys", () => {
   });
 });
 
+/** The database's own connection, as the store opens it: a lock held by a closing connection is waited for. */
+function connect(): Database {
+  const db = new Database(join(dir, "test.db"));
+  db.exec("PRAGMA busy_timeout = 5000");
+  return db;
+}
+
 /** One turn of the event loop: the index fills its filter a slice per turn. */
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -255,7 +262,7 @@ describe("the request keys' filter", () => {
   test("keys committed before and while a filter is built are found once merged, after the scan passed them", async () => {
     await (await reopen()).close();
     open = [];
-    const db = new Database(join(dir, "test.db"));
+    const db = connect();
     // A capacity of 16 makes the filter fill up and be built again, larger.
     const index = new SqliteRequestIndex(db, requestKeysPath(join(dir, "test.db")), () => undefined, {
       filterCapacity: 16,
@@ -308,7 +315,7 @@ describe("the request keys' filter", () => {
       id: Bun.randomUUIDv7(),
     });
     const keys = Array.from({ length: 40 }, key);
-    const first = new Database(join(dir, "test.db"));
+    const first = connect();
     const writer = new SqliteRequestIndex(first, path, () => undefined, sizes);
     // Batches of 5: a generation of 8 takes one batch, the next batch opens a new generation.
     for (let i = 0; i < keys.length; i += 5) {
@@ -324,7 +331,7 @@ describe("the request keys' filter", () => {
     expect(generations.map((g) => Number(g.n))).toEqual([5, 5, 5, 5, 5, 5, 5, 5]);
     expect((await selectRows(`sqlite:${path}`, "select generation from merged_through"))[0]?.generation).toBe(7);
 
-    const db = new Database(join(dir, "test.db"));
+    const db = connect();
     const index = new SqliteRequestIndex(db, path, () => undefined, sizes);
     for (const k of keys) expect(index.lookup(k.principalKind, k.principalId, k.requestId)).toBe(k.id);
     for (let t = 0; t < 3; t++) await turn();
@@ -350,14 +357,14 @@ describe("the request keys' filter", () => {
       requestId: crypto.randomUUID(),
       id: Bun.randomUUIDv7(),
     }));
-    const first = new Database(join(dir, "test.db"));
+    const first = connect();
     const writer = new SqliteRequestIndex(first, requestKeysPath(join(dir, "test.db")), () => undefined);
     for (const k of keys) writer.committed(k);
     await writer.close();
     first.close();
     expect((await merged()).length).toBe(keys.length);
 
-    const db = new Database(join(dir, "test.db"));
+    const db = connect();
     const index = new SqliteRequestIndex(db, requestKeysPath(join(dir, "test.db")), () => undefined);
     const sample = keys.filter((_, i) => i % 97 === 0);
     // The first lookup starts the build (8 192 keys a turn): answers come from the table meanwhile.
