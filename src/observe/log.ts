@@ -1,7 +1,7 @@
 /**
  * The server's log: one JSON object a line (level, time, instance, msg, then the fields), or, with
- * LOG_FORMAT=pretty (`bun run dev`), one readable line. JSON lines go out together every 10 ms, so a
- * request's line costs no system call of its own.
+ * LOG_FORMAT=pretty (`bun run dev`), one readable line. Lines written in one turn of the event loop
+ * go out in one write, so a request's line costs no system call of its own.
  */
 
 export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
@@ -55,30 +55,18 @@ function prettyLine(level: LogLevel, at: Date, message: string, fields: Record<s
   return `${DIM}${time}${RESET} ${COLOURS[level]}${label}${RESET} ${message}${extra ? `  ${DIM}${extra}${RESET}` : ""}\n`;
 }
 
-/**
- * How long lines wait to be written together. Under load a turn of the event loop is ~1-2 ms, and a
- * write per turn cost the serving thread ~5 % (a write to a file updates its times each call).
- */
-const FLUSH_MS = 10;
-/** Written at once past this, whatever the time. */
-const FLUSH_BYTES = 64 * 1024;
-
-/** Collects text and writes it every FLUSH_MS (and at exit, what is left). */
+/** Collects text and writes it once per turn of the event loop (and at exit, what is left). */
 function batchedWriter(write: (text: string) => void): (text: string) => void {
   let pending = "";
-  let timer: Timer | null = null;
   const flush = () => {
-    if (timer) clearTimeout(timer);
-    timer = null;
     const text = pending;
     pending = "";
     if (text) write(text);
   };
   process.on("exit", flush);
   return (text) => {
+    if (pending === "") setImmediate(flush);
     pending += text;
-    if (pending.length >= FLUSH_BYTES) flush();
-    else timer ??= setTimeout(flush, FLUSH_MS);
   };
 }
 
