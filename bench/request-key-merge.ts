@@ -1,5 +1,5 @@
 // What a merge of request keys costs as the index grows (issue #14): sorted batches of 4 096 random
-// keys written into the request-key file the way the writer thread does (store/sqlite/request-keys.ts),
+// keys written into the request-key file the way the writer thread does (store/sqlite/request-keys/file.ts),
 // CPU per key at each size, with the generations (GENERATION_KEYS a tree) and, GENERATION=0, in one
 // tree. In one tree the cost grows with the index, because a batch dirties nearly one page per key once
 // the tree has more pages than the batch has keys (docs/ARCHITECTURE.md, "SQLite idempotency keys").
@@ -13,7 +13,7 @@ import {
   GENERATION_KEYS,
   type RequestKey,
   RequestKeyWriter,
-} from "../src/store/sqlite/request-keys.ts";
+} from "../src/store/sqlite/request-keys/file.ts";
 
 const SIZES = (process.env.SIZES ?? "50000,150000,300000,600000,1000000,2000000").split(",").map(Number);
 const GENERATION = process.env.GENERATION === "0" ? Number.MAX_SAFE_INTEGER : GENERATION_KEYS;

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { requestKeysPath } from "../src/store/sqlite/request-keys.ts";
+import { requestKeysPath } from "../src/store/sqlite/request-keys/file.ts";
 import { cli, type Launch, repoRoot, serve } from "./support/cli.ts";
 import { dialects, selectRows, type TestDatabase } from "./support/databases.ts";
 import { fixture, type TestResponse } from "./support/server.ts";

@@ -5,16 +5,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStore } from "../../src/store/open.ts";
 import type { ExecutionRow } from "../../src/store/rows.ts";
-import { KeyFilter } from "../../src/store/sqlite/key-filter.ts";
-import { SqliteRequestIndex } from "../../src/store/sqlite/request-index.ts";
-import { GENERATION_KEYS, requestKeysPath } from "../../src/store/sqlite/request-keys.ts";
+import { GENERATION_KEYS, requestKeysPath } from "../../src/store/sqlite/request-keys/file.ts";
+import { KeyFilter } from "../../src/store/sqlite/request-keys/filter.ts";
+import { SqliteRequestIndex } from "../../src/store/sqlite/request-keys/index.ts";
 import type { Store } from "../../src/store/store.ts";
 import { selectRows } from "../support/databases.ts";
 import { row } from "../support/rows.ts";
 import { runRows } from "./fixture.ts";
 
 // SQLite keeps recent request keys in memory and merges them, on a worker thread, into the request-key
-// file beside the database (src/store/sqlite/request-index.ts). What must hold whatever the merge has
+// file beside the database (src/store/sqlite/request-keys/index.ts). What must hold whatever the merge has
 // done: a key names one execution, across a clean restart, a crash before the merge, and a lost file.
 
 let dir: string;

@@ -62,7 +62,7 @@ export const executions = sqliteTable(
     scheduledBy: text("scheduled_by"),
   },
   // No index on request_id here: random keys would dirty a page of it per row in every group commit
-  // (BENCHMARKS.md). That index is a file of its own, written by a worker thread (sqlite/request-index.ts).
+  // (BENCHMARKS.md). That index is a file of its own, written by a worker thread (sqlite/request-keys/index.ts).
   (t) => [
     index("executions_principal_id_idx").on(t.principalKind, t.principalId, t.id),
     index("executions_running_instance_idx").on(t.instance).where(sql`status = 'running'`),

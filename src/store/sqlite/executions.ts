@@ -9,7 +9,7 @@ import { executions } from "../schema/sqlite.ts";
 import type { PrincipalKind } from "../statuses.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
 import type { SqliteDataWriter } from "./data-writes.ts";
-import { keyOf, SqliteRequestIndex } from "./request-index.ts";
+import { keyOf, SqliteRequestIndex } from "./request-keys/index.ts";
 
 type RawRow = Omit<ExecutionRow, "input" | "output"> & { input: string; output: string | null };
 
@@ -65,7 +65,7 @@ export class SqliteExecutionStore implements ExecutionStore {
     private readonly client: Database,
     private readonly data: SqliteDataWriter,
     private readonly lists: { db: AnyDatabase; dialect: Dialect; tables: Tables },
-    /** The request-key index's file (request-keys.ts). */
+    /** The request-key index's file (request-keys/file.ts). */
     requestKeysFile: string,
   ) {
     this.insert = client.prepare(

@@ -22,7 +22,7 @@ import { sqliteDataStore } from "./data.ts";
 import { SqliteDataWriter } from "./data-writes.ts";
 import { SqliteExecutionStore } from "./executions.ts";
 import { SqliteInstanceStore } from "./instances.ts";
-import { requestKeysPath } from "./request-keys.ts";
+import { requestKeysPath } from "./request-keys/file.ts";
 import { SqliteRunStore } from "./runs.ts";
 
 const migrations = readMigrations("sqlite");

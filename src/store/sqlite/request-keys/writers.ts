@@ -1,6 +1,6 @@
 import type { Database } from "bun:sqlite";
-import type { WorkerAnswer, WorkerRequest } from "./request-key-worker.ts";
-import { type KeyWrite, RequestKeyWriter } from "./request-keys.ts";
+import { type KeyWrite, RequestKeyWriter } from "./file.ts";
+import type { WorkerAnswer, WorkerRequest } from "./worker.ts";
 
 /**
  * The writer thread's module. From source, beside this file. In the compiled binary (`bun run build`
@@ -8,8 +8,8 @@ import { type KeyWrite, RequestKeyWriter } from "./request-keys.ts";
  * in a shared chunk elsewhere, so a path relative to this file would miss it.
  */
 const WORKER_ENTRY = import.meta.url.startsWith("file:///$bunfs/")
-  ? "./store/sqlite/request-key-worker.ts"
-  : new URL("./request-key-worker.ts", import.meta.url).href;
+  ? "./store/sqlite/request-keys/worker.ts"
+  : new URL("./worker.ts", import.meta.url).href;
 
 /** Applies the index's writes in the order given; each promise settles once its transaction has. */
 export interface KeyWriterHost {

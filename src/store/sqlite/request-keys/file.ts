@@ -19,7 +19,7 @@ export const GENERATION_KEYS = 1 << 18;
  * The request-key index lives in its own SQLite file beside the database (`actuate.db` →
  * `actuate-requests.db`): its random inserts then dirty neither the database's write-ahead log nor the
  * serving connection's page cache, and a worker thread can write it while the server answers requests.
- * It is derived data: lost or stale, it is rebuilt from `executions` (request-index.ts).
+ * It is derived data: lost or stale, it is rebuilt from `executions` (index.ts).
  */
 export function requestKeysPath(databasePath: string): string {
   if (databasePath === ":memory:") return ":memory:";

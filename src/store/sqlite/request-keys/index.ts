@@ -1,7 +1,5 @@
 import type { Database, Statement } from "bun:sqlite";
-import { uuidV7Floor, uuidV7Millis } from "../../lib/ids.ts";
-import { KeyFilter } from "./key-filter.ts";
-import { ConnectionKeyWriter, type KeyWriterHost, WorkerKeyWriter } from "./request-key-writers.ts";
+import { uuidV7Floor, uuidV7Millis } from "../../../lib/ids.ts";
 import {
   createRequestKeyTables,
   GENERATION_KEYS,
@@ -9,7 +7,9 @@ import {
   type RequestKey,
   readMergeState,
   writeMergeState,
-} from "./request-keys.ts";
+} from "./file.ts";
+import { KeyFilter } from "./filter.ts";
+import { ConnectionKeyWriter, type KeyWriterHost, WorkerKeyWriter } from "./writers.ts";
 
 /** Keys gathered before they are sorted and merged: the more at once, the more of them share an index page. */
 const MERGE_AT = 4096;
@@ -35,7 +35,7 @@ export const keyOf = (kind: string, principal: string, requestId: string) =>
  * Which execution holds each (principal, requestId) on SQLite, decided exactly without writing a random
  * key on the serving thread: `executions` has no index on request_id, whose random inserts dirtied a page
  * each per commit, and merging them into a table of the database cost the serving thread more the larger
- * it grew (BENCHMARKS.md). The index is its own file (request-keys.ts), written by a worker thread in
+ * it grew (BENCHMARKS.md). The index is its own file (file.ts), written by a worker thread in
  * sorted batches; keys committed recently are held in memory until their batch has committed (one process
  * serves a SQLite database, so memory is the whole truth for them). Lookups read the file through the
  * database's connection, which has it attached, and only for keys the filter cannot rule out. The
@@ -64,7 +64,7 @@ export class SqliteRequestIndex {
 
   constructor(
     private readonly client: Database,
-    /** The request-key file (request-keys.ts `requestKeysPath`), attached to `client`. */
+    /** The request-key file (file.ts `requestKeysPath`), attached to `client`. */
     path: string,
     /** The oldest execution id queued but not committed yet, if any. */
     private readonly oldestQueued: () => string | undefined,

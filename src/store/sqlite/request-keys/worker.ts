@@ -1,8 +1,8 @@
-// The request-key index's writer thread (request-key-writers.ts starts it): opens the index's own file
+// The request-key index's writer thread (writers.ts starts it): opens the index's own file
 // and applies each write it is sent (a JSON string), in order, answering { id, ok } or { id, ok: false, message }.
 // Listed as an entrypoint of `bun run build`, so the compiled binary carries it.
 import { Database } from "bun:sqlite";
-import { createRequestKeyTables, type KeyWrite, RequestKeyWriter } from "./request-keys.ts";
+import { createRequestKeyTables, type KeyWrite, RequestKeyWriter } from "./file.ts";
 
 export type WorkerRequest = ({ kind: "open"; path: string; generationSize: number } | { kind: "close" } | KeyWrite) & {
   id: number;
@@ -21,7 +21,7 @@ function apply(request: WorkerRequest): void {
     try {
       db = new Database(request.path, { create: true, strict: true });
       db.exec("PRAGMA journal_mode = WAL");
-      // Derived data: a write lost to a power cut is merged again from the executions (request-index.ts).
+      // Derived data: a write lost to a power cut is merged again from the executions (index.ts).
       db.exec("PRAGMA synchronous = NORMAL");
       db.exec("PRAGMA busy_timeout = 5000");
       // Keys land at random places: the pages they land on stay in memory rather than being read again.
