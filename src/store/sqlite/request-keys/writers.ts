@@ -41,7 +41,8 @@ export class WorkerKeyWriter implements KeyWriterHost {
     try {
       await this.send({ kind: "close" });
     } finally {
-      this.worker.terminate();
+      // Gone already if the thread failed while closing.
+      this.worker?.terminate();
       this.worker = null;
     }
   }
