@@ -44,6 +44,7 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
   // The CLI and other processes write the same file; wait for their lock instead of failing.
   client.exec("PRAGMA busy_timeout = 5000");
   client.exec("PRAGMA foreign_keys = ON");
+  // Most of what a SQLite server's memory grows by as its data grows (ARCHITECTURE.md, Storage).
   client.exec("PRAGMA cache_size = -65536");
   const db = drizzle({ client, schema }) as unknown as AnyDatabase;
   // drizzle's own migrate() does exactly this after reading a folder; the migrations are inlined instead.
