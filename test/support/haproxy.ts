@@ -24,7 +24,9 @@ export interface LoadBalancer {
 /**
  * HAProxy in front of `backends` (host:port), round-robin in http mode on a loopback `port`. A backend
  * is taken out after one failed health check (GET /healthz every 100 ms) and put back after one good
- * one. A request whose backend refused the connection or closed it without answering is sent again to
+ * one. A check waits up to a second for its answer: a dead instance fails it at once (connection
+ * refused), while a live one on a loaded machine may take longer than the 100 ms HAProxy would otherwise
+ * allow, and with the others stopped, the balancer answered its own 503 page. A request whose backend refused the connection or closed it without answering is sent again to
  * another: safe here because invokes are idempotent by requestId. Timeouts are above any WAIT_MS a test uses.
  */
 export async function startHaproxy(port: number, backends: string[]): Promise<LoadBalancer> {
@@ -42,6 +44,7 @@ defaults
   timeout client 60s
   timeout server 60s
   timeout tunnel 60s
+  timeout check 1s
   retries 3
   option redispatch 1
   retry-on conn-failure empty-response
