@@ -170,6 +170,29 @@ describe("SQLite request keys", () => {
     expect(await merged()).toContain(`${ghost.requestId}→${again.id}`);
   });
 
+  test("a restart's merge that fails (the file locked) is tried again by the next claim, which then finds the keys", async () => {
+    const store = await reopen();
+    const rows = Array.from({ length: 5 }, () => row());
+    await Promise.all(rows.map(async (r) => (await store.executions.claim(r)) && settled(store, r)));
+    await store.close();
+    open = [];
+    const path = requestKeysPath(join(dir, "test.db"));
+    for (const suffix of ["", "-wal", "-shm"]) rmSync(`${path}${suffix}`, { force: true });
+
+    // No busy timeout on this connection: the lock fails the merge at once instead of after 5 s.
+    const db = new Database(join(dir, "test.db"));
+    const index = new SqliteRequestIndex(db, path, () => undefined);
+    const locker = new Database(path);
+    locker.exec("begin immediate");
+    const first = rows[0] as ExecutionRow;
+    expect(() => index.lookup(first.principalKind, first.principalId, first.requestId)).toThrow(/locked/);
+    locker.exec("commit");
+    locker.close();
+    for (const r of rows) expect(index.lookup(r.principalKind, r.principalId, r.requestId)).toBe(r.id);
+    await index.close();
+    db.close();
+  });
+
   test("a failed merge is told, its keys are still answered, and the next merge writes them", async () => {
     // In memory, the index is written on the database's own connection: the failure path is the same.
     const db = new Database(":memory:");

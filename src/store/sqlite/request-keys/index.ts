@@ -209,16 +209,20 @@ export class SqliteRequestIndex {
    * into the newest generation, before the first key is answered. The writer thread starts after this.
    */
   private recover() {
+    this.client.transaction(() => {
+      const state = readMergeState(this.client, SCHEMA);
+      const { changes } = this.client
+        .prepare(
+          `insert or replace into ${SCHEMA}.request_keys (generation, principal_kind, principal_id, request_id, execution_id)
+           select ?2, principal_kind, principal_id, request_id, id from main.executions where id >= ?1
+           order by principal_kind, principal_id, request_id`,
+        )
+        .run(state.through, state.generation);
+      if (changes > 0)
+        writeMergeState(this.client, SCHEMA, { ...state, generationKeys: state.generationKeys + changes });
+    })();
+    // Only now: a merge that threw (the file locked) fails its claim, and the next claim tries it again.
     this.recovered = true;
-    const state = readMergeState(this.client, SCHEMA);
-    const { changes } = this.client
-      .prepare(
-        `insert or replace into ${SCHEMA}.request_keys (generation, principal_kind, principal_id, request_id, execution_id)
-         select ?2, principal_kind, principal_id, request_id, id from main.executions where id >= ?1
-         order by principal_kind, principal_id, request_id`,
-      )
-      .run(state.through, state.generation);
-    if (changes > 0) writeMergeState(this.client, SCHEMA, { ...state, generationKeys: state.generationKeys + changes });
     this.buildFilter(this.sizes.filterCapacity);
   }
 

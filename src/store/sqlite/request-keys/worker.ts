@@ -35,7 +35,8 @@ function apply(request: WorkerRequest): void {
     return;
   }
   if (request.kind === "close") {
-    db?.close();
+    // Finalizes the statements and lets the file go now, not when they are collected.
+    db?.close(true);
     db = null;
     writer = null;
     return;
