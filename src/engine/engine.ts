@@ -15,6 +15,7 @@ import type { RunListRow } from "../store/runs.ts";
 import { type ExecutionStatus, isRunTerminal, isTerminal, type RunStatus } from "../store/statuses.ts";
 import type { Store } from "../store/store.ts";
 import { mayKnow, mayRun } from "./access.ts";
+import { Deadlines } from "./deadlines.ts";
 import { accessDenied, actionNotFound, executionNotFound, runNotFound } from "./errors.ts";
 import { type ExecutionEvent, ExecutionFeed } from "./execution-feed.ts";
 import { DEFAULT_LOG_LIMITS, type LogLimits } from "./execution-log.ts";
@@ -106,6 +107,8 @@ const RUN_VIEW_LOG_LINES = 5_000;
 /** The one path every caller (HTTP, MCP) takes to run actions and follow executions. */
 export class Engine {
   private readonly runner: Runner;
+  /** Bounds each invoke's wait for its handler without a timer per invoke. */
+  private readonly deadlines = new Deadlines();
   private readonly workflows: WorkflowWorker;
   private readonly liveness: Liveness;
   private readonly retention: Retention | null;
@@ -288,7 +291,7 @@ export class Engine {
       }
     }
     const done = this.runner.start(claim.row, release, action, request.principal, input, request.trace);
-    const latest = (await this.within(done, request.waitMs ?? this.$.waitMs)) ?? claim.row;
+    const latest = (await this.deadlines.within(done, request.waitMs ?? this.$.waitMs)) ?? claim.row;
     // The claim was answered before its commit: a settled answer waited for the commit, a running one waits here.
     if (!isTerminal(latest.status)) await claim.committed;
     return { execution: latest, settled: isTerminal(latest.status), replayed: false };
@@ -486,18 +489,6 @@ export class Engine {
     const deadline = this.now() + waitMs;
     const latest = await lastStatus(followExecution(this.followResources, row.id, async () => row, { deadline }));
     return { ...latest, replayed: true };
-  }
-
-  private async within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-    let timer: Timer | undefined;
-    const timeout = new Promise<undefined>((resolve) => {
-      timer = setTimeout(() => resolve(undefined), Math.max(0, ms));
-    });
-    try {
-      return await Promise.race([promise, timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   /** The release served now, or null before any is published. A call reads it once and keeps it. */
