@@ -73,3 +73,35 @@ describe("canonicalJson", () => {
     expect(canonicalJson([undefined, () => 1])).toBe("[null,null]");
   });
 });
+
+/** The same value with every plain object's keys inserted in sorted order: what canonicalJson writes natively. */
+function sortedCopy(value: unknown): unknown {
+  if (value === null || typeof value !== "object" || value instanceof Date) return value;
+  if (Array.isArray(value)) return value.map(sortedCopy);
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort()) copy[key] = sortedCopy((value as Record<string, unknown>)[key]);
+  return copy;
+}
+
+describe("canonicalJson of values whose keys are in order already (JSON.stringify writes them)", () => {
+  test("writes what the definition writes, for 5 000 random values", () => {
+    for (let i = 0; i < 5_000; i++) {
+      const value = sortedCopy({ action: "a.b", files: {}, input: randomValue(0) });
+      expect(canonicalJson(value)).toBe(byDefinition(value) as string);
+    }
+  });
+
+  test("what JSON.stringify would write otherwise stays the definition's: boxed values, toJSON, index keys", () => {
+    // JSON.stringify unwraps a boxed number; the definition writes the object it is.
+    // biome-ignore lint/style/useConsistentBuiltinInstantiation: the boxed value is the point
+    const boxed = { a: new Number(5) };
+    expect(canonicalJson(boxed)).toBe(byDefinition(boxed) as string);
+    expect(canonicalJson(boxed)).toBe('{"a":{}}');
+    const withToJson = { a: { toJSON: () => ({ z: 1, y: 2 }) } };
+    expect(canonicalJson(withToJson)).toBe('{"a":{"y":2,"z":1}}');
+    const indexes = { "10": 1, "2": 2, a: 3 };
+    expect(canonicalJson(indexes)).toBe(byDefinition(indexes) as string);
+    const inherited = Object.assign(Object.create({ b: 1 }), { a: 2 });
+    expect(canonicalJson(inherited)).toBe(byDefinition(inherited) as string);
+  });
+});

@@ -6,7 +6,35 @@
  * replacer call per value.
  */
 export function canonicalJson(value: unknown): string {
+  // JSON.stringify differs from the definition only in key order: a value whose keys are in order
+  // already (an invocation's input mostly is) is written by it, natively (~4× faster for small inputs).
+  if (inOrder(value)) return JSON.stringify(value);
   return write(value, "") ?? (undefined as unknown as string);
+}
+
+/**
+ * Whether every object in `value` is plain and enumerates its keys sorted, none of them an array index
+ * (those enumerate first, by value: left to the full path) and none with a toJSON (its result is not seen here).
+ */
+function inOrder(value: unknown): boolean {
+  if (value === null || typeof value !== "object") return true;
+  if (Array.isArray(value)) {
+    for (const item of value) if (!inOrder(item)) return false;
+    return true;
+  }
+  // Plain objects only: JSON.stringify unwraps boxed primitives, which the definition writes as objects.
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return false;
+  if (typeof (value as { toJSON?: unknown }).toJSON === "function") return false;
+  let previous: string | null = null;
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    if (key.charCodeAt(0) <= 57 && isIndex(key)) return false;
+    if (previous !== null && !(previous < key)) return false;
+    previous = key;
+    if (!inOrder((value as Record<string, unknown>)[key])) return false;
+  }
+  return true;
 }
 
 function write(value: unknown, key: string): string | undefined {
@@ -46,5 +74,5 @@ function sortedKeys(record: Record<string, unknown>): string[] {
 }
 
 export function sha256Hex(text: string): string {
-  return new Bun.CryptoHasher("sha256").update(text).digest("hex");
+  return Bun.SHA256.hash(text, "hex");
 }
