@@ -93,7 +93,6 @@ describe("canonicalJson of values whose keys are in order already (JSON.stringif
 
   test("what JSON.stringify would write otherwise stays the definition's: boxed values, toJSON, index keys", () => {
     // JSON.stringify unwraps a boxed number; the definition writes the object it is.
-    // biome-ignore lint/style/useConsistentBuiltinInstantiation: the boxed value is the point
     const boxed = { a: new Number(5) };
     expect(canonicalJson(boxed)).toBe(byDefinition(boxed) as string);
     expect(canonicalJson(boxed)).toBe('{"a":{}}');
