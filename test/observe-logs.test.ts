@@ -115,6 +115,12 @@ describe("createLog", () => {
       authorization: "[redacted]",
       route: "/x",
     });
+    // One level field, first; the time is now's, to the millisecond.
+    const line = written[0] as string;
+    expect(line).toStartWith('{"level":"warn","time":"');
+    expect(line.match(/"level"/g)).toHaveLength(1);
+    const time = Date.parse(JSON.parse(line).time);
+    expect(Math.abs(Date.now() - time)).toBeLessThan(60_000);
   });
 
   test("pretty lines read as time, level, message and fields", () => {

@@ -26,9 +26,22 @@ const COLOURS: Record<LogLevel, string> = { debug: "\x1b[90m", info: "\x1b[36m",
 const DIM = "\x1b[2m";
 const RESET = "\x1b[0m";
 
+/** Field names seen, and whether each may hold a secret: the few names a server logs, checked once each. */
+const secretNames = new Map<string, boolean>();
+const MAX_NAMES_REMEMBERED = 1_000;
+
+function isSecretName(name: string): boolean {
+  let secret = secretNames.get(name);
+  if (secret === undefined) {
+    secret = SECRET_FIELDS.has(name.toLowerCase());
+    if (secretNames.size < MAX_NAMES_REMEMBERED) secretNames.set(name, secret);
+  }
+  return secret;
+}
+
 function redacted(fields: Record<string, unknown>): Record<string, unknown> {
   for (const name in fields) {
-    if (SECRET_FIELDS.has(name.toLowerCase())) return redactAll(fields);
+    if (isSecretName(name)) return redactAll(fields);
   }
   return fields;
 }
@@ -36,9 +49,23 @@ function redacted(fields: Record<string, unknown>): Record<string, unknown> {
 function redactAll(fields: Record<string, unknown>): Record<string, unknown> {
   const copy: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(fields)) {
-    copy[name] = SECRET_FIELDS.has(name.toLowerCase()) ? "[redacted]" : value;
+    copy[name] = isSecretName(name) ? "[redacted]" : value;
   }
   return copy;
+}
+
+/** The time of a JSON line: lines written in the same millisecond (most, under load) share the text. */
+function clock(): () => string {
+  let lastMs = Number.NaN;
+  let lastText = "";
+  return () => {
+    const ms = Date.now();
+    if (ms !== lastMs) {
+      lastMs = ms;
+      lastText = new Date(ms).toISOString();
+    }
+    return lastText;
+  };
 }
 
 const shownValue = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value));
@@ -84,18 +111,18 @@ export function createLog(
   const threshold = RANK[settings.level];
   const colour = settings.format === "pretty" && process.stdout.isTTY === true && !process.env.NO_COLOR;
   const prefix = JSON.stringify(base).slice(1, -1);
+  const time = clock();
   return (message, fields) => {
     const level = fields?.level ?? "info";
     if (RANK[level] < threshold) return;
-    const at = new Date();
-    const { level: _, ...rest } = fields ?? {};
-    const safe = redacted(rest);
     if (settings.format === "pretty") {
-      write(prettyLine(level, at, message, safe, colour));
+      const { level: _, ...rest } = fields ?? {};
+      write(prettyLine(level, new Date(), message, redacted(rest), colour));
       return;
     }
-    const body = JSON.stringify({ msg: message, ...safe }).slice(1);
-    write(`{"level":"${level}","time":"${at.toISOString()}"${prefix ? `,${prefix}` : ""},${body}\n`);
+    // `level: undefined` drops the field's own copy (JSON leaves undefined out) without copying the rest twice.
+    const body = JSON.stringify({ msg: message, ...(fields && redacted(fields)), level: undefined }).slice(1);
+    write(`{"level":"${level}","time":"${time()}"${prefix ? `,${prefix}` : ""},${body}\n`);
   };
 }
 
