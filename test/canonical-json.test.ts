@@ -98,6 +98,8 @@ describe("canonicalJson of values whose keys are in order already (JSON.stringif
     expect(canonicalJson(boxed)).toBe('{"a":{}}');
     const withToJson = { a: { toJSON: () => ({ z: 1, y: 2 }) } };
     expect(canonicalJson(withToJson)).toBe('{"a":{"y":2,"z":1}}');
+    const listWithToJson = Object.assign([1], { toJSON: () => ({ b: 1, a: 2 }) });
+    expect(canonicalJson({ l: listWithToJson })).toBe('{"l":{"a":2,"b":1}}');
     const indexes = { "10": 1, "2": 2, a: 3 };
     expect(canonicalJson(indexes)).toBe(byDefinition(indexes) as string);
     const inherited = Object.assign(Object.create({ b: 1 }), { a: 2 });

@@ -75,6 +75,19 @@ describe("Deadlines: waits bounded by one timer per wait length", () => {
     expect(ended).toEqual(["zero", "short", "long"]);
   });
 
+  test("a length that is not a number waits not at all; one past a timer's range still waits", async () => {
+    const deadlines = new Deadlines();
+    const never = new Promise<string>(() => {});
+    expect(await deadlines.within(never, Number.NaN)).toBeUndefined();
+    const settle = deferred<string>();
+    const long = deadlines.within(settle.promise, Number.POSITIVE_INFINITY);
+    await Bun.sleep(20);
+    expect(deadlines.pending).toBe(1);
+    settle.resolve("at last");
+    expect(await long).toBe("at last");
+    expect(deadlines.pending).toBe(0);
+  });
+
   test("a queue emptied by its timer starts again with the next wait", async () => {
     const deadlines = new Deadlines();
     const never = new Promise<string>(() => {});

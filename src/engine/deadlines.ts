@@ -1,3 +1,6 @@
+/** The longest delay a timer takes (a longer one fires at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** A wait in its queue: a node of a doubly linked list, so that leaving it costs the same wherever it is. */
 interface Waiting {
   at: number;
@@ -44,7 +47,8 @@ export class Deadlines {
 
   /** `promise`'s value, or undefined when `ms` pass first (the promise is left to run). */
   within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-    const length = Math.max(0, ms);
+    // NaN waits not at all; past a timer's range (~24.8 days), that range.
+    const length = ms > 0 ? Math.min(ms, MAX_TIMER_MS) : 0;
     return new Promise<T | undefined>((resolve, reject) => {
       const queue = this.queueOf(length);
       const wait: Waiting = { at: this.now() + length, expire: () => resolve(undefined), prev: null, next: null };
@@ -63,7 +67,7 @@ export class Deadlines {
     });
   }
 
-  /** Waits not yet ended (tests, and a server stopping). */
+  /** Waits not yet ended. */
   get pending(): number {
     let count = 0;
     for (const queue of this.queues.values()) for (let w = queue.head; w; w = w.next) count++;

@@ -18,6 +18,7 @@ export function canonicalJson(value: unknown): string {
  */
 function inOrder(value: unknown): boolean {
   if (value === null || typeof value !== "object") return true;
+  if (typeof (value as { toJSON?: unknown }).toJSON === "function") return false;
   if (Array.isArray(value)) {
     for (const item of value) if (!inOrder(item)) return false;
     return true;
@@ -25,7 +26,6 @@ function inOrder(value: unknown): boolean {
   // Plain objects only: JSON.stringify unwraps boxed primitives, which the definition writes as objects.
   const prototype = Object.getPrototypeOf(value);
   if (prototype !== Object.prototype && prototype !== null) return false;
-  if (typeof (value as { toJSON?: unknown }).toJSON === "function") return false;
   let previous: string | null = null;
   for (const key in value) {
     if (!Object.hasOwn(value, key)) continue;
