@@ -22,8 +22,13 @@ const MERGE_AFTER_MS = 1000;
 const MARK_MARGIN_MS = 1000;
 /** The first key filter's capacity; a full one is built again four times larger. */
 const FILTER_CAPACITY = 1 << 16;
-/** Keys read per turn of the event loop while a key filter is built from the index. */
-const FILTER_SCAN = 8192;
+/**
+ * While a key filter is built from the index: keys read at once, and how long a turn may read before it
+ * lets requests run. 8 192 keys a turn stalled the serving thread 7-19 ms a turn under load (p99 doubled
+ * while a filter was built: BENCHMARKS.md); a time bound holds on a slow machine as on a fast one.
+ */
+const FILTER_SCAN = 512;
+const FILTER_TURN_MS = 1;
 /** The name the request-key file is attached under on the database's connection. */
 const SCHEMA = "requests";
 
@@ -227,8 +232,8 @@ export class SqliteRequestIndex {
   }
 
   /**
-   * Fills a new filter from the table a slice per turn (lookups read the table, or the old filter,
-   * meanwhile). The keys not merged yet go in first and every key committed meanwhile is added as it
+   * Fills a new filter from the table a slice per turn, each at most ~FILTER_TURN_MS (lookups read the
+   * table, or the old filter, meanwhile). The keys not merged yet go in first and every key committed meanwhile is added as it
    * comes, so no key can slip past the scan.
    */
   private buildFilter(capacity: number) {
@@ -241,17 +246,22 @@ export class SqliteRequestIndex {
   private scanSlice() {
     const building = this.building;
     if (!building) return;
-    const rows = this.scan.values(...building.after, FILTER_SCAN) as [number, string, string, string][];
-    for (const [, kind, principal, requestId] of rows) building.filter.add(keyOf(kind, principal, requestId));
-    const last = rows.at(-1);
-    if (building.filter.full) {
-      this.buildFilter(building.filter.capacity * 4);
-    } else if (last && rows.length === FILTER_SCAN) {
+    const until = performance.now() + FILTER_TURN_MS;
+    do {
+      const rows = this.scan.values(...building.after, FILTER_SCAN) as [number, string, string, string][];
+      for (const [, kind, principal, requestId] of rows) building.filter.add(keyOf(kind, principal, requestId));
+      const last = rows.at(-1);
+      if (building.filter.full) {
+        this.buildFilter(building.filter.capacity * 4);
+        return;
+      }
+      if (!last || rows.length < FILTER_SCAN) {
+        this.filter = building.filter;
+        this.building = null;
+        return;
+      }
       building.after = last;
-      setImmediate(() => this.scanSlice());
-    } else {
-      this.filter = building.filter;
-      this.building = null;
-    }
+    } while (performance.now() < until);
+    setImmediate(() => this.scanSlice());
   }
 }
