@@ -100,6 +100,24 @@ for (const dialect of dialects) {
               (await selectRows(keys, "select execution_id as id from request_keys")).map((r) => r.id);
             for (let i = 0; i < 300 && !(await merged()).includes(echoedId); i++) await Bun.sleep(50);
             expect(await merged()).toContain(echoedId);
+            // So is the checkpoint thread: a copy of the database file alone (its WAL left behind) holds the
+            // execution once the thread has checkpointed, the server's own connection waiting for thousands of pages.
+            const file = database.url.replace(/^sqlite:/, "");
+            const copy = `${file}.copy`;
+            const checkpointed = async () => {
+              copyFileSync(file, copy);
+              try {
+                return (await selectRows(`sqlite:${copy}`, "select id from executions")).map((r) => r.id);
+              } catch {
+                return []; // a copy taken while a checkpoint wrote the file: the next look
+              } finally {
+                rmSync(copy, { force: true });
+                rmSync(`${copy}-wal`, { force: true });
+                rmSync(`${copy}-shm`, { force: true });
+              }
+            };
+            for (let i = 0; i < 300 && !(await checkpointed()).includes(echoedId); i++) await Bun.sleep(50);
+            expect(await checkpointed()).toContain(echoedId);
           }
 
           // The MCP SDK is a chunk of the binary loaded on the first /mcp request (not at start).

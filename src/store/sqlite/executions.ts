@@ -8,6 +8,7 @@ import type { ExecutionRow, LogRow } from "../rows.ts";
 import { executions } from "../schema/sqlite.ts";
 import type { PrincipalKind } from "../statuses.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
+import type { BackgroundCheckpoints } from "./checkpoints/index.ts";
 import type { SqliteDataWriter } from "./data-writes.ts";
 import { keyOf, SqliteRequestIndex } from "./request-keys/index.ts";
 
@@ -67,6 +68,8 @@ export class SqliteExecutionStore implements ExecutionStore {
     private readonly lists: { db: AnyDatabase; dialect: Dialect; tables: Tables },
     /** The request-key index's file (request-keys/file.ts). */
     requestKeysFile: string,
+    /** WAL checkpoints off the serving thread; none for a database in memory. */
+    private readonly checkpoints: BackgroundCheckpoints | null = null,
   ) {
     this.insert = client.prepare(
       `insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version, contract_hash,
@@ -123,9 +126,10 @@ export class SqliteExecutionStore implements ExecutionStore {
     this.insert.run({ ...row, input: JSON.stringify(row.input), output: null });
   }
 
-  /** Where a failed merge of request keys is told (store.ts `onTrouble`). */
+  /** Where a failed merge of request keys, or a failed background checkpoint, is told (store.ts `onTrouble`). */
   onTrouble(warn: (message: string) => void): void {
     this.requests.warn = warn;
+    if (this.checkpoints) this.checkpoints.warn = warn;
   }
 
   /** Deletes the request keys of executions being deleted (retention). */
@@ -241,8 +245,10 @@ export class SqliteExecutionStore implements ExecutionStore {
       }
       for (const update of updates) this.alone(() => this.writeUpdate(update), [update]);
       for (const pending of logLines) this.linesAlone(pending);
+      this.checkpoints?.committed();
       return;
     }
+    this.checkpoints?.committed();
     for (const pending of logLines) pending.done();
     inserts.forEach((pending, i) => {
       this.requests.committed(pending.row);
@@ -269,7 +275,7 @@ export class SqliteExecutionStore implements ExecutionStore {
   /** Commits what is queued and merges every request key (the store calls this before closing). */
   async close(): Promise<void> {
     this.flush();
-    await this.requests.close();
+    await Promise.all([this.requests.close(), this.checkpoints?.close()]);
   }
 
   private linesAlone(pending: PendingLines) {

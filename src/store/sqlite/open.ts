@@ -18,6 +18,7 @@ import { DrizzleUserStore } from "../drizzle/users.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
 import * as schema from "../schema/sqlite.ts";
 import type { Store } from "../store.ts";
+import { BackgroundCheckpoints } from "./checkpoints/index.ts";
 import { sqliteDataStore } from "./data.ts";
 import { SqliteDataWriter } from "./data-writes.ts";
 import { SqliteExecutionStore } from "./executions.ts";
@@ -54,7 +55,8 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
   const tables = schema as unknown as Tables;
   const lists = { db, dialect, tables };
   const data = new SqliteDataWriter(client);
-  const executions = new SqliteExecutionStore(client, data, lists, requestKeysPath(path));
+  const checkpoints = path === ":memory:" ? null : new BackgroundCheckpoints(client, path);
+  const executions = new SqliteExecutionStore(client, data, lists, requestKeysPath(path), checkpoints);
   const runs = new SqliteRunStore(client, executions, data, lists);
   const instances = new SqliteInstanceStore(executions, runs);
   return {
