@@ -51,7 +51,12 @@ function checkpointedIds(): Set<string> {
   try {
     const db = new Database(copy, { readonly: true });
     try {
-      return new Set(db.query<{ id: string }, []>("select id from executions").all().map((r) => r.id));
+      return new Set(
+        db
+          .query<{ id: string }, []>("select id from executions")
+          .all()
+          .map((r) => r.id),
+      );
     } finally {
       db.close();
     }
