@@ -224,6 +224,8 @@ export class SqliteExecutionStore implements ExecutionStore {
   /** Commits everything queued now. */
   flush() {
     this.scheduled = false;
+    // Nothing to commit: no empty transaction, and the checkpoint thread is not started for nothing.
+    if (this.inserts.size === 0 && this.updates.length === 0 && this.logLines.length === 0) return;
     const inserts = [...this.inserts.values()];
     const updates = this.updates;
     const logLines = this.logLines;
