@@ -57,7 +57,7 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
   const data = new SqliteDataWriter(client);
   const checkpoints = path === ":memory:" ? null : new BackgroundCheckpoints(client, path);
   const executions = new SqliteExecutionStore(client, data, lists, requestKeysPath(path), checkpoints);
-  const runs = new SqliteRunStore(client, executions, data, lists);
+  const runs = new SqliteRunStore(client, executions, data, lists, checkpoints);
   const instances = new SqliteInstanceStore(executions, runs);
   return {
     executions,

@@ -18,6 +18,7 @@ import {
 } from "../runs.ts";
 import { workflowRuns, workflowSteps } from "../schema/sqlite.ts";
 import { refusal } from "../write-failure.ts";
+import type { BackgroundCheckpoints } from "./checkpoints/index.ts";
 import type { SqliteDataWriter } from "./data-writes.ts";
 import type { SqliteExecutionStore } from "./executions.ts";
 
@@ -64,6 +65,8 @@ export class SqliteRunStore implements RunStore {
     private readonly executions: SqliteExecutionStore,
     private readonly data: SqliteDataWriter,
     private readonly lists: { db: AnyDatabase; dialect: Dialect; tables: Tables },
+    /** Told of each commit, as the executions' group commit tells it (checkpoints/index.ts). */
+    private readonly checkpoints: BackgroundCheckpoints | null = null,
   ) {
     this.insertRun = client.prepare(
       `insert into workflow_runs (id, request_id, workflow, release_version, principal_kind, principal_id, principal_claims,
@@ -128,6 +131,16 @@ export class SqliteRunStore implements RunStore {
     );
   }
 
+  /**
+   * One transaction, after which the checkpoint thread is told the WAL has grown, unless `wrote` says
+   * it wrote nothing (the idle poll for due runs must not start the thread).
+   */
+  private commit<T>(work: () => T, wrote: (result: T) => boolean = () => true): T {
+    const result = this.client.transaction(work)();
+    if (wrote(result)) this.checkpoints?.committed();
+    return result;
+  }
+
   async admit(execution: ExecutionRow, run: RunRow) {
     const existing = this.executions.findQueuedOrStored(
       execution.principalKind,
@@ -135,14 +148,14 @@ export class SqliteRunStore implements RunStore {
       execution.requestId,
     );
     if (existing) return { execution: existing, created: false };
-    this.client.transaction(() => {
+    this.commit(() => {
       this.executions.insertNow(execution);
       this.insertRun.run({
         ...run,
         principalClaims: jsonOrNull(run.principalClaims),
         input: JSON.stringify(run.input),
       });
-    })();
+    });
     this.executions.admitted(execution);
     return { execution, created: true };
   }
@@ -165,58 +178,62 @@ export class SqliteRunStore implements RunStore {
   }
 
   async claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<RunRow[]> {
-    return this.client.transaction(() =>
-      this.due.all({ now, limit }).map((raw) => {
-        this.lease.run({ id: raw.id, owner, until: leaseUntil, now });
-        this.startExecution.run({ id: raw.id, now });
-        return parseRun({ ...raw, status: "running", leaseOwner: owner, leaseExpiresAt: leaseUntil, updatedAt: now });
-      }),
-    )();
+    return this.commit(
+      () =>
+        this.due.all({ now, limit }).map((raw) => {
+          this.lease.run({ id: raw.id, owner, until: leaseUntil, now });
+          this.startExecution.run({ id: raw.id, now });
+          return parseRun({ ...raw, status: "running", leaseOwner: owner, leaseExpiresAt: leaseUntil, updatedAt: now });
+        }),
+      (claimed) => claimed.length > 0,
+    );
   }
 
   async renew(owner: string, ids: string[], leaseUntil: number) {
-    return this.client.transaction(() =>
-      ids.flatMap((id) => {
-        const held = this.renewOne.get({ id, owner, until: leaseUntil });
-        return held ? [{ id: held.id, cancelRequested: held.cancelRequested === 1 }] : [];
-      }),
-    )();
+    return this.commit(
+      () =>
+        ids.flatMap((id) => {
+          const held = this.renewOne.get({ id, owner, until: leaseUntil });
+          return held ? [{ id: held.id, cancelRequested: held.cancelRequested === 1 }] : [];
+        }),
+      (renewed) => renewed.length > 0,
+    );
   }
 
   async saveStep(owner: string, step: StepRow, writes: DataWrite[] = []): Promise<StepSaved> {
     try {
-      return this.client.transaction((): StepSaved => {
+      return this.commit((): StepSaved => {
         if (!this.isHeld.get({ id: step.runId, owner })) return LEASE_LOST;
         this.data.apply(writes);
         this.upsertStep.run(stepParams(step));
         return SAVED;
-      })();
+      });
     } catch (error) {
       return refusal(error);
     }
   }
 
   async suspend(owner: string, runId: string, { status, wakeAt, step, now }: Suspension): Promise<Fenced> {
-    return this.client.transaction((): Fenced => {
+    return this.commit((): Fenced => {
       const { changes } = this.suspendRun.run({ id: runId, owner, status, wakeAt, now });
       if (changes === 0) return LEASE_LOST;
       this.upsertStep.run(stepParams(step));
       return SAVED;
-    })();
+    });
   }
 
   async finish(owner: string, runId: string, settlement: RunSettlement): Promise<Fenced> {
-    return this.client.transaction(() => (this.finishNow(owner, runId, settlement) ? SAVED : LEASE_LOST))();
+    return this.commit(() => (this.finishNow(owner, runId, settlement) ? SAVED : LEASE_LOST));
   }
 
   async requestCancel(runId: string, now: number): Promise<RunRow | null> {
-    return this.client.transaction(() => {
+    return this.commit(() => {
       this.flagCancel.run({ id: runId, now });
       // Unheld (queued, sleeping, backing off, or its worker died): nobody is there to stop it, so end it here.
       this.finishNow(null, runId, runCanceled(now));
       const raw = this.byId.get({ id: runId });
       return raw ? parseRun(raw) : null;
-    })();
+    });
   }
 
   async release(owner: string): Promise<void> {
