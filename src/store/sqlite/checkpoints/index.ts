@@ -1,10 +1,6 @@
 import type { Database } from "bun:sqlite";
+import { workerEntry } from "../worker-entry.ts";
 import type { CheckpointAnswer, CheckpointRequest } from "./worker.ts";
-
-/** From source, beside this file; in the compiled binary, under the sources' root (see request-keys/writers.ts). */
-const WORKER_ENTRY = import.meta.url.startsWith("file:///$bunfs/")
-  ? "./store/sqlite/checkpoints/worker.ts"
-  : new URL("./worker.ts", import.meta.url).href;
 
 /** How often the thread checkpoints while the database is being written. */
 const CHECKPOINT_MS = 100;
@@ -69,7 +65,7 @@ export class BackgroundCheckpoints {
   }
 
   private start(): Worker {
-    const worker = new Worker(WORKER_ENTRY);
+    const worker = new Worker(workerEntry("checkpoints"));
     worker.unref();
     worker.onmessage = ({ data }: MessageEvent<CheckpointAnswer>) => {
       if (!data.ok) this.report(`a background WAL checkpoint failed (${data.kind}): ${data.message}`);
@@ -79,6 +75,7 @@ export class BackgroundCheckpoints {
       this.report(`the WAL checkpoint thread failed: ${event.message}`);
       // The next commit starts another.
       if (this.worker === worker) this.worker = null;
+      worker.terminate();
     };
     this.send(worker, { kind: "open", path: this.path });
     this.worker = worker;

@@ -1,15 +1,7 @@
 import type { Database } from "bun:sqlite";
+import { workerEntry } from "../worker-entry.ts";
 import { type KeyWrite, RequestKeyWriter } from "./file.ts";
 import type { WorkerAnswer, WorkerRequest } from "./worker.ts";
-
-/**
- * The writer thread's module. From source, beside this file. In the compiled binary (`bun run build`
- * lists it as an entrypoint) it is embedded under the sources' common root, while this file's code sits
- * in a shared chunk elsewhere, so a path relative to this file would miss it.
- */
-const WORKER_ENTRY = import.meta.url.startsWith("file:///$bunfs/")
-  ? "./store/sqlite/request-keys/worker.ts"
-  : new URL("./worker.ts", import.meta.url).href;
 
 /** Applies the index's writes in the order given; each promise settles once its transaction has. */
 export interface KeyWriterHost {
@@ -58,7 +50,7 @@ export class WorkerKeyWriter implements KeyWriterHost {
   }
 
   private start(): Worker {
-    const worker = new Worker(WORKER_ENTRY);
+    const worker = new Worker(workerEntry("request-keys"));
     worker.unref();
     worker.onmessage = ({ data }: MessageEvent<WorkerAnswer>) => {
       const waiter = this.waiting.get(data.id);
