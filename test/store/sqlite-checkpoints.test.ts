@@ -1,6 +1,6 @@
 import { Database } from "bun:sqlite";
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { copyFileSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readdirSync, readlinkSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStore } from "../../src/store/open.ts";
@@ -76,7 +76,31 @@ const walBytes = () => {
   }
 };
 
+/** Open files of this process on the database file itself: the serving connection, and the thread's once started. */
+const connectionsToDatabase = () =>
+  readdirSync("/proc/self/fd").filter((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`) === path;
+    } catch {
+      return false; // closed while listed
+    }
+  }).length;
+
 describe("SQLite WAL checkpoints on their own thread", () => {
+  test("an idle store starts no thread: the start-up sweep and the poll for due runs write nothing; a commit does", async () => {
+    store = await openStore(`sqlite:${path}`);
+    expect(connectionsToDatabase()).toBe(1);
+    await store.instances.recover(Date.now());
+    for (let i = 0; i < 3; i++) expect(await store.runs.claim("owner", Date.now(), Date.now() + 1_000, 10)).toEqual([]);
+    expect(await store.runs.renew("owner", [], Date.now() + 1_000)).toEqual([]);
+    await Bun.sleep(250); // past the thread's interval: a timer set by any of them would have started it
+    expect(connectionsToDatabase()).toBe(1);
+    await commit(store, [row()]);
+    const deadline = Date.now() + 20_000;
+    while (connectionsToDatabase() < 2 && Date.now() < deadline) await Bun.sleep(25);
+    expect(connectionsToDatabase()).toBe(2);
+  }, 30_000);
+
   test("a few commits reach the database file, though the serving connection would wait for thousands of pages", async () => {
     store = await openStore(`sqlite:${path}`);
     const rows = Array.from({ length: 20 }, () => row());
