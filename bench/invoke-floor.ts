@@ -1,46 +1,93 @@
 // The durable-write floor for bench/run.ts (issue #14): the least a Bun server can do to answer an
-// invocation durably on SQLite. Bun.serve reads the JSON body, queues one row (a UUIDv7 primary key,
-// the request id and the body as JSON: what an execution record needs at least), and answers once the
-// row is committed; rows queued in the same event-loop turn share one transaction (group commit), on
-// the same pragmas as the server's database (WAL, synchronous=NORMAL). No idempotency index, no auth,
-// no validation: what is left of an invoke when everything but the durable write is taken away.
+// invocation durably. Bun.serve reads the JSON body, queues one row (a UUIDv7 primary key, the request
+// id and the body as JSON: what an execution record needs at least), and answers once the row is
+// committed; rows queued in the same event-loop turn share one transaction (group commit). No
+// idempotency index, no auth, no validation: what is left of an invoke when everything but the durable
+// write is taken away.
+// - SQLite (default): bun:sqlite on the server's pragmas (WAL, synchronous=NORMAL), in DATA_DIR.
+// - PostgreSQL (DATABASE_URL=postgres://…): postgres.js, a turn's rows in one INSERT from a JSON array,
+//   one batch in flight while the next gathers, committed with the server's defaults
+//   (synchronous_commit=on): the shape of the server's own write lanes (store/pg/lane.ts), one write
+//   per request where an invoke makes two (its claim, then its settlement).
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
+import postgres from "postgres";
 
-const dir = process.env.DATA_DIR ?? ".";
-const db = new Database(join(dir, "floor.sqlite"), { create: true, strict: true });
-db.exec("PRAGMA journal_mode = WAL");
-db.exec("PRAGMA synchronous = NORMAL");
-db.exec("PRAGMA cache_size = -65536");
-db.exec("CREATE TABLE IF NOT EXISTS executions (id TEXT PRIMARY KEY, request_id TEXT NOT NULL, input TEXT NOT NULL)");
-const insert = db.prepare("INSERT INTO executions (id, request_id, input) VALUES (?, ?, ?)");
-const begin = db.prepare("BEGIN");
-const commit = db.prepare("COMMIT");
+interface Row {
+  id: string;
+  requestId: string;
+  input: unknown;
+}
 
 interface Pending {
-  row: [string, string, string];
+  row: Row;
   done: () => void;
+  fail: (error: unknown) => void;
 }
+
+/** Commits a batch of rows in one transaction. */
+type CommitBatch = (rows: Row[]) => Promise<void> | void;
+
+function sqliteFloor(): CommitBatch {
+  const db = new Database(join(process.env.DATA_DIR ?? ".", "floor.sqlite"), { create: true, strict: true });
+  db.exec("PRAGMA journal_mode = WAL");
+  db.exec("PRAGMA synchronous = NORMAL");
+  db.exec("PRAGMA cache_size = -65536");
+  db.exec("CREATE TABLE IF NOT EXISTS executions (id TEXT PRIMARY KEY, request_id TEXT NOT NULL, input TEXT NOT NULL)");
+  const insert = db.prepare("INSERT INTO executions (id, request_id, input) VALUES (?, ?, ?)");
+  const begin = db.prepare("BEGIN");
+  const commit = db.prepare("COMMIT");
+  return (rows) => {
+    begin.run();
+    for (const row of rows) insert.run(row.id, row.requestId, JSON.stringify(row.input));
+    commit.run();
+  };
+}
+
+async function postgresFloor(url: string): Promise<CommitBatch> {
+  const sql = postgres(url, { max: 2, onnotice: () => {} });
+  await sql`CREATE TABLE IF NOT EXISTS floor_executions (id text PRIMARY KEY, request_id text NOT NULL, input jsonb NOT NULL)`;
+  const insert = `INSERT INTO floor_executions (id, request_id, input)
+    SELECT * FROM jsonb_to_recordset($1::text::jsonb) AS r(id text, "requestId" text, input jsonb)`;
+  return async (rows) => {
+    await sql.unsafe(insert, [JSON.stringify(rows)], { prepare: true });
+  };
+}
+
+const databaseUrl = process.env.DATABASE_URL ?? "";
+const commitBatch = databaseUrl.startsWith("postgres") ? await postgresFloor(databaseUrl) : sqliteFloor();
+
 let queue: Pending[] = [];
 let scheduled = false;
+let inFlight = false;
 
-function flush(): void {
+/** Commits what is queued, one batch at a time; what arrives meanwhile waits for the next one. */
+async function flush(): Promise<void> {
   scheduled = false;
+  if (inFlight || queue.length === 0) return;
+  inFlight = true;
   const batch = queue;
   queue = [];
-  begin.run();
-  for (const p of batch) insert.run(...p.row);
-  commit.run();
-  for (const p of batch) p.done();
+  try {
+    await commitBatch(batch.map((p) => p.row));
+    for (const p of batch) p.done();
+  } catch (error) {
+    for (const p of batch) p.fail(error);
+  }
+  inFlight = false;
+  if (queue.length > 0) schedule();
 }
 
-function write(row: [string, string, string]): Promise<void> {
-  return new Promise((done) => {
-    queue.push({ row, done });
-    if (!scheduled) {
-      scheduled = true;
-      setImmediate(flush);
-    }
+function schedule(): void {
+  if (scheduled) return;
+  scheduled = true;
+  setImmediate(flush);
+}
+
+function write(row: Row): Promise<void> {
+  return new Promise((done, fail) => {
+    queue.push({ row, done, fail });
+    schedule();
   });
 }
 
@@ -52,9 +99,9 @@ const server = Bun.serve({
     if (url.pathname === "/healthz") return Response.json({ ok: true });
     const body = (await req.json()) as { requestId: string; input: unknown };
     const id = Bun.randomUUIDv7();
-    await write([id, body.requestId, JSON.stringify(body.input)]);
+    await write({ id, requestId: body.requestId, input: body.input });
     return Response.json({ ok: true, execution: { id, status: "succeeded", output: body.input } });
   },
 });
 
-console.log(`invoke floor serving ${server.url}`);
+console.log(`invoke floor (${databaseUrl.startsWith("postgres") ? "postgres" : "sqlite"}) serving ${server.url}`);

@@ -117,28 +117,39 @@ const MORE_RATIOS = [
   { name: "invoke (sqlite)", baseline: "invoke, log off (sqlite)", target: 0.95 },
   // Issue #14: an invoke against the least durable write a Bun server can answer with (bench/invoke-floor.ts).
   { name: "invoke (sqlite)", baseline: "durable floor (sqlite)", target: 0.8 },
+  // The same on PostgreSQL, where an invoke makes two writes (claim, settlement) to the floor's one: no
+  // goal of its own, it shows how much of the ">= 0.3 of bare" goal this machine's floor leaves.
+  { name: "invoke (postgres)", baseline: "durable floor (postgres)", target: 0 },
 ];
 
-/** Bun.serve + bun:sqlite, one group-committed row per request: the durable-write floor of an invoke. */
-async function startFloor(): Promise<Scenario> {
+/**
+ * Bun.serve and one group-committed row per request (bench/invoke-floor.ts): the durable-write floor of
+ * an invoke, on SQLite or, given its URL, on PostgreSQL (its own table in the bench's database).
+ */
+async function startFloor(label: string, databaseUrl?: string): Promise<Scenario> {
   const port = freePort();
   const proc = startProcess({
-    name: "invoke-floor",
+    name: `invoke-floor-${label}`,
     cmd: ["bun", "bench/invoke-floor.ts"],
-    env: { PORT: String(port), HOST: "127.0.0.1", DATA_DIR: tempDir("actuate-bench-floor-") },
+    env: {
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      DATA_DIR: tempDir("actuate-bench-floor-"),
+      DATABASE_URL: databaseUrl ?? "",
+    },
   });
   const base = `http://127.0.0.1:${port}`;
   await waitHealthy(`${base}/healthz`, proc);
   const url = `${base}${INVOKE_PATH}`;
   return {
-    name: "durable floor (sqlite)",
+    name: `durable floor (${label})`,
     baseline: "bare echo",
     load: { url, headers, bodyTemplate },
     verify: async () => {
       const res = await post(url);
       const body = (await res.json()) as { ok?: unknown };
       if (res.status !== 200 || body.ok !== true)
-        throw new Error(`floor answered ${res.status} ${JSON.stringify(body)}`);
+        throw new Error(`floor answered ${res.status} ${JSON.stringify(body)}\n${proc.tail()}`);
     },
   };
 }
@@ -333,8 +344,8 @@ function printTable(scenarios: Scenario[], results: Map<string, LoadResult[]>): 
   for (const { name, baseline, target } of ratios) {
     const ratio =
       median((results.get(name) ?? []).map((r) => r.rps)) / median((results.get(baseline) ?? []).map((r) => r.rps));
-    const verdict = ratio >= target ? "" : "  MISSED";
-    console.log(`ratio ${name}/${baseline}: ${fmt(ratio, 2)}  (target >= ${target})${verdict}`);
+    const goal = target > 0 ? `  (target >= ${target})${ratio >= target ? "" : "  MISSED"}` : "";
+    console.log(`ratio ${name}/${baseline}: ${fmt(ratio, 2)}${goal}`);
   }
 }
 
@@ -347,9 +358,14 @@ async function main(): Promise<void> {
   console.log(
     `load: ${loadTool()}, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${seconds} s (+${WARMUP_S} s warm-up each)`,
   );
-  const scenarios = [await startBare(), await startFloor(), ...(await startActuate("sqlite")), await startQuiet()];
+  const scenarios = [
+    await startBare(),
+    await startFloor("sqlite"),
+    ...(await startActuate("sqlite")),
+    await startQuiet(),
+  ];
   const pgUrl = process.env.BENCH_ONLY && !/postgres/.test(process.env.BENCH_ONLY) ? null : await createPgDatabase();
-  if (pgUrl) scenarios.push(...(await startActuate("postgres", pgUrl)));
+  if (pgUrl) scenarios.push(await startFloor("postgres", pgUrl), ...(await startActuate("postgres", pgUrl)));
   const only = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
   const chosen = only ? scenarios.filter((s) => only.test(s.name)) : scenarios;
   for (const s of chosen) await s.verify();
