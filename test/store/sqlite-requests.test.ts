@@ -54,13 +54,19 @@ const settled = (store: Store, r: ExecutionRow) =>
     finishedAt: r.createdAt,
   });
 
+/** A store that made and settled `count` executions, then closed cleanly: their rows. */
+async function settledThenClosed(count: number): Promise<ExecutionRow[]> {
+  const store = await reopen();
+  const rows = Array.from({ length: count }, () => row());
+  await Promise.all(rows.map(async (r) => (await store.executions.claim(r)) && settled(store, r)));
+  await store.close();
+  open = [];
+  return rows;
+}
+
 describe("SQLite request keys", () => {
   test("a clean close merges every key; after a restart each key still names its execution", async () => {
-    const store = await reopen();
-    const rows = Array.from({ length: 40 }, () => row());
-    await Promise.all(rows.map(async (r) => (await store.executions.claim(r)) && settled(store, r)));
-    await store.close();
-    open = [];
+    const rows = await settledThenClosed(40);
     expect((await merged()).sort()).toEqual(rows.map((r) => `${r.requestId}→${r.id}`).sort());
 
     const again = await reopen();
@@ -134,11 +140,7 @@ describe("SQLite request keys", () => {
   });
 
   test("a lost request-key file is rebuilt from the executions; a stale one cannot hide a new execution", async () => {
-    const store = await reopen();
-    const rows = Array.from({ length: 30 }, () => row());
-    await Promise.all(rows.map(async (r) => (await store.executions.claim(r)) && settled(store, r)));
-    await store.close();
-    open = [];
+    const rows = await settledThenClosed(30);
     const stale = await selectRows(keysUrl, "select * from request_keys");
     expect(stale).toHaveLength(30);
 
@@ -171,11 +173,7 @@ describe("SQLite request keys", () => {
   });
 
   test("a restart's merge that fails (the file locked) is tried again by the next claim, which then finds the keys", async () => {
-    const store = await reopen();
-    const rows = Array.from({ length: 5 }, () => row());
-    await Promise.all(rows.map(async (r) => (await store.executions.claim(r)) && settled(store, r)));
-    await store.close();
-    open = [];
+    const rows = await settledThenClosed(5);
     const path = requestKeysPath(join(dir, "test.db"));
     for (const suffix of ["", "-wal", "-shm"]) rmSync(`${path}${suffix}`, { force: true });
 
