@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { requestKeysPath } from "../src/store/sqlite/request-keys/file.ts";
 import { cli, type Launch, repoRoot, serve } from "./support/cli.ts";
-import { dialects, selectRows, type TestDatabase } from "./support/databases.ts";
+import { checkpointedExecutionIds, dialects, selectRows, type TestDatabase } from "./support/databases.ts";
 import { fixture, type TestResponse } from "./support/server.ts";
 
 // `bun run build` bundles ~950 modules and writes a ~115 MB executable: seconds, more on a loaded machine.
@@ -103,21 +103,8 @@ for (const dialect of dialects) {
             // So is the checkpoint thread: a copy of the database file alone (its WAL left behind) holds the
             // execution once the thread has checkpointed, the server's own connection waiting for thousands of pages.
             const file = database.url.replace(/^sqlite:/, "");
-            const copy = `${file}.copy`;
-            const checkpointed = async () => {
-              copyFileSync(file, copy);
-              try {
-                return (await selectRows(`sqlite:${copy}`, "select id from executions")).map((r) => r.id);
-              } catch {
-                return []; // a copy taken while a checkpoint wrote the file: the next look
-              } finally {
-                rmSync(copy, { force: true });
-                rmSync(`${copy}-wal`, { force: true });
-                rmSync(`${copy}-shm`, { force: true });
-              }
-            };
-            for (let i = 0; i < 300 && !(await checkpointed()).includes(echoedId); i++) await Bun.sleep(50);
-            expect(await checkpointed()).toContain(echoedId);
+            for (let i = 0; i < 300 && !(await checkpointedExecutionIds(file)).has(echoedId); i++) await Bun.sleep(50);
+            expect(await checkpointedExecutionIds(file)).toContain(echoedId);
           }
 
           // The MCP SDK is a chunk of the binary loaded on the first /mcp request (not at start).

@@ -1,12 +1,12 @@
-import { Database } from "bun:sqlite";
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { copyFileSync, mkdtempSync, readdirSync, readlinkSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, readlinkSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStore } from "../../src/store/open.ts";
 import type { ExecutionRow } from "../../src/store/rows.ts";
 import { BACKSTOP_PAGES } from "../../src/store/sqlite/checkpoints/index.ts";
 import type { Store } from "../../src/store/store.ts";
+import { checkpointedExecutionIds } from "../support/databases.ts";
 import { row } from "../support/rows.ts";
 
 // A SQLite server's WAL checkpoints run on a thread of their own (src/store/sqlite/checkpoints/), and
@@ -42,30 +42,6 @@ async function commit(s: Store, rows: ExecutionRow[]): Promise<void> {
       });
     }),
   );
-}
-
-/** The executions a copy of the database file alone holds: what has been checkpointed (the WAL left behind). */
-function checkpointedIds(): Set<string> {
-  const copy = join(dir, `copy-${crypto.randomUUID()}.db`);
-  copyFileSync(path, copy);
-  try {
-    const db = new Database(copy, { readonly: true });
-    try {
-      return new Set(
-        db
-          .query<{ id: string }, []>("select id from executions")
-          .all()
-          .map((r) => r.id),
-      );
-    } finally {
-      db.close();
-    }
-  } catch {
-    // A copy taken while a checkpoint wrote the file may not open: the next look will.
-    return new Set();
-  } finally {
-    rmSync(copy, { force: true });
-  }
 }
 
 const walBytes = () => {
@@ -108,10 +84,10 @@ describe("SQLite WAL checkpoints on their own thread", () => {
     // Far below BACKSTOP_PAGES: only the checkpoint thread copies them into the file.
     expect(walBytes()).toBeLessThan(BACKSTOP_PAGES * 4096);
     const deadline = Date.now() + 20_000;
-    let found = checkpointedIds();
+    let found = await checkpointedExecutionIds(path);
     while (rows.some((r) => !found.has(r.id)) && Date.now() < deadline) {
       await Bun.sleep(25);
-      found = checkpointedIds();
+      found = await checkpointedExecutionIds(path);
     }
     expect(rows.filter((r) => !found.has(r.id))).toEqual([]);
   }, 30_000);

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
@@ -66,5 +66,22 @@ export async function selectRows(url: string, sql: string): Promise<Record<strin
     return client.query(sql).all() as Record<string, unknown>[];
   } finally {
     client.close();
+  }
+}
+
+/**
+ * The execution ids a copy of the SQLite database file alone holds, its WAL left behind: what a
+ * checkpoint has copied into the file. A copy taken while a checkpoint writes the file may not open:
+ * none then, and the next look will.
+ */
+export async function checkpointedExecutionIds(file: string): Promise<Set<string>> {
+  const copy = `${file}.${crypto.randomUUID()}.copy`;
+  copyFileSync(file, copy);
+  try {
+    return new Set((await selectRows(`sqlite:${copy}`, "select id from executions")).map((r) => r.id as string));
+  } catch {
+    return new Set();
+  } finally {
+    for (const suffix of ["", "-wal", "-shm"]) rmSync(`${copy}${suffix}`, { force: true });
   }
 }
