@@ -1,0 +1,236 @@
+// What an invoke's writes cost PostgreSQL, by the shape of the writes (issue #14): 32 callers in this
+// process, each writing one fast execution after another, no HTTP. Per shape, on a fresh database:
+// invokes/s, this process's CPU per invoke (postgres.js and the batching) and the database's (every
+// process under the postmaster: the backends, and the WAL writer, checkpointer and autovacuum, which
+// work for these writes too). Rounds alternate the shapes (the machine is noisy); medians are printed.
+// - store: today's path, PgExecutionStore: the claim (INSERT … ON CONFLICT DO NOTHING, committed before
+//   the handler would run), then the settlement (UPDATE), each batched with its neighbours.
+// - locked insert: one transaction a batch: advisory locks on the batch's keys, then the settled rows
+//   inserted with ON CONFLICT DO NOTHING, one commit: a claim by lock, one write per fast invoke. The
+//   lookup of keys already taken, which such a design needs before a handler runs, is left out, so
+//   this is its lower bound.
+// - plain insert: the same rows in one transaction, no lock and no ON CONFLICT.
+// - floor: the durable-write floor's row (bench/invoke-floor.ts): id, request id, input.
+// Env: BENCH_DATABASE_URL (a server to create throwaway databases on), N (invokes measured a shape and
+// round, default 20 000), ROUNDS (default 3).
+import { readFileSync } from "node:fs";
+import postgres, { type Sql } from "postgres";
+import { openStore } from "../src/store/open.ts";
+import type { ExecutionRow } from "../src/store/rows.ts";
+import type { Store } from "../src/store/store.ts";
+import { median } from "./lib.ts";
+
+const SERVER = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+const N = Number(process.env.N ?? 20_000);
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const WARMUP = 3_000;
+const CALLERS = 32;
+/** Batches in flight at once: today's store has two lanes (claims, settlements), one batch each. */
+const IN_FLIGHT = 2;
+const PRINCIPAL = "service-bench";
+
+const ROW_TYPE = `id text, "requestId" text, "principalKind" text, "principalId" text, action text, kind text,
+  "releaseVersion" text, "contractHash" text, "inputFingerprint" text, input jsonb, status text, output jsonb,
+  "errorCode" text, "errorMessage" text, "createdAt" bigint, "startedAt" bigint, "finishedAt" bigint,
+  "scheduledBy" text`;
+const INSERT_SETTLED = `insert into executions (id, request_id, principal_kind, principal_id, action, kind,
+    release_version, contract_hash, input_fingerprint, input, status, output, error_code, error_message, created_at,
+    started_at, finished_at, scheduled_by, instance)
+  select r.*, 'bench' from jsonb_to_recordset($1::text::jsonb) as r(${ROW_TYPE})`;
+const LOCK_KEYS = "select pg_advisory_xact_lock(k) from (select unnest($1::bigint[]) as k order by 1) as keys";
+const INSERT_FLOOR = `insert into floor_executions (id, request_id, input)
+  select * from jsonb_to_recordset($1::text::jsonb) as r(id text, "requestId" text, input jsonb)`;
+
+type Shape = "store" | "locked insert" | "plain insert" | "floor";
+const SHAPES: Shape[] = ["store", "locked insert", "plain insert", "floor"];
+
+function execution(): ExecutionRow {
+  const now = Date.now();
+  return {
+    id: Bun.randomUUIDv7(),
+    requestId: crypto.randomUUID(),
+    principalKind: "service",
+    principalId: PRINCIPAL,
+    action: "math.add",
+    kind: "function",
+    releaseVersion: "v1+0123abcd",
+    contractHash: "c".repeat(64),
+    inputFingerprint: "f".repeat(64),
+    input: { a: 1, b: 2 },
+    status: "running",
+    output: null,
+    errorCode: null,
+    errorMessage: null,
+    createdAt: now,
+    startedAt: now,
+    finishedAt: null,
+    scheduledBy: null,
+  } as ExecutionRow;
+}
+
+const settled = (row: ExecutionRow): ExecutionRow => ({
+  ...row,
+  status: "succeeded",
+  output: { sum: 3 },
+  finishedAt: Date.now(),
+});
+
+/** Rows queued in one turn go out together, at most IN_FLIGHT batches at once (as the store's lanes do). */
+function batching(write: (rows: ExecutionRow[]) => Promise<void>): () => Promise<void> {
+  let queue: { row: ExecutionRow; done: () => void; fail: (error: unknown) => void }[] = [];
+  let inFlight = 0;
+  let scheduled = false;
+  const next = () => {
+    while (inFlight < IN_FLIGHT && queue.length > 0) {
+      const batch = queue;
+      queue = [];
+      inFlight++;
+      write(batch.map((item) => item.row))
+        .then(
+          () => {
+            for (const item of batch) item.done();
+          },
+          (error) => {
+            for (const item of batch) item.fail(error);
+          },
+        )
+        .finally(() => {
+          inFlight--;
+          next();
+        });
+    }
+  };
+  return () =>
+    new Promise<void>((done, fail) => {
+      queue.push({ row: execution(), done, fail });
+      if (scheduled) return;
+      scheduled = true;
+      setImmediate(() => {
+        scheduled = false;
+        next();
+      });
+    });
+}
+
+function invoker(shape: Shape, store: Store, sql: Sql): () => Promise<void> {
+  const prepare = { prepare: true };
+  if (shape === "store") {
+    return async () => {
+      const row = execution();
+      const claim = await store.executions.claim(row);
+      if (!claim.created) throw new Error("a fresh request id was taken");
+      await store.executions.settle(row.id, {
+        status: "succeeded",
+        output: { sum: 3 },
+        errorCode: null,
+        errorMessage: null,
+        finishedAt: Date.now(),
+      });
+    };
+  }
+  if (shape === "floor") {
+    return batching(async (rows) => {
+      const json = JSON.stringify(rows.map(({ id, requestId, input }) => ({ id, requestId, input })));
+      await sql.unsafe(INSERT_FLOOR, [json], prepare);
+    });
+  }
+  const locked = shape === "locked insert";
+  const insert = locked
+    ? `${INSERT_SETTLED} on conflict (principal_kind, principal_id, request_id) do nothing`
+    : INSERT_SETTLED;
+  return batching(async (rows) => {
+    await sql.begin(async (tx) => {
+      if (locked) {
+        const keys = rows.map((row) => BigInt.asIntN(64, BigInt(Bun.hash(`${row.principalId}\u0000${row.requestId}`))));
+        await tx.unsafe(LOCK_KEYS, [`{${keys.join(",")}}`], prepare);
+      }
+      await tx.unsafe(insert, [JSON.stringify(rows.map(settled))], prepare);
+    });
+  });
+}
+
+/** CPU seconds of every process under the postmaster serving `sql`. */
+async function databaseCpu(sql: Sql): Promise<() => number> {
+  const [backend] = await sql<{ pid: number }[]>`select pg_backend_pid() as pid`;
+  // /proc/<pid>/stat after the command's ")": state, then the parent's pid.
+  const postmaster = Number(readFileSync(`/proc/${backend?.pid}/stat`, "utf8").split(") ")[1]?.split(" ")[1]);
+  const ticksPerSecond = 100;
+  return () => {
+    const children = Bun.spawnSync(["pgrep", "-P", String(postmaster)])
+      .stdout.toString()
+      .trim()
+      .split("\n");
+    let ticks = 0;
+    for (const child of children) {
+      try {
+        const fields = readFileSync(`/proc/${child}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+        ticks += Number(fields[11]) + Number(fields[12]);
+      } catch {
+        // A process that ended between the listing and the read.
+      }
+    }
+    return ticks / ticksPerSecond;
+  };
+}
+
+async function measure(shape: Shape): Promise<{ rate: number; client: number; database: number }> {
+  const name = `actuate_bench_shapes_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
+  const admin = postgres(SERVER, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${name}`);
+  const url = new URL(SERVER);
+  url.pathname = `/${name}`;
+  const store = await openStore(url.toString());
+  // force_custom_plan as the store's own pool sets it (store/pg/open.ts).
+  const sql = postgres(url.toString(), {
+    max: 4,
+    onnotice: () => {},
+    connection: { plan_cache_mode: "force_custom_plan" },
+  });
+  try {
+    await sql`create table floor_executions (id text primary key, request_id text not null, input jsonb not null)`;
+    const invoke = invoker(shape, store, sql);
+    const run = async (count: number) => {
+      let left = count;
+      await Promise.all(
+        Array.from({ length: CALLERS }, async () => {
+          while (left-- > 0) await invoke();
+        }),
+      );
+    };
+    const cpuOfDatabase = await databaseCpu(sql);
+    await run(WARMUP);
+    const databaseBefore = cpuOfDatabase();
+    const clientBefore = process.cpuUsage();
+    const started = performance.now();
+    await run(N);
+    const seconds = (performance.now() - started) / 1000;
+    const client = process.cpuUsage(clientBefore);
+    const database = cpuOfDatabase() - databaseBefore;
+    return { rate: N / seconds, client: (client.user + client.system) / N, database: (database * 1e6) / N };
+  } finally {
+    await sql.end();
+    await store.close();
+    await admin.unsafe(`drop database ${name} with (force)`);
+    await admin.end();
+  }
+}
+
+const results = new Map<Shape, { rate: number; client: number; database: number }[]>(SHAPES.map((s) => [s, []]));
+for (let round = 1; round <= ROUNDS; round++) {
+  for (const shape of SHAPES) {
+    const result = await measure(shape);
+    results.get(shape)?.push(result);
+    console.log(
+      `  round ${round}  ${shape.padEnd(14)} ${result.rate.toFixed(0).padStart(6)} invokes/s  client ${result.client.toFixed(1)} µs  database ${result.database.toFixed(1)} µs`,
+    );
+  }
+}
+console.log(
+  `\nshape            invokes/s   client µs/invoke   database µs/invoke   (medians of ${ROUNDS}, ${N} invokes each)`,
+);
+for (const [shape, rounds] of results) {
+  const rate = median(rounds.map((r) => r.rate)).toFixed(0);
+  const client = median(rounds.map((r) => r.client)).toFixed(1);
+  const database = median(rounds.map((r) => r.database)).toFixed(1);
+  console.log(`${shape.padEnd(16)} ${rate.padStart(9)}   ${client.padStart(16)}   ${database.padStart(18)}`);
+}
