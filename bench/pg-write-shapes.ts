@@ -65,7 +65,7 @@ function execution(): ExecutionRow {
     startedAt: now,
     finishedAt: null,
     scheduledBy: null,
-  } as ExecutionRow;
+  };
 }
 
 const settled = (row: ExecutionRow): ExecutionRow => ({
