@@ -12,6 +12,7 @@
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
 import postgres from "postgres";
+import { PG_FLOOR_INSERT, PG_FLOOR_TABLE } from "./floor-table.ts";
 
 interface Row {
   id: string;
@@ -46,11 +47,9 @@ function sqliteFloor(): CommitBatch {
 
 async function postgresFloor(url: string): Promise<CommitBatch> {
   const sql = postgres(url, { max: 2, onnotice: () => {} });
-  await sql`CREATE TABLE IF NOT EXISTS floor_executions (id text PRIMARY KEY, request_id text NOT NULL, input jsonb NOT NULL)`;
-  const insert = `INSERT INTO floor_executions (id, request_id, input)
-    SELECT * FROM jsonb_to_recordset($1::text::jsonb) AS r(id text, "requestId" text, input jsonb)`;
+  await sql.unsafe(PG_FLOOR_TABLE);
   return async (rows) => {
-    await sql.unsafe(insert, [JSON.stringify(rows)], { prepare: true });
+    await sql.unsafe(PG_FLOOR_INSERT, [JSON.stringify(rows)], { prepare: true });
   };
 }
 

@@ -6,21 +6,22 @@
 // - store: today's path, PgExecutionStore: the claim (INSERT … ON CONFLICT DO NOTHING, committed before
 //   the handler would run), then the settlement (UPDATE), each batched with its neighbours.
 // - locked insert: one transaction a batch: advisory locks on the batch's keys, then the settled rows
-//   inserted with ON CONFLICT DO NOTHING, one commit: a claim by lock, one write per fast invoke. The
+//   inserted by the store's own claim statement, one commit: a claim by lock, one write per fast invoke. The
 //   lookup of keys already taken, which such a design needs before a handler runs, is left out, so
 //   this is its lower bound.
-// - plain insert: the same rows in one transaction, no lock and no ON CONFLICT.
 // - floor: the durable-write floor's row (bench/invoke-floor.ts): id, request id, input.
 // Env: BENCH_DATABASE_URL (a server to create throwaway databases on), N (invokes measured a shape and
 // round, default 20 000), ROUNDS (default 3).
 import { readFileSync } from "node:fs";
 import postgres, { type Sql } from "postgres";
 import { openStore } from "../src/store/open.ts";
+import { INSERT_CLAIMS } from "../src/store/pg/executions.ts";
 import type { ExecutionRow } from "../src/store/rows.ts";
 import type { Store } from "../src/store/store.ts";
-import { median } from "./lib.ts";
+import { row } from "../test/support/rows.ts";
+import { PG_FLOOR_INSERT, PG_FLOOR_TABLE } from "./floor-table.ts";
+import { cleanup, freshPgDatabase, median } from "./lib.ts";
 
-const SERVER = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const N = Number(process.env.N ?? 20_000);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const WARMUP = 3_000;
@@ -29,44 +30,13 @@ const CALLERS = 32;
 const IN_FLIGHT = 2;
 const PRINCIPAL = "service-bench";
 
-const ROW_TYPE = `id text, "requestId" text, "principalKind" text, "principalId" text, action text, kind text,
-  "releaseVersion" text, "contractHash" text, "inputFingerprint" text, input jsonb, status text, output jsonb,
-  "errorCode" text, "errorMessage" text, "createdAt" bigint, "startedAt" bigint, "finishedAt" bigint,
-  "scheduledBy" text`;
-const INSERT_SETTLED = `insert into executions (id, request_id, principal_kind, principal_id, action, kind,
-    release_version, contract_hash, input_fingerprint, input, status, output, error_code, error_message, created_at,
-    started_at, finished_at, scheduled_by, instance)
-  select r.*, 'bench' from jsonb_to_recordset($1::text::jsonb) as r(${ROW_TYPE})`;
 const LOCK_KEYS = "select pg_advisory_xact_lock(k) from (select unnest($1::bigint[]) as k order by 1) as keys";
-const INSERT_FLOOR = `insert into floor_executions (id, request_id, input)
-  select * from jsonb_to_recordset($1::text::jsonb) as r(id text, "requestId" text, input jsonb)`;
 
-type Shape = "store" | "locked insert" | "plain insert" | "floor";
-const SHAPES: Shape[] = ["store", "locked insert", "plain insert", "floor"];
+type Shape = "store" | "locked insert" | "floor";
+const SHAPES: Shape[] = ["store", "locked insert", "floor"];
 
-function execution(): ExecutionRow {
-  const now = Date.now();
-  return {
-    id: Bun.randomUUIDv7(),
-    requestId: crypto.randomUUID(),
-    principalKind: "service",
-    principalId: PRINCIPAL,
-    action: "math.add",
-    kind: "function",
-    releaseVersion: "v1+0123abcd",
-    contractHash: "c".repeat(64),
-    inputFingerprint: "f".repeat(64),
-    input: { a: 1, b: 2 },
-    status: "running",
-    output: null,
-    errorCode: null,
-    errorMessage: null,
-    createdAt: now,
-    startedAt: now,
-    finishedAt: null,
-    scheduledBy: null,
-  };
-}
+const execution = () =>
+  row({ principalKind: "service", principalId: PRINCIPAL, action: "math.add", input: { a: 1, b: 2 } });
 
 const settled = (row: ExecutionRow): ExecutionRow => ({
   ...row,
@@ -116,10 +86,10 @@ function invoker(shape: Shape, store: Store, sql: Sql): () => Promise<void> {
   const prepare = { prepare: true };
   if (shape === "store") {
     return async () => {
-      const row = execution();
-      const claim = await store.executions.claim(row);
+      const claimed = execution();
+      const claim = await store.executions.claim(claimed);
       if (!claim.created) throw new Error("a fresh request id was taken");
-      await store.executions.settle(row.id, {
+      await store.executions.settle(claimed.id, {
         status: "succeeded",
         output: { sum: 3 },
         errorCode: null,
@@ -131,20 +101,14 @@ function invoker(shape: Shape, store: Store, sql: Sql): () => Promise<void> {
   if (shape === "floor") {
     return batching(async (rows) => {
       const json = JSON.stringify(rows.map(({ id, requestId, input }) => ({ id, requestId, input })));
-      await sql.unsafe(INSERT_FLOOR, [json], prepare);
+      await sql.unsafe(PG_FLOOR_INSERT, [json], prepare);
     });
   }
-  const locked = shape === "locked insert";
-  const insert = locked
-    ? `${INSERT_SETTLED} on conflict (principal_kind, principal_id, request_id) do nothing`
-    : INSERT_SETTLED;
   return batching(async (rows) => {
+    const keys = rows.map((r) => BigInt.asIntN(64, BigInt(Bun.hash(`${r.principalId}\u0000${r.requestId}`))));
     await sql.begin(async (tx) => {
-      if (locked) {
-        const keys = rows.map((row) => BigInt.asIntN(64, BigInt(Bun.hash(`${row.principalId}\u0000${row.requestId}`))));
-        await tx.unsafe(LOCK_KEYS, [`{${keys.join(",")}}`], prepare);
-      }
-      await tx.unsafe(insert, [JSON.stringify(rows.map(settled))], prepare);
+      await tx.unsafe(LOCK_KEYS, [`{${keys.join(",")}}`], prepare);
+      await tx.unsafe(INSERT_CLAIMS, [JSON.stringify(rows.map(settled)), "bench"], prepare);
     });
   });
 }
@@ -174,20 +138,16 @@ async function databaseCpu(sql: Sql): Promise<() => number> {
 }
 
 async function measure(shape: Shape): Promise<{ rate: number; client: number; database: number }> {
-  const name = `actuate_bench_shapes_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
-  const admin = postgres(SERVER, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
-  const url = new URL(SERVER);
-  url.pathname = `/${name}`;
-  const store = await openStore(url.toString());
+  const url = await freshPgDatabase("actuate_bench_shapes");
+  const store = await openStore(url);
   // force_custom_plan as the store's own pool sets it (store/pg/open.ts).
-  const sql = postgres(url.toString(), {
+  const sql = postgres(url, {
     max: 4,
     onnotice: () => {},
     connection: { plan_cache_mode: "force_custom_plan" },
   });
   try {
-    await sql`create table floor_executions (id text primary key, request_id text not null, input jsonb not null)`;
+    await sql.unsafe(PG_FLOOR_TABLE);
     const invoke = invoker(shape, store, sql);
     const run = async (count: number) => {
       let left = count;
@@ -210,8 +170,6 @@ async function measure(shape: Shape): Promise<{ rate: number; client: number; da
   } finally {
     await sql.end();
     await store.close();
-    await admin.unsafe(`drop database ${name} with (force)`);
-    await admin.end();
   }
 }
 
@@ -234,3 +192,4 @@ for (const [shape, rounds] of results) {
   const database = median(rounds.map((r) => r.database)).toFixed(1);
   console.log(`${shape.padEnd(16)} ${rate.padStart(9)}   ${client.padStart(16)}   ${database.padStart(18)}`);
 }
+await cleanup();

@@ -55,7 +55,7 @@ const ROW_TYPE = `id text, "requestId" text, "principalKind" text, "principalId"
 // `$1::text::jsonb`, not `$1::jsonb`: a parameter typed jsonb goes through postgres-js's JSON serializer
 // (and drizzle swaps that one for a no-op), so a text parameter is the one that arrives as written.
 // $2: this server process, so another can fail its running executions if it dies (see PgInstanceStore.keepAlive).
-const INSERT = `insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version,
+export const INSERT_CLAIMS = `insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version,
     contract_hash, input_fingerprint, input, status, output, error_code, error_message, created_at, started_at,
     finished_at, scheduled_by, instance)
   select r.*, $2::text from jsonb_to_recordset($1::text::jsonb) as r(${ROW_TYPE})
@@ -212,7 +212,7 @@ export class PgExecutionStore implements ExecutionStore {
    */
   private async claimGroups(groups: ClaimGroup[], retried: boolean): Promise<void> {
     const rows = jsonArray(groups.map((group) => group.claims[0]));
-    const inserted = await this.client.unsafe<{ id: string }[]>(INSERT, [rows, this.instance], PREPARED);
+    const inserted = await this.client.unsafe<{ id: string }[]>(INSERT_CLAIMS, [rows, this.instance], PREPARED);
     const ids = new Set(inserted.map((r) => r.id));
     const conflicted = groups.filter((group) => !ids.has(group.claims[0].row.id));
     for (const group of groups) if (ids.has(group.claims[0].row.id)) resolveCreated(group);
