@@ -2,6 +2,7 @@
 // runs a PASSIVE WAL checkpoint whenever it is told, answering { ok } or { ok: false, message }.
 // Listed as an entrypoint of `bun run build`, so the compiled binary carries it.
 import { Database } from "bun:sqlite";
+import { messageOf } from "../../../lib/errors.ts";
 
 export type CheckpointRequest = { kind: "open"; path: string } | { kind: "checkpoint" } | { kind: "close" };
 export type CheckpointAnswer =
@@ -35,7 +36,7 @@ self.onmessage = (event: MessageEvent<CheckpointRequest>) => {
     apply(request);
     answer = { kind: request.kind, ok: true };
   } catch (error) {
-    answer = { kind: request.kind, ok: false, message: error instanceof Error ? error.message : String(error) };
+    answer = { kind: request.kind, ok: false, message: messageOf(error) };
   }
   self.postMessage(answer);
 };

@@ -2,6 +2,7 @@
 // and applies each write it is sent (a JSON string), in order, answering { id, ok } or { id, ok: false, message }.
 // Listed as an entrypoint of `bun run build`, so the compiled binary carries it.
 import { Database } from "bun:sqlite";
+import { messageOf } from "../../../lib/errors.ts";
 import { createRequestKeyTables, type KeyWrite, RequestKeyWriter } from "./file.ts";
 
 export type WorkerRequest = ({ kind: "open"; path: string; generationSize: number } | { kind: "close" } | KeyWrite) & {
@@ -52,7 +53,7 @@ self.onmessage = (event: MessageEvent<string>) => {
     apply(request);
     answer = { id: request.id, ok: true };
   } catch (error) {
-    answer = { id: request.id, ok: false, message: error instanceof Error ? error.message : String(error) };
+    answer = { id: request.id, ok: false, message: messageOf(error) };
   }
   self.postMessage(answer);
 };
