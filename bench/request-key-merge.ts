@@ -1,5 +1,5 @@
-// What a merge of request keys costs as the index grows (issue #14): sorted batches of 4 096 random
-// keys written into the request-key file the way the writer thread does (store/sqlite/request-keys/file.ts),
+// What a merge of request keys costs as the index grows (issue #14): sorted batches of random keys
+// (the server's MERGE_AT, or BATCH=<keys>) written into the request-key file the way the writer thread does (store/sqlite/request-keys/file.ts),
 // CPU per key at each size, with the generations (GENERATION_KEYS a tree) and, GENERATION=0, in one
 // tree. In one tree the cost grows with the index, because a batch dirties nearly one page per key once
 // the tree has more pages than the batch has keys (docs/ARCHITECTURE.md, "SQLite idempotency keys").
@@ -14,10 +14,11 @@ import {
   type RequestKey,
   RequestKeyWriter,
 } from "../src/store/sqlite/request-keys/file.ts";
+import { MERGE_AT } from "../src/store/sqlite/request-keys/index.ts";
 
 const SIZES = (process.env.SIZES ?? "50000,150000,300000,600000,1000000,2000000").split(",").map(Number);
 const GENERATION = process.env.GENERATION === "0" ? Number.MAX_SAFE_INTEGER : GENERATION_KEYS;
-const BATCH = 4096;
+const BATCH = Number(process.env.BATCH ?? MERGE_AT);
 
 const dir = mkdtempSync(join(tmpdir(), "actuate-key-merge-"));
 const db = new Database(join(dir, "keys.db"), { create: true, strict: true });

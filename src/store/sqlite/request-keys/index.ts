@@ -11,10 +11,18 @@ import {
 import { KeyFilter } from "./filter.ts";
 import { ConnectionKeyWriter, type KeyWriterHost, WorkerKeyWriter } from "./writers.ts";
 
-/** Keys gathered before they are sorted and merged: the more at once, the more of them share an index page. */
-const MERGE_AT = 4096;
-/** The longest a key waits for its merge when fewer arrive (it is answered from memory meanwhile). */
-const MERGE_AFTER_MS = 1000;
+/**
+ * Keys gathered before they are sorted and merged: the more at once, the more of them share an index page.
+ * 16 384 costs the writer thread a third less CPU a key than 4 096 (~9 µs against ~13.5 once a generation
+ * has 150 000 keys; 32 768: ~7.4, for twice the memory), for at most ~33 000 keys in memory under load
+ * (this batch and the one merging): ~13 MiB of heap, against ~3 (BENCHMARKS.md, ninth session).
+ */
+export const MERGE_AT = 16_384;
+/**
+ * The longest a key waits for its merge when fewer arrive (it is answered from memory meanwhile): long enough
+ * that a batch fills at ~8 000 invokes/s, where the writer's cost matters.
+ */
+const MERGE_AFTER_MS = 2000;
 /**
  * The merged-through mark stays this far behind the oldest key not merged: execution ids are UUIDv7
  * (time first), so a clock stepping back by less than this cannot hide an execution from the restart.
