@@ -213,6 +213,36 @@ describe("SQLite request keys", () => {
     db.close();
   });
 
+  test("keys handed over while a merge fails are all written by the next merge, the failed batch's too", async () => {
+    const db = new Database(":memory:");
+    db.exec("create table executions (id text, principal_kind text, principal_id text, request_id text)");
+    const index = new SqliteRequestIndex(db, ":memory:", () => undefined);
+    const told: string[] = [];
+    index.warn = (message) => told.push(message);
+    const key = () => ({
+      principalKind: "user",
+      principalId: "alice",
+      requestId: crypto.randomUUID(),
+      id: Bun.randomUUIDv7(),
+    });
+    const before = Array.from({ length: 600 }, key);
+    for (const k of before) index.committed(k);
+    db.exec("alter table requests.request_keys rename to request_keys_away");
+    const failing = index.mergeAll();
+    // Committed while the failed merge is in flight: the writer takes most of them at once (a few hundred
+    // a message), after the batch it drops.
+    const during = Array.from({ length: 600 }, key);
+    for (const k of during) index.committed(k);
+    await expect(failing).rejects.toThrow(/no such table/);
+    expect(told).toHaveLength(1);
+    db.exec("alter table requests.request_keys_away rename to request_keys");
+    await index.mergeAll();
+    const stored = db.query<{ id: string }, []>("select execution_id as id from requests.request_keys").all();
+    expect(stored.map((r) => r.id).sort()).toEqual([...before, ...during].map((k) => k.id).sort());
+    await index.close();
+    db.close();
+  });
+
   test("concurrent claims of one key, before and after its merge, name one execution", async () => {
     const store = await reopen();
     const requestId = crypto.randomUUID();

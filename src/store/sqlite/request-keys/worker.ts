@@ -1,23 +1,25 @@
 // The request-key index's writer thread (writers.ts starts it): opens the index's own file
-// and applies each write it is sent (a JSON string), in order, answering { id, ok } or { id, ok: false, message }.
+// and applies each write it is sent (a JSON string), in order, answering { id, ok } or { id, ok: false, message };
+// keys handed over for the next merge (`add`) are not answered.
 // Listed as an entrypoint of `bun run build`, so the compiled binary carries it.
 import { Database } from "bun:sqlite";
 import { messageOf } from "../../../lib/errors.ts";
-import { createRequestKeyTables, type KeyWrite, RequestKeyWriter } from "./file.ts";
+import { createRequestKeyTables, type IndexWrite, KeyBuffer, type RequestKey, RequestKeyWriter } from "./file.ts";
 
-export type WorkerRequest = ({ kind: "open"; path: string; generationSize: number } | { kind: "close" } | KeyWrite) & {
-  id: number;
-};
+/** Keys handed over (no answer), or a write answered by its id. */
+export type WorkerRequest =
+  | { kind: "add"; keys: RequestKey[] }
+  | (({ kind: "open"; path: string; generationSize: number } | { kind: "close" } | IndexWrite) & { id: number });
 export type WorkerAnswer = { id: number; ok: true } | { id: number; ok: false; message: string };
 
 declare const self: Worker;
 
 let db: Database | null = null;
-let writer: RequestKeyWriter | null = null;
+let writer: KeyBuffer | null = null;
 /** Why there is no writer: every write answers with it. */
 let notOpen = "the request-key file is not open";
 
-function apply(request: WorkerRequest): void {
+function apply(request: Exclude<WorkerRequest, { kind: "add" }>): void {
   if (request.kind === "open") {
     try {
       db = new Database(request.path, { create: true, strict: true });
@@ -28,7 +30,7 @@ function apply(request: WorkerRequest): void {
       // Keys land at random places: the pages they land on stay in memory rather than being read again.
       db.exec("PRAGMA cache_size = -65536");
       createRequestKeyTables(db, "main");
-      writer = new RequestKeyWriter(db, "main", request.generationSize);
+      writer = new KeyBuffer(new RequestKeyWriter(db, "main", request.generationSize));
     } catch (error) {
       notOpen = `the request-key file ${request.path} could not be opened: ${(error as Error).message}`;
       throw error;
@@ -48,6 +50,11 @@ function apply(request: WorkerRequest): void {
 
 self.onmessage = (event: MessageEvent<string>) => {
   const request = JSON.parse(event.data) as WorkerRequest;
+  // Not answered: without a writer they are dropped, and the merge that follows fails and says why.
+  if (request.kind === "add") {
+    writer?.add(request.keys);
+    return;
+  }
   let answer: WorkerAnswer;
   try {
     apply(request);

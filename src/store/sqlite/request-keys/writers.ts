@@ -1,11 +1,15 @@
 import type { Database } from "bun:sqlite";
 import { workerEntry } from "../worker-entry.ts";
-import { type KeyWrite, RequestKeyWriter } from "./file.ts";
+import { type IndexWrite, KeyBuffer, type RequestKey, RequestKeyWriter } from "./file.ts";
 import type { WorkerAnswer, WorkerRequest } from "./worker.ts";
 
-/** Applies the index's writes in the order given; each promise settles once its transaction has. */
+/**
+ * Takes keys as a batch gathers, and applies the index's writes in the order given (a merge writes every
+ * key handed over before it); each promise settles once its transaction has.
+ */
 export interface KeyWriterHost {
-  write(op: KeyWrite): Promise<void>;
+  add(keys: RequestKey[]): void;
+  write(op: IndexWrite): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -24,7 +28,12 @@ export class WorkerKeyWriter implements KeyWriterHost {
     private readonly generationSize: number,
   ) {}
 
-  write(op: KeyWrite): Promise<void> {
+  add(keys: RequestKey[]): void {
+    // As one JSON string: cloning thousands of small strings one by one cost the serving thread more.
+    (this.worker ?? this.start()).postMessage(JSON.stringify({ kind: "add", keys } satisfies WorkerRequest));
+  }
+
+  write(op: IndexWrite): Promise<void> {
     return this.send(op);
   }
 
@@ -39,12 +48,11 @@ export class WorkerKeyWriter implements KeyWriterHost {
     }
   }
 
-  private send(request: KeyWrite | { kind: "close" }): Promise<void> {
+  private send(request: IndexWrite | { kind: "close" }): Promise<void> {
     const worker = this.worker ?? this.start();
     const id = ++this.nextId;
     return new Promise((done, fail) => {
       this.waiting.set(id, { done, fail });
-      // As one JSON string: cloning thousands of small strings one by one cost the serving thread more.
       worker.postMessage(JSON.stringify({ ...request, id } satisfies WorkerRequest));
     });
   }
@@ -80,14 +88,18 @@ export class WorkerKeyWriter implements KeyWriterHost {
 
 /** Writes on the database's own connection (the file attached to it): for `:memory:`, whose index no other thread can open. */
 export class ConnectionKeyWriter implements KeyWriterHost {
-  private readonly writer: RequestKeyWriter;
+  private readonly buffer: KeyBuffer;
 
   constructor(client: Database, schema: string, generationSize: number) {
-    this.writer = new RequestKeyWriter(client, schema, generationSize);
+    this.buffer = new KeyBuffer(new RequestKeyWriter(client, schema, generationSize));
   }
 
-  async write(op: KeyWrite): Promise<void> {
-    this.writer.write(op);
+  add(keys: RequestKey[]): void {
+    this.buffer.add(keys);
+  }
+
+  async write(op: IndexWrite): Promise<void> {
+    this.buffer.write(op);
   }
 
   async close(): Promise<void> {}
