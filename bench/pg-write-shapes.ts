@@ -5,6 +5,11 @@
 // work for these writes too). Rounds alternate the shapes (the machine is noisy); medians are printed.
 // - store: today's path, PgExecutionStore: the claim (INSERT … ON CONFLICT DO NOTHING, committed before
 //   the handler would run), then the settlement (UPDATE), each batched with its neighbours.
+// - hot settle: the store's path on a table whose settlement can be a HOT update (no new index entries):
+//   fillfactor 45 (room on the page for the settled row) and without the two indexes on columns the
+//   settlement changes (executions_running_instance_idx's predicate is `status`, executions_finished_idx
+//   is on `finished_at`); `instance` indexed plainly instead. What the keepAlive sweep and retention would
+//   then have to do without them is not measured here.
 // - locked insert: one transaction a batch: advisory locks on the batch's keys, then the settled rows
 //   inserted by the store's own claim statement, one commit: a claim by lock, one write per fast invoke. The
 //   lookup of keys already taken, which such a design needs before a handler runs, is left out, so
@@ -32,8 +37,12 @@ const PRINCIPAL = "service-bench";
 
 const LOCK_KEYS = "select pg_advisory_xact_lock(k) from (select unnest($1::bigint[]) as k order by 1) as keys";
 
-type Shape = "store" | "locked insert" | "floor";
-const SHAPES: Shape[] = ["store", "locked insert", "floor"];
+type Shape = "store" | "hot settle" | "locked insert" | "floor";
+const SHAPES: Shape[] = ["store", "hot settle", "locked insert", "floor"];
+
+const HOT_SETTLE_TABLE = `alter table executions set (fillfactor = 45);
+  drop index executions_running_instance_idx; drop index executions_finished_idx;
+  create index executions_instance_idx on executions (instance)`;
 
 const execution = () =>
   row({ principalKind: "service", principalId: PRINCIPAL, action: "math.add", input: { a: 1, b: 2 } });
@@ -84,7 +93,7 @@ function batching(write: (rows: ExecutionRow[]) => Promise<void>): () => Promise
 
 function invoker(shape: Shape, store: Store, sql: Sql): () => Promise<void> {
   const prepare = { prepare: true };
-  if (shape === "store") {
+  if (shape === "store" || shape === "hot settle") {
     return async () => {
       const claimed = execution();
       const claim = await store.executions.claim(claimed);
@@ -137,7 +146,16 @@ async function databaseCpu(sql: Sql): Promise<() => number> {
   };
 }
 
-async function measure(shape: Shape): Promise<{ rate: number; client: number; database: number }> {
+type Result = { rate: number; client: number; database: number; hot: number };
+
+/** The share of the executions' updates that were HOT, as far as the statistics collector has been told. */
+async function hotShare(sql: Sql): Promise<number> {
+  const [counts] = await sql<{ updates: string; hot: string }[]>`
+    select n_tup_upd as updates, n_tup_hot_upd as hot from pg_stat_user_tables where relname = 'executions'`;
+  return Number(counts?.updates) > 0 ? Number(counts?.hot) / Number(counts?.updates) : 0;
+}
+
+async function measure(shape: Shape): Promise<Result> {
   const url = await freshPgDatabase("actuate_bench_shapes");
   const store = await openStore(url);
   // force_custom_plan as the store's own pool sets it (store/pg/open.ts).
@@ -148,6 +166,7 @@ async function measure(shape: Shape): Promise<{ rate: number; client: number; da
   });
   try {
     await sql.unsafe(PG_FLOOR_TABLE);
+    if (shape === "hot settle") await sql.unsafe(HOT_SETTLE_TABLE);
     const invoke = invoker(shape, store, sql);
     const run = async (count: number) => {
       let left = count;
@@ -166,20 +185,25 @@ async function measure(shape: Shape): Promise<{ rate: number; client: number; da
     const seconds = (performance.now() - started) / 1000;
     const client = process.cpuUsage(clientBefore);
     const database = cpuOfDatabase() - databaseBefore;
-    return { rate: N / seconds, client: (client.user + client.system) / N, database: (database * 1e6) / N };
+    return {
+      rate: N / seconds,
+      client: (client.user + client.system) / N,
+      database: (database * 1e6) / N,
+      hot: await hotShare(sql),
+    };
   } finally {
     await sql.end();
     await store.close();
   }
 }
 
-const results = new Map<Shape, { rate: number; client: number; database: number }[]>(SHAPES.map((s) => [s, []]));
+const results = new Map<Shape, Result[]>(SHAPES.map((s) => [s, []]));
 for (let round = 1; round <= ROUNDS; round++) {
   for (const shape of SHAPES) {
     const result = await measure(shape);
     results.get(shape)?.push(result);
     console.log(
-      `  round ${round}  ${shape.padEnd(14)} ${result.rate.toFixed(0).padStart(6)} invokes/s  client ${result.client.toFixed(1)} µs  database ${result.database.toFixed(1)} µs`,
+      `  round ${round}  ${shape.padEnd(14)} ${result.rate.toFixed(0).padStart(6)} invokes/s  client ${result.client.toFixed(1)} µs  database ${result.database.toFixed(1)} µs  HOT updates ${(result.hot * 100).toFixed(0)} %`,
     );
   }
 }
