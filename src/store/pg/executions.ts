@@ -81,17 +81,19 @@ const BY_KEYS = `select ${COLUMNS}
   join executions e
     on e.principal_kind = k."principalKind" and e.principal_id = k."principalId" and e.request_id = k."requestId"`;
 
-// The settling executions' last log lines are inserted by the same statement ($3), so they commit
-// with the status and cost no round trip of their own.
 // The ids again as an array the planner can see: it takes any set-returning function for 100 rows and
 // would rather hash-join against a scan of the whole table until that holds some ten thousand rows.
-const UPDATE = `with logged as (${insertLogLines("$3")})
-  update executions e set status = s.status, output = s.output, error_code = s."errorCode",
+const UPDATE = `update executions e set status = s.status, output = s.output, error_code = s."errorCode",
     error_message = s."errorMessage", finished_at = s."finishedAt"
   from jsonb_to_recordset($1::text::jsonb)
     as s(id text, status text, output jsonb, "errorCode" text, "errorMessage" text, "finishedAt" bigint)
   where e.id = any(string_to_array($2::text, ',')) and e.id = s.id
   returning e.id`;
+
+// The settling executions' last log lines are inserted by the same statement ($3), so they commit
+// with the status and cost no round trip of their own. A batch without lines takes the plain UPDATE:
+// the empty insert cost a batch of 32 settlements 6-8 % of its time (BENCHMARKS.md, ninth session).
+const UPDATE_WITH_LOGS = `with logged as (${insertLogLines("$3")}) ${UPDATE}`;
 
 /**
  * Named statements: parsed once per connection, and no Describe round trip per call (postgres-js sends
@@ -261,11 +263,14 @@ export class PgExecutionStore implements ExecutionStore {
 
   private async settleAll(settles: PendingSettle[]): Promise<void> {
     const ids = settles.map((settle) => settle.id).join(",");
-    const logs = `[${settles
-      .filter((settle) => settle.logs !== "")
-      .map((settle) => settle.logs)
-      .join(",")}]`;
-    const updated = await this.client.unsafe<{ id: string }[]>(UPDATE, [jsonArray(settles), ids, logs], PREPARED);
+    const logged = settles.filter((settle) => settle.logs !== "");
+    const updated = await this.client.unsafe<{ id: string }[]>(
+      logged.length > 0 ? UPDATE_WITH_LOGS : UPDATE,
+      logged.length > 0
+        ? [jsonArray(settles), ids, `[${logged.map((settle) => settle.logs).join(",")}]`]
+        : [jsonArray(settles), ids],
+      PREPARED,
+    );
     const stored = new Set(updated.map((r) => r.id));
     for (const settle of settles) {
       if (stored.has(settle.id)) settle.resolve();
