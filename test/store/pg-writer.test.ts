@@ -115,66 +115,6 @@ describe.skipIf(!pg)("PostgreSQL execution writer", () => {
     expect([...commits]).toEqual([{ commits: 1 }]);
   });
 
-  test("claims and settles queued in one turn commit together, in one statement", async () => {
-    const running = Array.from({ length: 4 }, () => row({ principalId: "mixed" }));
-    await Promise.all(running.map((r) => store.executions.claim(r)));
-    const fresh = Array.from({ length: 4 }, () => row({ principalId: "mixed" }));
-    const lines = [
-      { executionId: running[0]?.id ?? "", seq: 1, at: Date.now(), level: "info" as const, step: null, line: "last" },
-    ];
-    const [claims, settled] = await Promise.all([
-      Promise.all(fresh.map((r) => store.executions.claim(r))),
-      Promise.all(running.map((r, i) => store.executions.settle(r.id, { ...succeeded({ i }), logs: i ? [] : lines }))),
-    ]);
-    expect(claims.map((c) => c.created)).toEqual([true, true, true, true]);
-    expect(settled.map((s) => s.output)).toEqual([{ i: 0 }, { i: 1 }, { i: 2 }, { i: 3 }]);
-    // The inserted rows and the updated ones carry the xmin of the one transaction that wrote them all.
-    const [stored] = await sql`select count(*)::int as rows, count(distinct xmin::text)::int as commits,
-        count(*) filter (where status = 'succeeded')::int as settled
-      from executions where principal_id = 'mixed'`;
-    expect(stored).toEqual({ rows: 8, commits: 1, settled: 4 });
-    const logged = await sql`select line from execution_logs where execution_id = ${running[0]?.id ?? ""}`;
-    expect([...logged]).toEqual([{ line: "last" }]);
-  });
-
-  test("in a batch of claims and settles, a bad claim and an unknown settle fail alone", async () => {
-    const taken = row();
-    await store.executions.claim(taken);
-    const running = row({ principalId: "mixed-bad" });
-    await store.executions.claim(running);
-    const unknown = Bun.randomUUIDv7();
-    const good = row({ principalId: "mixed-bad" });
-    const results = await Promise.allSettled([
-      store.executions.claim(good),
-      store.executions.claim(row({ id: taken.id, principalId: "mixed-bad" })),
-      store.executions.settle(running.id, succeeded({ kept: true })),
-      store.executions.settle(unknown, succeeded({})),
-    ]);
-    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled", "rejected"]);
-    expect(results[0]).toMatchObject({ value: { created: true } });
-    expect(results[1]).toMatchObject({ reason: expect.objectContaining({ code: "23505" }) });
-    expect(results[3]).toMatchObject({
-      reason: expect.objectContaining({ message: `execution ${unknown} is not stored` }),
-    });
-    expect(await store.executions.get(running.id)).toMatchObject({ status: "succeeded", output: { kept: true } });
-    expect(await store.executions.get(good.id)).toMatchObject({ status: "running" });
-  });
-
-  test("a replay and two settles of one id, queued with a new claim: each is answered as if alone", async () => {
-    const first = row();
-    await store.executions.claim(first);
-    const fresh = row();
-    const [replay, created] = await Promise.all([
-      store.executions.claim(row({ requestId: first.requestId })),
-      store.executions.claim(fresh),
-      store.executions.settle(first.id, succeeded({ n: 1 })),
-      store.executions.settle(first.id, succeeded({ n: 2 })),
-    ]);
-    expect(replay).toMatchObject({ created: false, row: { id: first.id } });
-    expect(created).toMatchObject({ created: true, row: { id: fresh.id } });
-    expect(await store.executions.get(first.id)).toMatchObject({ output: { n: 2 } });
-  });
-
   test("two settles of one id in one turn are applied in order", async () => {
     const r = row();
     await store.executions.claim(r);

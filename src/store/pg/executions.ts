@@ -9,7 +9,7 @@ import type { PrincipalKind } from "../statuses.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
 import { applyDataWrites } from "./data-writes.ts";
 import { insertLogLines, logLinesJson } from "./execution-logs.ts";
-import { Lane, type WriteLoad } from "./lane.ts";
+import { Lane, totalLoad, type WriteLoad } from "./lane.ts";
 
 export interface Claim {
   row: ExecutionRow;
@@ -23,13 +23,11 @@ interface Pending {
 }
 
 interface PendingClaim extends Pending {
-  kind: "claim";
   row: ExecutionRow;
   resolve: (claim: Claim) => void;
 }
 
 interface PendingSettle extends Pending {
-  kind: "settle";
   id: string;
   /** The execution's last log lines, as the contents of a JSON array ("" when none). */
   logs: string;
@@ -57,14 +55,12 @@ const ROW_TYPE = `id text, "requestId" text, "principalKind" text, "principalId"
 // `$1::text::jsonb`, not `$1::jsonb`: a parameter typed jsonb goes through postgres-js's JSON serializer
 // (and drizzle swaps that one for a no-op), so a text parameter is the one that arrives as written.
 // $2: this server process, so another can fail its running executions if it dies (see PgInstanceStore.keepAlive).
-const insertClaims = (rows: string, instance: string) => `insert into executions (id, request_id, principal_kind,
-    principal_id, action, kind, release_version, contract_hash, input_fingerprint, input, status, output, error_code,
-    error_message, created_at, started_at, finished_at, scheduled_by, instance)
-  select r.*, ${instance}::text from jsonb_to_recordset(${rows}::text::jsonb) as r(${ROW_TYPE})
+export const INSERT_CLAIMS = `insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version,
+    contract_hash, input_fingerprint, input, status, output, error_code, error_message, created_at, started_at,
+    finished_at, scheduled_by, instance)
+  select r.*, $2::text from jsonb_to_recordset($1::text::jsonb) as r(${ROW_TYPE})
   on conflict (principal_kind, principal_id, request_id) do nothing
   returning id`;
-
-export const INSERT_CLAIMS = insertClaims("$1", "$2");
 
 const COLUMNS = selectList(executions, "e", ["instance"]);
 
@@ -87,27 +83,17 @@ const BY_KEYS = `select ${COLUMNS}
 
 // The ids again as an array the planner can see: it takes any set-returning function for 100 rows and
 // would rather hash-join against a scan of the whole table until that holds some ten thousand rows.
-const updateSettled = (settles: string, ids: string) => `update executions e set status = s.status,
-    output = s.output, error_code = s."errorCode", error_message = s."errorMessage", finished_at = s."finishedAt"
-  from jsonb_to_recordset(${settles}::text::jsonb)
+const UPDATE = `update executions e set status = s.status, output = s.output, error_code = s."errorCode",
+    error_message = s."errorMessage", finished_at = s."finishedAt"
+  from jsonb_to_recordset($1::text::jsonb)
     as s(id text, status text, output jsonb, "errorCode" text, "errorMessage" text, "finishedAt" bigint)
-  where e.id = any(string_to_array(${ids}::text, ',')) and e.id = s.id
+  where e.id = any(string_to_array($2::text, ',')) and e.id = s.id
   returning e.id`;
-
-const UPDATE = updateSettled("$1", "$2");
 
 // The settling executions' last log lines are inserted by the same statement ($3), so they commit
 // with the status and cost no round trip of their own. A batch without lines takes the plain UPDATE:
 // the empty insert cost a batch of 32 settlements 6-8 % of its time (BENCHMARKS.md, ninth session).
 const UPDATE_WITH_LOGS = `with logged as (${insertLogLines("$3")}) ${UPDATE}`;
-
-// A batch holding claims and settlements is one statement, one commit: at 32 callers most batches
-// hold both, and a statement's fixed cost (~0.45 ms) outweighs its rows (25-35 µs each).
-const claimsAndSettles = (logs: boolean) => `with ${logs ? `logged as (${insertLogLines("$5")}), ` : ""}
-  claimed as (${insertClaims("$1", "$2")}), settled as (${updateSettled("$3", "$4")})
-  select id, true as claimed from claimed union all select id, false from settled`;
-const CLAIMS_AND_SETTLES = claimsAndSettles(false);
-const CLAIMS_AND_SETTLES_WITH_LOGS = claimsAndSettles(true);
 
 /**
  * Named statements: parsed once per connection, and no Describe round trip per call (postgres-js sends
@@ -124,14 +110,15 @@ const requestKey = (row: Pick<ExecutionRow, "principalKind" | "principalId" | "r
   `${row.principalKind}\u0000${row.principalId}\u0000${row.requestId}`;
 
 /**
- * Executions on PostgreSQL, with group commit for the writes every invocation makes: the claims and
- * settlements queued while the previous batch waited for its commit are one statement, one commit (the
- * claims an INSERT … ON CONFLICT DO NOTHING, the settlements an UPDATE … FROM). Unlike the SQLite writer, the database decides every claim (through the unique index
+ * Executions on PostgreSQL, with group commit for the writes every invocation makes: the claims queued during one turn
+ * of the event loop are one INSERT … ON CONFLICT DO NOTHING, the settlements one UPDATE … FROM, each its
+ * own commit. Unlike the SQLite writer, the database decides every claim (through the unique index
  * executions_request_uq) and a claim resolves only once committed, because several instances may
  * share the database and the handler must not run before its claim is durable.
  */
 export class PgExecutionStore implements ExecutionStore {
-  private readonly writes = new Lane<PendingClaim | PendingSettle>((batch) => this.writeBatch(batch), byJson);
+  private readonly claims = new Lane<PendingClaim>((batch) => this.writeClaims(batch), byJson);
+  private readonly settles = new Lane<PendingSettle>((batch) => this.writeSettles(batch), byJson);
 
   constructor(
     private readonly client: Sql,
@@ -141,9 +128,7 @@ export class PgExecutionStore implements ExecutionStore {
 
   /** Inserts the row unless its (principal, requestId) is taken; resolves, once committed, to the holder. */
   claim(row: ExecutionRow): Promise<Claim> {
-    return new Promise((resolve, reject) =>
-      this.writes.push({ kind: "claim", row, json: JSON.stringify(row), resolve, reject }),
-    );
+    return new Promise((resolve, reject) => this.claims.push({ row, json: JSON.stringify(row), resolve, reject }));
   }
   /** A claim here resolves once committed (the database decides it): `committed` has nothing left to wait for. */
   async claimToRun(row: ExecutionRow): Promise<Claim & { committed: Promise<void> }> {
@@ -159,7 +144,7 @@ export class PgExecutionStore implements ExecutionStore {
     const { status, output, errorCode, errorMessage, finishedAt, logs: lines = [] } = settlement;
     const json = JSON.stringify({ id, status, output, errorCode, errorMessage, finishedAt });
     const logs = lines.length === 0 ? "" : logLinesJson(lines).slice(1, -1);
-    await new Promise<void>((resolve, reject) => this.writes.push({ kind: "settle", id, json, logs, resolve, reject }));
+    await new Promise<void>((resolve, reject) => this.settles.push({ id, json, logs, resolve, reject }));
     const { logs: _, ...stored } = settlement;
     return stored;
   }
@@ -204,55 +189,18 @@ export class PgExecutionStore implements ExecutionStore {
   }
 
   get load(): WriteLoad {
-    return this.writes.load;
+    return totalLoad([this.claims.load, this.settles.load]);
   }
 
   /** Waits until every queued and in-flight write has ended (the store calls this before closing). */
   async drain(): Promise<void> {
-    await this.writes.drain();
+    await Promise.all([this.claims.drain(), this.settles.drain()]);
   }
 
-  private async writeBatch(batch: (PendingClaim | PendingSettle)[]): Promise<void> {
-    const claims: PendingClaim[] = [];
-    const settles: PendingSettle[] = [];
-    for (const item of batch) {
-      if (item.kind === "claim") claims.push(item);
-      else settles.push(item);
-    }
-    if (settles.length === 0) return this.writeClaims(claims);
-    if (claims.length === 0) return this.writeSettles(settles);
-    const groups = groupByRequest(claims);
-    const { unique, repeats } = uniqueSettles(settles);
-    let written: { id: string; claimed: boolean }[];
-    try {
-      const params = [jsonArray(groups.map((group) => group.claims[0])), this.instance, ...settleParams(unique)];
-      const statement = params.length > 4 ? CLAIMS_AND_SETTLES_WITH_LOGS : CLAIMS_AND_SETTLES;
-      written = await this.client.unsafe(statement, params, PREPARED);
-    } catch {
-      // Each part alone, so that a bad row fails only its own (each falls back to one at a time). The
-      // statement may have committed and lost its answer, so a claim finding its own row is created.
-      await Promise.all([this.writeClaims(claims, true), this.writeSettles(settles)]);
-      return;
-    }
-    const claimed = new Set<string>();
-    const settled = new Set<string>();
-    for (const { id, claimed: isClaim } of written) (isClaim ? claimed : settled).add(id);
-    for (const group of groups) if (claimed.has(group.claims[0].row.id)) resolveCreated(group);
-    for (const settle of unique) {
-      if (settled.has(settle.id)) settle.resolve();
-      else settle.reject(new Error(`execution ${settle.id} is not stored`));
-    }
-    const conflicted = groups.filter((group) => !group.done);
-    await Promise.all([
-      conflicted.length > 0 ? this.resolveConflicts(conflicted, false) : undefined,
-      repeats.length > 0 ? this.writeSettles(repeats) : undefined,
-    ]);
-  }
-
-  private async writeClaims(batch: PendingClaim[], retried = false): Promise<void> {
+  private async writeClaims(batch: PendingClaim[]): Promise<void> {
     const groups = groupByRequest(batch);
     try {
-      await this.claimGroups(groups, retried);
+      await this.claimGroups(groups, false);
     } catch {
       // One bad row fails the whole statement: claim each key alone so that only its own claims fail.
       const left = groups.filter((group) => !group.done);
@@ -297,20 +245,30 @@ export class PgExecutionStore implements ExecutionStore {
   }
 
   private async writeSettles(batch: PendingSettle[]): Promise<void> {
-    const { unique, repeats } = uniqueSettles(batch);
+    // UPDATE … FROM applies only one source row per target row, so a repeated id waits for the next statement.
+    const unique = new Map<string, PendingSettle>();
+    const repeats: PendingSettle[] = [];
+    for (const settle of batch) {
+      if (unique.has(settle.id)) repeats.push(settle);
+      else unique.set(settle.id, settle);
+    }
+    const settles = [...unique.values()];
     try {
-      await this.settleAll(unique);
+      await this.settleAll(settles);
     } catch {
-      await Promise.all(unique.map((settle) => this.settleAll([settle]).catch(settle.reject)));
+      await Promise.all(settles.map((settle) => this.settleAll([settle]).catch(settle.reject)));
     }
     if (repeats.length > 0) await this.writeSettles(repeats);
   }
 
   private async settleAll(settles: PendingSettle[]): Promise<void> {
-    const params = settleParams(settles);
+    const ids = settles.map((settle) => settle.id).join(",");
+    const logged = settles.filter((settle) => settle.logs !== "");
     const updated = await this.client.unsafe<{ id: string }[]>(
-      params.length > 2 ? UPDATE_WITH_LOGS : UPDATE,
-      params,
+      logged.length > 0 ? UPDATE_WITH_LOGS : UPDATE,
+      logged.length > 0
+        ? [jsonArray(settles), ids, `[${logged.map((settle) => settle.logs).join(",")}]`]
+        : [jsonArray(settles), ids],
       PREPARED,
     );
     const stored = new Set(updated.map((r) => r.id));
@@ -319,26 +277,6 @@ export class PgExecutionStore implements ExecutionStore {
       else settle.reject(new Error(`execution ${settle.id} is not stored`));
     }
   }
-}
-
-/** UPDATE … FROM applies only one source row per target row, so a repeated id waits for the next statement. */
-function uniqueSettles(batch: PendingSettle[]): { unique: PendingSettle[]; repeats: PendingSettle[] } {
-  const unique = new Map<string, PendingSettle>();
-  const repeats: PendingSettle[] = [];
-  for (const settle of batch) {
-    if (unique.has(settle.id)) repeats.push(settle);
-    else unique.set(settle.id, settle);
-  }
-  return { unique: [...unique.values()], repeats };
-}
-
-/** The settlements, their ids, and (only when some have any) their last log lines. */
-function settleParams(settles: PendingSettle[]): string[] {
-  const ids = settles.map((settle) => settle.id).join(",");
-  const logged = settles.filter((settle) => settle.logs !== "");
-  const params = [jsonArray(settles), ids];
-  if (logged.length > 0) params.push(`[${logged.map((settle) => settle.logs).join(",")}]`);
-  return params;
 }
 
 const jsonArray = (items: Pending[]) => `[${items.map((item) => item.json).join(",")}]`;
