@@ -115,6 +115,44 @@ describe.skipIf(!pg)("PostgreSQL execution writer", () => {
     expect([...commits]).toEqual([{ commits: 1 }]);
   });
 
+  test("claims and settles queued together: a bad claim and an unknown settle fail alone", async () => {
+    const taken = row();
+    await store.executions.claim(taken);
+    const running = row({ principalId: "mixed-bad" });
+    await store.executions.claim(running);
+    const unknown = Bun.randomUUIDv7();
+    const good = row({ principalId: "mixed-bad" });
+    const results = await Promise.allSettled([
+      store.executions.claim(good),
+      store.executions.claim(row({ id: taken.id, principalId: "mixed-bad" })),
+      store.executions.settle(running.id, succeeded({ kept: true })),
+      store.executions.settle(unknown, succeeded({})),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled", "rejected"]);
+    expect(results[0]).toMatchObject({ value: { created: true } });
+    expect(results[1]).toMatchObject({ reason: expect.objectContaining({ code: "23505" }) });
+    expect(results[3]).toMatchObject({
+      reason: expect.objectContaining({ message: `execution ${unknown} is not stored` }),
+    });
+    expect(await store.executions.get(running.id)).toMatchObject({ status: "succeeded", output: { kept: true } });
+    expect(await store.executions.get(good.id)).toMatchObject({ status: "running" });
+  });
+
+  test("a replay and two settles of one id, queued with a new claim: each is answered as if alone", async () => {
+    const first = row();
+    await store.executions.claim(first);
+    const fresh = row();
+    const [replay, created] = await Promise.all([
+      store.executions.claim(row({ requestId: first.requestId })),
+      store.executions.claim(fresh),
+      store.executions.settle(first.id, succeeded({ n: 1 })),
+      store.executions.settle(first.id, succeeded({ n: 2 })),
+    ]);
+    expect(replay).toMatchObject({ created: false, row: { id: first.id } });
+    expect(created).toMatchObject({ created: true, row: { id: fresh.id } });
+    expect(await store.executions.get(first.id)).toMatchObject({ output: { n: 2 } });
+  });
+
   test("two settles of one id in one turn are applied in order", async () => {
     const r = row();
     await store.executions.claim(r);
