@@ -1,11 +1,14 @@
 // `bun run bench`: HTTP action invocation throughput against a bare Bun.serve JSON echo,
-// interleaved (bare, invoke, bare, invoke, …) because the machine is small and noisy.
+// interleaved (bare, invoke, bare, invoke, …) because the machine is small and noisy. Beside each
+// scenario's rps, the CPU a request cost its server and (on PostgreSQL) the database (bench/cpu.ts):
+// the steadier figure when rps wanders between rounds.
 // Env: BENCH_SECONDS (per round, default 4), BENCH_DATABASE_URL (PostgreSQL server to
 // create a throwaway database on; default postgres://postgres@127.0.0.1:5432/postgres),
 // BENCH_LOAD=wrk|bun (load tool; default wrk when on PATH), BENCH_ONLY (a regular expression: measure
 // only the scenarios whose names match, e.g. "bare|floor|invoke \\(sqlite").
 import { availableParallelism, loadavg } from "node:os";
 import postgres from "postgres";
+import { cpuPerRequest, readCpu } from "./cpu.ts";
 import {
   cleanup,
   freePort,
@@ -32,6 +35,10 @@ const loggingBody = JSON.stringify({ requestId: "{{uuid}}", input: { name: "benc
 
 interface Scenario {
   name: string;
+  /** The server under load, whose CPU a request is measured in. */
+  pid: number;
+  /** Whether it uses the PostgreSQL server, whose CPU a request is measured in too. */
+  postgres: boolean;
   load: Omit<LoadOptions, "durationS" | "connections">;
   /** One request before the load: throws unless the target answers as expected. */
   verify(): Promise<void>;
@@ -63,6 +70,8 @@ async function startBare(): Promise<Scenario> {
   const url = `${base}${INVOKE_PATH}`; // same path as invoke, so requests are byte-for-byte the same size
   return {
     name: "bare echo",
+    pid: proc.proc.pid,
+    postgres: false,
     load: { url, headers, bodyTemplate },
     verify: async () => {
       const res = await post(url);
@@ -143,6 +152,8 @@ async function startFloor(label: string, databaseUrl?: string): Promise<Scenario
   const url = `${base}${INVOKE_PATH}`;
   return {
     name: `durable floor (${label})`,
+    pid: proc.proc.pid,
+    postgres: Boolean(databaseUrl),
     baseline: "bare echo",
     load: { url, headers, bodyTemplate },
     verify: async () => {
@@ -185,10 +196,12 @@ async function startActuate(
   await waitHealthy(`${base}/healthz`, proc);
   const url = `${base}${INVOKE_PATH}`;
   const invoke = `invoke (${label})`;
+  const measured = { pid: proc.proc.pid, postgres: Boolean(databaseUrl) };
   const userHeaders = { ...headers, Authorization: `Bearer ${createUserToken(env)}` };
   return [
     {
       name: invoke,
+      ...measured,
       baseline: "bare echo",
       // Issue #14's goals: >= 0.4 on SQLite, >= 0.3 on PostgreSQL.
       target: databaseUrl ? 0.3 : 0.4,
@@ -197,6 +210,7 @@ async function startActuate(
     },
     {
       name: `logging invoke (${label})`,
+      ...measured,
       baseline: invoke,
       target: 0.95,
       load: { url: `${base}${LOGGING_PATH}`, headers, bodyTemplate: loggingBody },
@@ -205,6 +219,7 @@ async function startActuate(
     {
       // The same invoke with a user token, which the server looks up in the store (service keys are in memory).
       name: `user token (${label})`,
+      ...measured,
       baseline: invoke,
       target: 0.9,
       load: { url, headers: userHeaders, bodyTemplate },
@@ -212,6 +227,7 @@ async function startActuate(
     },
     {
       name: `mcp call (${label})`,
+      ...measured,
       baseline: invoke,
       target: 0.9,
       load: { url: `${base}/mcp`, headers: mcpHeaders, bodyTemplate: mcpBody },
@@ -219,6 +235,7 @@ async function startActuate(
     },
     {
       name: `mcp 2026-07-28 call (${label})`,
+      ...measured,
       baseline: invoke,
       target: 0.9,
       load: { url: `${base}/mcp`, headers: modernMcpHeaders, bodyTemplate: modernMcpBody },
@@ -296,16 +313,21 @@ async function createPgDatabase(): Promise<string | null> {
   return url.toString();
 }
 
-async function measure(scenario: Scenario, seconds: number): Promise<LoadResult> {
+/** A round's load figures, and the CPU a request cost the server and (when used) PostgreSQL, in µs. */
+type Measured = LoadResult & { serverUs: number | null; databaseUs: number | null };
+
+async function measure(scenario: Scenario, seconds: number): Promise<Measured> {
+  const before = readCpu(scenario.pid, scenario.postgres);
   const result = await runLoad({ ...scenario.load, durationS: seconds, connections: CONNECTIONS });
+  const after = readCpu(scenario.pid, scenario.postgres);
   if (result.non2xx > 0) {
     throw new Error(`${scenario.name}: ${result.non2xx} of ${result.requests} responses were not 2xx/3xx`);
   }
-  return result;
+  return { ...result, ...cpuPerRequest(before, after, result.requests) };
 }
 
-async function runRounds(scenarios: Scenario[], seconds: number): Promise<Map<string, LoadResult[]>> {
-  const results = new Map<string, LoadResult[]>(scenarios.map((s) => [s.name, []]));
+async function runRounds(scenarios: Scenario[], seconds: number): Promise<Map<string, Measured[]>> {
+  const results = new Map<string, Measured[]>(scenarios.map((s) => [s.name, []]));
   for (const s of scenarios) await measure(s, WARMUP_S); // JIT and connection warm-up, not recorded
   for (let round = 1; round <= ROUNDS; round++) {
     for (const s of scenarios) {
@@ -322,19 +344,24 @@ function fmt(value: number, digits: number): string {
   return value.toFixed(digits);
 }
 
-function printTable(scenarios: Scenario[], results: Map<string, LoadResult[]>): void {
-  console.log(
-    `\n${"scenario".padEnd(26)}${"rps".padStart(8)}${"p50 ms".padStart(10)}${"p99 ms".padStart(10)}   rounds (rps)`,
-  );
+/** The median of the rounds that have a figure, as text ("-" when none has). */
+function medianOf(values: (number | null)[]): string {
+  const known = values.filter((v): v is number => v !== null);
+  return known.length === 0 ? "-" : fmt(median(known), 0);
+}
+
+function printTable(scenarios: Scenario[], results: Map<string, Measured[]>): void {
+  const head = ["rps", "p50 ms", "p99 ms", "server µs", "db µs"].map((h) => h.padStart(10)).join("");
+  console.log(`\n${"scenario".padEnd(26)}${head}   rounds (rps)`);
   for (const s of scenarios) {
     const rs = results.get(s.name) ?? [];
     const rps = median(rs.map((r) => r.rps));
     const p50 = median(rs.map((r) => r.p50Ms));
     const p99 = median(rs.map((r) => r.p99Ms));
     const rounds = rs.map((r) => fmt(r.rps, 0)).join(" ");
-    console.log(
-      `${s.name.padEnd(26)}${fmt(rps, 0).padStart(8)}${fmt(p50, 2).padStart(10)}${fmt(p99, 2).padStart(10)}   ${rounds}`,
-    );
+    const cells = [fmt(rps, 0), fmt(p50, 2), fmt(p99, 2), medianOf(rs.map((r) => r.serverUs))];
+    cells.push(s.postgres ? medianOf(rs.map((r) => r.databaseUs)) : "");
+    console.log(`${s.name.padEnd(26)}${cells.map((c) => c.padStart(10)).join("")}   ${rounds}`);
   }
   console.log("");
   const ratios = [
