@@ -2,6 +2,7 @@
 // database, a figure that holds still on a noisy machine where requests a second wander by a fifth
 // from one round to the next (BENCHMARKS.md, tenth session). Elsewhere every reading is null.
 import { readdirSync, readFileSync } from "node:fs";
+import type { Sql } from "postgres";
 
 /** Clock ticks a second of /proc/<pid>/stat's utime and stime. */
 const TICKS_PER_SECOND = (() => {
@@ -10,35 +11,36 @@ const TICKS_PER_SECOND = (() => {
   return Number.isInteger(ticks) && ticks > 0 ? ticks : 100;
 })();
 
-/** The user + system CPU a process (all its threads) has used, in ms; null when it cannot be read. */
-export function processCpuMs(pid: number): number | null {
+/** A process's parent and CPU (user + system, all its threads, in ms); null once it is gone or without /proc. */
+function stat(pid: number): { parent: number; cpuMs: number } | null {
   try {
-    // The name field (2nd) is in parentheses and may hold spaces: count fields after its closing one.
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (14th and 15th of the line)
-    return Number.isFinite(ticks) ? (ticks * 1000) / TICKS_PER_SECOND : null;
+    const line = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // The name (2nd field) is in parentheses and may hold spaces: count the fields after its closing one.
+    const fields = line.slice(line.lastIndexOf(")") + 2).split(" ");
+    const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime: the 14th and 15th of the line
+    return { parent: Number(fields[1]), cpuMs: (ticks * 1000) / TICKS_PER_SECOND };
   } catch {
     return null;
   }
 }
 
-/** The CPU of every process named `postgres` (the server and its backends), in ms; null without /proc. */
-export function postgresCpuMs(): number | null {
-  let pids: string[];
-  try {
-    pids = readdirSync("/proc").filter((name) => /^\d+$/.test(name));
-  } catch {
-    return null;
-  }
-  let total = 0;
-  for (const pid of pids) {
-    try {
-      if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== "postgres") continue;
-    } catch {
-      continue; // gone meanwhile
-    }
-    total += processCpuMs(Number(pid)) ?? 0;
+export const processCpuMs = (pid: number): number | null => stat(pid)?.cpuMs ?? null;
+
+/** The postmaster of the PostgreSQL server `sql` talks to: its backend's parent (null unless on this machine). */
+export async function postmasterOf(sql: Sql): Promise<number | null> {
+  const [backend] = await sql<{ pid: number }[]>`select pg_backend_pid() as pid`;
+  return backend ? (stat(backend.pid)?.parent ?? null) : null;
+}
+
+/** The CPU of a PostgreSQL server, in ms: its postmaster and every child (backends, WAL writer, …). */
+export function postgresCpuMs(postmaster: number): number | null {
+  const own = stat(postmaster);
+  if (own === null) return null;
+  let total = own.cpuMs;
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    const child = stat(Number(name));
+    if (child?.parent === postmaster) total += child.cpuMs;
   }
   return total;
 }
@@ -48,9 +50,9 @@ export interface CpuReading {
   databaseMs: number | null;
 }
 
-/** Reads the server's CPU, and PostgreSQL's when the scenario uses it. */
-export function readCpu(serverPid: number, database: boolean): CpuReading {
-  return { serverMs: processCpuMs(serverPid), databaseMs: database ? postgresCpuMs() : null };
+/** Reads the server's CPU, and that of the PostgreSQL server (its postmaster's pid) when it uses one. */
+export function readCpu(serverPid: number, postmaster: number | null): CpuReading {
+  return { serverMs: processCpuMs(serverPid), databaseMs: postmaster === null ? null : postgresCpuMs(postmaster) };
 }
 
 /** µs of CPU a request, between two readings; null where either reading is missing. */

@@ -17,13 +17,13 @@
 // - floor: the durable-write floor's row (bench/invoke-floor.ts): id, request id, input.
 // Env: BENCH_DATABASE_URL (a server to create throwaway databases on), N (invokes measured a shape and
 // round, default 20 000), ROUNDS (default 3).
-import { readFileSync } from "node:fs";
 import postgres, { type Sql } from "postgres";
 import { openStore } from "../src/store/open.ts";
 import { INSERT_CLAIMS } from "../src/store/pg/executions.ts";
 import type { ExecutionRow } from "../src/store/rows.ts";
 import type { Store } from "../src/store/store.ts";
 import { row } from "../test/support/rows.ts";
+import { postgresCpuMs, postmasterOf } from "./cpu.ts";
 import { PG_FLOOR_INSERT, PG_FLOOR_TABLE } from "./floor-table.ts";
 import { cleanup, freshPgDatabase, median } from "./lib.ts";
 
@@ -122,30 +122,6 @@ function invoker(shape: Shape, store: Store, sql: Sql): () => Promise<void> {
   });
 }
 
-/** CPU seconds of every process under the postmaster serving `sql`. */
-async function databaseCpu(sql: Sql): Promise<() => number> {
-  const [backend] = await sql<{ pid: number }[]>`select pg_backend_pid() as pid`;
-  // /proc/<pid>/stat after the command's ")": state, then the parent's pid.
-  const postmaster = Number(readFileSync(`/proc/${backend?.pid}/stat`, "utf8").split(") ")[1]?.split(" ")[1]);
-  const ticksPerSecond = 100;
-  return () => {
-    const children = Bun.spawnSync(["pgrep", "-P", String(postmaster)])
-      .stdout.toString()
-      .trim()
-      .split("\n");
-    let ticks = 0;
-    for (const child of children) {
-      try {
-        const fields = readFileSync(`/proc/${child}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-        ticks += Number(fields[11]) + Number(fields[12]);
-      } catch {
-        // A process that ended between the listing and the read.
-      }
-    }
-    return ticks / ticksPerSecond;
-  };
-}
-
 type Result = { rate: number; client: number; database: number; hot: number };
 
 /** The share of the executions' updates that were HOT, as far as the statistics collector has been told. */
@@ -176,19 +152,20 @@ async function measure(shape: Shape): Promise<Result> {
         }),
       );
     };
-    const cpuOfDatabase = await databaseCpu(sql);
+    const postmaster = await postmasterOf(sql);
+    if (postmaster === null) throw new Error("the database's CPU is read from /proc: run this next to PostgreSQL");
     await run(WARMUP);
-    const databaseBefore = cpuOfDatabase();
+    const databaseBefore = postgresCpuMs(postmaster) ?? 0;
     const clientBefore = process.cpuUsage();
     const started = performance.now();
     await run(N);
     const seconds = (performance.now() - started) / 1000;
     const client = process.cpuUsage(clientBefore);
-    const database = cpuOfDatabase() - databaseBefore;
+    const databaseMs = (postgresCpuMs(postmaster) ?? 0) - databaseBefore;
     return {
       rate: N / seconds,
       client: (client.user + client.system) / N,
-      database: (database * 1e6) / N,
+      database: (databaseMs * 1000) / N,
       hot: await hotShare(sql),
     };
   } finally {

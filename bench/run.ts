@@ -8,7 +8,7 @@
 // only the scenarios whose names match, e.g. "bare|floor|invoke \\(sqlite").
 import { availableParallelism, loadavg } from "node:os";
 import postgres from "postgres";
-import { cpuPerRequest, readCpu } from "./cpu.ts";
+import { cpuPerRequest, postmasterOf, readCpu } from "./cpu.ts";
 import {
   cleanup,
   freePort,
@@ -37,8 +37,8 @@ interface Scenario {
   name: string;
   /** The server under load, whose CPU a request is measured in. */
   pid: number;
-  /** Whether it uses the PostgreSQL server, whose CPU a request is measured in too. */
-  postgres: boolean;
+  /** The postmaster of the PostgreSQL server it uses, whose CPU a request is measured in too. */
+  postmaster: number | null;
   load: Omit<LoadOptions, "durationS" | "connections">;
   /** One request before the load: throws unless the target answers as expected. */
   verify(): Promise<void>;
@@ -71,7 +71,7 @@ async function startBare(): Promise<Scenario> {
   return {
     name: "bare echo",
     pid: proc.proc.pid,
-    postgres: false,
+    postmaster: null,
     load: { url, headers, bodyTemplate },
     verify: async () => {
       const res = await post(url);
@@ -135,7 +135,13 @@ const MORE_RATIOS = [
  * Bun.serve and one group-committed row per request (bench/invoke-floor.ts): the durable-write floor of
  * an invoke, on SQLite or, given its URL, on PostgreSQL (its own table in the bench's database).
  */
-async function startFloor(label: string, databaseUrl?: string): Promise<Scenario> {
+/** The bench's throwaway PostgreSQL database, and its server's postmaster (null when not on this machine). */
+interface PgDatabase {
+  url: string;
+  postmaster: number | null;
+}
+
+async function startFloor(label: string, database?: PgDatabase): Promise<Scenario> {
   const port = freePort();
   const proc = startProcess({
     name: `invoke-floor-${label}`,
@@ -144,7 +150,7 @@ async function startFloor(label: string, databaseUrl?: string): Promise<Scenario
       PORT: String(port),
       HOST: "127.0.0.1",
       DATA_DIR: tempDir("actuate-bench-floor-"),
-      DATABASE_URL: databaseUrl ?? "",
+      DATABASE_URL: database?.url ?? "",
     },
   });
   const base = `http://127.0.0.1:${port}`;
@@ -153,7 +159,7 @@ async function startFloor(label: string, databaseUrl?: string): Promise<Scenario
   return {
     name: `durable floor (${label})`,
     pid: proc.proc.pid,
-    postgres: Boolean(databaseUrl),
+    postmaster: database?.postmaster ?? null,
     baseline: "bare echo",
     load: { url, headers, bodyTemplate },
     verify: async () => {
@@ -174,7 +180,7 @@ async function startQuiet(): Promise<Scenario> {
 /** An Actuate server and its scenarios: HTTP invoke against the bare echo; with a user token, and MCP tools/call, against invoke. */
 async function startActuate(
   label: string,
-  databaseUrl?: string,
+  database?: PgDatabase,
   extraEnv: Record<string, string> = {},
 ): Promise<Scenario[]> {
   const port = freePort();
@@ -183,7 +189,7 @@ async function startActuate(
     HOST: "127.0.0.1",
     DATA_DIR: tempDir("actuate-bench-data-"),
     SERVICE_KEYS: serviceKey,
-    DATABASE_URL: databaseUrl ?? "",
+    DATABASE_URL: database?.url ?? "",
     LOG_LEVEL: "info",
     ...extraEnv,
   };
@@ -196,7 +202,7 @@ async function startActuate(
   await waitHealthy(`${base}/healthz`, proc);
   const url = `${base}${INVOKE_PATH}`;
   const invoke = `invoke (${label})`;
-  const measured = { pid: proc.proc.pid, postgres: Boolean(databaseUrl) };
+  const measured = { pid: proc.proc.pid, postmaster: database?.postmaster ?? null };
   const userHeaders = { ...headers, Authorization: `Bearer ${createUserToken(env)}` };
   return [
     {
@@ -204,7 +210,7 @@ async function startActuate(
       ...measured,
       baseline: "bare echo",
       // Issue #14's goals: >= 0.4 on SQLite, >= 0.3 on PostgreSQL.
-      target: databaseUrl ? 0.3 : 0.4,
+      target: database ? 0.3 : 0.4,
       load: { url, headers, bodyTemplate },
       verify: () => verifyInvoke(url, proc),
     },
@@ -290,7 +296,7 @@ function post(url: string, withHeaders = headers): Promise<Response> {
 }
 
 /** A fresh database on the PostgreSQL server, dropped at cleanup; null (with a note) when none is reachable. */
-async function createPgDatabase(): Promise<string | null> {
+async function createPgDatabase(): Promise<PgDatabase | null> {
   const explicit = process.env.BENCH_DATABASE_URL;
   const adminUrl = explicit || DEFAULT_PG;
   const sql = postgres(adminUrl, { max: 1, connect_timeout: 3, onnotice: () => {} });
@@ -310,16 +316,16 @@ async function createPgDatabase(): Promise<string | null> {
   });
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
-  return url.toString();
+  return { url: url.toString(), postmaster: await postmasterOf(sql) };
 }
 
 /** A round's load figures, and the CPU a request cost the server and (when used) PostgreSQL, in µs. */
 type Measured = LoadResult & { serverUs: number | null; databaseUs: number | null };
 
 async function measure(scenario: Scenario, seconds: number): Promise<Measured> {
-  const before = readCpu(scenario.pid, scenario.postgres);
+  const before = readCpu(scenario.pid, scenario.postmaster);
   const result = await runLoad({ ...scenario.load, durationS: seconds, connections: CONNECTIONS });
-  const after = readCpu(scenario.pid, scenario.postgres);
+  const after = readCpu(scenario.pid, scenario.postmaster);
   if (result.non2xx > 0) {
     throw new Error(`${scenario.name}: ${result.non2xx} of ${result.requests} responses were not 2xx/3xx`);
   }
@@ -360,7 +366,7 @@ function printTable(scenarios: Scenario[], results: Map<string, Measured[]>): vo
     const p99 = median(rs.map((r) => r.p99Ms));
     const rounds = rs.map((r) => fmt(r.rps, 0)).join(" ");
     const cells = [fmt(rps, 0), fmt(p50, 2), fmt(p99, 2), medianOf(rs.map((r) => r.serverUs))];
-    cells.push(s.postgres ? medianOf(rs.map((r) => r.databaseUs)) : "");
+    cells.push(s.postmaster === null ? "" : medianOf(rs.map((r) => r.databaseUs)));
     console.log(`${s.name.padEnd(26)}${cells.map((c) => c.padStart(10)).join("")}   ${rounds}`);
   }
   console.log("");
@@ -391,8 +397,8 @@ async function main(): Promise<void> {
     ...(await startActuate("sqlite")),
     await startQuiet(),
   ];
-  const pgUrl = process.env.BENCH_ONLY && !/postgres/.test(process.env.BENCH_ONLY) ? null : await createPgDatabase();
-  if (pgUrl) scenarios.push(await startFloor("postgres", pgUrl), ...(await startActuate("postgres", pgUrl)));
+  const pg = process.env.BENCH_ONLY && !/postgres/.test(process.env.BENCH_ONLY) ? null : await createPgDatabase();
+  if (pg) scenarios.push(await startFloor("postgres", pg), ...(await startActuate("postgres", pg)));
   const only = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
   const chosen = only ? scenarios.filter((s) => only.test(s.name)) : scenarios;
   for (const s of chosen) await s.verify();
