@@ -264,13 +264,10 @@ export class PgExecutionStore implements ExecutionStore {
   private async settleAll(settles: PendingSettle[]): Promise<void> {
     const ids = settles.map((settle) => settle.id).join(",");
     const logged = settles.filter((settle) => settle.logs !== "");
-    const updated = await this.client.unsafe<{ id: string }[]>(
-      logged.length > 0 ? UPDATE_WITH_LOGS : UPDATE,
-      logged.length > 0
-        ? [jsonArray(settles), ids, `[${logged.map((settle) => settle.logs).join(",")}]`]
-        : [jsonArray(settles), ids],
-      PREPARED,
-    );
+    const params = [jsonArray(settles), ids];
+    if (logged.length > 0) params.push(`[${logged.map((settle) => settle.logs).join(",")}]`);
+    const statement = logged.length > 0 ? UPDATE_WITH_LOGS : UPDATE;
+    const updated = await this.client.unsafe<{ id: string }[]>(statement, params, PREPARED);
     const stored = new Set(updated.map((r) => r.id));
     for (const settle of settles) {
       if (stored.has(settle.id)) settle.resolve();
