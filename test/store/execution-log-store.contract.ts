@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { ExecutionSettlement } from "../../src/store/executions.ts";
-import type { LogRow } from "../../src/store/rows.ts";
+import type { ExecutionRow, LogRow } from "../../src/store/rows.ts";
 import type { Store } from "../../src/store/store.ts";
 import { row } from "../support/rows.ts";
 import { at, dataWrites, type OpenStores, storesPerTest } from "./fixture.ts";
@@ -58,14 +58,15 @@ export function executionLogStoreContract(open: OpenStores) {
       expect(texts(await peer.executionLogs.page(quick.id, -1, 10))).toEqual(["only line"]);
     });
 
-    test("many executions settled together each keep their own lines", async () => {
+    test("many executions settled together each keep their own lines, and those without any get none", async () => {
       const rows = Array.from({ length: 12 }, () => row());
+      const lines = (r: ExecutionRow, i: number) =>
+        i % 3 === 0 ? [] : [line(r.id, 0, `first of ${i}`), line(r.id, 1)];
       await Promise.all(rows.map((r) => store.executions.claim(r)));
-      await Promise.all(
-        rows.map((r, i) => store.executions.settle(r.id, succeeded([line(r.id, 0, `first of ${i}`), line(r.id, 1)]))),
-      );
+      await Promise.all(rows.map((r, i) => store.executions.settle(r.id, succeeded(lines(r, i)))));
       for (const [i, r] of rows.entries()) {
-        expect(texts(await peer.executionLogs.page(r.id, -1, 10))).toEqual([`first of ${i}`, "line 1"]);
+        expect(await peer.executionLogs.page(r.id, -1, 10)).toEqual(lines(r, i));
+        expect(await peer.executions.get(r.id)).toMatchObject({ status: "succeeded" });
       }
     });
 

@@ -216,16 +216,18 @@ describe("SQLite request keys", () => {
   // The writer drops the keys of a merge that failed; the index hands the whole batch over again, and the
   // keys committed meanwhile too (a few hundred of them went to the writer while the merge was in flight).
   const failingMerges = [
-    { where: "on the database's connection (:memory:)", file: () => ":memory:", schema: "requests" },
-    { where: "on the writer thread", file: () => requestKeysPath(join(dir, "test.db")), schema: "main" },
+    { where: "on the database's connection (:memory:)", inMemory: true, schema: "requests" },
+    { where: "on the writer thread", inMemory: false, schema: "main" },
   ];
-  for (const { where, file, schema } of failingMerges) {
+  for (const { where, inMemory, schema } of failingMerges) {
     test(`keys handed over while a merge fails are all written by the next merge, the failed batch's too: ${where}`, async () => {
-      const db = new Database(file() === ":memory:" ? ":memory:" : join(dir, "test.db"));
+      const path = inMemory ? ":memory:" : join(dir, "test.db");
+      const db = new Database(path);
       db.exec("create table executions (id text, principal_kind text, principal_id text, request_id text)");
-      const index = new SqliteRequestIndex(db, file(), () => undefined);
+      const file = inMemory ? ":memory:" : requestKeysPath(path);
+      const index = new SqliteRequestIndex(db, file, () => undefined);
       // The table is renamed where the writer writes it: its own connection to the file, or the database's.
-      const keys = file() === ":memory:" ? db : new Database(file());
+      const keys = inMemory ? db : new Database(file);
       const told: string[] = [];
       index.warn = (message) => told.push(message);
       const key = () => ({
