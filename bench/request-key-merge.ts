@@ -1,6 +1,7 @@
-// What a merge of request keys costs as the index grows (issue #14): sorted batches of random keys
-// (the server's MERGE_AT, or BATCH=<keys>) written into the request-key file the way the writer thread does (store/sqlite/request-keys/file.ts),
-// CPU per key at each size, with the generations (GENERATION_KEYS a tree) and, GENERATION=0, in one
+// What a merge of request keys costs as the index grows (issue #14): batches of random keys (the
+// server's MERGE_AT, or BATCH=<keys>) read from an executions table by rowid, sorted and written into the
+// request-key file the way the writer thread does (store/sqlite/request-keys/file.ts), CPU per key
+// merged at each size (the executions' own inserts not counted), with the generations (GENERATION_KEYS a tree) and, GENERATION=0, in one
 // tree. In one tree the cost grows with the index, because a batch dirties nearly one page per key once
 // the tree has more pages than the batch has keys (docs/ARCHITECTURE.md, "SQLite idempotency keys").
 // SIZES=50000,300000 picks the sizes (default up to two million keys).
@@ -8,12 +9,7 @@ import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  createRequestKeyTables,
-  GENERATION_KEYS,
-  type RequestKey,
-  RequestKeyWriter,
-} from "../src/store/sqlite/request-keys/file.ts";
+import { createRequestKeyTables, GENERATION_KEYS, RequestKeyWriter } from "../src/store/sqlite/request-keys/file.ts";
 import { MERGE_AT } from "../src/store/sqlite/request-keys/index.ts";
 
 const SIZES = (process.env.SIZES ?? "50000,150000,300000,600000,1000000,2000000").split(",").map(Number);
@@ -24,29 +20,37 @@ const dir = mkdtempSync(join(tmpdir(), "actuate-key-merge-"));
 const db = new Database(join(dir, "keys.db"), { create: true, strict: true });
 db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536");
 createRequestKeyTables(db, "main");
-const writer = new RequestKeyWriter(db, "main", GENERATION);
+db.exec(
+  "create table executions (id text primary key, principal_kind text, principal_id text, request_id text, input text)",
+);
+const insert = db.prepare(
+  "insert into executions (id, principal_kind, principal_id, request_id, input) values (?1, 'service', 'service-bench', ?2, '{}')",
+);
+const writer = new RequestKeyWriter(db, { keys: "main", executions: "main" }, GENERATION);
 
 let total = 0;
 try {
   for (const size of SIZES) {
-    const before = process.cpuUsage();
+    let used = 0;
     const from = total;
     while (total < size) {
-      const keys: RequestKey[] = Array.from({ length: BATCH }, () => [
-        "service",
-        "service-bench",
-        crypto.randomUUID(),
-        Bun.randomUUIDv7(),
-      ]);
-      keys.sort((a, b) => (a[2] < b[2] ? -1 : 1));
-      writer.write({ kind: "merge", keys, through: Bun.randomUUIDv7() });
+      const rowids = db.transaction(() =>
+        Array.from({ length: BATCH }, () =>
+          Number(insert.run(Bun.randomUUIDv7(), crypto.randomUUID()).lastInsertRowid),
+        ),
+      )();
+      const before = process.cpuUsage();
+      writer.write({
+        kind: "merge",
+        rows: [rowids[0] as number, rowids.at(-1) as number],
+        through: Bun.randomUUIDv7(),
+      });
+      const merged = process.cpuUsage(before);
+      used += merged.user + merged.system;
       total += BATCH;
     }
-    const used = process.cpuUsage(before);
     const tree = GENERATION === GENERATION_KEYS ? `generations of ${GENERATION_KEYS}` : "one tree";
-    console.log(
-      `${size} keys (${tree}): ${((used.user + used.system) / (total - from)).toFixed(1)} µs CPU a key merged`,
-    );
+    console.log(`${size} keys (${tree}): ${(used / (total - from)).toFixed(1)} µs CPU a key merged`);
   }
 } finally {
   db.close();

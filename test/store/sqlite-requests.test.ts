@@ -6,8 +6,9 @@ import { join } from "node:path";
 import { openStore } from "../../src/store/open.ts";
 import type { ExecutionRow } from "../../src/store/rows.ts";
 import { GENERATION_KEYS, requestKeysPath } from "../../src/store/sqlite/request-keys/file.ts";
-import { KeyFilter } from "../../src/store/sqlite/request-keys/filter.ts";
+import { hashKey, KeyFilter } from "../../src/store/sqlite/request-keys/filter.ts";
 import { SqliteRequestIndex } from "../../src/store/sqlite/request-keys/index.ts";
+import { RecentKeys } from "../../src/store/sqlite/request-keys/recent.ts";
 import type { Store } from "../../src/store/store.ts";
 import { selectRows } from "../support/databases.ts";
 import { row } from "../support/rows.ts";
@@ -44,6 +45,35 @@ const merged = async () =>
   (await selectRows(keysUrl, "select request_id as requestId, execution_id as executionId from request_keys")).map(
     (r) => `${r.requestId}→${r.executionId}`,
   );
+
+interface Key {
+  principalKind: string;
+  principalId: string;
+  requestId: string;
+  id: string;
+}
+
+/** The columns `commit` fills: a table made by a test has these, the store's has them and more. */
+const EXECUTIONS =
+  "create table executions (id text primary key, request_id, principal_kind, principal_id, action, kind, " +
+  "release_version, contract_hash, input_fingerprint, input, status, created_at)";
+
+/**
+ * What the store does for each key: looks it up (its claim), inserts the execution holding it (all of
+ * `keys` in one transaction, a group commit), then tells the index.
+ */
+function commit(db: Database, index: SqliteRequestIndex, ...keys: Key[]): void {
+  for (const k of keys) expect(index.lookup(k.principalKind, k.principalId, k.requestId)).toBeNull();
+  const insert = db.prepare(
+    `insert into main.executions (id, request_id, principal_kind, principal_id, action, kind, release_version,
+       contract_hash, input_fingerprint, input, status, created_at)
+     values (?1, ?2, ?3, ?4, 'test.echo', 'function', 't1', 'c', 'f', '{}', 'succeeded', 0)`,
+  );
+  const rowids = db.transaction(() =>
+    keys.map((k) => Number(insert.run(k.id, k.requestId, k.principalKind, k.principalId).lastInsertRowid)),
+  )();
+  for (const [i, k] of keys.entries()) index.committed(k, rowids[i] as number);
+}
 
 const settled = (store: Store, r: ExecutionRow) =>
   store.executions.settle(r.id, {
@@ -194,12 +224,12 @@ describe("SQLite request keys", () => {
   test("a failed merge is told, its keys are still answered, and the next merge writes them", async () => {
     // In memory, the index is written on the database's own connection: the failure path is the same.
     const db = new Database(":memory:");
-    db.exec("create table executions (id text, principal_kind text, principal_id text, request_id text)");
+    db.exec(EXECUTIONS);
     const index = new SqliteRequestIndex(db, ":memory:", () => undefined);
     const told: string[] = [];
     index.warn = (message) => told.push(message);
     const key = { principalKind: "user", principalId: "alice", requestId: crypto.randomUUID(), id: Bun.randomUUIDv7() };
-    index.committed(key);
+    commit(db, index, key);
     db.exec("alter table requests.request_keys rename to request_keys_away");
     await expect(index.mergeAll()).rejects.toThrow(/no such table/);
     expect(told).toEqual([
@@ -223,7 +253,9 @@ describe("SQLite request keys", () => {
     test(`keys handed over while a merge fails are all written by the next merge, the failed batch's too: ${where}`, async () => {
       const path = inMemory ? ":memory:" : join(dir, "test.db");
       const db = new Database(path);
-      db.exec("create table executions (id text, principal_kind text, principal_id text, request_id text)");
+      // As the store's: the writer thread reads the executions while this connection commits more.
+      if (!inMemory) db.exec("PRAGMA journal_mode = WAL");
+      db.exec(EXECUTIONS);
       const file = inMemory ? ":memory:" : requestKeysPath(path);
       const index = new SqliteRequestIndex(db, file, () => undefined);
       // The table is renamed where the writer writes it: its own connection to the file, or the database's.
@@ -238,15 +270,15 @@ describe("SQLite request keys", () => {
       });
       // A first merge: the writer thread is open before the table goes (it would make a new one).
       const merged = [key()];
-      index.committed(merged[0] as ReturnType<typeof key>);
+      commit(db, index, merged[0] as Key);
       await index.mergeAll();
       while (!index.filtering) await Bun.sleep(1);
       const before = Array.from({ length: 600 }, key);
-      for (const k of before) index.committed(k);
+      commit(db, index, ...before);
       keys.exec(`alter table ${schema}.request_keys rename to request_keys_away`);
       const failing = index.mergeAll();
       const during = Array.from({ length: 600 }, key);
-      for (const k of during) index.committed(k);
+      commit(db, index, ...during);
       // Not `expect(failing).rejects`: Bun's waits there without taking the (unref'd) writer thread's answer.
       const failure = await failing.then(
         () => null,
@@ -317,17 +349,65 @@ function connect(): Database {
 /** One turn of the event loop: the index fills its filter a slice per turn. */
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+describe("the recent keys in memory", () => {
+  test("entries sharing both hashes are candidates: the one whose execution holds the key is answered, after growing too", () => {
+    const table = new RecentKeys(4);
+    table.add(7, 9, "first");
+    table.add(7, 9, "second");
+    // Enough others to grow the table several times; some land in the same slots (second hash 9 & mask).
+    for (let i = 0; i < 100; i++) table.add(i, 9 + i * 8, `other-${i}`);
+    expect(table.size).toBe(102);
+    expect(table.find(7, 9, (id) => id === "second")).toBe("second");
+    expect(table.find(7, 9, (id) => id === "first")).toBe("first");
+    expect(table.find(7, 9, () => false)).toBeNull();
+    expect(table.find(7, 10, () => true)).toBeNull();
+    expect(table.find(42, 9 + 42 * 8, () => true)).toBe("other-42");
+    const firsts: number[] = [];
+    table.forEachFirstHash((hash) => firsts.push(hash));
+    expect(firsts.sort((a, b) => a - b)).toEqual(
+      [...Array.from({ length: 100 }, (_, i) => i), 7, 7].sort((a, b) => a - b),
+    );
+  });
+
+  test("a key in memory whose execution was deleted is not answered; claimed again, it names the new one", async () => {
+    await (await reopen()).close();
+    open = [];
+    const db = connect();
+    const index = new SqliteRequestIndex(db, requestKeysPath(join(dir, "test.db")), () => undefined);
+    const gone: Key = {
+      principalKind: "user",
+      principalId: "alice",
+      requestId: crypto.randomUUID(),
+      id: Bun.randomUUIDv7(),
+    };
+    commit(db, index, gone);
+    expect(index.lookup("user", "alice", gone.requestId)).toBe(gone.id);
+    // Retention deletes the execution (and forgets the key) before its batch was merged.
+    db.run("delete from executions where id = ?1", [gone.id]);
+    await index.forget([gone]);
+    expect(index.lookup("user", "alice", gone.requestId)).toBeNull();
+    const again = { ...gone, id: Bun.randomUUIDv7() };
+    commit(db, index, again);
+    expect(index.lookup("user", "alice", gone.requestId)).toBe(again.id);
+    await index.mergeAll();
+    expect(index.lookup("user", "alice", gone.requestId)).toBe(again.id);
+    expect(await merged()).toEqual([`${gone.requestId}→${again.id}`]);
+    await index.close();
+    db.close();
+  });
+});
+
 describe("the request keys' filter", () => {
   test("a key filter never rules out a key it was given, and rules out most others", () => {
     const filter = new KeyFilter(10_000);
-    const given = Array.from({ length: 10_000 }, () => `user\u0000alice\u0000${crypto.randomUUID()}`);
+    const given = Array.from({ length: 10_000 }, () => hashKey(`user\u0000alice\u0000${crypto.randomUUID()}`));
     for (const key of given) filter.add(key);
     expect(given.every((key) => filter.mayHold(key))).toBe(true);
-    const others = Array.from({ length: 10_000 }, () => `user\u0000alice\u0000${crypto.randomUUID()}`);
+    const others = Array.from({ length: 10_000 }, () => hashKey(`user\u0000alice\u0000${crypto.randomUUID()}`));
     const falsePositives = others.filter((key) => filter.mayHold(key)).length;
     expect(falsePositives).toBeLessThan(300); // ~1 % expected at capacity
     expect(filter.full).toBe(false);
-    filter.add("one more");
+    filter.add(hashKey("one more"));
     expect(filter.full).toBe(true);
   });
 
@@ -340,8 +420,8 @@ describe("the request keys' filter", () => {
       filterCapacity: 16,
       generationSize: GENERATION_KEYS,
     });
-    const keys: { principalKind: string; principalId: string; requestId: string; id: string }[] = [];
-    const commit = (n: number) => {
+    const keys: Key[] = [];
+    const commitNew = (n: number) => {
       for (let i = 0; i < n; i++) {
         const k = {
           principalKind: "user",
@@ -349,7 +429,7 @@ describe("the request keys' filter", () => {
           requestId: crypto.randomUUID(),
           id: Bun.randomUUIDv7(),
         };
-        index.committed(k);
+        commit(db, index, k);
         keys.push(k);
       }
     };
@@ -359,14 +439,14 @@ describe("the request keys' filter", () => {
     };
     // The first key starts a build; these arrive while it waits for its scan, which finds none of them
     // in the table: the filter holds them because they were added as they came.
-    commit(10);
+    commitNew(10);
     await turn();
     expect(index.filtering).toBe(true);
     await index.mergeAll();
     check();
     // These overfill the filter: a larger one is built, whose scan runs before they are merged. It
     // holds them (and the earlier ones) because the keys not merged yet went in when it started.
-    commit(10);
+    commitNew(10);
     await turn();
     await turn();
     await index.mergeAll();
@@ -391,7 +471,7 @@ describe("the request keys' filter", () => {
     const writer = new SqliteRequestIndex(first, path, () => undefined, sizes);
     // Batches of 5: a generation of 8 takes one batch, the next batch opens a new generation.
     for (let i = 0; i < keys.length; i += 5) {
-      for (const k of keys.slice(i, i + 5)) writer.committed(k);
+      commit(first, writer, ...keys.slice(i, i + 5));
       await writer.mergeAll();
     }
     await writer.close();
@@ -431,7 +511,8 @@ describe("the request keys' filter", () => {
     }));
     const first = connect();
     const writer = new SqliteRequestIndex(first, requestKeysPath(join(dir, "test.db")), () => undefined);
-    for (const k of keys) writer.committed(k);
+    // One transaction: 20 000 of their own would each wait for the disk.
+    commit(first, writer, ...keys);
     await writer.close();
     first.close();
     expect((await merged()).length).toBe(keys.length);

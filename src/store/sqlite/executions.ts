@@ -27,6 +27,8 @@ interface PendingInsert {
   /** Log lines that came with the settlement. */
   logs: LogRow[];
   waiters: Waiter[];
+  /** The row's rowid in `executions` once inserted (the request-key index reads its key by it). */
+  rowid: number;
 }
 
 interface PendingLines {
@@ -95,7 +97,7 @@ export class SqliteExecutionStore implements ExecutionStore {
   async claim(row: ExecutionRow): Promise<{ row: ExecutionRow; created: boolean }> {
     const existing = this.findQueuedOrStored(row.principalKind, row.principalId, row.requestId);
     if (existing) return { row: existing, created: false };
-    const pending: PendingInsert = { row: { ...row }, writes: [], logs: [], waiters: [] };
+    const pending: PendingInsert = { row: { ...row }, writes: [], logs: [], waiters: [], rowid: 0 };
     this.inserts.set(row.id, pending);
     this.byRequestKey.set(keyOf(row.principalKind, row.principalId, row.requestId), pending);
     this.schedule();
@@ -120,10 +122,10 @@ export class SqliteExecutionStore implements ExecutionStore {
 
   /**
    * Inserts a row at once, outside the group commit, inside the caller's transaction (a workflow's
-   * admission); call `admitted` once that transaction has committed.
+   * admission); call `admitted` with the rowid it returns once that transaction has committed.
    */
-  insertNow(row: ExecutionRow): void {
-    this.insert.run({ ...row, input: JSON.stringify(row.input), output: null });
+  insertNow(row: ExecutionRow): number {
+    return Number(this.insert.run({ ...row, input: JSON.stringify(row.input), output: null }).lastInsertRowid);
   }
 
   /** Where a failed merge of request keys, or a failed background checkpoint, is told (store.ts `onTrouble`). */
@@ -138,8 +140,8 @@ export class SqliteExecutionStore implements ExecutionStore {
   }
 
   /** Records the request key of a row `insertNow` wrote, now committed. */
-  admitted(row: ExecutionRow): void {
-    this.requests.committed(row);
+  admitted(row: ExecutionRow, rowid: number): void {
+    this.requests.committed(row, rowid);
   }
 
   /** Resolves once the final status is committed (merged into the insert when that is still queued). */
@@ -243,7 +245,9 @@ export class SqliteExecutionStore implements ExecutionStore {
     } catch {
       // One bad write must not fail its neighbours: write the batch again, one transaction each.
       for (const pending of inserts) {
-        if (this.alone(() => this.writeInsert(pending), pending.waiters)) this.requests.committed(pending.row);
+        if (this.alone(() => this.writeInsert(pending), pending.waiters)) {
+          this.requests.committed(pending.row, pending.rowid);
+        }
       }
       for (const update of updates) this.alone(() => this.writeUpdate(update), [update]);
       for (const pending of logLines) this.linesAlone(pending);
@@ -253,7 +257,7 @@ export class SqliteExecutionStore implements ExecutionStore {
     this.checkpoints?.committed();
     for (const pending of logLines) pending.done();
     inserts.forEach((pending, i) => {
-      this.requests.committed(pending.row);
+      this.requests.committed(pending.row, pending.rowid);
       for (const waiter of pending.waiters) waiter.done(results[i] as ExecutionSettlement);
     });
     updates.forEach((update, i) => {
@@ -300,11 +304,12 @@ export class SqliteExecutionStore implements ExecutionStore {
       pending.writes.length === 0
         ? pending.row
         : { ...pending.row, ...this.applyWrites(pending.writes, settlementOf(pending.row)) };
-    this.insert.run({
+    const { lastInsertRowid } = this.insert.run({
       ...row,
       input: JSON.stringify(row.input),
       output: row.output === null ? null : JSON.stringify(row.output),
     });
+    pending.rowid = Number(lastInsertRowid);
     this.writeLines(pending.logs);
     return settlementOf(row);
   }

@@ -148,15 +148,16 @@ export class SqliteRunStore implements RunStore {
       execution.requestId,
     );
     if (existing) return { execution: existing, created: false };
+    let rowid = 0;
     this.commit(() => {
-      this.executions.insertNow(execution);
+      rowid = this.executions.insertNow(execution);
       this.insertRun.run({
         ...run,
         principalClaims: jsonOrNull(run.principalClaims),
         input: JSON.stringify(run.input),
       });
     });
-    this.executions.admitted(execution);
+    this.executions.admitted(execution, rowid);
     return { execution, created: true };
   }
 

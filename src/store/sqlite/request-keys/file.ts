@@ -1,18 +1,14 @@
 import type { Database, Statement } from "bun:sqlite";
 
-/** One execution's idempotency key and the execution that holds it: [principalKind, principalId, requestId, executionId]. */
-export type RequestKey = [string, string, string, string];
 /** A key without its execution: [principalKind, principalId, requestId]. */
 export type KeyName = [string, string, string];
 
-/** What the request-key writer is asked to do; each is one transaction of the request-key file. */
-export type KeyWrite = { kind: "merge"; keys: RequestKey[]; through: string } | { kind: "forget"; keys: KeyName[] };
-
 /**
- * What the index asks of the writer once it has handed it keys (`KeyBuffer.add`): a merge writes every
- * key handed over before it, with the mark.
+ * What the request-key writer is asked to do; each is one transaction of the request-key file. A merge
+ * reads the keys of the executions whose rowids are in `rows` (first and last, inclusive) from the
+ * executions table and records the mark `through`.
  */
-export type IndexWrite = { kind: "merge"; through: string } | { kind: "forget"; keys: KeyName[] };
+export type KeyWrite = { kind: "merge"; rows: [number, number]; through: string } | { kind: "forget"; keys: KeyName[] };
 
 /**
  * Keys per generation. A batch of random keys dirties about one page per key once its B-tree has more
@@ -76,86 +72,58 @@ export function writeMergeState(db: Database, schema: string, state: MergeState)
 }
 
 /**
- * Writes the index: a merge is one transaction of sorted keys, in the newest generation (a new one once
- * it is full), and the mark. A key written again names the newer execution: after retention deleted an
- * execution, its key may name a new one.
+ * Writes the index: a merge is one transaction that reads a range of `executions` rows by rowid (rowids
+ * grow as rows are inserted: one process writes the database), sorts their keys and writes them in the
+ * newest generation (a new one once it is full), with the mark. A key written again names the newer
+ * execution: after retention deleted an execution, its key may name a new one. Reading the keys here,
+ * rather than being handed them, keeps the serving thread from holding and sending every key.
  */
 export class RequestKeyWriter {
   private readonly insert: Statement;
+  private readonly count: Statement<{ n: number }>;
   private readonly remove: Statement;
 
   constructor(
     private readonly db: Database,
-    private readonly schema = "main",
+    /** Where the request-key tables are, and where `executions` is, on this connection. */
+    private readonly schemas: { keys: string; executions: string },
     private readonly generationSize = GENERATION_KEYS,
   ) {
+    const { keys, executions } = schemas;
     this.insert = db.prepare(
-      `insert or replace into ${schema}.request_keys (generation, principal_kind, principal_id, request_id, execution_id)
-       values (?1, ?2, ?3, ?4, ?5)`,
+      `insert or replace into ${keys}.request_keys (generation, principal_kind, principal_id, request_id, execution_id)
+       select ?3, principal_kind, principal_id, request_id, id from ${executions}.executions
+       where rowid between ?1 and ?2
+       order by principal_kind, principal_id, request_id`,
     );
+    this.count = db.prepare(`select count(*) as n from ${executions}.executions where rowid between ?1 and ?2`);
     this.remove = db.prepare(
-      `delete from ${schema}.request_keys
+      `delete from ${keys}.request_keys
        where generation = ?1 and principal_kind = ?2 and principal_id = ?3 and request_id = ?4`,
     );
   }
 
   write(op: KeyWrite): void {
+    const schema = this.schemas.keys;
     this.db.transaction(() => {
       // Read in the transaction: a restart's recovery may have written the file since the last write.
-      const state = readMergeState(this.db, this.schema);
+      const state = readMergeState(this.db, schema);
       if (op.kind === "forget") {
         for (const key of op.keys) {
           for (let generation = 0; generation <= state.generation; generation++) this.remove.run(generation, ...key);
         }
         return;
       }
+      const [first, last] = op.rows;
+      const batch = this.count.get(first, last)?.n ?? 0;
       let { generation, generationKeys } = state;
-      if (generationKeys > 0 && generationKeys + op.keys.length > this.generationSize) {
+      if (generationKeys > 0 && generationKeys + batch > this.generationSize) {
         generation++;
         generationKeys = 0;
       }
       // Sorted, so neighbours in the batch share the index's pages.
-      for (const key of op.keys.sort(compareKeys)) this.insert.run(generation, ...key);
-      writeMergeState(this.db, this.schema, {
-        through: op.through,
-        generation,
-        generationKeys: generationKeys + op.keys.length,
-      });
+      this.insert.run(first, last, generation);
+      writeMergeState(this.db, schema, { through: op.through, generation, generationKeys: generationKeys + batch });
     })();
-  }
-}
-
-function compareKeys(a: RequestKey, b: RequestKey): number {
-  for (let i = 0; i < 3; i++) {
-    const x = a[i] as string;
-    const y = b[i] as string;
-    if (x !== y) return x < y ? -1 : 1;
-  }
-  return 0;
-}
-
-/**
- * The writer's side of a batch: keys handed over a few hundred at a time while the batch gathers, so that
- * no turn of the serving thread stalls serialising a whole batch (16 384 keys at once: 8-13 ms), then
- * written by the merge that follows them. A merge drops the keys it was to write whether it committed
- * or not: the index hands a failed batch's keys over again, to this writer or to a new thread's.
- */
-export class KeyBuffer {
-  private keys: RequestKey[] = [];
-
-  constructor(private readonly writer: RequestKeyWriter) {}
-
-  add(keys: RequestKey[]): void {
-    for (const key of keys) this.keys.push(key);
-  }
-
-  write(op: IndexWrite): void {
-    if (op.kind === "forget") {
-      this.writer.write(op);
-      return;
-    }
-    const keys = this.keys;
-    this.keys = [];
-    this.writer.write({ kind: "merge", keys, through: op.through });
   }
 }

@@ -2,8 +2,11 @@
 const BITS_PER_KEY = 10;
 const PROBES = 7;
 
+/** A key's hash as the filter takes it (`keyOf`'s text, hashed once for the filter and the recent keys). */
+export const hashKey = (text: string): number => Bun.hash.xxHash32(text, 0);
+
 /**
- * A Bloom filter of strings: `mayHold` is false only for a key never added, so a lookup it rules out
+ * A Bloom filter of keys, by their `hashKey`: `mayHold` is false only for a key never added, so a lookup it rules out
  * needs no index read. It never forgets (a deleted key stays a possible one, which costs a read, not an
  * error) and does not grow: past `capacity` keys its false positives rise, and its owner builds a larger one.
  */
@@ -17,9 +20,9 @@ export class KeyFilter {
     this.bits = new Uint32Array(Math.ceil(this.size / 32));
   }
 
-  add(key: string): void {
+  add(hash: number): void {
     this.count++;
-    let h = Bun.hash.xxHash32(key, 0);
+    let h = hash;
     const step = mix(h);
     for (let i = 0; i < PROBES; i++) {
       const bit = h % this.size;
@@ -28,8 +31,8 @@ export class KeyFilter {
     }
   }
 
-  mayHold(key: string): boolean {
-    let h = Bun.hash.xxHash32(key, 0);
+  mayHold(hash: number): boolean {
+    let h = hash;
     const step = mix(h);
     for (let i = 0; i < PROBES; i++) {
       const bit = h % this.size;

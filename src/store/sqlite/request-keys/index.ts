@@ -4,18 +4,19 @@ import {
   createRequestKeyTables,
   GENERATION_KEYS,
   type KeyName,
-  type RequestKey,
+  RequestKeyWriter,
   readMergeState,
   writeMergeState,
 } from "./file.ts";
-import { KeyFilter } from "./filter.ts";
+import { hashKey, KeyFilter } from "./filter.ts";
+import { RecentKeys, secondHash } from "./recent.ts";
 import { ConnectionKeyWriter, type KeyWriterHost, WorkerKeyWriter } from "./writers.ts";
 
 /**
  * Keys gathered before they are sorted and merged: the more at once, the more of them share an index page.
  * 16 384 costs the writer thread a third less CPU a key than 4 096 (~9 µs against ~13.5 once a generation
- * has 150 000 keys; 32 768: ~7.4, for twice the memory), for at most ~33 000 keys in memory under load
- * (this batch and the one merging): ~13 MiB of heap, against ~3 (BENCHMARKS.md, ninth session).
+ * has 150 000 keys; 32 768: ~7.4), for at most ~33 000 keys in memory under load (this batch and the one
+ * merging): ~1.5 MiB of typed arrays and ids (recent.ts).
  */
 export const MERGE_AT = 16_384;
 /**
@@ -23,13 +24,6 @@ export const MERGE_AT = 16_384;
  * that a batch fills at ~8 000 invokes/s, where the writer's cost matters.
  */
 const MERGE_AFTER_MS = 2000;
-/**
- * Keys handed to the writer at once while a batch gathers (each its own small message): the serving thread
- * serialises a few hundred keys a time instead of a whole batch in one turn.
- */
-const HAND_OVER_AT = 512;
-/** Keys of a merged batch dropped from memory in one turn (all 16 384 at once held the serving thread 3-8 ms). */
-const DROP_SLICE = 512;
 /**
  * The merged-through mark stays this far behind the oldest key not merged: execution ids are UUIDv7
  * (time first), so a clock stepping back by less than this cannot hide an execution from the restart.
@@ -56,24 +50,27 @@ export const keyOf = (kind: string, principal: string, requestId: string) =>
  * key on the serving thread: `executions` has no index on request_id, whose random inserts dirtied a page
  * each per commit, and merging them into a table of the database cost the serving thread more the larger
  * it grew (BENCHMARKS.md). The index is its own file (file.ts), written by a worker thread in
- * sorted batches; keys committed recently are held in memory until their batch has committed (one process
- * serves a SQLite database, so memory is the whole truth for them). Lookups read the file through the
+ * sorted batches it reads from `executions` itself, by the rowids the serving thread committed; keys
+ * committed recently are held in memory, as hashes (recent.ts), until their batch has committed (one
+ * process serves a SQLite database, so memory is the whole truth for them). Lookups read the file through the
  * database's connection, which has it attached, and only for keys the filter cannot rule out. The
  * merged-through mark lets a restart merge what a crash left in memory, or rebuild a lost file from
  * `executions`, before it answers a key.
  */
 export class SqliteRequestIndex {
-  /** Committed, not yet merged. */
-  private readonly recent = new Map<string, RequestKey>();
-  /** Committed keys waiting for their batch, each with its map key (`keyOf`). */
-  private gathered: [string, RequestKey][] = [];
-  /** How many of `gathered` the writer holds already (handed over, to be written by the next merge). */
-  private handedOver = 0;
+  /**
+   * Keys committed and not merged yet, oldest first: the last takes new keys, those before it wait for the
+   * merge in flight (or, after one failed, for the next).
+   */
+  private tables: RecentKeys[] = [new RecentKeys()];
+  /** The lowest and highest rowid of the executions committed since the last merge began (none: ∞, -∞). */
+  private firstRow = Number.POSITIVE_INFINITY;
+  private lastRow = Number.NEGATIVE_INFINITY;
   private gatherTimer: Timer | null = null;
   /** The batch being merged, settled once its transaction has (one at a time, in order). */
   private merging: Promise<void> | null = null;
   private recovered = false;
-  /** Every key held (in `recent` or the index), and maybe some others: a key it rules out needs no read. */
+  /** Every key held (in memory or the index), and maybe some others: a key it rules out needs no read. */
   private filter: KeyFilter | null = null;
   /** A filter being filled from the index a slice per turn, with where the scan is. */
   private building: { filter: KeyFilter; after: [number, string, string, string] } | null = null;
@@ -81,6 +78,7 @@ export class SqliteRequestIndex {
   /** Told of a failed merge (store.ts `onTrouble`). */
   warn: (message: string) => void = () => {};
   private readonly held: Statement<{ executionId: string }>;
+  private readonly holds: Statement<{ held: number }>;
   private readonly newest: Statement<{ generation: number }>;
   private readonly scan: Statement<[number, string, string, string]>;
 
@@ -101,11 +99,17 @@ export class SqliteRequestIndex {
     createRequestKeyTables(client, SCHEMA);
     this.writer =
       path === ":memory:"
-        ? new ConnectionKeyWriter(client, SCHEMA, sizes.generationSize)
-        : new WorkerKeyWriter(path, sizes.generationSize);
+        ? new ConnectionKeyWriter(
+            new RequestKeyWriter(client, { keys: SCHEMA, executions: "main" }, sizes.generationSize),
+          )
+        : new WorkerKeyWriter(path, client.filename, sizes.generationSize);
     this.held = client.prepare(
       `select execution_id as executionId from ${SCHEMA}.request_keys
        where generation = ?1 and principal_kind = ?2 and principal_id = ?3 and request_id = ?4`,
+    );
+    this.holds = client.prepare(
+      `select 1 as held from main.executions
+       where id = ?1 and principal_kind = ?2 and principal_id = ?3 and request_id = ?4`,
     );
     this.newest = client.prepare(`select generation from ${SCHEMA}.merged_through where id = 1`);
     this.scan = client.prepare(
@@ -118,10 +122,16 @@ export class SqliteRequestIndex {
   /** The id of the committed execution holding the key, or null. */
   lookup(kind: string, principal: string, requestId: string): string | null {
     if (!this.recovered) this.recover();
-    const key = keyOf(kind, principal, requestId);
-    const recent = this.recent.get(key);
-    if (recent) return recent[3];
-    if (this.filter && !this.filter.mayHold(key)) return null;
+    const text = keyOf(kind, principal, requestId);
+    const first = hashKey(text);
+    const second = secondHash(text);
+    // An entry is a candidate: the execution it names is read to tell a key from another with its hashes.
+    const holds = (id: string) => this.holds.get(id, kind, principal, requestId) !== null;
+    for (let i = this.tables.length - 1; i >= 0; i--) {
+      const id = (this.tables[i] as RecentKeys).find(first, second, holds);
+      if (id !== null) return id;
+    }
+    if (this.filter && !this.filter.mayHold(first)) return null;
     return this.stored(kind, principal, requestId);
   }
 
@@ -138,37 +148,40 @@ export class SqliteRequestIndex {
     return null;
   }
 
-  /** Records a key whose execution is now committed. */
-  committed(row: { principalKind: string; principalId: string; requestId: string; id: string }): void {
+  /** Records the key of an execution now committed, as the row `rowid` of `executions`. */
+  committed(row: { principalKind: string; principalId: string; requestId: string; id: string }, rowid: number): void {
     if (!this.recovered) this.recover();
-    const key: RequestKey = [row.principalKind, row.principalId, row.requestId, row.id];
     const text = keyOf(row.principalKind, row.principalId, row.requestId);
-    this.recent.set(text, key);
-    this.filter?.add(text);
-    this.building?.filter.add(text);
+    const first = hashKey(text);
+    const gathering = this.tables.at(-1) as RecentKeys;
+    gathering.add(first, secondHash(text), row.id);
+    this.filter?.add(first);
+    this.building?.filter.add(first);
     if (this.filter?.full && !this.building) this.buildFilter(this.filter.capacity * 4);
-    this.gathered.push([text, key]);
-    // Also while a merge is in flight: the next batch is then handed over whole already.
-    if (this.gathered.length - this.handedOver >= HAND_OVER_AT) this.handOver();
-    if (this.gathered.length >= MERGE_AT) this.startBatch();
+    // Both ends: a rowid freed by a deletion can be given again, below the highest.
+    if (rowid < this.firstRow) this.firstRow = rowid;
+    if (rowid > this.lastRow) this.lastRow = rowid;
+    if (gathering.size >= MERGE_AT) this.startBatch();
     else this.gatherTimer ??= setTimeout(() => this.startBatch(), MERGE_AFTER_MS);
   }
 
   /**
-   * Forgets keys whose executions are being deleted (they ended long ago, so none is still in memory).
-   * Written after every batch sent before it, so a key claimed again later names the new execution.
+   * Forgets keys whose executions are deleted. Written after every batch sent before it, so a key claimed
+   * again later names the new execution. An entry in memory needs no forgetting: `lookup` reads the
+   * execution it names, which is gone.
    */
   forget(keys: { principalKind: string; principalId: string; requestId: string }[]): Promise<void> {
-    const names: KeyName[] = keys.map(({ principalKind, principalId, requestId }) => {
-      this.recent.delete(keyOf(principalKind, principalId, requestId));
-      return [principalKind, principalId, requestId];
-    });
+    const names: KeyName[] = keys.map(({ principalKind, principalId, requestId }) => [
+      principalKind,
+      principalId,
+      requestId,
+    ]);
     return this.writer.write({ kind: "forget", keys: names });
   }
 
   /** Merges every key now (the executions' queue is flushed first): before closing the database. */
   async mergeAll(): Promise<void> {
-    while (this.merging || this.gathered.length > 0) {
+    while (this.merging || this.unmerged) {
       if (!this.merging) this.startBatch();
       // A failed merge stops here: its keys are still in memory, and in `executions` for the next start.
       await this.merging;
@@ -192,52 +205,42 @@ export class SqliteRequestIndex {
     return this.filter !== null;
   }
 
+  /** Whether executions were committed since the last merge began (or a failed merge left theirs). */
+  private get unmerged(): boolean {
+    return this.firstRow <= this.lastRow;
+  }
+
   private startBatch() {
     if (this.gatherTimer) clearTimeout(this.gatherTimer);
     this.gatherTimer = null;
-    if (this.merging || this.gathered.length === 0) return;
-    this.handOver();
-    const batch = this.gathered;
-    this.gathered = [];
-    this.handedOver = 0;
+    if (this.merging || !this.unmerged) return;
+    const rows: [number, number] = [this.firstRow, this.lastRow];
+    this.firstRow = Number.POSITIVE_INFINITY;
+    this.lastRow = Number.NEGATIVE_INFINITY;
+    // The tables so far hold the keys of these rows; new keys go to a new one meanwhile.
+    const sealed = this.tables.length;
+    const keys = this.tables.reduce((sum, table) => sum + table.size, 0);
+    this.tables.push(new RecentKeys());
     this.merging = this.writer
-      .write({ kind: "merge", through: this.mark() })
+      .write({ kind: "merge", rows, through: this.mark() })
       .then(
-        () => this.dropMerged(batch, 0),
+        () => {
+          this.tables.splice(0, sealed);
+        },
         (error: Error) => {
-          // Still answered from memory; merged with the next batch (the mark has not moved). The writer
-          // dropped the batch's keys (a new thread never had them): all of them are handed over again.
-          this.gathered = batch.concat(this.gathered);
-          this.handedOver = 0;
-          this.warn(`merging ${batch.length} request keys failed (kept in memory, tried again): ${error.message}`);
+          // Still answered from memory; the next merge reads these rows again (the mark has not moved).
+          this.firstRow = Math.min(this.firstRow, rows[0]);
+          this.lastRow = Math.max(this.lastRow, rows[1]);
+          this.warn(`merging ${keys} request keys failed (kept in memory, tried again): ${error.message}`);
           throw error;
         },
       )
       .finally(() => {
         this.merging = null;
-        if (this.gathered.length >= MERGE_AT) this.startBatch();
-        else if (this.gathered.length > 0) this.gatherTimer ??= setTimeout(() => this.startBatch(), MERGE_AFTER_MS);
+        if ((this.tables.at(-1) as RecentKeys).size >= MERGE_AT) this.startBatch();
+        else if (this.unmerged) this.gatherTimer ??= setTimeout(() => this.startBatch(), MERGE_AFTER_MS);
       });
     this.merging.catch(() => {});
-  }
-
-  /** Hands the writer the gathered keys it does not hold yet. */
-  private handOver() {
-    for (let from = this.handedOver; from < this.gathered.length; from += HAND_OVER_AT) {
-      this.writer.add(this.gathered.slice(from, from + HAND_OVER_AT).map(([, key]) => key));
-    }
-    this.handedOver = this.gathered.length;
-  }
-
-  /** Drops a merged batch's keys from memory, a slice a turn (lookups find them in the file meanwhile too). */
-  private dropMerged(batch: [string, RequestKey][], from: number) {
-    const end = Math.min(batch.length, from + DROP_SLICE);
-    for (let i = from; i < end; i++) {
-      const [text, key] = batch[i] as [string, RequestKey];
-      // Only the entry of this execution: a key forgotten and claimed again names a newer one.
-      if (this.recent.get(text) === key) this.recent.delete(text);
-    }
-    if (end < batch.length) setImmediate(() => this.dropMerged(batch, end));
   }
 
   /** Every execution with a lower id is merged once the current batch is: the oldest not in it, or now. */
@@ -275,7 +278,7 @@ export class SqliteRequestIndex {
    */
   private buildFilter(capacity: number) {
     const filter = new KeyFilter(capacity);
-    for (const text of this.recent.keys()) filter.add(text);
+    for (const table of this.tables) table.forEachFirstHash((hash) => filter.add(hash));
     this.building = { filter, after: [-1, "", "", ""] };
     setImmediate(() => this.scanSlice());
   }
@@ -286,7 +289,8 @@ export class SqliteRequestIndex {
     const until = performance.now() + FILTER_TURN_MS;
     do {
       const rows = this.scan.values(...building.after, FILTER_SCAN) as [number, string, string, string][];
-      for (const [, kind, principal, requestId] of rows) building.filter.add(keyOf(kind, principal, requestId));
+      for (const [, kind, principal, requestId] of rows)
+        building.filter.add(hashKey(keyOf(kind, principal, requestId)));
       const last = rows.at(-1);
       if (building.filter.full) {
         this.buildFilter(building.filter.capacity * 4);

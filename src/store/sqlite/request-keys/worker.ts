@@ -1,25 +1,29 @@
-// The request-key index's writer thread (writers.ts starts it): opens the index's own file
-// and applies each write it is sent (a JSON string), in order, answering { id, ok } or { id, ok: false, message };
-// keys handed over for the next merge (`add`) are not answered.
+// The request-key index's writer thread (writers.ts starts it): opens the index's own file, attaches the
+// database whose executions it reads the keys of, and applies each write it is sent (a JSON string), in
+// order, answering { id, ok } or { id, ok: false, message }.
 // Listed as an entrypoint of `bun run build`, so the compiled binary carries it.
 import { Database } from "bun:sqlite";
 import { messageOf } from "../../../lib/errors.ts";
-import { createRequestKeyTables, type IndexWrite, KeyBuffer, type RequestKey, RequestKeyWriter } from "./file.ts";
+import { createRequestKeyTables, type KeyWrite, RequestKeyWriter } from "./file.ts";
 
-/** Keys handed over (no answer), or a write answered by its id. */
-export type WorkerRequest =
-  | { kind: "add"; keys: RequestKey[] }
-  | (({ kind: "open"; path: string; generationSize: number } | { kind: "close" } | IndexWrite) & { id: number });
+export type WorkerRequest = (
+  | { kind: "open"; path: string; databasePath: string; generationSize: number }
+  | { kind: "close" }
+  | KeyWrite
+) & { id: number };
 export type WorkerAnswer = { id: number; ok: true } | { id: number; ok: false; message: string };
 
 declare const self: Worker;
 
+/** The name the database is attached under on this thread's connection. */
+const DATABASE = "store";
+
 let db: Database | null = null;
-let writer: KeyBuffer | null = null;
+let writer: RequestKeyWriter | null = null;
 /** Why there is no writer: every write answers with it. */
 let notOpen = "the request-key file is not open";
 
-function apply(request: Exclude<WorkerRequest, { kind: "add" }>): void {
+function apply(request: WorkerRequest): void {
   if (request.kind === "open") {
     try {
       db = new Database(request.path, { create: true, strict: true });
@@ -30,7 +34,8 @@ function apply(request: Exclude<WorkerRequest, { kind: "add" }>): void {
       // Keys land at random places: the pages they land on stay in memory rather than being read again.
       db.exec("PRAGMA cache_size = -65536");
       createRequestKeyTables(db, "main");
-      writer = new KeyBuffer(new RequestKeyWriter(db, "main", request.generationSize));
+      db.run(`attach database ?1 as ${DATABASE}`, [request.databasePath]);
+      writer = new RequestKeyWriter(db, { keys: "main", executions: DATABASE }, request.generationSize);
     } catch (error) {
       notOpen = `the request-key file ${request.path} could not be opened: ${(error as Error).message}`;
       throw error;
@@ -38,7 +43,7 @@ function apply(request: Exclude<WorkerRequest, { kind: "add" }>): void {
     return;
   }
   if (request.kind === "close") {
-    // Finalizes the statements and lets the file go now, not when they are collected.
+    // Finalizes the statements and lets the files go now, not when they are collected.
     db?.close(true);
     db = null;
     writer = null;
@@ -50,11 +55,6 @@ function apply(request: Exclude<WorkerRequest, { kind: "add" }>): void {
 
 self.onmessage = (event: MessageEvent<string>) => {
   const request = JSON.parse(event.data) as WorkerRequest;
-  // Not answered: without a writer they are dropped, and the merge that follows fails and says why.
-  if (request.kind === "add") {
-    writer?.add(request.keys);
-    return;
-  }
   let answer: WorkerAnswer;
   try {
     apply(request);

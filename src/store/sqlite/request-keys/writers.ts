@@ -1,21 +1,16 @@
-import type { Database } from "bun:sqlite";
 import { workerEntry } from "../worker-entry.ts";
-import { type IndexWrite, KeyBuffer, type RequestKey, RequestKeyWriter } from "./file.ts";
+import type { KeyWrite, RequestKeyWriter } from "./file.ts";
 import type { WorkerAnswer, WorkerRequest } from "./worker.ts";
 
-/**
- * Takes keys as a batch gathers, and applies the index's writes in the order given (a merge writes every
- * key handed over before it); each promise settles once its transaction has.
- */
+/** Applies the index's writes in the order given; each promise settles once its transaction has. */
 export interface KeyWriterHost {
-  add(keys: RequestKey[]): void;
-  write(op: IndexWrite): Promise<void>;
+  write(op: KeyWrite): Promise<void>;
   close(): Promise<void>;
 }
 
 /**
- * Writes on a worker thread with its own connection to the request-key file, so the serving thread
- * spends nothing on the index's random inserts. Started at the first write (an idle server has no
+ * Writes on a worker thread with its own connection to the request-key file and to the database (whose
+ * executions it reads the keys from), so the serving thread spends nothing on the index's random inserts. Started at the first write (an idle server has no
  * thread for it); not holding the process open, so a store nobody closes cannot keep it alive.
  */
 export class WorkerKeyWriter implements KeyWriterHost {
@@ -25,15 +20,11 @@ export class WorkerKeyWriter implements KeyWriterHost {
 
   constructor(
     private readonly path: string,
+    private readonly databasePath: string,
     private readonly generationSize: number,
   ) {}
 
-  add(keys: RequestKey[]): void {
-    // As one JSON string: cloning thousands of small strings one by one cost the serving thread more.
-    (this.worker ?? this.start()).postMessage(JSON.stringify({ kind: "add", keys } satisfies WorkerRequest));
-  }
-
-  write(op: IndexWrite): Promise<void> {
+  write(op: KeyWrite): Promise<void> {
     return this.send(op);
   }
 
@@ -48,7 +39,7 @@ export class WorkerKeyWriter implements KeyWriterHost {
     }
   }
 
-  private send(request: IndexWrite | { kind: "close" }): Promise<void> {
+  private send(request: KeyWrite | { kind: "close" }): Promise<void> {
     const worker = this.worker ?? this.start();
     const id = ++this.nextId;
     return new Promise((done, fail) => {
@@ -78,6 +69,7 @@ export class WorkerKeyWriter implements KeyWriterHost {
     const open: WorkerRequest = {
       kind: "open",
       path: this.path,
+      databasePath: this.databasePath,
       generationSize: this.generationSize,
       id: ++this.nextId,
     };
@@ -88,18 +80,10 @@ export class WorkerKeyWriter implements KeyWriterHost {
 
 /** Writes on the database's own connection (the file attached to it): for `:memory:`, whose index no other thread can open. */
 export class ConnectionKeyWriter implements KeyWriterHost {
-  private readonly buffer: KeyBuffer;
+  constructor(private readonly writer: RequestKeyWriter) {}
 
-  constructor(client: Database, schema: string, generationSize: number) {
-    this.buffer = new KeyBuffer(new RequestKeyWriter(client, schema, generationSize));
-  }
-
-  add(keys: RequestKey[]): void {
-    this.buffer.add(keys);
-  }
-
-  async write(op: IndexWrite): Promise<void> {
-    this.buffer.write(op);
+  async write(op: KeyWrite): Promise<void> {
+    this.writer.write(op);
   }
 
   async close(): Promise<void> {}
