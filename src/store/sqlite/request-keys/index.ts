@@ -14,16 +14,17 @@ import { ConnectionKeyWriter, type KeyWriterHost, WorkerKeyWriter } from "./writ
 
 /**
  * Keys gathered before they are sorted and merged: the more at once, the more of them share an index page.
- * 16 384 costs the writer thread a third less CPU a key than 4 096 (~9 µs against ~13.5 once a generation
- * has 150 000 keys; 32 768: ~7.4), for at most ~33 000 keys in memory under load (this batch and the one
- * merging): ~1.5 MiB of typed arrays and ids (recent.ts).
+ * 32 768 costs the writer thread about half the CPU a key of 16 384 (~5 µs against ~9-11 once a generation
+ * has 150 000 keys; 65 536 no less than 32 768), for at most ~65 000 keys in memory under load (this batch
+ * and the one merging): ~6 MiB of typed arrays and ids (recent.ts; BENCHMARKS.md, twelfth session).
  */
-export const MERGE_AT = 16_384;
+export const MERGE_AT = 32_768;
 /**
  * The longest a key waits for its merge when fewer arrive (it is answered from memory meanwhile): long enough
- * that a batch fills at ~8 000 invokes/s, where the writer's cost matters.
+ * that a batch fills at ~8 000 invokes/s, where the writer's cost matters. A restart merges what a crash
+ * left unmerged from the executions (`recover`), so a longer wait costs a crash a longer recovery only.
  */
-const MERGE_AFTER_MS = 2000;
+const MERGE_AFTER_MS = 4000;
 /**
  * The merged-through mark stays this far behind the oldest key not merged: execution ids are UUIDv7
  * (time first), so a clock stepping back by less than this cannot hide an execution from the restart.
