@@ -221,24 +221,69 @@ describe("SQLite request keys", () => {
     db.close();
   });
 
-  test("a failed merge is told, its keys are still answered, and the next merge writes them", async () => {
+  test("failed merges are told, their keys are still answered, and the next merge writes them all", async () => {
     // In memory, the index is written on the database's own connection: the failure path is the same.
     const db = new Database(":memory:");
     db.exec(EXECUTIONS);
     const index = new SqliteRequestIndex(db, ":memory:", () => undefined);
     const told: string[] = [];
     index.warn = (message) => told.push(message);
-    const key = { principalKind: "user", principalId: "alice", requestId: crypto.randomUUID(), id: Bun.randomUUIDv7() };
-    commit(db, index, key);
+    const key = (): Key => ({
+      principalKind: "user",
+      principalId: "alice",
+      requestId: crypto.randomUUID(),
+      id: Bun.randomUUIDv7(),
+    });
+    const [first, second, third] = [key(), key(), key()];
+    commit(db, index, first);
+    // The filter answers for the file from here on: a new key's claim does not read the (renamed) table.
+    while (!index.filtering) await turn();
     db.exec("alter table requests.request_keys rename to request_keys_away");
+    await expect(index.mergeAll()).rejects.toThrow(/no such table/);
+    // A second failure, with a key committed since and one with nothing new: each tries every key so far.
+    commit(db, index, second);
+    await expect(index.mergeAll()).rejects.toThrow(/no such table/);
     await expect(index.mergeAll()).rejects.toThrow(/no such table/);
     expect(told).toEqual([
       expect.stringMatching(/^merging 1 request keys failed \(kept in memory, tried again\): .*no such table/),
+      expect.stringMatching(/^merging 2 request keys failed/),
+      expect.stringMatching(/^merging 2 request keys failed/),
     ]);
-    expect(index.lookup("user", "alice", key.requestId)).toBe(key.id);
+    commit(db, index, third);
+    for (const k of [first, second, third]) expect(index.lookup("user", "alice", k.requestId)).toBe(k.id);
     db.exec("alter table requests.request_keys_away rename to request_keys");
     await index.mergeAll();
-    expect(db.query("select execution_id as id from requests.request_keys").all()).toEqual([{ id: key.id }]);
+    const stored = db.query<{ id: string }, []>("select execution_id as id from requests.request_keys").all();
+    expect(stored.map((r) => r.id).sort()).toEqual([first, second, third].map((k) => k.id).sort());
+    await index.close();
+    db.close();
+  });
+
+  test("a filter's build that cannot read the file is told, not thrown; lookups read the file meanwhile", async () => {
+    const db = new Database(":memory:");
+    db.exec(EXECUTIONS);
+    const index = new SqliteRequestIndex(db, ":memory:", () => undefined);
+    const told: string[] = [];
+    index.warn = (message) => told.push(message);
+    const k: Key = {
+      principalKind: "user",
+      principalId: "alice",
+      requestId: crypto.randomUUID(),
+      id: Bun.randomUUIDv7(),
+    };
+    commit(db, index, k);
+    await index.mergeAll();
+    // The first lookup started the build; its first slice reads on a later turn, after the table is gone.
+    db.exec("alter table requests.request_keys rename to request_keys_away");
+    await turn();
+    await turn();
+    expect(told).toEqual([
+      expect.stringMatching(/^building the request-key filter failed \(tried again in 10 s\): .*no such table/),
+    ]);
+    expect(index.filtering).toBe(false);
+    db.exec("alter table requests.request_keys_away rename to request_keys");
+    expect(index.lookup("user", "alice", k.requestId)).toBe(k.id);
+    expect(index.lookup("user", "alice", crypto.randomUUID())).toBeNull();
     await index.close();
     db.close();
   });

@@ -1,4 +1,5 @@
 import type { Database, Statement } from "bun:sqlite";
+import { messageOf } from "../../../lib/errors.ts";
 import { uuidV7Floor, uuidV7Millis } from "../../../lib/ids.ts";
 import {
   createRequestKeyTables,
@@ -39,6 +40,8 @@ const FILTER_CAPACITY = 1 << 16;
  */
 const FILTER_SCAN = 512;
 const FILTER_TURN_MS = 1;
+/** How long after a failed read (a locked or damaged file) a filter's build starts over. */
+const FILTER_RETRY_MS = 10_000;
 /** The name the request-key file is attached under on the database's connection. */
 const SCHEMA = "requests";
 
@@ -73,6 +76,8 @@ export class SqliteRequestIndex {
   private recovered = false;
   /** Every key held (in memory or the index), and maybe some others: a key it rules out needs no read. */
   private filter: KeyFilter | null = null;
+  /** A filter's build to start over, after one failed to read the file. */
+  private filterRetry: Timer | null = null;
   /** A filter being filled from the index a slice per turn, with where the scan is. */
   private building: { filter: KeyFilter; after: [number, string, string, string] } | null = null;
   private readonly writer: KeyWriterHost;
@@ -195,6 +200,7 @@ export class SqliteRequestIndex {
    */
   async close(): Promise<void> {
     this.building = null;
+    if (this.filterRetry) clearTimeout(this.filterRetry);
     await this.mergeAll().catch(() => {});
     if (this.gatherTimer) clearTimeout(this.gatherTimer);
     this.gatherTimer = null;
@@ -218,10 +224,11 @@ export class SqliteRequestIndex {
     const rows: [number, number] = [this.firstRow, this.lastRow];
     this.firstRow = Number.POSITIVE_INFINITY;
     this.lastRow = Number.NEGATIVE_INFINITY;
-    // The tables so far hold the keys of these rows; new keys go to a new one meanwhile.
-    const sealed = this.tables.length;
+    // The tables so far hold the keys of these rows; new keys go to a new one meanwhile (to the empty one
+    // there is, after a failed merge, so merges failing for a long time do not pile up tables).
+    if ((this.tables.at(-1) as RecentKeys).size > 0) this.tables.push(new RecentKeys());
+    const sealed = this.tables.length - 1;
     const keys = this.tables.reduce((sum, table) => sum + table.size, 0);
-    this.tables.push(new RecentKeys());
     this.merging = this.writer
       .write({ kind: "merge", rows, through: this.mark() })
       .then(
@@ -278,6 +285,7 @@ export class SqliteRequestIndex {
    * comes, so no key can slip past the scan.
    */
   private buildFilter(capacity: number) {
+    this.filterRetry = null;
     const filter = new KeyFilter(capacity);
     for (const table of this.tables) table.forEachFirstHash((hash) => filter.add(hash));
     this.building = { filter, after: [-1, "", "", ""] };
@@ -289,7 +297,20 @@ export class SqliteRequestIndex {
     if (!building) return;
     const until = performance.now() + FILTER_TURN_MS;
     do {
-      const rows = this.scan.values(...building.after, FILTER_SCAN) as [number, string, string, string][];
+      let rows: [number, string, string, string][];
+      try {
+        rows = this.scan.values(...building.after, FILTER_SCAN) as [number, string, string, string][];
+      } catch (error) {
+        // Not a crash of the server (this runs on its own turn): lookups read the file meanwhile, as before
+        // the first filter, and the build starts over a little later.
+        this.building = null;
+        this.warn(
+          `building the request-key filter failed (tried again in ${FILTER_RETRY_MS / 1000} s): ${messageOf(error)}`,
+        );
+        this.filterRetry = setTimeout(() => this.buildFilter(building.filter.capacity), FILTER_RETRY_MS);
+        this.filterRetry.unref();
+        return;
+      }
       for (const [, kind, principal, requestId] of rows)
         building.filter.add(hashKey(keyOf(kind, principal, requestId)));
       const last = rows.at(-1);
