@@ -75,6 +75,23 @@ function commit(db: Database, index: SqliteRequestIndex, ...keys: Key[]): void {
   for (const [i, k] of keys.entries()) index.committed(k, rowids[i] as number);
 }
 
+const newKey = (): Key => ({
+  principalKind: "user",
+  principalId: "alice",
+  requestId: crypto.randomUUID(),
+  id: Bun.randomUUIDv7(),
+});
+
+/** An index of a database in memory, written on its own connection, and the warnings it told. */
+function memoryIndex() {
+  const db = new Database(":memory:");
+  db.exec(EXECUTIONS);
+  const index = new SqliteRequestIndex(db, ":memory:", () => undefined);
+  const told: string[] = [];
+  index.warn = (message) => told.push(message);
+  return { db, index, told };
+}
+
 const settled = (store: Store, r: ExecutionRow) =>
   store.executions.settle(r.id, {
     status: "succeeded",
@@ -223,18 +240,8 @@ describe("SQLite request keys", () => {
 
   test("failed merges are told, their keys are still answered, and the next merge writes them all", async () => {
     // In memory, the index is written on the database's own connection: the failure path is the same.
-    const db = new Database(":memory:");
-    db.exec(EXECUTIONS);
-    const index = new SqliteRequestIndex(db, ":memory:", () => undefined);
-    const told: string[] = [];
-    index.warn = (message) => told.push(message);
-    const key = (): Key => ({
-      principalKind: "user",
-      principalId: "alice",
-      requestId: crypto.randomUUID(),
-      id: Bun.randomUUIDv7(),
-    });
-    const [first, second, third] = [key(), key(), key()];
+    const { db, index, told } = memoryIndex();
+    const [first, second, third] = [newKey(), newKey(), newKey()];
     commit(db, index, first);
     // The filter answers for the file from here on: a new key's claim does not read the (renamed) table.
     while (!index.filtering) await turn();
@@ -260,17 +267,8 @@ describe("SQLite request keys", () => {
   });
 
   test("a filter's build that cannot read the file is told, not thrown; lookups read the file meanwhile", async () => {
-    const db = new Database(":memory:");
-    db.exec(EXECUTIONS);
-    const index = new SqliteRequestIndex(db, ":memory:", () => undefined);
-    const told: string[] = [];
-    index.warn = (message) => told.push(message);
-    const k: Key = {
-      principalKind: "user",
-      principalId: "alice",
-      requestId: crypto.randomUUID(),
-      id: Bun.randomUUIDv7(),
-    };
+    const { db, index, told } = memoryIndex();
+    const k = newKey();
     commit(db, index, k);
     await index.mergeAll();
     // The first lookup started the build; its first slice reads on a later turn, after the table is gone.
@@ -288,14 +286,14 @@ describe("SQLite request keys", () => {
     db.close();
   });
 
-  // The writer drops the keys of a merge that failed; the index hands the whole batch over again, and the
-  // keys committed meanwhile too (a few hundred of them went to the writer while the merge was in flight).
+  // A merge that failed wrote nothing: the next one reads the failed batch's rows again, with the rows
+  // committed meanwhile (some while the failing merge was in flight).
   const failingMerges = [
     { where: "on the database's connection (:memory:)", inMemory: true, schema: "requests" },
     { where: "on the writer thread", inMemory: false, schema: "main" },
   ];
   for (const { where, inMemory, schema } of failingMerges) {
-    test(`keys handed over while a merge fails are all written by the next merge, the failed batch's too: ${where}`, async () => {
+    test(`keys committed while a merge fails are all written by the next merge, the failed batch's too: ${where}`, async () => {
       const path = inMemory ? ":memory:" : join(dir, "test.db");
       const db = new Database(path);
       // As the store's: the writer thread reads the executions while this connection commits more.
@@ -307,22 +305,16 @@ describe("SQLite request keys", () => {
       const keys = inMemory ? db : new Database(file);
       const told: string[] = [];
       index.warn = (message) => told.push(message);
-      const key = () => ({
-        principalKind: "user",
-        principalId: "alice",
-        requestId: crypto.randomUUID(),
-        id: Bun.randomUUIDv7(),
-      });
       // A first merge: the writer thread is open before the table goes (it would make a new one).
-      const merged = [key()];
+      const merged = [newKey()];
       commit(db, index, merged[0] as Key);
       await index.mergeAll();
       while (!index.filtering) await Bun.sleep(1);
-      const before = Array.from({ length: 600 }, key);
+      const before = Array.from({ length: 600 }, newKey);
       commit(db, index, ...before);
       keys.exec(`alter table ${schema}.request_keys rename to request_keys_away`);
       const failing = index.mergeAll();
-      const during = Array.from({ length: 600 }, key);
+      const during = Array.from({ length: 600 }, newKey);
       commit(db, index, ...during);
       // Not `expect(failing).rejects`: Bun's waits there without taking the (unref'd) writer thread's answer.
       const failure = await failing.then(
@@ -505,13 +497,7 @@ describe("the request keys' filter", () => {
     open = [];
     const path = requestKeysPath(join(dir, "test.db"));
     const sizes = { filterCapacity: 16, generationSize: 8 };
-    const key = () => ({
-      principalKind: "user",
-      principalId: "alice",
-      requestId: crypto.randomUUID(),
-      id: Bun.randomUUIDv7(),
-    });
-    const keys = Array.from({ length: 40 }, key);
+    const keys = Array.from({ length: 40 }, newKey);
     const first = connect();
     const writer = new SqliteRequestIndex(first, path, () => undefined, sizes);
     // Batches of 5: a generation of 8 takes one batch, the next batch opens a new generation.
