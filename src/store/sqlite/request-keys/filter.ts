@@ -6,9 +6,10 @@ const PROBES = 7;
 export const hashKey = (text: string): number => Bun.hash.xxHash32(text, 0);
 
 /**
- * A Bloom filter of keys, by their `hashKey`: `mayHold` is false only for a key never added, so a lookup it rules out
- * needs no index read. It never forgets (a deleted key stays a possible one, which costs a read, not an
- * error) and does not grow: past `capacity` keys its false positives rise, and its owner builds a larger one.
+ * A Bloom filter of keys, by their `hashKey`: `mayHold` is false only for a key never added, so a lookup
+ * it rules out needs no index read. It never forgets (a deleted key stays a possible one, which costs a
+ * read, not an error) and does not grow: past `capacity` keys its false positives rise, and its owner
+ * builds a larger one.
  */
 export class KeyFilter {
   private readonly bits: Uint32Array;

@@ -56,8 +56,8 @@ export const keyOf = (kind: string, principal: string, requestId: string) =>
  * it grew (BENCHMARKS.md). The index is its own file (file.ts), written by a worker thread in
  * sorted batches it reads from `executions` itself, by the rowids the serving thread committed; keys
  * committed recently are held in memory, as hashes (recent.ts), until their batch has committed (one
- * process serves a SQLite database, so memory is the whole truth for them). Lookups read the file through the
- * database's connection, which has it attached, and only for keys the filter cannot rule out. The
+ * process serves a SQLite database, so memory is the whole truth for them). Lookups read the file through
+ * the database's connection, which has it attached, and only for keys the filter cannot rule out. The
  * merged-through mark lets a restart merge what a crash left in memory, or rebuild a lost file from
  * `executions`, before it answers a key.
  */

@@ -20,6 +20,7 @@ export class RecentKeys {
   private mask: number;
   size = 0;
 
+  /** `capacity`: slots, a power of two (the table grows by doubling once half full). */
   constructor(capacity = FIRST_CAPACITY) {
     this.hashes = new Uint32Array(capacity * 2);
     this.ids = new Array(capacity);

@@ -10,8 +10,9 @@ export interface KeyWriterHost {
 
 /**
  * Writes on a worker thread with its own connection to the request-key file and to the database (whose
- * executions it reads the keys from), so the serving thread spends nothing on the index's random inserts. Started at the first write (an idle server has no
- * thread for it); not holding the process open, so a store nobody closes cannot keep it alive.
+ * executions it reads the keys from), so the serving thread spends nothing on the index's random inserts.
+ * Started at the first write (an idle server has no thread for it); not holding the process open, so a
+ * store nobody closes cannot keep it alive.
  */
 export class WorkerKeyWriter implements KeyWriterHost {
   private worker: Worker | null = null;
