@@ -72,15 +72,15 @@ export function writeMergeState(db: Database, schema: string, state: MergeState)
 }
 
 /**
- * Writes the index: a merge is one transaction that reads a range of `executions` rows by rowid (rowids
- * grow as rows are inserted: one process writes the database), sorts their keys and writes them in the
- * newest generation (a new one once it is full), with the mark. A key written again names the newer
- * execution: after retention deleted an execution, its key may name a new one. Reading the keys here,
- * rather than being handed them, keeps the serving thread from holding and sending every key.
+ * Writes the index. A merge reads the keys of a range of `executions` rows by rowid (rowids grow as rows
+ * are inserted: one process writes the database), sorts them and writes them in the newest generation (a
+ * new one once it is full), with the mark, in one transaction of the request-key file. A key written again
+ * names the newer execution: after retention deleted an execution, its key may name a new one. Reading the
+ * keys here, rather than being handed them, keeps the serving thread from holding and sending every key.
  */
 export class RequestKeyWriter {
+  private readonly read: Statement;
   private readonly insert: Statement;
-  private readonly count: Statement<{ n: number }>;
   private readonly remove: Statement;
 
   constructor(
@@ -90,13 +90,13 @@ export class RequestKeyWriter {
     private readonly generationSize = GENERATION_KEYS,
   ) {
     const { keys, executions } = schemas;
+    this.read = db.prepare(
+      `select principal_kind, principal_id, request_id, id from ${executions}.executions where rowid between ?1 and ?2`,
+    );
     this.insert = db.prepare(
       `insert or replace into ${keys}.request_keys (generation, principal_kind, principal_id, request_id, execution_id)
-       select ?3, principal_kind, principal_id, request_id, id from ${executions}.executions
-       where rowid between ?1 and ?2
-       order by principal_kind, principal_id, request_id`,
+       values (?1, ?2, ?3, ?4, ?5)`,
     );
-    this.count = db.prepare(`select count(*) as n from ${executions}.executions where rowid between ?1 and ?2`);
     this.remove = db.prepare(
       `delete from ${keys}.request_keys
        where generation = ?1 and principal_kind = ?2 and principal_id = ?3 and request_id = ?4`,
@@ -104,6 +104,7 @@ export class RequestKeyWriter {
   }
 
   write(op: KeyWrite): void {
+    const keys = op.kind === "merge" ? this.keysOf(op.rows) : [];
     const schema = this.schemas.keys;
     this.db.transaction(() => {
       // Read in the transaction: a restart's recovery may have written the file since the last write.
@@ -114,16 +115,47 @@ export class RequestKeyWriter {
         }
         return;
       }
-      const [first, last] = op.rows;
-      const batch = this.count.get(first, last)?.n ?? 0;
       let { generation, generationKeys } = state;
-      if (generationKeys > 0 && generationKeys + batch > this.generationSize) {
+      if (generationKeys > 0 && generationKeys + keys.length > this.generationSize) {
         generation++;
         generationKeys = 0;
       }
       // Sorted, so neighbours in the batch share the index's pages.
-      this.insert.run(first, last, generation);
-      writeMergeState(this.db, schema, { through: op.through, generation, generationKeys: generationKeys + batch });
+      for (const key of keys) this.insert.run(generation, ...key);
+      writeMergeState(this.db, schema, {
+        through: op.through,
+        generation,
+        generationKeys: generationKeys + keys.length,
+      });
     })();
   }
+
+  /**
+   * The keys of the rows `first` to `last`, sorted. Read a slice a statement, before the write's transaction,
+   * and sorted after: a read holds a snapshot of the database, which keeps its write-ahead log from being
+   * checkpointed past it and from starting over, so no read may last the whole merge (the log grew to twice
+   * its bound when one did: test/store/sqlite-checkpoints.test.ts).
+   */
+  private keysOf([first, last]: [number, number]): Key[] {
+    const keys: Key[] = [];
+    for (let from = first; from <= last; from += READ_SLICE) {
+      for (const key of this.read.values(from, Math.min(last, from + READ_SLICE - 1)) as Key[]) keys.push(key);
+    }
+    return keys.sort(compareKeys);
+  }
+}
+
+/** Rowids read by one statement of a merge. */
+const READ_SLICE = 4096;
+
+/** [principalKind, principalId, requestId, executionId], as the merge reads it. */
+type Key = [string, string, string, string];
+
+function compareKeys(a: Key, b: Key): number {
+  for (let i = 0; i < 3; i++) {
+    const x = a[i] as string;
+    const y = b[i] as string;
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return 0;
 }
