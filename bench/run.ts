@@ -131,15 +131,16 @@ const MORE_RATIOS = [
   { name: "invoke (postgres)", baseline: "durable floor (postgres)", target: 0 },
 ];
 
-/**
- * Bun.serve and one group-committed row per request (bench/invoke-floor.ts): the durable-write floor of
- * an invoke, on SQLite or, given its URL, on PostgreSQL (its own table in the bench's database).
- */
 /** The bench's throwaway PostgreSQL database, and its server's postmaster (null when not on this machine). */
 interface PgDatabase {
   url: string;
   postmaster: number | null;
 }
+
+/**
+ * Bun.serve and one group-committed row per request (bench/invoke-floor.ts): the durable-write floor of
+ * an invoke, on SQLite or, given its URL, on PostgreSQL (its own table in the bench's database).
+ */
 
 async function startFloor(label: string, database?: PgDatabase): Promise<Scenario> {
   const port = freePort();

@@ -10,7 +10,7 @@ import type { PrincipalKind } from "../statuses.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
 import type { BackgroundCheckpoints } from "./checkpoints/index.ts";
 import type { SqliteDataWriter } from "./data-writes.ts";
-import { keyOf, SqliteRequestIndex } from "./request-keys/index.ts";
+import { type HashedKey, hashedKey, SqliteRequestIndex } from "./request-keys/index.ts";
 
 type RawRow = Omit<ExecutionRow, "input" | "output"> & { input: string; output: string | null };
 
@@ -29,6 +29,8 @@ interface PendingInsert {
   waiters: Waiter[];
   /** The row's rowid in `executions` once inserted (the request-key index reads its key by it). */
   rowid: number;
+  /** Its (principal, requestId), hashed once for the claim's lookup, the queue's map and the index. */
+  key: HashedKey;
 }
 
 interface PendingLines {
@@ -95,11 +97,12 @@ export class SqliteExecutionStore implements ExecutionStore {
 
   /** Claims (principal, requestId): the queued or stored row holding it, or this one, queued for the next commit. */
   async claim(row: ExecutionRow): Promise<{ row: ExecutionRow; created: boolean }> {
-    const existing = this.findQueuedOrStored(row.principalKind, row.principalId, row.requestId);
+    const key = hashedKey(row.principalKind, row.principalId, row.requestId);
+    const existing = this.findQueuedOrStored(row.principalKind, row.principalId, row.requestId, key);
     if (existing) return { row: existing, created: false };
-    const pending: PendingInsert = { row: { ...row }, writes: [], logs: [], waiters: [], rowid: 0 };
+    const pending: PendingInsert = { row: { ...row }, writes: [], logs: [], waiters: [], rowid: 0, key };
     this.inserts.set(row.id, pending);
-    this.byRequestKey.set(keyOf(row.principalKind, row.principalId, row.requestId), pending);
+    this.byRequestKey.set(key.text, pending);
     this.schedule();
     return { row, created: true };
   }
@@ -188,10 +191,15 @@ export class SqliteExecutionStore implements ExecutionStore {
   /** One process serves a SQLite database: there is nobody else to hear from. */
   async listen(_listener: (ids: string[]) => void): Promise<void> {}
 
-  findQueuedOrStored(kind: string, id: string, requestId: string): ExecutionRow | null {
-    const pending = this.byRequestKey.get(keyOf(kind, id, requestId));
+  findQueuedOrStored(
+    kind: string,
+    id: string,
+    requestId: string,
+    key = hashedKey(kind, id, requestId),
+  ): ExecutionRow | null {
+    const pending = this.byRequestKey.get(key.text);
     if (pending) return { ...pending.row };
-    const holder = this.requests.lookup(kind, id, requestId);
+    const holder = this.requests.lookup(kind, id, requestId, key);
     const raw = holder === null ? null : this.byId.get({ id: holder });
     return raw ? parseRow(raw) : null;
   }
@@ -246,7 +254,7 @@ export class SqliteExecutionStore implements ExecutionStore {
       // One bad write must not fail its neighbours: write the batch again, one transaction each.
       for (const pending of inserts) {
         if (this.alone(() => this.writeInsert(pending), pending.waiters)) {
-          this.requests.committed(pending.row, pending.rowid);
+          this.requests.committed(pending.row, pending.rowid, pending.key);
         }
       }
       for (const update of updates) this.alone(() => this.writeUpdate(update), [update]);
@@ -257,7 +265,7 @@ export class SqliteExecutionStore implements ExecutionStore {
     this.checkpoints?.committed();
     for (const pending of logLines) pending.done();
     inserts.forEach((pending, i) => {
-      this.requests.committed(pending.row, pending.rowid);
+      this.requests.committed(pending.row, pending.rowid, pending.key);
       for (const waiter of pending.waiters) waiter.done(results[i] as ExecutionSettlement);
     });
     updates.forEach((update, i) => {

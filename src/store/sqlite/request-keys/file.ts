@@ -104,29 +104,32 @@ export class RequestKeyWriter {
   }
 
   write(op: KeyWrite): void {
-    const keys = op.kind === "merge" ? this.keysOf(op.rows) : [];
+    if (op.kind === "forget") this.forget(op.keys);
+    else this.merge(op.rows, op.through);
+  }
+
+  private merge(rows: [number, number], through: string): void {
+    const keys = this.keysOf(rows);
     const schema = this.schemas.keys;
     this.db.transaction(() => {
       // Read in the transaction: a restart's recovery may have written the file since the last write.
-      const state = readMergeState(this.db, schema);
-      if (op.kind === "forget") {
-        for (const key of op.keys) {
-          for (let generation = 0; generation <= state.generation; generation++) this.remove.run(generation, ...key);
-        }
-        return;
-      }
-      let { generation, generationKeys } = state;
+      let { generation, generationKeys } = readMergeState(this.db, schema);
       if (generationKeys > 0 && generationKeys + keys.length > this.generationSize) {
         generation++;
         generationKeys = 0;
       }
       // Sorted, so neighbours in the batch share the index's pages.
       for (const key of keys) this.insert.run(generation, ...key);
-      writeMergeState(this.db, schema, {
-        through: op.through,
-        generation,
-        generationKeys: generationKeys + keys.length,
-      });
+      writeMergeState(this.db, schema, { through, generation, generationKeys: generationKeys + keys.length });
+    })();
+  }
+
+  private forget(keys: KeyName[]): void {
+    this.db.transaction(() => {
+      const { generation: newest } = readMergeState(this.db, this.schemas.keys);
+      for (const key of keys) {
+        for (let generation = 0; generation <= newest; generation++) this.remove.run(generation, ...key);
+      }
     })();
   }
 

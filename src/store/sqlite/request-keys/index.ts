@@ -49,6 +49,19 @@ const SCHEMA = "requests";
 export const keyOf = (kind: string, principal: string, requestId: string) =>
   `${kind}\u0000${principal}\u0000${requestId}`;
 
+/** A key's text (`keyOf`) and its two hashes: worked out once a claim, for its lookup and its commit. */
+export interface HashedKey {
+  text: string;
+  /** `hashKey`: what the filter takes. */
+  first: number;
+  second: number;
+}
+
+export function hashedKey(kind: string, principal: string, requestId: string): HashedKey {
+  const text = keyOf(kind, principal, requestId);
+  return { text, first: hashKey(text), second: secondHash(text) };
+}
+
 /**
  * Which execution holds each (principal, requestId) on SQLite, decided exactly without writing a random
  * key on the serving thread: `executions` has no index on request_id, whose random inserts dirtied a page
@@ -126,11 +139,13 @@ export class SqliteRequestIndex {
   }
 
   /** The id of the committed execution holding the key, or null. */
-  lookup(kind: string, principal: string, requestId: string): string | null {
+  lookup(
+    kind: string,
+    principal: string,
+    requestId: string,
+    { first, second } = hashedKey(kind, principal, requestId),
+  ): string | null {
     if (!this.recovered) this.recover();
-    const text = keyOf(kind, principal, requestId);
-    const first = hashKey(text);
-    const second = secondHash(text);
     // An entry is a candidate: the execution it names is read to tell a key from another with its hashes.
     const holds = (id: string) => this.holds.get(id, kind, principal, requestId) !== null;
     for (let i = this.tables.length - 1; i >= 0; i--) {
@@ -155,12 +170,14 @@ export class SqliteRequestIndex {
   }
 
   /** Records the key of an execution now committed, as the row `rowid` of `executions`. */
-  committed(row: { principalKind: string; principalId: string; requestId: string; id: string }, rowid: number): void {
+  committed(
+    row: { principalKind: string; principalId: string; requestId: string; id: string },
+    rowid: number,
+    { first, second } = hashedKey(row.principalKind, row.principalId, row.requestId),
+  ): void {
     if (!this.recovered) this.recover();
-    const text = keyOf(row.principalKind, row.principalId, row.requestId);
-    const first = hashKey(text);
     const gathering = this.tables.at(-1) as RecentKeys;
-    gathering.add(first, secondHash(text), row.id);
+    gathering.add(first, second, row.id);
     this.filter?.add(first);
     this.building?.filter.add(first);
     if (this.filter?.full && !this.building) this.buildFilter(this.filter.capacity * 4);
