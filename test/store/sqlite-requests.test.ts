@@ -432,6 +432,28 @@ describe("the recent keys in memory", () => {
     await index.close();
     db.close();
   });
+  test("a rowid given again after a deletion, below the first of its batch, is merged with the batch", async () => {
+    await (await reopen()).close();
+    open = [];
+    const db = connect();
+    const index = new SqliteRequestIndex(db, requestKeysPath(join(dir, "test.db")), () => undefined);
+    const [x, a, b] = [newKey(), newKey(), newKey()];
+    const rowidOf = (k: Key) =>
+      db.query<{ rowid: number }, [string]>("select rowid from executions where id = ?1").get(k.id)?.rowid;
+    commit(db, index, x);
+    await index.mergeAll();
+    commit(db, index, a);
+    // Retention empties the table before a's batch is merged: b takes x's rowid again, below a's.
+    const aRowid = rowidOf(a) as number;
+    db.run("delete from executions");
+    await index.forget([x, a]);
+    commit(db, index, b);
+    expect(rowidOf(b)).toBeLessThan(aRowid);
+    await index.mergeAll();
+    expect(await merged()).toEqual([`${b.requestId}→${b.id}`]);
+    await index.close();
+    db.close();
+  });
 });
 
 describe("the request keys' filter", () => {
