@@ -141,7 +141,6 @@ interface PgDatabase {
  * Bun.serve and one group-committed row per request (bench/invoke-floor.ts): the durable-write floor of
  * an invoke, on SQLite or, given its URL, on PostgreSQL (its own table in the bench's database).
  */
-
 async function startFloor(label: string, database?: PgDatabase): Promise<Scenario> {
   const port = freePort();
   const proc = startProcess({

@@ -411,12 +411,7 @@ describe("the recent keys in memory", () => {
     open = [];
     const db = connect();
     const index = new SqliteRequestIndex(db, requestKeysPath(join(dir, "test.db")), () => undefined);
-    const gone: Key = {
-      principalKind: "user",
-      principalId: "alice",
-      requestId: crypto.randomUUID(),
-      id: Bun.randomUUIDv7(),
-    };
+    const gone = newKey();
     commit(db, index, gone);
     expect(index.lookup("user", "alice", gone.requestId)).toBe(gone.id);
     // Retention deletes the execution (and forgets the key) before its batch was merged.
@@ -432,6 +427,7 @@ describe("the recent keys in memory", () => {
     await index.close();
     db.close();
   });
+
   test("a rowid given again after a deletion, below the first of its batch, is merged with the batch", async () => {
     await (await reopen()).close();
     open = [];

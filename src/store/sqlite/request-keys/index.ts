@@ -245,7 +245,6 @@ export class SqliteRequestIndex {
     // there is, after a failed merge, so merges failing for a long time do not pile up tables).
     if ((this.tables.at(-1) as RecentKeys).size > 0) this.tables.push(new RecentKeys());
     const sealed = this.tables.length - 1;
-    const keys = this.tables.reduce((sum, table) => sum + table.size, 0);
     this.merging = this.writer
       .write({ kind: "merge", rows, through: this.mark() })
       .then(
@@ -256,6 +255,8 @@ export class SqliteRequestIndex {
           // Still answered from memory; the next merge reads these rows again (the mark has not moved).
           this.firstRow = Math.min(this.firstRow, rows[0]);
           this.lastRow = Math.max(this.lastRow, rows[1]);
+          // Counted here, not per batch: the sealed tables are still there, as no merge starts meanwhile.
+          const keys = this.tables.slice(0, sealed).reduce((sum, table) => sum + table.size, 0);
           this.warn(`merging ${keys} request keys failed (kept in memory, tried again): ${error.message}`);
           throw error;
         },
