@@ -60,9 +60,17 @@ backend instances
 ${backends.map((backend, i) => `  server i${i} ${backend} check`).join("\n")}
 `,
   );
-  const proc = Bun.spawn([haproxyPath, "-f", config], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([haproxyPath, "-f", config], { stdin: "ignore", stdout: "ignore", stderr: "pipe" });
+  // Read all along: HAProxy writes a line each time a backend goes down or up, and a pipe nobody reads
+  // would fill. The last lines tell why it stopped, should it stop before `stop`.
+  const said = tail(proc.stderr);
+  let stopping = false;
+  void proc.exited.then(async (code) => {
+    if (!stopping) console.error(`haproxy exited before stop (${proc.signalCode ?? code}): ${await said()}`);
+  });
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
+    stopping = true;
     proc.kill("SIGTERM");
     await proc.exited;
     rmSync(dir, { recursive: true, force: true });
@@ -71,9 +79,9 @@ ${backends.map((backend, i) => `  server i${i} ${backend} check`).join("\n")}
   const deadline = Date.now() + 10_000;
   for (;;) {
     if (proc.exitCode !== null) {
-      const error = await new Response(proc.stderr).text();
+      stopping = true;
       rmSync(dir, { recursive: true, force: true });
-      throw new Error(`haproxy exited (${proc.exitCode}): ${error}`);
+      throw new Error(`haproxy exited (${proc.exitCode}): ${await said()}`);
     }
     const answered = await fetch(`${url}/healthz`).then(
       (r) => r.ok,
@@ -86,4 +94,17 @@ ${backends.map((backend, i) => `  server i${i} ${backend} check`).join("\n")}
     }
     await Bun.sleep(50);
   }
+}
+
+/** Reads a stream to its end, keeping its last 4 KiB: the function resolves to them once it has ended. */
+function tail(stream: ReadableStream<Uint8Array>): () => Promise<string> {
+  let text = "";
+  const ended = (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) text = (text + decoder.decode(chunk, { stream: true })).slice(-4096);
+  })().catch(() => {});
+  return async () => {
+    await ended;
+    return text;
+  };
 }
