@@ -65,9 +65,6 @@ ${backends.map((backend, i) => `  server i${i} ${backend} check`).join("\n")}
   // would fill. The last lines tell why it stopped, should it stop before `stop`.
   const said = tail(proc.stderr);
   let stopping = false;
-  void proc.exited.then(async (code) => {
-    if (!stopping) console.error(`haproxy exited before stop (${proc.signalCode ?? code}): ${await said()}`);
-  });
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
     stopping = true;
@@ -79,7 +76,6 @@ ${backends.map((backend, i) => `  server i${i} ${backend} check`).join("\n")}
   const deadline = Date.now() + 10_000;
   for (;;) {
     if (proc.exitCode !== null) {
-      stopping = true;
       rmSync(dir, { recursive: true, force: true });
       throw new Error(`haproxy exited (${proc.exitCode}): ${await said()}`);
     }
@@ -87,7 +83,13 @@ ${backends.map((backend, i) => `  server i${i} ${backend} check`).join("\n")}
       (r) => r.ok,
       () => false,
     );
-    if (answered) return { url, stop };
+    if (answered) {
+      // Told once serving: an exit before `stop` is the balancer failing the tests that follow.
+      void proc.exited.then(async (code) => {
+        if (!stopping) console.error(`haproxy exited before stop (${proc.signalCode ?? code}): ${await said()}`);
+      });
+      return { url, stop };
+    }
     if (Date.now() > deadline) {
       await stop();
       throw new Error("haproxy did not serve within 10 s");
