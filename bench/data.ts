@@ -11,7 +11,7 @@ import { DataService } from "../src/data/service.ts";
 import { bundlesDir } from "../src/main.ts";
 import { publishRelease } from "../src/release/publish.ts";
 import { openStore } from "../src/store/open.ts";
-import { cleanup, freePort, median, ROOT_DIR, startProcess, tempDir, waitHealthy } from "./lib.ts";
+import { cleanup, freePort, LAUNCH_ENV, median, ROOT_DIR, startProcess, tempDir, waitHealthy } from "./lib.ts";
 
 const RELEASE = join(ROOT_DIR, "test/fixtures/releases/data");
 const NOTES = 100_000;
@@ -122,6 +122,7 @@ async function fanOut() {
     name: "actuate-live",
     cmd: ["bun", "src/cli/main.ts", "start", "--release", RELEASE],
     env: {
+      ...LAUNCH_ENV,
       PORT: String(port),
       HOST: "127.0.0.1",
       DATA_DIR: tempDir("actuate-bench-live-"),

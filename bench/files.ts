@@ -15,7 +15,7 @@ import { join } from "node:path";
 import * as Minio from "minio";
 // @ts-expect-error s3rver ships no types
 import S3rverModule from "s3rver";
-import { cleanup, freePort, median, startProcess, tempDir, waitHealthy } from "./lib.ts";
+import { cleanup, freePort, LAUNCH_ENV, median, startProcess, tempDir, waitHealthy } from "./lib.ts";
 
 const MiB = 1024 * 1024;
 const SIZE_MIB = 100;
@@ -80,6 +80,7 @@ async function throughServer(env: Record<string, string>) {
     name: `actuate-files-${env.STORAGE ?? "disk"}`,
     cmd: ["bun", "src/cli/main.ts", "start"],
     env: {
+      ...LAUNCH_ENV,
       PORT: String(port),
       HOST: "127.0.0.1",
       DATA_DIR: tempDir("actuate-bench-files-"),

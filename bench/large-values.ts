@@ -6,7 +6,16 @@
 // Env: LARGE_MIB (default 16), BENCH_DATABASE_URL (as bench/run.ts).
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { BENCH_DIR, cleanup, freePort, freshPgDatabase, startProcess, tempDir, waitHealthy } from "./lib.ts";
+import {
+  BENCH_DIR,
+  cleanup,
+  freePort,
+  freshPgDatabase,
+  LAUNCH_ENV,
+  startProcess,
+  tempDir,
+  waitHealthy,
+} from "./lib.ts";
 
 const MIB = Number(process.env.LARGE_MIB ?? 16);
 const CONCURRENCY = 4;
@@ -28,6 +37,7 @@ async function measure(scenario: Scenario, databaseUrl: string) {
     name: `large-${scenario}`,
     cmd: ["bun", "src/cli/main.ts", "start", "--release", join(BENCH_DIR, "fixtures", "large")],
     env: {
+      ...LAUNCH_ENV,
       PORT: String(port),
       HOST: "127.0.0.1",
       DATA_DIR: tempDir("actuate-large-"),

@@ -7,6 +7,12 @@ import type { Subprocess } from "bun";
 export const BENCH_DIR = import.meta.dir;
 export const ROOT_DIR = join(import.meta.dir, "..");
 
+/**
+ * What `bun run start` and the image (package.json, deploy/Dockerfile) give an Actuate server's runtime
+ * besides its settings, so that the servers measured run as shipped (docs/DEPLOY.md).
+ */
+export const LAUNCH_ENV = { MIMALLOC_PURGE_HOLES: "0" };
+
 export interface Proc {
   name: string;
   proc: Subprocess;

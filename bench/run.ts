@@ -12,6 +12,7 @@ import { cpuPerRequest, postmasterOf, readCpu } from "./cpu.ts";
 import {
   cleanup,
   freePort,
+  LAUNCH_ENV,
   type LoadOptions,
   type LoadResult,
   loadTool,
@@ -185,6 +186,7 @@ async function startActuate(
 ): Promise<Scenario[]> {
   const port = freePort();
   const env: Record<string, string> = {
+    ...LAUNCH_ENV,
     PORT: String(port),
     HOST: "127.0.0.1",
     DATA_DIR: tempDir("actuate-bench-data-"),

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { openStore } from "../src/store/open.ts";
 import type { ScheduledRow } from "../src/store/rows.ts";
 import type { Store } from "../src/store/store.ts";
-import { cleanup, freePort, freshPgDatabase, startProcess, tempDir, waitHealthy } from "./lib.ts";
+import { cleanup, freePort, freshPgDatabase, LAUNCH_ENV, startProcess, tempDir, waitHealthy } from "./lib.ts";
 
 const DUE = 10_000;
 const CONCURRENCY = 32;
@@ -55,6 +55,7 @@ async function measure(dialect: string, databaseUrl: string): Promise<Figures> {
     name: `actuate-${dialect}`,
     cmd: ["bun", "src/cli/main.ts", "start", "--release", "bench/release"],
     env: {
+      ...LAUNCH_ENV,
       PORT: String(port),
       HOST: "127.0.0.1",
       DATA_DIR: tempDir("actuate-bench-data-"),

@@ -6,7 +6,16 @@
 // (default "sqlite,postgres"), SOAK_PROBE=1 to preload bench/soak-probe.ts into the servers and print
 // where their memory went (heap after a full collection, object counts that grew, the SQLite file).
 import { readFileSync } from "node:fs";
-import { cleanup, freePort, freshPgDatabase, percentile, startProcess, tempDir, waitHealthy } from "./lib.ts";
+import {
+  cleanup,
+  freePort,
+  freshPgDatabase,
+  LAUNCH_ENV,
+  percentile,
+  startProcess,
+  tempDir,
+  waitHealthy,
+} from "./lib.ts";
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 300);
 const CLIENTS = 16;
@@ -51,6 +60,7 @@ async function soak(label: string, databaseUrl: string): Promise<string[]> {
       "releases/v1",
     ],
     env: {
+      ...LAUNCH_ENV,
       PORT: String(port),
       HOST: "127.0.0.1",
       DATA_DIR: tempDir("actuate-soak-"),

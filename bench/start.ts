@@ -13,7 +13,7 @@
 // The budgets of issue 14 are printed next to the figures: later work must load its parts lazily so they hold.
 import { copyFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { cleanup, freePort, median, ROOT_DIR, startProcess, tempDir } from "./lib.ts";
+import { cleanup, freePort, LAUNCH_ENV, median, ROOT_DIR, startProcess, tempDir } from "./lib.ts";
 
 const ROUNDS = Number(process.env.BENCH_START_ROUNDS ?? 7);
 const POLL_MS = 2;
@@ -109,7 +109,7 @@ function rssMiB(pid: number): number {
 async function start(name: string, cmd: string[], env: Record<string, string>): Promise<{ ms: number; rss: number }> {
   const port = freePort();
   const started = performance.now();
-  const proc = startProcess({ name, cmd, cwd: dir, env: { ...env, PORT: String(port) } });
+  const proc = startProcess({ name, cmd, cwd: dir, env: { ...LAUNCH_ENV, ...env, PORT: String(port) } });
   try {
     for (;;) {
       if (proc.proc.exitCode !== null) throw new Error(`${name} exited before it was healthy:\n${proc.tail()}`);

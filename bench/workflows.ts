@@ -12,6 +12,7 @@ import postgres from "postgres";
 import {
   cleanup,
   freePort,
+  LAUNCH_ENV,
   median,
   onCleanup,
   percentile,
@@ -67,6 +68,7 @@ async function startActuate(label: string, databaseUrl: string): Promise<Scenari
     name: `actuate-${label}`,
     cmd: ["bun", "src/cli/main.ts", "start", "--release", "bench/release"],
     env: {
+      ...LAUNCH_ENV,
       PORT: String(port),
       HOST: "127.0.0.1",
       DATA_DIR: tempDir("actuate-bench-data-"),

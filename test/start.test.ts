@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { cli } from "./support/cli.ts";
+import { cli, repoRoot, runCommand } from "./support/cli.ts";
 import { dialects } from "./support/databases.ts";
 import { fixture, startTestServer, type TestServer } from "./support/server.ts";
 
@@ -37,6 +37,28 @@ describe("start-up", () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   }, 30_000);
+});
+
+describe("the allocator setting", () => {
+  // MIMALLOC_PURGE_HOLES=0 is read by the runtime's allocator as the process starts (docs/DEPLOY.md), so
+  // it can only come from whoever launches the server. MIMALLOC_VERBOSE makes each bun print its options:
+  // `bun run` prints its own (the default, 1), then the server's bun prints what it was given.
+  for (const script of ["start", "dev"]) {
+    test(`\`bun run ${script}\` launches the server's runtime with hole purging off`, async () => {
+      const launched = await runCommand(["bun", "run", script, "--help"], repoRoot, { MIMALLOC_VERBOSE: "1" });
+      expect(launched.code).toBe(0);
+      expect(launched.stdout).toContain(`usage: bun run ${script}`);
+      expect(launched.stderr.match(/option 'purge_holes': \d/g)).toEqual([
+        "option 'purge_holes': 1",
+        "option 'purge_holes': 0",
+      ]);
+    }, 30_000);
+  }
+
+  test("the image sets it for the binary", async () => {
+    const dockerfile = await Bun.file(join(repoRoot, "deploy", "Dockerfile")).text();
+    expect(dockerfile).toMatch(/^ENV MIMALLOC_PURGE_HOLES=0$/m);
+  });
 });
 
 describe("a port in use", () => {
