@@ -6,7 +6,7 @@ import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "../lib/json-te
 import type { Log } from "../observe/log.ts";
 import { Telemetry } from "../observe/telemetry.ts";
 import { NO_SPAN, type SpanParent } from "../observe/tracing.ts";
-import type { ActionContract } from "../release/contract.ts";
+import type { ActionContract, ValidationIssue } from "../release/contract.ts";
 import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
 import type { ExecutionListRow } from "../store/executions.ts";
@@ -90,6 +90,33 @@ async function refuseUnless(allowed: boolean | Promise<boolean>, action: string)
 }
 
 const NO_FILES: ReadonlyMap<string, SentFile> = new Map();
+const NO_FILE_FIELDS = Object.freeze({});
+
+/** The files sent, by field, as the input's fingerprint names them. */
+function fileFields(sent: ReadonlyMap<string, SentFile>): Record<string, unknown> {
+  if (sent.size === 0) return NO_FILE_FIELDS;
+  return Object.fromEntries(
+    [...sent].map(([field, f]) => [field, { filename: f.filename, contentType: f.contentType, sha256: f.sha256 }]),
+  );
+}
+
+/** What is wrong with an invocation's input and files; when nothing is, the checks' own empty answer. */
+function invocationIssues(
+  action: LoadedAction,
+  input: unknown,
+  sent: ReadonlyMap<string, SentFile>,
+): readonly ValidationIssue[] {
+  const inInput = action.checkInput(input);
+  const inFiles = action.checkFiles(sent);
+  const unsupported = findUnsupportedCharacter(input, "/input");
+  if (inFiles.length === 0 && unsupported === null) return inInput;
+  const issues = [...inInput, ...inFiles];
+  if (unsupported !== null) {
+    const message = `strings and keys cannot contain ${UNSUPPORTED_CHARACTERS}`;
+    issues.push({ where: unsupported, code: "unsupported_character", message });
+  }
+  return issues;
+}
 
 /** Log lines a follower reads from the store at a time (the next read goes on from the last). */
 const FOLLOW_LOG_PAGE = 500;
@@ -221,16 +248,8 @@ export class Engine {
     const allowed = mayRun(this.$, release, action, request.principal);
     if (allowed !== true) await refuseUnless(allowed, request.action);
     const sent = request.files ?? NO_FILES;
-    const files = Object.fromEntries(
-      [...sent].map(([field, f]) => [field, { filename: f.filename, contentType: f.contentType, sha256: f.sha256 }]),
-    );
-    const fingerprint = inputFingerprint(request.action, request.input, files);
-    const issues = [...action.checkInput(request.input), ...action.checkFiles(sent)];
-    const unsupported = findUnsupportedCharacter(request.input, "/input");
-    if (unsupported !== null) {
-      const message = `strings and keys cannot contain ${UNSUPPORTED_CHARACTERS}`;
-      issues.push({ where: unsupported, code: "unsupported_character", message });
-    }
+    const fingerprint = inputFingerprint(request.action, request.input, fileFields(sent));
+    const issues = invocationIssues(action, request.input, sent);
     if (issues.length > 0) {
       // The same request may have been accepted before under another contract; answer that one.
       const earlier = await this.$.store.executions.findByRequest(request.principal, request.requestId);

@@ -32,8 +32,12 @@ const SETTLE_ATTEMPTS = 5;
  */
 export class Runner {
   private readonly inFlight = new Map<string, { done: Promise<ExecutionRow>; context: FunctionContext }>();
+  /** What every handler's context is made with: one for the runner, not one per invoke. */
+  private readonly contextParts: ConstructorParameters<typeof FunctionContext>[3];
 
-  constructor(private readonly $: RunnerResources) {}
+  constructor(private readonly $: RunnerResources) {
+    this.contextParts = { data: $.data, now: $.now, openLog: (row) => this.executionLog(row) };
+  }
 
   start(
     row: ExecutionRow,
@@ -43,11 +47,7 @@ export class Runner {
     input: unknown,
     parent?: SpanParent,
   ): Promise<ExecutionRow> {
-    const context = new FunctionContext(row, release, principal, {
-      data: this.$.data,
-      now: this.$.now,
-      openLog: (r) => this.executionLog(r),
-    });
+    const context = new FunctionContext(row, release, principal, this.contextParts);
     const done = this.run(row, action, input, context, parent);
     this.inFlight.set(row.id, { done, context });
     return done;
@@ -130,31 +130,34 @@ export class Runner {
     input: unknown,
     context: FunctionContext,
   ): Promise<ExecutionSettlement> {
-    const failed = (message: string, line = message): ExecutionSettlement => {
-      context.log.writeFinal(line);
-      return {
-        status: "failed",
-        output: null,
-        errorCode: "action_failed",
-        errorMessage: message,
-        finishedAt: this.$.now(),
-      };
-    };
     let returned: unknown;
     try {
       returned = await action.definition.handler(input as never, context.ctx);
     } catch (error) {
-      return failed(messageOf(error), `the handler threw: ${thrownLine(error)}`);
+      return this.failed(context, messageOf(error), `the handler threw: ${thrownLine(error)}`);
     }
     const stored = storableJson(returned, "/output");
-    if ("problem" in stored) return failed(`the action's output ${stored.problem}`);
+    if ("problem" in stored) return this.failed(context, `the action's output ${stored.problem}`);
     const output = stored.value;
     const issues = action.checkOutput(output);
     if (issues.length > 0) {
       const first = issues[0];
-      return failed(`the action's output does not match its output schema: ${first?.where} ${first?.message}`);
+      const message = `the action's output does not match its output schema: ${first?.where} ${first?.message}`;
+      return this.failed(context, message);
     }
     return { status: "succeeded", output, errorCode: null, errorMessage: null, finishedAt: this.$.now() };
+  }
+
+  /** A failed end: `message` is its errorMessage, `line` (the stack, when it threw) ends its log. */
+  private failed(context: FunctionContext, message: string, line = message): ExecutionSettlement {
+    context.log.writeFinal(line);
+    return {
+      status: "failed",
+      output: null,
+      errorCode: "action_failed",
+      errorMessage: message,
+      finishedAt: this.$.now(),
+    };
   }
 
   /**

@@ -40,10 +40,10 @@ export interface ValidationIssue {
 export interface CompiledContract {
   contract: ActionContract;
   /** Issues of `value` against the input schema, each `where` under `/input`. Empty when it fits. */
-  checkInput(value: unknown): ValidationIssue[];
-  checkOutput(value: unknown): ValidationIssue[];
+  checkInput(value: unknown): readonly ValidationIssue[];
+  checkOutput(value: unknown): readonly ValidationIssue[];
   /** Issues of the files sent (by field) against the file fields: missing, too large, type not listed. */
-  checkFiles(sent: ReadonlyMap<string, { size: number; contentType: string }>): ValidationIssue[];
+  checkFiles(sent: ReadonlyMap<string, { size: number; contentType: string }>): readonly ValidationIssue[];
   /**
    * Compiles both validators now; otherwise each compiles on its first use, so a server starting with
    * many actions does not compile them all before it listens (~0.5 ms each). Publishing calls it, so a
@@ -115,8 +115,11 @@ function once<T>(make: () => T): () => T {
   };
 }
 
-const check = (validator: TypeCheck<TSchema>, value: unknown, root: string): ValidationIssue[] =>
-  validator.Check(value) ? [] : issuesOf(validator.Errors(value), root);
+/** What a check that passes answers: every invoke checks its input and output, and most pass. */
+const NO_ISSUES: readonly ValidationIssue[] = Object.freeze([]);
+
+const check = (validator: TypeCheck<TSchema>, value: unknown, root: string): readonly ValidationIssue[] =>
+  validator.Check(value) ? NO_ISSUES : issuesOf(validator.Errors(value), root);
 
 const accessKind = (rule: AccessRule): AccessKind => (typeof rule === "function" ? "rule" : rule);
 
@@ -143,7 +146,8 @@ function splitFileFields(input: TSchema): { schema: TSchema; files: FileLimit[] 
 function checkFiles(
   files: FileLimit[],
   sent: ReadonlyMap<string, { size: number; contentType: string }>,
-): ValidationIssue[] {
+): readonly ValidationIssue[] {
+  if (files.length === 0) return NO_ISSUES;
   const issues: ValidationIssue[] = [];
   for (const limit of files) {
     const where = `/input/${limit.field}`;
