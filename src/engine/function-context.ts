@@ -9,6 +9,13 @@ import { type ScheduleTools, scheduleTools } from "./schedules/delayed-context.t
 
 type ExecutionData = ReturnType<DataService["forExecution"]>;
 
+/** What a context is made with besides its execution: the same for every handler a runner starts. */
+export interface ContextParts {
+  data: DataService;
+  now: () => number;
+  openLog: (row: ExecutionRow) => ExecutionLog;
+}
+
 /**
  * What a function's handler is given (`ctx`), each part made when the handler first reaches for it: most
  * handlers use one or two, and an invoke should not pay for a data context, a log, a signal and the
@@ -26,11 +33,7 @@ export class FunctionContext {
     private readonly row: ExecutionRow,
     private readonly release: LoadedRelease,
     private readonly principal: Principal,
-    private readonly $: {
-      data: DataService;
-      now: () => number;
-      openLog: (row: ExecutionRow) => ExecutionLog;
-    },
+    private readonly $: ContextParts,
   ) {
     const self = this;
     let log: ActionContext["log"] | null = null;

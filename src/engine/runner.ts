@@ -11,7 +11,7 @@ import type { ExecutionRow } from "../store/rows.ts";
 import type { Store } from "../store/store.ts";
 import type { ExecutionFeed } from "./execution-feed.ts";
 import { ExecutionLog, type LogLimits } from "./execution-log.ts";
-import { FunctionContext } from "./function-context.ts";
+import { type ContextParts, FunctionContext } from "./function-context.ts";
 import { thrownLine } from "./log-line.ts";
 
 export interface RunnerResources {
@@ -33,7 +33,7 @@ const SETTLE_ATTEMPTS = 5;
 export class Runner {
   private readonly inFlight = new Map<string, { done: Promise<ExecutionRow>; context: FunctionContext }>();
   /** What every handler's context is made with: one for the runner, not one per invoke. */
-  private readonly contextParts: ConstructorParameters<typeof FunctionContext>[3];
+  private readonly contextParts: ContextParts;
 
   constructor(private readonly $: RunnerResources) {
     this.contextParts = { data: $.data, now: $.now, openLog: (row) => this.executionLog(row) };
