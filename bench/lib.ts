@@ -3,15 +3,20 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
+import packageJson from "../package.json" with { type: "json" };
 
 export const BENCH_DIR = import.meta.dir;
 export const ROOT_DIR = join(import.meta.dir, "..");
 
 /**
- * What `bun run start` and the image (package.json, deploy/Dockerfile) give an Actuate server's runtime
- * besides its settings, so that the servers measured run as shipped (docs/DEPLOY.md).
+ * The variables `bun run start` sets before it runs the server (package.json's `start`, as the image
+ * does: docs/DEPLOY.md), read from the script itself, so that the servers measured run as shipped.
  */
-export const LAUNCH_ENV = { MIMALLOC_PURGE_HOLES: "0" };
+export const LAUNCH_ENV: Record<string, string> = Object.fromEntries(
+  [...(packageJson.scripts.start.match(/^(?:\w+=\S*\s+)*/)?.[0] ?? "").matchAll(/(\w+)=(\S*)/g)].map(
+    ([, name, value]) => [name, value],
+  ),
+);
 
 export interface Proc {
   name: string;
