@@ -374,8 +374,8 @@ function printTable(scenarios: Scenario[], results: Map<string, Measured[]>): vo
   console.log("");
   const ratios = [
     ...scenarios.flatMap((s) => (s.baseline ? [{ name: s.name, baseline: s.baseline, target: s.target ?? 0 }] : [])),
-    ...MORE_RATIOS.filter((r) => results.has(r.name) && results.has(r.baseline)),
-  ];
+    ...MORE_RATIOS,
+  ].filter((r) => results.has(r.name) && results.has(r.baseline)); // BENCH_ONLY may leave a baseline out
   for (const { name, baseline, target } of ratios) {
     const ratio =
       median((results.get(name) ?? []).map((r) => r.rps)) / median((results.get(baseline) ?? []).map((r) => r.rps));
