@@ -1,7 +1,8 @@
 // `perf` names for JavaScript frames: turns the JIT dumps JavaScriptCore writes into the map file `perf report`
 // reads (/tmp/perf-<pid>.map), so a profile of the server shows `invoke`, `flush`, `authenticate`… instead of
 // bare addresses. `perf inject --jit` cannot read these dumps: it expects jit-<pid>.dump, and JavaScriptCore
-// names them jit-<thread>-<pid>.dump. Bun's own frames stay unnamed (its binary carries no symbols).
+// puts another number before the pid (jit-<n>-<pid>.dump). Bun's own frames stay unnamed (its binary
+// carries no symbols).
 //
 //   BUN_JSC_useJITDump=1 BUN_JSC_jitDumpDirectory=/tmp/jd perf record -k 1 -g -o perf.data bun src/cli/main.ts start …
 //   bun bench/perf-map.ts /tmp/jd/jit-*.dump
@@ -21,7 +22,8 @@ function mapOf(dump: Buffer): { pid: number; lines: string[] } {
   for (let at = headerSize; at + 16 <= dump.length; ) {
     const id = view.getUint32(at, true);
     const size = view.getUint32(at + 4, true);
-    if (size === 0) break;
+    // A record cut short (the process was killed while writing it) ends what can be read.
+    if (size === 0 || at + size > dump.length) break;
     if (id === JIT_CODE_LOAD) {
       // After the record's header (id, size, timestamp): pid, tid, vma, code_addr, code_size, code_index, name.
       const body = at + 16;
