@@ -184,7 +184,7 @@ describe("SQLite request keys", () => {
       });
     }
     expect((await merged()).length).toBe(first.length + rows.length + 1);
-  });
+  }, 30_000);
 
   test("a lost request-key file is rebuilt from the executions; a stale one cannot hide a new execution", async () => {
     const rows = await settledThenClosed(30);
@@ -586,5 +586,5 @@ describe("the request keys' filter", () => {
     expect(index.lookup("user", "alice", crypto.randomUUID())).toBeNull();
     await index.close();
     db.close();
-  });
+  }, 30_000);
 });
