@@ -15,6 +15,7 @@ import { DiskStorage } from "./files/disk.ts";
 import { FileService } from "./files/service.ts";
 import { clearSpool, spoolDirOf } from "./files/spool.ts";
 import { executionUrl, runUrl } from "./http/deps.ts";
+import type { Route } from "./http/methods.ts";
 import { randomBase64url } from "./lib/ids.ts";
 import { SessionHub } from "./live/session.ts";
 import type { McpEndpoint } from "./mcp/server.ts";
@@ -31,6 +32,8 @@ export interface RunningServer {
   store: Store;
   releases: ReleaseRegistry;
   engine: Engine;
+  /** The HTTP routes it answers, as registered (test/openapi.test.ts holds /openapi.json to them). */
+  routes: readonly Route[];
   stop(): Promise<void>;
 }
 
@@ -302,6 +305,7 @@ export async function startServer(
     store,
     releases,
     engine,
+    routes: app.routes,
     async stop() {
       releases.stop();
       hub.stop();
