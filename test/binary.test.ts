@@ -42,6 +42,41 @@ const invoke = (url: string, credential: string | null, action: string, input: u
     body: JSON.stringify({ requestId: crypto.randomUUID(), input }),
   });
 
+describe("the compiled binary's CLI", () => {
+  test(
+    "names itself actuate in usage, help, examples and messages, never bun run",
+    async () => {
+      const env = { DATA_DIR: join(folder, "data-naming"), DATABASE_URL: "" };
+      const outputs: string[] = [];
+      const run = async (args: string[]) => {
+        const result = await cli(args, env, binary);
+        outputs.push(result.stdout + result.stderr);
+        return result;
+      };
+
+      const help = await run(["start", "--help"]);
+      expect(help.stdout).toStartWith("usage: actuate start");
+      expect(help.stdout).toContain("examples:\n  KEY=$(actuate key create) && ");
+      expect(help.stdout).toMatch(/SERVICE_KEYS .*make one with actuate key create/);
+      const overview = await run([]);
+      expect(overview.stderr).toContain("\n  actuate release publish ");
+      expect(overview.stderr).toContain("actuate <command> --help shows");
+      const flag = await run(["release", "list", "--bogus"]);
+      expect(flag.stderr).toBe("error: actuate release list has no flag --bogus\nusage: actuate release list\n");
+      expect((await run(["token", "mint"])).stderr).toContain('actuate token has no command "mint"');
+      expect((await run(["key", "create"])).stderr).toMatch(/SERVICE_KEYS=\S+ actuate start\n/);
+      expect((await run(["user", "list"])).stdout).toContain("add one with actuate user add <id>");
+
+      const server = await serve(["start"], env, binary);
+      await server.waitFor(/no release is active: publish one with actuate release publish <dir>/, 15_000, 0);
+      await server.kill();
+      outputs.push(server.output());
+      expect(outputs.filter((output) => output.includes("bun run"))).toEqual([]);
+    },
+    RUN_TIMEOUT_MS,
+  );
+});
+
 for (const dialect of dialects) {
   describe(`compiled binary (${dialect.name})`, () => {
     let database: TestDatabase;

@@ -4,8 +4,9 @@ import { ConfigError, loadConfig } from "../config.ts";
 import { ReleaseError } from "../release/errors.ts";
 import { type Command, commandHelp, overview, parseCommand, UsageError } from "./command.ts";
 import { commands } from "./commands.ts";
+import { commandLine } from "./invocation.ts";
 
-/** `bun run <script> [<subcommand>] [args]`: finds the command, parses its flags, runs it. */
+/** `bun run <script> [<subcommand>] [args]` (`actuate …` compiled): finds the command, parses its flags, runs it. */
 async function main(argv: string[]): Promise<number> {
   const [script, ...rest] = argv;
   if (script === undefined || script === "--help" || script === "help") {
@@ -37,8 +38,10 @@ function find(group: Command[], script: string, rest: string[]): { command: Comm
   if (command) return { command, args };
   if (sub === "--help") return group.map(commandHelp).join(`\n\n${"─".repeat(40)}\n\n`);
   const what =
-    sub === undefined ? `bun run ${script} needs a command` : `bun run ${script} has no command ${JSON.stringify(sub)}`;
-  throw new UsageError(what, overview(group, `bun run ${script}`));
+    sub === undefined
+      ? `${commandLine(script)} needs a command`
+      : `${commandLine(script)} has no command ${JSON.stringify(sub)}`;
+  throw new UsageError(what, overview(group, commandLine(script)));
 }
 
 try {

@@ -7,6 +7,7 @@ import type { LoadedRelease } from "../release/load.ts";
 import { type PublishResult, publishRelease } from "../release/publish.ts";
 import { openStore } from "../store/open.ts";
 import type { ActiveRelease } from "../store/releases.ts";
+import { commandLine } from "./invocation.ts";
 import { followers, printPublish, publisher } from "./release.ts";
 import { sampleCall } from "./sample-input.ts";
 import { describeDatabase } from "./with-store.ts";
@@ -59,7 +60,7 @@ export async function serveCommand(
   });
   if (!release) {
     log(
-      "no release is active: publish one with bun run release publish <dir> (every server on this database follows), or start with --release <dir>",
+      `no release is active: publish one with ${commandLine("release publish <dir>")} (every server on this database follows), or start with --release <dir>`,
       { level: "warn" },
     );
   }
@@ -109,7 +110,7 @@ function printDevPublish(dir: string, result: PublishResult) {
   const { active } = result;
   if (!result.activated) {
     console.log(
-      `serving ${active.version}, activated from elsewhere after ${folder} last changed; ${folder} is stored as ${result.version} and goes live again when you edit it (or: bun run release activate ${result.version})`,
+      `serving ${active.version}, activated from elsewhere after ${folder} last changed; ${folder} is stored as ${result.version} and goes live again when you edit it (or: ${commandLine(`release activate ${result.version}`)})`,
     );
     return;
   }
