@@ -9,8 +9,9 @@ import { ReleaseError } from "../release/errors.ts";
 import { asRelease, loadBundle } from "../release/load.ts";
 import { type PublishResult, publishRelease } from "../release/publish.ts";
 import { folderVersion, readReleaseSource } from "../release/source.ts";
+import { describeDatabase } from "../store/open.ts";
 import { commandLine } from "./invocation.ts";
-import { describeDatabase, withStore } from "./with-store.ts";
+import { withStore } from "./with-store.ts";
 
 export const releasePublish = (
   config: Config,

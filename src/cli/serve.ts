@@ -5,12 +5,12 @@ import type { Config } from "../config.ts";
 import { bundlesDir, type RunningServer, serverLog, startServer } from "../main.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import { type PublishResult, publishRelease } from "../release/publish.ts";
-import { openStore } from "../store/open.ts";
+import { openConfiguredStore } from "../startup.ts";
+import { describeDatabase } from "../store/open.ts";
 import type { ActiveRelease } from "../store/releases.ts";
 import { commandLine } from "./invocation.ts";
 import { followers, printPublish, publisher } from "./release.ts";
 import { sampleCall } from "./sample-input.ts";
-import { describeDatabase } from "./with-store.ts";
 
 const RELEASES_DIR = "releases";
 
@@ -20,7 +20,7 @@ export async function serveCommand(
 ): Promise<number> {
   const devKey = options.watch ? ensureDevServiceKey(config.dataDir) : null;
   const serving = { ...config, serviceKeys: devKey ? [...config.serviceKeys, devKey] : config.serviceKeys };
-  const store = await openStore(config.databaseUrl);
+  const store = await openConfiguredStore(config);
   // dev is read by people: readable lines unless LOG_FORMAT says otherwise.
   const log = serverLog(
     { ...config, log: { ...config.log, format: config.log.format ?? (options.watch ? "pretty" : "json") } },
