@@ -5,7 +5,7 @@ import { createApp } from "./app.ts";
 import { Authenticator } from "./auth/authenticator.ts";
 import type { Authority } from "./auth/authority/authority.ts";
 import { JwtVerifier } from "./auth/jwt.ts";
-import { type Config, ConfigError, isLoopback, localUrl } from "./config.ts";
+import { type Config, ConfigError, isLoopback, localUrl, type StorageConfig } from "./config.ts";
 import { DataService } from "./data/service.ts";
 import { Engine } from "./engine/engine.ts";
 import type { PollBackoff } from "./engine/follow.ts";
@@ -15,6 +15,7 @@ import { DiskStorage } from "./files/disk.ts";
 import { FileService } from "./files/service.ts";
 import { clearSpool, spoolDirOf } from "./files/spool.ts";
 import { executionUrl, runUrl } from "./http/deps.ts";
+import type { Route } from "./http/methods.ts";
 import { randomBase64url } from "./lib/ids.ts";
 import { SessionHub } from "./live/session.ts";
 import type { McpEndpoint } from "./mcp/server.ts";
@@ -23,7 +24,7 @@ import { createLog, type Log } from "./observe/log.ts";
 import { Telemetry } from "./observe/telemetry.ts";
 import { NO_TRACER, type Tracer } from "./observe/tracing.ts";
 import { ReleaseRegistry } from "./release/registry.ts";
-import { openStore } from "./store/open.ts";
+import { openConfiguredStore, StartupError, storageFailure } from "./startup.ts";
 import type { Store } from "./store/store.ts";
 
 export interface RunningServer {
@@ -31,6 +32,8 @@ export interface RunningServer {
   store: Store;
   releases: ReleaseRegistry;
   engine: Engine;
+  /** The HTTP routes it answers, as registered (test/openapi.test.ts holds /openapi.json to them). */
+  routes: readonly Route[];
   stop(): Promise<void>;
 }
 
@@ -78,6 +81,19 @@ function lazyMcpEndpoint(deps: ToolDeps, version: string): Pick<McpEndpoint, "ha
 /** JSON lines on stdout (pretty when LOG_FORMAT says), each naming this instance. */
 export const serverLog = (config: Config, instance: string): Log =>
   createLog({ level: config.log.level, format: config.log.format ?? "json" }, { instance });
+
+/**
+ * The bucket, reached before anything starts running, so an unreachable one stops start-up cleanly. The
+ * S3 driver (minio: ~20 MiB and ~150 ms to import) is loaded only when it is the one configured.
+ */
+async function openS3(settings: Extract<StorageConfig, { driver: "s3" }>) {
+  const { S3Storage } = await import("./files/s3.ts");
+  try {
+    return await S3Storage.open(settings);
+  } catch (error) {
+    throw storageFailure(settings.endPoint, error) ?? error;
+  }
+}
 
 /** OpenTelemetry, imported only when OTEL_EXPORTER_OTLP_ENDPOINT is set. */
 async function tracerFor(config: Config, instance: string): Promise<Tracer> {
@@ -156,16 +172,11 @@ export async function startServer(
   if (options.insecureNoAuth && !isLoopback(config.host)) {
     throw new ConfigError("--insecure-no-auth only runs bound to a loopback HOST");
   }
-  const store = options.store ?? (await openStore(config.databaseUrl));
+  const store = options.store ?? (await openConfiguredStore(config));
   const log = options.log ?? serverLog(config, store.instances.id);
   store.onTrouble((message) => log(message, { level: "warn" }));
   const telemetry = new Telemetry(await tracerFor(config, store.instances.id));
-  // Storage is reached before anything starts running, so an unreachable bucket stops start-up cleanly.
-  // The S3 driver (minio: ~20 MiB and ~150 ms to import) is loaded only when it is the one configured.
-  const storage =
-    config.storage.driver === "s3"
-      ? await (await import("./files/s3.ts")).S3Storage.open(config.storage)
-      : new DiskStorage(config.storage.root);
+  const storage = config.storage.driver === "s3" ? await openS3(config.storage) : new DiskStorage(config.storage.root);
   const spoolDir = spoolDirOf(config.dataDir);
   clearSpool(spoolDir);
   const interrupted = await store.instances.recover(Date.now());
@@ -290,8 +301,9 @@ export async function startServer(
     hub.stop();
     await engine.shutdown(0, Promise.resolve());
     if (!options.store) await store.close();
-    throw new ConfigError(
+    throw new StartupError(
       `${config.host}:${config.port} is in use: another server listens there (another actuate?); stop it or set PORT`,
+      "PORT",
     );
   }
   const port = app.server?.port ?? config.port;
@@ -302,6 +314,7 @@ export async function startServer(
     store,
     releases,
     engine,
+    routes: app.routes,
     async stop() {
       releases.stop();
       hub.stop();

@@ -1,5 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { requestKeysPath } from "../src/store/sqlite/request-keys/file.ts";
@@ -41,6 +51,141 @@ const invoke = (url: string, credential: string | null, action: string, input: u
     headers: credential ? { authorization: `Bearer ${credential}` } : {},
     body: JSON.stringify({ requestId: crypto.randomUUID(), input }),
   });
+
+describe("the compiled binary's CLI", () => {
+  test(
+    "names itself actuate in usage, help, examples and messages, never bun run",
+    async () => {
+      const env = { DATA_DIR: join(folder, "data-naming"), DATABASE_URL: "" };
+      const outputs: string[] = [];
+      const run = async (args: string[]) => {
+        const result = await cli(args, env, binary);
+        outputs.push(result.stdout + result.stderr);
+        return result;
+      };
+
+      const help = await run(["start", "--help"]);
+      expect(help.stdout).toStartWith("usage: actuate start");
+      expect(help.stdout).toContain("examples:\n  KEY=$(actuate key create) && ");
+      expect(help.stdout).toMatch(/SERVICE_KEYS .*make one with actuate key create/);
+      const overview = await run([]);
+      expect(overview.stderr).toContain("\n  actuate release publish ");
+      expect(overview.stderr).toContain("actuate <command> --help shows");
+      const flag = await run(["release", "list", "--bogus"]);
+      expect(flag.stderr).toBe("error: actuate release list has no flag --bogus\nusage: actuate release list\n");
+      expect((await run(["token", "mint"])).stderr).toContain('actuate token has no command "mint"');
+      expect((await run(["key", "create"])).stderr).toMatch(/SERVICE_KEYS=\S+ actuate start\n/);
+      expect((await run(["user", "list"])).stdout).toContain("add one with actuate user add <id>");
+
+      const server = await serve(["start"], env, binary);
+      await server.waitFor(/no release is active: publish one with actuate release publish <dir>/, 15_000, 0);
+      await server.kill();
+      outputs.push(server.output());
+      expect(outputs.filter((output) => output.includes("bun run"))).toEqual([]);
+    },
+    RUN_TIMEOUT_MS,
+  );
+});
+
+/** What deploy/Dockerfile says of the image it runs the server in. */
+interface Image {
+  uid: number;
+  gid: number;
+  dataDir: string;
+  /** Who the image makes own DATA_DIR; null when the image has no such folder. */
+  dataDirOwner: { uid: number; gid: number } | null;
+}
+
+async function readImage(): Promise<Image> {
+  // One instruction a line: continuation lines joined.
+  const dockerfile = (await Bun.file(join(repoRoot, "deploy", "Dockerfile")).text()).replace(/\\\n\s*/g, " ");
+  const runtime = dockerfile.slice(dockerfile.lastIndexOf("\nFROM "));
+  const number = (pattern: RegExp) => Number(pattern.exec(runtime)?.[1] ?? Number.NaN);
+  const dataDir = /^ENV .*\bDATA_DIR=(\S+)/m.exec(runtime)?.[1] ?? "";
+  const dir = dataDir.replaceAll(".", "\\.");
+  // `install -d -o <uid> -g <gid> [-m <mode>] <dir>`, or `mkdir -p <dir> && chown <uid>:<gid> <dir>`.
+  const owner =
+    new RegExp(`^RUN .*\\binstall -d -o (\\d+) -g (\\d+)(?: -m \\d+)? ${dir}(?:\\s|$)`, "m").exec(runtime) ??
+    new RegExp(`^RUN .*\\bmkdir -p ${dir} && chown (\\d+):(\\d+) ${dir}(?:\\s|$)`, "m").exec(runtime);
+  return {
+    uid: number(/^RUN .*\buseradd .*--uid (\d+)/m),
+    gid: number(/^RUN .*\bgroupadd .*--gid (\d+)/m),
+    dataDir,
+    dataDirOwner: owner ? { uid: Number(owner[1]), gid: Number(owner[2]) } : null,
+  };
+}
+
+// Only root can start a process as another user; CI runs the tests as root.
+const isRoot = process.getuid?.() === 0;
+if (!isRoot) console.log("skipped: the image's layout as uid 10001 (setpriv needs root; CI runs as root)");
+
+describe("the image (deploy/Dockerfile, deploy/compose.yaml)", () => {
+  test("runs the server as a fixed non-root uid and gid, and creates its DATA_DIR owned by them, where compose mounts a volume", async () => {
+    const image = await readImage();
+    expect(image.uid).toBe(10001);
+    expect(image.gid).toBe(10001);
+    expect(image.dataDir).toBe("/app/data");
+    // A named volume mounted on a folder the image has starts as a copy of it, owner included; on one it
+    // has not, Docker creates the folder owned by root, and the server (EACCES at start) cannot write it.
+    expect(image.dataDirOwner).toEqual({ uid: image.uid, gid: image.gid });
+    const compose = await Bun.file(join(repoRoot, "deploy", "compose.yaml")).text();
+    expect(compose).toMatch(new RegExp(`^\\s+- actuate-data:${image.dataDir}$`, "m"));
+  });
+
+  for (const dialect of dialects) {
+    test.skipIf(!isRoot)(
+      `the binary runs as that user in the image's layout; in a root-owned DATA_DIR it says so in one line (${dialect.name})`,
+      async () => {
+        const image = await readImage();
+        const database = await dialect.create();
+        // A root-owned copy of the image's file system: the binary in /usr/local/bin, the folders above DATA_DIR.
+        const root = mkdtempSync(join(tmpdir(), "actuate-image-"));
+        try {
+          chmodSync(root, 0o755);
+          const bin = join(root, "usr", "local", "bin", "actuate");
+          mkdirSync(dirname(bin), { recursive: true, mode: 0o755 });
+          copyFileSync(join(folder, "actuate"), bin);
+          chmodSync(bin, 0o755);
+          const dataDir = join(root, image.dataDir);
+          mkdirSync(dirname(dataDir), { recursive: true, mode: 0o755 });
+          const asServer: Launch = {
+            command: ["setpriv", "--reuid", String(image.uid), "--regid", String(image.gid), "--clear-groups", bin],
+            cwd: dirname(dataDir),
+          };
+          // PostgreSQL as compose.yaml runs it, or SQLite in DATA_DIR (the image's default).
+          const env = { DATA_DIR: dataDir, DATABASE_URL: dialect.name === "postgres" ? database.url : "" };
+
+          // The volume's folder as Docker makes it when the image has none: root's.
+          mkdirSync(dataDir, { mode: 0o755 });
+          const refused = await cli(["start"], env, asServer);
+          expect(refused.code).toBe(1);
+          expect(refused.stderr).toMatch(
+            new RegExp(
+              `^error: DATA_DIR ${dataDir} cannot be written by this process \\(uid ${image.uid}\\): .+; make it writable by that user, or set DATA_DIR\\n$`,
+            ),
+          );
+
+          // The folder as the image makes it (and a new volume copies it).
+          rmSync(dataDir, { recursive: true });
+          mkdirSync(dataDir, { mode: 0o755 });
+          if (image.dataDirOwner) chownSync(dataDir, image.dataDirOwner.uid, image.dataDirOwner.gid);
+          const server = await serve(["start"], env, asServer);
+          try {
+            const health = await fetch(`${server.url}/healthz`);
+            expect(health.status).toBe(200);
+            expect(existsSync(join(dataDir, "spool"))).toBe(true);
+          } finally {
+            await server.kill();
+          }
+        } finally {
+          rmSync(root, { recursive: true, force: true });
+          await database.drop();
+        }
+      },
+      RUN_TIMEOUT_MS,
+    );
+  }
+});
 
 for (const dialect of dialects) {
   describe(`compiled binary (${dialect.name})`, () => {

@@ -3,6 +3,7 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { checkPassword } from "../src/auth/users.ts";
+import { commands } from "../src/cli/commands.ts";
 import { ENV_NAMES } from "../src/config.ts";
 import { openStore } from "../src/store/open.ts";
 import { cli, repoRoot, serve } from "./support/cli.ts";
@@ -358,6 +359,15 @@ describe("CLI usage", () => {
     expect(sub.code).toBe(1);
     expect(sub.stderr).toContain('bun run token has no command "mint"');
     expect(sub.stderr).toContain("bun run token create");
+  });
+
+  test("the first word of every command is a package.json script that runs the CLI with it", async () => {
+    // Without its own script, `bun run <word>` runs whatever else bun finds by that name (`bun run env`
+    // prints the environment), and every usage line, example and message naming it would mislead.
+    const { scripts } = (await Bun.file(join(repoRoot, "package.json")).json()) as { scripts: Record<string, string> };
+    const words = [...new Set(commands.map((command) => command.name.split(" ")[0] as string))];
+    const missing = words.filter((word) => !scripts[word]?.endsWith(`bun src/cli/main.ts ${word}`));
+    expect(missing).toEqual([]);
   });
 
   test("key create prints a strong service key alone on stdout, and how a server takes it", async () => {

@@ -27,6 +27,7 @@ const LAYERS: Record<string, number> = {
   live: 4,
   app: 5,
   main: 6,
+  startup: 6, // what start-up reaches (database, bucket, DATA_DIR), its failures named by the setting: main and cli
   cli: 7,
 };
 

@@ -9,16 +9,20 @@
  *   commands with placeholders).
  * - `# → text` states what the block answers: its output holds each such text, in the order written.
  *   Every tested block states at least one.
- * - The blocks name the server http://127.0.0.1:3000; the test serves on a free port and puts its
- *   address there instead. That is the only change made to a block.
+ * - The blocks name the server once, `BASE=http://127.0.0.1:3000` in the first, and reach it as `$BASE`;
+ *   the test serves on another port (a free one) and sets `BASE` to its address instead. That is the
+ *   only change made to a block.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
+import * as client from "../src/client/index.ts";
+import * as sdk from "../src/sdk/index.ts";
 import { repoRoot, type ServerProcess, serve } from "./support/cli.ts";
 
-const README_URL = "http://127.0.0.1:3000";
+/** The README's one line naming the server. */
+const BASE_LINE = /^BASE=http:\/\/127\.0\.0\.1:3000$/m;
 const MARK = "@@readme-block";
 /** Generous: the blocks take a few seconds; this only stops a hung command from hanging the suite. */
 const SCRIPT_DEADLINE_MS = 60_000;
@@ -31,8 +35,8 @@ interface Block {
   expected: string[];
 }
 
-/** The ```sh test blocks of a markdown text, with the heading each sits under. */
-function testBlocks(markdown: string): Block[] {
+/** The blocks of a markdown text fenced as ```` ```<info> ````, with the heading each sits under. */
+function fencedBlocks(markdown: string, info: string): Block[] {
   const lines = markdown.split("\n");
   const blocks: Block[] = [];
   let heading = "";
@@ -41,7 +45,7 @@ function testBlocks(markdown: string): Block[] {
     if (/^#{1,6} /.test(line)) heading = line.replace(/^#+ /, "");
     if (!line.startsWith("```")) continue;
     const end = lines.findIndex((l, j) => j > i && l.startsWith("```"));
-    if (line.trim() === "```sh test") {
+    if (line.trim() === `\`\`\`${info}`) {
       const code = lines.slice(i + 1, end);
       const expected = code.flatMap((l) => /^# → (.+)$/.exec(l)?.slice(1) ?? []);
       blocks.push({ line: i + 1, heading, code: code.join("\n"), expected });
@@ -59,7 +63,7 @@ const relativeLinks = (markdown: string) =>
     .map((target) => target.replace(/#.*$/, ""));
 
 const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
-const blocks = testBlocks(readme);
+const blocks = fencedBlocks(readme, "sh test");
 
 /** A clone as a newcomer has it: the sources, without local data; dependencies linked. */
 function copyOfRepository(): string {
@@ -92,7 +96,10 @@ async function runBlocks(dir: string, url: string): Promise<ScriptRun> {
     "set -euo pipefail",
     "exec 2>&1",
     `trap 'printf "\\n[failed: %s]\\n" "$BASH_COMMAND"' ERR`,
-    ...blocks.flatMap((block, index) => [`printf '\\n${MARK} ${index}\\n'`, block.code.replaceAll(README_URL, url)]),
+    ...blocks.flatMap((block, index) => [
+      `printf '\\n${MARK} ${index}\\n'`,
+      block.code.replace(BASE_LINE, `BASE=${url}`),
+    ]),
     `printf '\\n${MARK} end\\n'`,
   ].join("\n");
   const proc = Bun.spawn(["bash", "-c", script], { cwd: dir, env: { ...process.env, ...freshEnv }, stdout: "pipe" });
@@ -132,6 +139,29 @@ describe("README", () => {
   test("has blocks to run, each stating what it answers", () => {
     expect(blocks.length).toBeGreaterThan(5);
     expect(blocks.filter((block) => block.expected.length === 0).map((block) => block.line)).toEqual([]);
+  });
+
+  test("names the server once, as BASE, so the blocks run against a server on another port", () => {
+    const [first, ...rest] = blocks;
+    expect(first?.code).toMatch(BASE_LINE);
+    const named = blocks.flatMap((block) =>
+      block.code.split("\n").filter((line) => line.includes("127.0.0.1:3000") && !BASE_LINE.test(line)),
+    );
+    expect(named).toEqual([]);
+    expect(rest.filter((block) => BASE_LINE.test(block.code)).map((block) => block.line)).toEqual([]);
+    expect(new URL(server.url).port).not.toBe("3000");
+  });
+
+  test("each TypeScript snippet imports what it uses of actuate and actuate/client", () => {
+    const exported = [...Object.keys(sdk), ...Object.keys(client)];
+    const unimported = fencedBlocks(readme, "ts").flatMap((block) => {
+      const imported = [...block.code.matchAll(/^import \{([^}]*)\} from "actuate[^"]*";$/gm)].flatMap((m) =>
+        (m[1] ?? "").split(",").map((name) => name.trim()),
+      );
+      const used = exported.filter((name) => new RegExp(`\\b${name}\\s*[(.]`).test(block.code));
+      return used.filter((name) => !imported.includes(name)).map((name) => `README.md:${block.line}: ${name}`);
+    });
+    expect(unimported).toEqual([]);
   });
 
   test("links only to files inside the repository that exist", () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cli, repoRoot, runCommand } from "./support/cli.ts";
@@ -17,25 +17,100 @@ function closedPort(): number {
   return port;
 }
 
-describe("start-up", () => {
-  test("an unreachable S3 endpoint still stops `start` before it serves, with the driver's error", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "actuate-start-"));
-    try {
-      const started = await cli(["start"], {
-        DATA_DIR: dataDir,
-        PORT: "0",
-        STORAGE: "s3",
-        S3_ENDPOINT: `http://127.0.0.1:${closedPort()}`,
-        S3_BUCKET: "actuate-unreachable",
-        S3_ACCESS_KEY: "key",
-        S3_SECRET_KEY: "secret",
-      });
-      expect(started.code).toBe(1);
-      expect(started.stderr).toContain("ECONNREFUSED");
-      expect(started.stdout).not.toContain("actuate serving");
-    } finally {
-      rmSync(dataDir, { recursive: true, force: true });
+/** A start-up that fails on what a setting points at: the setting, and what the one line must say of the cause. */
+interface Failure {
+  cause: string;
+  setting: string;
+  env: (dataDir: string) => Record<string, string>;
+  says: RegExp;
+}
+
+const FAILURES: Failure[] = [
+  {
+    cause: "PostgreSQL cannot be reached",
+    setting: "DATABASE_URL",
+    env: () => ({ DATABASE_URL: `postgres://actuate:secret@127.0.0.1:${closedPort()}/actuate` }),
+    says: /^cannot connect to the database postgres:\/\/\*\*\*@127\.0\.0\.1:\d+\/actuate \(.*ECONNREFUSED.*\)/,
+  },
+  {
+    cause: "DATA_DIR cannot be written",
+    setting: "DATA_DIR",
+    // A folder under a regular file: refused to root too, where permissions would not be.
+    env: (dataDir) => {
+      writeFileSync(join(dataDir, "a-file"), "");
+      return { DATA_DIR: join(dataDir, "a-file", "data") };
+    },
+    says: /^DATA_DIR \S+\/a-file\/data cannot be written by this process \(uid \d+\): .*ENOTDIR/,
+  },
+  {
+    cause: "the SQLite file DATABASE_URL names cannot be written",
+    setting: "DATABASE_URL",
+    env: (dataDir) => {
+      writeFileSync(join(dataDir, "a-file"), "");
+      return { DATA_DIR: join(dataDir, "data"), DATABASE_URL: `sqlite:${join(dataDir, "a-file", "actuate.db")}` };
+    },
+    says: /^the SQLite database \S+\/a-file\/actuate\.db cannot be written \(.*EEXIST/,
+  },
+  {
+    cause: "S3 cannot be reached",
+    setting: "S3_ENDPOINT",
+    env: () => ({
+      STORAGE: "s3",
+      S3_ENDPOINT: `http://127.0.0.1:${closedPort()}`,
+      S3_BUCKET: "actuate-unreachable",
+      S3_ACCESS_KEY: "key",
+      S3_SECRET_KEY: "secret",
+    }),
+    says: /^the S3 endpoint http:\/\/127\.0\.0\.1:\d+ cannot be reached \(.*ECONNREFUSED.*\)/,
+  },
+];
+const postgresUrl = process.env.TEST_DATABASE_URL;
+if (postgresUrl) {
+  FAILURES.push({
+    cause: "the PostgreSQL database does not exist",
+    setting: "DATABASE_URL",
+    env: () => ({ DATABASE_URL: Object.assign(new URL(postgresUrl), { pathname: "/actuate_not_there" }).href }),
+    says: /^cannot connect to the database postgres:\/\/\S+\/actuate_not_there \(database "actuate_not_there" does not exist\)/,
+  });
+}
+
+describe("a start-up failure that is not a configuration error", () => {
+  for (const failure of FAILURES) {
+    for (const format of ["pretty", "json"] as const) {
+      test(`${failure.cause}: one line naming the cause and ${failure.setting}, no stack (LOG_FORMAT=${format})`, async () => {
+        const dataDir = mkdtempSync(join(tmpdir(), "actuate-start-"));
+        try {
+          const env = { DATA_DIR: dataDir, DATABASE_URL: "", PORT: "0", LOG_FORMAT: format, ...failure.env(dataDir) };
+          const started = await cli(["start"], env);
+          expect(started.code).toBe(1);
+          expect(started.stdout).not.toContain("actuate serving");
+          const lines = started.stderr.trimEnd().split("\n");
+          expect(lines).toHaveLength(1);
+          if (format === "json") {
+            const line = JSON.parse(lines[0] as string);
+            expect(line).toMatchObject({ level: "error", setting: failure.setting });
+            expect(line.msg).toMatch(failure.says);
+            expect(line.msg).toEndWith(failure.setting);
+          } else {
+            const message = (lines[0] as string).replace(/^error: /, "");
+            expect(lines[0]).toStartWith("error: ");
+            expect(message).toMatch(failure.says);
+            expect(message).toEndWith(failure.setting);
+          }
+        } finally {
+          rmSync(dataDir, { recursive: true, force: true });
+        }
+      }, 30_000);
     }
+  }
+
+  test("a command other than start, on a database it cannot reach, says so in one line too", async () => {
+    const url = `postgres://actuate:secret@127.0.0.1:${closedPort()}/actuate`;
+    const listed = await cli(["token", "list"], { DATABASE_URL: url });
+    expect(listed.code).toBe(1);
+    expect(listed.stderr).toMatch(
+      /^error: cannot connect to the database postgres:\/\/\*\*\*@\S+ \(.+\): check DATABASE_URL\n$/,
+    );
   }, 30_000);
 });
 
@@ -79,6 +154,13 @@ describe("a port in use", () => {
         `error: 127.0.0.1:${other.port} is in use: another server listens there (another actuate?); stop it or set PORT`,
       );
       expect(await (await fetch(`http://127.0.0.1:${other.port}/`)).text()).toBe("the other server");
+      const json = await cli(["start"], { DATA_DIR: dataDir, PORT: String(other.port), LOG_FORMAT: "json" });
+      expect(json.code).toBe(1);
+      expect(JSON.parse(json.stderr)).toMatchObject({
+        level: "error",
+        msg: expect.stringContaining("is in use"),
+        setting: "PORT",
+      });
     } finally {
       other.stop(true);
       rmSync(dataDir, { recursive: true, force: true });

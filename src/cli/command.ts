@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { type Config, describeEnvironment, type EnvName } from "../config.ts";
+import { asInvoked, commandLine } from "./invocation.ts";
 
 export interface Flag {
   type: "string" | "boolean";
@@ -13,12 +14,12 @@ export type FlagValues = Record<string, string | boolean | undefined>;
 
 /** One CLI command (`dev`, `release publish`, …): what its --help says, and how it runs. */
 export interface Command {
-  /** The words after `bun run`: the script, then the subcommand if any. */
+  /** The words after the CLI's name (`bun run`, `actuate`): the script, then the subcommand if any. */
   name: string;
   /** Positional arguments, all required, e.g. `["<dir>"]`. */
   args?: string[];
   summary: string;
-  /** More about what it does, shown by --help. */
+  /** More about what it does, shown by --help. Written, as the examples, with `bun run` (see asInvoked). */
   details?: string;
   flags?: Record<string, Flag>;
   /** The environment variables it reads (with their defaults in --help). */
@@ -49,7 +50,7 @@ export function parseCommand(command: Command, argv: string[]): { args: string[]
   for (const token of tokens) {
     if (token.kind !== "option") continue;
     const flag = flags[token.name];
-    if (!flag) throw fail(`bun run ${command.name} has no flag ${token.rawName}`);
+    if (!flag) throw fail(`${commandLine(command.name)} has no flag ${token.rawName}`);
     if (flag.type === "string" && token.value === undefined) throw fail(`${token.rawName} needs a value`);
     if (flag.type === "boolean" && token.value !== undefined) throw fail(`${token.rawName} takes no value`);
   }
@@ -72,7 +73,7 @@ export function usageLine(command: Command): string {
     const text = flag.type === "string" ? `--${name} ${flag.value ?? "<value>"}` : `--${name}`;
     return flag.required ? text : `[${text}]`;
   });
-  return `usage: ${["bun run", command.name, ...(command.args ?? []), ...flags].join(" ")}`;
+  return `usage: ${[commandLine(command.name), ...(command.args ?? []), ...flags].join(" ")}`;
 }
 
 /** The whole --help of one command: usage, what it does, flags, environment (with defaults), examples. */
@@ -90,12 +91,12 @@ export function commandHelp(command: Command): string {
       : "environment: none read",
     `examples:\n${command.examples.map((line) => `  ${line}`).join("\n")}`,
   ];
-  return sections.join("\n\n");
+  return asInvoked(sections.join("\n\n"));
 }
 
-/** One line per command, for `bun run <script>` without a command or with --help. */
+/** One line per command, for the CLI alone, or a script without a command or with --help. */
 export function overview(commands: readonly Command[], title = "commands"): string {
   const width = Math.max(...commands.map((c) => c.name.length));
-  const lines = commands.map((c) => `  bun run ${c.name.padEnd(width)}  ${c.summary}`);
-  return `${title}:\n${lines.join("\n")}\n\nbun run <command> --help shows a command's flags, environment and examples.`;
+  const lines = commands.map((c) => `  ${commandLine(c.name.padEnd(width))}  ${c.summary}`);
+  return `${title}:\n${lines.join("\n")}\n\n${commandLine("<command> --help")} shows a command's flags, environment and examples.`;
 }

@@ -1,11 +1,14 @@
 import { TokenError } from "../auth/tokens.ts";
 import { UserError } from "../auth/users.ts";
-import { ConfigError, loadConfig } from "../config.ts";
+import { type Config, ConfigError, loadConfig } from "../config.ts";
+import { createLog } from "../observe/log.ts";
 import { ReleaseError } from "../release/errors.ts";
+import { dataDirFailure, StartupError } from "../startup.ts";
 import { type Command, commandHelp, overview, parseCommand, UsageError } from "./command.ts";
 import { commands } from "./commands.ts";
+import { commandLine } from "./invocation.ts";
 
-/** `bun run <script> [<subcommand>] [args]`: finds the command, parses its flags, runs it. */
+/** `bun run <script> [<subcommand>] [args]` (`actuate …` compiled): finds the command, parses its flags, runs it. */
 async function main(argv: string[]): Promise<number> {
   const [script, ...rest] = argv;
   if (script === undefined || script === "--help" || script === "help") {
@@ -25,7 +28,27 @@ async function main(argv: string[]): Promise<number> {
     console.log(commandHelp(command));
     return 0;
   }
-  return command.run(() => loadConfig(), parsed.args, parsed.flags);
+  let config: Config | undefined;
+  try {
+    return await command.run(() => (config ??= loadConfig()), parsed.args, parsed.flags);
+  } catch (error) {
+    // Whatever a command writes under DATA_DIR (keys, bundles, the spool) is refused for the same reason.
+    const failure = error instanceof StartupError ? error : config && dataDirFailure(config.dataDir, error);
+    if (!failure || !config) throw error;
+    printStartupFailure(failure, config.log.format);
+    return 1;
+  }
+}
+
+/** One line on stderr, without a stack: a JSON object as the server's log lines with LOG_FORMAT=json. */
+function printStartupFailure(failure: StartupError, format: Config["log"]["format"]) {
+  const message = failure.message.replace(/\s*\n\s*/g, " ");
+  if (format !== "json") {
+    console.error(`error: ${message}`);
+    return;
+  }
+  const log = createLog({ level: "error", format: "json" }, {}, (line) => process.stderr.write(line));
+  log(message, { level: "error", setting: failure.setting });
 }
 
 /** The command a script's arguments name, or the help of all its subcommands (`bun run release --help`). */
@@ -37,8 +60,10 @@ function find(group: Command[], script: string, rest: string[]): { command: Comm
   if (command) return { command, args };
   if (sub === "--help") return group.map(commandHelp).join(`\n\n${"─".repeat(40)}\n\n`);
   const what =
-    sub === undefined ? `bun run ${script} needs a command` : `bun run ${script} has no command ${JSON.stringify(sub)}`;
-  throw new UsageError(what, overview(group, `bun run ${script}`));
+    sub === undefined
+      ? `${commandLine(script)} needs a command`
+      : `${commandLine(script)} has no command ${JSON.stringify(sub)}`;
+  throw new UsageError(what, overview(group, commandLine(script)));
 }
 
 try {

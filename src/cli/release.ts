@@ -9,7 +9,9 @@ import { ReleaseError } from "../release/errors.ts";
 import { asRelease, loadBundle } from "../release/load.ts";
 import { type PublishResult, publishRelease } from "../release/publish.ts";
 import { folderVersion, readReleaseSource } from "../release/source.ts";
-import { describeDatabase, withStore } from "./with-store.ts";
+import { describeDatabase } from "../store/open.ts";
+import { commandLine } from "./invocation.ts";
+import { withStore } from "./with-store.ts";
 
 export const releasePublish = (
   config: Config,
@@ -67,7 +69,7 @@ export const releaseActivate = (config: Config, version: string) =>
     try {
       await activateRelease(store, version, Date.now());
     } catch (error) {
-      if (error instanceof PublicError) throw new ReleaseError(`${error.message}; see bun run release list`);
+      if (error instanceof PublicError) throw new ReleaseError(`${error.message}; see ${commandLine("release list")}`);
       throw error;
     }
     console.log(`release ${version} is now active`);
@@ -84,7 +86,9 @@ export function printPublish(result: PublishResult): void {
   }
   for (const c of result.scheduleChanges) console.log(`  ${c.change.padEnd(9)} schedule ${c.name}`);
   if (result.changes.some((c) => c.change !== "unchanged")) {
-    console.log("contracts changed: clients typed with actuate/client want bun run release types --out <file> again");
+    console.log(
+      `contracts changed: clients typed with actuate/client want ${commandLine("release types --out <file>")} again`,
+    );
   }
 }
 

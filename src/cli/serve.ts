@@ -5,11 +5,12 @@ import type { Config } from "../config.ts";
 import { bundlesDir, type RunningServer, serverLog, startServer } from "../main.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import { type PublishResult, publishRelease } from "../release/publish.ts";
-import { openStore } from "../store/open.ts";
+import { openConfiguredStore } from "../startup.ts";
+import { describeDatabase } from "../store/open.ts";
 import type { ActiveRelease } from "../store/releases.ts";
+import { commandLine } from "./invocation.ts";
 import { followers, printPublish, publisher } from "./release.ts";
 import { sampleCall } from "./sample-input.ts";
-import { describeDatabase } from "./with-store.ts";
 
 const RELEASES_DIR = "releases";
 
@@ -19,7 +20,7 @@ export async function serveCommand(
 ): Promise<number> {
   const devKey = options.watch ? ensureDevServiceKey(config.dataDir) : null;
   const serving = { ...config, serviceKeys: devKey ? [...config.serviceKeys, devKey] : config.serviceKeys };
-  const store = await openStore(config.databaseUrl);
+  const store = await openConfiguredStore(config);
   // dev is read by people: readable lines unless LOG_FORMAT says otherwise.
   const log = serverLog(
     { ...config, log: { ...config.log, format: config.log.format ?? (options.watch ? "pretty" : "json") } },
@@ -59,7 +60,7 @@ export async function serveCommand(
   });
   if (!release) {
     log(
-      "no release is active: publish one with bun run release publish <dir> (every server on this database follows), or start with --release <dir>",
+      `no release is active: publish one with ${commandLine("release publish <dir>")} (every server on this database follows), or start with --release <dir>`,
       { level: "warn" },
     );
   }
@@ -109,7 +110,7 @@ function printDevPublish(dir: string, result: PublishResult) {
   const { active } = result;
   if (!result.activated) {
     console.log(
-      `serving ${active.version}, activated from elsewhere after ${folder} last changed; ${folder} is stored as ${result.version} and goes live again when you edit it (or: bun run release activate ${result.version})`,
+      `serving ${active.version}, activated from elsewhere after ${folder} last changed; ${folder} is stored as ${result.version} and goes live again when you edit it (or: ${commandLine(`release activate ${result.version}`)})`,
     );
     return;
   }

@@ -1,6 +1,7 @@
 import { createUserToken, revokeUserToken, TokenError } from "../auth/tokens.ts";
 import { USER_ID } from "../auth/users.ts";
 import type { Config } from "../config.ts";
+import { commandLine } from "./invocation.ts";
 import { withStore } from "./with-store.ts";
 
 export function tokenCreate(config: Config, user: string): Promise<number> {
@@ -17,7 +18,7 @@ export const tokenList = (config: Config) =>
   withStore(config, async (store) => {
     const tokens = await store.tokens.list();
     if (tokens.length === 0) {
-      console.log("no user tokens yet; make one with bun run token create --user <id>");
+      console.log(`no user tokens yet; make one with ${commandLine("token create --user <id>")}`);
     } else {
       printTable([
         ["PREFIX", "USER", "CREATED", "REVOKED"],
@@ -27,7 +28,7 @@ export const tokenList = (config: Config) =>
     const now = Date.now();
     const grants = await store.oauth.grants(now);
     if (grants.length > 0) {
-      console.log("\nsign-ins (the built-in authority; bun run user disable <id> ends them):");
+      console.log(`\nsign-ins (the built-in authority; ${commandLine("user disable <id>")} ends them):`);
       const rows = [["CLIENT", "USER", "SIGNED IN", "EXPIRES"]];
       for (const grant of grants) {
         const { clientId, accountId, iat } = grant.payload as { clientId: string; accountId: string; iat: number };

@@ -1,5 +1,6 @@
 import { addUser, disableUser, newPassword } from "../auth/users.ts";
 import type { Config } from "../config.ts";
+import { commandLine } from "./invocation.ts";
 import { iso, printTable } from "./token.ts";
 import { withStore } from "./with-store.ts";
 
@@ -25,7 +26,7 @@ export const userList = (config: Config) =>
   withStore(config, async (store) => {
     const users = await store.users.list();
     if (users.length === 0) {
-      console.log("no users yet; add one with bun run user add <id>");
+      console.log(`no users yet; add one with ${commandLine("user add <id>")}`);
       return 0;
     }
     printTable([

@@ -112,6 +112,19 @@ const COMPONENTS = {
         },
       },
     },
+    File: {
+      type: "object",
+      required: ["path", "contentType", "size", "sha256", "owner", "createdAt", "updatedAt"],
+      properties: {
+        path: { type: "string" },
+        contentType: { type: "string" },
+        size: { type: ["integer", "null"], description: "null until the server has seen the bytes" },
+        sha256: { type: ["string", "null"] },
+        owner: ref("Principal"),
+        createdAt: { type: "string", format: "date-time" },
+        updatedAt: { type: "string", format: "date-time" },
+      },
+    },
     Run: { type: "object", description: "a workflow run: status, input, output or error, and its steps" },
     RunPage: {
       type: "object",
@@ -338,6 +351,32 @@ export function openApiDocument(
         },
       },
     },
+    "/storage/upload": {
+      put: {
+        operationId: "upload",
+        parameters: [
+          {
+            name: "path",
+            in: "header",
+            required: true,
+            schema: { type: "string" },
+            description: "where the file goes: relative, /-separated, at most 1024 bytes",
+          },
+        ],
+        requestBody: {
+          required: true,
+          description: "the file's bytes, streamed; its Content-Type is stored (default application/octet-stream)",
+          content: { "*/*": { schema: { type: "string", format: "binary" } } },
+        },
+        responses: {
+          "200": { description: "the file, stored; an existing path is replaced", content: json(ref("File")) },
+          ...COMMON_ERRORS,
+          "400": error("invalid_path: the path header is missing or not a path"),
+          "404": error("file_not_found: the path holds another caller's file"),
+          "413": error("payload_too_large: over MAX_FILE_BYTES"),
+        },
+      },
+    },
     "/storage/signed-upload-url": {
       post: {
         operationId: "signUpload",
@@ -363,15 +402,27 @@ export function openApiDocument(
         parameters: [{ name: "filename", in: "query", required: true, schema: { type: "string" } }],
       },
     ),
-    "/storage/files": get(
-      "listFiles",
-      "the caller's files (everyone's for a service key) in path order",
-      {
-        type: "object",
-        properties: { items: { type: "array", items: { type: "object" } }, nextCursor: { type: ["string", "null"] } },
+    "/storage/files": {
+      ...get(
+        "listFiles",
+        "the caller's files (everyone's for a service key) in path order",
+        {
+          type: "object",
+          properties: { items: { type: "array", items: ref("File") }, nextCursor: { type: ["string", "null"] } },
+        },
+        { parameters: [{ name: "prefix", in: "query", schema: { type: "string" } }, ...page] },
+      ),
+      delete: {
+        operationId: "deleteFile",
+        parameters: [{ name: "filename", in: "query", required: true, schema: { type: "string" } }],
+        responses: {
+          "200": { description: "deleted", content: json({ type: "object", properties: { ok: { const: true } } }) },
+          ...COMMON_ERRORS,
+          "400": error("invalid_path"),
+          "404": error("file_not_found"),
+        },
       },
-      { parameters: [{ name: "prefix", in: "query", schema: { type: "string" } }, ...page] },
-    ),
+    },
     "/releases": get(
       "listReleases",
       "the release history, newest first (service keys)",
