@@ -53,18 +53,17 @@ export function usePoll<T>(
       loading = true;
       let next: number | null = null;
       const started = performance.now();
+      const interval = () => (typeof everyMs === "number" ? everyMs : everyMs(performance.now() - started));
       try {
         const data = await load();
         if (stopped) return;
         failures = 0;
         setState({ data, error: null, againInMs: null });
-        const took = performance.now() - started;
-        if (keepPolling(data)) next = typeof everyMs === "number" ? everyMs : everyMs(took);
+        if (keepPolling(data)) next = interval();
       } catch (error) {
         if (stopped) return;
         failures++;
-        const took = performance.now() - started;
-        if (passes(error)) next = pauseAfter(error, failures, typeof everyMs === "number" ? everyMs : everyMs(took));
+        if (passes(error)) next = pauseAfter(error, failures, interval());
         setState((s) => ({ data: s.data, error: (error as Error).message, againInMs: next }));
       } finally {
         loading = false;
