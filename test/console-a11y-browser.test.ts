@@ -73,6 +73,10 @@ describe("the console's accessibility (axe-core in Chromium)", () => {
         }
         for (const v of await violations(page)) found.push(`${link}: ${v}`);
       }
+      // A load that failed: its reason and the button that asks again.
+      await page.goto(`${t.url}/console#/runs/${crypto.randomUUID()}`);
+      await page.getByRole("button", { name: "Try again" }).waitFor();
+      for (const v of await violations(page)) found.push(`A failed load: ${v}`);
       // The sign-in page, signed out.
       await page.getByRole("button", { name: "Sign out" }).click();
       await page.getByLabel("Token or service key").waitFor();

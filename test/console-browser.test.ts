@@ -116,6 +116,7 @@ describe("the console (/console) in Chromium", () => {
     const table = page.getByRole("table", { name: "Releases" });
     await table.getByText(/^active since/).waitFor();
     await page.screenshot({ path: join(SCREENSHOTS, "releases.png"), fullPage: true });
+    page.once("dialog", (dialog) => dialog.accept());
     await page.getByRole("button", { name: "Activate t1" }).click();
     await page.getByRole("status").filter({ hasText: "t1 is active" }).waitFor();
     await page.getByRole("button", { name: "Activate t2" }).waitFor();
@@ -123,10 +124,11 @@ describe("the console (/console) in Chromium", () => {
     expect(errors).toEqual([]);
     await page.close();
 
-    // A user is refused the page's data, and told so.
+    // A user is not offered the page (test/console-safety-browser.test.ts); at its address, refused its
+    // data and told so.
     const userErrors: string[] = [];
     const user = await signedIn(await t.userToken("ana"), userErrors);
-    await user.getByRole("link", { name: "Releases" }).click();
+    await user.goto(`${t.url}/console#/releases`);
     await user
       .getByRole("alert")
       .filter({ hasText: /service key|denied|not allowed/i })

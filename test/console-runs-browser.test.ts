@@ -81,6 +81,7 @@ describe("the console's Runs and Overview pages in Chromium", () => {
     const held = await startGated(file("never"));
     await page.goto(`${t.url}/console#/runs/${held}`);
     await page.locator('[data-testid="step-wait"][data-status="running"]').waitFor();
+    page.once("dialog", (dialog) => dialog.accept());
     await page.getByRole("button", { name: "Cancel run" }).focus();
     await page.keyboard.press("Enter");
     await page

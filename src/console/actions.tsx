@@ -2,10 +2,11 @@
 
 import { useState } from "preact/hooks";
 import { type ActuateClient, ActuateError, type Execution, type Issue } from "../client/index.ts";
-import { Alert } from "./alert.tsx";
+import { LoadFailure } from "./alert.tsx";
 import { fieldsOf } from "./fields.ts";
 import { valuesOf } from "./prefill.ts";
 import { hrefOf } from "./route.ts";
+import { RunProgress } from "./runs.tsx";
 import { SchemaForm } from "./schema-form.tsx";
 import { Uploads } from "./uploads.tsx";
 import { usePoll } from "./use-poll.ts";
@@ -19,7 +20,7 @@ export function ActionsPage(props: { client: ActuateClient; action?: string; fro
     <main class="layout">
       <nav aria-label="Actions">
         <h1>Actions</h1>
-        <Alert message={actions.error} />
+        <LoadFailure loaded={actions} />
         <ul>
           {actions.data?.map((action) => (
             <li key={action.name}>
@@ -52,14 +53,20 @@ function ActionDetail(props: { client: ActuateClient; name: string; from?: strin
   const contract = usePoll(() => client.contracts.get(name), [name], 0, never);
   const previous = usePoll(async () => (from ? await client.executions.get(from) : null), [client, from], 0, never);
   const [busy, setBusy] = useState(false);
-  const [outcome, setOutcome] = useState<{ execution?: Execution; error?: string; issues?: Issue[] } | null>(null);
+  const [outcome, setOutcome] = useState<{
+    execution?: Execution;
+    runId?: string;
+    error?: string;
+    issues?: Issue[];
+  } | null>(null);
 
   const invoke = async (input: Record<string, unknown>, files: Record<string, File>) => {
     setBusy(true);
     setOutcome(null);
     try {
       const answer = await client.invoke(name, input, { files });
-      setOutcome({ execution: answer.execution });
+      // A workflow answers once its run is admitted: the page follows the run from there.
+      setOutcome({ execution: answer.execution, runId: "runId" in answer ? answer.runId : undefined });
     } catch (error) {
       // A failed handler still made an execution: show it.
       const executionId = error instanceof ActuateError ? (error.details.executionId ?? undefined) : undefined;
@@ -71,12 +78,7 @@ function ActionDetail(props: { client: ActuateClient; name: string; from?: strin
     }
   };
 
-  if (contract.error)
-    return (
-      <p class="error" role="alert">
-        {contract.error}
-      </p>
-    );
+  if (contract.error) return <LoadFailure loaded={contract} />;
   const c = contract.data;
   if (!c || (from && !previous.data && !previous.error)) return <p>Loading…</p>;
   const again = previous.data?.action === name ? previous.data : null;
@@ -115,7 +117,8 @@ function ActionDetail(props: { client: ActuateClient; name: string; from?: strin
         onSubmit={invoke}
       />
       {outcome && (
-        <section aria-live="polite" aria-label="Outcome">
+        // A run's progress changes every second: only its status line (role=status) is announced.
+        <section aria-label="Outcome" aria-live={outcome.runId ? "off" : "polite"}>
           {outcome.error && (
             <div class="error" role="alert">
               <p>{outcome.error}</p>
@@ -130,7 +133,8 @@ function ActionDetail(props: { client: ActuateClient; name: string; from?: strin
               )}
             </div>
           )}
-          {outcome.execution && (
+          {outcome.runId && <RunProgress client={client} id={outcome.runId} />}
+          {outcome.execution && !outcome.runId && (
             <p>
               Execution <a href={hrefOf({ page: "executions", id: outcome.execution.id })}>{outcome.execution.id}</a>:{" "}
               <span class={`status-${outcome.execution.status}`}>{outcome.execution.status}</span>

@@ -1,4 +1,5 @@
 /** @jsxImportSource preact */
+import type { Polled } from "./use-poll.ts";
 
 /** A failure to show where it happened, announced to screen readers; nothing when there is none. */
 export function Alert(props: { message: string | null | undefined }) {
@@ -7,5 +8,22 @@ export function Alert(props: { message: string | null | undefined }) {
     <p class="error" role="alert">
       {props.message}
     </p>
+  );
+}
+
+/** A load that failed: why, when the page asks again by itself (if it will), and a button to ask now. */
+export function LoadFailure(props: { loaded: Polled<unknown> }) {
+  const { error, againInMs, retry } = props.loaded;
+  if (!error) return null;
+  return (
+    <div class="error" role="alert">
+      <p>
+        {error}
+        {againInMs !== null && ` Trying again in ${Math.round(againInMs / 1000)} s.`}
+      </p>
+      <button type="button" class="secondary" onClick={retry}>
+        Try again
+      </button>
+    </div>
   );
 }

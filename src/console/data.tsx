@@ -2,7 +2,7 @@
 
 import { useState } from "preact/hooks";
 import type { ActuateClient, AttributeSchema, ReleaseDescription } from "../client/index.ts";
-import { Alert } from "./alert.tsx";
+import { Alert, LoadFailure } from "./alert.tsx";
 import { type BrowseSettings, browseQuery, cellText, parseQuery } from "./data-query.ts";
 import { hrefOf } from "./route.ts";
 import { ScrollBox } from "./scroll-box.tsx";
@@ -21,7 +21,7 @@ export function DataPage(props: { client: ActuateClient; entity?: string }) {
     <main class="layout">
       <nav aria-label="Entities">
         <h1>Data</h1>
-        <Alert message={description.error} />
+        <LoadFailure loaded={description} />
         <ul>
           {entities.map((name) => (
             <li key={name}>
@@ -192,11 +192,7 @@ function TableBrowser(props: { client: ActuateClient; entity: string; labels: st
           <button type="submit">Show rows</button>
         </p>
       </form>
-      {(invalid ?? rows.error) && (
-        <p class="error" role="alert">
-          {invalid ?? rows.error}
-        </p>
-      )}
+      {invalid ? <Alert message={invalid} /> : <LoadFailure loaded={rows} />}
       <ScrollBox label={`${entity} rows, scrolled`}>
         <table aria-label={`${entity} rows`}>
           <thead>

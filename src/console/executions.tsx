@@ -1,7 +1,7 @@
 /** @jsxImportSource preact */
 
 import type { ActuateClient } from "../client/index.ts";
-import { Alert } from "./alert.tsx";
+import { LoadFailure } from "./alert.tsx";
 import { ExecutionDetail } from "./execution-detail.tsx";
 import { durationOf, when } from "./format.ts";
 import { type ExecutionFilters, hrefOf } from "./route.ts";
@@ -17,15 +17,21 @@ const LIST_EVERY_MS = 2_000;
 const listPause = (tookMs: number) => Math.max(LIST_EVERY_MS, 20 * tookMs);
 const STATUSES = ["queued", "running", "succeeded", "failed", "canceled"];
 
-export function ExecutionsPage(props: { client: ActuateClient; id?: string; filters: ExecutionFilters }) {
+/** `byCaller`: the caller filter is offered (service keys; a user sending it is refused). */
+export function ExecutionsPage(props: {
+  client: ActuateClient;
+  id?: string;
+  filters: ExecutionFilters;
+  byCaller: boolean;
+}) {
   return props.id ? (
     <ExecutionDetail client={props.client} id={props.id} />
   ) : (
-    <ExecutionList client={props.client} filters={props.filters} />
+    <ExecutionList client={props.client} filters={props.filters} byCaller={props.byCaller} />
   );
 }
 
-function ExecutionList(props: { client: ActuateClient; filters: ExecutionFilters }) {
+function ExecutionList(props: { client: ActuateClient; filters: ExecutionFilters; byCaller: boolean }) {
   const { client, filters } = props;
   const visible = useVisible();
   const filterKey = JSON.stringify(filters);
@@ -45,8 +51,13 @@ function ExecutionList(props: { client: ActuateClient; filters: ExecutionFilters
   return (
     <main>
       <h1>Executions</h1>
-      <FilterForm key={filterKey} filters={filters} actionNames={actions.data?.map((a) => a.name) ?? []} />
-      <Alert message={list.error} />
+      <FilterForm
+        key={filterKey}
+        filters={filters}
+        actionNames={actions.data?.map((a) => a.name) ?? []}
+        byCaller={props.byCaller}
+      />
+      <LoadFailure loaded={list} />
       <p class="hint">
         Live: read again every {LIST_EVERY_MS / 1000} s (longer after a slow read) while this tab is in view.
       </p>
@@ -96,7 +107,7 @@ const localInput = (iso: string | undefined) => {
 const instant = (local: string) => (local ? new Date(local).toISOString() : undefined);
 
 /** Applying the filters changes the hash: the view can be reloaded, bookmarked or shared as it is. */
-function FilterForm(props: { filters: ExecutionFilters; actionNames: string[] }) {
+function FilterForm(props: { filters: ExecutionFilters; actionNames: string[]; byCaller: boolean }) {
   const { filters } = props;
   const apply = (event: Event) => {
     event.preventDefault();
@@ -135,21 +146,12 @@ function FilterForm(props: { filters: ExecutionFilters; actionNames: string[] })
           ))}
         </select>
       </div>
-      <div>
-        <label for="filter-caller">Caller</label>
-        <input
-          id="filter-caller"
-          name="caller"
-          type="text"
-          placeholder="user:alice"
-          aria-describedby="filter-caller-hint"
-          defaultValue={filters.caller}
-        />
-        <span id="filter-caller-hint" class="hint">
-          {" "}
-          service keys only
-        </span>
-      </div>
+      {props.byCaller && (
+        <div>
+          <label for="filter-caller">Caller</label>
+          <input id="filter-caller" name="caller" type="text" placeholder="user:alice" defaultValue={filters.caller} />
+        </div>
+      )}
       <div>
         <label for="filter-since">Since</label>
         <input id="filter-since" name="since" type="datetime-local" defaultValue={localInput(filters.since)} />

@@ -2,7 +2,7 @@
 
 import { useState } from "preact/hooks";
 import type { ActuateClient } from "../client/index.ts";
-import { Alert } from "./alert.tsx";
+import { Alert, LoadFailure } from "./alert.tsx";
 import { ScrollBox } from "./scroll-box.tsx";
 import { download, sizeText } from "./uploads.tsx";
 import { usePoll } from "./use-poll.ts";
@@ -67,7 +67,7 @@ export function FilesPage(props: { client: ActuateClient }) {
           {message.text}
         </p>
       )}
-      <Alert message={page.error} />
+      <LoadFailure loaded={page} />
       <ScrollBox label="Files, scrolled">
         <table aria-label="Files">
           <thead>

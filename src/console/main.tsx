@@ -11,27 +11,30 @@ import { hrefOf, type Route, useRoute } from "./route.ts";
 import { RunsPage } from "./runs.tsx";
 import { SignIn } from "./sign-in.tsx";
 import { useSignedIn } from "./signed-in.ts";
+import { useCallerKind } from "./use-caller-kind.ts";
 
-const PAGES: { route: Route; label: string }[] = [
+// A user is refused what `serviceKeys` pages show: their links wait until the caller is known to be a key.
+const PAGES: { route: Route; label: string; serviceKeys?: true }[] = [
   { route: { page: "overview" }, label: "Overview" },
   { route: { page: "actions" }, label: "Actions" },
   { route: { page: "executions" }, label: "Executions" },
   { route: { page: "runs" }, label: "Runs" },
   { route: { page: "data" }, label: "Data" },
   { route: { page: "files" }, label: "Files" },
-  { route: { page: "releases" }, label: "Releases" },
+  { route: { page: "releases" }, label: "Releases", serviceKeys: true },
 ];
 
 function Console() {
   const { client, signIn, signOut, notice } = useSignedIn();
   const route = useRoute();
+  const kind = useCallerKind(client);
   if (!client) return <SignIn onSignedIn={signIn} notice={notice} />;
   return (
     <>
       <header>
         <strong>Actuate</strong>
         <nav aria-label="Pages">
-          {PAGES.map((p) => (
+          {PAGES.filter((p) => !p.serviceKeys || kind === "service").map((p) => (
             <a
               key={p.label}
               href={hrefOf(p.route)}
@@ -48,7 +51,9 @@ function Console() {
       </header>
       {route.page === "overview" && <OverviewPage client={client} />}
       {route.page === "actions" && <ActionsPage client={client} action={route.action} from={route.from} />}
-      {route.page === "executions" && <ExecutionsPage client={client} id={route.id} filters={route.filters ?? {}} />}
+      {route.page === "executions" && (
+        <ExecutionsPage client={client} id={route.id} filters={route.filters ?? {}} byCaller={kind === "service"} />
+      )}
       {route.page === "runs" && <RunsPage client={client} id={route.id} />}
       {route.page === "releases" && <ReleasesPage client={client} />}
       {route.page === "data" && <DataPage client={client} entity={route.entity} />}

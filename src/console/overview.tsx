@@ -8,7 +8,7 @@ import {
   type PublishedRelease,
   type RunSummary,
 } from "../client/index.ts";
-import { Alert } from "./alert.tsx";
+import { LoadFailure } from "./alert.tsx";
 import { duration, spanMs, when } from "./format.ts";
 import { hrefOf } from "./route.ts";
 import { usePoll } from "./use-poll.ts";
@@ -43,7 +43,7 @@ export function OverviewPage(props: { client: ActuateClient }) {
   return (
     <main>
       <h1>Overview</h1>
-      <Alert message={overview.error} />
+      <LoadFailure loaded={overview} />
       {data?.kind === "own" && (
         <p class="hint" data-testid="own-figures">
           Signed in as a user: these are your own executions and runs. The active release, the whole environment's

@@ -2,7 +2,7 @@
 
 import { useState } from "preact/hooks";
 import type { ActuateClient } from "../client/index.ts";
-import { Alert } from "./alert.tsx";
+import { LoadFailure } from "./alert.tsx";
 import { ReleaseDiffView } from "./release-diff.tsx";
 import { usePoll } from "./use-poll.ts";
 
@@ -16,6 +16,8 @@ export function ReleasesPage(props: { client: ActuateClient }) {
     () => false,
   );
   const activate = async (version: string) => {
+    if (!confirm(`Activate ${version}? Every server switches to it; executions in flight finish on their release.`))
+      return;
     setMessage(null);
     try {
       await props.client.releases.activate(version);
@@ -28,7 +30,7 @@ export function ReleasesPage(props: { client: ActuateClient }) {
   return (
     <main>
       <h1>Releases</h1>
-      <Alert message={releases.error} />
+      <LoadFailure loaded={releases} />
       {message && (
         <p role="status" class={message.error ? "error" : undefined}>
           {message.text}

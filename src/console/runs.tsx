@@ -2,7 +2,7 @@
 
 import { useState } from "preact/hooks";
 import type { ActuateClient, Run, RunStatus, RunStep } from "../client/index.ts";
-import { Alert } from "./alert.tsx";
+import { LoadFailure } from "./alert.tsx";
 import { duration, spanMs, when } from "./format.ts";
 import { hrefOf } from "./route.ts";
 import { ScrollBox } from "./scroll-box.tsx";
@@ -12,7 +12,7 @@ import { usePoll } from "./use-poll.ts";
 // status, not its steps' rows, so the timeline reads `GET /runs/{id}` again (one read per second while
 // the run has not ended; none after).
 const LIST_EVERY_MS = 2_000;
-const DETAIL_EVERY_MS = 1_000;
+const RUN_EVERY_MS = 1_000;
 const STATUSES: RunStatus[] = ["queued", "running", "sleeping", "succeeded", "failed", "canceled"];
 
 const runEnded = (run: { finishedAt: string | null }) => run.finishedAt !== null;
@@ -54,7 +54,7 @@ function RunList(props: { client: ActuateClient }) {
           ))}
         </select>
       </form>
-      <Alert message={list.error} />
+      <LoadFailure loaded={list} />
       <ScrollBox label="Runs, scrolled">
         <table aria-label="Runs">
           <thead>
@@ -94,7 +94,7 @@ function RunDetail(props: { client: ActuateClient; id: string }) {
   const detail = usePoll(
     () => client.runs.get(id),
     [client, id],
-    DETAIL_EVERY_MS,
+    RUN_EVERY_MS,
     (run) => !runEnded(run),
   );
   const [cancel, setCancel] = useState<{ busy: boolean; message: string | null; error: boolean }>({
@@ -102,7 +102,8 @@ function RunDetail(props: { client: ActuateClient; id: string }) {
     message: null,
     error: false,
   });
-  const askCancel = async () => {
+  const askCancel = async (workflow: string) => {
+    if (!confirm(`Cancel run ${id} of ${workflow}? A waiting run ends at once, a running one after its step.`)) return;
     setCancel({ busy: true, message: null, error: false });
     try {
       const run = await client.runs.cancel(id);
@@ -119,7 +120,7 @@ function RunDetail(props: { client: ActuateClient; id: string }) {
         <a href={hrefOf({ page: "runs" })}>← Runs</a>
       </p>
       <h1>Run {id}</h1>
-      <Alert message={detail.error} />
+      <LoadFailure loaded={detail} />
       {run && (
         <>
           <dl>
@@ -145,7 +146,12 @@ function RunDetail(props: { client: ActuateClient; id: string }) {
           </dl>
           {!runEnded(run) && (
             <p>
-              <button type="button" class="secondary" onClick={askCancel} disabled={cancel.busy || run.cancelRequested}>
+              <button
+                type="button"
+                class="secondary"
+                onClick={() => askCancel(run.workflow)}
+                disabled={cancel.busy || run.cancelRequested}
+              >
                 Cancel run
               </button>
             </p>
@@ -156,23 +162,10 @@ function RunDetail(props: { client: ActuateClient; id: string }) {
             </p>
           )}
           <h2 id="steps-heading">Steps</h2>
-          <Timeline run={run} />
-          {run.errorCode && (
-            <>
-              <h2>Error</h2>
-              <p class="error">
-                <code>{run.errorCode}</code> {run.errorMessage}
-              </p>
-            </>
-          )}
+          <Timeline run={run} headingId="steps-heading" />
+          <RunEnd run={run} Heading="h2" />
           <h2>Input</h2>
           <pre data-testid="run-input">{JSON.stringify(run.input, null, 2)}</pre>
-          {run.status === "succeeded" && (
-            <>
-              <h2>Output</h2>
-              <pre data-testid="run-output">{JSON.stringify(run.output, null, 2)}</pre>
-            </>
-          )}
           {run.logs.length > 0 && (
             <>
               <h2>Logs outside steps</h2>
@@ -186,10 +179,66 @@ function RunDetail(props: { client: ActuateClient; id: string }) {
 }
 
 /**
+ * A run the Actions page started, followed to its end as its own page follows it: its status and steps,
+ * then its output or error.
+ */
+export function RunProgress(props: { client: ActuateClient; id: string }) {
+  const { client, id } = props;
+  const progress = usePoll(
+    () => client.runs.get(id),
+    [client, id],
+    RUN_EVERY_MS,
+    (run) => !runEnded(run),
+  );
+  const run = progress.data;
+  return (
+    <>
+      <LoadFailure loaded={progress} />
+      {run && (
+        <>
+          <p role="status">
+            Run <a href={hrefOf({ page: "runs", id })}>{id}</a>:{" "}
+            <span class={`status-${run.status}`} data-testid="run-status">
+              {run.status}
+            </span>
+          </p>
+          <h4 id="progress-steps-heading">Steps</h4>
+          <Timeline run={run} headingId="progress-steps-heading" />
+          <RunEnd run={run} Heading="h4" />
+        </>
+      )}
+    </>
+  );
+}
+
+/** How a run ended: its error, or its output (nothing while it goes on). */
+function RunEnd(props: { run: Run; Heading: "h2" | "h4" }) {
+  const { run, Heading } = props;
+  return (
+    <>
+      {run.errorCode && (
+        <>
+          <Heading>Error</Heading>
+          <p class="error">
+            <code>{run.errorCode}</code> {run.errorMessage}
+          </p>
+        </>
+      )}
+      {run.status === "succeeded" && (
+        <>
+          <Heading>Output</Heading>
+          <pre data-testid="run-output">{JSON.stringify(run.output, null, 2)}</pre>
+        </>
+      )}
+    </>
+  );
+}
+
+/**
  * The steps in the order the run reached them, each with a bar on one time scale (the run's start to its
  * end, or now): the bar is decoration, the text beside it says everything the bar does.
  */
-function Timeline(props: { run: Run }) {
+function Timeline(props: { run: Run; headingId: string }) {
   const { run } = props;
   if (run.steps.length === 0) return <p>No step has started yet.</p>;
   const now = Date.now();
@@ -197,7 +246,7 @@ function Timeline(props: { run: Run }) {
   const total = Math.max(1, spanMs(run.createdAt, run.finishedAt, now));
   const percent = (ms: number) => `${Math.min(100, Math.max(0, (ms / total) * 100)).toFixed(2)}%`;
   return (
-    <ol class="timeline" aria-labelledby="steps-heading">
+    <ol class="timeline" aria-labelledby={props.headingId}>
       {run.steps.map((step) => {
         const begun = step.startedAt ? Date.parse(step.startedAt) : now;
         const ended = step.finishedAt ? Date.parse(step.finishedAt) : now;
