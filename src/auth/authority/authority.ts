@@ -10,6 +10,7 @@ import { storeAdapter } from "./adapter.ts";
 import { authorityKeys } from "./keys.ts";
 import { consentPage, signInPage } from "./pages.ts";
 import { Attempts } from "./rate-limit.ts";
+import { redirectRules } from "./redirects.ts";
 
 export interface AuthorityOptions {
   store: Store;
@@ -95,6 +96,8 @@ export class Authority {
         token_endpoint_auth_method: "none",
         id_token_signed_response_alg: "RS256",
       },
+      // Which redirect URIs a client may use: an app's own scheme, loopback on any port, never cleartext elsewhere.
+      extraClientMetadata: redirectRules,
       features: {
         devInteractions: { enabled: false },
         registration: { enabled: true },
