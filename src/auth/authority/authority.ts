@@ -239,9 +239,17 @@ class Interactions {
         res.setHeader("retry-after", "900");
         return signIn(429, { user, error: "Too many failed sign-ins; try again later." });
       }
-      if (!(await checkPassword(this.options.store, user, form.get("password") ?? ""))) {
+      const verdict = await checkPassword(this.options.store, user, form.get("password") ?? "");
+      if (verdict === "refused") {
         this.attempts.fail(keys, this.options.now());
         return signIn(401, { user, error: "Wrong user or password." });
+      }
+      // Said only to whoever knows the password: an unknown user and a wrong password answer alike.
+      if (verdict === "disabled") {
+        return signIn(403, {
+          user,
+          error: `This account is disabled; ask an administrator of ${environment} to enable it.`,
+        });
       }
       return this.provider.interactionFinished(
         req,
