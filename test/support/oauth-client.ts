@@ -80,6 +80,7 @@ export async function beginSignIn(url: string) {
 export interface Visit {
   status: number;
   html: string;
+  headers?: Headers;
   /** Where the browser left for the client (its redirect URI, with the code or an error), if it did. */
   redirectedTo?: URL;
 }
@@ -119,7 +120,7 @@ export class Browser {
         body = undefined;
         continue;
       }
-      return { status: res.status, html: await res.text() };
+      return { status: res.status, html: await res.text(), headers: res.headers };
     }
     throw new Error("too many redirects");
   }
