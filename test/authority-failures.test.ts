@@ -10,7 +10,7 @@ import type { LogFields } from "../src/observe/log.ts";
 import { Telemetry } from "../src/observe/telemetry.ts";
 import { type Dialect, dialects } from "./support/databases.ts";
 import { Browser, beginSignIn, csrfOf, formAction } from "./support/oauth-client.ts";
-import { fixture, startTestServer, type TestServer } from "./support/server.ts";
+import { eventually, fixture, startTestServer, type TestServer } from "./support/server.ts";
 import { tcpProxy } from "./support/tcp-proxy.ts";
 
 // Signing in hashes passwords (argon2id): slow on a loaded 2-core machine.
@@ -238,6 +238,15 @@ describe("the relay to the authority when its loopback server fails", () => {
         expect(await answer.json()).toEqual(INTERNAL);
         kept.failureOf(`relay-${name}`);
       }
+      // Without an X-Request-Id of the caller's, the failure names the id the request's own line has.
+      const unnamed = await fetch(`http://127.0.0.1:${app.server?.port}/oauth/token`, { method: "POST" });
+      expect(unnamed.status).toBe(500);
+      // The request's own line is written once its answer has gone.
+      const reqId = await eventually(
+        () =>
+          kept.lines.find((l) => l.message === "POST /oauth/* 500" && /^r/.test(String(l.fields.reqId)))?.fields.reqId,
+      );
+      kept.failureOf(reqId as string);
     } finally {
       await app.stop(true);
       cutting.stop(true);
