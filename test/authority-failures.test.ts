@@ -129,6 +129,41 @@ for (const dialect of dialects) {
       kept.failureOf("token-broken");
     });
 
+    test("a client that turned invalid during the sign-in is refused with its OAuth error, not a failure", async () => {
+      let redirect = "cursor://agent/cb";
+      const site = Bun.serve({
+        port: 0,
+        hostname: "127.0.0.1",
+        fetch: (request) => Response.json({ client_id: request.url, redirect_uris: [redirect] }),
+      });
+      try {
+        const clientId = `http://127.0.0.1:${site.port}/agent.json`;
+        const challenge = new Bun.CryptoHasher("sha256").update("v".repeat(64)).digest("base64url");
+        const browser = new Browser();
+        const page = await browser.visit(
+          `${t.url}/oauth/authorize?${new URLSearchParams({
+            response_type: "code",
+            client_id: clientId,
+            redirect_uri: redirect,
+            code_challenge: challenge,
+            code_challenge_method: "S256",
+          })}`,
+        );
+        expect(page.status).toBe(200);
+        // The document now names a cleartext redirect URI, and the hour it was kept for is over.
+        redirect = "http://agent.example.com/cb";
+        await t.store.oauth.destroy("Client", clientId);
+        const answer = await browser.visit(formAction(page.html, t.url), {
+          method: "POST",
+          form: { csrf: csrfOf(page.html), user: "alice", password },
+        });
+        expect(answer.status).toBe(400);
+        expect(JSON.parse(answer.html)).toMatchObject({ ok: false, error: "invalid_redirect_uri" });
+      } finally {
+        site.stop(true);
+      }
+    });
+
     test("a sign-in form over 16 KiB is 413 payload_too_large, not an expired sign-in", async () => {
       const { authorizationUrl } = await beginSignIn(t.url);
       const browser = new Browser();
