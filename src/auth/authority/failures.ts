@@ -68,10 +68,9 @@ export function interactionFailureAnswer(error: unknown, log: Log, reqId: string
 
 /**
  * oidc-provider answers an unexpected error itself ("server_error", "oops! something went wrong",
- * whether the database is down or a bug) and reports it by an event. Registered before its other
- * middleware, this turns that answer into ours (`failureAnswer`), and catches what would reach Koa's
- * own handler (a plain-text 500 and a line on stderr). A client already sent its error at its redirect
- * URI (the authorization endpoint's way) keeps that answer; the failure is logged all the same.
+ * whether the database is down or a bug; never at a client's redirect URI) and reports it by an event.
+ * Registered before its other middleware, this turns that answer into ours (`failureAnswer`), and
+ * catches what would reach Koa's own handler (a plain-text 500 and a line on stderr).
  */
 export function answerProviderFailures(provider: Provider, log: Log): void {
   // Keyed by Koa's context of the request, which the event and the middleware share.
@@ -85,7 +84,6 @@ export function answerProviderFailures(provider: Provider, log: Log): void {
     }
     if (!failures.has(ctx)) return;
     const answer = failureAnswer(failures.get(ctx), log, relayedRequestId(ctx.headers));
-    if (ctx.status >= 300 && ctx.status < 400) return;
     ctx.status = answer.status;
     ctx.set(answer.headers);
     ctx.body = answer.body;
