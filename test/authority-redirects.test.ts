@@ -116,14 +116,20 @@ describe("which redirect URIs a client may use (the built-in authority)", () => 
   });
 
   test("a client metadata document follows the same rules: an app's own scheme yes, cleartext elsewhere no", async () => {
+    const documents: Record<string, Record<string, unknown>> = {
+      "/agent.json": { redirect_uris: ["cursor://agent/cb"] },
+      "/cleartext.json": { redirect_uris: ["http://agent.example.com/cb"] },
+      "/web.json": { redirect_uris: ["cursor://agent/cb"], application_type: "web" },
+    };
     const site = Bun.serve({
       port: 0,
       hostname: "127.0.0.1",
-      fetch(request) {
-        const redirect =
-          new URL(request.url).pathname === "/cleartext.json" ? "http://agent.example.com/cb" : "cursor://agent/cb";
-        return Response.json({ client_id: request.url, client_name: "Documented Agent", redirect_uris: [redirect] });
-      },
+      fetch: (request) =>
+        Response.json({
+          client_id: request.url,
+          client_name: "Documented Agent",
+          ...documents[new URL(request.url).pathname],
+        }),
     });
     try {
       const documented = `http://127.0.0.1:${site.port}/agent.json`;
@@ -134,6 +140,11 @@ describe("which redirect URIs a client may use (the built-in authority)", () => 
       const refused = await new Browser().visit(authorizationUrl(cleartext, "http://agent.example.com/cb"));
       expect(refused.status).toBe(400);
       expect(JSON.parse(refused.html)).toMatchObject({ ok: false, error: "invalid_redirect_uri" });
+
+      // A document that says it is a web client gets the web rules: no app scheme.
+      const web = `http://127.0.0.1:${site.port}/web.json`;
+      const webRefused = await new Browser().visit(authorizationUrl(web, "cursor://agent/cb"));
+      expect(JSON.parse(webRefused.html)).toMatchObject({ ok: false, error: "invalid_redirect_uri" });
     } finally {
       site.stop(true);
     }
