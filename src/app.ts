@@ -81,7 +81,11 @@ export const createApp = (deps: AppDeps) => {
     .use(
       wellKnownRoutes({ ...deps.metadata, builtInAuthority: deps.authority !== undefined, publicUrl: deps.publicUrl }),
     )
-    .use(deps.authority ? oauthRoutes({ authority: deps.authority, publicUrl: deps.publicUrl }) : new Elysia())
+    .use(
+      deps.authority
+        ? oauthRoutes({ authority: deps.authority, publicUrl: deps.publicUrl, log: deps.log })
+        : new Elysia(),
+    )
     .use(actionRoutes(deps))
     .use(describeRoutes({ ...deps, handle: deps.metadata.handle }))
     .use(executionRoutes(deps))

@@ -117,7 +117,7 @@ for (const dialect of dialects) {
       expect((await cli(["token", "revoke", "act_u_"], env)).stderr).toContain("at least the first 14 characters");
     }, 60_000);
 
-    test("user add / list / disable: a password shown once, stored as argon2id; disabling revokes the user's tokens", async () => {
+    test("user add / list / disable / enable: a password shown once, stored as argon2id; disabling revokes the user's tokens, enabling does not bring them back", async () => {
       const added = await cli(["user", "add", "frank"], env);
       expect(added.code).toBe(0);
       expect(added.stderr).toContain("shown once");
@@ -149,10 +149,10 @@ for (const dialect of dialects) {
       const store = await openStore(database.url);
       try {
         expect((await store.users.get("frank"))?.passwordHash).toStartWith("$argon2id$");
-        expect(await checkPassword(store, "frank", password)).toBe(true);
-        expect(await checkPassword(store, "frank", `${password}x`)).toBe(false);
-        expect(await checkPassword(store, "gina", "correct horse battery")).toBe(true);
-        expect(await checkPassword(store, "nobody", password)).toBe(false);
+        expect(await checkPassword(store, "frank", password)).toBe("accepted");
+        expect(await checkPassword(store, "frank", `${password}x`)).toBe("refused");
+        expect(await checkPassword(store, "gina", "correct horse battery")).toBe("accepted");
+        expect(await checkPassword(store, "nobody", password)).toBe("refused");
 
         const token = (await cli(["token", "create", "--user", "frank"], env)).stdout.trim().split("\n").at(-1) ?? "";
         const server = await serve(["start", "--release", fixture("basic")], env);
@@ -165,8 +165,15 @@ for (const dialect of dialects) {
         } finally {
           await server.kill();
         }
-        expect(await checkPassword(store, "frank", password)).toBe(false);
+        expect(await checkPassword(store, "frank", password)).toBe("disabled");
+        expect(await checkPassword(store, "frank", `${password}x`)).toBe("refused");
         expect((await cli(["user", "list"], env)).stdout).toMatch(/\nfrank\s+\S+Z\s+\S+Z\n/);
+        const enabled = await cli(["user", "enable", "frank"], env);
+        expect(enabled.stdout).toContain("enabled user frank");
+        expect(await checkPassword(store, "frank", password)).toBe("accepted");
+        expect((await cli(["user", "list"], env)).stdout).toMatch(/\nfrank\s+\S+Z\s+-\n/);
+        // The token disabling revoked stays revoked.
+        expect((await cli(["token", "list"], env)).stdout).toMatch(/\s+frank\s+\S+Z\s+\S+Z\n/);
         expect((await cli(["user", "disable", "nobody"], env)).stderr).toContain("no user nobody");
       } finally {
         await store.close();

@@ -25,22 +25,45 @@ export async function addUser(store: Store, id: string, password: string, now = 
 }
 
 /**
- * Disables a user and revokes every token it holds (and every sign-in grant the built-in authority
- * gave it), so it acts nowhere from now on; answers how many user tokens were revoked.
+ * Disables a user and revokes every token it holds and every sign-in the built-in authority gave it,
+ * so it acts nowhere from now on; answers how many of each ended.
  */
-export async function disableUser(store: Store, id: string, now = Date.now()): Promise<number> {
+export async function disableUser(
+  store: Store,
+  id: string,
+  now = Date.now(),
+): Promise<{ tokens: number; signIns: number }> {
   if (!(await store.users.disable(id, now))) throw new UserError(`no user ${id}`);
-  await store.oauth.revokeAccount(id);
-  return store.tokens.revokeAllOf(id, now);
+  const signIns = await store.oauth.revokeAccount(id);
+  return { tokens: await store.tokens.revokeAllOf(id, now), signIns };
+}
+
+/**
+ * Lets a disabled user sign in again. What disabling ended stays ended (its tokens are revoked, its
+ * sign-ins deleted): the person signs in anew. Answers whether the user was disabled.
+ */
+export async function enableUser(store: Store, id: string): Promise<boolean> {
+  if (await store.users.enable(id)) return true;
+  if (!(await store.users.get(id))) throw new UserError(`no user ${id}`);
+  return false;
 }
 
 /** A hash of no password, checked when the user is unknown so that the answer takes as long either way. */
 let decoy: Promise<string> | null = null;
 
-/** Whether `password` is this enabled user's. Unknown, disabled and wrong all answer false, in the same time. */
-export async function checkPassword(store: Store, id: string, password: string): Promise<boolean> {
+/**
+ * Whether `password` is this user's: `accepted`; `refused` for an unknown user and a wrong password
+ * alike, in the same time (an unknown user is checked against a decoy hash); `disabled` only once the
+ * password is verified, so a disabled account is named to its owner alone.
+ */
+export async function checkPassword(
+  store: Store,
+  id: string,
+  password: string,
+): Promise<"accepted" | "refused" | "disabled"> {
   const user = USER_ID.test(id) ? await store.users.get(id) : null;
   decoy ??= Bun.password.hash(newPassword(), { algorithm: "argon2id" });
   const matches = await Bun.password.verify(password, user?.passwordHash ?? (await decoy));
-  return matches && user !== null && user.disabledAt === null;
+  if (!matches || user === null) return "refused";
+  return user.disabledAt === null ? "accepted" : "disabled";
 }

@@ -4,7 +4,7 @@ import { keyCreate } from "./key.ts";
 import { releaseActivate, releaseList, releasePublish, releaseTypesCommand } from "./release.ts";
 import { serveCommand } from "./serve.ts";
 import { tokenCreate, tokenList, tokenRevoke } from "./token.ts";
-import { userAdd, userDisable, userList } from "./user.ts";
+import { userAdd, userDisable, userEnable, userList } from "./user.ts";
 
 const STORE_ENV: EnvName[] = ["DATABASE_URL", "DATA_DIR"];
 
@@ -155,10 +155,18 @@ bits) and printed alone on stdout; with it, the password is read from standard i
   {
     name: "user disable",
     args: ["<id>"],
-    summary: "disable a user and revoke every token it holds",
+    summary: "disable a user: revoke every token it holds and end its sign-ins (says how many)",
     env: STORE_ENV,
     examples: ["bun run user disable alice"],
     run: (config, [id]) => userDisable(config(), id as string),
+  },
+  {
+    name: "user enable",
+    args: ["<id>"],
+    summary: "let a disabled user sign in again (what disabling ended stays ended)",
+    env: STORE_ENV,
+    examples: ["bun run user enable alice"],
+    run: (config, [id]) => userEnable(config(), id as string),
   },
   {
     name: "key create",

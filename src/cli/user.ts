@@ -1,4 +1,4 @@
-import { addUser, disableUser, newPassword } from "../auth/users.ts";
+import { addUser, disableUser, enableUser, newPassword } from "../auth/users.ts";
 import type { Config } from "../config.ts";
 import { commandLine } from "./invocation.ts";
 import { iso, printTable } from "./token.ts";
@@ -38,7 +38,17 @@ export const userList = (config: Config) =>
 
 export const userDisable = (config: Config, id: string) =>
   withStore(config, async (store) => {
-    const revoked = await disableUser(store, id);
-    console.log(`disabled user ${id}; ${revoked} token(s) revoked`);
+    const ended = await disableUser(store, id);
+    console.log(`disabled user ${id}; ${ended.tokens} token(s) revoked, ${ended.signIns} sign-in(s) ended`);
+    return 0;
+  });
+
+export const userEnable = (config: Config, id: string) =>
+  withStore(config, async (store) => {
+    if (await enableUser(store, id)) {
+      console.log(`enabled user ${id}; they sign in again (the tokens and sign-ins disabling ended stay ended)`);
+    } else {
+      console.log(`user ${id} is not disabled; nothing changed`);
+    }
     return 0;
   });

@@ -1,14 +1,19 @@
 import { Elysia } from "elysia";
+import { loggable } from "../lib/database-errors.ts";
 import { PublicError } from "../lib/errors.ts";
+import type { Log } from "../observe/log.ts";
+import { errorResponse } from "./errors.ts";
+import { requestIdOf } from "./observe.ts";
 
 const BODY_LIMIT = 64 * 1024;
+const INTERNAL_MESSAGE = "the server failed to answer this request";
 /** Hop-by-hop and length headers are the proxy's own to set. */
 const DROPPED = new Set(["host", "connection", "keep-alive", "transfer-encoding", "content-length", "accept-encoding"]);
 
 /**
  * Every refusal as our error bodies are (`ok: false`, `error`, `message`), keeping OAuth's own fields
  * (`error`, `error_description`) that clients read: the two agree on `error`. Plain-text answers (an
- * unknown path) become `not_found` / `invalid_request`.
+ * unknown path) become `not_found` / `invalid_request`, or `internal_error` without their text.
  */
 function errorBody(status: number, text: string): Record<string, unknown> {
   let parsed: unknown;
@@ -21,6 +26,7 @@ function errorBody(status: number, text: string): Record<string, unknown> {
     const oauth = parsed as { error: string; error_description?: string; message?: string };
     return { ok: false, ...oauth, message: oauth.error_description ?? oauth.message ?? oauth.error };
   }
+  if (status >= 500) return { ok: false, error: "internal_error", message: INTERNAL_MESSAGE };
   return {
     ok: false,
     error: status === 404 || status === 405 ? "not_found" : "invalid_request",
@@ -32,6 +38,7 @@ export interface OAuthRouteOptions {
   /** The built-in authority's loopback origin, started on first use. */
   authority: () => Promise<{ origin: string }>;
   publicUrl: () => string;
+  log: Log;
 }
 
 /**
@@ -51,27 +58,39 @@ export const oauthRoutes = (options: OAuthRouteOptions) => {
     headers.set("x-forwarded-host", publicUrl.host);
     headers.set("x-forwarded-proto", publicUrl.protocol.replace(":", ""));
     if (clientAddress) headers.set("x-forwarded-for", clientAddress);
+    // The authority's log lines name the request as this server's do.
+    const reqId = requestIdOf(request);
+    if (reqId) headers.set("x-request-id", reqId);
     let body: ArrayBuffer | undefined;
     if (request.method !== "GET" && request.method !== "HEAD") {
       body = await request.arrayBuffer();
       if (body.byteLength > BODY_LIMIT)
         throw new PublicError("payload_too_large", "an OAuth request body is at most 64 KiB");
     }
-    const answer = await fetch(`${origin}${path}${url.search}`, {
-      method: request.method,
-      headers,
-      body,
-      redirect: "manual",
-    });
+    let answer: Response;
+    let payload: ArrayBuffer;
+    try {
+      answer = await fetch(`${origin}${path}${url.search}`, {
+        method: request.method,
+        headers,
+        body,
+        redirect: "manual",
+      });
+      payload = await answer.arrayBuffer();
+    } catch (error) {
+      // The authority is this process's own server: its failing is a bug, never "the database", whatever
+      // code the socket's error carries (ECONNREFUSED, ECONNRESET).
+      options.log(`the relay to the authority failed: ${loggable(error)}`, { level: "error", reqId });
+      return errorResponse("internal_error", INTERNAL_MESSAGE);
+    }
     const out = new Headers(answer.headers);
     out.delete("content-encoding");
     out.delete("content-length");
     // A page for a person (the sign-in form again, with its message) stays a page.
     const page = answer.headers.get("content-type")?.startsWith("text/html") ?? false;
-    if (answer.status < 400 || page)
-      return new Response(await answer.arrayBuffer(), { status: answer.status, headers: out });
+    if (answer.status < 400 || page) return new Response(payload, { status: answer.status, headers: out });
     out.set("content-type", "application/json");
-    return new Response(JSON.stringify(errorBody(answer.status, await answer.text())), {
+    return new Response(JSON.stringify(errorBody(answer.status, new TextDecoder().decode(payload))), {
       status: answer.status,
       headers: out,
     });

@@ -8,6 +8,8 @@ import type { Principal } from "../sdk/index.ts";
 interface InFlight {
   start: number;
   span: Span;
+  /** The id its log lines carry. */
+  reqId: string;
   /** The status of an answer made by the error handler (Elysia's `set.status` does not show it). */
   status?: number;
   executionId?: string;
@@ -37,6 +39,9 @@ export const noteExecution = (request: Request, executionId: string, requestId: 
   noted.span.setAttributes({ "actuate.execution_id": executionId });
 };
 
+/** The id a request's log lines carry (the caller's X-Request-Id when it looks like one), for lines logged elsewhere. */
+export const requestIdOf = (request: Request): string | undefined => inFlight.get(request)?.reqId;
+
 /** The span of the request (its executions are its children). */
 export const requestSpan = (request: Request): Span | null => inFlight.get(request)?.span ?? null;
 
@@ -57,7 +62,9 @@ export const observeRequests = (telemetry: Telemetry, log: Log) =>
       const span = tracer.enabled
         ? tracer.start(request.method, request.headers.get("traceparent"), { "http.request.method": request.method })
         : NO_SPAN;
-      inFlight.set(request, { start: performance.now(), span });
+      const header = request.headers.get("x-request-id");
+      const reqId = header && REQUEST_ID.test(header) ? header : `r${(++served).toString(36)}`;
+      inFlight.set(request, { start: performance.now(), span, reqId });
     })
     .onAfterResponse({ as: "global" }, (context) => {
       const { request, set } = context;
@@ -69,10 +76,9 @@ export const observeRequests = (telemetry: Telemetry, log: Log) =>
       const seconds = (performance.now() - noted.start) / 1000;
       telemetry.httpAnswered(route, status, seconds);
       const principal = (context as { principal?: Principal }).principal;
-      const header = request.headers.get("x-request-id");
       log(`${request.method} ${route} ${status}`, {
         level: status >= 500 ? "error" : QUIET_ROUTES.has(route) ? "debug" : "info",
-        reqId: header && REQUEST_ID.test(header) ? header : `r${(++served).toString(36)}`,
+        reqId: noted.reqId,
         method: request.method,
         route,
         status,

@@ -15,8 +15,8 @@ export interface OAuthStore {
   destroy(model: string, id: string): Promise<void>;
   /** Removes every record of a grant (its codes and tokens): a revocation. */
   revokeGrant(grantId: string): Promise<void>;
-  /** Removes everything issued to a person (grants, codes, tokens, sessions): a disabled user. */
-  revokeAccount(accountId: string): Promise<void>;
+  /** Removes everything issued to a person (grants, codes, tokens, sessions): a disabled user. Answers how many grants (sign-ins) ended. */
+  revokeAccount(accountId: string): Promise<number>;
   /** The grants a person or anyone holds that have not expired at `now`, oldest first. */
   grants(now: number): Promise<OAuthRecord[]>;
   /** Deletes the records that expired before `now`; answers how many. */

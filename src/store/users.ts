@@ -9,4 +9,6 @@ export interface UserStore {
   list(): Promise<Omit<UserRow, "passwordHash">[]>;
   /** Marks the user disabled at `at` (once: a second call keeps the first time); answers whether it exists. */
   disable(id: string, at: number): Promise<boolean>;
+  /** Clears the user's disabled mark; answers whether it was disabled. */
+  enable(id: string): Promise<boolean>;
 }

@@ -76,3 +76,79 @@ export async function beginSignIn(url: string) {
   }
   return { provider, transport, authorizationUrl: provider.authorizationUrl };
 }
+
+export interface Visit {
+  status: number;
+  html: string;
+  headers?: Headers;
+  /** Where the browser left for the client (its redirect URI, with the code or an error), if it did. */
+  redirectedTo?: URL;
+}
+
+/**
+ * A person's browser: keeps cookies, follows redirects until it leaves for the client (REDIRECT, or
+ * an app's own scheme such as cursor://, which no browser fetches).
+ */
+export class Browser {
+  private readonly cookies = new Map<string, string>();
+
+  async visit(
+    url: string,
+    init: { method?: string; form?: Record<string, string>; headers?: Record<string, string> } = {},
+  ): Promise<Visit> {
+    let next = url;
+    let method = init.method ?? "GET";
+    let body: string | undefined = init.form ? new URLSearchParams(init.form).toString() : undefined;
+    for (let hop = 0; hop < 20; hop++) {
+      if (next.startsWith(REDIRECT) || !/^https?:/.test(next))
+        return { redirectedTo: new URL(next), status: 303, html: "" };
+      const headers: Record<string, string> = {
+        ...init.headers,
+        cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; "),
+      };
+      if (body !== undefined) headers["content-type"] = "application/x-www-form-urlencoded";
+      const res = await fetch(next, { method, headers, body, redirect: "manual" });
+      for (const line of res.headers.getSetCookie()) {
+        const [pair = ""] = line.split(";");
+        const [name = "", ...value] = pair.split("=");
+        this.cookies.set(name.trim(), value.join("="));
+      }
+      const location = res.headers.get("location");
+      if (res.status >= 300 && res.status < 400 && location) {
+        next = new URL(location, next).toString();
+        method = "GET";
+        body = undefined;
+        continue;
+      }
+      return { status: res.status, html: await res.text(), headers: res.headers };
+    }
+    throw new Error("too many redirects");
+  }
+}
+
+/** The URL a page's first form posts to. */
+export const formAction = (html: string, base: string) => {
+  const action = /<form method="post" action="([^"]+)"/.exec(html)?.[1] ?? "";
+  return new URL(action.replaceAll("&amp;", "&"), base).toString();
+};
+export const csrfOf = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
+
+/**
+ * A person at a browser opens the authorization URL, signs in and allows the client. Each page on the
+ * way is answered, so a test sees where it stopped: `consent` is the sign-in form again when the
+ * sign-in was refused, and `done` is only there when the person got to allow the client.
+ */
+export async function signInOnPages(authorizationUrl: string, user: string, password: string) {
+  const browser = new Browser();
+  const signIn = await browser.visit(authorizationUrl);
+  const consent = await browser.visit(formAction(signIn.html, authorizationUrl), {
+    method: "POST",
+    form: { csrf: csrfOf(signIn.html), user, password },
+  });
+  if (consent.status !== 200) return { signIn, consent };
+  const done = await browser.visit(formAction(consent.html, authorizationUrl), {
+    method: "POST",
+    form: { csrf: csrfOf(consent.html) },
+  });
+  return { signIn, consent, done };
+}

@@ -3,13 +3,17 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { Configuration, KoaContextWithOIDC } from "oidc-provider";
 import Provider, { errors } from "oidc-provider";
+import { loggable } from "../../lib/database-errors.ts";
+import { PublicError } from "../../lib/errors.ts";
 import type { Log } from "../../observe/log.ts";
 import type { Store } from "../../store/store.ts";
 import { checkPassword } from "../users.ts";
 import { storeAdapter } from "./adapter.ts";
+import { answerProviderFailures, interactionFailureAnswer, relayedRequestId } from "./failures.ts";
 import { authorityKeys } from "./keys.ts";
 import { consentPage, signInPage } from "./pages.ts";
 import { Attempts } from "./rate-limit.ts";
+import { redirectRules } from "./redirects.ts";
 
 export interface AuthorityOptions {
   store: Store;
@@ -64,7 +68,7 @@ export class Authority {
     // Expired codes, tokens, sessions and interactions are dropped hourly (and once now), by any instance.
     const purge = () =>
       options.store.oauth.purgeExpired(options.now()).catch((error) => {
-        options.log(`could not purge expired sign-in records: ${(error as Error).message}`, { level: "warn" });
+        options.log(`could not purge expired sign-in records: ${loggable(error)}`, { level: "warn" });
         return 0;
       });
     void purge();
@@ -95,6 +99,8 @@ export class Authority {
         token_endpoint_auth_method: "none",
         id_token_signed_response_alg: "RS256",
       },
+      // Which redirect URIs a client may use: an app's own scheme, loopback on any port, never cleartext elsewhere.
+      extraClientMetadata: redirectRules,
       features: {
         devInteractions: { enabled: false },
         registration: { enabled: true },
@@ -136,9 +142,7 @@ export class Authority {
     const provider = new Provider(options.issuer, configuration);
     // Requests arrive through this process's relay (http/oauth.ts), which sets X-Forwarded-* from PUBLIC_URL.
     provider.proxy = true;
-    provider.on("server_error", (_ctx: unknown, error: Error) =>
-      options.log(`authority error: ${error.message}`, { level: "error" }),
-    );
+    answerProviderFailures(provider, options.log);
     // A client that asks for no scope asks for the resource's: an empty grant would be refused later.
     provider.use(async (ctx, next) => {
       if (ctx.path === AUTHORITY_ROUTES.authorization && ctx.method === "GET" && !ctx.query.scope) {
@@ -152,13 +156,9 @@ export class Authority {
       const match = INTERACTION.exec(req.url?.split("?")[0] ?? "");
       if (!match) return callback(req, res);
       interactions.handle(req, res, match[1] as string, match[2]).catch((error) => {
-        options.log(`sign-in page failed: ${(error as Error).message}`, { level: "error" });
-        if (!res.headersSent)
-          sendJson(res, 400, {
-            ok: false,
-            error: "invalid_request",
-            message: "the sign-in expired; start again from the client",
-          });
+        const answer = interactionFailureAnswer(error, options.log, relayedRequestId(req.headers));
+        if (res.headersSent) res.end();
+        else sendJson(res, answer.status, answer.body, answer.headers);
       });
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -236,9 +236,17 @@ class Interactions {
         res.setHeader("retry-after", "900");
         return signIn(429, { user, error: "Too many failed sign-ins; try again later." });
       }
-      if (!(await checkPassword(this.options.store, user, form.get("password") ?? ""))) {
+      const verdict = await checkPassword(this.options.store, user, form.get("password") ?? "");
+      if (verdict === "refused") {
         this.attempts.fail(keys, this.options.now());
         return signIn(401, { user, error: "Wrong user or password." });
+      }
+      // Said only to whoever knows the password: an unknown user and a wrong password answer alike.
+      if (verdict === "disabled") {
+        return signIn(403, {
+          user,
+          error: `This account is disabled; ask an administrator of ${environment} to enable it.`,
+        });
       }
       return this.provider.interactionFinished(
         req,
@@ -284,12 +292,14 @@ class Interactions {
 }
 
 async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
-  let text = "";
-  for await (const chunk of req) {
-    text += chunk;
-    if (text.length > FORM_LIMIT) throw new Error("form too large");
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.byteLength;
+    if (size > FORM_LIMIT) throw new PublicError("payload_too_large", "a sign-in form is at most 16 KiB");
+    chunks.push(chunk);
   }
-  return new URLSearchParams(text);
+  return new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
 }
 
 const isLoopbackUrl = (url: string) => /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/.test(new URL(url).hostname);
@@ -305,7 +315,7 @@ function sendHtml(res: ServerResponse, status: number, html: string) {
   res.end(html);
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown) {
-  res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" });
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+  res.writeHead(status, { ...headers, "content-type": "application/json", "cache-control": "no-store" });
   res.end(JSON.stringify(body));
 }

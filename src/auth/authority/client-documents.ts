@@ -1,4 +1,5 @@
 import type { AdapterPayload } from "oidc-provider";
+import { applicationTypeOf } from "./redirects.ts";
 
 /** Documents are small (the MCP specification suggests 5 KiB); anything larger is refused unread. */
 const MAX_BYTES = 5 * 1024;
@@ -35,10 +36,14 @@ export async function fetchClientDocument(clientId: string): Promise<AdapterPayl
   if (!Array.isArray(redirects) || redirects.length === 0 || !redirects.every((r) => typeof r === "string")) {
     return undefined;
   }
-  // A document cannot hold a secret: the client is public whatever it says.
+  // A document cannot hold a secret: the client is public whatever it says. Its redirect URIs follow
+  // the rules of a registration (redirects.ts).
   return {
     client_id: clientId,
     client_name: typeof document.client_name === "string" ? document.client_name : clientId,
+    application_type: isApplicationType(document.application_type)
+      ? document.application_type
+      : applicationTypeOf(redirects),
     redirect_uris: redirects as string[],
     grant_types: ["authorization_code", "refresh_token"],
     response_types: ["code"],
@@ -47,6 +52,8 @@ export async function fetchClientDocument(clientId: string): Promise<AdapterPayl
     ...(typeof document.logo_uri === "string" ? { logo_uri: document.logo_uri } : {}),
   };
 }
+
+const isApplicationType = (value: unknown): value is "native" | "web" => value === "native" || value === "web";
 
 async function readLimited(response: Response): Promise<string | null> {
   const reader = response.body?.getReader();

@@ -47,8 +47,10 @@ export class DrizzleOAuthStore implements OAuthStore {
     await this.db.delete(this.t.oauthRecords).where(eq(this.t.oauthRecords.grantId, grantId));
   }
 
-  async revokeAccount(accountId: string): Promise<void> {
-    await this.db.delete(this.t.oauthRecords).where(eq(this.t.oauthRecords.accountId, accountId));
+  async revokeAccount(accountId: string): Promise<number> {
+    const r = this.t.oauthRecords;
+    const gone = await this.db.delete(r).where(eq(r.accountId, accountId)).returning({ model: r.model });
+    return gone.filter((record) => record.model === "Grant").length;
   }
 
   async grants(now: number): Promise<OAuthRecord[]> {

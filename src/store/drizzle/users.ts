@@ -1,4 +1,4 @@
-import { and, eq, isNull } from "drizzle-orm";
+import { and, eq, isNotNull, isNull } from "drizzle-orm";
 import type { UserRow } from "../rows.ts";
 import type { UserStore } from "../users.ts";
 import type { AnyDatabase, Tables } from "./database.ts";
@@ -35,5 +35,15 @@ export class DrizzleUserStore implements UserStore {
       .set({ disabledAt: at })
       .where(and(eq(u.id, id), isNull(u.disabledAt)));
     return (await this.get(id)) !== null;
+  }
+
+  async enable(id: string): Promise<boolean> {
+    const u = this.t.users;
+    const enabled = await this.db
+      .update(u)
+      .set({ disabledAt: null })
+      .where(and(eq(u.id, id), isNotNull(u.disabledAt)))
+      .returning({ id: u.id });
+    return enabled.length > 0;
   }
 }
