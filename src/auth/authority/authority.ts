@@ -5,11 +5,13 @@ import type { Configuration, KoaContextWithOIDC } from "oidc-provider";
 import Provider, { errors } from "oidc-provider";
 import type { Log } from "../../observe/log.ts";
 import type { Store } from "../../store/store.ts";
+import { GRANT_CLAIM } from "../sign-ins.ts";
 import { checkPassword } from "../users.ts";
 import { storeAdapter } from "./adapter.ts";
-import { authorityKeys } from "./keys.ts";
+import { authorityKeys, publicKeySet } from "./keys.ts";
 import { consentPage, signInPage } from "./pages.ts";
 import { Attempts } from "./rate-limit.ts";
+import { revokeAccessTokens } from "./revoke-access-tokens.ts";
 
 export interface AuthorityOptions {
   store: Store;
@@ -114,6 +116,8 @@ export class Authority {
       // Every client that may use refresh tokens gets them (MCP clients rarely ask for offline_access).
       issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed("refresh_token"),
       rotateRefreshToken: true,
+      // Access tokens name their grant: the resource side refuses them once it is revoked (sign-ins.ts).
+      extraTokenClaims: (_ctx, token) => ("grantId" in token ? { [GRANT_CLAIM]: token.grantId } : undefined),
       ttl: {
         AccessToken: 3600,
         AuthorizationCode: 60,
@@ -136,6 +140,7 @@ export class Authority {
     const provider = new Provider(options.issuer, configuration);
     // Requests arrive through this process's relay (http/oauth.ts), which sets X-Forwarded-* from PUBLIC_URL.
     provider.proxy = true;
+    provider.use(revokeAccessTokens({ store: options.store.oauth, issuer: options.issuer, keys: publicKeySet(keys) }));
     provider.on("server_error", (_ctx: unknown, error: Error) =>
       options.log(`authority error: ${error.message}`, { level: "error" }),
     );
