@@ -7,48 +7,11 @@ import { addUser, disableUser } from "../src/auth/users.ts";
 import { cli } from "./support/cli.ts";
 import { dialects } from "./support/databases.ts";
 import { LiveClient } from "./support/live-client.ts";
-import { beginSignIn, REDIRECT } from "./support/oauth-client.ts";
+import { Browser, beginSignIn, csrfOf, formAction, REDIRECT } from "./support/oauth-client.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "./support/server.ts";
 
 // Signing in hashes passwords (argon2id) several times a test: slow on a loaded 2-core machine.
 setDefaultTimeout(30_000);
-
-/** A person's browser: keeps cookies, follows redirects until it reaches the client's redirect URI. */
-class Browser {
-  private readonly cookies = new Map<string, string>();
-
-  async visit(url: string, init: { method?: string; form?: Record<string, string> } = {}) {
-    let next = url;
-    let method = init.method ?? "GET";
-    let body: string | undefined = init.form ? new URLSearchParams(init.form).toString() : undefined;
-    for (let hop = 0; hop < 20; hop++) {
-      if (next.startsWith(REDIRECT)) return { redirectedTo: new URL(next), status: 303, html: "" };
-      const headers: Record<string, string> = { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ") };
-      if (body !== undefined) headers["content-type"] = "application/x-www-form-urlencoded";
-      const res = await fetch(next, { method, headers, body, redirect: "manual" });
-      for (const line of res.headers.getSetCookie()) {
-        const [pair = ""] = line.split(";");
-        const [name = "", ...value] = pair.split("=");
-        this.cookies.set(name.trim(), value.join("="));
-      }
-      const location = res.headers.get("location");
-      if (res.status >= 300 && res.status < 400 && location) {
-        next = new URL(location, next).toString();
-        method = "GET";
-        body = undefined;
-        continue;
-      }
-      return { status: res.status, html: await res.text(), url: next };
-    }
-    throw new Error("too many redirects");
-  }
-}
-
-const formAction = (html: string, base: string) => {
-  const action = /<form method="post" action="([^"]+)"/.exec(html)?.[1] ?? "";
-  return new URL(action.replaceAll("&amp;", "&"), base).toString();
-};
-const csrfOf = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
 
 const [sqlite] = dialects;
 

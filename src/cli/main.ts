@@ -1,6 +1,7 @@
 import { TokenError } from "../auth/tokens.ts";
 import { UserError } from "../auth/users.ts";
 import { ConfigError, loadConfig } from "../config.ts";
+import { PublicError } from "../lib/errors.ts";
 import { ReleaseError } from "../release/errors.ts";
 import { type Command, commandHelp, overview, parseCommand, UsageError } from "./command.ts";
 import { commands } from "./commands.ts";
@@ -51,7 +52,8 @@ try {
     error instanceof ConfigError ||
     error instanceof ReleaseError ||
     error instanceof TokenError ||
-    error instanceof UserError
+    error instanceof UserError ||
+    error instanceof PublicError
   ) {
     console.error(`error: ${error.message}`);
   } else {

@@ -11,6 +11,8 @@ export const REDIRECT = "http://127.0.0.1:9/callback";
 
 /** What an MCP client keeps between runs, in memory; the authorization URL it would open is kept for the test. */
 export class MemoryClientProvider implements OAuthClientProvider {
+  constructor(private readonly name = "Test Agent") {}
+
   client?: OAuthClientInformationMixed;
   saved?: OAuthTokens;
   verifier = "";
@@ -22,7 +24,7 @@ export class MemoryClientProvider implements OAuthClientProvider {
 
   get clientMetadata(): OAuthClientMetadata {
     return {
-      client_name: "Test Agent",
+      client_name: this.name,
       redirect_uris: [REDIRECT],
       grant_types: ["authorization_code", "refresh_token"],
       response_types: ["code"],
@@ -64,8 +66,8 @@ export class MemoryClientProvider implements OAuthClientProvider {
  * (401), discovers the authority, registers, and would open the authorization URL it left in
  * `provider.authorizationUrl`; `transport.finishAuth(code)` completes it.
  */
-export async function beginSignIn(url: string) {
-  const provider = new MemoryClientProvider();
+export async function beginSignIn(url: string, clientName?: string) {
+  const provider = new MemoryClientProvider(clientName);
   const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { authProvider: provider });
   const refused = await new Client({ name: "test-agent", version: "1.0.0" }).connect(transport).then(
     () => null,
@@ -75,4 +77,63 @@ export async function beginSignIn(url: string) {
     throw new Error(`the first connection was not sent to sign in: ${String(refused)}`);
   }
   return { provider, transport, authorizationUrl: provider.authorizationUrl };
+}
+
+/** A person's browser: keeps cookies, follows redirects until it reaches the client's redirect URI. */
+export class Browser {
+  private readonly cookies = new Map<string, string>();
+
+  async visit(url: string, init: { method?: string; form?: Record<string, string> } = {}) {
+    let next = url;
+    let method = init.method ?? "GET";
+    let body: string | undefined = init.form ? new URLSearchParams(init.form).toString() : undefined;
+    for (let hop = 0; hop < 20; hop++) {
+      if (next.startsWith(REDIRECT)) return { redirectedTo: new URL(next), status: 303, html: "" };
+      const headers: Record<string, string> = { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ") };
+      if (body !== undefined) headers["content-type"] = "application/x-www-form-urlencoded";
+      const res = await fetch(next, { method, headers, body, redirect: "manual" });
+      for (const line of res.headers.getSetCookie()) {
+        const [pair = ""] = line.split(";");
+        const [name = "", ...value] = pair.split("=");
+        this.cookies.set(name.trim(), value.join("="));
+      }
+      const location = res.headers.get("location");
+      if (res.status >= 300 && res.status < 400 && location) {
+        next = new URL(location, next).toString();
+        method = "GET";
+        body = undefined;
+        continue;
+      }
+      return { status: res.status, html: await res.text(), url: next };
+    }
+    throw new Error("too many redirects");
+  }
+}
+
+export const formAction = (html: string, base: string) => {
+  const action = /<form method="post" action="([^"]+)"/.exec(html)?.[1] ?? "";
+  return new URL(action.replaceAll("&amp;", "&"), base).toString();
+};
+export const csrfOf = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
+
+/**
+ * An MCP client signed in as `user`: refused, sent to the sign-in page, the person signs in and allows
+ * it, the client exchanges the code. Its provider then holds the client's registration and tokens.
+ */
+export async function signedInClient(url: string, user: string, password: string, clientName?: string) {
+  const { provider, transport, authorizationUrl } = await beginSignIn(url, clientName);
+  const browser = new Browser();
+  const signIn = await browser.visit(authorizationUrl.toString());
+  const consent = await browser.visit(formAction(signIn.html, url), {
+    method: "POST",
+    form: { csrf: csrfOf(signIn.html), user, password },
+  });
+  const done = await browser.visit(formAction(consent.html, url), {
+    method: "POST",
+    form: { csrf: csrfOf(consent.html) },
+  });
+  const code = done.redirectedTo?.searchParams.get("code");
+  if (!code) throw new Error(`the sign-in of ${user} gave no code (${consent.status})`);
+  await transport.finishAuth(code);
+  return provider;
 }
