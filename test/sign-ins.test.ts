@@ -125,6 +125,15 @@ for (const dialect of dialects) {
       await eventually(async () => !(await acts(t, a.access_token)) && !(await acts(t, b.access_token)));
     });
 
+    test("a sign-in outlives the browser session it was made in: its refresh token goes on after the session ends", async () => {
+      const provider = await signedInClient(t.url, "bob", PASSWORD);
+      // The person's browser session ended (it lasts 14 days; here its record is gone).
+      await runStatement(t.config.databaseUrl, "delete from oauth_records where model = 'Session'");
+      const answer = await refresh(t, provider, tokensOf(provider).refresh_token);
+      expect(answer.status).toBe(200);
+      expect(await acts(t, ((await answer.json()) as { access_token: string }).access_token)).toBe(true);
+    });
+
     test("revoking a refresh token refuses the sign-in's access tokens within TOKEN_RECHECK_MS", async () => {
       const provider = await signedInClient(t.url, "alice", PASSWORD);
       const { access_token, refresh_token } = tokensOf(provider);

@@ -116,6 +116,9 @@ export class Authority {
       // Every client that may use refresh tokens gets them (MCP clients rarely ask for offline_access).
       issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed("refresh_token"),
       rotateRefreshToken: true,
+      // A sign-in lasts as its grant does (30 days), not as the browser session it was made in (14 days;
+      // oidc-provider ties tokens without offline_access to it, and MCP clients rarely ask for it).
+      expiresWithSession: () => false,
       // Access tokens name their grant: the resource side refuses them once it is revoked (sign-ins.ts).
       extraTokenClaims: (_ctx, token) => ("grantId" in token ? { [GRANT_CLAIM]: token.grantId } : undefined),
       ttl: {
