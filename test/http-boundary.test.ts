@@ -5,6 +5,7 @@ import { GRANT_CLAIM } from "../src/auth/sign-ins.ts";
 import { revokeUserToken } from "../src/auth/tokens.ts";
 import { addUser } from "../src/auth/users.ts";
 import { dialects } from "./support/databases.ts";
+import { storeGrant } from "./support/oauth-client.ts";
 import { eventually, fixture, startTestServer, type TestResponse, type TestServer } from "./support/server.ts";
 
 const MiB = 1024 * 1024;
@@ -69,19 +70,9 @@ for (const dialect of dialects) {
       const { signing } = await authorityKeys(t.store.oauth, Date.now());
       const key = await importJWK(signing, "RS256");
       // The sign-in the token was issued from (the authority's grant): a token is taken while it stands.
-      await t.store.oauth.upsert({
-        model: "Grant",
-        id: "matrix-grant",
-        payload: { accountId: "matrix-user", clientId: "matrix-client", iat: 1 },
-        grantId: null,
-        accountId: "matrix-user",
-        uid: null,
-        userCode: null,
-        expiresAt: null,
-        consumedAt: null,
-      });
+      const grant = await storeGrant(t.store, "matrix-user");
       const mint = (audience: string, issuer = t.url) =>
-        new SignJWT({ sub: "matrix-user", scope: "mcp", [GRANT_CLAIM]: "matrix-grant" })
+        new SignJWT({ sub: "matrix-user", scope: "mcp", [GRANT_CLAIM]: grant })
           .setProtectedHeader({ alg: "RS256", kid: signing.kid as string, typ: "at+jwt" })
           .setIssuer(issuer)
           .setAudience(audience)

@@ -8,6 +8,7 @@ import { createUserToken, hashSecret, revokeUserToken } from "../../src/auth/tok
 import { openStore } from "../../src/store/open.ts";
 import type { Store } from "../../src/store/store.ts";
 import { dialects, type TestDatabase } from "../support/databases.ts";
+import { storeGrant } from "../support/oauth-client.ts";
 
 /** The caller a header names, or null: the Authenticator's answer as these tests read it. */
 const principalOf = async (auth: Authenticator, header: string | null) => {
@@ -101,40 +102,20 @@ for (const dialect of dialects) {
           .setExpirationTime("1h")
           .sign(await importJWK(keys.signing, "RS256"));
       await store.users.insert({ id: "gina", passwordHash: "-", createdAt: clock, disabledAt: null });
-      await store.oauth.upsert({
-        model: "Grant",
-        id: "grant-of-gina",
-        payload: { accountId: "gina", clientId: "agent", iat: 1 },
-        grantId: null,
-        accountId: "gina",
-        uid: null,
-        userCode: null,
-        expiresAt: null,
-        consumedAt: null,
-      });
-      const token = await accessToken({ [GRANT_CLAIM]: "grant-of-gina" });
+      const grant = await storeGrant(store, "gina");
+      const token = await accessToken({ [GRANT_CLAIM]: grant });
       const vouchedAt = clock;
       expect(await signedIn.resolveToken(token)).toMatchObject({ kind: "user", id: "gina" });
-      await store.oauth.revokeGrant("grant-of-gina");
+      await store.oauth.revokeGrant(grant);
       // Within the bound the answer remembered is taken (no read per request); from the bound on, refused.
       clock = vouchedAt + RECHECK_MS - 1;
       expect(await signedIn.resolveToken(token)).toMatchObject({ kind: "user", id: "gina" });
       clock = vouchedAt + RECHECK_MS;
       expect(await signedIn.resolveToken(token)).toBeNull();
       // A token that names no grant, or another person's, names no sign-in of this person.
-      await store.oauth.upsert({
-        model: "Grant",
-        id: "grant-of-hugo",
-        payload: { accountId: "hugo", clientId: "agent", iat: 1 },
-        grantId: null,
-        accountId: "hugo",
-        uid: null,
-        userCode: null,
-        expiresAt: null,
-        consumedAt: null,
-      });
+      const hugos = await storeGrant(store, "hugo");
       expect(await signedIn.resolveToken(await accessToken({}))).toBeNull();
-      expect(await signedIn.resolveToken(await accessToken({ [GRANT_CLAIM]: "grant-of-hugo" }))).toBeNull();
+      expect(await signedIn.resolveToken(await accessToken({ [GRANT_CLAIM]: hugos }))).toBeNull();
     });
 
     test("a service key is recognised by its hash, and named by it; anything else is not a service", async () => {

@@ -6,6 +6,7 @@ import type {
   OAuthClientMetadata,
   OAuthTokens,
 } from "@modelcontextprotocol/sdk/shared/auth.js";
+import type { Store } from "../../src/store/store.ts";
 
 export const REDIRECT = "http://127.0.0.1:9/callback";
 
@@ -136,4 +137,23 @@ export async function signedInClient(url: string, user: string, password: string
   if (!code) throw new Error(`the sign-in of ${user} gave no code (${consent.status})`);
   await transport.finishAuth(code);
   return provider;
+}
+
+/**
+ * A sign-in of `user` as the built-in authority stores it (a grant), for tests that mint its access
+ * tokens themselves: a token is taken while the grant it names (GRANT_CLAIM) stands.
+ */
+export async function storeGrant(store: Store, user: string, id = `grant-${crypto.randomUUID()}`): Promise<string> {
+  await store.oauth.upsert({
+    model: "Grant",
+    id,
+    payload: { accountId: user, clientId: "test-client", iat: Math.floor(Date.now() / 1000) },
+    grantId: null,
+    accountId: user,
+    uid: null,
+    userCode: null,
+    expiresAt: null,
+    consumedAt: null,
+  });
+  return id;
 }
