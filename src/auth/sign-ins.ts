@@ -22,6 +22,9 @@ export interface SignIn {
   expiresAt: string | null;
 }
 
+/** The most grants one read of their refreshes and clients carries. */
+const BATCH = 500;
+
 const signInNotFound = () => new PublicError("sign_in_not_found", "no such sign-in");
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -99,31 +102,29 @@ export class SignIns {
   }
 
   private async views(grants: OAuthRecord[]): Promise<SignIn[]> {
-    const now = this.now();
-    const refreshed = await this.$.store.oauth.lastRefreshes(grants.map((g) => g.id));
-    const names = new Map<string, Promise<string>>();
-    const nameOf = (clientId: string) => {
-      let name = names.get(clientId);
-      if (!name) {
-        name = this.$.store.oauth
-          .find("Client", clientId, now)
-          .then((client) => (client?.payload as { client_name?: string } | undefined)?.client_name ?? clientId);
-        names.set(clientId, name);
-      }
-      return name;
-    };
-    return Promise.all(
-      grants.map(async (grant) => {
-        const { clientId, iat } = grant.payload as { clientId: string; iat: number };
-        return {
-          id: grant.id,
-          user: grant.accountId ?? "",
-          client: { id: clientId, name: await nameOf(clientId) },
-          signedInAt: new Date(iat * 1000).toISOString(),
-          lastRefreshAt: iso(refreshed.get(grant.id) ?? null),
-          expiresAt: iso(grant.expiresAt),
-        };
-      }),
-    );
+    const refreshed = new Map<string, number>();
+    const names = new Map<string, string | undefined>();
+    // In batches: a service key's list of everyone's sign-ins may be long.
+    for (let i = 0; i < grants.length; i += BATCH) {
+      const part = grants.slice(i, i + BATCH);
+      const clientIds = [...new Set(part.map((g) => (g.payload as { clientId: string }).clientId))];
+      const [times, clients] = await Promise.all([
+        this.$.store.oauth.lastRefreshes(part.map((g) => g.id)),
+        this.$.store.oauth.findMany("Client", clientIds, this.now()),
+      ]);
+      for (const [id, at] of times) refreshed.set(id, at);
+      for (const client of clients) names.set(client.id, (client.payload as { client_name?: string }).client_name);
+    }
+    return grants.map((grant) => {
+      const { clientId, iat } = grant.payload as { clientId: string; iat: number };
+      return {
+        id: grant.id,
+        user: grant.accountId ?? "",
+        client: { id: clientId, name: names.get(clientId) ?? clientId },
+        signedInAt: new Date(iat * 1000).toISOString(),
+        lastRefreshAt: iso(refreshed.get(grant.id) ?? null),
+        expiresAt: iso(grant.expiresAt),
+      };
+    });
   }
 }

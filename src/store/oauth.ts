@@ -8,6 +8,8 @@ export interface OAuthStore {
   /** Inserts or replaces the record of (model, id). */
   upsert(record: OAuthRecord): Promise<void>;
   find(model: string, id: string, now: number): Promise<OAuthRecord | null>;
+  /** The live records of these ids (those that exist), in no order. */
+  findMany(model: string, ids: string[], now: number): Promise<OAuthRecord[]>;
   findByUid(model: string, uid: string, now: number): Promise<OAuthRecord | null>;
   findByUserCode(model: string, userCode: string, now: number): Promise<OAuthRecord | null>;
   /**

@@ -22,6 +22,15 @@ export class DrizzleOAuthStore implements OAuthStore {
     return this.first(eq(this.t.oauthRecords.id, id), model, now);
   }
 
+  async findMany(model: string, ids: string[], now: number): Promise<OAuthRecord[]> {
+    if (ids.length === 0) return [];
+    const r = this.t.oauthRecords;
+    return this.db
+      .select()
+      .from(r)
+      .where(and(eq(r.model, model), inArray(r.id, ids), or(isNull(r.expiresAt), gt(r.expiresAt, now))));
+  }
+
   findByUid(model: string, uid: string, now: number) {
     return this.first(eq(this.t.oauthRecords.uid, uid), model, now);
   }
