@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import type { SignIns } from "./auth/sign-ins.ts";
 import type { CorsOrigins } from "./config.ts";
 import type { ReleaseAdmin } from "./engine/releases.ts";
 import type { StatsReader } from "./engine/stats.ts";
@@ -22,6 +23,7 @@ import { releaseRoutes } from "./http/releases.ts";
 import { runRoutes } from "./http/runs.ts";
 import { scheduleRoutes } from "./http/schedules.ts";
 import { sessionRoutes } from "./http/session.ts";
+import { signInRoutes } from "./http/sign-ins.ts";
 import { statsRoutes } from "./http/stats.ts";
 import { storageRoutes } from "./http/storage.ts";
 import { type ResourceMetadataOptions, wellKnownRoutes } from "./http/well-known.ts";
@@ -42,6 +44,8 @@ export interface AppDeps extends HttpDeps {
   hub: SessionHub;
   releases: ReleaseAdmin;
   stats: StatsReader;
+  /** The built-in authority's sign-ins (none with AUTH_ISSUER). */
+  signIns: SignIns;
   mcp: Omit<McpRouteOptions, "auth" | "publicUrl">;
   metadata: Omit<ResourceMetadataOptions, "publicUrl">;
   cors: CorsOrigins;
@@ -93,6 +97,7 @@ export const createApp = (deps: AppDeps) => {
     .use(scheduleRoutes(deps))
     .use(releaseRoutes(deps))
     .use(statsRoutes(deps))
+    .use(signInRoutes(deps))
     .use(queryRoutes(deps))
     .use(sessionRoutes(deps.hub))
     .use(storageRoutes(deps))

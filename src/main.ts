@@ -5,6 +5,7 @@ import { createApp } from "./app.ts";
 import { Authenticator } from "./auth/authenticator.ts";
 import type { Authority } from "./auth/authority/authority.ts";
 import { JwtVerifier } from "./auth/jwt.ts";
+import { SignIns } from "./auth/sign-ins.ts";
 import { type Config, ConfigError, isLoopback, localUrl, type StorageConfig } from "./config.ts";
 import { DataService } from "./data/service.ts";
 import { Engine } from "./engine/engine.ts";
@@ -224,6 +225,7 @@ export async function startServer(
     return authority;
   };
   const ownAudiences = () => [publicUrl, `${publicUrl}/mcp`];
+  const signIns = new SignIns({ store });
   const jwt = config.authIssuer
     ? new JwtVerifier({
         issuer: () => config.authIssuer as string,
@@ -245,7 +247,7 @@ export async function startServer(
           const { authorityKeys, publicKeySet } = await import("./auth/authority/keys.ts");
           return publicKeySet(await authorityKeys(store.oauth, Date.now()));
         },
-        userActive: async (user) => (await store.users.get(user))?.disabledAt === null,
+        signInActive: (user, claims) => signIns.active(user, claims),
       });
   const auth = new Authenticator(store, config.serviceKeys, config.tokenRecheckMs, jwt);
 
@@ -272,6 +274,7 @@ export async function startServer(
     files,
     releases: new ReleaseAdmin({ store, refresh: () => releases.reload() }),
     stats: new StatsReader({ store, liveSockets: () => hub.counts().sockets }),
+    signIns,
     maxFileBytes: config.maxFileBytes,
     spoolDir,
     hub,

@@ -4,7 +4,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { addUser } from "../src/auth/users.ts";
 import { cli } from "./support/cli.ts";
 import { dialects } from "./support/databases.ts";
-import { beginSignIn, type MemoryClientProvider, signInOnPages } from "./support/oauth-client.ts";
+import { beginSignIn, type MemoryClientProvider, signedInClient, signInOnPages } from "./support/oauth-client.ts";
 import { fixture, startTestServer, type TestServer } from "./support/server.ts";
 
 // Signing in hashes passwords (argon2id) several times a test, and the CLI starts processes.
@@ -31,13 +31,7 @@ for (const dialect of dialects) {
       await t?.stop();
     });
 
-    /** An MCP client's whole sign-in: registration, the pages, the code exchange. */
-    async function signedIn(user: string) {
-      const { provider, transport, authorizationUrl } = await beginSignIn(t.url);
-      const { done } = await signInOnPages(authorizationUrl.toString(), user, password);
-      await transport.finishAuth(done?.redirectedTo?.searchParams.get("code") as string);
-      return provider;
-    }
+    const signedIn = (user: string) => signedInClient(t.url, user, password);
 
     /** A refresh with the client's refresh token: its status. */
     const refresh = async (provider: MemoryClientProvider) =>
@@ -96,6 +90,11 @@ for (const dialect of dialects) {
       expect(enabled.code).toBe(0);
       expect(enabled.stdout).toContain("enabled user erin");
       expect(await refresh(laptop)).toBe(400);
+      // Its access token (a JWT of up to an hour) names a grant that disabling deleted.
+      const stale = await fetch(`${t.url}/actions`, {
+        headers: { authorization: `Bearer ${laptop.saved?.access_token}` },
+      });
+      expect(stale.status).toBe(401);
 
       const provider = await signedIn("erin");
       expect(await whoami(provider)).toEqual({ kind: "user", id: "erin", role: null });

@@ -57,6 +57,7 @@ describe("the console's accessibility (axe-core in Chromium)", () => {
     ["Data", "Data"],
     ["Files", "Files"],
     ["Releases", "Releases"],
+    ["Signed-in apps", "Signed-in apps"],
   ];
 
   for (const viewport of [undefined, PHONE]) {

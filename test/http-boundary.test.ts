@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { importJWK, SignJWT } from "jose";
 import { authorityKeys } from "../src/auth/authority/keys.ts";
+import { GRANT_CLAIM } from "../src/auth/sign-ins.ts";
 import { revokeUserToken } from "../src/auth/tokens.ts";
 import { addUser } from "../src/auth/users.ts";
 import { dialects } from "./support/databases.ts";
+import { storeGrant } from "./support/oauth-client.ts";
 import { eventually, fixture, startTestServer, type TestResponse, type TestServer } from "./support/server.ts";
 
 const MiB = 1024 * 1024;
@@ -20,6 +22,8 @@ const endpoints: [method: string, path: string][] = [
   ["POST", `/runs/${crypto.randomUUID()}/cancel`],
   ["GET", "/openapi.json"],
   ["GET", "/describe"],
+  ["GET", "/sign-ins"],
+  ["DELETE", "/sign-ins/no-such-sign-in"],
 ];
 
 async function expectJsonError(res: TestResponse, status: number, error: string) {
@@ -65,8 +69,10 @@ for (const dialect of dialects) {
       await addUser(t.store, "matrix-user", "a long enough password");
       const { signing } = await authorityKeys(t.store.oauth, Date.now());
       const key = await importJWK(signing, "RS256");
+      // The sign-in the token was issued from (the authority's grant): a token is taken while it stands.
+      const grant = await storeGrant(t.store, "matrix-user");
       const mint = (audience: string, issuer = t.url) =>
-        new SignJWT({ sub: "matrix-user", scope: "mcp" })
+        new SignJWT({ sub: "matrix-user", scope: "mcp", [GRANT_CLAIM]: grant })
           .setProtectedHeader({ alg: "RS256", kid: signing.kid as string, typ: "at+jwt" })
           .setIssuer(issuer)
           .setAudience(audience)

@@ -49,6 +49,8 @@ describe("GET /openapi.json", () => {
     expect(invoke.responses["401"]).toBeDefined();
     // Actions with file inputs take multipart too.
     expect(doc.paths["/actions/test.attach/invoke"].post.requestBody.content["multipart/form-data"]).toBeDefined();
+    expect(doc.paths["/sign-ins"].get.operationId).toBe("listSignIns");
+    expect(doc.paths["/sign-ins/{id}"].delete.responses["404"]).toBeDefined();
     expect((await t.fetch("/openapi.json", { token: null })).status).toBe(401);
   });
 

@@ -4,8 +4,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { importJWK, SignJWT } from "jose";
 import { authorityKeys } from "../src/auth/authority/keys.ts";
+import { GRANT_CLAIM } from "../src/auth/sign-ins.ts";
 import { addUser } from "../src/auth/users.ts";
 import { dialects } from "./support/databases.ts";
+import { storeGrant } from "./support/oauth-client.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "./support/server.ts";
 
 /** The schedules fixture without its cron schedules: only what the tests schedule runs. */
@@ -149,7 +151,12 @@ for (const dialect of dialects) {
     test("a due invocation runs with the verified claims its scheduler had (a JWT of the built-in authority)", async () => {
       await addUser(t.store, "carol", "a long enough password");
       const { signing } = await authorityKeys(t.store.oauth, Date.now());
-      const jwt = await new SignJWT({ sub: "carol", scope: "mcp", role: "editor" })
+      const jwt = await new SignJWT({
+        sub: "carol",
+        scope: "mcp",
+        role: "editor",
+        [GRANT_CLAIM]: await storeGrant(t.store, "carol"),
+      })
         .setProtectedHeader({ alg: "RS256", kid: signing.kid as string, typ: "at+jwt" })
         .setIssuer(t.url)
         .setAudience(`${t.url}/mcp`)

@@ -13,10 +13,11 @@ const MAX_REMEMBERED = 10_000;
  * Turns a bearer credential into a Principal. Every secret is handled by its hash, never compared in
  * clear: service keys (from the environment) are hashed once, at start; user tokens are looked up by
  * hash in the store, and JWTs verified with their issuer's keys (jwt.ts: an identity provider's, or
- * the built-in authority's, whose user must not be disabled). Either, once it names a caller, is
+ * the built-in authority's, whose sign-in must still stand). Either, once it names a caller, is
  * remembered for `recheckMs` (TOKEN_RECHECK_MS, 1 s by default; never past a JWT's expiry), so a
- * caller's requests cost one check per second, not one each, and a revocation or a disabled user (by
- * the CLI, or on another instance) is refused by every server at most `recheckMs` after it is stored.
+ * caller's requests cost one check per second, not one each, and a revocation (of a token or a
+ * sign-in) or a disabled user (by the CLI, or on another instance) is refused by every server at most
+ * `recheckMs` after it is stored.
  * Only credentials that named someone are remembered: an unknown one is checked every time, and cannot
  * fill the memory.
  */
@@ -58,7 +59,7 @@ export class Authenticator {
     const jwt = this.jwt && looksLikeJwt(token);
     const principal = jwt ? await this.jwt?.verify(token) : await this.userOfToken(hash);
     if (!principal || this.recheckMs === 0) return principal ?? null;
-    // Counted from before the check: whatever was revoked (or a JWT's user disabled) after it is refused
+    // Counted from before the check: whatever was revoked (a JWT's sign-in, its user disabled) after it is refused
     // within the bound; a JWT is never remembered past its own expiry.
     const expiry = typeof principal.claims?.exp === "number" ? principal.claims.exp * 1000 : Number.POSITIVE_INFINITY;
     if (this.remembered.size >= MAX_REMEMBERED) this.remembered.delete(this.remembered.keys().next().value as string);

@@ -1,4 +1,4 @@
-import type { JSONWebKeySet, JWTVerifyGetKey } from "jose";
+import type { JSONWebKeySet, JWTPayload, JWTVerifyGetKey } from "jose";
 import type { Principal } from "../sdk/index.ts";
 
 export interface JwtSettings {
@@ -8,8 +8,8 @@ export interface JwtSettings {
   jwksUrl?: string;
   /** Its keys, when they are at hand (the built-in authority's): no HTTP at all. */
   localKeys?: () => Promise<JSONWebKeySet>;
-  /** Whether the user a valid token names may still act (the built-in authority: not disabled). */
-  userActive?: (user: string) => Promise<boolean>;
+  /** Whether the sign-in a valid token carries still stands (the built-in authority: its person not disabled, its grant not revoked). */
+  signInActive?: (user: string, claims: JWTPayload) => Promise<boolean>;
   /** The audiences a token must name one of (RFC 8707: a token for another resource must not work here). */
   audiences: () => string[];
   /** The claim that names the user (AUTH_USER_CLAIM, default `sub`). */
@@ -51,7 +51,7 @@ export class JwtVerifier {
       });
       const user = payload[this.settings.userClaim];
       if (typeof user !== "string" || user === "") return null;
-      if (this.settings.userActive && !(await this.settings.userActive(user))) return null;
+      if (this.settings.signInActive && !(await this.settings.signInActive(user, payload))) return null;
       return { kind: "user", id: user, claims: payload };
     } catch (error) {
       if (error instanceof errors.JOSEError) return null;

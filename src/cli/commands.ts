@@ -3,6 +3,7 @@ import type { Command, Flag } from "./command.ts";
 import { keyCreate } from "./key.ts";
 import { releaseActivate, releaseList, releasePublish, releaseTypesCommand } from "./release.ts";
 import { serveCommand } from "./serve.ts";
+import { userRevokeSession, userSessions } from "./sign-ins.ts";
 import { tokenCreate, tokenList, tokenRevoke } from "./token.ts";
 import { userAdd, userDisable, userEnable, userList } from "./user.ts";
 
@@ -133,6 +134,24 @@ createClient<Release>() then types each action's input and output and each entit
     env: STORE_ENV,
     examples: ["bun run token revoke act_u_AbCdEfGh"],
     run: (config, [prefix]) => tokenRevoke(config(), prefix as string),
+  },
+  {
+    name: "user sessions",
+    args: ["<id>"],
+    summary: "the apps a user is signed in to (the built-in sign-in): id, app, signed in, last refresh, expiry",
+    env: STORE_ENV,
+    examples: ["bun run user sessions alice"],
+    run: (config, [id]) => userSessions(config(), id as string),
+  },
+  {
+    name: "user revoke-session",
+    args: ["<sign-in>"],
+    summary: "end one sign-in by the first 12 characters of its id (as user sessions shows it)",
+    details: `The app's refresh tokens stop at once and its access tokens within TOKEN_RECHECK_MS (1 s) on every
+server; the person signs in to it again to go on.`,
+    env: STORE_ENV,
+    examples: ["bun run user revoke-session V1StGXR8_Z5j"],
+    run: (config, [id]) => userRevokeSession(config(), id as string),
   },
   {
     name: "user add",

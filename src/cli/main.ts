@@ -1,6 +1,7 @@
 import { TokenError } from "../auth/tokens.ts";
 import { UserError } from "../auth/users.ts";
 import { type Config, ConfigError, loadConfig } from "../config.ts";
+import { PublicError } from "../lib/errors.ts";
 import { createLog } from "../observe/log.ts";
 import { ReleaseError } from "../release/errors.ts";
 import { dataDirFailure, StartupError } from "../startup.ts";
@@ -76,7 +77,8 @@ try {
     error instanceof ConfigError ||
     error instanceof ReleaseError ||
     error instanceof TokenError ||
-    error instanceof UserError
+    error instanceof UserError ||
+    error instanceof PublicError
   ) {
     console.error(`error: ${error.message}`);
   } else {

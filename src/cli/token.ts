@@ -28,7 +28,9 @@ export const tokenList = (config: Config) =>
     const now = Date.now();
     const grants = await store.oauth.grants(now);
     if (grants.length > 0) {
-      console.log(`\nsign-ins (the built-in authority; ${commandLine("user disable <id>")} ends them):`);
+      console.log(
+        `\nsign-ins (the built-in authority; ${commandLine("user sessions <user>")} names each, for ${commandLine("user revoke-session")}):`,
+      );
       const rows = [["CLIENT", "USER", "SIGNED IN", "EXPIRES"]];
       for (const grant of grants) {
         const { clientId, accountId, iat } = grant.payload as { clientId: string; accountId: string; iat: number };

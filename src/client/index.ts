@@ -160,6 +160,17 @@ export interface EnvironmentStats {
   liveSockets: number;
 }
 
+/** An app a person signed in to through the built-in sign-in (`GET /sign-ins`). */
+export interface SignIn {
+  id: string;
+  user: string;
+  client: { id: string; name: string };
+  signedInAt: string;
+  /** When the app last refreshed its tokens; null when it never did. */
+  lastRefreshAt: string | null;
+  expiresAt: string | null;
+}
+
 /** A release as published: its actions' contracts, whoever may call them. */
 export interface ReleaseContracts extends PublishedRelease {
   description: string | null;
@@ -451,6 +462,16 @@ export function createClient<Release extends ReleaseTypes = AnyRelease>(options:
     /** An overview of the environment over `window` (`15m`, `1h`, at most `24h`; service keys only). */
     stats: (window = "1h") =>
       request<EnvironmentStats>(transport, "GET", `/stats${searchOf({ window })}`, { retry: true }).then((r) => r.body),
+    /** The apps signed in as the caller through the built-in sign-in (a service key: one `user`'s, or everyone's). */
+    signIns: {
+      list: (filter: { user?: string } = {}) =>
+        request<{ items: SignIn[] }>(transport, "GET", `/sign-ins${searchOf(filter)}`, { retry: true }).then(
+          (r) => r.body.items,
+        ),
+      /** Ends one: the app's refresh tokens at once, its access tokens within the server's TOKEN_RECHECK_MS. */
+      revoke: (id: string) =>
+        request<SignIn>(transport, "DELETE", `/sign-ins/${encodeURIComponent(id)}`).then((r) => r.body),
+    },
     files: {
       /** Uploads through a signed URL: the bytes go to the storage directly (the server signs, then is out of the way). */
       async upload(path: string, data: Blob, uploadOptions: { contentType?: string } = {}) {

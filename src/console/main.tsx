@@ -10,6 +10,7 @@ import { ReleasesPage } from "./releases.tsx";
 import { hrefOf, type Route, useRoute } from "./route.ts";
 import { RunsPage } from "./runs.tsx";
 import { SignIn } from "./sign-in.tsx";
+import { SignInsPage } from "./sign-ins.tsx";
 import { useSignedIn } from "./signed-in.ts";
 import { useCallerKind } from "./use-caller-kind.ts";
 
@@ -22,6 +23,7 @@ const PAGES: { route: Route; label: string; serviceKeys?: true }[] = [
   { route: { page: "data" }, label: "Data" },
   { route: { page: "files" }, label: "Files" },
   { route: { page: "releases" }, label: "Releases", serviceKeys: true },
+  { route: { page: "sign-ins" }, label: "Signed-in apps" },
 ];
 
 function Console() {
@@ -58,6 +60,7 @@ function Console() {
       {route.page === "releases" && <ReleasesPage client={client} />}
       {route.page === "data" && <DataPage client={client} entity={route.entity} />}
       {route.page === "files" && <FilesPage client={client} />}
+      {route.page === "sign-ins" && <SignInsPage client={client} />}
     </>
   );
 }

@@ -14,7 +14,8 @@ export type Route =
   | { page: "runs"; id?: string }
   | { page: "releases" }
   | { page: "data"; entity?: string }
-  | { page: "files" };
+  | { page: "files" }
+  | { page: "sign-ins" };
 
 const FILTERS = ["action", "status", "caller", "since", "until"] as const;
 
@@ -30,7 +31,7 @@ export function routeOf(hash: string): Route {
   }
   if (page === "runs") return { page, id: id || undefined };
   if (page === "data") return { page, entity: id || undefined };
-  if (page === "releases" || page === "files") return { page };
+  if (page === "releases" || page === "files" || page === "sign-ins") return { page };
   if (page === "actions") return { page, action: id || undefined, from: search.get("from") ?? undefined };
   return { page: "overview" };
 }
@@ -41,7 +42,8 @@ const queryOf = (params: Record<string, string | undefined>) => {
 };
 
 export const hrefOf = (route: Route) => {
-  if (route.page === "releases" || route.page === "overview" || route.page === "files") return `#/${route.page}`;
+  if (route.page === "releases" || route.page === "overview" || route.page === "files" || route.page === "sign-ins")
+    return `#/${route.page}`;
   const id = route.page === "actions" ? route.action : route.page === "data" ? route.entity : route.id;
   const query =
     route.page === "executions"

@@ -131,6 +131,23 @@ const COMPONENTS = {
       required: ["items", "nextCursor"],
       properties: { items: { type: "array", items: ref("Run") }, nextCursor: { type: ["string", "null"] } },
     },
+    SignIn: {
+      type: "object",
+      description: "an app a person signed in to through the built-in sign-in (one grant)",
+      required: ["id", "user", "client", "signedInAt", "lastRefreshAt", "expiresAt"],
+      properties: {
+        id: { type: "string" },
+        user: { type: "string" },
+        client: {
+          type: "object",
+          required: ["id", "name"],
+          properties: { id: { type: "string" }, name: { type: "string" } },
+        },
+        signedInAt: { type: "string", format: "date-time" },
+        lastRefreshAt: { type: ["string", "null"], format: "date-time" },
+        expiresAt: { type: ["string", "null"], format: "date-time" },
+      },
+    },
     Contract: {
       type: "object",
       required: ["name", "kind", "input", "output", "contractHash"],
@@ -459,6 +476,32 @@ export function openApiDocument(
         parameters: [{ name: "window", in: "query", schema: { type: "string", pattern: "^[1-9][0-9]{0,5}[smh]$" } }],
       },
     ),
+    "/sign-ins": get(
+      "listSignIns",
+      "the caller's signed-in apps (the built-in sign-in); a service key sees one user's, or everyone's",
+      { type: "object", required: ["items"], properties: { items: { type: "array", items: ref("SignIn") } } },
+      {
+        parameters: [
+          { name: "user", in: "query", description: "service keys: whose sign-ins", schema: { type: "string" } },
+        ],
+      },
+    ),
+    "/sign-ins/{id}": {
+      delete: {
+        operationId: "revokeSignIn",
+        parameters: [
+          { name: "id", in: "path", required: true, schema: { type: "string" }, description: "the sign-in's id" },
+        ],
+        responses: {
+          "200": {
+            description: "the sign-in, ended: its refresh tokens at once, its access tokens within TOKEN_RECHECK_MS",
+            content: json(ref("SignIn")),
+          },
+          ...COMMON_ERRORS,
+          "404": error("sign_in_not_found: none with this id (or not the caller's)"),
+        },
+      },
+    },
     "/healthz": { get: { operationId: "health", security: [], responses: { "200": { description: "alive" } } } },
     "/readyz": {
       get: {

@@ -22,6 +22,7 @@ export const ERROR_STATUS = {
   file_not_found: 404,
   scheduled_not_found: 404,
   release_not_found: 404,
+  sign_in_not_found: 404,
   method_not_allowed: 405,
   REQUEST_CONFLICT: 409,
   run_not_cancelable: 409,

@@ -1,9 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { importJWK, SignJWT } from "jose";
 import { Authenticator } from "../../src/auth/authenticator.ts";
+import { authorityKeys, publicKeySet } from "../../src/auth/authority/keys.ts";
+import { JwtVerifier } from "../../src/auth/jwt.ts";
+import { GRANT_CLAIM, SignIns } from "../../src/auth/sign-ins.ts";
 import { createUserToken, hashSecret, revokeUserToken } from "../../src/auth/tokens.ts";
 import { openStore } from "../../src/store/open.ts";
 import type { Store } from "../../src/store/store.ts";
 import { dialects, type TestDatabase } from "../support/databases.ts";
+import { storeGrant } from "../support/oauth-client.ts";
 
 /** The caller a header names, or null: the Authenticator's answer as these tests read it. */
 const principalOf = async (auth: Authenticator, header: string | null) => {
@@ -73,6 +78,44 @@ for (const dialect of dialects) {
       expect(await asking.resolveToken(token)).toEqual({ kind: "user", id: "una" });
       await revokeUserToken(store, token);
       expect(await asking.resolveToken(token)).toBeNull();
+    });
+
+    test("an access token of the built-in authority is refused once TOKEN_RECHECK_MS has passed since its grant was revoked", async () => {
+      const issuer = "http://127.0.0.1:1";
+      const keys = await authorityKeys(store.oauth, clock);
+      const signIns = new SignIns({ store });
+      const jwt = new JwtVerifier({
+        issuer: () => issuer,
+        audiences: () => [issuer],
+        userClaim: "sub",
+        refetchMs: 30_000,
+        localKeys: async () => publicKeySet(keys),
+        signInActive: (user, claims) => signIns.active(user, claims),
+      });
+      const signedIn = new Authenticator(store, [], RECHECK_MS, jwt, () => clock);
+      const accessToken = async (claims: Record<string, unknown>) =>
+        new SignJWT(claims)
+          .setProtectedHeader({ alg: "RS256", kid: keys.signing.kid })
+          .setIssuer(issuer)
+          .setAudience(issuer)
+          .setSubject("gina")
+          .setExpirationTime("1h")
+          .sign(await importJWK(keys.signing, "RS256"));
+      await store.users.insert({ id: "gina", passwordHash: "-", createdAt: clock, disabledAt: null });
+      const grant = await storeGrant(store, "gina");
+      const token = await accessToken({ [GRANT_CLAIM]: grant });
+      const vouchedAt = clock;
+      expect(await signedIn.resolveToken(token)).toMatchObject({ kind: "user", id: "gina" });
+      await store.oauth.revokeGrant(grant);
+      // Within the bound the answer remembered is taken (no read per request); from the bound on, refused.
+      clock = vouchedAt + RECHECK_MS - 1;
+      expect(await signedIn.resolveToken(token)).toMatchObject({ kind: "user", id: "gina" });
+      clock = vouchedAt + RECHECK_MS;
+      expect(await signedIn.resolveToken(token)).toBeNull();
+      // A token that names no grant, or another person's, names no sign-in of this person.
+      const hugos = await storeGrant(store, "hugo");
+      expect(await signedIn.resolveToken(await accessToken({}))).toBeNull();
+      expect(await signedIn.resolveToken(await accessToken({ [GRANT_CLAIM]: hugos }))).toBeNull();
     });
 
     test("a service key is recognised by its hash, and named by it; anything else is not a service", async () => {

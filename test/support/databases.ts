@@ -85,3 +85,24 @@ export async function checkpointedExecutionIds(file: string): Promise<Set<string
     for (const suffix of ["", "-wal", "-shm"]) rmSync(`${copy}${suffix}`, { force: true });
   }
 }
+
+/** Runs one statement that changes the database at `url`, over a connection of its own (a test moving stored times). */
+export async function runStatement(url: string, sql: string): Promise<void> {
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    const client = postgres(url, { max: 1, onnotice: () => {} });
+    try {
+      await client.unsafe(sql);
+    } finally {
+      await client.end();
+    }
+    return;
+  }
+  const { Database } = await import("bun:sqlite");
+  const client = new Database(url.replace(/^(sqlite|file):(\/\/)?/, ""));
+  try {
+    client.run("pragma busy_timeout = 5000");
+    client.run(sql);
+  } finally {
+    client.close();
+  }
+}

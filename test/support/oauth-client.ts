@@ -6,11 +6,14 @@ import type {
   OAuthClientMetadata,
   OAuthTokens,
 } from "@modelcontextprotocol/sdk/shared/auth.js";
+import type { Store } from "../../src/store/store.ts";
 
 export const REDIRECT = "http://127.0.0.1:9/callback";
 
 /** What an MCP client keeps between runs, in memory; the authorization URL it would open is kept for the test. */
 export class MemoryClientProvider implements OAuthClientProvider {
+  constructor(private readonly name = "Test Agent") {}
+
   client?: OAuthClientInformationMixed;
   saved?: OAuthTokens;
   verifier = "";
@@ -22,7 +25,7 @@ export class MemoryClientProvider implements OAuthClientProvider {
 
   get clientMetadata(): OAuthClientMetadata {
     return {
-      client_name: "Test Agent",
+      client_name: this.name,
       redirect_uris: [REDIRECT],
       grant_types: ["authorization_code", "refresh_token"],
       response_types: ["code"],
@@ -64,8 +67,8 @@ export class MemoryClientProvider implements OAuthClientProvider {
  * (401), discovers the authority, registers, and would open the authorization URL it left in
  * `provider.authorizationUrl`; `transport.finishAuth(code)` completes it.
  */
-export async function beginSignIn(url: string) {
-  const provider = new MemoryClientProvider();
+export async function beginSignIn(url: string, clientName?: string) {
+  const provider = new MemoryClientProvider(clientName);
   const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { authProvider: provider });
   const refused = await new Client({ name: "test-agent", version: "1.0.0" }).connect(transport).then(
     () => null,
@@ -151,4 +154,36 @@ export async function signInOnPages(authorizationUrl: string, user: string, pass
     form: { csrf: csrfOf(consent.html) },
   });
   return { signIn, consent, done };
+}
+
+/**
+ * An MCP client signed in as `user`: refused, sent to the sign-in page, the person signs in and allows
+ * it, the client exchanges the code. Its provider then holds the client's registration and tokens.
+ */
+export async function signedInClient(url: string, user: string, password: string, clientName?: string) {
+  const { provider, transport, authorizationUrl } = await beginSignIn(url, clientName);
+  const { consent, done } = await signInOnPages(authorizationUrl.toString(), user, password);
+  const code = done?.redirectedTo?.searchParams.get("code");
+  if (!code) throw new Error(`the sign-in of ${user} gave no code (${consent.status})`);
+  await transport.finishAuth(code);
+  return provider;
+}
+
+/**
+ * A sign-in of `user` as the built-in authority stores it (a grant), for tests that mint its access
+ * tokens themselves: a token is taken while the grant it names (GRANT_CLAIM) stands.
+ */
+export async function storeGrant(store: Store, user: string, id = `grant-${crypto.randomUUID()}`): Promise<string> {
+  await store.oauth.upsert({
+    model: "Grant",
+    id,
+    payload: { accountId: user, clientId: "test-client", iat: Math.floor(Date.now() / 1000) },
+    grantId: null,
+    accountId: user,
+    uid: null,
+    userCode: null,
+    expiresAt: null,
+    consumedAt: null,
+  });
+  return id;
 }

@@ -7,13 +7,15 @@ import { loggable } from "../../lib/database-errors.ts";
 import { PublicError } from "../../lib/errors.ts";
 import type { Log } from "../../observe/log.ts";
 import type { Store } from "../../store/store.ts";
+import { GRANT_CLAIM } from "../sign-ins.ts";
 import { checkPassword } from "../users.ts";
 import { storeAdapter } from "./adapter.ts";
 import { answerProviderFailures, interactionFailureAnswer, relayedRequestId } from "./failures.ts";
-import { authorityKeys } from "./keys.ts";
+import { authorityKeys, publicKeySet } from "./keys.ts";
 import { consentPage, signInPage } from "./pages.ts";
 import { Attempts } from "./rate-limit.ts";
 import { redirectRules } from "./redirects.ts";
+import { revokeAccessTokens } from "./revoke-access-tokens.ts";
 
 export interface AuthorityOptions {
   store: Store;
@@ -120,6 +122,11 @@ export class Authority {
       // Every client that may use refresh tokens gets them (MCP clients rarely ask for offline_access).
       issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed("refresh_token"),
       rotateRefreshToken: true,
+      // A sign-in lasts as its grant does (30 days), not as the browser session it was made in (14 days;
+      // oidc-provider ties tokens without offline_access to it, and MCP clients rarely ask for it).
+      expiresWithSession: () => false,
+      // Access tokens name their grant: the resource side refuses them once it is revoked (sign-ins.ts).
+      extraTokenClaims: (_ctx, token) => ("grantId" in token ? { [GRANT_CLAIM]: token.grantId } : undefined),
       ttl: {
         AccessToken: 3600,
         AuthorizationCode: 60,
@@ -142,7 +149,9 @@ export class Authority {
     const provider = new Provider(options.issuer, configuration);
     // Requests arrive through this process's relay (http/oauth.ts), which sets X-Forwarded-* from PUBLIC_URL.
     provider.proxy = true;
+    // Outermost, so that it also answers for the middleware below.
     answerProviderFailures(provider, options.log);
+    provider.use(revokeAccessTokens({ store: options.store.oauth, issuer: options.issuer, keys: publicKeySet(keys) }));
     // A client that asks for no scope asks for the resource's: an empty grant would be refused later.
     provider.use(async (ctx, next) => {
       if (ctx.path === AUTHORITY_ROUTES.authorization && ctx.method === "GET" && !ctx.query.scope) {

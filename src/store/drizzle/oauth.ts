@@ -1,4 +1,4 @@
-import { and, eq, gt, isNull, lte, or, type SQL } from "drizzle-orm";
+import { and, eq, gt, gte, inArray, isNotNull, isNull, lte, max, or, type SQL, sql } from "drizzle-orm";
 import type { OAuthStore } from "../oauth.ts";
 import type { OAuthRecord } from "../rows.ts";
 import type { AnyDatabase, Tables } from "./database.ts";
@@ -22,6 +22,15 @@ export class DrizzleOAuthStore implements OAuthStore {
     return this.first(eq(this.t.oauthRecords.id, id), model, now);
   }
 
+  async findMany(model: string, ids: string[], now: number): Promise<OAuthRecord[]> {
+    if (ids.length === 0) return [];
+    const r = this.t.oauthRecords;
+    return this.db
+      .select()
+      .from(r)
+      .where(and(eq(r.model, model), inArray(r.id, ids), or(isNull(r.expiresAt), gt(r.expiresAt, now))));
+  }
+
   findByUid(model: string, uid: string, now: number) {
     return this.first(eq(this.t.oauthRecords.uid, uid), model, now);
   }
@@ -35,7 +44,7 @@ export class DrizzleOAuthStore implements OAuthStore {
     await this.db
       .update(r)
       .set({ consumedAt: at })
-      .where(and(eq(r.model, model), eq(r.id, id)));
+      .where(and(eq(r.model, model), eq(r.id, id), isNull(r.consumedAt)));
   }
 
   async destroy(model: string, id: string): Promise<void> {
@@ -44,7 +53,8 @@ export class DrizzleOAuthStore implements OAuthStore {
   }
 
   async revokeGrant(grantId: string): Promise<void> {
-    await this.db.delete(this.t.oauthRecords).where(eq(this.t.oauthRecords.grantId, grantId));
+    const r = this.t.oauthRecords;
+    await this.db.delete(r).where(or(eq(r.grantId, grantId), and(eq(r.model, "Grant"), eq(r.id, grantId))));
   }
 
   async revokeAccount(accountId: string): Promise<number> {
@@ -53,13 +63,35 @@ export class DrizzleOAuthStore implements OAuthStore {
     return gone.filter((record) => record.model === "Grant").length;
   }
 
-  async grants(now: number): Promise<OAuthRecord[]> {
+  async grants(now: number, accountId?: string): Promise<OAuthRecord[]> {
     const r = this.t.oauthRecords;
+    const whose = accountId === undefined ? undefined : eq(r.accountId, accountId);
     return this.db
       .select()
       .from(r)
-      .where(and(eq(r.model, "Grant"), or(isNull(r.expiresAt), gt(r.expiresAt, now))))
+      .where(and(eq(r.model, "Grant"), whose, or(isNull(r.expiresAt), gt(r.expiresAt, now))))
       .orderBy(r.expiresAt);
+  }
+
+  async grantsStartingWith(prefix: string, now: number): Promise<OAuthRecord[]> {
+    const r = this.t.oauthRecords;
+    // The lower bound lets the primary key (model, id) narrow the scan; substr keeps only true prefixes.
+    const startsWith = and(gte(r.id, prefix), sql`substr(${r.id}, 1, ${prefix.length}) = ${prefix}`);
+    return this.db
+      .select()
+      .from(r)
+      .where(and(eq(r.model, "Grant"), startsWith, or(isNull(r.expiresAt), gt(r.expiresAt, now))));
+  }
+
+  async lastRefreshes(grantIds: string[]): Promise<Map<string, number>> {
+    if (grantIds.length === 0) return new Map();
+    const r = this.t.oauthRecords;
+    const rows = await this.db
+      .select({ grantId: r.grantId, at: max(r.consumedAt) })
+      .from(r)
+      .where(and(eq(r.model, "RefreshToken"), inArray(r.grantId, grantIds), isNotNull(r.consumedAt)))
+      .groupBy(r.grantId);
+    return new Map(rows.map((row) => [row.grantId as string, Number(row.at)]));
   }
 
   async purgeExpired(now: number): Promise<number> {
