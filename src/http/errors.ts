@@ -4,7 +4,7 @@ import { ERROR_STATUS, type ErrorCode, PublicError } from "../lib/errors.ts";
 import type { Log } from "../observe/log.ts";
 import { BodyAborted } from "./body.ts";
 import { type Route, routeMisses } from "./methods.ts";
-import { noteErrorStatus } from "./observe.ts";
+import { noteErrorStatus, requestIdOf } from "./observe.ts";
 
 /** A refusal whose HTTP answer needs headers (the credential challenge). */
 export class HttpError extends PublicError {
@@ -84,7 +84,7 @@ export const errorHandling = (log: Log, routes: () => readonly Route[]) => {
         });
       }
     }
-    log(`unhandled error: ${loggable(error)}`, { level: "error" });
+    log(`unhandled error: ${loggable(error)}`, { level: "error", reqId: requestIdOf(request) });
     return errorResponse("internal_error", "the server failed to answer this request");
   };
   return new Elysia({ name: "error-handling" }).onError({ as: "global" }, ({ code, error, request }) => {

@@ -8,6 +8,8 @@ import type { Principal } from "../sdk/index.ts";
 interface InFlight {
   start: number;
   span: Span;
+  /** The request's id in the log: the caller's `X-Request-Id` when it looks like one, else a number. */
+  reqId: string;
   /** The status of an answer made by the error handler (Elysia's `set.status` does not show it). */
   status?: number;
   executionId?: string;
@@ -40,6 +42,9 @@ export const noteExecution = (request: Request, executionId: string, requestId: 
 /** The span of the request (its executions are its children). */
 export const requestSpan = (request: Request): Span | null => inFlight.get(request)?.span ?? null;
 
+/** The request's `reqId`, for a line logged while it is answered (an error's) to name the request its access line names. */
+export const requestIdOf = (request: Request): string | undefined => inFlight.get(request)?.reqId;
+
 function statusOf(noted: InFlight, response: unknown, set: { status?: number | string }): number {
   if (noted.status !== undefined) return noted.status;
   if (response instanceof Response) return response.status;
@@ -57,7 +62,9 @@ export const observeRequests = (telemetry: Telemetry, log: Log) =>
       const span = tracer.enabled
         ? tracer.start(request.method, request.headers.get("traceparent"), { "http.request.method": request.method })
         : NO_SPAN;
-      inFlight.set(request, { start: performance.now(), span });
+      const header = request.headers.get("x-request-id");
+      const reqId = header && REQUEST_ID.test(header) ? header : `r${(++served).toString(36)}`;
+      inFlight.set(request, { start: performance.now(), span, reqId });
     })
     .onAfterResponse({ as: "global" }, (context) => {
       const { request, set } = context;
@@ -69,10 +76,9 @@ export const observeRequests = (telemetry: Telemetry, log: Log) =>
       const seconds = (performance.now() - noted.start) / 1000;
       telemetry.httpAnswered(route, status, seconds);
       const principal = (context as { principal?: Principal }).principal;
-      const header = request.headers.get("x-request-id");
       log(`${request.method} ${route} ${status}`, {
         level: status >= 500 ? "error" : QUIET_ROUTES.has(route) ? "debug" : "info",
-        reqId: header && REQUEST_ID.test(header) ? header : `r${(++served).toString(36)}`,
+        reqId: noted.reqId,
         method: request.method,
         route,
         status,

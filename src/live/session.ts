@@ -5,7 +5,7 @@ import type { Engine } from "../engine/engine.ts";
 import type { ExecutionEvent } from "../engine/execution-feed.ts";
 import { type Execution, isTerminal } from "../engine/executions.ts";
 import { canonicalJson } from "../lib/canonical-json.ts";
-import { publicErrorOf } from "../lib/database-errors.ts";
+import { loggable, publicErrorOf } from "../lib/database-errors.ts";
 import { type ErrorCode, PublicError } from "../lib/errors.ts";
 import { nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
 import type { Log } from "../observe/log.ts";
@@ -91,7 +91,10 @@ export class SessionHub {
     private readonly initTimeoutMs = 10_000,
   ) {
     this.stopFeed = $.data.changes.subscribe((entities) => this.scheduleRefresh(entities));
-    this.revocationTimer = setInterval(() => void this.closeRevoked(), revocationCheckMs);
+    this.revocationTimer = setInterval(
+      () => void this.closeRevoked().catch((error) => this.logFailure("checking live sessions' tokens", error)),
+      revocationCheckMs,
+    );
     this.revocationTimer.unref();
   }
 
@@ -155,8 +158,12 @@ export class SessionHub {
       await this.handle(session, message);
     } catch (error) {
       const refusal = publicErrorOf(error);
-      if (refusal) return this.refuse(session, message, refusal);
-      throw error;
+      if (!refusal) this.logFailure(`session ${session.id}: ${String(message.op)}`, error);
+      this.refuse(
+        session,
+        message,
+        refusal ?? new PublicError("internal_error", "the server failed to answer this message"),
+      );
     }
   }
 
@@ -217,7 +224,7 @@ export class SessionHub {
       return this.error(session, message, "a session keeps the caller it began with; open another", "access_denied");
     }
     session.principal = principal;
-    session.token = token;
+    session.token = token as string;
     send(session, {
       op: "init-ok",
       "session-id": session.id,
@@ -283,7 +290,7 @@ export class SessionHub {
       try {
         for await (const event of events) append(event);
       } catch (error) {
-        this.$.log(`subscribe-stream of ${key} stopped: ${(error as Error).message}`, { level: "warn" });
+        this.logFailure(`subscribe-stream of ${key}`, error);
       } finally {
         session.streams.delete(key);
       }
@@ -316,9 +323,7 @@ export class SessionHub {
         const next = this.pendingEntities;
         this.pendingEntities = new Set();
         const runs = this.refreshRuns(next);
-        await this.refresh(runs).catch((error) =>
-          this.$.log(`live refresh failed: ${(error as Error).message}`, { level: "error" }),
-        );
+        await this.refresh(runs).catch((error) => this.logFailure("live refresh", error));
         if (runs.length > this.$.limits.refreshBudget) await pause(this.$.limits.overloadRefreshMs);
       }
       this.refreshing = false;
@@ -392,6 +397,17 @@ export class SessionHub {
       session.socket.close(4001, "the access token was revoked");
       this.close(session);
     }
+  }
+
+  /**
+   * Work that failed: the database away is a warning with its public message; anything else a bug, logged
+   * with its stack (never a failed statement's parameters: `loggable`).
+   */
+  private logFailure(what: string, error: unknown) {
+    const refusal = publicErrorOf(error);
+    this.$.log(`${what} failed: ${refusal ? refusal.message : loggable(error)}`, {
+      level: refusal ? "warn" : "error",
+    });
   }
 
   private error(session: Session, original: unknown, message: string, code: ErrorCode = "invalid_request") {

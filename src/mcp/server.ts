@@ -1,62 +1,66 @@
 import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import {
-  CallToolRequestSchema,
-  ErrorCode,
-  ListResourcesRequestSchema,
-  ListResourceTemplatesRequestSchema,
-  ListToolsRequestSchema,
-  McpError,
-  ReadResourceRequestSchema,
-  SUPPORTED_PROTOCOL_VERSIONS,
-} from "@modelcontextprotocol/sdk/types.js";
-import type { SpanParent } from "../observe/tracing.ts";
+import { type JSONRPCRequest, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
 import type { Principal } from "../sdk/index.ts";
 import { isObject, markInvalidArguments } from "./arguments.ts";
 import { answerModern, isModernRequest } from "./modern.ts";
 import { listResources, listResourceTemplates, readResource, TOOL_INSTRUCTIONS } from "./resources.ts";
-import { callTool, listTools, type ToolDeps, unknownTool } from "./tools.ts";
+import { type HttpContext, INVALID_PARAMS, RpcError, rpcErrorBody, rpcErrorOf } from "./rpc-error.ts";
+import { callTool, listTools, type ToolDeps } from "./tools.ts";
 
-const principalOf = (authInfo: AuthInfo | undefined): Principal => {
-  const principal = authInfo?.extra?.principal as Principal | undefined;
-  if (!principal) throw new McpError(ErrorCode.InternalError, "request reached MCP without a caller");
-  return principal;
+/** What the endpoint hands the SDK with each request (`authInfo.extra`): the caller and the HTTP request. */
+type Caller = {
+  principal: Principal;
+  context: HttpContext;
 };
 
 /**
- * One low-level MCP `Server` (raw JSON Schema tools need it; `McpServer` only takes zod). It holds no
- * per-caller state: the caller arrives with each request as `authInfo`, so instances are pooled.
+ * One low-level MCP `Server` (raw JSON Schema tools need it; `McpServer` only takes zod), which speaks
+ * the handshake (`initialize`, `ping`) and the transport. It holds no per-caller state: the caller arrives with each request as `authInfo`, so instances are pooled.
+ * Every other request goes to `answerLegacyRequest` as it was sent, not through the SDK's per-method zod
+ * schemas, whose refusals are -32603 with the schema's issues as text: its params are checked there, and
+ * whatever it throws becomes the error a client may read (`rpcErrorOf`).
  */
 function buildServer(deps: ToolDeps, version: string): Server {
   const server = new Server(
     { name: "actuate", title: `Actuate environment ${deps.handle}`, version },
     { capabilities: { tools: {}, resources: {} }, instructions: TOOL_INSTRUCTIONS },
   );
-  server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => ({
-    tools: listTools(deps.engine.currentRelease(), principalOf(extra.authInfo), deps.toolNaming),
-  }));
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const { name, arguments: args = {}, _meta } = request.params;
-    const trace = extra.authInfo?.extra?.trace as SpanParent | undefined;
-    const result = await callTool(deps, principalOf(extra.authInfo), name, args, _meta, { trace });
-    if (!result) {
-      unknownTool(deps);
-      throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+  server.fallbackRequestHandler = async (request, extra) => {
+    // `answerLegacy` hands every request over with its caller.
+    const { principal, context } = (extra.authInfo as AuthInfo).extra as Caller;
+    try {
+      return await answerLegacyRequest(deps, request, principal);
+    } catch (error) {
+      throw rpcErrorOf(error, deps.log, context, request);
     }
-    return result;
-  });
-  server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: listResources(deps) }));
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
-    resourceTemplates: listResourceTemplates(deps),
-  }));
-  server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
-    const { uri } = request.params;
-    const read = await readResource(deps, principalOf(extra.authInfo), uri);
-    if (!read) throw new McpError(-32002, `Resource not found: ${uri}`, { uri });
-    return { contents: read.contents };
-  });
+  };
   return server;
+}
+
+/**
+ * The legacy revisions' methods besides the handshake and `tools/call` (which the endpoint answers
+ * before the SDK: `answerLegacyCall`).
+ */
+async function answerLegacyRequest(deps: ToolDeps, { method, params = {} }: JSONRPCRequest, principal: Principal) {
+  switch (method) {
+    case "tools/list":
+      return { tools: listTools(deps.engine.currentRelease(), principal, deps.toolNaming) };
+    case "resources/list":
+      return { resources: listResources(deps) };
+    case "resources/templates/list":
+      return { resourceTemplates: listResourceTemplates(deps) };
+    case "resources/read": {
+      const { uri } = params;
+      if (typeof uri !== "string") throw new RpcError(200, INVALID_PARAMS, "Invalid params: uri must be a string");
+      const read = await readResource(deps, principal, uri);
+      if (!read) throw new RpcError(200, -32002, `Resource not found: ${uri}`, { uri });
+      return { contents: read.contents };
+    }
+    default:
+      throw new RpcError(200, -32601, `Method not found: ${method}`);
+  }
 }
 
 /**
@@ -74,28 +78,28 @@ export class McpEndpoint {
     private readonly maxIdle = 64,
   ) {}
 
-  async handle(request: Request, parsedBody: unknown, principal: Principal, trace?: SpanParent): Promise<Response> {
+  async handle(request: Request, parsedBody: unknown, principal: Principal, context: HttpContext): Promise<Response> {
     const message = markInvalidArguments(parsedBody);
     if (isModernRequest(request, message)) {
-      return answerModern(this.deps, this.version, request, message, principal, trace);
+      return answerModern(this.deps, this.version, request, message, principal, context);
     }
     return (
-      (await this.answerLegacyCall(request, message, principal, trace)) ??
-      this.answerLegacy(request, message, principal, trace)
+      (await this.answerLegacyCall(request, message, principal, context)) ??
+      this.answerLegacy(request, message, { principal, context })
     );
   }
 
   /**
-   * A well-formed legacy `tools/call` answered without the SDK's round trip (its zod guards and stream
-   * mapping cost several times the call itself), after the same checks the SDK makes: Accept, Content-Type,
-   * protocol version, the JSON-RPC envelope and the params' shape. Anything else, an unknown tool
-   * included, returns null and goes through the SDK, which answers it as before.
+   * A legacy `tools/call` answered without the SDK's round trip (its zod guards and stream mapping cost
+   * several times the call itself), after the checks the SDK's transport makes: Accept, Content-Type,
+   * protocol version, a JSON-RPC request. Its params are checked by `callTool`. Anything else returns
+   * null and goes through the SDK (a `tools/call` only when its transport refuses it: 406, 415, 400).
    */
   private async answerLegacyCall(
     request: Request,
     message: unknown,
     principal: Principal,
-    trace: SpanParent | undefined,
+    context: HttpContext,
   ): Promise<Response | null> {
     const headers = request.headers;
     const accept = headers.get("accept") ?? "";
@@ -108,29 +112,20 @@ export class McpEndpoint {
       !isObject(message) ||
       message.jsonrpc !== "2.0" ||
       message.method !== "tools/call" ||
-      (typeof message.id !== "string" && typeof message.id !== "number") ||
-      !isObject(message.params)
+      (typeof message.id !== "string" && typeof message.id !== "number")
     ) {
       return null;
     }
-    const { name, arguments: args = {}, _meta } = message.params;
-    if (typeof name !== "string" || !isObject(args) || (_meta !== undefined && !isObject(_meta))) return null;
+    const { id } = message;
     try {
-      const result = await callTool(this.deps, principal, name, args, _meta, { trace });
-      return result && Response.json({ jsonrpc: "2.0", id: message.id, result });
+      const result = await callTool(this.deps, principal, message.params, { trace: context.trace });
+      return Response.json({ jsonrpc: "2.0", id, result });
     } catch (error) {
-      // As the SDK answers a handler that throws.
-      const text = error instanceof Error ? error.message : String(error);
-      return Response.json({ jsonrpc: "2.0", id: message.id, error: { code: ErrorCode.InternalError, message: text } });
+      return Response.json(rpcErrorBody(id, rpcErrorOf(error, this.deps.log, context, { id, method: message.method })));
     }
   }
 
-  private async answerLegacy(
-    request: Request,
-    message: unknown,
-    principal: Principal,
-    trace: SpanParent | undefined,
-  ): Promise<Response> {
+  private async answerLegacy(request: Request, message: unknown, caller: Caller): Promise<Response> {
     const server = this.idle.pop() ?? buildServer(this.deps, this.version);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
@@ -138,7 +133,12 @@ export class McpEndpoint {
     });
     try {
       await server.connect(transport);
-      const authInfo: AuthInfo = { token: "", clientId: principal.id, scopes: [], extra: { principal, trace } };
+      const authInfo: AuthInfo = {
+        token: "",
+        clientId: caller.principal.id,
+        scopes: [],
+        extra: caller,
+      };
       return await transport.handleRequest(request, { parsedBody: message, authInfo });
     } finally {
       await server.close();
