@@ -18,6 +18,12 @@ export interface LiveSocket {
   close(code: number, reason: string): void;
 }
 
+/** A bearer credential and the caller it names. */
+export interface Login {
+  token: string;
+  principal: Principal;
+}
+
 export interface HubDeps {
   auth: Authenticator;
   data: DataService;
@@ -33,6 +39,7 @@ interface CallerLoad {
 }
 
 const callerKey = (principal: Principal) => `${principal.kind}\u0000${principal.id}`;
+const sameCaller = (a: Principal, b: Principal) => a.kind === b.kind && a.id === b.id;
 
 type ResultShape = "join-rows" | "tree";
 
@@ -54,6 +61,8 @@ interface RefreshRun {
 interface Session {
   id: string;
   socket: LiveSocket;
+  /** The upgrade's `Authorization` header, when it named a caller: `init` may then leave out its token. */
+  headerLogin: Login | null;
   token: string | null;
   principal: Principal | null;
   subscriptions: Map<string, Subscription>;
@@ -71,7 +80,8 @@ const streamStatus = (execution: Execution) => {
 
 /**
  * Live queries over one WebSocket per client, in InstantDB's session protocol: `init` (with the
- * token, since a browser cannot set headers), `add-query` / `remove-query`, and `subscribe-stream` to
+ * token, since a browser cannot set headers, unless the upgrade's `Authorization` header named the
+ * caller), `add-query` / `remove-query`, and `subscribe-stream` to
  * follow an execution. After every committed write, each subscription that reads a touched entity is
  * re-run as its subscriber; changed results go out in one `refresh-ok` per socket.
  */
@@ -98,10 +108,11 @@ export class SessionHub {
     this.revocationTimer.unref();
   }
 
-  open(socket: LiveSocket): Session {
+  open(socket: LiveSocket, headerLogin: Login | null = null): Session {
     const session: Session = {
       id: crypto.randomUUID(),
       socket,
+      headerLogin,
       token: null,
       principal: null,
       subscriptions: new Map(),
@@ -189,10 +200,18 @@ export class SessionHub {
   }
 
   private async init(session: Session, message: Message) {
-    const token = message["access-token"];
-    const principal = typeof token === "string" ? await this.$.auth.resolveToken(token) : null;
-    if (!principal) return this.error(session, message, "init needs a valid access-token", "unauthorized");
-    if (session.principal) return this.reauthenticate(session, message, principal, token as string);
+    const login = await this.loginOf(session, message["access-token"]);
+    if (!login) return this.error(session, message, "init needs a valid access-token", "unauthorized");
+    const { principal, token } = login;
+    if (session.headerLogin && !sameCaller(principal, session.headerLogin.principal)) {
+      return this.error(
+        session,
+        message,
+        "the access-token names another caller than the Authorization header did",
+        "access_denied",
+      );
+    }
+    if (session.principal) return this.reauthenticate(session, message, principal, token);
     const load = this.load(principal);
     if (load.sockets >= this.$.limits.socketsPerCaller) {
       const limit = `at most ${this.$.limits.socketsPerCaller} sockets per caller (LIVE_MAX_SOCKETS_PER_CALLER)`;
@@ -203,7 +222,7 @@ export class SessionHub {
     load.sockets += 1;
     session.principal = principal;
     clearTimeout(session.initTimer);
-    session.token = token as string;
+    session.token = token;
     const release = this.$.engine.currentRelease();
     send(session, {
       op: "init-ok",
@@ -214,17 +233,23 @@ export class SessionHub {
     });
   }
 
+  /** The login an `init` makes: its access-token's, or without one the upgrade's header's; null when neither names a caller. */
+  private async loginOf(session: Session, token: unknown): Promise<Login | null> {
+    if (token === undefined) return session.headerLogin;
+    const principal = typeof token === "string" ? await this.$.auth.resolveToken(token) : null;
+    return principal && { token: token as string, principal };
+  }
+
   /**
    * A second `init` on an open session carries a fresh token (the old one expiring): the session and its
    * subscriptions go on under it when it names the same caller; another caller is refused.
    */
   private reauthenticate(session: Session, message: Message, principal: Principal, token: string) {
-    const current = session.principal as Principal;
-    if (principal.kind !== current.kind || principal.id !== current.id) {
+    if (!sameCaller(principal, session.principal as Principal)) {
       return this.error(session, message, "a session keeps the caller it began with; open another", "access_denied");
     }
     session.principal = principal;
-    session.token = token as string;
+    session.token = token;
     send(session, {
       op: "init-ok",
       "session-id": session.id,
