@@ -18,6 +18,13 @@ export class HttpError extends PublicError {
   }
 }
 
+/**
+ * The client closed the connection while its body was still being read: what a streamed upload's read
+ * throws then (Bun aborts the request's signal). Not a bug: answered as BodyAborted, which no one reads.
+ */
+const clientLeft = (error: unknown, request: Request) =>
+  error instanceof DOMException && error.name === "AbortError" && request.signal.aborted;
+
 /** Seconds a client is told to wait before trying again while the database is away. */
 const RETRY_AFTER_SECONDS = "5";
 
@@ -56,9 +63,13 @@ export const errorHandling = (log: Log, routes: () => readonly Route[]) => {
     }
     return errorResponse("not_found", "no such endpoint");
   };
-  const answer = (code: string | number, error: unknown, request: Request): Response => {
+  const answer = (code: string | number, thrown: unknown, request: Request): Response => {
+    const error = clientLeft(thrown, request) ? new BodyAborted() : thrown;
     if (error instanceof BodyAborted) {
-      log(`${request.method} ${new URL(request.url).pathname}: ${error.message} (400)`, { level: "warn" });
+      log(`${request.method} ${new URL(request.url).pathname}: ${error.message} (400)`, {
+        level: "warn",
+        reqId: requestIdOf(request),
+      });
     }
     const refusal = publicErrorOf(error);
     if (refusal) {
