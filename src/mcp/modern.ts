@@ -1,6 +1,7 @@
 import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
 import type { Principal } from "../sdk/index.ts";
 import { isObject } from "./arguments.ts";
+import { MODERN_REQUEST_HEADERS } from "./headers.ts";
 import { environmentInstructions, listResources, listResourceTemplates, readResource } from "./resources.ts";
 import { type HttpContext, RpcError, rpcErrorBody, rpcErrorOf } from "./rpc-error.ts";
 import { cancelTask, createdTask, declaresTasks, getTask, TASKS_EXTENSION, taskExists } from "./tasks.ts";
@@ -135,14 +136,14 @@ function checkHeaders(headers: Headers, version: string, method: string, params:
       HEADER_MISMATCH,
       `Header mismatch: ${header} ${sent === null ? "is missing" : `is ${JSON.stringify(sent)}`} but the body says ${JSON.stringify(body)}`,
     );
-  const sentVersion = headers.get("mcp-protocol-version");
+  const sentVersion = headers.get(MODERN_REQUEST_HEADERS.version);
   if (sentVersion !== version) throw mismatch("MCP-Protocol-Version", sentVersion, version);
-  const sentMethod = headers.get("mcp-method");
+  const sentMethod = headers.get(MODERN_REQUEST_HEADERS.method);
   if (sentMethod !== method) throw mismatch("Mcp-Method", sentMethod, method);
   const named = NAMED_BY[method];
   const value = named === undefined ? undefined : params[named];
   if (typeof value !== "string") return;
-  const sentName = headers.get("mcp-name");
+  const sentName = headers.get(MODERN_REQUEST_HEADERS.name);
   const decoded = sentName === null ? null : decodeHeaderValue(sentName);
   if (decoded === undefined) {
     throw new RpcError(400, HEADER_MISMATCH, "Header mismatch: Mcp-Name is not valid =?base64?…?= encoding");
