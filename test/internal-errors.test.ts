@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { openGate } from "./fixtures/releases/basic/lib/probe.ts";
 import { cli, serve } from "./support/cli.ts";
-import { type Dialect, dialects, executeStatements } from "./support/databases.ts";
+import { type Dialect, dialects, executeStatements, selectRows } from "./support/databases.ts";
 import { LiveClient } from "./support/live-client.ts";
 import { mcpClient } from "./support/mcp-client.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "./support/server.ts";
@@ -170,6 +171,83 @@ for (const dialect of dialects) {
       });
       expect((await errorLine("bug-http")).msg).toStartWith("unhandled error: ");
     });
+  });
+}
+
+/** Makes the database refuse to record an execution's success, as a check of its own would (the message is the database's). */
+const refuseSuccesses = (dialect: Dialect, url: string) =>
+  executeStatements(
+    url,
+    dialect.name === "postgres"
+      ? `create function refuse_success() returns trigger language plpgsql as $$
+         begin if new.status = 'succeeded' then raise exception 'refused: %', new.output; end if; return new; end $$;
+         create trigger refuse_success before update on executions for each row execute function refuse_success();`
+      : `create trigger refuse_success before update on executions when new.status = 'succeeded'
+           begin select raise(abort, 'refused'); end;`,
+  );
+
+for (const dialect of dialects) {
+  describe(`an execution that fails for the server's own reason records a fixed one (${dialect.name})`, () => {
+    let t: TestServer;
+    const lines: Line[] = [];
+    const errorLines = (executionId: string) =>
+      lines.filter((l) => l.level === "error" && l.executionId === executionId);
+
+    beforeAll(async () => {
+      t = await startTestServer(dialect, {
+        release: fixture("basic"),
+        log: (msg: string, fields?: Record<string, unknown>) => lines.push({ msg, ...fields }),
+      });
+    }, 30_000);
+    afterAll(() => t.stop(), 30_000);
+
+    test("files the store cannot write: 'the files sent could not be stored'; the cause (a path) is logged", async () => {
+      // A file where the executions' folder goes: every upload's folder fails to be made.
+      const { storage } = t.config;
+      if (storage.driver !== "disk") throw new Error("the test server stores files on disk");
+      mkdirSync(storage.root, { recursive: true });
+      writeFileSync(join(storage.root, "executions"), "in the way");
+      const form = new FormData();
+      form.set("request", JSON.stringify({ requestId: crypto.randomUUID(), input: { note: "x" } }));
+      form.set("picture", new File(["png"], "p.png", { type: "image/png" }));
+      const res = await t.fetch("/actions/test.attach/invoke", { method: "POST", body: form });
+      expect(res.status).toBe(200);
+      const { execution } = await res.json();
+      expect(execution).toMatchObject({
+        status: "failed",
+        errorCode: "action_failed",
+        errorMessage: "the files sent could not be stored",
+      });
+      const [line] = errorLines(execution.id);
+      expect(line?.msg).toStartWith(`execution ${execution.id}: the files sent could not be stored: `);
+      expect(line?.msg).toContain(storage.root);
+    });
+
+    test("a success the database refuses to record: 'the output could not be stored'; the cause is logged", async () => {
+      const requestId = crypto.randomUUID();
+      const gate = `refused-${requestId}`;
+      const answer = t.invoke("test.count", { key: gate, gate }, { requestId });
+      // Recorded as running first, so that its end is an update the database refuses.
+      await eventually(
+        async () =>
+          (await selectRows(t.config.databaseUrl, `select id from executions where request_id = '${requestId}'`))
+            .length,
+        10_000,
+      );
+      await refuseSuccesses(dialect, t.config.databaseUrl);
+      openGate(gate);
+      const res = await answer;
+      expect(res.status).toBe(200);
+      const { execution } = await res.json();
+      expect(execution).toMatchObject({
+        status: "failed",
+        errorCode: "action_failed",
+        errorMessage: "the output could not be stored",
+      });
+      expect(errorLines(execution.id).map((l) => l.msg)).toContainEqual(
+        expect.stringContaining(`could not record the end of execution ${execution.id} (attempt 3): `),
+      );
+    }, 20_000);
   });
 }
 
