@@ -17,10 +17,11 @@ type Caller = {
 
 /**
  * One low-level MCP `Server` (raw JSON Schema tools need it; `McpServer` only takes zod), which speaks
- * the handshake (`initialize`, `ping`) and the transport. It holds no per-caller state: the caller arrives with each request as `authInfo`, so instances are pooled.
- * Every other request goes to `answerLegacyRequest` as it was sent, not through the SDK's per-method zod
- * schemas, whose refusals are -32603 with the schema's issues as text: its params are checked there, and
- * whatever it throws becomes the error a client may read (`rpcErrorOf`).
+ * the handshake (`initialize`, `ping`) and the transport. It holds no per-caller state: the caller
+ * arrives with each request as `authInfo`, so instances are pooled. Every other request goes to
+ * `answerLegacyRequest` as it was sent, not through the SDK's per-method zod schemas, whose refusals
+ * are -32603 with the schema's issues as text: its params are checked there, and whatever it throws
+ * becomes the error a client may read (`rpcErrorOf`).
  */
 function buildServer(deps: ToolDeps, version: string): Server {
   const server = new Server(

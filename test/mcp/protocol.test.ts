@@ -83,6 +83,7 @@ describe("MCP over raw HTTP", () => {
   test("malformed params are -32602 saying what is wrong, for tools/call and resources/read", async () => {
     const malformed: [string, unknown, string][] = [
       ["tools/call", undefined, "Invalid params: name must be a string"],
+      ["tools/call", 5, "Invalid params: params must be an object"],
       ["tools/call", { arguments: {} }, "Invalid params: name must be a string"],
       ["tools/call", { name: 5 }, "Invalid params: name must be a string"],
       ["tools/call", { name: "test.echo", _meta: "x" }, "Invalid params: _meta must be an object"],
