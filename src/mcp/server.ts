@@ -1,7 +1,11 @@
 import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { type JSONRPCRequest, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
+import {
+  InitializeRequestSchema,
+  type JSONRPCRequest,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from "@modelcontextprotocol/sdk/types.js";
 import type { Principal } from "../sdk/index.ts";
 import { isObject, markInvalidArguments } from "./arguments.ts";
 import { answerModern, isModernRequest } from "./modern.ts";
@@ -64,6 +68,40 @@ async function answerLegacyRequest(deps: ToolDeps, { method, params = {} }: JSON
   }
 }
 
+type LegacyRequest = Record<string, unknown> & { id: string | number; method: string };
+
+/**
+ * A JSON-RPC request the SDK's transport would hand to its server: the checks it makes first (Accept,
+ * Content-Type, protocol version, the envelope), so that what answers before it answers only what it
+ * would have let through.
+ */
+function passesTransportChecks(request: Request, message: unknown): message is LegacyRequest {
+  const headers = request.headers;
+  const accept = headers.get("accept") ?? "";
+  const version = headers.get("mcp-protocol-version");
+  return (
+    accept.includes("application/json") &&
+    accept.includes("text/event-stream") &&
+    headers.get("content-type")?.includes("application/json") === true &&
+    (version === null || SUPPORTED_PROTOCOL_VERSIONS.includes(version)) &&
+    isObject(message) &&
+    message.jsonrpc === "2.0" &&
+    typeof message.method === "string" &&
+    (typeof message.id === "string" || typeof message.id === "number")
+  );
+}
+
+/**
+ * `initialize` stays the SDK's, whose schema refuses malformed params as -32603 with the zod issues as
+ * text: checked against that schema here first, the first issue named (-32602).
+ */
+function initializeProblem(message: LegacyRequest): RpcError | null {
+  const parsed = InitializeRequestSchema.safeParse(message);
+  const issue = parsed.success ? undefined : parsed.error.issues[0];
+  if (!issue) return null;
+  return new RpcError(200, INVALID_PARAMS, `Invalid params: ${issue.path.join(".")}: ${issue.message}`);
+}
+
 /**
  * Answers one MCP message. A request carrying 2026-07-28 `_meta` (or that version's header) is served
  * by our own stateless handler (`modern.ts`); everything else, `initialize` first, by the SDK under the
@@ -84,45 +122,28 @@ export class McpEndpoint {
     if (isModernRequest(request, message)) {
       return answerModern(this.deps, this.version, request, message, principal, context);
     }
-    return (
-      (await this.answerLegacyCall(request, message, principal, context)) ??
-      this.answerLegacy(request, message, { principal, context })
-    );
+    if (passesTransportChecks(request, message)) {
+      if (message.method === "tools/call") return this.answerLegacyCall(message, principal, context);
+      if (message.method === "initialize") {
+        const malformed = initializeProblem(message);
+        if (malformed) return Response.json(rpcErrorBody(message.id, malformed));
+      }
+    }
+    // What the transport refuses (406, 415, 400), notifications, and every other request.
+    return this.answerLegacy(request, message, { principal, context });
   }
 
   /**
    * A legacy `tools/call` answered without the SDK's round trip (its zod guards and stream mapping cost
-   * several times the call itself), after the checks the SDK's transport makes: Accept, Content-Type,
-   * protocol version, a JSON-RPC request. Its params are checked by `callTool`. Anything else returns
-   * null and goes through the SDK (a `tools/call` only when its transport refuses it: 406, 415, 400).
+   * several times the call itself). Its params are checked by `callTool`.
    */
-  private async answerLegacyCall(
-    request: Request,
-    message: unknown,
-    principal: Principal,
-    context: HttpContext,
-  ): Promise<Response | null> {
-    const headers = request.headers;
-    const accept = headers.get("accept") ?? "";
-    const version = headers.get("mcp-protocol-version");
-    if (
-      !accept.includes("application/json") ||
-      !accept.includes("text/event-stream") ||
-      !headers.get("content-type")?.includes("application/json") ||
-      (version !== null && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) ||
-      !isObject(message) ||
-      message.jsonrpc !== "2.0" ||
-      message.method !== "tools/call" ||
-      (typeof message.id !== "string" && typeof message.id !== "number")
-    ) {
-      return null;
-    }
-    const { id } = message;
+  private async answerLegacyCall(message: LegacyRequest, principal: Principal, context: HttpContext) {
+    const { id, method, params } = message;
     try {
-      const result = await callTool(this.deps, principal, message.params, { trace: context.trace });
+      const result = await callTool(this.deps, principal, params, { trace: context.trace });
       return Response.json({ jsonrpc: "2.0", id, result });
     } catch (error) {
-      return Response.json(rpcErrorBody(id, rpcErrorOf(error, this.deps.log, context, { id, method: message.method })));
+      return Response.json(rpcErrorBody(id, rpcErrorOf(error, this.deps.log, context, { id, method })));
     }
   }
 

@@ -80,7 +80,7 @@ describe("MCP over raw HTTP", () => {
     expect(await ok.json()).toMatchObject({ jsonrpc: "2.0", id: 3, result: { structuredContent: { text: "x" } } });
   });
 
-  test("malformed params are -32602 saying what is wrong, for tools/call and resources/read", async () => {
+  test("malformed params are -32602 saying what is wrong, for tools/call, resources/read and initialize", async () => {
     const malformed: [string, unknown, string][] = [
       ["tools/call", undefined, "Invalid params: name must be a string"],
       ["tools/call", 5, "Invalid params: params must be an object"],
@@ -94,6 +94,13 @@ describe("MCP over raw HTTP", () => {
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ jsonrpc: "2.0", id: 4, error: { code: -32602, message } });
     }
+    // initialize is the SDK's: its schema's first issue, named by its path.
+    const initialize = await post({ jsonrpc: "2.0", id: 5, method: "initialize", params: { capabilities: {} } });
+    expect(await initialize.json()).toEqual({
+      jsonrpc: "2.0",
+      id: 5,
+      error: { code: -32602, message: expect.stringMatching(/^Invalid params: params\.protocolVersion: \S/) },
+    });
   });
 
   test("JSON-RPC errors carry their plain message (no SDK prefix), so a client shows it once", async () => {
