@@ -99,7 +99,7 @@ export const createApp = (deps: AppDeps) => {
     .use(statsRoutes(deps))
     .use(signInRoutes(deps))
     .use(queryRoutes(deps))
-    .use(sessionRoutes(deps.hub))
+    .use(sessionRoutes({ hub: deps.hub, auth: deps.auth, publicUrl: deps.publicUrl }))
     .use(storageRoutes(deps))
     .use(mcpRoutes({ ...deps.mcp, auth: deps.auth, publicUrl: deps.publicUrl }));
   return app;

@@ -255,6 +255,7 @@ export async function startServer(
     {
       engine,
       telemetry,
+      log,
       handle: config.handle,
       toolNaming: config.mcpToolNames,
       executionUrl: (id) => executionUrl(publicUrl, id),

@@ -65,7 +65,14 @@ for (const dialect of dialects) {
           expect(res.headers.get("vary")).toBe("Origin");
           expect(res.headers.get("access-control-allow-methods")?.split(", ")).toContain(method);
           expect(res.headers.get("access-control-allow-headers")?.split(", ")).toEqual(
-            expect.arrayContaining(["authorization", "content-type", "path", "mcp-protocol-version"]),
+            expect.arrayContaining([
+              "authorization",
+              "content-type",
+              "path",
+              "mcp-protocol-version",
+              "mcp-method",
+              "mcp-name",
+            ]),
           );
           expect(Number(res.headers.get("access-control-max-age"))).toBeGreaterThan(0);
           expect(await res.text()).toBe("");

@@ -185,4 +185,10 @@ describe("what a caller is told of a thrown error", () => {
     expect(publicErrorOf(refusal)).toBe(refusal);
     expect(publicErrorOf(new TypeError("a bug"))).toBeNull();
   });
+
+  test("what is logged of an error without a stack (a DOMException's is empty) is its name and message", () => {
+    expect(loggable(new DOMException("The connection was closed.", "AbortError"))).toBe(
+      "AbortError: The connection was closed.",
+    );
+  });
 });

@@ -79,6 +79,60 @@ for (const dialect of dialects) {
       expect(client.closed?.code).toBe(4001);
     }, 20_000);
 
+    test("an Authorization header signs the socket in on the upgrade: init without a token is init-ok as that caller", async () => {
+      const client = await LiveClient.connect(t.url, { authorization: `Bearer ${alice}` });
+      clients.push(client);
+      // init stays the first message.
+      client.send({ op: "add-query", q: { notes: {} }, "client-event-id": "early" });
+      expect(await client.op("error")).toMatchObject({ status: 400, "client-event-id": "early" });
+      // Its access-token, when sent, must name the header's caller.
+      client.send({ op: "init", "access-token": bob, "client-event-id": "bob" });
+      expect(await client.op("error")).toMatchObject({ status: 403, error: "access_denied", "client-event-id": "bob" });
+      client.send({ op: "init", "client-event-id": "header" });
+      expect(await client.op("init-ok")).toMatchObject({
+        "client-event-id": "header",
+        auth: { principal: { kind: "user", id: "alice" } },
+      });
+      client.send({ op: "init", "access-token": await t.userToken("alice"), "client-event-id": "same" });
+      expect(await client.op("init-ok")).toMatchObject({ "client-event-id": "same" });
+      client.send({ op: "add-query", q: { notes: {} }, "client-event-id": "q" });
+      expect(await client.op("add-query-ok")).toMatchObject({ "client-event-id": "q" });
+    });
+
+    test("a refused bearer header is 401 before the upgrade; another scheme is left to init", async () => {
+      const upgrade = {
+        connection: "Upgrade",
+        upgrade: "websocket",
+        "sec-websocket-version": "13",
+        "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+      };
+      const refused = await t.fetch("/session", { headers: upgrade, token: "not-a-token" });
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get("www-authenticate")).toContain('error="invalid_token"');
+      expect(await refused.json()).toMatchObject({ ok: false, error: "unauthorized" });
+      await expect(LiveClient.connect(t.url, { authorization: "Bearer not-a-token" })).rejects.toBeDefined();
+
+      const basic = await LiveClient.connect(t.url, { authorization: "Basic dXNlcjpwYXNz" });
+      clients.push(basic);
+      basic.send({ op: "init", "client-event-id": "no-token" });
+      expect(await basic.op("error")).toMatchObject({
+        status: 401,
+        error: "unauthorized",
+        "client-event-id": "no-token",
+      });
+    });
+
+    test("a socket signed in by its header is closed when that token is revoked", async () => {
+      const token = await t.userToken("alice");
+      const client = await LiveClient.connect(t.url, { authorization: `Bearer ${token}` });
+      clients.push(client);
+      client.send({ op: "init" });
+      await client.op("init-ok");
+      await revokeUserToken(t.store, token);
+      await client.whenClosed();
+      expect(client.closed?.code).toBe(4001);
+    }, 20_000);
+
     test("add-query answers the result; the same q again is add-query-exists; remove-query stops it", async () => {
       const client = await connect(alice);
       client.send({ op: "add-query", q: { notes: {} }, "return-type": "tree", "client-event-id": "q1" });

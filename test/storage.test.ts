@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { serve } from "./support/cli.ts";
 import { dialects } from "./support/databases.ts";
-import { startTestServer, type TestResponse, type TestServer } from "./support/server.ts";
+import { eventually, startTestServer, type TestResponse, type TestServer } from "./support/server.ts";
 import { presignedSignatureValid } from "./support/sigv4.ts";
 import { S3_KEY, storages, storedText } from "./support/storages.ts";
 import { filledStream, MiB, watchRss } from "./support/streams.ts";
@@ -26,9 +26,14 @@ for (const dialect of dialects) {
       const signUpload = (body: unknown, token?: string | null) =>
         t.fetch("/storage/signed-upload-url", { method: "POST", body: JSON.stringify(body), token });
 
+      const lines: ({ msg: string } & Record<string, unknown>)[] = [];
+
       beforeAll(async () => {
         const env = await storage.env();
-        t = await startTestServer(dialect, { env: { ...env, MAX_FILE_BYTES: String(MiB) } });
+        t = await startTestServer(dialect, {
+          env: { ...env, MAX_FILE_BYTES: String(MiB) },
+          log: (msg: string, fields?: Record<string, unknown>) => lines.push({ msg, ...fields }),
+        });
         alice = await t.userToken("alice");
         bob = await t.userToken("bob");
       });
@@ -174,6 +179,44 @@ for (const dialect of dialects) {
         if (storage.name === "disk") {
           expect(readdirSync(join(t.config.dataDir, "files")).filter((f) => f.startsWith("big.bin"))).toEqual([]);
         }
+      });
+
+      test("an upload whose client leaves mid-body is a client abort: one warning, a 400, no 500, nothing stored", async () => {
+        const { port } = new URL(t.url);
+        const refusedUploads = async () => {
+          const metrics = await (await t.fetch("/metrics", { token: t.serviceKey })).text();
+          expect(metrics).not.toContain('status="500"');
+          return Number(
+            /actuate_http_requests_total\{route="\/storage\/upload",status="400"\} (\d+)/.exec(metrics)?.[1] ?? 0,
+          );
+        };
+        const refusedBefore = await refusedUploads();
+        const signed = await (await signUpload({ path: "left/signed.txt", contentType: "text/plain" }, alice)).json();
+        type Put = [target: string, path: string, framing: string];
+        const puts: Put[] = [
+          ["/storage/upload", "left/declared.txt", "content-length: 100000"],
+          ["/storage/upload", "left/chunked.txt", "transfer-encoding: chunked"],
+        ];
+        // The server's own signed URL (S3's go to the bucket).
+        if (storage.name === "disk")
+          puts.push([new URL(signed.url).pathname, "left/signed.txt", "content-length: 100000"]);
+        for (const [target, path, framing] of puts) {
+          const reqId = `left-${path.replace(/\W/g, "-")}`;
+          const socket = await Bun.connect({ hostname: "127.0.0.1", port: Number(port), socket: { data() {} } });
+          const body = framing.startsWith("transfer-encoding") ? "5\r\nhello\r\n" : "hello";
+          socket.write(
+            `PUT ${target} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${alice}\r\npath: ${path}\r\n` +
+              `content-type: text/plain\r\nx-request-id: ${reqId}\r\n${framing}\r\n\r\n${body}`,
+          );
+          socket.end();
+          const access = await eventually(() => lines.find((l) => l.reqId === reqId && l.route !== undefined));
+          expect(access).toMatchObject({ status: 400, level: "info" });
+          const warnings = lines.filter((l) => l.reqId === reqId && l.level === "warn");
+          expect(warnings.map((l) => l.msg)).toEqual([`PUT ${target}: the body broke off before its end (400)`]);
+          expect(await storedText(t.config, path)).toBeNull();
+        }
+        expect(lines.filter((l) => l.level === "error")).toEqual([]);
+        expect(await refusedUploads()).toBe(refusedBefore + 2);
       });
 
       test("every storage endpoint but the signed URLs needs a credential", async () => {

@@ -1,5 +1,6 @@
 import type { DataService, QueryFormat } from "../data/service.ts";
 import type { FileService, SentFile } from "../files/service.ts";
+import { loggable } from "../lib/database-errors.ts";
 import { PublicError } from "../lib/errors.ts";
 import { uuidV7Floor } from "../lib/ids.ts";
 import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "../lib/json-text.ts";
@@ -298,7 +299,12 @@ export class Engine {
       try {
         input = { ...input, ...(await this.$.files.storeUploads(request.principal, claim.row.id, sent)) };
       } catch (error) {
-        const reason = `the files sent could not be stored: ${(error as Error).message}`;
+        // What the store or its driver said (a statement, a path, a bucket) is the server's: logged, not recorded.
+        const reason = "the files sent could not be stored";
+        this.$.log(`execution ${claim.row.id}: ${reason}: ${loggable(error)}`, {
+          level: "error",
+          executionId: claim.row.id,
+        });
         const stored = await this.$.store.executions.settle(claim.row.id, {
           status: "failed",
           output: null,

@@ -1,4 +1,5 @@
 import type { DataService } from "../data/service.ts";
+import { loggable } from "../lib/database-errors.ts";
 import { messageOf } from "../lib/errors.ts";
 import { storableJson } from "../lib/json-text.ts";
 import type { Log } from "../observe/log.ts";
@@ -166,31 +167,26 @@ export class Runner {
    * the row as stored (still `running` only if the store refused every write).
    */
   private async settle(row: ExecutionRow, settlement: ExecutionSettlement): Promise<ExecutionRow> {
-    let lastError: unknown;
     for (let attempt = 1; attempt <= SETTLE_ATTEMPTS; attempt++) {
       try {
         const { writes: _, logs: __, ...stored } = await this.$.store.executions.settle(row.id, settlement);
         return { ...row, ...stored };
       } catch (error) {
-        lastError = error;
-        this.$.log(
-          `could not record the end of execution ${row.id} (attempt ${attempt}): ${(error as Error).message}`,
-          {
-            level: "error",
-            executionId: row.id,
-          },
-        );
+        this.$.log(`could not record the end of execution ${row.id} (attempt ${attempt}): ${loggable(error)}`, {
+          level: "error",
+          executionId: row.id,
+        });
         if (attempt < SETTLE_ATTEMPTS) await Bun.sleep(50 * 2 ** attempt);
       }
     }
     if (settlement.status === "succeeded") {
-      const reason = `the output could not be stored: ${(lastError as Error).message}`;
+      // Why is in the log (above): what the store said is the server's, not the caller's.
       return this.settle(row, {
         ...settlement,
         status: "failed",
         output: null,
         errorCode: "action_failed",
-        errorMessage: reason,
+        errorMessage: "the output could not be stored",
       });
     }
     return row;

@@ -1,8 +1,10 @@
 import { Elysia } from "elysia";
 import type { CorsOrigins } from "../config.ts";
+import { MCP_REQUEST_HEADERS } from "../mcp/headers.ts";
 
-// Request headers our endpoints (and the MCP SDK behind /mcp) read; the rest are CORS-safelisted.
-const ALLOWED_HEADERS = "authorization, content-type, path, mcp-protocol-version, mcp-session-id, last-event-id";
+// Request headers our endpoints read (storage's `path`) and MCP clients of either era send; the rest
+// are CORS-safelisted.
+const ALLOWED_HEADERS = ["authorization", "content-type", "path", ...MCP_REQUEST_HEADERS].join(", ");
 // Response headers a browser script needs beyond the safelisted ones: challenges, 405's Allow, sizes.
 const EXPOSED_HEADERS = "www-authenticate, allow, retry-after, mcp-session-id, content-length";
 const API_METHODS = "GET, POST, PUT, DELETE";

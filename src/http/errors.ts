@@ -4,7 +4,7 @@ import { ERROR_STATUS, type ErrorCode, PublicError } from "../lib/errors.ts";
 import type { Log } from "../observe/log.ts";
 import { BodyAborted } from "./body.ts";
 import { type Route, routeMisses } from "./methods.ts";
-import { noteErrorStatus } from "./observe.ts";
+import { noteErrorStatus, requestIdOf } from "./observe.ts";
 
 /** A refusal whose HTTP answer needs headers (the credential challenge). */
 export class HttpError extends PublicError {
@@ -17,6 +17,13 @@ export class HttpError extends PublicError {
     super(code, message);
   }
 }
+
+/**
+ * The client closed the connection while its body was still being read: what a streamed upload's read
+ * throws then (Bun aborts the request's signal). Not a bug: answered as BodyAborted, which no one reads.
+ */
+const clientLeft = (error: unknown, request: Request) =>
+  error instanceof DOMException && error.name === "AbortError" && request.signal.aborted;
 
 /** Seconds a client is told to wait before trying again while the database is away. */
 const RETRY_AFTER_SECONDS = "5";
@@ -56,9 +63,13 @@ export const errorHandling = (log: Log, routes: () => readonly Route[]) => {
     }
     return errorResponse("not_found", "no such endpoint");
   };
-  const answer = (code: string | number, error: unknown, request: Request): Response => {
+  const answer = (code: string | number, thrown: unknown, request: Request): Response => {
+    const error = clientLeft(thrown, request) ? new BodyAborted() : thrown;
     if (error instanceof BodyAborted) {
-      log(`${request.method} ${new URL(request.url).pathname}: ${error.message} (400)`, { level: "warn" });
+      log(`${request.method} ${new URL(request.url).pathname}: ${error.message} (400)`, {
+        level: "warn",
+        reqId: requestIdOf(request),
+      });
     }
     const refusal = publicErrorOf(error);
     if (refusal) {
@@ -84,7 +95,7 @@ export const errorHandling = (log: Log, routes: () => readonly Route[]) => {
         });
       }
     }
-    log(`unhandled error: ${loggable(error)}`, { level: "error" });
+    log(`unhandled error: ${loggable(error)}`, { level: "error", reqId: requestIdOf(request) });
     return errorResponse("internal_error", "the server failed to answer this request");
   };
   return new Elysia({ name: "error-handling" }).onError({ as: "global" }, ({ code, error, request }) => {

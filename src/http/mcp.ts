@@ -7,7 +7,7 @@ import type { Principal } from "../sdk/index.ts";
 import { unauthorized } from "./auth.ts";
 import { MiB, readTextBody } from "./body.ts";
 import { holdingConnection } from "./long-wait.ts";
-import { requestSpan } from "./observe.ts";
+import { requestIdOf, requestSpan } from "./observe.ts";
 
 export interface McpRouteOptions {
   /** Answers one MCP message (built lazily by main.ts: the SDK loads on the first /mcp request). */
@@ -58,7 +58,10 @@ export const mcpRoutes = (options: McpRouteOptions) =>
     // A tools/call waits up to WAIT_MS for its execution.
     return withErrorEnvelope(
       await holdingConnection(server, request, () =>
-        options.endpoint.handle(request, message, principal, requestSpan(request)),
+        options.endpoint.handle(request, message, principal, {
+          trace: requestSpan(request),
+          reqId: requestIdOf(request),
+        }),
       ),
     );
   });

@@ -8,7 +8,7 @@ import type { Principal } from "../sdk/index.ts";
 interface InFlight {
   start: number;
   span: Span;
-  /** The id its log lines carry. */
+  /** The request's id in the log: the caller's `X-Request-Id` when it looks like one, else a number. */
   reqId: string;
   /** The status of an answer made by the error handler (Elysia's `set.status` does not show it). */
   status?: number;

@@ -56,7 +56,8 @@ export function loggable(error: unknown): string {
     const root = rootOf(error);
     return `a database statement failed: ${root instanceof Error ? (root.stack ?? root.message) : String(root)}`;
   }
-  return error.stack ?? error.message;
+  // A DOMException's stack is empty.
+  return error.stack || `${error.name}: ${error.message}`;
 }
 
 /**

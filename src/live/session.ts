@@ -5,7 +5,7 @@ import type { Engine } from "../engine/engine.ts";
 import type { ExecutionEvent } from "../engine/execution-feed.ts";
 import { type Execution, isTerminal } from "../engine/executions.ts";
 import { canonicalJson } from "../lib/canonical-json.ts";
-import { publicErrorOf } from "../lib/database-errors.ts";
+import { loggable, publicErrorOf } from "../lib/database-errors.ts";
 import { type ErrorCode, PublicError } from "../lib/errors.ts";
 import { nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
 import type { Log } from "../observe/log.ts";
@@ -16,6 +16,12 @@ import type { Principal } from "../sdk/index.ts";
 export interface LiveSocket {
   send(message: string): void;
   close(code: number, reason: string): void;
+}
+
+/** A bearer credential and the caller it names. */
+export interface Login {
+  token: string;
+  principal: Principal;
 }
 
 export interface HubDeps {
@@ -33,6 +39,7 @@ interface CallerLoad {
 }
 
 const callerKey = (principal: Principal) => `${principal.kind}\u0000${principal.id}`;
+const sameCaller = (a: Principal, b: Principal) => a.kind === b.kind && a.id === b.id;
 
 type ResultShape = "join-rows" | "tree";
 
@@ -54,6 +61,8 @@ interface RefreshRun {
 interface Session {
   id: string;
   socket: LiveSocket;
+  /** The upgrade's `Authorization` header, when it named a caller: `init` may then leave out its token. */
+  headerLogin: Login | null;
   token: string | null;
   principal: Principal | null;
   subscriptions: Map<string, Subscription>;
@@ -71,7 +80,8 @@ const streamStatus = (execution: Execution) => {
 
 /**
  * Live queries over one WebSocket per client, in InstantDB's session protocol: `init` (with the
- * token, since a browser cannot set headers), `add-query` / `remove-query`, and `subscribe-stream` to
+ * token, since a browser cannot set headers, unless the upgrade's `Authorization` header named the
+ * caller), `add-query` / `remove-query`, and `subscribe-stream` to
  * follow an execution. After every committed write, each subscription that reads a touched entity is
  * re-run as its subscriber; changed results go out in one `refresh-ok` per socket.
  */
@@ -91,14 +101,18 @@ export class SessionHub {
     private readonly initTimeoutMs = 10_000,
   ) {
     this.stopFeed = $.data.changes.subscribe((entities) => this.scheduleRefresh(entities));
-    this.revocationTimer = setInterval(() => void this.closeRevoked(), revocationCheckMs);
+    this.revocationTimer = setInterval(
+      () => void this.closeRevoked().catch((error) => this.logFailure("checking live sessions' tokens", error)),
+      revocationCheckMs,
+    );
     this.revocationTimer.unref();
   }
 
-  open(socket: LiveSocket): Session {
+  open(socket: LiveSocket, headerLogin: Login | null = null): Session {
     const session: Session = {
       id: crypto.randomUUID(),
       socket,
+      headerLogin,
       token: null,
       principal: null,
       subscriptions: new Map(),
@@ -155,8 +169,12 @@ export class SessionHub {
       await this.handle(session, message);
     } catch (error) {
       const refusal = publicErrorOf(error);
-      if (refusal) return this.refuse(session, message, refusal);
-      throw error;
+      if (!refusal) this.logFailure(`session ${session.id}: ${String(message.op)}`, error);
+      this.refuse(
+        session,
+        message,
+        refusal ?? new PublicError("internal_error", "the server failed to answer this message"),
+      );
     }
   }
 
@@ -182,10 +200,18 @@ export class SessionHub {
   }
 
   private async init(session: Session, message: Message) {
-    const token = message["access-token"];
-    const principal = typeof token === "string" ? await this.$.auth.resolveToken(token) : null;
-    if (!principal) return this.error(session, message, "init needs a valid access-token", "unauthorized");
-    if (session.principal) return this.reauthenticate(session, message, principal, token as string);
+    const login = await this.loginOf(session, message["access-token"]);
+    if (!login) return this.error(session, message, "init needs a valid access-token", "unauthorized");
+    const { principal, token } = login;
+    if (session.headerLogin && !sameCaller(principal, session.headerLogin.principal)) {
+      return this.error(
+        session,
+        message,
+        "the access-token names another caller than the Authorization header did",
+        "access_denied",
+      );
+    }
+    if (session.principal) return this.reauthenticate(session, message, principal, token);
     const load = this.load(principal);
     if (load.sockets >= this.$.limits.socketsPerCaller) {
       const limit = `at most ${this.$.limits.socketsPerCaller} sockets per caller (LIVE_MAX_SOCKETS_PER_CALLER)`;
@@ -196,7 +222,7 @@ export class SessionHub {
     load.sockets += 1;
     session.principal = principal;
     clearTimeout(session.initTimer);
-    session.token = token as string;
+    session.token = token;
     const release = this.$.engine.currentRelease();
     send(session, {
       op: "init-ok",
@@ -207,13 +233,19 @@ export class SessionHub {
     });
   }
 
+  /** The login an `init` makes: its access-token's, or without one the upgrade's header's; null when neither names a caller. */
+  private async loginOf(session: Session, token: unknown): Promise<Login | null> {
+    if (token === undefined) return session.headerLogin;
+    const principal = typeof token === "string" ? await this.$.auth.resolveToken(token) : null;
+    return principal && { token: token as string, principal };
+  }
+
   /**
    * A second `init` on an open session carries a fresh token (the old one expiring): the session and its
    * subscriptions go on under it when it names the same caller; another caller is refused.
    */
   private reauthenticate(session: Session, message: Message, principal: Principal, token: string) {
-    const current = session.principal as Principal;
-    if (principal.kind !== current.kind || principal.id !== current.id) {
+    if (!sameCaller(principal, session.principal as Principal)) {
       return this.error(session, message, "a session keeps the caller it began with; open another", "access_denied");
     }
     session.principal = principal;
@@ -283,7 +315,7 @@ export class SessionHub {
       try {
         for await (const event of events) append(event);
       } catch (error) {
-        this.$.log(`subscribe-stream of ${key} stopped: ${(error as Error).message}`, { level: "warn" });
+        this.logFailure(`subscribe-stream of ${key}`, error);
       } finally {
         session.streams.delete(key);
       }
@@ -316,9 +348,7 @@ export class SessionHub {
         const next = this.pendingEntities;
         this.pendingEntities = new Set();
         const runs = this.refreshRuns(next);
-        await this.refresh(runs).catch((error) =>
-          this.$.log(`live refresh failed: ${(error as Error).message}`, { level: "error" }),
-        );
+        await this.refresh(runs).catch((error) => this.logFailure("live refresh", error));
         if (runs.length > this.$.limits.refreshBudget) await pause(this.$.limits.overloadRefreshMs);
       }
       this.refreshing = false;
@@ -392,6 +422,17 @@ export class SessionHub {
       session.socket.close(4001, "the access token was revoked");
       this.close(session);
     }
+  }
+
+  /**
+   * Work that failed: the database away is a warning with its public message; anything else a bug, logged
+   * with its stack (never a failed statement's parameters: `loggable`).
+   */
+  private logFailure(what: string, error: unknown) {
+    const refusal = publicErrorOf(error);
+    this.$.log(`${what} failed: ${refusal ? refusal.message : loggable(error)}`, {
+      level: refusal ? "warn" : "error",
+    });
   }
 
   private error(session: Session, original: unknown, message: string, code: ErrorCode = "invalid_request") {

@@ -1,10 +1,11 @@
 import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
-import type { SpanParent } from "../observe/tracing.ts";
 import type { Principal } from "../sdk/index.ts";
 import { isObject } from "./arguments.ts";
+import { MODERN_REQUEST_HEADERS } from "./headers.ts";
 import { environmentInstructions, listResources, listResourceTemplates, readResource } from "./resources.ts";
+import { type HttpContext, RpcError, rpcErrorBody, rpcErrorOf } from "./rpc-error.ts";
 import { cancelTask, createdTask, declaresTasks, getTask, TASKS_EXTENSION, taskExists } from "./tasks.ts";
-import { callTool, listTools, type ToolDeps, unknownTool } from "./tools.ts";
+import { callTool, listTools, type ToolDeps } from "./tools.ts";
 
 /** The stateless revisions, served here without the SDK; older ones go through it after `initialize`. */
 export const MODERN_VERSIONS: readonly string[] = ["2026-07-28"];
@@ -48,22 +49,13 @@ export function isModernRequest(request: Request, body: unknown): boolean {
 
 type Id = string | number | null;
 
-class RpcError {
-  constructor(
-    readonly status: number,
-    readonly code: number,
-    readonly message: string,
-    readonly data?: unknown,
-  ) {}
-}
-
-const errorResponse = (id: Id, { status, code, message, data }: RpcError) =>
-  Response.json({ jsonrpc: "2.0", id, error: { code, message, ...(data === undefined ? {} : { data }) } }, { status });
+const errorResponse = (id: Id, error: RpcError) => Response.json(rpcErrorBody(id, error), { status: error.status });
 
 /**
  * Serves one request under 2026-07-28: no handshake, every request self-contained. Checked in the order
  * the revision's errors need: the envelope (`_meta`, -32602), then headers against the body (-32020),
- * then the version (-32022), then the method (404, -32601). Errors carry the request's id.
+ * then the version (-32022), then the method (404, -32601). Errors carry the request's id; one the
+ * handler did not expect is -32603 with a fixed message (`rpcErrorOf`).
  */
 export async function answerModern(
   deps: ToolDeps,
@@ -71,18 +63,18 @@ export async function answerModern(
   request: Request,
   message: unknown,
   principal: Principal,
-  trace?: SpanParent,
+  context: HttpContext,
 ): Promise<Response> {
   const id: Id =
     isObject(message) && (typeof message.id === "string" || typeof message.id === "number") ? message.id : null;
   try {
     const checked = checkRequest(request, message);
     if (checked === "notification") return new Response(null, { status: 202 });
-    const result = await dispatch(deps, serverVersion, principal, checked, trace);
+    const result = await dispatch(deps, serverVersion, principal, checked, context);
     return Response.json({ jsonrpc: "2.0", id, result: { resultType: "complete", ...result } });
   } catch (error) {
-    if (error instanceof RpcError) return errorResponse(id, error);
-    throw error;
+    const method = isObject(message) ? message.method : undefined;
+    return errorResponse(id, rpcErrorOf(error, deps.log, context, { id, method }));
   }
 }
 
@@ -144,14 +136,14 @@ function checkHeaders(headers: Headers, version: string, method: string, params:
       HEADER_MISMATCH,
       `Header mismatch: ${header} ${sent === null ? "is missing" : `is ${JSON.stringify(sent)}`} but the body says ${JSON.stringify(body)}`,
     );
-  const sentVersion = headers.get("mcp-protocol-version");
+  const sentVersion = headers.get(MODERN_REQUEST_HEADERS.version);
   if (sentVersion !== version) throw mismatch("MCP-Protocol-Version", sentVersion, version);
-  const sentMethod = headers.get("mcp-method");
+  const sentMethod = headers.get(MODERN_REQUEST_HEADERS.method);
   if (sentMethod !== method) throw mismatch("Mcp-Method", sentMethod, method);
   const named = NAMED_BY[method];
   const value = named === undefined ? undefined : params[named];
   if (typeof value !== "string") return;
-  const sentName = headers.get("mcp-name");
+  const sentName = headers.get(MODERN_REQUEST_HEADERS.name);
   const decoded = sentName === null ? null : decodeHeaderValue(sentName);
   if (decoded === undefined) {
     throw new RpcError(400, HEADER_MISMATCH, "Header mismatch: Mcp-Name is not valid =?base64?…?= encoding");
@@ -176,7 +168,7 @@ async function dispatch(
   serverVersion: string,
   principal: Principal,
   { method, params, capabilities }: Checked,
-  trace: SpanParent | undefined,
+  { trace }: HttpContext,
 ): Promise<Record<string, unknown>> {
   switch (method) {
     case "server/discover":
@@ -198,25 +190,12 @@ async function dispatch(
         ttlMs: LIST_TTL_MS,
         cacheScope: "private",
       };
-    case "tools/call": {
-      const { name, arguments: args = {}, _meta } = params;
-      if (typeof name !== "string") throw new RpcError(200, -32602, "Invalid params: name must be a string");
+    case "tools/call":
       // A workflow call becomes a task when the client can poll one; otherwise it answers its admission.
-      const asTask = declaresTasks(capabilities) ? createdTask : undefined;
-      const result = await callTool(
-        deps,
-        principal,
-        name,
-        args as Record<string, unknown>,
-        _meta as Record<string, unknown>,
-        { asTask, trace },
-      );
-      if (!result) {
-        unknownTool(deps);
-        throw new RpcError(200, -32602, `Unknown tool: ${name}`);
-      }
-      return result;
-    }
+      return callTool(deps, principal, params, {
+        asTask: declaresTasks(capabilities) ? createdTask : undefined,
+        trace,
+      });
     case "resources/list":
       return { resources: listResources(deps), ttlMs: LIST_TTL_MS, cacheScope: "public" };
     case "resources/templates/list":

@@ -5,11 +5,14 @@ import type { Engine, InvokeOutcome } from "../engine/engine.ts";
 import { toExecutionView } from "../engine/executions.ts";
 import { publicErrorOf } from "../lib/database-errors.ts";
 import { uuidOrNull } from "../lib/ids.ts";
+import type { Log } from "../observe/log.ts";
 import type { Telemetry } from "../observe/telemetry.ts";
 import type { SpanParent } from "../observe/tracing.ts";
 import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import { type ToolNaming, toolName } from "../release/tool-names.ts";
 import type { Principal } from "../sdk/index.ts";
+import { isObject } from "./arguments.ts";
+import { INVALID_PARAMS, RpcError } from "./rpc-error.ts";
 import { runResourceUri } from "./uris.ts";
 
 /** `_meta` key naming the execution of every tool result, and the one an agent may send its request id under. */
@@ -19,6 +22,8 @@ export const REQUEST_ID_META = "dev.service/requestId";
 export interface ToolDeps {
   engine: Engine;
   telemetry: Telemetry;
+  /** Where a call's unexpected error is logged (the client is told only that there was one). */
+  log: Log;
   handle: string;
   /** `MCP_TOOL_NAMES`: how action tools without an `mcp.name` are named. */
   toolNaming: ToolNaming;
@@ -148,18 +153,17 @@ export interface CallOptions {
 type CallResult = CallToolResult | Record<string, unknown>;
 
 /**
- * Runs a tool as `principal`, in either era and on either legacy path, and counts the call
- * (`actuate_mcp_calls_total`). Unknown tools return null: the caller answers a JSON-RPC error and
- * counts it with `unknownTool` (only the names of existing tools become label values).
+ * Answers a `tools/call` as `principal`, in either era: its params checked, the tool run, the call counted
+ * (`actuate_mcp_calls_total`). Malformed params and an unknown tool are -32602 (only the names of
+ * existing tools become label values; the rest count as `unknown`).
  */
 export async function callTool(
   deps: ToolDeps,
   principal: Principal,
-  name: string,
-  args: Record<string, unknown>,
-  meta: Record<string, unknown> | undefined,
+  params: unknown,
   options: CallOptions = {},
-): Promise<CallResult | null> {
+): Promise<CallResult> {
+  const { name, args, meta } = toolCallParams(params);
   // An agent's trace goes on into the execution (W3C traceparent in _meta), else the HTTP request's.
   const traceparent = meta?.traceparent;
   const trace = typeof traceparent === "string" ? traceparent : options.trace;
@@ -170,12 +174,28 @@ export async function callTool(
     deps.telemetry.mcpCalled(name, "error");
     throw error;
   }
-  // An unknown tool is counted where it is answered (the legacy fast path hands it on to the SDK).
-  if (result) deps.telemetry.mcpCalled(name, result.isError === true ? "error" : "ok");
+  if (!result) {
+    deps.telemetry.mcpCalled("unknown", "unknown_tool");
+    throw new RpcError(200, INVALID_PARAMS, `Unknown tool: ${name}`);
+  }
+  deps.telemetry.mcpCalled(name, result.isError === true ? "error" : "ok");
   return result;
 }
 
-export const unknownTool = (deps: ToolDeps) => deps.telemetry.mcpCalled("unknown", "unknown_tool");
+/** A `tools/call`'s name, arguments and `_meta`, or -32602 saying which is malformed. */
+function toolCallParams(params: unknown): {
+  name: string;
+  args: Record<string, unknown>;
+  meta: Record<string, unknown> | undefined;
+} {
+  const invalid = (problem: string) => new RpcError(200, INVALID_PARAMS, `Invalid params: ${problem}`);
+  if (params !== undefined && !isObject(params)) throw invalid("params must be an object");
+  const { name, arguments: args = {}, _meta: meta } = params ?? {};
+  if (typeof name !== "string") throw invalid("name must be a string");
+  if (meta !== undefined && !isObject(meta)) throw invalid("_meta must be an object");
+  // Arguments that are not an object were replaced and marked by the endpoint (markInvalidArguments).
+  return { name, args: args as Record<string, unknown>, meta };
+}
 
 async function runTool(
   deps: ToolDeps,

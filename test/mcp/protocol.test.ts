@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { dialects } from "../support/databases.ts";
+import { mcpClient } from "../support/mcp-client.ts";
 import { fixture, startTestServer, type TestServer } from "../support/server.ts";
 
 const ACCEPT = "application/json, text/event-stream";
@@ -75,11 +76,57 @@ describe("MCP over raw HTTP", () => {
     expect((await post(call, { "mcp-protocol-version": "1999-01-01" })).status).toBe(400);
     expect((await post(call, { accept: "application/json" })).status).toBe(406);
     expect((await post(call, { "content-type": "text/plain" })).status).toBe(415);
-    const noName = await post({ ...call, params: { arguments: {} } }, { "mcp-protocol-version": "2025-11-25" });
-    // Left to the SDK, which answers a JSON-RPC error as before.
-    expect(await noName.json()).toMatchObject({ id: 3, error: { code: expect.any(Number) } });
     const ok = await post(call, { "mcp-protocol-version": "2025-11-25" });
     expect(await ok.json()).toMatchObject({ jsonrpc: "2.0", id: 3, result: { structuredContent: { text: "x" } } });
+  });
+
+  test("malformed params are -32602 saying what is wrong, for tools/call, resources/read and initialize", async () => {
+    const malformed: [string, unknown, string][] = [
+      ["tools/call", undefined, "Invalid params: name must be a string"],
+      ["tools/call", 5, "Invalid params: params must be an object"],
+      ["tools/call", { arguments: {} }, "Invalid params: name must be a string"],
+      ["tools/call", { name: 5 }, "Invalid params: name must be a string"],
+      ["tools/call", { name: "test.echo", _meta: "x" }, "Invalid params: _meta must be an object"],
+      ["resources/read", {}, "Invalid params: uri must be a string"],
+    ];
+    for (const [method, params, message] of malformed) {
+      const res = await post({ jsonrpc: "2.0", id: 4, method, params }, { "mcp-protocol-version": "2025-11-25" });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ jsonrpc: "2.0", id: 4, error: { code: -32602, message } });
+    }
+    // initialize is the SDK's: its schema's first issue, named by its path.
+    const initialize = await post({ jsonrpc: "2.0", id: 5, method: "initialize", params: { capabilities: {} } });
+    expect(await initialize.json()).toEqual({
+      jsonrpc: "2.0",
+      id: 5,
+      error: { code: -32602, message: expect.stringMatching(/^Invalid params: params\.protocolVersion: \S/) },
+    });
+  });
+
+  test("JSON-RPC errors carry their plain message (no SDK prefix), so a client shows it once", async () => {
+    const legacy = { "mcp-protocol-version": "2025-11-25" };
+    const unknownTool = await post({ jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "nope.x" } }, legacy);
+    expect(await unknownTool.json()).toEqual({
+      jsonrpc: "2.0",
+      id: 5,
+      error: { code: -32602, message: "Unknown tool: nope.x" },
+    });
+    const uri = "service://local/nothing";
+    const unknownResource = await post({ jsonrpc: "2.0", id: 6, method: "resources/read", params: { uri } }, legacy);
+    expect(await unknownResource.json()).toEqual({
+      jsonrpc: "2.0",
+      id: 6,
+      error: { code: -32002, message: `Resource not found: ${uri}`, data: { uri } },
+    });
+    const client = await mcpClient(t, t.serviceKey);
+    try {
+      await expect(client.callTool({ name: "nope.x", arguments: {} })).rejects.toMatchObject({
+        code: -32602,
+        message: "MCP error -32602: Unknown tool: nope.x",
+      });
+    } finally {
+      await client.close();
+    }
   });
 
   test("GET and DELETE are 405 with Allow: POST (no stream is ever opened)", async () => {

@@ -69,6 +69,26 @@ export async function selectRows(url: string, sql: string): Promise<Record<strin
   }
 }
 
+/** Runs statements on the database at `url` over a connection of its own (to change it under a running server). */
+export async function executeStatements(url: string, sql: string): Promise<void> {
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    const client = postgres(url, { max: 1, onnotice: () => {} });
+    try {
+      await client.unsafe(sql);
+    } finally {
+      await client.end();
+    }
+    return;
+  }
+  const { Database } = await import("bun:sqlite");
+  const client = new Database(url.replace(/^(sqlite|file):(\/\/)?/, ""));
+  try {
+    client.run(sql);
+  } finally {
+    client.close();
+  }
+}
+
 /**
  * The execution ids a copy of the SQLite database file alone holds, its WAL left behind: what a
  * checkpoint has copied into the file. A copy taken while a checkpoint writes the file may not open:

@@ -25,8 +25,9 @@ export class LiveClient {
     };
   }
 
-  static async connect(baseUrl: string): Promise<LiveClient> {
-    const socket = new WebSocket(`${baseUrl.replace(/^http/, "ws")}/session`);
+  /** Opens /session; `headers` go on the upgrade (a browser can send none: Bun's WebSocket can). */
+  static async connect(baseUrl: string, headers?: Record<string, string>): Promise<LiveClient> {
+    const socket = new WebSocket(`${baseUrl.replace(/^http/, "ws")}/session`, { headers });
     await new Promise((resolve, reject) => {
       socket.onopen = resolve;
       socket.onerror = reject;
