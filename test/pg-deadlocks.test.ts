@@ -1,0 +1,170 @@
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import postgres from "postgres";
+import { loadConfig } from "../src/config.ts";
+import { bundlesDir, type RunningServer, startServer } from "../src/main.ts";
+import { publishRelease } from "../src/release/publish.ts";
+import { openStore } from "../src/store/open.ts";
+import type { Store } from "../src/store/store.ts";
+import { dialects, type TestDatabase } from "./support/databases.ts";
+import { eventually, fixture } from "./support/server.ts";
+
+/**
+ * Every batched write on PostgreSQL takes its row locks in one order (docs/ARCHITECTURE.md, Storage:
+ * "one lock order"), so no load makes two of them wait on each other. PostgreSQL counts the deadlocks
+ * it broke per database, and each test here has a database of its own.
+ */
+const pg = dialects.find((d) => d.name === "postgres");
+
+const KEY = `deadlocks-key-${crypto.randomUUID()}`;
+const headers = { authorization: `Bearer ${KEY}`, "content-type": "application/json" };
+
+// biome-ignore lint/suspicious/noExplicitAny: tests read answers' JSON freely
+type Json = any;
+
+interface Instance {
+  url: string;
+  server: RunningServer;
+  store: Store;
+}
+
+/** `count` server instances (each its own store: pool, lanes, instance id) on one fresh database. */
+async function startInstances(count: number, env: Record<string, string> = {}) {
+  const database: TestDatabase = await (pg as NonNullable<typeof pg>).create();
+  const dataDir = mkdtempSync(join(tmpdir(), "actuate-deadlocks-"));
+  const config = loadConfig({
+    PORT: "0",
+    HOST: "127.0.0.1",
+    DATA_DIR: dataDir,
+    DATABASE_URL: database.url,
+    SERVICE_KEYS: KEY,
+    ...env,
+  });
+  const instances: Instance[] = [];
+  for (let i = 0; i < count; i++) {
+    const store = await openStore(database.url);
+    if (i === 0) {
+      await publishRelease({ store, bundlesDir: bundlesDir(config), dir: fixture("pg-load"), whenTaken: "refuse" });
+    }
+    const server = await startServer(config, { store, log: () => {} });
+    instances.push({ url: server.url, server, store });
+  }
+  return {
+    instances,
+    /** Stops every instance, then answers the deadlocks PostgreSQL detected in the database, and drops it. */
+    async stop(): Promise<number> {
+      for (const { server, store } of instances) {
+        await server.stop();
+        await store.close();
+      }
+      try {
+        return await deadlocks(database.url);
+      } finally {
+        await database.drop();
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+/**
+ * A backend adds the deadlocks it detected to the database's count when it is idle, or when it exits:
+ * read once every other backend of the database has gone (the instances' stores are closed).
+ */
+async function deadlocks(url: string): Promise<number> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    await eventually(async () => {
+      const [row] = await sql`select count(*)::int as others from pg_stat_activity
+        where datname = current_database() and pid <> pg_backend_pid()`;
+      return row?.others === 0;
+    }, 30_000);
+    const [row] =
+      await sql`select deadlocks::int as deadlocks from pg_stat_database where datname = current_database()`;
+    return row?.deadlocks as number;
+  } finally {
+    await sql.end();
+  }
+}
+
+const invoke = (base: string, n: number, requestId: string = crypto.randomUUID()) =>
+  fetch(`${base}/actions/load.three-steps/invoke`, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ requestId, input: { n } }),
+  });
+
+/** Invokes and waits for the run's end, as bench/workflows.ts does; answers the ended execution. */
+async function runToEnd(base: string, n: number): Promise<Json> {
+  const admitted = await invoke(base, n);
+  expect(admitted.status).toBe(202);
+  const { execution } = (await admitted.json()) as Json;
+  const ended = await fetch(`${base}/executions/${execution.id}/result`, { headers });
+  expect(ended.status).toBe(200);
+  return ended.json();
+}
+
+const shuffled = <T>(items: T[]): T[] => {
+  const copy = [...items];
+  for (let i = copy.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [copy[i], copy[j]] = [copy[j] as T, copy[i] as T];
+  }
+  return copy;
+};
+
+describe.skipIf(!pg)("PostgreSQL: no deadlocks", () => {
+  test("one instance, 32 clients running 3-step workflows back to back: PostgreSQL detects no deadlock", async () => {
+    // Every client's run held by the instance, and the heartbeat (one statement renewing all their
+    // leases) every 300 ms rather than 2 s: the bench's load (bench/workflows.ts), with more of the
+    // statement that locks many runs at once.
+    const { instances, stop } = await startInstances(1, { WORKFLOW_CONCURRENCY: "32", WORKFLOW_LEASE_MS: "900" });
+    const [{ url }] = instances as [Instance];
+    let found: number;
+    try {
+      const until = Date.now() + 10_000;
+      const client = async (c: number) => {
+        for (let i = 0; Date.now() < until; i++) {
+          const n = c * 1_000_000 + i;
+          const ended = await runToEnd(url, n);
+          expect(ended).toMatchObject({ status: "succeeded", output: { total: n + 3 } });
+        }
+      };
+      await Promise.all(Array.from({ length: 32 }, (_, c) => client(c)));
+    } finally {
+      found = await stop();
+    }
+    expect(found).toBe(0);
+  }, 180_000);
+
+  test("three instances, each request id sent to every instance at once: one run per id, no deadlock", async () => {
+    const { instances, stop } = await startInstances(3);
+    let found: number;
+    try {
+      for (let round = 0; round < 8; round++) {
+        const ids = Array.from({ length: 32 }, () => crypto.randomUUID());
+        // Every instance gets all of them at once, each in its own order (as clients retrying through a balancer do).
+        const answers = await Promise.all(
+          instances.map(({ url }) =>
+            Promise.all(
+              shuffled(ids.map((id, i) => [id, i] as const)).map(async ([id, i]) => {
+                const response = await invoke(url, i, id);
+                return { id, status: response.status, body: (await response.json()) as Json };
+              }),
+            ),
+          ),
+        );
+        for (const id of ids) {
+          const mine = answers.flat().filter((answer) => answer.id === id);
+          expect(mine.map((answer) => answer.status)).toEqual([202, 202, 202]);
+          expect(new Set(mine.map((answer) => answer.body.runId)).size).toBe(1);
+        }
+      }
+    } finally {
+      found = await stop();
+    }
+    expect(found).toBe(0);
+  }, 180_000);
+});
