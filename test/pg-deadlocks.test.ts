@@ -2,9 +2,12 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import parsePrometheus from "parse-prometheus-text-format";
 import postgres from "postgres";
 import { loadConfig } from "../src/config.ts";
+import { newRun } from "../src/engine/workflows/new-run.ts";
 import { bundlesDir, type RunningServer, startServer } from "../src/main.ts";
+import type { Log } from "../src/observe/log.ts";
 import { publishRelease } from "../src/release/publish.ts";
 import { openStore } from "../src/store/open.ts";
 import type { Store } from "../src/store/store.ts";
@@ -30,9 +33,24 @@ interface Instance {
   store: Store;
 }
 
-/** `count` server instances (each its own store: pool, lanes, instance id) on one fresh database. */
-async function startInstances(count: number, env: Record<string, string> = {}) {
+/**
+ * `count` server instances (each its own store: pool, lanes, instance id) on one fresh database;
+ * `databaseSettings` (`alter database … set …`) apply to every connection the instances open.
+ */
+async function startInstances(
+  count: number,
+  {
+    env = {},
+    log = () => {},
+    databaseSettings = {},
+  }: { env?: Record<string, string>; log?: Log; databaseSettings?: Record<string, string> } = {},
+) {
   const database: TestDatabase = await (pg as NonNullable<typeof pg>).create();
+  const admin = postgres(database.url, { max: 1, onnotice: () => {} });
+  for (const [name, value] of Object.entries(databaseSettings)) {
+    await admin.unsafe(`alter database ${new URL(database.url).pathname.slice(1)} set ${name} = '${value}'`);
+  }
+  await admin.end();
   const dataDir = mkdtempSync(join(tmpdir(), "actuate-deadlocks-"));
   const config = loadConfig({
     PORT: "0",
@@ -48,11 +66,12 @@ async function startInstances(count: number, env: Record<string, string> = {}) {
     if (i === 0) {
       await publishRelease({ store, bundlesDir: bundlesDir(config), dir: fixture("pg-load"), whenTaken: "refuse" });
     }
-    const server = await startServer(config, { store, log: () => {} });
+    const server = await startServer(config, { store, log });
     instances.push({ url: server.url, server, store });
   }
   return {
     instances,
+    databaseUrl: database.url,
     /** Stops every instance, then answers the deadlocks PostgreSQL detected in the database, and drops it. */
     async stop(): Promise<number> {
       for (const { server, store } of instances) {
@@ -120,7 +139,9 @@ describe.skipIf(!pg)("PostgreSQL: no deadlocks", () => {
     // Every client's run held by the instance, and the heartbeat (one statement renewing all their
     // leases) every 300 ms rather than 2 s: the bench's load (bench/workflows.ts), with more of the
     // statement that locks many runs at once.
-    const { instances, stop } = await startInstances(1, { WORKFLOW_CONCURRENCY: "32", WORKFLOW_LEASE_MS: "900" });
+    const { instances, stop } = await startInstances(1, {
+      env: { WORKFLOW_CONCURRENCY: "32", WORKFLOW_LEASE_MS: "900" },
+    });
     const [{ url }] = instances as [Instance];
     let found: number;
     try {
@@ -167,4 +188,79 @@ describe.skipIf(!pg)("PostgreSQL: no deadlocks", () => {
     }
     expect(found).toBe(0);
   }, 180_000);
+});
+
+describe.skipIf(!pg)("PostgreSQL: a batch broken off from outside", () => {
+  test("a batch a deadlock broke off is written again one write at a time, counted in /metrics and logged once", async () => {
+    const warnings: string[] = [];
+    // The instance's connections detect a deadlock 2 s after they start waiting (1 s by default): time
+    // for the transaction below to join the circle, so that the batch is the one PostgreSQL breaks off.
+    const { instances, databaseUrl, stop } = await startInstances(1, {
+      log: (message, fields) => {
+        if (fields?.level === "warn") warnings.push(message);
+      },
+      databaseSettings: { deadlock_timeout: "2s" },
+    });
+    const [{ url, store }] = instances as [Instance];
+    const sql = postgres(databaseUrl, { max: 2, onnotice: () => {} });
+    const outside = await sql.reserve();
+    try {
+      const now = Date.now();
+      const runs = Array.from({ length: 48 }, (_, i) =>
+        newRun({
+          principal: { kind: "service", id: "outside" },
+          requestId: `outside-${i}`,
+          input: { n: i },
+          contract: { name: "load.three-steps", contractHash: "c".repeat(64) },
+          releaseVersion: "l1",
+          fingerprint: "f".repeat(64),
+          lease: { owner: "worker", until: now + 600_000 },
+          now,
+        }),
+      );
+      await Promise.all(runs.map(({ execution, run }) => store.runs.admit(execution, run)));
+      const ids = runs.map(({ run }) => run.id).sort();
+      const last = ids.at(-1) as string;
+
+      // Another client's transaction (say, an operator's) holds the run with the highest id.
+      const [{ pid: outsidePid }] = (await outside`select pg_backend_pid() as pid`) as unknown as [{ pid: number }];
+      await outside.unsafe("begin");
+      await outside.unsafe("set local deadlock_timeout = '1min'");
+      await outside.unsafe("select id from workflow_runs where id = $1 for update", [last]);
+      const ending = { status: "succeeded", output: { done: true }, errorCode: null, errorMessage: null } as const;
+      // All queued in one turn: each lane's batch holds its runs in id order, so the one with the last
+      // run waits for it holding the others.
+      const finished = Promise.all(ids.map((id) => store.runs.finish("worker", id, { ...ending, finishedAt: now })));
+      // Every other batch has committed; that one waits.
+      await eventually(async () => {
+        const [row] = await sql`select count(*) filter (where wait_event_type = 'Lock')::int as waiting,
+            count(*) filter (where state <> 'idle')::int as busy
+          from pg_stat_activity where datname = current_database() and pid not in (pg_backend_pid(), ${outsidePid})`;
+        return row?.waiting === 1 && row.busy === 1;
+      });
+      // It then locks the other runs, last first, and waits for the batch: a circle PostgreSQL breaks
+      // by failing the batch, which was waiting first. The batch's writes are tried again, one at a
+      // time, and all go through once this transaction ends.
+      await outside.unsafe(`select id from workflow_runs where id <> $1 order by id collate "C" desc for update`, [
+        last,
+      ]);
+      await outside.unsafe("commit");
+      expect(await finished).toEqual(ids.map(() => ({ saved: true })));
+      const stored = await sql`select status, count(*)::int as runs from workflow_runs group by status`;
+      expect([...stored]).toEqual([{ status: "succeeded", runs: 48 }]);
+
+      const metrics = await (await fetch(`${url}/metrics`, { headers })).text();
+      const families = new Map(parsePrometheus(metrics).map((family) => [family.name, family]));
+      expect(families.get("actuate_store_batch_retries_total")).toMatchObject({
+        type: "COUNTER",
+        metrics: [{ labels: { store: "runs", reason: "deadlock" }, value: "1" }],
+      });
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toContain("writes (runs) failed as a whole (deadlock: deadlock detected)");
+    } finally {
+      outside.release();
+      await sql.end();
+      await stop();
+    }
+  }, 60_000);
 });
