@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,8 +10,10 @@ import { bundlesDir, type RunningServer, startServer } from "../src/main.ts";
 import type { Log } from "../src/observe/log.ts";
 import { publishRelease } from "../src/release/publish.ts";
 import { openStore } from "../src/store/open.ts";
+import type { LogRow } from "../src/store/rows.ts";
 import type { Store } from "../src/store/store.ts";
 import { dialects, type TestDatabase } from "./support/databases.ts";
+import { row } from "./support/rows.ts";
 import { eventually, fixture } from "./support/server.ts";
 
 /**
@@ -262,5 +264,115 @@ describe.skipIf(!pg)("PostgreSQL: a batch broken off from outside", () => {
       await sql.end();
       await stop();
     }
+  }, 60_000);
+});
+
+describe.skipIf(!pg)("PostgreSQL: writes that lock many rows", () => {
+  let database: TestDatabase;
+  let store: Store;
+  let sql: postgres.Sql;
+  beforeAll(async () => {
+    database = await (pg as NonNullable<typeof pg>).create();
+    store = await openStore(database.url);
+    sql = postgres(database.url, { max: 3, onnotice: () => {} });
+  });
+  afterAll(async () => {
+    await sql.end();
+    await store.close();
+    await database.drop();
+  });
+
+  /** Resolves once a backend of the database (other than `except`) waits for a lock. */
+  const someoneWaits = async (except: number[]) => {
+    await eventually(async () => {
+      const [row] = await sql`select count(*)::int as waiting from pg_stat_activity
+        where datname = current_database() and wait_event_type = 'Lock' and pid <> all(${except}::int[])`;
+      return (row?.waiting ?? 0) > 0;
+    }, 60_000);
+    return "waited" as const;
+  };
+
+  const backendPid = async (connection: postgres.ReservedSql) =>
+    ((await connection`select pg_backend_pid() as pid`) as unknown as [{ pid: number }])[0].pid;
+
+  test("the sweep of a dead instance's executions passes over a row another transaction holds instead of waiting", async () => {
+    const now = Date.now();
+    const dead = await openStore(database.url);
+    const execution = row({ kind: "function", status: "running" });
+    try {
+      await dead.executions.claim(execution);
+      await dead.instances.keepAlive(now - 10_000, now - 5_000); // its last heartbeat, long overdue
+    } finally {
+      await dead.close();
+    }
+    const holder = await sql.reserve();
+    try {
+      const pid = await backendPid(holder);
+      await holder.unsafe("begin");
+      await holder.unsafe("select id from executions where id = $1 for update", [execution.id]);
+      const swept = store.instances.keepAlive(now, now + 10_000);
+      expect(await Promise.race([swept, someoneWaits([pid])])).toBe(0);
+      await holder.unsafe("commit");
+    } finally {
+      holder.release();
+    }
+    expect(await store.instances.keepAlive(now, now + 10_000)).toBe(1);
+    expect(await store.executions.get(execution.id)).toMatchObject({ errorCode: "execution_interrupted" });
+  }, 60_000);
+
+  test("log lines are inserted in key order, whatever order a batch holds them in", async () => {
+    const [first, second] = [Bun.randomUUIDv7(), Bun.randomUUIDv7()].sort() as [string, string];
+    const line = (executionId: string): LogRow => ({
+      executionId,
+      seq: 0,
+      at: 0,
+      level: "info",
+      step: null,
+      line: "x",
+    });
+    const [holder, other] = [await sql.reserve(), await sql.reserve()];
+    try {
+      const pids = [await backendPid(holder), await backendPid(other)];
+      // Another instance is writing the second execution's line.
+      await holder.unsafe("begin");
+      await holder.unsafe(
+        "insert into execution_logs (execution_id, seq, at, level, line) values ($1, 0, 0, 'info', 'y')",
+        [second],
+      );
+      // One batch, the second execution's line queued first: the first's is inserted before it waits.
+      const appended = Promise.all([
+        store.executionLogs.append([line(second)]),
+        store.executionLogs.append([line(first)]),
+      ]);
+      await someoneWaits(pids);
+      // So a third writer of the first execution's line waits for that batch rather than going ahead of it.
+      await other.unsafe("begin");
+      const third = other.unsafe(
+        "insert into execution_logs (execution_id, seq, at, level, line) values ($1, 0, 0, 'info', 'z') on conflict do nothing",
+        [first],
+      );
+      const bothWait = async () => {
+        await eventually(async () => {
+          const [row] = await sql`select count(*)::int as waiting from pg_stat_activity
+            where datname = current_database() and wait_event_type = 'Lock'`;
+          return row?.waiting === 2;
+        }, 60_000);
+        return "both wait" as const;
+      };
+      expect(await Promise.race([third.then(() => "went ahead" as const), bothWait()])).toBe("both wait");
+      await holder.unsafe("commit");
+      await appended;
+      await third;
+      await other.unsafe("commit");
+    } finally {
+      holder.release();
+      other.release();
+    }
+    const stored = await sql`select execution_id, line from execution_logs where execution_id in (${first}, ${second})
+      order by execution_id`;
+    expect([...stored]).toEqual([
+      { execution_id: first, line: "x" },
+      { execution_id: second, line: "y" },
+    ]);
   }, 60_000);
 });
