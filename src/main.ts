@@ -162,12 +162,8 @@ export async function startServer(
   const telemetry = new Telemetry(await tracerFor(config, store.instances.id));
   store.onBatchRetry(({ store: writer, reason, writes, message }) => {
     telemetry.batchRetried(writer, reason);
-    log(
-      `a batch of ${writes} writes (${writer}) failed as a whole (${reason}: ${message}); each was written again alone`,
-      {
-        level: "warn",
-      },
-    );
+    const what = `a batch of ${writes} writes (${writer}) failed as a whole (${reason}: ${message})`;
+    log(`${what}; each was written again alone`, { level: "warn" });
   });
   // Storage is reached before anything starts running, so an unreachable bucket stops start-up cleanly.
   // The S3 driver (minio: ~20 MiB and ~150 ms to import) is loaded only when it is the one configured.

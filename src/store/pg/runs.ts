@@ -87,8 +87,8 @@ const CLAIM = `with due as (
   )
   select ${RUN_COLUMNS} from leased`;
 
-// Many runs in one statement: locked by id first (lock-order.ts), or a lane's batch holding one of them
-// and waiting for another would wait in a circle with it.
+// Many runs in one statement (a heartbeat, a release): locked by id first (lock-order.ts), or a lane's
+// batch holding one of them and waiting for another would wait in a circle with it.
 const RENEW = `with held as (
     select id from workflow_runs
     where id = any(string_to_array($1::text, ',')) and lease_owner = $2 and ${WAITING}
