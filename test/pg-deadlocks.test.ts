@@ -10,7 +10,7 @@ import { bundlesDir, type RunningServer, startServer } from "../src/main.ts";
 import type { Log } from "../src/observe/log.ts";
 import { publishRelease } from "../src/release/publish.ts";
 import { openStore } from "../src/store/open.ts";
-import type { LogRow } from "../src/store/rows.ts";
+import type { ExecutionRow, LogRow } from "../src/store/rows.ts";
 import type { Store } from "../src/store/store.ts";
 import { dialects, type TestDatabase } from "./support/databases.ts";
 import { row } from "./support/rows.ts";
@@ -193,10 +193,22 @@ describe.skipIf(!pg)("PostgreSQL: no deadlocks", () => {
 });
 
 describe.skipIf(!pg)("PostgreSQL: a batch broken off from outside", () => {
-  test("a batch a deadlock broke off is written again one write at a time, counted in /metrics and logged once", async () => {
+  interface Outside {
+    store: Store;
+    /** A connection of the test's own, in a transaction (say, an operator's) that never runs the deadlock check. */
+    outside: postgres.ReservedSql;
+    sql: postgres.Sql;
+    /** Resolves once one batch waits for a lock and every other write of the instance has committed. */
+    batchWaits(): Promise<unknown>;
+  }
+
+  /**
+   * Runs `scenario`, then answers the instance's batch retries (/metrics) and its warnings. The instance's
+   * connections detect a deadlock 2 s after they start waiting (1 s by default): time for the outside
+   * transaction to join the circle, so that the batch, which waited first, is the one PostgreSQL breaks off.
+   */
+  async function brokenOff(scenario: (parts: Outside) => Promise<void>) {
     const warnings: string[] = [];
-    // The instance's connections detect a deadlock 2 s after they start waiting (1 s by default): time
-    // for the transaction below to join the circle, so that the batch is the one PostgreSQL breaks off.
     const { instances, databaseUrl, stop } = await startInstances(1, {
       log: (message, fields) => {
         if (fields?.level === "warn") warnings.push(message);
@@ -207,6 +219,29 @@ describe.skipIf(!pg)("PostgreSQL: a batch broken off from outside", () => {
     const sql = postgres(databaseUrl, { max: 2, onnotice: () => {} });
     const outside = await sql.reserve();
     try {
+      const [{ pid }] = (await outside`select pg_backend_pid() as pid`) as unknown as [{ pid: number }];
+      await outside.unsafe("begin");
+      await outside.unsafe("set local deadlock_timeout = '1min'");
+      const batchWaits = () =>
+        eventually(async () => {
+          const [row] = await sql`select count(*) filter (where wait_event_type = 'Lock')::int as waiting,
+              count(*) filter (where state <> 'idle')::int as busy
+            from pg_stat_activity where datname = current_database() and pid not in (pg_backend_pid(), ${pid})`;
+          return row?.waiting === 1 && row.busy === 1;
+        });
+      await scenario({ store, outside, sql, batchWaits });
+      const metrics = await (await fetch(`${url}/metrics`, { headers })).text();
+      const families = new Map(parsePrometheus(metrics).map((family) => [family.name, family]));
+      return { retries: families.get("actuate_store_batch_retries_total"), warnings };
+    } finally {
+      outside.release();
+      await sql.end();
+      await stop();
+    }
+  }
+
+  test("a batch of run writes a deadlock broke off is written again one write at a time, counted in /metrics and logged once", async () => {
+    const { retries, warnings } = await brokenOff(async ({ store, outside, sql, batchWaits }) => {
       const now = Date.now();
       const runs = Array.from({ length: 48 }, (_, i) =>
         newRun({
@@ -223,26 +258,16 @@ describe.skipIf(!pg)("PostgreSQL: a batch broken off from outside", () => {
       await Promise.all(runs.map(({ execution, run }) => store.runs.admit(execution, run)));
       const ids = runs.map(({ run }) => run.id).sort();
       const last = ids.at(-1) as string;
-
-      // Another client's transaction (say, an operator's) holds the run with the highest id.
-      const [{ pid: outsidePid }] = (await outside`select pg_backend_pid() as pid`) as unknown as [{ pid: number }];
-      await outside.unsafe("begin");
-      await outside.unsafe("set local deadlock_timeout = '1min'");
+      // The outside transaction holds the run with the highest id.
       await outside.unsafe("select id from workflow_runs where id = $1 for update", [last]);
       const ending = { status: "succeeded", output: { done: true }, errorCode: null, errorMessage: null } as const;
       // All queued in one turn: each lane's batch holds its runs in id order, so the one with the last
       // run waits for it holding the others.
       const finished = Promise.all(ids.map((id) => store.runs.finish("worker", id, { ...ending, finishedAt: now })));
-      // Every other batch has committed; that one waits.
-      await eventually(async () => {
-        const [row] = await sql`select count(*) filter (where wait_event_type = 'Lock')::int as waiting,
-            count(*) filter (where state <> 'idle')::int as busy
-          from pg_stat_activity where datname = current_database() and pid not in (pg_backend_pid(), ${outsidePid})`;
-        return row?.waiting === 1 && row.busy === 1;
-      });
+      await batchWaits();
       // It then locks the other runs, last first, and waits for the batch: a circle PostgreSQL breaks
-      // by failing the batch, which was waiting first. The batch's writes are tried again, one at a
-      // time, and all go through once this transaction ends.
+      // by failing the batch. The batch's writes are tried again, one at a time, and all go through
+      // once this transaction ends.
       await outside.unsafe(`select id from workflow_runs where id <> $1 order by id collate "C" desc for update`, [
         last,
       ]);
@@ -250,20 +275,42 @@ describe.skipIf(!pg)("PostgreSQL: a batch broken off from outside", () => {
       expect(await finished).toEqual(ids.map(() => ({ saved: true })));
       const stored = await sql`select status, count(*)::int as runs from workflow_runs group by status`;
       expect([...stored]).toEqual([{ status: "succeeded", runs: 48 }]);
+    });
+    expect(retries).toMatchObject({
+      type: "COUNTER",
+      metrics: [{ labels: { store: "runs", reason: "deadlock" }, value: "1" }],
+    });
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain("writes (runs) failed as a whole (deadlock: deadlock detected)");
+  }, 60_000);
 
-      const metrics = await (await fetch(`${url}/metrics`, { headers })).text();
-      const families = new Map(parsePrometheus(metrics).map((family) => [family.name, family]));
-      expect(families.get("actuate_store_batch_retries_total")).toMatchObject({
-        type: "COUNTER",
-        metrics: [{ labels: { store: "runs", reason: "deadlock" }, value: "1" }],
-      });
-      expect(warnings).toHaveLength(1);
-      expect(warnings[0]).toContain("writes (runs) failed as a whole (deadlock: deadlock detected)");
-    } finally {
-      outside.release();
-      await sql.end();
-      await stop();
-    }
+  test("a batch of claims a deadlock broke off is claimed again key by key: each claim answered, counted, logged once", async () => {
+    const { retries, warnings } = await brokenOff(async ({ store, outside, batchWaits }) => {
+      const rows = Array.from({ length: 8 }, (_, i) => row({ principalId: "outside", requestId: `key-${i}` }));
+      const [first, last] = [rows[0] as ExecutionRow, rows.at(-1) as ExecutionRow];
+      const insert = `insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version,
+          contract_hash, input_fingerprint, input, status, created_at)
+        values ($1, $2, 'user', 'outside', 'test.echo', 'function', 't1', 'c', 'f', '{}', 'running', 0)
+        on conflict do nothing`;
+      const theirs = [Bun.randomUUIDv7(), Bun.randomUUIDv7()] as const;
+      // The outside transaction inserts the last key; the batch inserts the keys in order and waits for it.
+      await outside.unsafe(insert, [theirs[1], last.requestId]);
+      const claims = Promise.all(rows.map((r) => store.executions.claim(r)));
+      await batchWaits();
+      // Then it inserts the first key, which the batch holds: a circle, and the batch is broken off.
+      await outside.unsafe(insert, [theirs[0], first.requestId]);
+      await outside.unsafe("commit");
+      expect((await claims).map((claim) => [claim.created, claim.row.id])).toEqual([
+        [false, theirs[0]],
+        ...rows.slice(1, -1).map((r) => [true, r.id]),
+        [false, theirs[1]],
+      ]);
+    });
+    expect(retries).toMatchObject({
+      metrics: [{ labels: { store: "execution_claims", reason: "deadlock" }, value: "1" }],
+    });
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain("a batch of 8 writes (execution_claims) failed as a whole (deadlock");
   }, 60_000);
 });
 
