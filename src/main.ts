@@ -177,6 +177,11 @@ export async function startServer(
   const log = options.log ?? serverLog(config, store.instances.id);
   store.onTrouble((message) => log(message, { level: "warn" }));
   const telemetry = new Telemetry(await tracerFor(config, store.instances.id));
+  store.onBatchRetry(({ store: writer, reason, writes, message }) => {
+    telemetry.batchRetried(writer, reason);
+    const what = `a batch of ${writes} writes (${writer}) failed as a whole (${reason}: ${message})`;
+    log(`${what}; each was written again alone`, { level: "warn" });
+  });
   const storage = config.storage.driver === "s3" ? await openS3(config.storage) : new DiskStorage(config.storage.root);
   const spoolDir = spoolDirOf(config.dataDir);
   clearSpool(spoolDir);

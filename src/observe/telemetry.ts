@@ -30,6 +30,7 @@ export class Telemetry {
   private readonly requestSeconds: Histogram;
   private readonly mcpCalls: Counter;
   private readonly queueDelay: Histogram;
+  private readonly batchRetries: Counter;
 
   constructor(readonly tracer: Tracer = NO_TRACER) {
     const r = this.registry;
@@ -61,6 +62,13 @@ export class Telemetry {
         DURATION_BUCKETS,
       ),
     );
+    this.batchRetries = r.register(
+      new Counter(
+        "actuate_store_batch_retries_total",
+        "Batches of database writes that failed as a whole and were written again one write at a time",
+        ["store", "reason"],
+      ),
+    );
     this.processMetrics();
   }
 
@@ -82,6 +90,10 @@ export class Telemetry {
 
   runStarted(delaySeconds: number): void {
     this.queueDelay.observe([], Math.max(0, delaySeconds));
+  }
+
+  batchRetried(store: string, reason: string): void {
+    this.batchRetries.inc([store, reason]);
   }
 
   /** A gauge read at each scrape (live sockets, the release, the pool). */

@@ -13,6 +13,17 @@ import type { StatsStore } from "./stats.ts";
 import type { TokenStore } from "./tokens.ts";
 import type { UserStore } from "./users.ts";
 
+/** A batch of writes that failed as a whole and was written again one write at a time, so only a bad one fails. */
+export interface BatchRetry {
+  /** The writer: `runs` (workflow runs' writes), `execution_claims`, `execution_settlements`. */
+  store: "runs" | "execution_claims" | "execution_settlements";
+  /** `deadlock` or `serialization`: the database broke the batch off for another transaction; else `other`. */
+  reason: "deadlock" | "serialization" | "other";
+  writes: number;
+  /** The database's error. */
+  message: string;
+}
+
 /**
  * Everything the runtime persists: one store per concern, each an interface with a SQLite and a
  * PostgreSQL adapter (sqlite/, pg/), composed by that dialect's open.ts. What both dialects do the same
@@ -45,6 +56,11 @@ export interface Store {
    * request keys, kept in memory meanwhile): nothing is lost, but the operator should hear of it.
    */
   onTrouble(warn: (message: string) => void): void;
+  /**
+   * Told of every batch written again one write at a time (`/metrics`: actuate_store_batch_retries_total,
+   * and a warning in the log). PostgreSQL's batches take their locks in one order, so none should be.
+   */
+  onBatchRetry(listener: (retry: BatchRetry) => void): void;
   /** Throws unless the database answers now (for /readyz). */
   ping(): Promise<void>;
   /** Waits for queued writes, then closes the connections. */

@@ -2,10 +2,15 @@ import type { Sql } from "postgres";
 import type { LogRow } from "../rows.ts";
 import { Lane, type WriteLoad } from "./lane.ts";
 
-/** Lines travel as one JSON text, like executions (see pg/executions.ts); `$N` is that parameter. */
+/**
+ * Lines travel as one JSON text, like executions (see pg/executions.ts); `$N` is that parameter. Inserted
+ * in key order: two instances writing lines of the same runs (one of them took the runs over) wait on
+ * each other's keys, and in one order they cannot wait in a circle.
+ */
 export const insertLogLines = (param: string) => `insert into execution_logs (execution_id, seq, at, level, step, line)
   select * from jsonb_to_recordset(${param}::text::jsonb)
     as l("executionId" text, seq integer, at bigint, level text, step text, line text)
+  order by l."executionId", l.seq
   on conflict do nothing`;
 
 const INSERT = insertLogLines("$1");

@@ -7,9 +7,11 @@ import type { ExecutionRow } from "../rows.ts";
 import { executions } from "../schema/pg.ts";
 import type { PrincipalKind } from "../statuses.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
+import type { BatchRetries } from "./batch-retries.ts";
 import { applyDataWrites } from "./data-writes.ts";
 import { insertLogLines, logLinesJson } from "./execution-logs.ts";
 import { Lane, totalLoad, type WriteLoad } from "./lane.ts";
+import { byText, requestKey } from "./lock-order.ts";
 
 export interface Claim {
   row: ExecutionRow;
@@ -106,9 +108,6 @@ const PREPARED = { prepare: true };
 /** Per statement; a longer queue goes out in several statements, one after the other. */
 const byJson = { maxItems: 500, maxWeight: 4 * 1024 * 1024, weigh: (item: Pending) => item.json.length };
 
-const requestKey = (row: Pick<ExecutionRow, "principalKind" | "principalId" | "requestId">) =>
-  `${row.principalKind}\u0000${row.principalId}\u0000${row.requestId}`;
-
 /**
  * Executions on PostgreSQL, with group commit for the writes every invocation makes: the claims queued during one turn
  * of the event loop are one INSERT … ON CONFLICT DO NOTHING, the settlements one UPDATE … FROM, each its
@@ -124,6 +123,7 @@ export class PgExecutionStore implements ExecutionStore {
     private readonly client: Sql,
     private readonly instance: string,
     private readonly lists: { db: AnyDatabase; dialect: Dialect; tables: Tables },
+    private readonly retries: BatchRetries,
   ) {}
 
   /** Inserts the row unless its (principal, requestId) is taken; resolves, once committed, to the holder. */
@@ -201,8 +201,9 @@ export class PgExecutionStore implements ExecutionStore {
     const groups = groupByRequest(batch);
     try {
       await this.claimGroups(groups, false);
-    } catch {
+    } catch (error) {
       // One bad row fails the whole statement: claim each key alone so that only its own claims fail.
+      this.retries.retried("execution_claims", error, groups.length);
       const left = groups.filter((group) => !group.done);
       await Promise.all(left.map((group) => this.claimGroups([group], true).catch((error) => failGroup(group, error))));
     }
@@ -255,7 +256,8 @@ export class PgExecutionStore implements ExecutionStore {
     const settles = [...unique.values()];
     try {
       await this.settleAll(settles);
-    } catch {
+    } catch (error) {
+      this.retries.retried("execution_settlements", error, settles.length);
       await Promise.all(settles.map((settle) => this.settleAll([settle]).catch(settle.reject)));
     }
     if (repeats.length > 0) await this.writeSettles(repeats);
@@ -287,8 +289,9 @@ function groupByRequest(batch: PendingClaim[]): ClaimGroup[] {
     else groups.set(key, { claims: [claim], done: false });
   }
   // Two instances inserting overlapping keys in opposite orders would deadlock on each other's pending
-  // index entries; the same order everywhere rules that out.
-  return [...groups.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, group]) => group);
+  // index entries; the same order everywhere rules that out (lock-order.ts). The statement inserts the
+  // rows in the order of its JSON array.
+  return [...groups.entries()].sort(([a], [b]) => byText(a, b)).map(([, group]) => group);
 }
 
 function resolveCreated(group: ClaimGroup) {

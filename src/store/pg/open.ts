@@ -16,6 +16,7 @@ import { DrizzleUserStore } from "../drizzle/users.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
 import * as schema from "../schema/pg.ts";
 import type { Store } from "../store.ts";
+import { BatchRetries } from "./batch-retries.ts";
 import { postgresDataStore } from "./data.ts";
 import { PgLogWriter } from "./execution-logs.ts";
 import { PgExecutionStore } from "./executions.ts";
@@ -44,8 +45,9 @@ export async function openPostgresStore(url: string): Promise<Store> {
   const db = drizzle({ client, schema });
   const lists = { db, dialect, tables: schema };
   const instances = new PgInstanceStore(client);
-  const executions = new PgExecutionStore(client, instances.id, lists);
-  const runs = new PgRunStore(client, executions, lists);
+  const retries = new BatchRetries();
+  const executions = new PgExecutionStore(client, instances.id, lists, retries);
+  const runs = new PgRunStore(client, executions, lists, retries);
   const logWriter = new PgLogWriter(client);
   return {
     executions,
@@ -65,6 +67,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
     pool: () => ({ size: options.max, ...totalLoad([executions.load, runs.load, logWriter.load]) }),
     // Every write is the database's own: nothing runs behind the requests that could fail unseen.
     onTrouble() {},
+    onBatchRetry: (listener) => retries.listen(listener),
     async ping() {
       await client`select 1`;
     },

@@ -19,8 +19,10 @@ import {
 } from "../runs.ts";
 import { workflowRuns, workflowSteps } from "../schema/pg.ts";
 import { refusal } from "../write-failure.ts";
+import type { BatchRetries } from "./batch-retries.ts";
 import { applyDataWrites } from "./data-writes.ts";
 import { Lane, type Queued, totalLoad, type WriteLoad } from "./lane.ts";
+import { byText, requestKey } from "./lock-order.ts";
 
 type Params = ParameterOrJSON<never>[];
 
@@ -85,9 +87,23 @@ const CLAIM = `with due as (
   )
   select ${RUN_COLUMNS} from leased`;
 
-const RENEW = `update workflow_runs set lease_expires_at = $3
-  where id = any(string_to_array($1::text, ',')) and lease_owner = $2 and ${WAITING}
-  returning id, cancel_requested as "cancelRequested"`;
+// Many runs in one statement (a heartbeat, a release): locked by id first (lock-order.ts), or a lane's
+// batch holding one of them and waiting for another would wait in a circle with it.
+const RENEW = `with held as (
+    select id from workflow_runs
+    where id = any(string_to_array($1::text, ',')) and lease_owner = $2 and ${WAITING}
+    order by id collate "C"
+    for update
+  )
+  update workflow_runs r set lease_expires_at = $3
+  from held where r.id = held.id
+  returning r.id, r.cancel_requested as "cancelRequested"`;
+
+const RELEASE = `with held as (
+    select id from workflow_runs where lease_owner = $1 and ${WAITING} order by id collate "C" for update
+  )
+  update workflow_runs r set lease_owner = null, lease_expires_at = null
+  from held where r.id = held.id`;
 
 // One statement, so one transaction: the step row is written only if the run was still held and is now let go.
 const SUSPEND = `with r as (
@@ -117,6 +133,9 @@ const FINISH = `with r as (
   returning x.id`;
 
 interface PendingWrite extends Queued {
+  runId: string;
+  /** An admission's (lock-order.ts `requestKey`): it inserts the key before any run row is locked. */
+  requestKey?: string;
   sql: string;
   params: Params;
   resolve: (rows: Row[]) => void;
@@ -127,7 +146,9 @@ interface PendingWrite extends Queued {
 
 /**
  * Lanes write in parallel; all writes of one run go through the same lane, in order, and the rows of
- * different runs are disjoint, so two lanes' transactions do not wait on each other.
+ * different runs are disjoint, so two lanes' transactions do not wait on each other. What else locks
+ * runs (a heartbeat, a release) or request keys (another instance's admissions) takes its locks in the
+ * order a batch takes them (lock-order.ts).
  */
 const LANES = 4;
 
@@ -161,29 +182,35 @@ export class PgRunStore implements RunStore {
     private readonly client: Sql,
     private readonly executions: Pick<ExecutionStore, "findByRequest">,
     private readonly lists: { db: AnyDatabase; dialect: Dialect; tables: Tables },
+    private readonly retries: BatchRetries,
   ) {}
 
   async admit(execution: ExecutionRow, run: RunRow) {
-    const rows = await this.write(run.id, ADMIT, [
-      execution.id,
-      execution.requestId,
-      execution.principalKind,
-      execution.principalId,
-      execution.action,
-      execution.releaseVersion,
-      execution.contractHash,
-      execution.inputFingerprint,
-      JSON.stringify(execution.input),
-      execution.status,
-      execution.createdAt,
-      execution.startedAt,
-      run.status,
-      run.leaseOwner,
-      run.leaseExpiresAt,
-      run.wakeAt,
-      run.principalClaims === null ? null : JSON.stringify(run.principalClaims),
-      execution.scheduledBy,
-    ]);
+    const rows = await this.write(
+      run.id,
+      ADMIT,
+      [
+        execution.id,
+        execution.requestId,
+        execution.principalKind,
+        execution.principalId,
+        execution.action,
+        execution.releaseVersion,
+        execution.contractHash,
+        execution.inputFingerprint,
+        JSON.stringify(execution.input),
+        execution.status,
+        execution.createdAt,
+        execution.startedAt,
+        run.status,
+        run.leaseOwner,
+        run.leaseExpiresAt,
+        run.wakeAt,
+        run.principalClaims === null ? null : JSON.stringify(run.principalClaims),
+        execution.scheduledBy,
+      ],
+      { requestKey: requestKey(execution) },
+    );
     if (rows.length > 0) return { execution, created: true };
     const existing = await this.executions.findByRequest(
       { kind: execution.principalKind, id: execution.principalId },
@@ -231,7 +258,7 @@ export class PgRunStore implements RunStore {
     const params = [...stepValues(step), owner] as Params;
     if (writes.length === 0) {
       const startOf = step.status === "running" ? key : undefined;
-      return fenced(await this.write(step.runId, UPSERT_STEP, params, startOf));
+      return fenced(await this.write(step.runId, UPSERT_STEP, params, { startOf }));
     }
     try {
       await this.client.begin(async (tx) => {
@@ -270,10 +297,7 @@ export class PgRunStore implements RunStore {
 
   async release(owner: string): Promise<void> {
     await this.drain();
-    await this.client.unsafe(
-      `update workflow_runs set lease_owner = null, lease_expires_at = null where lease_owner = $1 and ${WAITING}`,
-      [owner],
-    );
+    await this.client.unsafe(RELEASE, [owner]);
   }
 
   /** Waits for queued writes (the store calls this before closing). */
@@ -292,19 +316,24 @@ export class PgRunStore implements RunStore {
     return key;
   }
 
-  private write(runId: string, sql: string, params: Params, startOf?: string): Promise<Row[]> {
+  private write(
+    runId: string,
+    sql: string,
+    params: Params,
+    { startOf, requestKey }: Pick<PendingWrite, "startOf" | "requestKey"> = {},
+  ): Promise<Row[]> {
     const lane = this.lanes[laneOf(runId)] as Lane<PendingWrite>;
     return new Promise((resolve, reject) => {
-      const item: PendingWrite = { sql, params, resolve, reject, startOf };
+      const item: PendingWrite = { runId, requestKey, sql, params, resolve, reject, startOf };
       if (startOf) this.unsentStarts.set(startOf, item);
       lane.push(item);
     });
   }
 
   /**
-   * One transaction sent as one pipeline (begin, the statements, commit: one write, one round trip); if
-   * any statement fails, the transaction rolls back and each statement runs again alone, so only its own
-   * caller fails.
+   * One transaction sent as one pipeline (begin, the statements, commit: one write, one round trip), its
+   * statements in lock order (lock-order.ts); if any statement fails, the transaction rolls back and each
+   * statement runs again alone, so only its own caller fails.
    */
   private async writeBatch(queued: PendingWrite[]): Promise<void> {
     const batch: PendingWrite[] = [];
@@ -317,6 +346,7 @@ export class PgRunStore implements RunStore {
       batch.push(item);
     }
     if (batch.length === 0) return;
+    batch.sort(inLockOrder);
     const connection = await this.client.reserve();
     let outcomes: PromiseSettledResult<Row[]>[];
     try {
@@ -328,13 +358,14 @@ export class PgRunStore implements RunStore {
     } finally {
       connection.release();
     }
-    const committed = outcomes.every((outcome) => outcome.status === "fulfilled");
-    if (committed) {
+    const failed = outcomes.find((outcome) => outcome.status === "rejected");
+    if (!failed) {
       batch.forEach((item, i) => {
         item.resolve([...((outcomes[i + 1] as PromiseFulfilledResult<Row[]>).value ?? [])]);
       });
       return;
     }
+    this.retries.retried("runs", failed.reason, batch.length);
     await Promise.all(
       batch.map((item) =>
         this.client
@@ -347,6 +378,17 @@ export class PgRunStore implements RunStore {
 }
 
 class LeaseLost extends Error {}
+
+/**
+ * Admissions first, by request key (each inserts one, and locks no run another transaction can see),
+ * then the other writes by run id. The sort is stable, so a run's writes keep their order.
+ */
+function inLockOrder(a: PendingWrite, b: PendingWrite): number {
+  if (a.requestKey !== undefined && b.requestKey !== undefined) return byText(a.requestKey, b.requestKey);
+  if (a.requestKey !== undefined) return -1;
+  if (b.requestKey !== undefined) return 1;
+  return byText(a.runId, b.runId);
+}
 
 /** Run ids are UUIDv7: their last hex digit is random. */
 const laneOf = (runId: string) => Number.parseInt(runId.slice(-1), 16) % LANES;

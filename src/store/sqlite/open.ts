@@ -77,6 +77,8 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
     // One connection, written synchronously: what waits is the next group commit.
     pool: () => ({ size: 1, queued: executions.queued, inFlight: 0 }),
     onTrouble: (warn) => executions.onTrouble(warn),
+    // One connection writes, so no batch waits on another's locks: none is broken off.
+    onBatchRetry() {},
     async ping() {
       client.query("select 1").get();
     },
