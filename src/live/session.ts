@@ -162,7 +162,7 @@ export class SessionHub {
       if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("not an object");
       message = parsed as Message;
     } catch {
-      return this.error(session, { raw: String(raw).slice(0, 200) }, "each message must be one JSON object");
+      return this.error(session, { raw: preview(raw) }, "each message must be one JSON object");
     }
     if (nestsDeeperThan(message)) return this.error(session, { op: message.op }, tooDeepMessage);
     try {
@@ -454,6 +454,13 @@ export class SessionHub {
     });
   }
 }
+
+/**
+ * The start of a message that is no JSON object, for `original-event`. Elysia hands over JSON already
+ * parsed: an array is not turned back into text, since `String()` of one nested 5,000 deep overflows
+ * the stack (the message got no answer at all).
+ */
+const preview = (raw: unknown) => (Array.isArray(raw) ? "[…]" : String(raw).slice(0, 200));
 
 /** A wait that does not keep the process alive. */
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
