@@ -121,6 +121,12 @@ function serverGauges(
       ];
     },
   );
+  telemetry.gauge(
+    "actuate_live_unsent_bytes",
+    "Bytes sent on /session sockets that their clients have not read yet",
+    [],
+    () => hub.counts().unsentBytes,
+  );
   // Read from the database before each scrape (on every instance: a count of the whole database's runs).
   let runs: Record<string, number> = {};
   telemetry.registry.refreshing(async () => {
@@ -274,7 +280,7 @@ export async function startServer(
       { level: "warn" },
     );
   }
-  const hub = new SessionHub({ auth, data, engine, log, limits: config.live });
+  const hub = new SessionHub({ auth, data, engine, log, limits: config.live, telemetry });
   serverGauges(telemetry, { hub, releases, store });
   const app = createApp({
     files,

@@ -98,5 +98,21 @@ for (const dialect of dialects) {
         client.close();
       }
     });
+
+    test("a socket message that is a top-level array, however deep, is answered as no JSON object (5,000 deep got no answer)", async () => {
+      const client = await LiveClient.connect(t.url);
+      try {
+        for (const levels of [1_000, 5_000, 100_000]) {
+          client.send(nested(levels));
+          const error = await client.op("error");
+          expect(error).toMatchObject({ status: 400, error: "invalid_request" });
+          expect(error.message).toBe("each message must be one JSON object");
+        }
+        client.send({ op: "init", "access-token": t.serviceKey });
+        expect(await client.op("init-ok")).toBeDefined();
+      } finally {
+        client.close();
+      }
+    });
   });
 }

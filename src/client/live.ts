@@ -8,12 +8,20 @@ export interface StreamEvent {
   errorCode?: string | null;
   log?: unknown;
   at?: number;
+  /** A log line's number in the execution's log. */
+  seq?: number;
 }
 
 interface Subscription {
   query: Record<string, unknown>;
   listeners: Set<(result: Record<string, unknown[]>) => void>;
   last?: Record<string, unknown[]>;
+}
+
+/** An execution followed, and the last log line it received: a stream resumes after it when the socket reconnects. */
+interface Stream {
+  listeners: Set<(event: StreamEvent) => void>;
+  lastSeq?: number;
 }
 
 const MAX_RECONNECT_MS = 10_000;
@@ -29,13 +37,14 @@ const keyOf = (value: unknown): string =>
 /**
  * One WebSocket to `/session` per client, opened on first use: `init` with the token, live queries
  * as trees (`return-type: "tree"`), execution streams. It reconnects with jittered backoff and
- * subscribes again to everything it held, so a server restart is a pause, not an end.
+ * subscribes again to everything it held (a stream from the line after the last it received), so a
+ * server restart, or the server closing a socket that fell behind (4013), is a pause, not an end.
  */
 export class LiveConnection {
   private socket: WebSocket | null = null;
   private state: ConnectionState = "closed";
   private readonly subscriptions = new Map<string, Subscription>();
-  private readonly streams = new Map<string, Set<(event: StreamEvent) => void>>();
+  private readonly streams = new Map<string, Stream>();
   private readonly stateListeners = new Set<(state: ConnectionState) => void>();
   private attempts = 0;
   private closedByUser = false;
@@ -74,12 +83,13 @@ export class LiveConnection {
 
   stream(executionId: string, listener: (event: StreamEvent) => void): () => void {
     const id = executionId.toLowerCase();
-    let listeners = this.streams.get(id);
-    if (!listeners) {
-      listeners = new Set();
-      this.streams.set(id, listeners);
+    let stream = this.streams.get(id);
+    if (!stream) {
+      stream = { listeners: new Set() };
+      this.streams.set(id, stream);
       if (this.state === "open") this.send({ op: "subscribe-stream", "execution-id": id });
     }
+    const { listeners } = stream;
     listeners.add(listener);
     this.open();
     return () => {
@@ -135,7 +145,10 @@ export class LiveConnection {
         );
         for (const sub of this.subscriptions.values())
           this.send({ op: "add-query", q: sub.query, "return-type": "tree" });
-        for (const id of this.streams.keys()) this.send({ op: "subscribe-stream", "execution-id": id });
+        for (const [id, { lastSeq }] of this.streams) {
+          const resume = lastSeq === undefined ? {} : { "after-seq": lastSeq };
+          this.send({ op: "subscribe-stream", "execution-id": id, ...resume });
+        }
         return;
       case "add-query-ok":
         this.deliver(message.q, message.result);
@@ -147,7 +160,10 @@ export class LiveConnection {
         return;
       case "stream-append": {
         const { op: _, "execution-id": id, "client-event-id": __, ...event } = message;
-        for (const listener of this.streams.get(String(id)) ?? []) listener(event as StreamEvent);
+        const stream = this.streams.get(String(id));
+        if (!stream) return;
+        if (typeof event.seq === "number") stream.lastSeq = event.seq;
+        for (const listener of stream.listeners) listener(event as StreamEvent);
         return;
       }
       case "error":
@@ -156,7 +172,7 @@ export class LiveConnection {
           this.closedByUser = true;
           this.socket?.close();
           const error = new ActuateError("unauthorized", String(message.message), 401);
-          for (const listeners of this.streams.values())
+          for (const { listeners } of this.streams.values())
             for (const l of listeners) l({ done: true, errorCode: error.code });
         }
         return;

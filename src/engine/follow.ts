@@ -31,6 +31,11 @@ export interface FollowOptions {
    * from the feed at once. Off for followers that only want the end (`/result`, replays).
    */
   storedLogs?: boolean;
+  /**
+   * Only the log lines after this `seq`: a client resuming a stream it was following. An execution that
+   * has ended then gives them too, before its end (without it, only its end).
+   */
+  afterSeq?: number;
 }
 
 /**
@@ -56,7 +61,7 @@ export async function* followExecution(
   });
   const aborted = () => wake?.();
   options.signal?.addEventListener("abort", aborted);
-  let lastSeq = -1;
+  let lastSeq = options.afterSeq ?? -1;
   /** Lines stored since the last one yielded (none unless `storedLogs`). */
   const storedLines = async (): Promise<ExecutionEvent[]> => {
     if (!options.storedLogs) return [];
@@ -66,8 +71,16 @@ export async function* followExecution(
   };
   try {
     let current = await first();
+    if (isTerminal(current.status)) {
+      // A follower resuming after a line it had missed the end too: the lines it missed come before it.
+      if (options.afterSeq !== undefined) {
+        for (let lines = await storedLines(); lines.length > 0; lines = await storedLines()) yield* lines;
+      }
+      yield { type: "status", execution: current };
+      return;
+    }
     yield { type: "status", execution: current };
-    if (!isTerminal(current.status)) yield* await storedLines();
+    yield* await storedLines();
     let delay = $.poll.minMs;
     const reread = async () => {
       const row = await $.read(id);

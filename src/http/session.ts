@@ -1,3 +1,4 @@
+import type { ServerWebSocket } from "bun";
 import { Elysia } from "elysia";
 import { type Authenticator, bearerToken } from "../auth/authenticator.ts";
 import type { Login, SessionHub } from "../live/session.ts";
@@ -25,10 +26,17 @@ export const sessionRoutes = ({ hub, auth, publicUrl }: SessionRouteOptions) => 
     .ws("/session", {
       open(ws) {
         const socket = {
-          send: (m: string) => ws.send(m),
+          // Bun answers the bytes sent, -1 when they wait behind unread ones, 0 when it dropped them.
+          send: (m: string) => ws.send(m) !== 0,
+          // Bun's socket; Elysia's own type of it leaves this method out.
+          unsentBytes: () => (ws.raw as unknown as ServerWebSocket).getBufferedAmount(),
           close: (code: number, reason: string) => ws.close(code, reason),
         };
         sessions.set(ws.raw, hub.open(socket, ws.data.headerLogin));
+      },
+      drain(ws) {
+        const session = sessions.get(ws.raw);
+        if (session) hub.drained(session);
       },
       async message(ws, message) {
         const session = sessions.get(ws.raw);

@@ -9,14 +9,21 @@ import { loggable, publicErrorOf } from "../lib/database-errors.ts";
 import { type ErrorCode, PublicError } from "../lib/errors.ts";
 import { nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
 import type { Log } from "../observe/log.ts";
+import type { Telemetry } from "../observe/telemetry.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
 
-/** The socket as the hub sees it; http/session.ts adapts Elysia's. */
+/** The socket as the hub sees it; http/session.ts adapts Elysia's (Bun's). */
 export interface LiveSocket {
-  send(message: string): void;
+  /** False when Bun dropped the message: it does once 16 MiB the client has not read are waiting. */
+  send(message: string): boolean;
+  /** Bytes sent that the client has not read yet (Bun holds them until the socket drains). */
+  unsentBytes(): number;
   close(code: number, reason: string): void;
 }
+
+/** A socket that falls so far behind that a message would be dropped is closed with this code; clients reconnect. */
+const FELL_BEHIND = 4013;
 
 /** A bearer credential and the caller it names. */
 export interface Login {
@@ -30,6 +37,7 @@ export interface HubDeps {
   engine: Engine;
   log: Log;
   limits: LiveLimits;
+  telemetry: Telemetry;
 }
 
 /** What one caller holds on this server, across its sockets. */
@@ -66,11 +74,19 @@ interface Session {
   token: string | null;
   principal: Principal | null;
   subscriptions: Map<string, Subscription>;
+  /** Subscriptions whose latest result is to be sent, held while the socket has unsent bytes (`pump`). */
+  due: Map<string, DueResult>;
   streams: Map<string, () => void>;
+  /** Streams whose next line waits for the socket to have sent everything. */
+  drainWaiters: (() => void)[];
   initTimer: Timer;
 }
 
 type Message = Record<string, unknown> & { op?: unknown };
+
+/** A subscription's result to send: the answer to its `add-query` (repeating the client's event id), or a refresh. */
+type DueResult = { answer: { eventId: unknown } } | { answer: null };
+const REFRESH: DueResult = { answer: null };
 
 /** A status as `stream-append` shows it: `done` once ended, with the error code then. */
 const streamStatus = (execution: Execution) => {
@@ -116,7 +132,9 @@ export class SessionHub {
       token: null,
       principal: null,
       subscriptions: new Map(),
+      due: new Map(),
       streams: new Map(),
+      drainWaiters: [],
       initTimer: setTimeout(() => {
         socket.close(4008, `no valid init within ${this.initTimeoutMs / 1000} s`);
         this.close(session);
@@ -128,6 +146,8 @@ export class SessionHub {
 
   close(session: Session): void {
     clearTimeout(session.initTimer);
+    session.due.clear();
+    for (const wake of session.drainWaiters.splice(0)) wake();
     if (session.principal && this.sessions.has(session)) {
       const load = this.load(session.principal);
       load.sockets -= 1;
@@ -138,15 +158,20 @@ export class SessionHub {
     this.sessions.delete(session);
   }
 
-  /** Sockets open now and the live queries and execution streams they hold (read by /metrics). */
-  counts(): { sockets: number; subscriptions: number; streams: number } {
+  /**
+   * Sockets open now, the live queries and execution streams they hold, and the bytes sent on them that
+   * their clients have not read yet (read by /metrics).
+   */
+  counts(): { sockets: number; subscriptions: number; streams: number; unsentBytes: number } {
     let subscriptions = 0;
     let streams = 0;
+    let unsentBytes = 0;
     for (const session of this.sessions) {
       subscriptions += session.subscriptions.size;
       streams += session.streams.size;
+      unsentBytes += session.socket.unsentBytes();
     }
-    return { sockets: this.sessions.size, subscriptions, streams };
+    return { sockets: this.sessions.size, subscriptions, streams, unsentBytes };
   }
 
   stop(): void {
@@ -162,7 +187,7 @@ export class SessionHub {
       if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("not an object");
       message = parsed as Message;
     } catch {
-      return this.error(session, { raw: String(raw).slice(0, 200) }, "each message must be one JSON object");
+      return this.error(session, { raw: preview(raw) }, "each message must be one JSON object");
     }
     if (nestsDeeperThan(message)) return this.error(session, { op: message.op }, tooDeepMessage);
     try {
@@ -186,9 +211,10 @@ export class SessionHub {
       case "add-query":
         return this.addQuery(session, message);
       case "remove-query": {
-        if (session.subscriptions.delete(canonicalJson(message.q ?? null)))
-          this.load(session.principal).subscriptions -= 1;
-        return send(session, { op: "remove-query-ok", q: message.q, "client-event-id": eventId });
+        const key = canonicalJson(message.q ?? null);
+        session.due.delete(key);
+        if (session.subscriptions.delete(key)) this.load(session.principal).subscriptions -= 1;
+        return this.send(session, { op: "remove-query-ok", q: message.q, "client-event-id": eventId });
       }
       case "subscribe-stream":
         return this.subscribeStream(session, message);
@@ -224,7 +250,7 @@ export class SessionHub {
     clearTimeout(session.initTimer);
     session.token = token;
     const release = this.$.engine.currentRelease();
-    send(session, {
+    this.send(session, {
       op: "init-ok",
       "session-id": session.id,
       "client-event-id": message["client-event-id"],
@@ -250,7 +276,7 @@ export class SessionHub {
     }
     session.principal = principal;
     session.token = token;
-    send(session, {
+    this.send(session, {
       op: "init-ok",
       "session-id": session.id,
       "client-event-id": message["client-event-id"],
@@ -261,7 +287,11 @@ export class SessionHub {
   private async addQuery(session: Session, message: Message) {
     const key = canonicalJson(message.q ?? null);
     if (session.subscriptions.has(key)) {
-      return send(session, { op: "add-query-exists", q: message.q, "client-event-id": message["client-event-id"] });
+      return this.send(session, {
+        op: "add-query-exists",
+        q: message.q,
+        "client-event-id": message["client-event-id"],
+      });
     }
     const limits = this.$.limits;
     if (session.subscriptions.size >= limits.subscriptionsPerSocket) {
@@ -281,27 +311,34 @@ export class SessionHub {
     // the few queries in flight at once, never more.
     if (!session.subscriptions.has(key) && this.sessions.has(session)) load.subscriptions += 1;
     session.subscriptions.set(key, { q: message.q, returnType, reads, last: JSON.stringify(result) });
-    send(session, { op: "add-query-ok", q: message.q, result, "client-event-id": message["client-event-id"] });
+    this.deliver(session, [key], { answer: { eventId: message["client-event-id"] } });
   }
 
   /**
-   * Follows an execution wherever it runs (engine.follow): its status, each log line, its end. The
-   * first status is sent before this returns; the rest streams until the end or the socket closes.
+   * Follows an execution wherever it runs (engine.follow): its status, each log line (from the one after
+   * `after-seq`, for a client resuming a stream), its end. The first event is sent before this returns;
+   * the rest streams, each line once the socket sent the one before, until the end or the socket closes.
    */
   private async subscribeStream(session: Session, message: Message) {
     const id = message["execution-id"];
     if (typeof id !== "string") return this.error(session, message, "subscribe-stream needs an execution-id");
+    const afterSeq = message["after-seq"];
+    if (afterSeq !== undefined && (!Number.isSafeInteger(afterSeq) || (afterSeq as number) < -1)) {
+      return this.error(session, message, "after-seq must be the seq of a log line (a whole number, -1 for all)");
+    }
     const key = id.toLowerCase();
     const stop = new AbortController();
     const events = this.$.engine.follow(session.principal as Principal, key, {
       signal: stop.signal,
       storedLogs: true,
+      afterSeq: afterSeq as number | undefined,
     });
     const first = await events.next();
     const eventId = message["client-event-id"];
     const append = (event: ExecutionEvent) => {
-      const fields = event.type === "log" ? { log: event.line, at: event.at } : streamStatus(event.execution);
-      send(session, { op: "stream-append", "execution-id": key, "client-event-id": eventId, ...fields });
+      const fields =
+        event.type === "log" ? { log: event.line, at: event.at, seq: event.seq } : streamStatus(event.execution);
+      this.send(session, { op: "stream-append", "execution-id": key, "client-event-id": eventId, ...fields });
     };
     if (first.done) return;
     append(first.value);
@@ -313,7 +350,10 @@ export class SessionHub {
     session.streams.set(key, () => stop.abort());
     void (async () => {
       try {
-        for await (const event of events) append(event);
+        for await (const event of events) {
+          append(event);
+          await this.sent(session);
+        }
       } catch (error) {
         this.logFailure(`subscribe-stream of ${key}`, error);
       } finally {
@@ -380,29 +420,74 @@ export class SessionHub {
   private async refresh(runs: RefreshRun[]) {
     const release = this.$.engine.currentRelease();
     if (!release) return;
-    const changed = new Map<Session, unknown[]>();
+    const changed = new Map<Session, string[]>();
     for (const { session, sub, subscribers } of runs) {
       await new Promise((resolve) => setImmediate(resolve));
       if (this.stopped) return;
-      const outcome = await this.run(session, release, sub.q, sub.returnType).then(
-        (result) => ({ result, json: JSON.stringify(result) }),
+      const json = await this.run(session, release, sub.q, sub.returnType).then(
+        (result) => JSON.stringify(result),
         () => null,
       );
-      if (outcome === null) continue;
-      const { result, json } = outcome;
+      if (json === null) continue;
       for (const subscriber of subscribers) {
         // Gone (socket closed, query removed) or unchanged since last sent: nothing to say.
         if (subscriber.session.subscriptions.get(subscriber.key) !== subscriber.sub) continue;
         if (subscriber.sub.last === json) continue;
         subscriber.sub.last = json;
-        const computations = changed.get(subscriber.session) ?? [];
-        computations.push({ "instaql-query": subscriber.sub.q, "instaql-result": result });
-        changed.set(subscriber.session, computations);
+        const keys = changed.get(subscriber.session) ?? [];
+        keys.push(subscriber.key);
+        changed.set(subscriber.session, keys);
       }
     }
-    for (const [session, computations] of changed) {
-      if (this.sessions.has(session)) send(session, { op: "refresh-ok", computations });
+    for (const [session, keys] of changed) this.deliver(session, keys);
+  }
+
+  /**
+   * Results (answers to `add-query`, refreshes) are worth only their latest state: while the socket has
+   * bytes the client has not read, a result is held (one per subscription, whatever the number of
+   * writes) and its latest state goes out when the socket drains. A slow reader gets fewer refreshes,
+   * never a lost one, and what the server holds for it is bounded by its subscriptions.
+   */
+  private deliver(session: Session, keys: string[], due: DueResult = REFRESH) {
+    if (!this.sessions.has(session)) return;
+    // A refresh of a result whose answer is still due goes out as that answer, with the latest result.
+    for (const key of keys) if (due.answer || !session.due.has(key)) session.due.set(key, due);
+    if (session.socket.unsentBytes() > 0) this.$.telemetry.liveResults("held", keys.length);
+    else this.pump(session, "sent");
+  }
+
+  /** Bun sent some of what the socket held, or all: once all, held results and waiting streams go on. */
+  drained(session: Session): void {
+    if (session.socket.unsentBytes() > 0) return;
+    for (const wake of session.drainWaiters.splice(0)) wake();
+    this.pump(session, "sent_late");
+  }
+
+  /**
+   * Sends the due results while the socket has nothing unsent: each answer on its own, the refreshes
+   * together in one `refresh-ok`. What is left waits for the next drain, so however many results are
+   * due, at most one message waits in Bun's buffer beyond what the client has not read.
+   */
+  private pump(session: Session, delivery: "sent" | "sent_late") {
+    let sent = 0;
+    while (session.due.size > 0 && session.socket.unsentBytes() === 0) {
+      const [key, due] = session.due.entries().next().value as [string, DueResult];
+      const keys = due.answer ? [key] : [...session.due].flatMap(([k, d]) => (d.answer ? [] : [k]));
+      const subs = keys.flatMap((k) => {
+        session.due.delete(k);
+        return session.subscriptions.get(k) ?? [];
+      });
+      if (subs.length === 0) continue;
+      sent += subs.length;
+      this.sendText(session, due.answer ? addQueryOk(subs[0] as Subscription, due.answer.eventId) : refreshOk(subs));
     }
+    if (sent > 0) this.$.telemetry.liveResults(delivery, sent);
+  }
+
+  /** Resolves once the socket has sent everything it was given (or closed): a stream's next line waits for it. */
+  private sent(session: Session): Promise<void> {
+    if (session.socket.unsentBytes() === 0 || !this.sessions.has(session)) return Promise.resolve();
+    return new Promise((resolve) => session.drainWaiters.push(resolve));
   }
 
   private async run(session: Session, release: LoadedRelease, q: unknown, returnType: ResultShape) {
@@ -435,6 +520,28 @@ export class SessionHub {
     });
   }
 
+  private send(session: Session, message: Record<string, unknown>) {
+    this.sendText(session, JSON.stringify(message));
+  }
+
+  /**
+   * Bun drops a message sent while 16 MiB the client has not read are waiting (its default
+   * `backpressureLimit`): the client would miss it without knowing. Results and stream lines wait for
+   * the socket to drain, so only a client that keeps asking without reading the answers gets there; its
+   * socket is closed instead, with FELL_BEHIND, and the client reconnects and asks again (a stream after
+   * its last line).
+   */
+  private sendText(session: Session, text: string) {
+    if (!this.sessions.has(session) || session.socket.send(text)) return;
+    const unread = session.socket.unsentBytes();
+    this.$.telemetry.liveSocketFellBehind();
+    this.$.log(`session ${session.id}: closed (${FELL_BEHIND}): the client left ${unread} bytes unread`, {
+      level: "warn",
+    });
+    session.socket.close(FELL_BEHIND, "the client fell behind: reconnect");
+    this.close(session);
+  }
+
   private error(session: Session, original: unknown, message: string, code: ErrorCode = "invalid_request") {
     this.refuse(session, original, new PublicError(code, message));
   }
@@ -443,7 +550,7 @@ export class SessionHub {
   private refuse(session: Session, original: unknown, refusal: PublicError) {
     const eventId =
       typeof original === "object" && original !== null ? (original as Message)["client-event-id"] : undefined;
-    send(session, {
+    this.send(session, {
       ...refusal.fields,
       op: "error",
       status: refusal.status,
@@ -455,9 +562,29 @@ export class SessionHub {
   }
 }
 
+/**
+ * The start of a message that is no JSON object, for `original-event`. Elysia hands over JSON already
+ * parsed: an array is not turned back into text, since `String()` of one nested 5,000 deep overflows
+ * the stack (the message got no answer at all).
+ */
+const preview = (raw: unknown) => (Array.isArray(raw) ? "[…]" : String(raw).slice(0, 200));
+
+/**
+ * A message with one more field whose value is JSON text already: a subscription's result, kept as
+ * sent last (megabytes, maybe), is spliced in rather than serialised again.
+ */
+const withJson = (message: Record<string, unknown>, field: string, json: string) =>
+  `${JSON.stringify(message).slice(0, -1)},${JSON.stringify(field)}:${json}}`;
+
+const addQueryOk = (sub: Subscription, eventId: unknown) =>
+  withJson({ op: "add-query-ok", q: sub.q, "client-event-id": eventId }, "result", sub.last);
+
+const refreshOk = (subs: Subscription[]) =>
+  withJson(
+    { op: "refresh-ok" },
+    "computations",
+    `[${subs.map((sub) => withJson({ "instaql-query": sub.q }, "instaql-result", sub.last)).join(",")}]`,
+  );
+
 /** A wait that does not keep the process alive. */
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
-
-function send(session: Session, message: Record<string, unknown>) {
-  session.socket.send(JSON.stringify(message));
-}

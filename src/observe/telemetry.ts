@@ -31,6 +31,8 @@ export class Telemetry {
   private readonly mcpCalls: Counter;
   private readonly queueDelay: Histogram;
   private readonly batchRetries: Counter;
+  private readonly liveResultsDelivered: Counter;
+  private readonly liveSocketsBehind: Counter;
 
   constructor(readonly tracer: Tracer = NO_TRACER) {
     const r = this.registry;
@@ -69,6 +71,20 @@ export class Telemetry {
         ["store", "reason"],
       ),
     );
+    this.liveResultsDelivered = r.register(
+      new Counter(
+        "actuate_live_results_total",
+        "Live-query results (add-query answers, changed results) by delivery: sent at once; held while the socket had unread bytes (only the latest of each is sent); sent_late, once it drained",
+        ["delivery"],
+      ),
+    );
+    this.liveSocketsBehind = r.register(
+      new Counter(
+        "actuate_live_sockets_fell_behind_total",
+        "/session sockets closed (4013) because a message would have been dropped: the client left 16 MiB unread",
+        [],
+      ),
+    );
     this.processMetrics();
   }
 
@@ -94,6 +110,14 @@ export class Telemetry {
 
   batchRetried(store: string, reason: string): void {
     this.batchRetries.inc([store, reason]);
+  }
+
+  liveResults(delivery: "sent" | "held" | "sent_late", count: number): void {
+    this.liveResultsDelivered.inc([delivery], count);
+  }
+
+  liveSocketFellBehind(): void {
+    this.liveSocketsBehind.inc();
   }
 
   /** A gauge read at each scrape (live sockets, the release, the pool). */

@@ -54,7 +54,9 @@ export class LiveClient {
       };
       const timer = setTimeout(() => {
         this.waiters.splice(this.waiters.indexOf(waiter), 1);
-        reject(new Error(`no matching message within ${timeoutMs} ms; queued: ${JSON.stringify(this.received)}`));
+        const queued = JSON.stringify(this.received);
+        const shown = queued.length > 2_000 ? `${queued.slice(0, 2_000)}… (${queued.length} characters)` : queued;
+        reject(new Error(`no matching message within ${timeoutMs} ms; queued: ${shown}`));
       }, timeoutMs);
       this.waiters.push(waiter);
     });
