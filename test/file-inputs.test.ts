@@ -333,6 +333,52 @@ for (const dialect of dialects) {
   }
 }
 
+for (const dialect of dialects) {
+  for (const storage of storages) {
+    describe(`uploads and retention on ${storage.name} (${dialect.name})`, () => {
+      let t: TestServer;
+      beforeAll(async () => {
+        t = await startTestServer(dialect, {
+          release: fixture("basic"),
+          env: { ...(await storage.env()), EXECUTION_RETENTION: "1s" },
+        });
+      });
+      afterAll(async () => {
+        await t.stop();
+        await storage.release();
+      });
+
+      test("an upload belongs to its execution: forgotten with it, its bytes go too; the caller's own files stay", async () => {
+        const form = new FormData();
+        form.set("request", JSON.stringify({ requestId: crypto.randomUUID(), input: { note: "x" } }));
+        form.set("picture", new File(["meow"], "cat.png", { type: "image/png" }));
+        form.set("extra", new File(["more"], "more.txt", { type: "text/plain" }));
+        const own = await t.fetch("/storage/upload", {
+          method: "PUT",
+          headers: { path: "mine/keep.txt", "content-type": "text/plain" },
+          body: "kept",
+        });
+        expect(own.status).toBe(200);
+        const { execution, uploads } = await (
+          await t.fetch("/actions/test.attach/invoke", { method: "POST", body: form })
+        ).json();
+        expect(execution.status).toBe("succeeded");
+        const paths: string[] = uploads.map((upload: { path: string }) => upload.path);
+        expect(await Promise.all(paths.map((path) => storedText(t.config, path)))).toEqual(["more", "meow"]);
+
+        await eventually(async () => (await t.fetch(`/executions/${execution.id}`)).status === 404, 15_000);
+        expect(await Promise.all(paths.map((path) => storedText(t.config, path)))).toEqual([null, null]);
+        expect(await Promise.all(paths.map((path) => t.store.files.get(path)))).toEqual([null, null]);
+        if (storage.name === "disk") {
+          // Nor the folders the uploads were in.
+          expect(existsSync(join(t.config.dataDir, "files", "executions", execution.id))).toBe(false);
+        }
+        expect(await storedText(t.config, "mine/keep.txt")).toBe("kept");
+      }, 30_000);
+    });
+  }
+}
+
 describe("streaming multipart invocation", () => {
   test("a 200 MiB file part streams through a server process without holding the file in memory", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "actuate-big-invoke-"));

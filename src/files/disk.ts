@@ -1,15 +1,11 @@
 import { constants } from "node:fs";
-import { dirname, join } from "node:path";
+import { resolve as absolute, dirname, join } from "node:path";
 import { checkPath } from "./paths.ts";
 import { metered, type PutOptions, type Storage, type StoredBytes, type StoredObject } from "./storage.ts";
 
 /** Written to the file in pieces of this size: fewer, larger writes. */
 const WRITE_BUFFER = 1024 * 1024;
 
-/**
- * Files under one root folder. Writes go to a temporary file beside the target and are renamed in
- * place, so a reader never sees half a file and a refused upload leaves nothing.
- */
 let fsPromises: Promise<typeof import("node:fs/promises")> | null = null;
 /** node:fs/promises, loaded by the first file operation: at start it cost ~1.5 MiB from source (issue 14). */
 const fsp = () => {
@@ -17,8 +13,18 @@ const fsp = () => {
   return fsPromises;
 };
 
+/**
+ * Files under one root folder. Writes go to a temporary file beside the target and are renamed in
+ * place, so a reader never sees half a file and a refused upload leaves nothing. A delete removes the
+ * folders it leaves empty (an execution's uploads leave two each), so nothing of a file stays.
+ */
 export class DiskStorage implements Storage {
-  constructor(private readonly root: string) {}
+  /** Absolute and normalized: a delete climbs the folders of a file up to it, and no further. */
+  private readonly root: string;
+
+  constructor(root: string) {
+    this.root = absolute(root);
+  }
 
   async check(): Promise<void> {
     const { access, mkdir } = await fsp();
@@ -29,10 +35,9 @@ export class DiskStorage implements Storage {
   /** Takes any byte iterable too (a spool writes a multipart file part through here). */
   async put(path: string, body: AsyncIterable<Uint8Array>, options: PutOptions): Promise<StoredObject> {
     const target = this.resolve(path);
-    const { mkdir, rename, rm } = await fsp();
-    await mkdir(dirname(target), { recursive: true });
+    const { rename, rm } = await fsp();
     const temporary = `${target}.${crypto.randomUUID()}.part`;
-    const out = Bun.file(temporary).writer({ highWaterMark: WRITE_BUFFER });
+    const out = await this.openBeside(temporary);
     const input = metered(body, options.maxBytes);
     try {
       for await (const chunk of input.chunks()) await out.write(chunk);
@@ -59,7 +64,33 @@ export class DiskStorage implements Storage {
   }
 
   async delete(path: string): Promise<void> {
-    await (await fsp()).rm(this.resolve(path), { force: true });
+    const target = this.resolve(path);
+    const { rm, rmdir } = await fsp();
+    await rm(target, { force: true });
+    for (let folder = dirname(target); folder !== this.root; folder = dirname(folder)) {
+      try {
+        await rmdir(folder);
+      } catch {
+        // It still holds something (or is gone already): so do the folders above it.
+        break;
+      }
+    }
+  }
+
+  /**
+   * Creates `file` and its folders. The file holds its folder from then on; a delete may remove the
+   * folder, emptied, between its creation and the file's, so that is tried again.
+   */
+  private async openBeside(file: string) {
+    const { mkdir } = await fsp();
+    for (let attempt = 1; ; attempt++) {
+      await mkdir(dirname(file), { recursive: true });
+      try {
+        return Bun.file(file).writer({ highWaterMark: WRITE_BUFFER });
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "ENOENT" || attempt === 3) throw error;
+      }
+    }
   }
 
   private resolve(path: string): string {

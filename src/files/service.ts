@@ -144,6 +144,14 @@ export class FileService {
   }
 
   /**
+   * Deletes the bytes at these paths, one after another (a background sweep's pace); their records are
+   * the caller's to delete, after.
+   */
+  async deleteBytes(paths: string[]): Promise<void> {
+    for (const path of paths) await this.$.storage.delete(path);
+  }
+
+  /**
    * Stores the files sent with a new execution under `executions/<id>/<field>/<filename>`, owned by the
    * caller, and answers the handles its handler gets.
    */
