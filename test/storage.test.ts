@@ -265,6 +265,40 @@ for (const dialect of dialects) {
         });
       }
 
+      if (storage.name === "disk") {
+        test("our signed URLs with any text after the grant are refused, download and upload alike", async () => {
+          await upload("suffixed.txt", "s", alice);
+          const { url } = await (await signDownload("suffixed.txt", alice)).json();
+          const signed = await (await signUpload({ path: "suffixed-up.txt", contentType: "text/plain" }, alice)).json();
+          // A further segment is another path, which nothing serves.
+          for (const method of ["GET", "PUT"]) {
+            const res: TestResponse = await fetch(`${url}/x`, {
+              method,
+              headers: signed.headers,
+              body: method === "PUT" ? "x" : undefined,
+            });
+            expect(res.status).toBe(404);
+            expect((await res.json()).ok).toBe(false);
+          }
+          for (const suffix of [".png", ".", "..", ".x.y", "%2Ejpg", "/"]) {
+            const download: TestResponse = await fetch(`${url}${suffix}`);
+            expect(download.status, suffix).toBe(403);
+            expect(await download.json()).toMatchObject({ ok: false, error: "signed_url_invalid" });
+            const put: TestResponse = await fetch(`${signed.url}${suffix}`, {
+              method: "PUT",
+              headers: signed.headers,
+              body: "forged",
+            });
+            expect(put.status, suffix).toBe(403);
+            expect(await put.json()).toMatchObject({ ok: false, error: "signed_url_invalid" });
+          }
+          expect(await storedText(t.config, "suffixed-up.txt")).toBeNull();
+          // As issued, both still work.
+          expect(await (await fetch(url)).text()).toBe("s");
+          expect((await fetch(signed.url, { method: "PUT", headers: signed.headers, body: "up" })).status).toBe(200);
+        });
+      }
+
       if (storage.name === "s3") {
         test("presigned URLs are signed for their path and method; an expired one is refused by the store", async () => {
           const { url } = await (await signUpload({ path: "signed/one.txt", contentType: "text/plain" }, alice)).json();

@@ -24,9 +24,13 @@ export function signGrant(grant: SignedGrant, secret: string): string {
   return `${payload}.${mac(payload, secret)}`;
 }
 
-/** The grant a token carries, if its MAC is right, it allows `method`, and it has not expired. */
+/**
+ * The grant a token carries, if the token is exactly payload "." MAC (nothing before, between or
+ * after), its MAC is right, it allows `method`, and it has not expired.
+ */
 export function verifyGrant(token: string, method: string, secret: string, now = Date.now()): SignedGrant {
-  const [payload = "", signature = ""] = token.split(".");
+  const [payload = "", signature = "", ...rest] = token.split(".");
+  if (rest.length > 0) throw new SignedUrlRefused("signed_url_invalid");
   const expected = Buffer.from(mac(payload, secret));
   const given = Buffer.from(signature);
   if (given.length !== expected.length || !crypto.timingSafeEqual(given, expected))
