@@ -11,10 +11,16 @@ export interface SignedGrant {
   exp: number;
 }
 
+const REFUSALS = {
+  signed_url_invalid: "this signed URL is not valid",
+  signed_url_expired: "this signed URL has expired",
+  signed_url_used: "this signed upload URL has taken its upload; ask for another",
+} as const;
+
 export class SignedUrlRefused extends PublicError {
   override name = "SignedUrlRefused";
-  constructor(code: "signed_url_invalid" | "signed_url_expired") {
-    super(code, code === "signed_url_expired" ? "this signed URL has expired" : "this signed URL is not valid");
+  constructor(code: keyof typeof REFUSALS) {
+    super(code, REFUSALS[code]);
   }
 }
 
@@ -40,6 +46,9 @@ export function verifyGrant(token: string, method: string, secret: string, now =
   if (grant.exp < now) throw new SignedUrlRefused("signed_url_expired");
   return grant;
 }
+
+/** What the store knows a verified token by: its hash (the token itself is a credential until used). */
+export const grantHash = (token: string) => new Bun.CryptoHasher("sha256").update(token).digest("hex");
 
 const mac = (payload: string, secret: string) =>
   new Bun.CryptoHasher("sha256", secret).update(payload).digest("base64url");
