@@ -62,10 +62,7 @@ const SIGNED = "/storage/signed/";
  * The grant as sent: all of the path after /storage/signed/, undecoded. The route's parameter would
  * take `<grant>/` for `<grant>`, and any text after the grant must make it fail to verify.
  */
-const grantOf = (request: Request) => {
-  const { pathname } = new URL(request.url);
-  return pathname.slice(pathname.indexOf(SIGNED) + SIGNED.length);
-};
+const grantOf = (request: Request) => new URL(request.url).pathname.slice(SIGNED.length);
 
 /** /storage: uploads streamed to the driver, signed URLs a browser can use without a credential, deletes. */
 export const storageRoutes = (deps: HttpDeps & { files: FileService }) =>

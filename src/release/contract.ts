@@ -42,7 +42,10 @@ export interface CompiledContract {
   /** Issues of `value` against the input schema, each `where` under `/input`. Empty when it fits. */
   checkInput(value: unknown): readonly ValidationIssue[];
   checkOutput(value: unknown): readonly ValidationIssue[];
-  /** Issues of the files sent (by field) against the file fields: missing, too large, type not listed, not a file field. */
+  /**
+   * Issues of the files sent (by field) against the file fields: missing, too large, type not listed,
+   * or sent for a field that is none.
+   */
   checkFiles(sent: ReadonlyMap<string, { size: number; contentType: string }>): readonly ValidationIssue[];
   /**
    * Compiles both validators now; otherwise each compiles on its first use, so a server starting with
