@@ -141,6 +141,7 @@ async function readInvocationForm(
   return { envelope: parseEnvelope(body), files };
 }
 
+/** 400 naming the part; for one the contract does not name, the parts the action does take. */
 function unexpectedPart(error: UnexpectedPart, action: string, fileFields: string[]) {
   const where = `/${error.part}`;
   if (error.repeated) {
