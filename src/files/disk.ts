@@ -78,17 +78,19 @@ export class DiskStorage implements Storage {
   }
 
   /**
-   * Creates `file` and its folders. The file holds its folder from then on; a delete may remove the
-   * folder, emptied, between its creation and the file's, so that is tried again.
+   * Creates `file` and its folders. The file holds its folder from then on; before, a delete may
+   * remove the folder, emptied, so that is tried again.
    */
   private async openBeside(file: string) {
     const { mkdir } = await fsp();
     for (let attempt = 1; ; attempt++) {
-      await mkdir(dirname(file), { recursive: true });
       try {
+        await mkdir(dirname(file), { recursive: true });
         return Bun.file(file).writer({ highWaterMark: WRITE_BUFFER });
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "ENOENT" || attempt === 3) throw error;
+        // ENOENT: the folder went before the file was created; EEXIST: mkdir saw it, then found it gone.
+        const code = (error as NodeJS.ErrnoException).code;
+        if ((code !== "ENOENT" && code !== "EEXIST") || attempt === 3) throw error;
       }
     }
   }
