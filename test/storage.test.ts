@@ -268,6 +268,19 @@ for (const dialect of dialects) {
       }
 
       if (storage.name === "disk") {
+        test("a path through a stored file, or onto a folder of them, is 400 invalid_path on disk, never 500", async () => {
+          expect((await upload("clash/a.txt", "a", alice)).status).toBe(200);
+          expect((await upload("clash/dir/b.txt", "b", alice)).status).toBe(200);
+          for (const path of ["clash/a.txt/inside.txt", "clash/dir"]) {
+            const res = await upload(path, "x", alice);
+            expect(res.status, path).toBe(400);
+            expect(await res.json()).toMatchObject({ ok: false, error: "invalid_path" });
+            expect(await t.store.files.get(path)).toBeNull();
+          }
+          expect(await storedText(t.config, "clash/a.txt")).toBe("a");
+          expect(await storedText(t.config, "clash/dir/b.txt")).toBe("b");
+        });
+
         test("our signed URLs with any text after the grant are refused, download and upload alike", async () => {
           await upload("suffixed.txt", "s", alice);
           const { url } = await (await signDownload("suffixed.txt", alice)).json();

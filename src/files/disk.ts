@@ -1,6 +1,6 @@
 import { constants } from "node:fs";
 import { resolve as absolute, dirname, join } from "node:path";
-import { checkPath } from "./paths.ts";
+import { checkPath, InvalidPath } from "./paths.ts";
 import { metered, type PutOptions, type Storage, type StoredBytes, type StoredObject } from "./storage.ts";
 
 /** Written to the file in pieces of this size: fewer, larger writes. */
@@ -37,7 +37,9 @@ export class DiskStorage implements Storage {
     const target = this.resolve(path);
     const { rename, rm } = await fsp();
     const temporary = `${target}.${crypto.randomUUID()}.part`;
-    const out = await this.openBeside(temporary);
+    const out = await this.openBeside(temporary).catch((error) => {
+      throw clashOr(error, path);
+    });
     const input = metered(body, options.maxBytes);
     try {
       for await (const chunk of input.chunks()) await out.write(chunk);
@@ -46,7 +48,7 @@ export class DiskStorage implements Storage {
     } catch (error) {
       await Promise.resolve(out.end()).catch(() => {});
       await rm(temporary, { force: true });
-      throw error;
+      throw clashOr(error, path);
     }
     return input.stored();
   }
@@ -98,4 +100,17 @@ export class DiskStorage implements Storage {
   private resolve(path: string): string {
     return join(this.root, checkPath(path));
   }
+}
+
+/**
+ * A folder cannot be a file on disk (keys of a bucket can): a path that runs through a stored file
+ * (`a.txt/b`: ENOTDIR, or EEXIST from mkdir) or names a folder of stored files (`a` beside `a/b`:
+ * EISDIR) is the caller's path, refused, not the server's failure.
+ */
+function clashOr(error: unknown, path: string): unknown {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code !== "ENOTDIR" && code !== "EEXIST" && code !== "EISDIR") return error;
+  return new InvalidPath(
+    `${path} cannot be stored: on disk storage a path cannot be both a file and a folder of files`,
+  );
 }
