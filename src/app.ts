@@ -39,6 +39,7 @@ export interface AppDeps extends HttpDeps {
   development: boolean;
   files: FileService;
   maxFileBytes: number;
+  maxMultipartBytes: number;
   /** Where multipart invocations spool their file parts (emptied at start-up). */
   spoolDir: string;
   hub: SessionHub;

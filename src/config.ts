@@ -54,6 +54,10 @@ const Env = Type.Object({
   ),
   ALLOWED_ORIGINS: Type.Optional(Type.String({ description: "the older name of CORS_ORIGINS, read when it is unset" })),
   MAX_FILE_BYTES: Type.Integer({ minimum: 1, description: "the largest file an upload may hold" }),
+  MAX_MULTIPART_BYTES: Type.Integer({
+    minimum: 1,
+    description: "the largest multipart invoke body: its request part and files together",
+  }),
   SIGNING_SECRET: Type.Optional(
     Type.String({
       minLength: 32,
@@ -200,6 +204,8 @@ export interface Config {
   /** Browser origins allowed to call the API (CORS) and /mcp. */
   cors: CorsOrigins;
   maxFileBytes: number;
+  /** The largest multipart invoke body, counted as it arrives (the files a request spools are bounded by it). */
+  maxMultipartBytes: number;
   /** HMAC key of signed storage URLs; kept under DATA_DIR when unset. */
   signingSecret?: string;
   /** The identity provider whose JWTs are accepted, named in the protected-resource metadata. */
@@ -251,6 +257,7 @@ const defaults: Partial<Record<EnvName, string>> = {
   WAIT_MS: "110000",
   RELEASE_POLL_MS: "500",
   MAX_FILE_BYTES: String(100 * 1024 * 1024),
+  MAX_MULTIPART_BYTES: String(256 * 1024 * 1024),
   STORAGE: "disk",
   S3_REGION: "us-east-1",
   AUTH_USER_CLAIM: "sub",
@@ -311,6 +318,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       jwksUrl: parsed.AUTH_JWKS_URL === undefined ? undefined : secureUrl("AUTH_JWKS_URL", parsed.AUTH_JWKS_URL),
     },
     maxFileBytes: parsed.MAX_FILE_BYTES,
+    maxMultipartBytes: parsed.MAX_MULTIPART_BYTES,
     signingSecret: parsed.SIGNING_SECRET,
     storage: storageConfig(parsed, dataDir),
     workflows: {

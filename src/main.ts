@@ -288,6 +288,7 @@ export async function startServer(
     stats: new StatsReader({ store, liveSockets: () => hub.counts().sockets }),
     signIns,
     maxFileBytes: config.maxFileBytes,
+    maxMultipartBytes: config.maxMultipartBytes,
     spoolDir,
     hub,
     engine,

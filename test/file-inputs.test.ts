@@ -28,9 +28,9 @@ for (const dialect of dialects) {
         return t.fetch("/actions/test.attach/invoke", { method: "POST", body: form, token });
       };
       const png = (text: string, name = "cat.png") => new File([text], name, { type: "image/png" });
-      const invokeStreamed = (parts: PartSpec[], contentType?: string) => {
+      const invokeStreamed = (parts: PartSpec[], contentType?: string, action = "test.attach") => {
         const multipart = multipartStream(parts);
-        return t.fetch("/actions/test.attach/invoke", {
+        return t.fetch(`/actions/${action}/invoke`, {
           method: "POST",
           headers: { "content-type": contentType ?? multipart.contentType },
           body: multipart.body,
@@ -44,7 +44,11 @@ for (const dialect of dialects) {
       const picturePart: PartSpec = { name: "picture", filename: "p.png", contentType: "image/png", body: "png" };
 
       beforeAll(async () => {
-        const env = { ...(await storage.env()), MAX_FILE_BYTES: String(6 * MiB) };
+        const env = {
+          ...(await storage.env()),
+          MAX_FILE_BYTES: String(6 * MiB),
+          MAX_MULTIPART_BYTES: String(10 * MiB),
+        };
         t = await startTestServer(dialect, { release: fixture("basic"), env });
         alice = await t.userToken("alice");
       });
@@ -158,6 +162,99 @@ for (const dialect of dialects) {
         expect(spooled()).toEqual([]);
       });
 
+      test("a part the contract does not name is 400 at once, naming it; nothing is kept, nothing runs", async () => {
+        const filesBefore = await t.store.files.list({ prefix: "", limit: 1_000 });
+        const cases: [action: string, part: PartSpec, expected: string][] = [
+          // The action takes no files at all: a file part, or a field beside the request part.
+          ["test.echo", { name: "attachment", filename: "a.bin", body: filledStream(5) }, '"request"'],
+          ["test.echo", { name: "text", body: "n".repeat(5 * MiB) }, '"request"'],
+          // An input property is no part: it goes in the request part's input.
+          ["test.attach", { name: "note", body: "x" }, '"request", "picture", "extra"'],
+        ];
+        for (const [action, part, expected] of cases) {
+          const requestId = crypto.randomUUID();
+          const input = action === "test.echo" ? { text: "x" } : { note: "x" };
+          const request = { name: "request", body: JSON.stringify({ requestId, input }) };
+          const files = action === "test.attach" ? [picturePart] : [];
+          const res = await invokeStreamed([request, ...files, part], undefined, action);
+          expect(res.status, part.name).toBe(400);
+          const body = await res.json();
+          expect(body).toMatchObject({ ok: false, error: "invalid_request", requestId: null, executionId: null });
+          expect(body.details.issues).toEqual([
+            {
+              where: `/${part.name}`,
+              code: "unknown_part",
+              message: `${action} takes no part named "${part.name}"; its parts are ${expected}`,
+            },
+          ]);
+          expect((await t.fetch(`/executions/requests/${requestId}`, { token: alice })).status).toBe(404);
+        }
+        expect(await t.store.files.list({ prefix: "", limit: 1_000 })).toEqual(filesBefore);
+        expect(spooled()).toEqual([]);
+      });
+
+      test("a part sent twice is 400 repeated_part, the request part as a file part", async () => {
+        const requestId = crypto.randomUUID();
+        for (const parts of [
+          [requestPart(requestId), requestPart(requestId), picturePart],
+          [requestPart(requestId), picturePart, picturePart],
+        ]) {
+          const res = await invokeStreamed(parts);
+          expect(res.status).toBe(400);
+          const name = parts[1] === picturePart ? "picture" : "request";
+          expect((await res.json()).details.issues).toEqual([
+            { where: `/${name}`, code: "repeated_part", message: `the part "${name}" is sent twice` },
+          ]);
+        }
+        expect((await t.fetch(`/executions/requests/${requestId}`, { token: alice })).status).toBe(404);
+        expect(spooled()).toEqual([]);
+      });
+
+      test("a body over MAX_MULTIPART_BYTES is 413 though each file is within its limit; nothing is kept", async () => {
+        const requestId = crypto.randomUUID();
+        const res = await invokeStreamed([
+          requestPart(requestId),
+          { name: "picture", filename: "p.png", contentType: "image/png", body: filledStream(4) },
+          { name: "extra", filename: "big.bin", body: filledStream(6) },
+        ]);
+        expect(res.status).toBe(413);
+        expect(await res.json()).toMatchObject({
+          ok: false,
+          error: "payload_too_large",
+          details: { limitBytes: 10 * MiB },
+        });
+        expect((await t.fetch(`/executions/requests/${requestId}`, { token: alice })).status).toBe(404);
+        expect(spooled()).toEqual([]);
+      });
+
+      test("the engine refuses a file its action does not name, whoever sends it (a release activated since HTTP read the parts)", async () => {
+        const requestId = crypto.randomUUID();
+        const sent = new Map([
+          [
+            "stray",
+            {
+              filename: "s.txt",
+              contentType: "text/plain",
+              size: 1,
+              sha256: new Bun.CryptoHasher("sha256").update("s").digest("hex"),
+              stream: () => new Blob(["s"]).stream(),
+            },
+          ],
+        ]);
+        const invoked = t.server.engine.invoke({
+          principal: { kind: "user", id: "alice" },
+          action: "test.echo",
+          requestId,
+          input: { text: "x" },
+          files: sent,
+        });
+        await expect(invoked).rejects.toMatchObject({
+          code: "action_contract_validation_failed",
+          fields: { details: { issues: [expect.objectContaining({ where: "/input/stray", code: "unknown_file" })] } },
+        });
+        expect((await t.fetch(`/executions/requests/${requestId}`, { token: alice })).status).toBe(404);
+      });
+
       if (storage.name === "s3") {
         test("an upload replaced through a presigned URL is learned when the execution is next shown", async () => {
           const res = await invoke(
@@ -236,6 +333,52 @@ for (const dialect of dialects) {
   }
 }
 
+for (const dialect of dialects) {
+  for (const storage of storages) {
+    describe(`uploads and retention on ${storage.name} (${dialect.name})`, () => {
+      let t: TestServer;
+      beforeAll(async () => {
+        t = await startTestServer(dialect, {
+          release: fixture("basic"),
+          env: { ...(await storage.env()), EXECUTION_RETENTION: "1s" },
+        });
+      });
+      afterAll(async () => {
+        await t.stop();
+        await storage.release();
+      });
+
+      test("an upload belongs to its execution: forgotten with it, its bytes go too; the caller's own files stay", async () => {
+        const form = new FormData();
+        form.set("request", JSON.stringify({ requestId: crypto.randomUUID(), input: { note: "x" } }));
+        form.set("picture", new File(["meow"], "cat.png", { type: "image/png" }));
+        form.set("extra", new File(["more"], "more.txt", { type: "text/plain" }));
+        const own = await t.fetch("/storage/upload", {
+          method: "PUT",
+          headers: { path: "mine/keep.txt", "content-type": "text/plain" },
+          body: "kept",
+        });
+        expect(own.status).toBe(200);
+        const { execution, uploads } = await (
+          await t.fetch("/actions/test.attach/invoke", { method: "POST", body: form })
+        ).json();
+        expect(execution.status).toBe("succeeded");
+        const paths: string[] = uploads.map((upload: { path: string }) => upload.path);
+        expect(await Promise.all(paths.map((path) => storedText(t.config, path)))).toEqual(["more", "meow"]);
+
+        await eventually(async () => (await t.fetch(`/executions/${execution.id}`)).status === 404, 15_000);
+        expect(await Promise.all(paths.map((path) => storedText(t.config, path)))).toEqual([null, null]);
+        expect(await Promise.all(paths.map((path) => t.store.files.get(path)))).toEqual([null, null]);
+        if (storage.name === "disk") {
+          // Nor the folders the uploads were in.
+          expect(existsSync(join(t.config.dataDir, "files", "executions", execution.id))).toBe(false);
+        }
+        expect(await storedText(t.config, "mine/keep.txt")).toBe("kept");
+      }, 30_000);
+    });
+  }
+}
+
 describe("streaming multipart invocation", () => {
   test("a 200 MiB file part streams through a server process without holding the file in memory", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "actuate-big-invoke-"));
@@ -260,6 +403,35 @@ describe("streaming multipart invocation", () => {
       expect(body.uploads).toContainEqual(expect.objectContaining({ field: "extra", size: 200 * MiB }));
       // Spooled, then stored: the file held in memory would add 200 MiB (formData() did); streaming adds buffers and GC slack.
       expect(growth).toBeLessThan(120 * MiB);
+    } finally {
+      await server.kill();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  test("fields the contract does not name are refused at the first: 40 fields of 8 MiB are not held in memory", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "actuate-fields-invoke-"));
+    const env = { DATA_DIR: dataDir, DATABASE_URL: "", SERVICE_KEYS: "fields-key" };
+    const server = await serve(["start", "--release", fixture("basic")], env);
+    try {
+      const fields: PartSpec[] = Array.from({ length: 40 }, (_, i) => ({ name: `f${i}`, body: filledStream(8, 65) }));
+      const multipart = multipartStream([
+        { name: "request", body: JSON.stringify({ requestId: crypto.randomUUID(), input: { text: "x" } }) },
+        ...fields,
+      ]);
+      const rss = watchRss(server.proc.pid);
+      const res: TestResponse = await fetch(`${server.url}/actions/test.echo/invoke`, {
+        method: "POST",
+        headers: { authorization: "Bearer fields-key", "content-type": multipart.contentType },
+        body: multipart.body,
+      });
+      const growth = rss.stop();
+      // Kept as text, the fields add their 320 MiB and more (446 MiB seen; 1,143 MiB for 99 of them): refused, ~3 MiB.
+      expect(growth).toBeLessThan(64 * MiB);
+      expect(res.status).toBe(400);
+      expect((await res.json()).details.issues).toEqual([
+        expect.objectContaining({ where: "/f0", code: "unknown_part" }),
+      ]);
     } finally {
       await server.kill();
       rmSync(dataDir, { recursive: true, force: true });

@@ -47,8 +47,17 @@ describe("GET /openapi.json", () => {
     });
     expect(invoke.responses["200"]).toBeDefined();
     expect(invoke.responses["401"]).toBeDefined();
-    // Actions with file inputs take multipart too.
-    expect(doc.paths["/actions/test.attach/invoke"].post.requestBody.content["multipart/form-data"]).toBeDefined();
+    // Actions with file inputs take multipart too: the request part and the file fields, no other part.
+    expect(doc.paths["/actions/test.attach/invoke"].post.requestBody.content["multipart/form-data"].schema).toEqual({
+      type: "object",
+      required: ["request", "picture"],
+      properties: {
+        request: { type: "string", description: "the JSON envelope { requestId, input }" },
+        picture: { type: "string", format: "binary" },
+        extra: { type: "string", format: "binary" },
+      },
+      additionalProperties: false,
+    });
     expect(doc.paths["/sign-ins"].get.operationId).toBe("listSignIns");
     expect(doc.paths["/sign-ins/{id}"].delete.responses["404"]).toBeDefined();
     expect((await t.fetch("/openapi.json", { token: null })).status).toBe(401);

@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { startServer } from "../src/main.ts";
+import { openStore } from "../src/store/open.ts";
 import { serve } from "./support/cli.ts";
 import { dialects } from "./support/databases.ts";
 import { eventually, startTestServer, type TestResponse, type TestServer } from "./support/server.ts";
@@ -263,6 +265,99 @@ for (const dialect of dialects) {
           expect(res.status).toBe(403);
           expect((await res.json()).error).toBe("signed_url_expired");
         });
+      }
+
+      if (storage.name === "disk") {
+        test("a path through a stored file, or onto a folder of them, is 400 invalid_path on disk, never 500", async () => {
+          expect((await upload("clash/a.txt", "a", alice)).status).toBe(200);
+          expect((await upload("clash/dir/b.txt", "b", alice)).status).toBe(200);
+          for (const path of ["clash/a.txt/inside.txt", "clash/dir"]) {
+            const res = await upload(path, "x", alice);
+            expect(res.status, path).toBe(400);
+            expect(await res.json()).toMatchObject({ ok: false, error: "invalid_path" });
+            expect(await t.store.files.get(path)).toBeNull();
+          }
+          expect(await storedText(t.config, "clash/a.txt")).toBe("a");
+          expect(await storedText(t.config, "clash/dir/b.txt")).toBe("b");
+        });
+
+        test("our signed URLs with any text after the grant are refused, download and upload alike", async () => {
+          await upload("suffixed.txt", "s", alice);
+          const { url } = await (await signDownload("suffixed.txt", alice)).json();
+          const signed = await (await signUpload({ path: "suffixed-up.txt", contentType: "text/plain" }, alice)).json();
+          // A further segment is another path, which nothing serves.
+          for (const method of ["GET", "PUT"]) {
+            const res: TestResponse = await fetch(`${url}/x`, {
+              method,
+              headers: signed.headers,
+              body: method === "PUT" ? "x" : undefined,
+            });
+            expect(res.status).toBe(404);
+            expect((await res.json()).ok).toBe(false);
+          }
+          for (const suffix of [".png", ".", "..", ".x.y", "%2Ejpg", "/"]) {
+            const download: TestResponse = await fetch(`${url}${suffix}`);
+            expect(download.status, suffix).toBe(403);
+            expect(await download.json()).toMatchObject({ ok: false, error: "signed_url_invalid" });
+            const put: TestResponse = await fetch(`${signed.url}${suffix}`, {
+              method: "PUT",
+              headers: signed.headers,
+              body: "forged",
+            });
+            expect(put.status, suffix).toBe(403);
+            expect(await put.json()).toMatchObject({ ok: false, error: "signed_url_invalid" });
+          }
+          expect(await storedText(t.config, "suffixed-up.txt")).toBeNull();
+          // As issued, both still work.
+          expect(await (await fetch(url)).text()).toBe("s");
+          expect((await fetch(signed.url, { method: "PUT", headers: signed.headers, body: "up" })).status).toBe(200);
+        });
+      }
+
+      if (storage.name === "disk") {
+        test("a signed upload URL takes one upload, on whichever instance; one that stored nothing may be used again", async () => {
+          // A second instance on the same database and DATA_DIR (files, signing secret), with its own store.
+          const peerStore = await openStore(t.config.databaseUrl);
+          const peer = await startServer(t.config, { store: peerStore, log: () => {} });
+          const on = (base: string, url: string) => `${base}${new URL(url).pathname}`;
+          const put = (
+            url: string,
+            body: RequestInit["body"],
+            headers: Record<string, string>,
+          ): Promise<TestResponse> => fetch(url, { method: "PUT", headers, body });
+          try {
+            const once = await (await signUpload({ path: "once/a.txt", contentType: "text/plain" }, alice)).json();
+            expect((await put(on(peer.url, once.url), "first", once.headers)).status).toBe(200);
+            for (const base of [t.url, peer.url]) {
+              const again = await put(on(base, once.url), "second", once.headers);
+              expect(again.status).toBe(403);
+              expect(await again.json()).toMatchObject({ ok: false, error: "signed_url_used" });
+            }
+            expect(await storedText(t.config, "once/a.txt")).toBe("first");
+
+            // Two PUTs at once, one to each instance: one takes the upload.
+            const raced = await (await signUpload({ path: "once/b.txt", contentType: "text/plain" }, alice)).json();
+            const statuses = await Promise.all(
+              [t.url, peer.url].map(async (base) => (await put(on(base, raced.url), base, raced.headers)).status),
+            );
+            expect(statuses.sort()).toEqual([200, 403]);
+
+            // Refused (too large) or broken off, an upload stores nothing and leaves the URL usable.
+            const retried = await (await signUpload({ path: "once/c.txt", contentType: "text/plain" }, alice)).json();
+            expect((await put(retried.url, new Uint8Array(MiB + 1), retried.headers)).status).toBe(413);
+            expect((await put(on(peer.url, retried.url), "at last", retried.headers)).status).toBe(200);
+            expect((await put(retried.url, "once more", retried.headers)).status).toBe(403);
+            expect(await storedText(t.config, "once/c.txt")).toBe("at last");
+
+            // A signed download stays usable until it expires: a download changes nothing.
+            const { url } = await (await signDownload("once/c.txt", alice)).json();
+            for (const base of [t.url, peer.url, t.url])
+              expect(await (await fetch(on(base, url))).text()).toBe("at last");
+          } finally {
+            await peer.stop();
+            await peerStore.close();
+          }
+        }, 30_000);
       }
 
       if (storage.name === "s3") {

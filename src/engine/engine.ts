@@ -183,7 +183,12 @@ export class Engine {
       { ...$.workflows, owner: $.store.instances.id },
     );
     this.liveness = new Liveness({ store: $.store, ttlMs: $.workflows.leaseMs, log: $.log, now: this.now });
-    this.retention = $.retention ? new Retention({ store: $.store, now: this.now, log: $.log }, $.retention) : null;
+    this.retention = $.retention
+      ? new Retention(
+          { store: $.store, dropUploads: (paths) => $.files.deleteBytes(paths), now: this.now, log: $.log },
+          $.retention,
+        )
+      : null;
     this.scheduling = new Scheduling({
       store: $.store,
       release: $.release,

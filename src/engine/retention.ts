@@ -11,14 +11,16 @@ export interface RetentionSettings {
 
 export interface RetentionDeps {
   store: Store;
+  /** Deletes the bytes of a forgotten execution's uploads (they belong to it). */
+  dropUploads: (paths: string[]) => Promise<void>;
   now: () => number;
   log: (message: string) => void;
 }
 
 /**
  * Forgets executions `keepMs` after they ended, in the background: each sweep deletes batches of the
- * oldest (the store never takes one that has not ended) until none is left, yielding to requests
- * between batches. Every instance may sweep; the deletes do not conflict.
+ * oldest (the store never takes one that has not ended), their uploads' bytes included, until none is
+ * left, yielding to requests between batches. Every instance may sweep; the deletes do not conflict.
  */
 export class Retention {
   private timer: Timer | null = null;
@@ -59,7 +61,7 @@ export class Retention {
     const before = this.$.now() - keepMs;
     let total = 0;
     while (!this.stopped) {
-      const pruned = await this.$.store.retention.pruneFinished(before, batch);
+      const pruned = await this.$.store.retention.pruneFinished(before, batch, this.$.dropUploads);
       total += pruned;
       if (pruned < batch) break;
       await new Promise((resolve) => setImmediate(resolve));

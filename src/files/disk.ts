@@ -1,15 +1,11 @@
 import { constants } from "node:fs";
-import { dirname, join } from "node:path";
-import { checkPath } from "./paths.ts";
+import { resolve as absolute, dirname, join } from "node:path";
+import { checkPath, InvalidPath } from "./paths.ts";
 import { metered, type PutOptions, type Storage, type StoredBytes, type StoredObject } from "./storage.ts";
 
 /** Written to the file in pieces of this size: fewer, larger writes. */
 const WRITE_BUFFER = 1024 * 1024;
 
-/**
- * Files under one root folder. Writes go to a temporary file beside the target and are renamed in
- * place, so a reader never sees half a file and a refused upload leaves nothing.
- */
 let fsPromises: Promise<typeof import("node:fs/promises")> | null = null;
 /** node:fs/promises, loaded by the first file operation: at start it cost ~1.5 MiB from source (issue 14). */
 const fsp = () => {
@@ -17,8 +13,18 @@ const fsp = () => {
   return fsPromises;
 };
 
+/**
+ * Files under one root folder. Writes go to a temporary file beside the target and are renamed in
+ * place, so a reader never sees half a file and a refused upload leaves nothing. A delete removes the
+ * folders it leaves empty (an execution's uploads leave two each), so nothing of a file stays.
+ */
 export class DiskStorage implements Storage {
-  constructor(private readonly root: string) {}
+  /** Absolute and normalized: a delete climbs the folders of a file up to it, and no further. */
+  private readonly root: string;
+
+  constructor(root: string) {
+    this.root = absolute(root);
+  }
 
   async check(): Promise<void> {
     const { access, mkdir } = await fsp();
@@ -29,10 +35,11 @@ export class DiskStorage implements Storage {
   /** Takes any byte iterable too (a spool writes a multipart file part through here). */
   async put(path: string, body: AsyncIterable<Uint8Array>, options: PutOptions): Promise<StoredObject> {
     const target = this.resolve(path);
-    const { mkdir, rename, rm } = await fsp();
-    await mkdir(dirname(target), { recursive: true });
+    const { rename, rm } = await fsp();
     const temporary = `${target}.${crypto.randomUUID()}.part`;
-    const out = Bun.file(temporary).writer({ highWaterMark: WRITE_BUFFER });
+    const out = await this.openBeside(temporary).catch((error) => {
+      throw clashOr(error, path);
+    });
     const input = metered(body, options.maxBytes);
     try {
       for await (const chunk of input.chunks()) await out.write(chunk);
@@ -41,7 +48,7 @@ export class DiskStorage implements Storage {
     } catch (error) {
       await Promise.resolve(out.end()).catch(() => {});
       await rm(temporary, { force: true });
-      throw error;
+      throw clashOr(error, path);
     }
     return input.stored();
   }
@@ -59,10 +66,51 @@ export class DiskStorage implements Storage {
   }
 
   async delete(path: string): Promise<void> {
-    await (await fsp()).rm(this.resolve(path), { force: true });
+    const target = this.resolve(path);
+    const { rm, rmdir } = await fsp();
+    await rm(target, { force: true });
+    for (let folder = dirname(target); folder !== this.root; folder = dirname(folder)) {
+      try {
+        await rmdir(folder);
+      } catch {
+        // It still holds something (or is gone already): so do the folders above it.
+        break;
+      }
+    }
+  }
+
+  /**
+   * Creates `file` and its folders. The file holds its folder from then on; before, a delete may
+   * remove the folder, emptied, so that is tried again.
+   */
+  private async openBeside(file: string) {
+    const { mkdir } = await fsp();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await mkdir(dirname(file), { recursive: true });
+        return Bun.file(file).writer({ highWaterMark: WRITE_BUFFER });
+      } catch (error) {
+        // ENOENT: the folder went before the file was created; EEXIST: mkdir saw it, then found it gone.
+        const code = (error as NodeJS.ErrnoException).code;
+        if ((code !== "ENOENT" && code !== "EEXIST") || attempt === 3) throw error;
+      }
+    }
   }
 
   private resolve(path: string): string {
     return join(this.root, checkPath(path));
   }
+}
+
+/**
+ * A folder cannot be a file on disk (keys of a bucket can): a path that runs through a stored file
+ * (`a.txt/b`: ENOTDIR, or EEXIST from mkdir) or names a folder of stored files (`a` beside `a/b`:
+ * EISDIR) is the caller's path, refused, not the server's failure.
+ */
+function clashOr(error: unknown, path: string): unknown {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code !== "ENOTDIR" && code !== "EEXIST" && code !== "EISDIR") return error;
+  return new InvalidPath(
+    `${path} cannot be stored: on disk storage a path cannot be both a file and a folder of files`,
+  );
 }

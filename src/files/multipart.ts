@@ -7,15 +7,30 @@ export class MalformedMultipart extends Error {
   override name = "MalformedMultipart";
 }
 
+/** A part the reader was not told to expect, or one sent twice; nothing of it is read. */
+export class UnexpectedPart extends Error {
+  override name = "UnexpectedPart";
+  constructor(
+    readonly part: string,
+    readonly repeated: boolean,
+  ) {
+    super(repeated ? `the part ${JSON.stringify(part)} is sent twice` : `no part is named ${JSON.stringify(part)}`);
+  }
+}
+
 export interface MultipartLimits {
-  /** A field (a part without a filename) larger than this is TooLarge. */
+  /** Parts read as text, even when sent with a filename (`curl -F name=@file`). */
+  fields: readonly string[];
+  /** Parts spooled as files. A part named neither here nor in `fields`, or sent twice, is UnexpectedPart. */
+  files: readonly string[];
+  /** A field larger than this is TooLarge. */
   maxFieldBytes: number;
   /** A file part larger than this is TooLarge. */
   maxFileBytes: number;
+  /** A body larger than this, counted as it arrives, is TooLarge. */
+  maxBodyBytes: number;
   /** More parts than this is MalformedMultipart. */
   maxParts: number;
-  /** Names whose part is a field even when sent with a filename (`curl -F name=@file`). */
-  fields?: readonly string[];
 }
 
 export interface ReceivedFile extends SpooledFile {
@@ -33,12 +48,22 @@ const MAX_HEADER_BYTES = 8 * 1024;
 
 /**
  * Reads a multipart/form-data request with busboy as it streams: fields are kept as text, each file
- * part is written to `spool` (counted, hashed) before the next part is parsed. Any limit busboy
- * reports is TooLarge or MalformedMultipart, never a truncated value; a body that is cut off or breaks
- * off is MalformedMultipart. When it throws, nothing is still writing to the spool.
+ * part is written to `spool` (counted, hashed) before the next part is parsed. A part it was not told
+ * to expect, or one sent twice, is refused at its headers (UnexpectedPart). Any limit busboy reports
+ * is TooLarge or MalformedMultipart, never a truncated value; a body that is cut off or breaks off is
+ * MalformedMultipart. When it throws, nothing is still writing to the spool.
  */
 export async function readMultipart(request: Request, limits: MultipartLimits, spool: Spool): Promise<MultipartForm> {
   const fields = new Set(limits.fields);
+  const files = new Set(limits.files);
+  const seen = new Set<string>();
+  // Busboy buffers a field whole before telling of it, so only the first part of an expected field is
+  // read as one; every other part comes as a stream, refused (or spooled) when its headers arrive.
+  const readAsField = (name: string | undefined) => {
+    if (name === undefined || !fields.has(name) || seen.has(name)) return false;
+    seen.add(name);
+    return true;
+  };
   const body = request.body;
   // Loaded on the first multipart request, not at start (a server most often sees none).
   const { Busboy } = await import("@fastify/busboy");
@@ -47,7 +72,7 @@ export async function readMultipart(request: Request, limits: MultipartLimits, s
     if (!body) throw new Error("the body is empty");
     busboy = Busboy({
       headers: { "content-type": request.headers.get("content-type") ?? "" },
-      isPartAFile: (name, _type, filename) => filename !== undefined && !fields.has(name ?? ""),
+      isPartAFile: (name) => !readAsField(name),
       limits: {
         fieldSize: limits.maxFieldBytes,
         fileSize: limits.maxFileBytes,
@@ -82,15 +107,18 @@ export async function readMultipart(request: Request, limits: MultipartLimits, s
   busboy.on("file", (name, stream, filename, _encoding, mediaType) => {
     // A part cut off before its turn to be written errors with nobody reading it yet; the write sees it.
     stream.on("error", () => {});
-    if (!name) return void stream.resume();
     open.add(stream);
+    if (!name) return fail(new MalformedMultipart("a part has no name"));
+    if (seen.has(name) || !files.has(name)) return fail(new UnexpectedPart(name, seen.has(name)));
+    seen.add(name);
     // Busboy would skip the rest of the part; stop reading the body at once instead.
     stream.once("limit", () => fail(new TooLarge(limits.maxFileBytes)));
     writes = writes.then(async () => {
       try {
         if (failure !== undefined) return;
         const file = await spool.write(partBytes(stream), limits.maxFileBytes);
-        form.files.set(name, { ...file, filename, mediaType });
+        // Busboy's types say string, but a part sent without a filename has none.
+        form.files.set(name, { ...file, filename: filename ?? "", mediaType });
       } catch (error) {
         fail(error);
       } finally {
@@ -102,12 +130,18 @@ export async function readMultipart(request: Request, limits: MultipartLimits, s
   busboy.on("error", (error: Error) => fail(new MalformedMultipart(error.message)));
   const finished = new Promise<void>((resolve) => busboy.once("finish", resolve));
 
+  let received = 0;
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (failure !== undefined) break;
       if (done) {
         busboy.end();
+        break;
+      }
+      received += value.byteLength;
+      if (received > limits.maxBodyBytes) {
+        fail(new TooLarge(limits.maxBodyBytes, `the body is larger than ${limits.maxBodyBytes} bytes`));
         break;
       }
       if (!busboy.write(value)) {

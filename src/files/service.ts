@@ -3,7 +3,7 @@ import type { FileHandle, Principal } from "../sdk/index.ts";
 import type { FileRow, NewFileRow } from "../store/rows.ts";
 import type { Store } from "../store/store.ts";
 import { checkPath, checkPrefix } from "./paths.ts";
-import { type SignedGrant, signGrant, verifyGrant } from "./signing.ts";
+import { grantHash, SignedUrlRefused, signGrant, verifyGrant } from "./signing.ts";
 import { metered, type Storage } from "./storage.ts";
 
 export class FileNotFound extends PublicError {
@@ -144,6 +144,14 @@ export class FileService {
   }
 
   /**
+   * Deletes the bytes at these paths, one after another (a background sweep's pace); their records are
+   * the caller's to delete, after.
+   */
+  async deleteBytes(paths: string[]): Promise<void> {
+    for (const path of paths) await this.$.storage.delete(path);
+  }
+
+  /**
    * Stores the files sent with a new execution under `executions/<id>/<field>/<filename>`, owned by the
    * caller, and answers the handles its handler gets.
    */
@@ -213,27 +221,40 @@ export class FileService {
     };
   }
 
-  /** PUT to a signed upload URL: the grant's path, with the grant's content type. */
+  /**
+   * PUT to a signed upload URL: the grant's path, with the grant's content type. A grant takes one
+   * upload (its use is recorded in the store, so on every instance); an upload that stores nothing
+   * (refused, broken off) leaves it usable.
+   */
   async signedUpload(token: string, contentType: string | null, body: ReadableStream<Uint8Array>): Promise<FileView> {
-    const grant = this.grant(token, "PUT");
+    const now = this.now();
+    const grant = verifyGrant(token, "PUT", this.$.secret, now);
     if (grant.ct && contentType !== grant.ct) throw new SignedContentTypeMismatch(grant.ct);
     const existing = await this.$.store.files.get(grant.p);
     if (!existing) throw new FileNotFound();
-    const stored = await this.$.storage.put(grant.p, body, { contentType: grant.ct ?? "", maxBytes: this.$.maxBytes });
-    const owner = { kind: existing.ownerKind, id: existing.ownerId };
-    return this.record(grant.p, grant.ct ?? existing.contentType, stored, existing, owner);
+    const used = grantHash(token);
+    if (!(await this.$.store.files.spendUploadGrant(used, grant.exp, now)))
+      throw new SignedUrlRefused("signed_url_used");
+    try {
+      const stored = await this.$.storage.put(grant.p, body, {
+        contentType: grant.ct ?? "",
+        maxBytes: this.$.maxBytes,
+      });
+      const owner = { kind: existing.ownerKind, id: existing.ownerId };
+      return await this.record(grant.p, grant.ct ?? existing.contentType, stored, existing, owner);
+    } catch (error) {
+      // Not given back (the database is down too): it stays used, and the browser asks for another URL.
+      await this.$.store.files.refundUploadGrant(used).catch(() => {});
+      throw error;
+    }
   }
 
-  /** GET of a signed download URL. */
+  /** GET of a signed download URL (as often as asked until it expires: a download changes nothing). */
   async signedDownload(token: string) {
-    const grant = this.grant(token, "GET");
+    const grant = verifyGrant(token, "GET", this.$.secret, this.now());
     const [row, object] = await Promise.all([this.$.store.files.get(grant.p), this.$.storage.get(grant.p)]);
     if (!row || !object) throw new FileNotFound();
     return { ...object, contentType: row.contentType };
-  }
-
-  private grant(token: string, method: SignedGrant["m"]): SignedGrant {
-    return verifyGrant(token, method, this.$.secret, this.now());
   }
 
   /** The row at `path` if the caller may use it; null when there is none; FileNotFound when it is someone else's. */

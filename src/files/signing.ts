@@ -11,10 +11,16 @@ export interface SignedGrant {
   exp: number;
 }
 
+const REFUSALS = {
+  signed_url_invalid: "this signed URL is not valid",
+  signed_url_expired: "this signed URL has expired",
+  signed_url_used: "this signed upload URL has taken its upload; ask for another",
+} as const;
+
 export class SignedUrlRefused extends PublicError {
   override name = "SignedUrlRefused";
-  constructor(code: "signed_url_invalid" | "signed_url_expired") {
-    super(code, code === "signed_url_expired" ? "this signed URL has expired" : "this signed URL is not valid");
+  constructor(code: keyof typeof REFUSALS) {
+    super(code, REFUSALS[code]);
   }
 }
 
@@ -24,9 +30,13 @@ export function signGrant(grant: SignedGrant, secret: string): string {
   return `${payload}.${mac(payload, secret)}`;
 }
 
-/** The grant a token carries, if its MAC is right, it allows `method`, and it has not expired. */
+/**
+ * The grant a token carries, if the token is exactly payload "." MAC (nothing before, between or
+ * after), its MAC is right, it allows `method`, and it has not expired.
+ */
 export function verifyGrant(token: string, method: string, secret: string, now = Date.now()): SignedGrant {
-  const [payload = "", signature = ""] = token.split(".");
+  const [payload = "", signature = "", ...rest] = token.split(".");
+  if (rest.length > 0) throw new SignedUrlRefused("signed_url_invalid");
   const expected = Buffer.from(mac(payload, secret));
   const given = Buffer.from(signature);
   if (given.length !== expected.length || !crypto.timingSafeEqual(given, expected))
@@ -36,6 +46,9 @@ export function verifyGrant(token: string, method: string, secret: string, now =
   if (grant.exp < now) throw new SignedUrlRefused("signed_url_expired");
   return grant;
 }
+
+/** What the store knows a verified token by: its hash (the token itself is a credential until used). */
+export const grantHash = (token: string) => new Bun.CryptoHasher("sha256").update(token).digest("hex");
 
 const mac = (payload: string, secret: string) =>
   new Bun.CryptoHasher("sha256", secret).update(payload).digest("base64url");

@@ -2,14 +2,14 @@ import { Elysia } from "elysia";
 import type { InvokeOutcome } from "../engine/engine.ts";
 import { invalidRequest } from "../engine/errors.ts";
 import { toExecutionView } from "../engine/executions.ts";
-import { MalformedMultipart, type MultipartForm, readMultipart } from "../files/multipart.ts";
+import { MalformedMultipart, type MultipartForm, readMultipart, UnexpectedPart } from "../files/multipart.ts";
 import type { FileService, SentFile } from "../files/service.ts";
 import { Spool } from "../files/spool.ts";
 import { TooLarge } from "../files/storage.ts";
 import { PublicError } from "../lib/errors.ts";
 import { uuidOrNull } from "../lib/ids.ts";
 import { nestsDeeperThan } from "../lib/json-depth.ts";
-import type { ValidationIssue } from "../release/contract.ts";
+import type { ActionContract, ValidationIssue } from "../release/contract.ts";
 import { authenticated } from "./auth.ts";
 import { BodyAborted, MiB, payloadTooLarge, readJsonBody, tooDeep } from "./body.ts";
 import { executionUrl, type HttpDeps, runUrl } from "./deps.ts";
@@ -21,7 +21,9 @@ export const INVOKE_BODY_LIMIT = 8 * MiB;
 /** Parts of one multipart invocation: the request and the file fields, with room to spare. */
 const MAX_PARTS = 100;
 
-export const actionRoutes = (deps: HttpDeps & { files: FileService; maxFileBytes: number; spoolDir: string }) =>
+export const actionRoutes = (
+  deps: HttpDeps & { files: FileService; maxFileBytes: number; maxMultipartBytes: number; spoolDir: string },
+) =>
   new Elysia({ name: "actions" })
     .use(authenticated(deps.auth, deps.publicUrl))
     .get("/actions", ({ principal }) => ({
@@ -40,7 +42,7 @@ export const actionRoutes = (deps: HttpDeps & { files: FileService; maxFileBytes
       let requestId: string | null = null;
       try {
         const { envelope, files } = spool
-          ? await readInvocationForm(request, deps.maxFileBytes, spool)
+          ? await readInvocationForm(request, deps.engine.contract(principal, params.name), deps, spool)
           : { envelope: parseEnvelope(await readJsonBody(request, INVOKE_BODY_LIMIT)), files: undefined };
         requestId = envelope.requestId;
         const outcome: InvokeOutcome = await holdingConnection(server, request, () =>
@@ -79,15 +81,30 @@ export const actionRoutes = (deps: HttpDeps & { files: FileService; maxFileBytes
 
 /**
  * multipart/form-data, read as it streams: a part `request` with the JSON envelope (≤ 8 MiB) and one
- * part per file field, named by its input property. Each file part goes to a spool file (counted,
- * hashed, capped by MAX_FILE_BYTES); the caller disposes of the spool however the invocation ends.
+ * part per file field of the action's contract, named by its input property; any other part, or one
+ * sent twice, is refused when its headers arrive. Each file part goes to a spool file (counted,
+ * hashed, capped by MAX_FILE_BYTES), the whole body is capped by MAX_MULTIPART_BYTES; the caller
+ * disposes of the spool however the invocation ends.
  */
-async function readInvocationForm(request: Request, maxFileBytes: number, spool: Spool) {
+async function readInvocationForm(
+  request: Request,
+  contract: ActionContract,
+  limits: { maxFileBytes: number; maxMultipartBytes: number },
+  spool: Spool,
+) {
+  const fileFields = contract.files.map((file) => file.field);
   let form: MultipartForm;
   try {
     form = await readMultipart(
       request,
-      { maxFieldBytes: INVOKE_BODY_LIMIT, maxFileBytes, maxParts: MAX_PARTS, fields: ["request"] },
+      {
+        fields: ["request"],
+        files: fileFields,
+        maxFieldBytes: INVOKE_BODY_LIMIT,
+        maxFileBytes: limits.maxFileBytes,
+        maxBodyBytes: limits.maxMultipartBytes,
+        maxParts: MAX_PARTS,
+      },
       spool,
     );
   } catch (error) {
@@ -95,6 +112,7 @@ async function readInvocationForm(request: Request, maxFileBytes: number, spool:
     if (error instanceof MalformedMultipart) {
       throw invalidRequest([{ where: "", code: "invalid_multipart", message: `the multipart body: ${error.message}` }]);
     }
+    if (error instanceof UnexpectedPart) throw unexpectedPart(error, contract.name, fileFields);
     throw error;
   }
   const text = form.fields.get("request");
@@ -121,6 +139,19 @@ async function readInvocationForm(request: Request, maxFileBytes: number, spool:
     });
   }
   return { envelope: parseEnvelope(body), files };
+}
+
+/** 400 naming the part; for one the contract does not name, the parts the action does take. */
+function unexpectedPart(error: UnexpectedPart, action: string, fileFields: string[]) {
+  const where = `/${error.part}`;
+  if (error.repeated) {
+    return invalidRequest([
+      { where, code: "repeated_part", message: `the part ${JSON.stringify(error.part)} is sent twice` },
+    ]);
+  }
+  const expected = ["request", ...fileFields].map((name) => JSON.stringify(name)).join(", ");
+  const message = `${action} takes no part named ${JSON.stringify(error.part)}; its parts are ${expected}`;
+  return invalidRequest([{ where, code: "unknown_part", message }]);
 }
 
 /** `{ requestId, input }`: requestId a UUID (compared lower-cased), input an object, nothing else. */

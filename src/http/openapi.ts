@@ -206,6 +206,8 @@ function invokeOperation(action: ActionContract) {
           request: { type: "string", description: "the JSON envelope { requestId, input }" },
           ...Object.fromEntries(action.files.map((f) => [f.field, { type: "string", format: "binary" }])),
         },
+        // Any other part is refused (400 unknown_part).
+        additionalProperties: false,
       },
     };
   }

@@ -57,15 +57,22 @@ const declaredLength = (request: Request) => {
 };
 const emptyBody = () => new ReadableStream<Uint8Array>({ start: (c) => c.close() });
 
+const SIGNED = "/storage/signed/";
+/**
+ * The grant as sent: all of the path after /storage/signed/, undecoded. The route's parameter would
+ * take `<grant>/` for `<grant>`, and any text after the grant must make it fail to verify.
+ */
+const grantOf = (request: Request) => new URL(request.url).pathname.slice(SIGNED.length);
+
 /** /storage: uploads streamed to the driver, signed URLs a browser can use without a credential, deletes. */
 export const storageRoutes = (deps: HttpDeps & { files: FileService }) =>
   new Elysia({ name: "storage" })
     // Signed URLs authenticate by their own signature, so they sit outside the bearer guard.
-    .put("/storage/signed/:token", async ({ params, request }) =>
-      deps.files.signedUpload(params.token, request.headers.get("content-type"), request.body ?? emptyBody()),
+    .put(`${SIGNED}:token`, async ({ request }) =>
+      deps.files.signedUpload(grantOf(request), request.headers.get("content-type"), request.body ?? emptyBody()),
     )
-    .get("/storage/signed/:token", async ({ params }) => {
-      const file = await deps.files.signedDownload(params.token);
+    .get(`${SIGNED}:token`, async ({ request }) => {
+      const file = await deps.files.signedDownload(grantOf(request));
       // A local file goes out by sendfile; anything else streams through.
       return new Response(file.file ?? file.body, {
         headers: { "content-type": file.contentType, "content-length": String(file.size) },

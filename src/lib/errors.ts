@@ -15,6 +15,7 @@ export const ERROR_STATUS = {
   access_denied: 403,
   signed_url_invalid: 403,
   signed_url_expired: 403,
+  signed_url_used: 403,
   not_found: 404,
   action_not_found: 404,
   execution_not_found: 404,

@@ -42,7 +42,10 @@ export interface CompiledContract {
   /** Issues of `value` against the input schema, each `where` under `/input`. Empty when it fits. */
   checkInput(value: unknown): readonly ValidationIssue[];
   checkOutput(value: unknown): readonly ValidationIssue[];
-  /** Issues of the files sent (by field) against the file fields: missing, too large, type not listed. */
+  /**
+   * Issues of the files sent (by field) against the file fields: missing, too large, type not listed,
+   * or sent for a field that is none.
+   */
   checkFiles(sent: ReadonlyMap<string, { size: number; contentType: string }>): readonly ValidationIssue[];
   /**
    * Compiles both validators now; otherwise each compiles on its first use, so a server starting with
@@ -147,8 +150,14 @@ function checkFiles(
   files: FileLimit[],
   sent: ReadonlyMap<string, { size: number; contentType: string }>,
 ): readonly ValidationIssue[] {
-  if (files.length === 0) return NO_ISSUES;
+  if (files.length === 0 && sent.size === 0) return NO_ISSUES;
   const issues: ValidationIssue[] = [];
+  for (const field of sent.keys()) {
+    // HTTP reads only the parts of the contract it looked up; a release activated since may have dropped one.
+    if (!files.some((limit) => limit.field === field)) {
+      issues.push({ where: `/input/${field}`, code: "unknown_file", message: "the action takes no file by this name" });
+    }
+  }
   for (const limit of files) {
     const where = `/input/${limit.field}`;
     const file = sent.get(limit.field);

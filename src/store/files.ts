@@ -21,4 +21,11 @@ export interface FileStore {
   list(query: FileListQuery): Promise<FileRow[]>;
   /** The uploads of these executions. */
   uploadsOf(executionIds: string[]): Promise<FileRow[]>;
+  /**
+   * Records that the signed upload grant known by `grantHash` (expiring at `expiresAt`) takes its
+   * upload now; false when it was used already, on any instance.
+   */
+  spendUploadGrant(grantHash: string, expiresAt: number, now: number): Promise<boolean>;
+  /** Makes a grant usable again: the upload it was used for stored nothing. */
+  refundUploadGrant(grantHash: string): Promise<void>;
 }

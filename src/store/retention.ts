@@ -4,7 +4,12 @@ export interface RetentionStore {
    * Deletes up to `limit` executions that ended before `finishedBefore` (oldest first), with their log
    * lines, their uploads' file records and, for a workflow, its run and steps; answers how many. An
    * execution that has not ended, or whose run has not, is never deleted. Safe to repeat and to run on
-   * several instances at once: each statement deletes what is still there.
+   * several instances at once: each statement deletes what is still there. `dropUploads` gets the
+   * paths of the batch's uploads before any record goes; when it throws, the batch is left whole.
    */
-  pruneFinished(finishedBefore: number, limit: number): Promise<number>;
+  pruneFinished(
+    finishedBefore: number,
+    limit: number,
+    dropUploads: (paths: string[]) => Promise<void>,
+  ): Promise<number>;
 }

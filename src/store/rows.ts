@@ -40,6 +40,7 @@ agree<
     Agree<"users">,
     Agree<"oauthRecords">,
     Agree<"files">,
+    Agree<"usedUploadGrants">,
     Agree<"instances">,
     Agree<"dataAttrs">,
     Agree<"dataEntities">,
@@ -48,4 +49,4 @@ agree<
     Agree<"scheduleTicks">,
     Agree<"scheduledInvocations">,
   ]
->([true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true]);
+>([true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true]);

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { MalformedMultipart, type MultipartLimits, readMultipart } from "../../src/files/multipart.ts";
+import { MalformedMultipart, type MultipartLimits, readMultipart, UnexpectedPart } from "../../src/files/multipart.ts";
 import { Spool } from "../../src/files/spool.ts";
 import { TooLarge } from "../../src/files/storage.ts";
 import { filledStream, MiB, multipartStream } from "../support/streams.ts";
@@ -10,8 +10,29 @@ import { filledStream, MiB, multipartStream } from "../support/streams.ts";
 const root = mkdtempSync(join(tmpdir(), "actuate-multipart-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-const limits: MultipartLimits = { maxFieldBytes: 1024, maxFileBytes: 2 * MiB, maxParts: 5, fields: ["request"] };
+const limits: MultipartLimits = {
+  fields: ["request"],
+  files: ["file", "empty", "small", "big", "f", "one", "two"],
+  maxFieldBytes: 1024,
+  maxFileBytes: 2 * MiB,
+  maxBodyBytes: 16 * MiB,
+  maxParts: 5,
+};
 const sha256 = (data: string | Uint8Array) => new Bun.CryptoHasher("sha256").update(data).digest("hex");
+
+/** `stream` passed through, counting in `pulled.bytes` what the reader took of it. */
+function counting(stream: ReadableStream<Uint8Array>) {
+  const pulled = { bytes: 0 };
+  const counted = stream.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        pulled.bytes += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+    }),
+  );
+  return { counted, pulled };
+}
 
 /** `bytes` in pieces of `size` bytes, so boundaries and headers fall across chunk edges. */
 function chunked(bytes: Uint8Array, size: number): ReadableStream<Uint8Array> {
@@ -142,7 +163,7 @@ describe("readMultipart", () => {
     ]);
     const read = await readMultipart(
       post(multipart.body, multipart.contentType),
-      { ...limits, maxFileBytes: 64 * MiB },
+      { ...limits, maxFileBytes: 64 * MiB, maxBodyBytes: 64 * MiB },
       spool,
     );
     expect(read.files.get("one")?.size).toBe(48 * MiB);
@@ -174,8 +195,64 @@ describe("readMultipart", () => {
     const { spool, files } = newSpool();
     const parts = Array.from({ length: 6 }, (_, i) => ({ name: `f${i}`, filename: `${i}.bin`, body: "x" }));
     const multipart = multipartStream(parts);
-    const read = readMultipart(post(multipart.body, multipart.contentType), limits, spool);
+    const read = readMultipart(
+      post(multipart.body, multipart.contentType),
+      { ...limits, files: parts.map((part) => part.name) },
+      spool,
+    );
     await expect(read).rejects.toBeInstanceOf(MalformedMultipart);
+    await spool.dispose();
+    expect(files()).toEqual([]);
+  });
+
+  test("a part not expected is refused at its headers, field or file: UnexpectedPart naming it, its bytes unread", async () => {
+    for (const filename of [undefined, "x.bin"]) {
+      const { spool, files } = newSpool();
+      const { counted, pulled } = counting(filledStream(64));
+      const multipart = multipartStream([
+        { name: "request", body: "{}" },
+        { name: "small", filename: "s.bin", body: "kept until refused" },
+        { name: "stranger", filename, body: counted },
+      ]);
+      const read = readMultipart(post(multipart.body, multipart.contentType), limits, spool);
+      await expect(read).rejects.toMatchObject(new UnexpectedPart("stranger", false));
+      expect(pulled.bytes, `filename ${filename}`).toBeLessThan(8 * MiB);
+      await spool.dispose();
+      expect(files()).toEqual([]);
+    }
+  });
+
+  test("a part sent twice is UnexpectedPart at its second headers, a field's as a file's", async () => {
+    for (const name of ["request", "file"]) {
+      const { spool, files } = newSpool();
+      const { counted, pulled } = counting(filledStream(64));
+      const multipart = multipartStream([
+        { name, filename: name === "file" ? "1.bin" : undefined, body: "first" },
+        { name, filename: name === "file" ? "2.bin" : undefined, body: counted },
+      ]);
+      const read = readMultipart(post(multipart.body, multipart.contentType), limits, spool);
+      await expect(read).rejects.toMatchObject(new UnexpectedPart(name, true));
+      expect(pulled.bytes, name).toBeLessThan(8 * MiB);
+      await spool.dispose();
+      expect(files()).toEqual([]);
+    }
+  });
+
+  test("a body over maxBodyBytes is TooLarge as it arrives, though each part is within its limit", async () => {
+    const { spool, files } = newSpool();
+    const { counted, pulled } = counting(filledStream(2));
+    const multipart = multipartStream([
+      { name: "one", filename: "1.bin", body: filledStream(2) },
+      { name: "two", filename: "2.bin", body: counted },
+    ]);
+    const read = readMultipart(
+      post(multipart.body, multipart.contentType),
+      { ...limits, maxBodyBytes: 3 * MiB },
+      spool,
+    );
+    await expect(read).rejects.toMatchObject({ limit: 3 * MiB });
+    await expect(read).rejects.toBeInstanceOf(TooLarge);
+    expect(pulled.bytes).toBeLessThan(2 * MiB);
     await spool.dispose();
     expect(files()).toEqual([]);
   });

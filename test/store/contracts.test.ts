@@ -5,6 +5,7 @@ import { consoleStoreContract } from "./console-store.contract.ts";
 import { dataStoreContract } from "./data-store.contract.ts";
 import { executionLogStoreContract } from "./execution-log-store.contract.ts";
 import { executionStoreContract } from "./execution-store.contract.ts";
+import { fileStoreContract } from "./file-store.contract.ts";
 import type { OpenStores } from "./fixture.ts";
 import { retentionStoreContract } from "./retention-store.contract.ts";
 import { runStoreContract } from "./run-store.contract.ts";
@@ -36,4 +37,5 @@ for (const dialect of dialects) {
   describe(`schedule store contract (${dialect.name})`, () => scheduleStoreContract(open));
   describe(`scheduled store contract (${dialect.name})`, () => scheduledStoreContract(open));
   describe(`console lists and counts contract (${dialect.name})`, () => consoleStoreContract(open));
+  describe(`file store contract (${dialect.name})`, () => fileStoreContract(open));
 }

@@ -12,7 +12,15 @@ export function retentionStoreContract(open: OpenStores) {
   let peer: Store;
   storesPerTest(open, (opened) => {
     ({ store, peer } = opened);
+    dropped.paths = [];
   });
+  /** Where the uploads' bytes would be deleted: the paths handed over. */
+  const dropped = {
+    paths: [] as string[],
+    collect: async (paths: string[]) => {
+      dropped.paths.push(...paths);
+    },
+  };
 
   /** A function execution that ended at `finishedAt` (null: still running), with a log line and an upload. */
   async function execution(finishedAt: number | null): Promise<string> {
@@ -48,18 +56,32 @@ export function retentionStoreContract(open: OpenStores) {
       const old = await execution(at(10));
       const recent = await execution(at(1_000));
       const running = await execution(null);
-      expect(await peer.retention.pruneFinished(at(500), 100)).toBe(1);
+      expect(await peer.retention.pruneFinished(at(500), 100, dropped.collect)).toBe(1);
       expect(await kept(old)).toEqual({ execution: false, logs: 0, uploads: 0 });
       expect(await kept(recent)).toEqual({ execution: true, logs: 1, uploads: 1 });
       expect(await kept(running)).toEqual({ execution: true, logs: 1, uploads: 1 });
-      expect(await peer.retention.pruneFinished(at(500), 100)).toBe(0);
+      expect(await peer.retention.pruneFinished(at(500), 100, dropped.collect)).toBe(0);
+      expect(dropped.paths).toEqual([`uploads/${old}/doc`]);
+    });
+
+    test("hands the uploads' paths over before their records go; when that fails, the batch is left whole", async () => {
+      const old = await execution(at(10));
+      const failing = async (paths: string[]) => {
+        expect(await kept(old)).toEqual({ execution: true, logs: 1, uploads: 1 });
+        throw new Error(`the store of ${paths.length} file(s) is down`);
+      };
+      await expect(peer.retention.pruneFinished(at(500), 100, failing)).rejects.toThrow("is down");
+      expect(await kept(old)).toEqual({ execution: true, logs: 1, uploads: 1 });
+      expect(await peer.retention.pruneFinished(at(500), 100, dropped.collect)).toBe(1);
+      expect(dropped.paths).toEqual([`uploads/${old}/doc`]);
+      expect(await kept(old)).toEqual({ execution: false, logs: 0, uploads: 0 });
     });
 
     test("a pruned execution's requestId is free again: a new claim of it creates a new execution", async () => {
       const old = (await store.executions.get(await execution(at(10)))) as NonNullable<
         Awaited<ReturnType<Store["executions"]["get"]>>
       >;
-      expect(await peer.retention.pruneFinished(at(500), 100)).toBe(1);
+      expect(await peer.retention.pruneFinished(at(500), 100, dropped.collect)).toBe(1);
       const alice = { kind: "user", id: "alice" } as const;
       expect(await store.executions.findByRequest(alice, old.requestId)).toBeNull();
       const again = row({ requestId: old.requestId });
@@ -71,11 +93,11 @@ export function retentionStoreContract(open: OpenStores) {
     test("goes in batches of at most `limit`, oldest first", async () => {
       const ids = [];
       for (let i = 0; i < 5; i++) ids.push(await execution(at(10 + i)));
-      expect(await store.retention.pruneFinished(at(500), 2)).toBe(2);
+      expect(await store.retention.pruneFinished(at(500), 2, dropped.collect)).toBe(2);
       expect((await Promise.all(ids.map(kept))).map((k) => k.execution)).toEqual([false, false, true, true, true]);
-      expect(await store.retention.pruneFinished(at(500), 2)).toBe(2);
-      expect(await store.retention.pruneFinished(at(500), 2)).toBe(1);
-      expect(await store.retention.pruneFinished(at(500), 2)).toBe(0);
+      expect(await store.retention.pruneFinished(at(500), 2, dropped.collect)).toBe(2);
+      expect(await store.retention.pruneFinished(at(500), 2, dropped.collect)).toBe(1);
+      expect(await store.retention.pruneFinished(at(500), 2, dropped.collect)).toBe(0);
     });
 
     test("a workflow's run and steps go with its execution once the run ended, never before", async () => {
@@ -87,7 +109,7 @@ export function retentionStoreContract(open: OpenStores) {
         expect(await store.runs.saveStep("A", stepRow(run.id))).toEqual({ saved: true });
       }
       expect(await store.runs.finish("A", finishedRun.run.id, ended(at(20)))).toEqual({ saved: true });
-      expect(await store.retention.pruneFinished(at(500), 100)).toBe(1);
+      expect(await store.retention.pruneFinished(at(500), 100, dropped.collect)).toBe(1);
       expect(await store.runs.get(finishedRun.run.id)).toBeNull();
       expect(await store.runs.steps(finishedRun.run.id)).toEqual([]);
       expect(await store.executions.get(finishedRun.execution.id)).toBeNull();

@@ -362,7 +362,7 @@ describe("SQLite request keys", () => {
     expect(await merged()).toEqual([`${old.requestId}→${old.id}`]);
 
     store = await openStore(url);
-    expect(await store.retention.pruneFinished(1_000, 10)).toBe(1);
+    expect(await store.retention.pruneFinished(1_000, 10, async () => {})).toBe(1);
     const again = row({ requestId: old.requestId });
     expect(await store.executions.claim(again)).toMatchObject({ created: true });
     await settled(store, again);

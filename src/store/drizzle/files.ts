@@ -1,12 +1,18 @@
-import { and, asc, eq, gt, gte, inArray, type SQL, sql } from "drizzle-orm";
+import { and, asc, eq, gt, gte, inArray, lt, type SQL, sql } from "drizzle-orm";
 import type { FileListQuery, FileStore } from "../files.ts";
 import type { FileRow, NewFileRow } from "../rows.ts";
 import type { AnyDatabase, Tables } from "./database.ts";
 
+/**
+ * How long a used grant is remembered past its expiry: a request that verified its grant just before
+ * the expiry (or on an instance whose clock runs behind) still finds the grant's use.
+ */
+const USED_GRANT_MARGIN_MS = 3_600_000;
+
 export class DrizzleFileStore implements FileStore {
   constructor(
     private readonly db: AnyDatabase,
-    private readonly t: Pick<Tables, "files">,
+    private readonly t: Pick<Tables, "files" | "usedUploadGrants">,
   ) {}
 
   async get(path: string): Promise<FileRow | null> {
@@ -45,5 +51,21 @@ export class DrizzleFileStore implements FileStore {
     if (executionIds.length === 0) return [];
     const f = this.t.files;
     return this.db.select().from(f).where(inArray(f.executionId, executionIds)).orderBy(f.field);
+  }
+
+  async spendUploadGrant(grantHash: string, expiresAt: number, now: number): Promise<boolean> {
+    const g = this.t.usedUploadGrants;
+    // Grants long past their expiry can be used no more: forgetting them keeps the table small.
+    await this.db.delete(g).where(lt(g.expiresAt, now - USED_GRANT_MARGIN_MS));
+    const added = await this.db
+      .insert(g)
+      .values({ grantHash, expiresAt })
+      .onConflictDoNothing({ target: g.grantHash })
+      .returning({ grantHash: g.grantHash });
+    return added.length > 0;
+  }
+
+  async refundUploadGrant(grantHash: string): Promise<void> {
+    await this.db.delete(this.t.usedUploadGrants).where(eq(this.t.usedUploadGrants.grantHash, grantHash));
   }
 }

@@ -17,7 +17,11 @@ export class DrizzleRetentionStore implements RetentionStore {
     private readonly forgetKeys: (keys: PrunedKey[]) => Promise<void> | void = () => {},
   ) {}
 
-  async pruneFinished(finishedBefore: number, limit: number): Promise<number> {
+  async pruneFinished(
+    finishedBefore: number,
+    limit: number,
+    dropUploads: (paths: string[]) => Promise<void>,
+  ): Promise<number> {
     const { executions: e, executionLogs, files, workflowRuns: runs, workflowSteps: steps } = this.t;
     const unfinishedRun = this.db
       .select({ one: sql`1` })
@@ -38,6 +42,9 @@ export class DrizzleRetentionStore implements RetentionStore {
       .limit(limit);
     const ids = picked.map((row) => row.id);
     if (ids.length === 0) return 0;
+    const uploads = await this.db.select({ path: files.path }).from(files).where(inArray(files.executionId, ids));
+    // The bytes before their records: a prune stopped in between finds the records, and the paths, again.
+    if (uploads.length > 0) await dropUploads(uploads.map((upload) => upload.path));
     // What hangs off an execution goes first: a prune stopped midway leaves the execution to be picked again.
     await this.db.delete(executionLogs).where(inArray(executionLogs.executionId, ids));
     await this.db.delete(files).where(inArray(files.executionId, ids));

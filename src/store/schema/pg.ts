@@ -188,6 +188,19 @@ export const files = pgTable(
 );
 
 /**
+ * Signed upload URLs (disk storage) that took their upload: each takes one. A grant is known by the
+ * sha256 of its MAC and kept until it expires, when it could not be used anyway.
+ */
+export const usedUploadGrants = pgTable(
+  "used_upload_grants",
+  {
+    grantHash: text("grant_hash").primaryKey(),
+    expiresAt: millis("expires_at").notNull(),
+  },
+  (t) => [index("used_upload_grants_expires_idx").on(t.expiresAt)],
+);
+
+/**
  * A workflow run; its id is the id of the execution that admitted it (the execution follows the run).
  * A worker holds a run while `lease_expires_at` is ahead; `wake_at` is when a run that waits (queued,
  * sleeping, backing off before a retry) may be claimed.

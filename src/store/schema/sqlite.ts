@@ -183,6 +183,16 @@ export const files = sqliteTable(
 );
 
 /** See pg.ts. */
+export const usedUploadGrants = sqliteTable(
+  "used_upload_grants",
+  {
+    grantHash: text("grant_hash").primaryKey(),
+    expiresAt: integer("expires_at").notNull(),
+  },
+  (t) => [index("used_upload_grants_expires_idx").on(t.expiresAt)],
+);
+
+/** See pg.ts. */
 export const workflowRuns = sqliteTable(
   "workflow_runs",
   {
