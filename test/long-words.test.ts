@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { repoRoot, type ServerProcess, serve } from "./support/cli.ts";
-import { eventually, fixture } from "./support/server.ts";
+import { eventually, fixture, type TestResponse } from "./support/server.ts";
 
 const MiB = 1024 * 1024;
 /** One word of 1 MiB, no space in it: a value pasted whole into an input that a handler's error repeats. */
@@ -48,6 +48,9 @@ async function beside<T>(url: string, slow: Promise<T>): Promise<T> {
   return done;
 }
 
+/** A JSON body whose shape the test asserts. */
+const json = (response: Response) => (response as TestResponse).json();
+
 const invoke = (url: string, action: string, input: unknown) =>
   fetch(`${url}/actions/${action}/invoke`, {
     method: "POST",
@@ -59,10 +62,7 @@ const invoke = (url: string, action: string, input: unknown) =>
 describe("a 1 MiB word in what release code throws", () => {
   test("a function's error over HTTP and over MCP: the execution fails with it whole, /healthz answers throughout", async () => {
     const url = await start(fixture("basic"));
-    const overHttp = beside(
-      url,
-      invoke(url, "test.fail", { message: `no note ${WORD}` }).then((r) => r.json()),
-    );
+    const overHttp = beside(url, invoke(url, "test.fail", { message: `no note ${WORD}` }).then(json));
     expect((await overHttp).execution).toMatchObject({
       status: "failed",
       errorCode: "action_failed",
@@ -79,7 +79,7 @@ describe("a 1 MiB word in what release code throws", () => {
           method: "tools/call",
           params: { name: "test.fail", arguments: { message: `no note ${WORD}` } },
         }),
-      }).then((r) => r.json()),
+      }).then(json),
     );
     const { result } = await overMcp;
     expect(result.isError).toBe(true);
@@ -88,11 +88,11 @@ describe("a 1 MiB word in what release code throws", () => {
 
   test("a workflow step's error: the run fails with it whole, its log ends with the thrown line, /healthz answers throughout", async () => {
     const url = await start(fixture("workflows"));
-    const { runId } = await (await invoke(url, "wf.logged", { fail: WORD })).json();
+    const { runId } = await json(await invoke(url, "wf.logged", { fail: WORD }));
     const run = await beside(
       url,
       eventually(async () => {
-        const seen = await (await fetch(`${url}/runs/${runId}`, { headers })).json();
+        const seen = await json(await fetch(`${url}/runs/${runId}`, { headers }));
         return seen.status === "failed" ? seen : null;
       }, 30_000),
     );
@@ -112,13 +112,13 @@ describe("a 1 MiB word in what release code throws", () => {
         method: "POST",
         headers: { authorization: headers.authorization },
         body: form,
-      }).then(async (r) => ({ status: r.status, body: await r.json() })),
+      }).then(async (r) => ({ status: r.status, body: await json(r) })),
     );
     expect(refused.status).toBe(400);
     expect(refused.body).toMatchObject({ ok: false, error: "action_contract_validation_failed" });
     expect(refused.body.details.issues.map((issue: { where: string }) => issue.where)).toEqual(["/input/note"]);
 
-    const described = await (await fetch(`${url}/describe`, { headers })).json();
+    const described = await json(await fetch(`${url}/describe`, { headers }));
     const unbounded: string[] = [];
     const visit = (schema: Record<string, unknown>, where: string) => {
       if (schema.type === "string" && typeof schema.maxLength !== "number") unbounded.push(where);
