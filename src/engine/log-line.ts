@@ -24,8 +24,13 @@ function format(value: unknown): string {
   }
 }
 
-/** Where release code runs from: `<DATA_DIR>/bundles/<…>`, its frames named by the source map after it. */
-const BUNDLE_PATH = /[^\s(]*\/bundles\//g;
+/**
+ * Where release code runs from: `<DATA_DIR>/bundles/<…>`, its frames named by the source map after it.
+ * The lookbehind starts a match only where a path can start (after a space or "(", or at the start):
+ * without it a long word in a thrown message was scanned again from each of its characters, quadratic
+ * time on the event loop.
+ */
+const BUNDLE_PATH = /(?<![^\s(])[^\s(]*\/bundles\//g;
 
 /**
  * What a log says about code that threw: the message and the release code's frames (relative to the

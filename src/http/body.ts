@@ -12,7 +12,9 @@ export class BodyAborted extends PublicError {
   }
 }
 
-export const payloadTooLarge = (limit: number) => new TooLarge(limit, `the body is larger than ${limit / MiB} MiB`);
+const sizeText = (bytes: number) => (bytes < MiB ? `${bytes / 1024} KiB` : `${bytes / MiB} MiB`);
+
+export const payloadTooLarge = (limit: number) => new TooLarge(limit, `the body is larger than ${sizeText(limit)}`);
 
 /**
  * Reads a body as text, refusing it (413) as soon as it passes `limit` bytes: by Content-Length when
@@ -20,20 +22,37 @@ export const payloadTooLarge = (limit: number) => new TooLarge(limit, `the body 
  */
 export async function readTextBody(request: Request, limit: number): Promise<string> {
   try {
-    return await readText(request, limit);
+    if (hasDeclaredLength(request, limit)) return await request.text();
+    return new TextDecoder().decode(await chunksUpTo(request, limit));
   } catch (error) {
-    if (error instanceof DOMException && error.name === "AbortError") throw new BodyAborted();
-    throw error;
+    throw abortedOr(error);
   }
 }
 
-async function readText(request: Request, limit: number): Promise<string> {
-  const declared = request.headers.get("content-length");
-  if (declared !== null) {
-    if (Number(declared) > limit) throw payloadTooLarge(limit);
-    return request.text();
+/** As readTextBody, for a body passed on as it came (bytes, whatever their encoding). */
+export async function readBytesBody(request: Request, limit: number): Promise<Uint8Array> {
+  try {
+    if (hasDeclaredLength(request, limit)) return new Uint8Array(await request.arrayBuffer());
+    return await chunksUpTo(request, limit);
+  } catch (error) {
+    throw abortedOr(error);
   }
-  if (!request.body) return "";
+}
+
+/** What a read throws when the client left mid-body (Bun aborts the request) becomes BodyAborted. */
+const abortedOr = (error: unknown) =>
+  error instanceof DOMException && error.name === "AbortError" ? new BodyAborted() : error;
+
+/** Refuses a Content-Length over `limit`; answers whether one was sent (Bun then reads no more than it says). */
+function hasDeclaredLength(request: Request, limit: number): boolean {
+  const declared = request.headers.get("content-length");
+  if (declared === null) return false;
+  if (Number(declared) > limit) throw payloadTooLarge(limit);
+  return true;
+}
+
+async function chunksUpTo(request: Request, limit: number): Promise<Uint8Array> {
+  if (!request.body) return new Uint8Array();
   const chunks: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of request.body) {
@@ -41,7 +60,7 @@ async function readText(request: Request, limit: number): Promise<string> {
     if (size > limit) throw payloadTooLarge(limit);
     chunks.push(chunk);
   }
-  return new TextDecoder().decode(Buffer.concat(chunks));
+  return Buffer.concat(chunks);
 }
 
 /** A body (or part) nested deeper than MAX_JSON_DEPTH: refused before any code walks it. */

@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import type { CorsOrigins } from "../config.ts";
 import { MCP_REQUEST_HEADERS } from "../mcp/headers.ts";
+import { requestTarget } from "./request-target.ts";
 
 // Request headers our endpoints read (storage's `path`) and MCP clients of either era send; the rest
 // are CORS-safelisted.
@@ -57,7 +58,7 @@ export const cors = (origins: CorsOrigins) =>
   new Elysia({ name: "cors" }).onRequest(({ request, set }) => {
     const origin = request.headers.get("origin");
     if (origin === null) return;
-    const path = new URL(request.url).pathname;
+    const { path } = requestTarget(request);
     if (answersItsOwnCors(path)) return;
     const grant = grantFor(path, origin, origins);
     if (isPreflight(request)) {

@@ -5,6 +5,7 @@ import type { Log } from "../observe/log.ts";
 import { BodyAborted } from "./body.ts";
 import { type Route, routeMisses } from "./methods.ts";
 import { noteErrorStatus, requestIdOf } from "./observe.ts";
+import { requestTarget } from "./request-target.ts";
 
 /** A refusal whose HTTP answer needs headers (the credential challenge). */
 export class HttpError extends PublicError {
@@ -48,7 +49,7 @@ export const errorHandling = (log: Log, routes: () => readonly Route[]) => {
   /** No route took the request: a wrong method on a known path (405 with Allow), a WebSocket without upgrade, or 404. */
   const noRoute = (request: Request) => {
     missOf ??= routeMisses(routes());
-    const miss = missOf(request.method, new URL(request.url).pathname);
+    const miss = missOf(request.method, requestTarget(request).path);
     if (miss.kind === "method") {
       const allow = miss.allow.join(", ");
       return errorResponse("method_not_allowed", `${request.method} is not allowed here: ${allow}`, {}, { allow });
@@ -66,7 +67,7 @@ export const errorHandling = (log: Log, routes: () => readonly Route[]) => {
   const answer = (code: string | number, thrown: unknown, request: Request): Response => {
     const error = clientLeft(thrown, request) ? new BodyAborted() : thrown;
     if (error instanceof BodyAborted) {
-      log(`${request.method} ${new URL(request.url).pathname}: ${error.message} (400)`, {
+      log(`${request.method} ${requestTarget(request).path}: ${error.message} (400)`, {
         level: "warn",
         reqId: requestIdOf(request),
       });

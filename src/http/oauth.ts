@@ -1,10 +1,12 @@
 import { Elysia } from "elysia";
 import { loggable } from "../lib/database-errors.ts";
-import { PublicError } from "../lib/errors.ts";
 import type { Log } from "../observe/log.ts";
+import { readBytesBody } from "./body.ts";
 import { errorResponse } from "./errors.ts";
 import { requestIdOf } from "./observe.ts";
+import { requestTarget } from "./request-target.ts";
 
+/** Forms and registrations are small; the limit holds while reading, so a larger body is never held. */
 const BODY_LIMIT = 64 * 1024;
 const INTERNAL_MESSAGE = "the server failed to answer this request";
 /** Hop-by-hop and length headers are the proxy's own to set. */
@@ -50,7 +52,6 @@ export interface OAuthRouteOptions {
 export const oauthRoutes = (options: OAuthRouteOptions) => {
   const relay = async (request: Request, path: string, clientAddress: string | undefined) => {
     const { origin } = await options.authority();
-    const url = new URL(request.url);
     const headers = new Headers();
     for (const [name, value] of request.headers) if (!DROPPED.has(name)) headers.set(name, value);
     const publicUrl = new URL(options.publicUrl());
@@ -61,16 +62,12 @@ export const oauthRoutes = (options: OAuthRouteOptions) => {
     // The authority's log lines name the request as this server's do.
     const reqId = requestIdOf(request);
     if (reqId) headers.set("x-request-id", reqId);
-    let body: ArrayBuffer | undefined;
-    if (request.method !== "GET" && request.method !== "HEAD") {
-      body = await request.arrayBuffer();
-      if (body.byteLength > BODY_LIMIT)
-        throw new PublicError("payload_too_large", "an OAuth request body is at most 64 KiB");
-    }
+    const body =
+      request.method === "GET" || request.method === "HEAD" ? undefined : await readBytesBody(request, BODY_LIMIT);
     let answer: Response;
     let payload: ArrayBuffer;
     try {
-      answer = await fetch(`${origin}${path}${url.search}`, {
+      answer = await fetch(`${origin}${path}${requestTarget(request).search}`, {
         method: request.method,
         headers,
         body,
@@ -126,6 +123,6 @@ export const oauthRoutes = (options: OAuthRouteOptions) => {
       relay(request, "/.well-known/openid-configuration", server?.requestIP(request)?.address),
     )
     .all("/oauth/*", ({ request, server }) =>
-      relay(request, new URL(request.url).pathname, server?.requestIP(request)?.address),
+      relay(request, requestTarget(request).path, server?.requestIP(request)?.address),
     );
 };

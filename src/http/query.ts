@@ -3,6 +3,7 @@ import { PublicError } from "../lib/errors.ts";
 import { authenticated } from "./auth.ts";
 import { MiB, readJsonBody } from "./body.ts";
 import type { HttpDeps } from "./deps.ts";
+import { requestTarget } from "./request-target.ts";
 
 export const QUERY_BODY_LIMIT = 4 * MiB;
 
@@ -11,7 +12,7 @@ export const queryRoutes = (deps: HttpDeps) =>
   new Elysia({ name: "query" })
     .use(authenticated(deps.auth, deps.publicUrl))
     .post("/query", async ({ request, principal }) => {
-      const format = new URL(request.url).searchParams.get("format");
+      const format = new URLSearchParams(requestTarget(request).search).get("format");
       if (format !== null && format !== "objects" && format !== "triples") {
         throw new PublicError("invalid_request", "format must be objects (or absent, for triples)");
       }

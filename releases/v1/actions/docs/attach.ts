@@ -3,7 +3,7 @@ import { defineAction, FileInput, Type } from "actuate";
 export default defineAction({
   description: "Attach a file to one of the caller's notes",
   input: Type.Object({
-    note: Type.String({ description: "the note's id" }),
+    note: Type.String({ description: "the note's id", minLength: 1, maxLength: 64 }),
     file: FileInput({ maxBytes: 10_000_000 }),
   }),
   output: Type.Object({ id: Type.String(), path: Type.String() }),
