@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { hashSecret } from "../src/auth/tokens.ts";
 import { cli, type ServerProcess, serve } from "./support/cli.ts";
 import { canMakeClusters, privateCluster } from "./support/cluster.ts";
+import { executeStatements } from "./support/databases.ts";
 import { LiveClient } from "./support/live-client.ts";
 import { signedInClient } from "./support/oauth-client.ts";
 import { eventually, fixture } from "./support/server.ts";
@@ -29,9 +30,9 @@ const LOOPS = [
   "loading the active release",
   "workflow worker",
   "instance heartbeat",
-  "schedules",
+  "schedule ticks",
   "delayed invocations",
-  "retention",
+  "execution retention",
 ];
 const down = (loop: string) => `${loop}: the database cannot be reached; trying again until it is back`;
 const back = (loop: string) => `${loop}: the database is back`;
@@ -134,6 +135,18 @@ test.skipIf(!canMakeClusters)(
         status: "succeeded",
       });
       for (const socket of [byKey, byToken, byJwt]) expect(await socket.op("refresh-ok", 10_000)).toBeTruthy();
+      // Another instance's write is heard again (the relay between instances listens again): its row and its
+      // word, as that instance would send them.
+      const elsewhere = `written-elsewhere-${crypto.randomUUID()}`;
+      await executeStatements(
+        cluster.url,
+        `insert into data_entities (id, entity, doc, created_at, updated_at)
+           values ('${crypto.randomUUID()}', 'marks', '{"runId": "${elsewhere}"}', 0, 0);
+         select pg_notify('actuate_data_changes', '{"origin": "another instance", "entities": ["marks"]}');`,
+      );
+      for (const socket of [byKey, byToken, byJwt]) {
+        await socket.next((m) => m.op === "refresh-ok" && JSON.stringify(m).includes(elsewhere), 10_000);
+      }
       // The schedule ticks again, the delayed invocation started.
       await eventually(
         async () => Date.parse((await call("/schedules")).body.items?.[0]?.lastTickAt ?? "") > backAt,

@@ -32,7 +32,7 @@ export class Retention {
     private readonly $: RetentionDeps,
     private readonly settings: RetentionSettings,
   ) {
-    this.failures = new LoopFailures("retention", $.log);
+    this.failures = new LoopFailures("execution retention", $.log);
   }
 
   start(): void {

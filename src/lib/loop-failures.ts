@@ -18,7 +18,7 @@ export class LoopFailures {
   private ended = 0;
 
   constructor(
-    /** The loop, as the log names it: "retention", "workflow worker", … */
+    /** The loop, as the log names it: "execution retention", "workflow worker", … */
     private readonly loop: string,
     private readonly report: LoopReport,
   ) {}

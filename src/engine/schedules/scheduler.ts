@@ -63,7 +63,7 @@ export class Scheduler {
     private readonly $: SchedulerResources,
     private readonly settings: SchedulerSettings,
   ) {
-    this.failures = new LoopFailures("schedules", $.log);
+    this.failures = new LoopFailures("schedule ticks", $.log);
     this.loop = new PassLoop(
       () => this.runPass(),
       (error) => this.failures.failed(error),
