@@ -1,28 +1,12 @@
 import { expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { hashSecret } from "../src/auth/tokens.ts";
 import { cli, serve } from "./support/cli.ts";
+import { canMakeClusters, privateCluster } from "./support/cluster.ts";
 import { LiveClient } from "./support/live-client.ts";
 import { eventually, fixture } from "./support/server.ts";
-
-// A private PostgreSQL cluster, made by this test and removed after, so that stopping it harms nothing
-// else. pg_createcluster (Debian's postgresql-common) needs root, as CI runs.
-const canMakeClusters =
-  process.platform === "linux" && process.getuid?.() === 0 && existsSync("/usr/bin/pg_createcluster");
-
-function pgctl(...args: string[]) {
-  const run = Bun.spawnSync(args, { stdout: "pipe", stderr: "pipe" });
-  if (run.exitCode !== 0) throw new Error(`${args.join(" ")}: ${run.stderr.toString()}`);
-}
-
-function freePort(): number {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const { port } = probe;
-  probe.stop(true);
-  return port;
-}
 
 interface Answer {
   status: number;
@@ -38,13 +22,11 @@ interface Answer {
 test.skipIf(!canMakeClusters)(
   "a PostgreSQL outage is answered 503 database_unavailable, /readyz flips, the server recovers by itself, nothing answered 200 is lost",
   async () => {
-    const version = readdirSync("/etc/postgresql")[0] as string;
-    const cluster = `actuate_outage_${crypto.randomUUID().slice(0, 8)}`;
-    const port = freePort();
+    const cluster = privateCluster();
     const dataDir = mkdtempSync(join(tmpdir(), "actuate-outage-"));
     const key = `outage-key-${crypto.randomUUID()}`;
     const env = {
-      DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/postgres`,
+      DATABASE_URL: cluster.url,
       DATA_DIR: dataDir,
       SERVICE_KEYS: key,
       WAIT_MS: "5000",
@@ -52,10 +34,8 @@ test.skipIf(!canMakeClusters)(
       // a call that reaches the write path, docs/ARCHITECTURE.md "Database outages", stays out of this test).
       TOKEN_RECHECK_MS: "0",
     };
-    pgctl("pg_createcluster", version, cluster, "-p", String(port), "--", "--auth=trust");
     let server: Awaited<ReturnType<typeof serve>> | undefined;
     try {
-      pgctl("pg_ctlcluster", version, cluster, "start");
       const token =
         (await cli(["token", "create", "--user", "outage-user"], env)).stdout.trim().split("\n").at(-1) ?? "";
       server = await serve(["start", "--release", fixture("basic")], env);
@@ -102,7 +82,7 @@ test.skipIf(!canMakeClusters)(
 
       await eventually(() => count(200) >= 20, 20_000);
       const stoppedAt = performance.now();
-      pgctl("pg_ctlcluster", version, cluster, "stop", "-m", "fast");
+      cluster.stop();
       // Long enough for the pool to count many failed connects (each used to lengthen the next wait).
       await eventually(() => count(503) >= 15, 30_000).catch((error) => {
         const seen = answers.slice(-5).map((x) => `${x.status} ${JSON.stringify(x.body).slice(0, 200)}`);
@@ -120,7 +100,7 @@ test.skipIf(!canMakeClusters)(
       expect(down.body).toMatchObject({ ok: false, error: "not_ready", database: "unavailable", storage: "ok" });
       expect((await call("/healthz")).status).toBe(200);
 
-      pgctl("pg_ctlcluster", version, cluster, "start");
+      cluster.start();
       const backAt = performance.now();
       await eventually(async () => (await call("/readyz")).status === 200, 30_000);
       const after = answers.length;
@@ -167,7 +147,7 @@ test.skipIf(!canMakeClusters)(
       throw error;
     } finally {
       await server?.kill();
-      Bun.spawnSync(["pg_dropcluster", "--stop", version, cluster]);
+      cluster.drop();
       rmSync(dataDir, { recursive: true, force: true });
     }
   },

@@ -60,24 +60,23 @@ export class JwtVerifier {
   }
 
   private keySet(): Promise<JWTVerifyGetKey> {
-    if (!this.keys && this.settings.localKeys) {
-      const localKeys = this.settings.localKeys;
-      this.keys = import("jose").then(async ({ createLocalJWKSet }) => createLocalJWKSet(await localKeys()));
-    }
-    if (!this.keys) {
-      this.keys = this.jwksUrl().then(async (url) => {
-        const { createRemoteJWKSet } = await import("jose");
-        return createRemoteJWKSet(new URL(url), {
-          cooldownDuration: this.settings.refetchMs,
-          cacheMaxAge: KEYS_MAX_AGE_MS,
-          timeoutDuration: DISCOVERY_TIMEOUT_MS,
+    if (this.keys) return this.keys;
+    const localKeys = this.settings.localKeys;
+    this.keys = localKeys
+      ? import("jose").then(async ({ createLocalJWKSet }) => createLocalJWKSet(await localKeys()))
+      : this.jwksUrl().then(async (url) => {
+          const { createRemoteJWKSet } = await import("jose");
+          return createRemoteJWKSet(new URL(url), {
+            cooldownDuration: this.settings.refetchMs,
+            cacheMaxAge: KEYS_MAX_AGE_MS,
+            timeoutDuration: DISCOVERY_TIMEOUT_MS,
+          });
         });
-      });
-      // A provider that was down is asked again by the next token.
-      this.keys.catch(() => {
-        this.keys = null;
-      });
-    }
+    // A provider that was down, or a database that could not be reached for the local keys, is asked
+    // again by the next token.
+    this.keys.catch(() => {
+      this.keys = null;
+    });
     return this.keys;
   }
 

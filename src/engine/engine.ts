@@ -4,6 +4,7 @@ import { loggable } from "../lib/database-errors.ts";
 import { PublicError } from "../lib/errors.ts";
 import { uuidV7Floor } from "../lib/ids.ts";
 import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "../lib/json-text.ts";
+import { LoopFailures } from "../lib/loop-failures.ts";
 import type { Log } from "../observe/log.ts";
 import { Telemetry } from "../observe/telemetry.ts";
 import { NO_SPAN, type SpanParent } from "../observe/tracing.ts";
@@ -158,6 +159,7 @@ export class Engine {
       readLogs: (id, afterSeq) => $.store.executionLogs.page(id, afterSeq, FOLLOW_LOG_PAGE),
       now: this.now,
       poll: $.followPoll ?? DEFAULT_POLL,
+      failures: new LoopFailures("following executions", $.log),
     };
     const logLimits = $.logLimits ?? DEFAULT_LOG_LIMITS;
     this.runner = new Runner({
@@ -176,6 +178,7 @@ export class Engine {
         feed: this.feed,
         release: $.releaseVersion,
         log: $.log,
+        failures: new LoopFailures("workflow worker", $.log),
         now: this.now,
         logLimits,
         telemetry,

@@ -1,3 +1,5 @@
+import { isDatabaseUnavailable } from "../lib/database-errors.ts";
+import type { LoopFailures } from "../lib/loop-failures.ts";
 import type { ExecutionRow, LogRow } from "../store/rows.ts";
 import { isTerminal } from "../store/statuses.ts";
 import type { ExecutionEvent, ExecutionFeed, FeedEvent } from "./execution-feed.ts";
@@ -18,6 +20,8 @@ export interface FollowResources {
   readLogs: (id: string, afterSeq: number) => Promise<LogRow[]>;
   now: () => number;
   poll: PollBackoff;
+  /** Told when a poll meets the database away (once per outage for every follower) and when one reads again. */
+  failures: LoopFailures;
 }
 
 export interface FollowOptions {
@@ -44,6 +48,7 @@ export interface FollowOptions {
  * from the feed at once, and so does word (PostgreSQL NOTIFY) that another instance changed the row,
  * which is then read at once. Otherwise the row is read again with backoff (`poll`): that covers SQLite
  * runs resumed after a restart and a missed notification (a listening connection being re-established).
+ * A poll that finds the database away is tried again at the next one: following outlives an outage.
  * The feed is listened to before the first read, so nothing between the two is missed. `first` reads the
  * row and may refuse (not the caller's).
  */
@@ -82,22 +87,28 @@ export async function* followExecution(
     yield { type: "status", execution: current };
     yield* await storedLines();
     let delay = $.poll.minMs;
-    const reread = async () => {
-      const row = await $.read(id);
-      if (!row || row.status === current.status) return null;
+    /** The row read again: new lines first, and, when it changed, its new status; nothing while the database is away. */
+    const reread = async (): Promise<ExecutionEvent[]> => {
+      let row: ExecutionRow | null;
+      let lines: ExecutionEvent[];
+      const begun = $.failures.begin();
+      try {
+        row = await $.read(id);
+        lines = await storedLines();
+      } catch (error) {
+        if (!isDatabaseUnavailable(error)) throw error;
+        $.failures.failed(error, { begun });
+        return [];
+      }
+      $.failures.worked();
+      if (!row || row.status === current.status) return lines;
       current = row;
-      return row;
-    };
-    /** The row read again: new lines first, and, when it changed, the lines before its new status. */
-    const rereadWithLines = async function* (): AsyncGenerator<ExecutionEvent> {
-      const row = await reread();
-      yield* await storedLines();
-      if (row) yield { type: "status", execution: row };
+      return [...lines, { type: "status", execution: row }];
     };
     while (!isTerminal(current.status) && !options.signal?.aborted) {
       const event = pending.shift();
       if (event?.type === "stored") {
-        yield* rereadWithLines();
+        yield* await reread();
         continue;
       }
       if (event?.type === "log") {
@@ -126,7 +137,7 @@ export async function* followExecution(
       wake = null;
       if (woken) continue;
       delay = Math.min(delay * 2, $.poll.maxMs);
-      yield* rereadWithLines();
+      yield* await reread();
     }
   } finally {
     stop();

@@ -1,3 +1,4 @@
+import { LoopFailures } from "../lib/loop-failures.ts";
 import type { Log } from "../observe/log.ts";
 import type { Store } from "../store/store.ts";
 
@@ -10,8 +11,11 @@ const MAX_BEAT_MS = 2_000;
  */
 export class Liveness {
   private timer: Timer | null = null;
+  private readonly failures: LoopFailures;
 
-  constructor(private readonly $: { store: Store; ttlMs: number; log: Log; now: () => number }) {}
+  constructor(private readonly $: { store: Store; ttlMs: number; log: Log; now: () => number }) {
+    this.failures = new LoopFailures("instance heartbeat", $.log);
+  }
 
   /** Resolves once this process is known as alive: none of its executions can be taken for a dead one's. */
   async start(): Promise<void> {
@@ -23,21 +27,21 @@ export class Liveness {
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    await this.$.store.instances
-      .retire()
-      .catch((error) => this.$.log(`could not retire this instance: ${error.message}`, { level: "warn" }));
+    await this.$.store.instances.retire().catch((error) => this.failures.failed(error));
   }
 
   private beat(): Promise<void> {
     const now = this.$.now();
+    const begun = this.failures.begin();
     return this.$.store.instances
       .keepAlive(now, now + this.$.ttlMs)
       .then((failed) => {
+        this.failures.worked();
         if (failed > 0)
           this.$.log(`${failed} execution(s) of a stopped server were marked failed (execution_interrupted)`, {
             level: "warn",
           });
       })
-      .catch((error) => this.$.log(`instance heartbeat failed: ${(error as Error).message}`, { level: "error" }));
+      .catch((error) => this.failures.failed(error, { begun }));
   }
 }

@@ -1,3 +1,5 @@
+import { LoopFailures } from "../lib/loop-failures.ts";
+import type { Log } from "../observe/log.ts";
 import type { Store } from "../store/store.ts";
 
 export interface RetentionSettings {
@@ -14,7 +16,7 @@ export interface RetentionDeps {
   /** Deletes the bytes of a forgotten execution's uploads (they belong to it). */
   dropUploads: (paths: string[]) => Promise<void>;
   now: () => number;
-  log: (message: string) => void;
+  log: Log;
 }
 
 /**
@@ -26,16 +28,22 @@ export class Retention {
   private timer: Timer | null = null;
   private sweeping: Promise<number> | null = null;
   private stopped = false;
+  private readonly failures: LoopFailures;
 
   constructor(
     private readonly $: RetentionDeps,
     private readonly settings: RetentionSettings,
-  ) {}
+  ) {
+    this.failures = new LoopFailures("execution retention", $.log);
+  }
 
   start(): void {
     const { keepMs, sweepMs = Math.min(Math.max(keepMs / 10, 1_000), 3_600_000) } = this.settings;
     const tick = () => {
-      this.sweep().catch((error) => this.$.log(`retention: pruning executions failed: ${(error as Error).message}`));
+      this.sweep().then(
+        () => this.failures.worked(),
+        (error) => this.failures.failed(error),
+      );
     };
     this.timer = setInterval(tick, sweepMs);
     this.timer.unref();

@@ -121,7 +121,11 @@ export class Runner {
         this.$.log(`[${row.action} ${row.id}] ${line}`, { level, executionId: row.id, action: row.action });
         this.$.feed.publish(row.id, { type: "log", executionId: row.id, line, at, seq });
       },
-      failed: (error) => this.$.log(`could not store log lines of execution ${row.id}: ${messageOf(error)}`),
+      failed: (error) =>
+        this.$.log(`could not store log lines of execution ${row.id}: ${loggable(error)}`, {
+          level: "warn",
+          executionId: row.id,
+        }),
     });
   }
 

@@ -8,6 +8,7 @@ import { canonicalJson } from "../lib/canonical-json.ts";
 import { loggable, publicErrorOf } from "../lib/database-errors.ts";
 import { type ErrorCode, PublicError } from "../lib/errors.ts";
 import { nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
+import { LoopFailures } from "../lib/loop-failures.ts";
 import type { Log } from "../observe/log.ts";
 import type { Telemetry } from "../observe/telemetry.ts";
 import type { LoadedRelease } from "../release/load.ts";
@@ -109,6 +110,7 @@ export class SessionHub {
   private pendingEntities = new Set<string>();
   private readonly stopFeed: () => void;
   private readonly revocationTimer: Timer;
+  private readonly tokenChecks: LoopFailures;
 
   constructor(
     private readonly $: HubDeps,
@@ -117,10 +119,11 @@ export class SessionHub {
     private readonly initTimeoutMs = 10_000,
   ) {
     this.stopFeed = $.data.changes.subscribe((entities) => this.scheduleRefresh(entities));
-    this.revocationTimer = setInterval(
-      () => void this.closeRevoked().catch((error) => this.logFailure("checking live sessions' tokens", error)),
-      revocationCheckMs,
-    );
+    this.tokenChecks = new LoopFailures("checking live sessions' tokens", $.log);
+    this.revocationTimer = setInterval(() => {
+      const begun = this.tokenChecks.begin();
+      this.closeRevoked().catch((error) => this.tokenChecks.failed(error, { begun }));
+    }, revocationCheckMs);
     this.revocationTimer.unref();
   }
 
@@ -502,6 +505,7 @@ export class SessionHub {
     const users = [...this.sessions].filter((s) => s.token && s.principal?.kind === "user");
     if (users.length === 0) return;
     const valid = await this.$.auth.stillValid(users.map((s) => s.token as string));
+    this.tokenChecks.worked();
     for (const session of users) {
       if (valid.has(session.token as string)) continue;
       session.socket.close(4001, "the access token was revoked");

@@ -1,3 +1,4 @@
+import { LoopFailures } from "../lib/loop-failures.ts";
 import type { Log } from "../observe/log.ts";
 import type { Store } from "../store/store.ts";
 import { asRelease, type LoadedRelease, loadBundle } from "./load.ts";
@@ -12,12 +13,15 @@ export class ReleaseRegistry {
   private readonly loaded = new Map<string, LoadedRelease>();
   private refreshing: Promise<void> | null = null;
   private timer: ReturnType<typeof setInterval> | null = null;
+  private readonly polls: LoopFailures;
 
   constructor(
     private readonly store: Store,
     private readonly bundlesDir: string,
     private readonly log: Log = () => {},
-  ) {}
+  ) {
+    this.polls = new LoopFailures("loading the active release", log);
+  }
 
   current(): LoadedRelease | null {
     return this.active;
@@ -43,8 +47,9 @@ export class ReleaseRegistry {
   /** Polls the active release so a publish or activation by the CLI or another instance is served within `intervalMs`. */
   watch(intervalMs: number): void {
     this.timer ??= setInterval(() => {
-      this.refresh().catch((error) =>
-        this.log(`could not load the active release: ${(error as Error).message}`, { level: "error" }),
+      this.refresh().then(
+        () => this.polls.worked(),
+        (error) => this.polls.failed(error),
       );
     }, intervalMs);
   }

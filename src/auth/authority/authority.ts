@@ -3,8 +3,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { Configuration, KoaContextWithOIDC } from "oidc-provider";
 import Provider, { errors } from "oidc-provider";
-import { loggable } from "../../lib/database-errors.ts";
 import { PublicError } from "../../lib/errors.ts";
+import { LoopFailures } from "../../lib/loop-failures.ts";
 import type { Log } from "../../observe/log.ts";
 import type { Store } from "../../store/store.ts";
 import { GRANT_CLAIM } from "../sign-ins.ts";
@@ -68,11 +68,12 @@ export class Authority {
     options: AuthorityOptions,
   ) {
     // Expired codes, tokens, sessions and interactions are dropped hourly (and once now), by any instance.
+    const failures = new LoopFailures("purging expired sign-in records", options.log);
     const purge = () =>
-      options.store.oauth.purgeExpired(options.now()).catch((error) => {
-        options.log(`could not purge expired sign-in records: ${loggable(error)}`, { level: "warn" });
-        return 0;
-      });
+      options.store.oauth.purgeExpired(options.now()).then(
+        () => failures.worked(),
+        (error) => failures.failed(error),
+      );
     void purge();
     this.purge = setInterval(purge, PURGE_EVERY_MS);
     this.purge.unref();

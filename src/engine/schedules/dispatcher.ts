@@ -1,4 +1,5 @@
-import { messageOf, PublicError } from "../../lib/errors.ts";
+import { PublicError } from "../../lib/errors.ts";
+import { LoopFailures } from "../../lib/loop-failures.ts";
 import type { Log } from "../../observe/log.ts";
 import type { Principal } from "../../sdk/index.ts";
 import type { ScheduledRow } from "../../store/rows.ts";
@@ -44,14 +45,18 @@ export interface DispatcherSettings {
  */
 export class Dispatcher {
   private readonly loop: PassLoop;
+  private readonly failures: LoopFailures;
 
   constructor(
     private readonly $: DispatcherResources,
     private readonly settings: DispatcherSettings,
   ) {
-    const failed = (error: unknown) =>
-      this.$.log(`delayed invocations: ${messageOf(error)}; trying again`, { level: "warn" });
-    this.loop = new PassLoop(() => this.runPass(), failed, settings.pollMs);
+    this.failures = new LoopFailures("delayed invocations", $.log);
+    this.loop = new PassLoop(
+      () => this.runPass(),
+      (error) => this.failures.failed(error),
+      settings.pollMs,
+    );
   }
 
   start(): void {
@@ -68,6 +73,7 @@ export class Dispatcher {
     const { owner, leaseMs, batch, pollMs } = this.settings;
     const at = now();
     const due = await store.scheduled.claimDue(owner, at, at + leaseMs, batch);
+    this.failures.worked();
     if (due.length > 0) {
       const started = await Promise.all(due.map((row) => this.startOne(row)));
       const done = started.filter((s) => s !== null);
@@ -96,16 +102,18 @@ export class Dispatcher {
       return { id: row.id, executionId: outcome.execution.id };
     } catch (error) {
       try {
-        if (error instanceof PublicError && !RETRIED.has(error.code)) {
+        if (!(error instanceof PublicError)) {
+          this.failures.failed(error, { about: { scheduled: row.id } });
+        } else if (RETRIED.has(error.code)) {
+          this.$.log(`delayed invocation ${row.id} (${row.action}) not started: ${error.message}; trying again`, {
+            level: "warn",
+          });
+        } else {
           return { id: row.id, executionId: await this.$.recordRefusal(request, error) };
         }
-        this.$.log(`delayed invocation ${row.id} (${row.action}) not started: ${messageOf(error)}; trying again`, {
-          level: "warn",
-        });
       } catch (failure) {
-        this.$.log(`delayed invocation ${row.id}: its refusal could not be recorded: ${messageOf(failure)}`, {
-          level: "error",
-        });
+        // Its refusal could not be recorded: tried again with the invocation.
+        this.failures.failed(failure, { about: { scheduled: row.id } });
       }
       return null;
     }

@@ -1,4 +1,5 @@
-import { messageOf, PublicError } from "../../lib/errors.ts";
+import { PublicError } from "../../lib/errors.ts";
+import { LoopFailures } from "../../lib/loop-failures.ts";
 import type { Log } from "../../observe/log.ts";
 import type { LoadedRelease } from "../../release/load.ts";
 import type { LoadedSchedule } from "../../release/schedules.ts";
@@ -56,13 +57,18 @@ export class Scheduler {
   /** A schedule whose pass failed (the database) is tried again then, not in a tight loop. */
   private readonly retryAt = new Map<string, number>();
   private readonly loop: PassLoop;
+  private readonly failures: LoopFailures;
 
   constructor(
     private readonly $: SchedulerResources,
     private readonly settings: SchedulerSettings,
   ) {
-    const failed = (error: unknown) => this.$.log(`schedules: ${messageOf(error)}; trying again`, { level: "warn" });
-    this.loop = new PassLoop(() => this.runPass(), failed, settings.pollMs);
+    this.failures = new LoopFailures("schedule ticks", $.log);
+    this.loop = new PassLoop(
+      () => this.runPass(),
+      (error) => this.failures.failed(error),
+      settings.pollMs,
+    );
   }
 
   start(): void {
@@ -83,9 +89,14 @@ export class Scheduler {
       if (this.dueAt(schedule) <= this.$.now()) {
         try {
           await this.handle(schedule);
+          this.failures.worked();
           this.retryAt.delete(schedule.name);
         } catch (error) {
-          this.$.log(`schedule ${schedule.name}: ${messageOf(error)}; trying again`, { level: "warn" });
+          if (error instanceof PublicError) {
+            this.$.log(`schedule ${schedule.name}: ${error.message}; trying again`, { level: "warn" });
+          } else {
+            this.failures.failed(error, { about: { schedule: schedule.name } });
+          }
           this.retryAt.set(schedule.name, this.$.now() + this.settings.pollMs);
         }
       }

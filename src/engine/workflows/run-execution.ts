@@ -1,7 +1,9 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { DataService } from "../../data/service.ts";
+import { isDatabaseUnavailable, loggable } from "../../lib/database-errors.ts";
 import { messageOf } from "../../lib/errors.ts";
 import { storableJson } from "../../lib/json-text.ts";
+import type { LoopFailures } from "../../lib/loop-failures.ts";
 import type { Log } from "../../observe/log.ts";
 import type { Telemetry } from "../../observe/telemetry.ts";
 import { NO_SPAN, type Span, type SpanParent } from "../../observe/tracing.ts";
@@ -24,6 +26,8 @@ export interface RunDeps {
   /** Any stored release by version: a run stays on the one it started with. */
   release: (version: string) => Promise<LoadedRelease>;
   log: Log;
+  /** The worker's store failures, its runs' included: an outage is told once, not once per run. */
+  failures: LoopFailures;
   now: () => number;
   logLimits: LogLimits;
   telemetry: Telemetry;
@@ -86,6 +90,8 @@ export class RunExecution {
   /** Likewise the step's `ctx.schedule` and `ctx.cancelScheduled`. */
   private readonly stepTools = new AsyncLocalStorage<ScheduleTools>();
   private span: Span = NO_SPAN;
+  /** For the worker's failures: this pass's store calls begin with it. */
+  private readonly begun: number;
 
   /** `fresh`: the run was just admitted by this process, so it has no checkpoints to read yet. */
   constructor(
@@ -96,6 +102,7 @@ export class RunExecution {
     /** The span of the request that admitted the run, for the pass started at admission. */
     private readonly parent?: SpanParent,
   ) {
+    this.begun = $.failures.begin();
     this.principal = {
       kind: run.principalKind,
       id: run.principalId,
@@ -138,7 +145,7 @@ export class RunExecution {
     try {
       release = await this.$.release(this.run.releaseVersion);
     } catch (error) {
-      return this.end(failed(`the run's release cannot be loaded: ${(error as Error).message}`, this.$.now()));
+      return this.releaseFailed(error);
     }
     const action = release.actions.get(this.run.workflow);
     if (action?.kind !== "workflow") {
@@ -357,6 +364,24 @@ export class RunExecution {
     throw new Unwind();
   }
 
+  /**
+   * The run's release could not be loaded. The database away: the run is let go, and resumed once its
+   * lease runs out. Anything else fails it, with a reason of ours: what the driver or the bundle said
+   * is the server's, logged.
+   */
+  private releaseFailed(error: unknown): Promise<PassOutcome> {
+    if (isDatabaseUnavailable(error)) {
+      this.logStoreError(error);
+      return Promise.resolve({ kind: "released" });
+    }
+    const reason = `the run's release ${this.run.releaseVersion} cannot be loaded`;
+    this.$.log(`workflow run ${this.run.id}: ${reason}: ${loggable(error)}`, {
+      level: "error",
+      executionId: this.run.id,
+    });
+    return this.end(failed(reason, this.$.now()));
+  }
+
   private async end(settlement: RunSettlement): Promise<PassOutcome> {
     // Lease lost: another worker holds the run now, or a cancel ended it while it waited; either way not ours.
     const ended = await this.$.store.runs.finish(this.owner, this.run.id, settlement);
@@ -433,10 +458,7 @@ export class RunExecution {
   }
 
   private logStoreError(error: unknown) {
-    this.$.log(`workflow run ${this.run.id}: the store failed: ${(error as Error).message}`, {
-      level: "error",
-      executionId: this.run.id,
-    });
+    this.$.failures.failed(error, { begun: this.begun, about: { executionId: this.run.id } });
   }
 }
 

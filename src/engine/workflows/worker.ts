@@ -89,10 +89,9 @@ export class WorkflowWorker {
       return;
     }
     this.claiming = true;
+    const begun = this.$.failures.begin();
     this.claimRounds()
-      .catch((error) =>
-        this.$.log(`workflow worker: claiming runs failed: ${(error as Error).message}`, { level: "error" }),
-      )
+      .catch((error) => this.$.failures.failed(error, { begun }))
       .finally(() => {
         this.claiming = false;
       });
@@ -108,11 +107,7 @@ export class WorkflowWorker {
     const passes = [...this.active.values()];
     for (const { execution } of passes) execution.halt("shutdown");
     await Promise.race([Promise.allSettled(passes.map((p) => p.done)), Bun.sleep(graceMs)]);
-    await this.$.store.runs
-      .release(this.owner)
-      .catch((error) =>
-        this.$.log(`workflow worker: releasing leases failed: ${(error as Error).message}`, { level: "error" }),
-      );
+    await this.$.store.runs.release(this.owner).catch((error) => this.$.failures.failed(error));
   }
 
   private async claimRounds(): Promise<void> {
@@ -125,6 +120,7 @@ export class WorkflowWorker {
       }
       const now = this.$.now();
       const runs = await this.$.store.runs.claim(this.owner, now, this.leaseUntil(now), free);
+      this.$.failures.worked();
       this.backlog = runs.length === free;
       // A run whose lease ran out while its pass here went on (a stalled heartbeat) is ours again: let the pass go on.
       for (const run of runs) if (!this.active.has(run.id)) this.begin(run);
@@ -135,6 +131,7 @@ export class WorkflowWorker {
   private begin(run: RunRow, admitted?: ExecutionRow, parent?: SpanParent): void {
     this.$.telemetry.runStarted((this.$.now() - run.wakeAt) / 1000);
     const execution = new RunExecution(run, this.owner, this.$, admitted !== undefined, parent);
+    const begun = this.$.failures.begin();
     const done = execution
       .execute()
       .then((outcome) => {
@@ -143,10 +140,7 @@ export class WorkflowWorker {
       })
       .catch((error) => {
         // The lease runs out and the run is resumed from its checkpoints, here or elsewhere.
-        this.$.log(`workflow run ${run.id} stopped: ${(error as Error).message}`, {
-          level: "warn",
-          executionId: run.id,
-        });
+        this.$.failures.failed(error, { begun, about: { executionId: run.id } });
         return null;
       })
       .finally(() => {
@@ -197,12 +191,14 @@ export class WorkflowWorker {
     const ids = [...this.active.keys()];
     if (ids.length === 0) return;
     let held: { id: string; cancelRequested: boolean }[];
+    const begun = this.$.failures.begin();
     try {
       held = await this.$.store.runs.renew(this.owner, ids, this.leaseUntil(this.$.now()));
     } catch (error) {
-      this.$.log(`workflow worker: renewing leases failed: ${(error as Error).message}`, { level: "error" });
+      this.$.failures.failed(error, { begun });
       return;
     }
+    this.$.failures.worked();
     const still = new Map(held.map((h) => [h.id, h.cancelRequested]));
     for (const id of ids) {
       const running = this.active.get(id);

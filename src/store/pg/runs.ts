@@ -23,6 +23,7 @@ import type { BatchRetries } from "./batch-retries.ts";
 import { applyDataWrites } from "./data-writes.ts";
 import { Lane, type Queued, totalLoad, type WriteLoad } from "./lane.ts";
 import { byText, requestKey } from "./lock-order.ts";
+import { pipelined } from "./pipeline.ts";
 
 type Params = ParameterOrJSON<never>[];
 
@@ -347,25 +348,18 @@ export class PgRunStore implements RunStore {
     }
     if (batch.length === 0) return;
     batch.sort(inLockOrder);
-    const connection = await this.client.reserve();
-    let outcomes: PromiseSettledResult<Row[]>[];
-    try {
-      outcomes = await Promise.allSettled([
-        connection.unsafe("begin"),
-        ...batch.map((item) => connection.unsafe(item.sql, item.params, PREPARED)),
-        connection.unsafe("commit"),
-      ]);
-    } finally {
-      connection.release();
-    }
-    const failed = outcomes.find((outcome) => outcome.status === "rejected");
-    if (!failed) {
+    const outcome = await pipelined(this.client, (connection) => [
+      connection.unsafe("begin"),
+      ...batch.map((item) => connection.unsafe(item.sql, item.params, PREPARED)),
+      connection.unsafe("commit"),
+    ]);
+    if ("results" in outcome) {
       batch.forEach((item, i) => {
-        item.resolve([...((outcomes[i + 1] as PromiseFulfilledResult<Row[]>).value ?? [])]);
+        item.resolve([...(outcome.results[i + 1] ?? [])]);
       });
       return;
     }
-    this.retries.retried("runs", failed.reason, batch.length);
+    this.retries.retried("runs", outcome.failure, batch.length);
     await Promise.all(
       batch.map((item) =>
         this.client

@@ -1,5 +1,5 @@
 import type { Database, Statement } from "bun:sqlite";
-import { messageOf } from "../../../lib/errors.ts";
+import { loggable } from "../../../lib/database-errors.ts";
 import { uuidV7Floor, uuidV7Millis } from "../../../lib/ids.ts";
 import {
   createRequestKeyTables,
@@ -257,7 +257,7 @@ export class SqliteRequestIndex {
           this.lastRow = Math.max(this.lastRow, rows[1]);
           // Counted here, not per batch: the sealed tables are still there, as no merge starts meanwhile.
           const keys = this.tables.slice(0, sealed).reduce((sum, table) => sum + table.size, 0);
-          this.warn(`merging ${keys} request keys failed (kept in memory, tried again): ${error.message}`);
+          this.warn(`merging ${keys} request keys failed (kept in memory, tried again): ${loggable(error)}`);
           throw error;
         },
       )
@@ -323,7 +323,7 @@ export class SqliteRequestIndex {
         // the first filter, and the build starts over a little later.
         this.building = null;
         this.warn(
-          `building the request-key filter failed (tried again in ${FILTER_RETRY_MS / 1000} s): ${messageOf(error)}`,
+          `building the request-key filter failed (tried again in ${FILTER_RETRY_MS / 1000} s): ${loggable(error)}`,
         );
         this.filterRetry = setTimeout(() => this.buildFilter(building.filter.capacity), FILTER_RETRY_MS);
         this.filterRetry.unref();
