@@ -35,23 +35,36 @@ function unchunked(text: string): string {
   }
 }
 
-/** One request written as it is (no client normalises it) and its answer; it should ask the server to close after it. */
+/** Whether `raw` holds a whole answer: a 101's head, or a head and the body it announces. */
+function complete(raw: string): boolean {
+  const end = raw.indexOf("\r\n\r\n");
+  if (end < 0) return false;
+  const { status, headers } = parseAnswer(raw);
+  if (status === 101) return true;
+  const length = /^content-length: (\d+)$/m.exec(headers)?.[1];
+  if (length !== undefined) return Buffer.byteLength(raw.slice(end + 4)) >= Number(length);
+  return /^transfer-encoding: chunked$/m.test(headers) && raw.endsWith("0\r\n\r\n");
+}
+
+/** One request written as it is (no client normalises it) and its answer, once whole or the connection closed. */
 export async function sendRaw(port: number, request: string | Uint8Array): Promise<RawAnswer> {
   let received = "";
-  const closed = Promise.withResolvers<void>();
+  const done = Promise.withResolvers<void>();
   const socket = await Bun.connect({
     hostname: "127.0.0.1",
     port,
     socket: {
       data: (_socket, data) => {
         received += data.toString();
+        if (complete(received)) done.resolve();
       },
-      close: () => closed.resolve(),
-      error: () => closed.resolve(),
+      close: () => done.resolve(),
+      error: () => done.resolve(),
     },
   });
   socket.write(request);
-  await closed.promise;
+  await done.promise;
+  socket.end();
   return parseAnswer(received);
 }
 
