@@ -62,6 +62,8 @@ interface Seeds {
   uploadToken: string;
   downloadToken: string;
   clientId: string;
+  /** The environment's MCP resources are named under it. */
+  handle: string;
   /** A sign-in page the authority opened, its cookies and its form's token. */
   signIn: { page: string; action: string; cookie: string; csrf: string };
 }
@@ -93,6 +95,7 @@ async function seed(url: string, user: string): Promise<Seeds> {
   });
   const download = await call("/storage/signed-download-url?filename=fuzz/upload.txt");
   const tokenOf = (signed: string) => signed.split("/storage/signed/")[1] as string;
+  const { handle } = await call("/describe");
 
   const { authorizationUrl, provider } = await beginSignIn(url, "fuzz");
   const sent = await fetch(authorizationUrl, { redirect: "manual" });
@@ -111,6 +114,7 @@ async function seed(url: string, user: string): Promise<Seeds> {
     uploadToken: tokenOf(upload.url),
     downloadToken: tokenOf(download.url),
     clientId: provider.client?.client_id as string,
+    handle,
     signIn: {
       page: new URL(page).pathname,
       action: new URL(formAction(html, page)).pathname,
@@ -203,7 +207,8 @@ function templatesFor(route: Route, s: Seeds): Template[] {
         mcp(rpc("tools/call", { name: "describe", arguments: {} })),
         mcp(rpc("tools/call", { name: "fuzz.note", arguments: { title: "t", tags: ["a"] } })),
         mcp(rpc("tools/call", { name: "fuzz.attach", arguments: { note: "n" } })),
-        mcp(rpc("resources/read", { uri: `actuate://runs/${s.runId}` })),
+        mcp(rpc("resources/read", { uri: `service://${s.handle}/runs/${s.runId}` })),
+        mcp(rpc("resources/read", { uri: `service://${s.handle}/schema` })),
         mcp(
           rpc("initialize", {
             protocolVersion: "2025-11-25",

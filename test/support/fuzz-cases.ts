@@ -9,9 +9,9 @@ import { type RawAnswer, sendChunked, sendRaw } from "./raw-http.ts";
 
 export const MiB = 1024 * 1024;
 /** A word of 1 MiB, no space in it: what a careless or hostile client pastes into any string. */
-export const WORD = "w".repeat(MiB);
+const WORD = "w".repeat(MiB);
 /** The longest word that fits in a request's head, which Bun reads up to 16 KiB (request line and headers). */
-export const HEAD_WORD = "h".repeat(12 * 1024);
+const HEAD_WORD = "h".repeat(12 * 1024);
 /** Far past the 64 levels any JSON may nest (docs/API.md, Limits). */
 const DEEP = 100_000;
 /**
@@ -73,13 +73,13 @@ export interface Server {
 
 const BOUNDARY = "fuzz-boundary-7a1c";
 
-/** A body's bytes and content type, as the template says. */
+/** A body's bytes and content type as sent, each FRESH a new UUID. */
 function encode(body: Body): { text: string; contentType: string } {
-  const { text, contentType } = unfreshened(body);
+  const { text, contentType } = asWritten(body);
   return { text: freshened(text), contentType };
 }
 
-function unfreshened(body: Body): { text: string; contentType: string } {
+function asWritten(body: Body): { text: string; contentType: string } {
   switch (body.kind) {
     case "json":
       return { text: JSON.stringify(body.value), contentType: "application/json" };
@@ -101,7 +101,7 @@ function unfreshened(body: Body): { text: string; contentType: string } {
 }
 
 /** Copies of `value` with one string in it (a value or a key) replaced by `word`: one copy per string. */
-export function withWordAt(value: unknown, word: string): unknown[] {
+function withWordAt(value: unknown, word: string): unknown[] {
   if (typeof value === "string") return [word];
   if (Array.isArray(value)) return value.flatMap((item, i) => withWordAt(item, word).map((v) => value.with(i, v)));
   if (typeof value !== "object" || value === null) return [];
@@ -211,7 +211,7 @@ const HEADER_WORDS: [string, string][] = [
 const HOSTS: (string | null)[] = ["ex ample", "", "[::1", "a:b:c", "x", "127.0.0.1:99999", HEAD_WORD, null];
 
 /** Over every body limit of the server under test (it runs with MAX_FILE_BYTES and MAX_MULTIPART_BYTES below it). */
-export const CHUNKED_MIB = 12;
+const CHUNKED_MIB = 12;
 
 const rawAnswer = (raw: RawAnswer): Answer => ({
   status: raw.status,
@@ -316,7 +316,6 @@ export function casesFor(server: Server, templates: Template[], credentials: str
     fetchCase(server, first, c, {
       method: "OPTIONS",
       headers: { origin: "https://elsewhere.example", "access-control-request-method": first.method },
-      body: undefined,
     }),
   );
   add(`PATCH ${first.route}`, (c) => fetchCase(server, first, c, { method: "PATCH" }));
@@ -435,7 +434,10 @@ export function upgradeCases(server: Server, credential: string): FuzzCase[] {
 export function problemWith(c: FuzzCase, answer: Answer, outage: boolean): string | null {
   const said = `${c.what}: ${answer.status} ${answer.contentType} ${answer.body.slice(0, 300)}`;
   if (c.bunAnswers !== undefined) {
-    return answer.status === c.bunAnswers && answer.body === "" ? null : `expected Bun's own ${c.bunAnswers}: ${said}`;
+    // Bun closes after a 431 while the client may still be writing the head: the close may come first.
+    const closed = c.bunAnswers === 431 && Number.isNaN(answer.status);
+    const answered = answer.status === c.bunAnswers && answer.body === "";
+    return closed || answered ? null : `expected Bun's own ${c.bunAnswers}: ${said}`;
   }
   if (Number.isNaN(answer.status)) return `no answer: ${said}`;
   let parsed: Record<string, unknown> | null = null;
