@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ServerProcess, serve } from "./support/cli.ts";
+import { sendChunked, sendRaw } from "./support/raw-http.ts";
 import { fixture } from "./support/server.ts";
 
 const MiB = 1024 * 1024;
@@ -11,93 +12,6 @@ const SENT_MIB = 256;
 // server takes that much and what the sockets buffer, and holds no more. Memory that one route's
 // unfixed read kept resident could hide the next one's growth: what the server took shows each.
 const BOUND = 64 * MiB;
-
-interface RawAnswer {
-  status: number;
-  headers: string;
-  body: string;
-}
-
-/** Parses what came back on a raw socket: the status line, the headers and the body as sent (not chunked here). */
-function parseAnswer(raw: string): RawAnswer {
-  const [head = "", ...rest] = raw.split("\r\n\r\n");
-  return { status: Number(head.split(" ")[1]), headers: head.toLowerCase(), body: rest.join("\r\n\r\n") };
-}
-
-/**
- * Sends `head` and then `mib` MiB of chunked body at the pace the server reads it, stopping as soon as
- * the server answers or closes; `sent` is how much of the body the server took before that.
- */
-async function sendChunked(port: number, head: string, mib: number): Promise<RawAnswer & { sent: number }> {
-  const frame = Buffer.concat([Buffer.from(`${MiB.toString(16)}\r\n`), Buffer.alloc(MiB, "a"), Buffer.from("\r\n")]);
-  let received = "";
-  let ended = false;
-  let wake: (() => void) | undefined;
-  const answered = Promise.withResolvers<void>();
-  const socket = await Bun.connect({
-    hostname: "127.0.0.1",
-    port,
-    socket: {
-      data(_socket, data) {
-        received += data.toString();
-        if (received.includes("\r\n\r\n")) answered.resolve();
-        wake?.();
-      },
-      drain: () => wake?.(),
-      close() {
-        ended = true;
-        answered.resolve();
-        wake?.();
-      },
-      error() {
-        ended = true;
-        answered.resolve();
-        wake?.();
-      },
-    },
-  });
-  const stopped = () => ended || received.length > 0;
-  let sent = 0;
-  socket.write(head);
-  for (let frames = 0; frames < mib && !stopped(); frames++) {
-    let offset = 0;
-    while (offset < frame.length && !stopped()) {
-      const written = Math.max(socket.write(frame.subarray(offset)), 0);
-      offset += written;
-      sent += written;
-      if (offset < frame.length) await new Promise<void>((resolve) => (wake = resolve));
-    }
-  }
-  if (!stopped()) socket.write("0\r\n\r\n");
-  await answered.promise;
-  // The whole answer: its body follows the headers, sized by Content-Length.
-  const length = () => Number(/content-length: (\d+)/i.exec(received)?.[1] ?? 0);
-  while (!ended && Buffer.byteLength(received.split("\r\n\r\n").slice(1).join("\r\n\r\n")) < length()) {
-    await new Promise<void>((resolve) => (wake = resolve));
-  }
-  socket.end();
-  return { ...parseAnswer(received), sent };
-}
-
-/** One request written as it is (no client normalises it) and its answer; the server closes after it. */
-async function sendRaw(port: number, request: string): Promise<RawAnswer> {
-  let received = "";
-  const closed = Promise.withResolvers<void>();
-  const socket = await Bun.connect({
-    hostname: "127.0.0.1",
-    port,
-    socket: {
-      data: (_socket, data) => {
-        received += data.toString();
-      },
-      close: () => closed.resolve(),
-      error: () => closed.resolve(),
-    },
-  });
-  socket.write(request);
-  await closed.promise;
-  return parseAnswer(received);
-}
 
 const status = (pid: number) => readFileSync(`/proc/${pid}/status`, "utf8");
 const kib = (text: string, field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(text)?.[1]) * 1024;
@@ -196,6 +110,8 @@ describe.skipIf(process.platform !== "linux")(
         ["GET", "/nowhere"],
         ["GET", "/mcp"],
         ["POST", "/query?format=trees"],
+        ["PUT", "/storage/signed/no-such-grant"],
+        ["GET", "/storage/signed/no-such-grant"],
       ];
       // Bun's request.url is then the path alone ("ex ample", none) or no URL at all ("[::1", "a:b:c").
       for (const host of ["ex ample", "", "[::1", "a:b:c"]) {

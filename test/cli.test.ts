@@ -7,7 +7,7 @@ import { commands } from "../src/cli/commands.ts";
 import { ENV_NAMES } from "../src/config.ts";
 import { openStore } from "../src/store/open.ts";
 import { cli, repoRoot, serve } from "./support/cli.ts";
-import { dialects, type TestDatabase } from "./support/databases.ts";
+import { dialects, executeStatements, type TestDatabase } from "./support/databases.ts";
 import { eventually, fixture, type TestResponse } from "./support/server.ts";
 
 // Every test here starts processes; on a loaded machine a cold `bun` start alone can take seconds.
@@ -285,6 +285,51 @@ describe("bun run dev", () => {
     }
   }, 60_000);
 });
+
+/** A trigger that makes every insert into `releases` fail, as a database refusing the statement would. */
+const REFUSE_RELEASES = {
+  sqlite:
+    "create trigger refuse_releases before insert on releases begin select raise(abort, 'refused by the test'); end",
+  postgres: `create function refuse_releases() returns trigger language plpgsql as $$
+      begin raise exception 'refused by the test'; end $$;
+    create trigger refuse_releases before insert on releases for each row execute function refuse_releases()`,
+};
+
+for (const dialect of dialects) {
+  describe(`bun run dev (${dialect.name})`, () => {
+    test("a republish that fails says why: a release's own mistake as it is, a failed statement without its parameters", async () => {
+      const database = await dialect.create();
+      const dataDir = mkdtempSync(join(tmpdir(), "actuate-dev-failed-"));
+      const source = mkdtempSync(join(tmpdir(), "actuate-dev-failed-src-"));
+      cpSync(join(repoRoot, "releases", "v1"), source, { recursive: true });
+      const server = await serve(["dev", "--release", source], {
+        DATA_DIR: dataDir,
+        DATABASE_URL: database.url,
+        SERVICE_KEYS: "",
+      });
+      try {
+        await server.waitFor(/watching/, 15_000, 0);
+        const file = join(source, "actions/math/add.ts");
+        const original = await Bun.file(file).text();
+        let mark = server.output().length;
+        writeFileSync(file, `${original}\nexport const broken = ;\n`);
+        expect(await server.waitFor(/not republished: .*/, 15_000, mark)).toContain("does not build");
+
+        // drizzle's message for a failed statement on PostgreSQL is the statement and its parameters (the bundle's hash…).
+        await executeStatements(database.url, REFUSE_RELEASES[dialect.name]);
+        mark = server.output().length;
+        writeFileSync(file, original.replace("sum: a + b", "sum: a + b + 1000"));
+        expect(await server.waitFor(/not republished: [^\n]*/, 15_000, mark)).toContain("refused by the test");
+        expect(server.output().slice(mark)).not.toContain("params:");
+      } finally {
+        await server.kill();
+        await database.drop();
+        rmSync(dataDir, { recursive: true, force: true });
+        rmSync(source, { recursive: true, force: true });
+      }
+    }, 60_000);
+  });
+}
 
 describe("bun run dev and releases activated from elsewhere", () => {
   test("a restored file or a restart does not bring the folder's release back over a newer one; an edit does, and says so", async () => {

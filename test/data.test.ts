@@ -291,6 +291,65 @@ for (const dialect of dialects) {
       expect(rejected.isError).toBe(true);
       expect(JSON.parse(rejected.content[0].text).error).toBe("data_provider_rejected");
     });
+
+    test("an indexed or unique string holds at most 2048 bytes: a longer one is refused where it is written, alike on both databases", async () => {
+      // Letters at random: PostgreSQL compresses a repetitive value below its index limit, not this.
+      const letters = (n: number) =>
+        Array.from(crypto.getRandomValues(new Uint8Array(n)), (b) => String.fromCharCode(97 + (b % 26))).join("");
+      const kept = await (await t.invoke("data.add-note", { title: letters(2048), priority: 1 })).json();
+      expect(kept.execution.status).toBe("succeeded");
+      const refused: [string, Record<string, unknown>, string][] = [
+        ["data.add-note", { title: "é".repeat(1025), priority: 1 }, "create notes: /title"],
+        ["data.add-user", { email: letters(3000), name: "Long" }, "create users: /email"],
+      ];
+      for (const [action, input, where] of refused) {
+        const body = await (await t.invoke(action, input)).json();
+        const bytes = Buffer.byteLength(Object.values(input)[0] as string);
+        expect(body.execution).toMatchObject({
+          status: "failed",
+          errorCode: "action_failed",
+          errorMessage: `${where} is indexed and holds at most 2048 bytes (UTF-8); this value has ${bytes}`,
+        });
+      }
+    });
+
+    test("$like and $ilike: a where's patterns hold 128 characters together; a value is matched on its first 4,096", async () => {
+      const carol = await t.userToken("carol");
+      const long = await t.invoke(
+        "data.add-note",
+        { title: "long", priority: 1, body: `${"x".repeat(100)}needle${"y".repeat(5_000)}pin` },
+        { token: carol },
+      );
+      const id = (await long.json()).execution.output.id;
+      const cases: [unknown, string[]][] = [
+        [{ body: { $like: "%needle%" } }, [id]],
+        [{ body: { $ilike: "%NEEDLE%" } }, [id]],
+        [{ body: { $like: "xxx%" } }, [id]],
+        [{ body: { $like: "%pin%" } }, []],
+        [{ body: { $like: "%pin" } }, []],
+        [{ title: { $like: `%${"_".repeat(127)}` } }, []],
+        [{ or: [{ title: { $like: "%".repeat(64) } }, { body: { $ilike: "%".repeat(64) } }] }, [id]],
+      ];
+      for (const [where, expected] of cases) {
+        const { status, body } = await query({ notes: { $: { where } } }, carol);
+        expect(status, JSON.stringify(where)).toBe(200);
+        expect(ids(body.notes), JSON.stringify(where)).toEqual(expected);
+      }
+      const over: [unknown, number][] = [
+        [{ title: { $like: `%${"a".repeat(128)}` } }, 129],
+        [{ or: [{ title: { $like: "%".repeat(65) } }, { body: { $ilike: "%".repeat(64) } }] }, 129],
+        [{ title: { $like: "%".repeat(100) }, "author.name": { $ilike: "%".repeat(100) } }, 200],
+      ];
+      for (const [where, held] of over) {
+        const { status, body } = await query({ notes: { $: { where } } }, carol);
+        expect(status, JSON.stringify(where)).toBe(400);
+        expect(body).toEqual({
+          ok: false,
+          error: "data_provider_rejected",
+          message: `$like and $ilike patterns may hold at most 128 characters together in one where; these hold ${held}`,
+        });
+      }
+    });
   });
 }
 

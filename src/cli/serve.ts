@@ -2,7 +2,9 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, 
 import { join, relative, resolve } from "node:path";
 import { newSecret, SERVICE_KEY_PREFIX } from "../auth/tokens.ts";
 import type { Config } from "../config.ts";
+import { loggable } from "../lib/database-errors.ts";
 import { bundlesDir, type RunningServer, serverLog, startServer } from "../main.ts";
+import { ReleaseError } from "../release/errors.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import { type PublishResult, publishRelease } from "../release/publish.ts";
 import { openConfiguredStore } from "../startup.ts";
@@ -74,7 +76,9 @@ export async function serveCommand(
         await server.releases.refresh();
         printSchedules(server.releases.current());
       } catch (error) {
-        log(`release ${dir} not republished: ${(error as Error).message}`, { level: "error" });
+        // A release's own mistake is the developer's to read; anything else may be a failed statement with its parameters.
+        const why = error instanceof ReleaseError ? error.message : loggable(error);
+        log(`release ${dir} not republished: ${why}`, { level: "error" });
       }
     });
     log(`watching ${shown(dir)} for changes`);

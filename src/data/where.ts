@@ -36,6 +36,12 @@ export function both(a: Condition | null, b: Condition | null): Condition | null
 // Far beyond any hand-written query; keeps a hostile one from exhausting the stack or the database's parameter limit.
 const MAX_DEPTH = 32;
 const MAX_PARAMS = 1_000;
+/**
+ * The characters a where's $like and $ilike patterns may hold together. Matching costs up to the pattern's
+ * length × the value's (SQLite's matcher runs on the event loop); the store matches at most a value's
+ * first LIKE_WINDOW characters (store/data-sql.ts), so a row costs at most 128 × 4,096 steps: about 1 ms.
+ */
+const LIKE_PATTERN_BUDGET = 128;
 
 /**
  * Checks an InstaQL where-clause (ANDed keys; `and`/`or` lists; dotted paths through links) against the
@@ -58,8 +64,27 @@ export function resolveWhere(where: unknown, entity: EntitySpec, ctx: WhereConte
       parts.push(resolvePath(key.split("."), value, entity, ctx));
     }
   }
-  return allOf(parts);
+  const condition = allOf(parts);
+  if (depth === 0) checkLikeBudget(condition);
+  return condition;
 }
+
+function checkLikeBudget(condition: Condition | null) {
+  const used = likeCharacters(condition);
+  if (used > LIKE_PATTERN_BUDGET) {
+    throw new QueryRejected(
+      `$like and $ilike patterns may hold at most ${LIKE_PATTERN_BUDGET} characters together in one where; these hold ${used}`,
+    );
+  }
+}
+
+const likeCharacters = (c: Condition | null): number => {
+  if (!c) return 0;
+  if (c.kind === "like") return c.pattern.length;
+  if (c.kind === "and" || c.kind === "or") return c.of.reduce((sum, part) => sum + likeCharacters(part), 0);
+  if (c.kind === "exists") return likeCharacters(c.where);
+  return 0;
+};
 
 function resolvePath(path: string[], value: unknown, entity: EntitySpec, ctx: WhereContext): Condition {
   const [head = "", ...rest] = path;

@@ -21,6 +21,7 @@ export class ExecutionData implements Omit<DataContext, "query"> {
   async create(entityName: string, data: Record<string, unknown>): Promise<string> {
     const entity = this.entity(entityName);
     const doc = this.checked(entity, data, "create");
+    checkIndexedSizes(entity, doc, "create");
     const id = Bun.randomUUIDv7();
     this.pending.set(id, { entity: entity.name, doc });
     this.writes.push({ op: "insert", entity: entity.name, id, doc, at: this.now() });
@@ -37,6 +38,7 @@ export class ExecutionData implements Omit<DataContext, "query"> {
       else merged[key] = value;
     }
     const doc = this.checked(entity, merged, "update");
+    checkIndexedSizes(entity, doc, "update");
     this.pending.set(id, { entity: entity.name, doc });
     this.writes.push({ op: "replace", entity: entity.name, id, doc, at: this.now() });
   }
@@ -137,6 +139,25 @@ export class ExecutionData implements Omit<DataContext, "query"> {
       );
     }
     return doc;
+  }
+}
+
+/**
+ * The bytes a string of an indexed (or unique) attribute may hold: each is a key of a database index,
+ * and PostgreSQL refuses an index row over 2,704 bytes (8,191 compressed), which SQLite would take.
+ * Checked here so that both refuse alike, where the handler sees it.
+ */
+const INDEXED_STRING_MAX_BYTES = 2048;
+
+function checkIndexedSizes(entity: EntitySpec, doc: Record<string, unknown>, verb: string) {
+  for (const [label, value] of Object.entries(doc)) {
+    if (typeof value !== "string" || !entity.attrs.get(label)?.indexed) continue;
+    const bytes = Buffer.byteLength(value);
+    if (bytes > INDEXED_STRING_MAX_BYTES) {
+      throw new WriteRejected(
+        `${verb} ${entity.name}: /${label} is indexed and holds at most ${INDEXED_STRING_MAX_BYTES} bytes (UTF-8); this value has ${bytes}`,
+      );
+    }
   }
 }
 

@@ -9,6 +9,7 @@ import { MiB, readJsonBody } from "./body.ts";
 import type { HttpDeps } from "./deps.ts";
 import { DEFAULT_PAGE, pageParams } from "./paging.ts";
 import { queryString } from "./query-string.ts";
+import { requestTarget } from "./request-target.ts";
 
 const SIGN_BODY_LIMIT = 1 * MiB;
 
@@ -62,7 +63,7 @@ const SIGNED = "/storage/signed/";
  * The grant as sent: all of the path after /storage/signed/, undecoded. The route's parameter would
  * take `<grant>/` for `<grant>`, and any text after the grant must make it fail to verify.
  */
-const grantOf = (request: Request) => new URL(request.url).pathname.slice(SIGNED.length);
+const grantOf = (request: Request) => requestTarget(request).path.slice(SIGNED.length);
 
 /** /storage: uploads streamed to the driver, signed URLs a browser can use without a credential, deletes. */
 export const storageRoutes = (deps: HttpDeps & { files: FileService }) =>
