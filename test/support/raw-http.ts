@@ -111,6 +111,9 @@ export async function sendChunked(port: number, head: string, mib: number): Prom
       sent += written;
       if (offset < frame.length) await new Promise<void>((resolve) => (wake = resolve));
     }
+    // A server that reads as fast as we write never leaves a write partial: without a turn of the event
+    // loop between frames its answer would not be seen until the whole body had gone.
+    await new Promise<void>((resolve) => setImmediate(resolve));
   }
   if (!stopped()) socket.write("0\r\n\r\n");
   await answered.promise;
