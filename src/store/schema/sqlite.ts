@@ -60,6 +60,9 @@ export const executions = sqliteTable(
     instance: text("instance"),
     /** The execution whose `ctx.schedule` made this one (a delayed invocation), else null. */
     scheduledBy: text("scheduled_by"),
+    /** See pg.ts. The default only lets SQLite add the column to existing rows (its migration fills them). */
+    inputBytes: integer("input_bytes").notNull().default(0),
+    outputBytes: integer("output_bytes"),
   },
   // No index on request_id here: random keys would dirty a page of it per row in every group commit
   // (BENCHMARKS.md). That index is a file of its own, written by a worker thread (sqlite/request-keys/index.ts).
@@ -205,6 +208,9 @@ export const workflowRuns = sqliteTable(
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
     finishedAt: integer("finished_at"),
+    /** See executions. */
+    inputBytes: integer("input_bytes").notNull().default(0),
+    outputBytes: integer("output_bytes"),
   },
   (t) => [
     index("workflow_runs_due_idx").on(t.wakeAt).where(sql`status in ('queued', 'running', 'sleeping')`),
@@ -225,6 +231,8 @@ export const workflowSteps = sqliteTable(
     error: text("error"),
     startedAt: integer("started_at"),
     finishedAt: integer("finished_at"),
+    /** See executions. */
+    outputBytes: integer("output_bytes"),
   },
   (t) => [primaryKey({ columns: [t.runId, t.name] })],
 );
