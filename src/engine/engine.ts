@@ -12,7 +12,7 @@ import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
 import type { ExecutionListRow } from "../store/executions.ts";
 import type { ExecutionRow, LogRow, RunRow, StepRow } from "../store/rows.ts";
-import type { RunListRow } from "../store/runs.ts";
+import type { BoundedStep, RunListRow } from "../store/runs.ts";
 import { type ExecutionStatus, isRunTerminal, isTerminal, type RunStatus } from "../store/statuses.ts";
 import type { Store } from "../store/store.ts";
 import { mayKnow, mayRun } from "./access.ts";
@@ -126,6 +126,13 @@ const FOLLOW_LOG_PAGE = 500;
 export interface RunWithSteps {
   run: RunRow;
   steps: StepRow[];
+  logs: LogRow[];
+}
+
+/** A run with its steps and log, large values left out (`engine.boundedRun`). */
+export interface BoundedRun {
+  run: RunListRow;
+  steps: BoundedStep[];
   logs: LogRow[];
 }
 
@@ -385,6 +392,20 @@ export class Engine {
     const [steps, logs] = await Promise.all([
       this.$.store.runs.steps(id),
       // The whole log: bounded per execution (the lines, the truncated line, and the error lines past them).
+      this.$.store.executionLogs.page(id, -1, RUN_VIEW_LOG_LINES),
+    ]);
+    return { run, steps, logs };
+  }
+
+  /**
+   * A run as an agent reads it (the MCP run resource): like `run`, but its input, output and error and
+   * each step's output and error over LIST_VALUE_BYTES are left in the database, their stored sizes given.
+   */
+  async boundedRun(principal: Principal, id: string): Promise<BoundedRun> {
+    const run = await this.$.store.runs.getBounded(id, LIST_VALUE_BYTES);
+    if (!run || !canSee(principal, run)) throw runNotFound();
+    const [steps, logs] = await Promise.all([
+      this.$.store.runs.boundedSteps(id, LIST_VALUE_BYTES),
       this.$.store.executionLogs.page(id, -1, RUN_VIEW_LOG_LINES),
     ]);
     return { run, steps, logs };
