@@ -20,7 +20,7 @@ import { Deadlines } from "./deadlines.ts";
 import { accessDenied, actionNotFound, executionNotFound, runNotFound } from "./errors.ts";
 import { type ExecutionEvent, ExecutionFeed } from "./execution-feed.ts";
 import { DEFAULT_LOG_LIMITS, type LogLimits } from "./execution-log.ts";
-import { canSee, inputFingerprint, LIST_VALUE_BYTES } from "./executions.ts";
+import { canSee, DEFAULT_MAX_OUTPUT_BYTES, inputFingerprint, LIST_VALUE_BYTES } from "./executions.ts";
 import {
   DEFAULT_POLL,
   type FollowOptions,
@@ -55,6 +55,8 @@ export interface EngineResources {
   retention?: RetentionSettings;
   /** How many lines and bytes of log one execution keeps (default 1,000 lines, 256 KiB). */
   logLimits?: LogLimits;
+  /** The largest output (or step result) an execution may return, as JSON (default 8 MiB). */
+  maxOutputBytes?: number;
   /** How a follower re-reads an execution it has heard nothing about (default 25 ms → 1 s). */
   followPoll?: PollBackoff;
 }
@@ -167,6 +169,7 @@ export class Engine {
       poll: $.followPoll ?? DEFAULT_POLL,
     };
     const logLimits = $.logLimits ?? DEFAULT_LOG_LIMITS;
+    const maxOutputBytes = $.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
     this.runner = new Runner({
       store: $.store,
       data: $.data,
@@ -174,6 +177,7 @@ export class Engine {
       log: $.log,
       now: this.now,
       logLimits,
+      maxOutputBytes,
       telemetry,
     });
     this.workflows = new WorkflowWorker(
@@ -185,6 +189,7 @@ export class Engine {
         log: $.log,
         now: this.now,
         logLimits,
+        maxOutputBytes,
         telemetry,
       },
       { ...$.workflows, owner: $.store.instances.id },

@@ -15,6 +15,12 @@ export { EXECUTION_STATUSES, type ExecutionStatus, isTerminal } from "../store/s
  */
 export const LIST_VALUE_BYTES = 4 * 1024;
 
+/**
+ * The largest output an action, a workflow or a step may return, as JSON (MAX_OUTPUT_BYTES): as much as an
+ * invocation may send in (8 MiB). A larger one fails the execution and is not stored.
+ */
+export const DEFAULT_MAX_OUTPUT_BYTES = 8 * 1024 * 1024;
+
 /** A user sees its own executions; a service key acts as administrator and sees every one. */
 /** What makes two invocations of one request id the same: the action, the input, and the files' digests. */
 export const inputFingerprint = (action: string, input: unknown, files: Record<string, unknown>) =>

@@ -1,15 +1,17 @@
-import type {
-  ChildQuery,
-  Condition,
-  DataAttr,
-  DataAttrType,
-  DataStore,
-  EntityRow,
-  Hop,
-  IndexedAttr,
-  LinkedRow,
-  Operand,
-  QueryNode,
+import {
+  type ChildQuery,
+  type Condition,
+  type DataAttr,
+  type DataAttrType,
+  type DataStore,
+  type EntityRow,
+  type Hop,
+  type IndexedAttr,
+  type LinkedRow,
+  type Operand,
+  type QueryNode,
+  type ReadBudget,
+  ReadBudgetSpent,
 } from "./data.ts";
 
 /**
@@ -29,6 +31,8 @@ export interface SqlDialect {
   scalar(attr: DataAttr, value: unknown): unknown;
   /** A document bound as JSON text, as the `doc` column stores it. */
   json(params: unknown[], doc: unknown): string;
+  /** The `doc` column of `alias` read as JSON text (what a read budget counts the bytes of). */
+  docText(alias: string): string;
   indexDdl(attr: IndexedAttr): string;
   /**
    * What makes the planner read an attribute's index in order for a top-N query, where it would rather
@@ -47,6 +51,11 @@ export interface Statement {
 export interface DataConnection {
   /** Runs one read statement (prepared and cached by its text). Rows carry `doc` as stored: JSON text or an object. */
   select(sql: string, params: unknown[]): Promise<Record<string, unknown>[]>;
+  /**
+   * Runs one read statement and hands its rows to `take` as the database delivers them, until there are
+   * no more or `take` answers false: then the statement is ended and no further row is read.
+   */
+  each(sql: string, params: unknown[], take: (row: Record<string, unknown>) => boolean): Promise<void>;
   /** Runs one DDL statement. */
   ddl(sql: string): Promise<void>;
   /** Sends to / hears from the other instances sharing the database; a no-op where one process serves it. */
@@ -66,19 +75,39 @@ export class SqlDataStore implements DataStore {
     private readonly instance: string,
   ) {}
 
-  async selectRoots(node: QueryNode): Promise<EntityRow[]> {
-    const { sql, params } = rootsStatement(node, this.dialect);
-    return (await this.connection.select(sql, params)).map(entityRow);
+  selectRoots(node: QueryNode, budget: ReadBudget): Promise<EntityRow[]> {
+    return this.read(rootsStatement(node, this.dialect), budget, entityRow);
   }
 
-  async selectChildren(child: ChildQuery, parentIds: string[]): Promise<LinkedRow[]> {
+  async selectChildren(child: ChildQuery, parentIds: string[], budget: ReadBudget): Promise<LinkedRow[]> {
     if (parentIds.length === 0) return [];
-    const { sql, params } = childrenStatement(child, parentIds, this.dialect);
-    return (await this.connection.select(sql, params)).map((r) => ({
+    return this.read(childrenStatement(child, parentIds, this.dialect), budget, (r) => ({
       parentId: String(r.parent_id),
       linkedAt: Number(r.linked_at),
       row: entityRow(r),
     }));
+  }
+
+  /** The rows of a statement, each taken from `budget` as it arrives; the first that does not fit ends the read. */
+  private async read<T>(
+    { sql, params }: Statement,
+    budget: ReadBudget,
+    toRow: (raw: Record<string, unknown>) => T,
+  ): Promise<T[]> {
+    const rows: T[] = [];
+    let spent: "rows" | "bytes" | null = null;
+    await this.connection.each(sql, params, (raw) => {
+      const bytes = Buffer.byteLength(raw.doc as string);
+      if (budget.rows < 1) spent = "rows";
+      else if (budget.bytes < bytes) spent = "bytes";
+      if (spent) return false;
+      budget.rows -= 1;
+      budget.bytes -= bytes;
+      rows.push(toRow(raw));
+      return true;
+    });
+    if (spent) throw new ReadBudgetSpent(spent);
+    return rows;
   }
 
   async readDoc(entity: string, id: string): Promise<Record<string, unknown> | null> {
@@ -147,7 +176,7 @@ export function rootsStatement(node: QueryNode, dialect: SqlDialect): Statement 
     by !== undefined && by !== "createdAt" && by.indexed && !by.optional && node.limit !== undefined
       ? dialect.readInOrder(node.entity, by)
       : "";
-  let sql = `select e.id, e.doc, e.created_at from data_entities e${hint} where ${conditions.join(" and ")} order by ${orderBy(node, "e", dialect)}`;
+  let sql = `select e.id, ${dialect.docText("e")} as doc, e.created_at from data_entities e${hint} where ${conditions.join(" and ")} order by ${orderBy(node, "e", dialect)}`;
   if (node.limit !== undefined || node.offset !== undefined) {
     sql += ` limit ${dialect.param(ctx.params, node.limit ?? UNLIMITED)} offset ${dialect.param(ctx.params, node.offset ?? 0)}`;
   }
@@ -165,7 +194,7 @@ function childrenStatement(child: ChildQuery, parentIds: string[], dialect: SqlD
   if (child.node.where) conditions.push(condition(child.node.where, "e", ctx));
   const order = orderBy(child.node, "e", dialect);
   const tables = `from data_links l join data_entities e on e.id = l.${toColumn(child.hop)} where ${conditions.join(" and ")}`;
-  const columns = `l.${from} as parent_id, l.created_at as linked_at, e.id, e.doc, e.created_at`;
+  const columns = `l.${from} as parent_id, l.created_at as linked_at, e.id, ${dialect.docText("e")} as doc, e.created_at`;
   // A has-one end holds one link at most (writes replace it), so only a nested limit needs ranking per parent.
   const limit = child.node.limit;
   const sql =
