@@ -66,6 +66,9 @@ export interface DataConnection {
 // An offset needs a limit in SQLite's grammar; PostgreSQL has no "-1". Larger than any page data/ allows.
 const UNLIMITED = 1_000_000_000;
 
+/** Rows a level reads in one plain statement before it reads row by row (see `SqlDataStore.read`). */
+const FIRST_READ = 100;
+
 /** The data store of one dialect: the compiler below over that dialect's connection. */
 export class SqlDataStore implements DataStore {
   constructor(
@@ -76,27 +79,39 @@ export class SqlDataStore implements DataStore {
   ) {}
 
   selectRoots(node: QueryNode, budget: ReadBudget): Promise<EntityRow[]> {
-    return this.read(rootsStatement(node, this.dialect), budget, entityRow);
+    return this.read((cap) => rootsStatement(node, this.dialect, cap), budget, entityRow);
   }
 
   async selectChildren(child: ChildQuery, parentIds: string[], budget: ReadBudget): Promise<LinkedRow[]> {
     if (parentIds.length === 0) return [];
-    return this.read(childrenStatement(child, parentIds, this.dialect), budget, (r) => ({
-      parentId: String(r.parent_id),
-      linkedAt: Number(r.linked_at),
-      row: entityRow(r),
-    }));
+    return this.read(
+      (cap) => childrenStatement(child, parentIds, this.dialect, cap),
+      budget,
+      (r) => ({
+        parentId: String(r.parent_id),
+        linkedAt: Number(r.linked_at),
+        row: entityRow(r),
+      }),
+    );
   }
 
-  /** The rows of a statement, each taken from `budget` as it arrives; the first that does not fit ends the read. */
+  /**
+   * The rows of a statement (`statement(cap)` reads at most `cap`), each taken from `budget`; the first that
+   * does not fit ends the read. Most answers are small: a first read of up to FIRST_READ rows, the plain
+   * way (pipelined with other statements on PostgreSQL, where a cursor holds its connection alone). A
+   * larger answer is read again row by row, so the database stops at the first row the budget cannot take.
+   */
   private async read<T>(
-    { sql, params }: Statement,
+    statement: (cap: number) => Statement,
     budget: ReadBudget,
     toRow: (raw: Record<string, unknown>) => T,
   ): Promise<T[]> {
+    const page = Math.min(FIRST_READ, budget.rows);
+    const first = statement(page + 1);
+    const raws = await this.connection.select(first.sql, first.params);
     const rows: T[] = [];
     let spent: "rows" | "bytes" | null = null;
-    await this.connection.each(sql, params, (raw) => {
+    const take = (raw: Record<string, unknown>) => {
       const bytes = Buffer.byteLength(raw.doc as string);
       if (budget.rows < 1) spent = "rows";
       else if (budget.bytes < bytes) spent = "bytes";
@@ -105,7 +120,13 @@ export class SqlDataStore implements DataStore {
       budget.bytes -= bytes;
       rows.push(toRow(raw));
       return true;
-    });
+    };
+    if (raws.length <= page || page === budget.rows) {
+      raws.every(take);
+    } else {
+      const { sql, params } = statement(budget.rows + 1);
+      await this.connection.each(sql, params, take);
+    }
     if (spent) throw new ReadBudgetSpent(spent);
     return rows;
   }
@@ -164,8 +185,8 @@ interface Compiling {
   aliases: { next: number };
 }
 
-/** The top level of a query: one statement. */
-export function rootsStatement(node: QueryNode, dialect: SqlDialect): Statement {
+/** The top level of a query: one statement, reading at most `cap` rows. */
+export function rootsStatement(node: QueryNode, dialect: SqlDialect, cap = UNLIMITED): Statement {
   const ctx: Compiling = { dialect, params: [], aliases: { next: 0 } };
   // The entity name is a checked identifier; written as a literal, it lets the planner use the partial indexes.
   const conditions = [`e.entity = '${node.entity}'`];
@@ -177,14 +198,15 @@ export function rootsStatement(node: QueryNode, dialect: SqlDialect): Statement 
       ? dialect.readInOrder(node.entity, by)
       : "";
   let sql = `select e.id, ${dialect.docText("e")} as doc, e.created_at from data_entities e${hint} where ${conditions.join(" and ")} order by ${orderBy(node, "e", dialect)}`;
-  if (node.limit !== undefined || node.offset !== undefined) {
-    sql += ` limit ${dialect.param(ctx.params, node.limit ?? UNLIMITED)} offset ${dialect.param(ctx.params, node.offset ?? 0)}`;
+  const limit = Math.min(node.limit ?? UNLIMITED, cap);
+  if (limit !== UNLIMITED || node.offset !== undefined) {
+    sql += ` limit ${dialect.param(ctx.params, limit)} offset ${dialect.param(ctx.params, node.offset ?? 0)}`;
   }
   return { sql, params: ctx.params };
 }
 
-/** One child level for every parent at once (`IN` a JSON list): one statement, never one per parent. */
-function childrenStatement(child: ChildQuery, parentIds: string[], dialect: SqlDialect): Statement {
+/** One child level for every parent at once (`IN` a JSON list): one statement, never one per parent; at most `cap` rows. */
+function childrenStatement(child: ChildQuery, parentIds: string[], dialect: SqlDialect, cap: number): Statement {
   const ctx: Compiling = { dialect, params: [], aliases: { next: 0 } };
   const from = fromColumn(child.hop);
   const conditions = [
@@ -202,7 +224,7 @@ function childrenStatement(child: ChildQuery, parentIds: string[], dialect: SqlD
       ? `select ${columns} ${tables} order by ${order}`
       : `select * from (select ${columns}, row_number() over (partition by l.${from} order by ${order}) as position ${tables}) ranked
            where position <= ${dialect.param(ctx.params, limit)} order by position`;
-  return { sql, params: ctx.params };
+  return { sql: `${sql} limit ${dialect.param(ctx.params, cap)}`, params: ctx.params };
 }
 
 function condition(c: Condition, alias: string, ctx: Compiling): string {

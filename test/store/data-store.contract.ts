@@ -229,6 +229,25 @@ export function dataStoreContract(open: OpenStores) {
       expect(exact).toEqual({ rows: 0, bytes: 0 });
     });
 
+    test("a level of more rows than one plain read takes is read row by row, and stops the same way", async () => {
+      const written = Array.from({ length: 150 }, (_, n) => insert("notes", { title: `n${n}`, priority: n }));
+      expect(await commit(written)).toMatchObject({ status: "succeeded" });
+      const spent = (read: Promise<unknown>) =>
+        read.then(
+          () => null,
+          (error: ReadBudgetSpent) => error.spent,
+        );
+      const rows = { rows: 120, bytes: Number.MAX_SAFE_INTEGER };
+      expect(await spent(store.data.selectRoots(notes(), rows))).toBe("rows");
+      expect(rows.rows).toBe(0);
+      const whole = unbounded();
+      expect(await titles(notes())).toEqual(written.map((w) => w.doc.title));
+      await store.data.selectRoots(notes(), whole);
+      const bytes = { rows: 1_000, bytes: Number.MAX_SAFE_INTEGER - whole.bytes - 1 };
+      expect(await spent(store.data.selectRoots(notes(), bytes))).toBe("bytes");
+      expect(bytes.rows).toBe(1_000 - 149);
+    });
+
     test("a child level takes from the same budget", async () => {
       const ada = insert("users", { name: "ada" });
       const written = [1, 2, 3].map((n) => insert("notes", { title: `p${n}`, priority: n }));
