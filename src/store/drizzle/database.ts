@@ -11,7 +11,7 @@ import type * as tables from "../schema/pg.ts";
 export type AnyDatabase = PgDatabase<any, any>;
 export type Tables = typeof tables;
 
-/** What drizzle/ needs of a dialect beyond the builders: the little SQL the two spell differently. */
+/** What drizzle/ needs to know of a dialect beyond the builders. */
 export interface Dialect {
   readonly name: "sqlite" | "postgres";
 }

@@ -32,7 +32,7 @@ export const postgresDialect: SqlDialect = {
 
 const CHANNEL = "actuate_data_changes";
 
-/** Rows a cursor fetches at a time: a query over its read budget stops within this many rows of it. */
+/** Rows a cursor fetches at a time: at most what a read holds past the row its budget stopped at. */
 const CURSOR_ROWS = 100;
 
 /** The data store on PostgreSQL: statements prepared by the driver (by their text); changes relayed over LISTEN/NOTIFY. */
