@@ -33,6 +33,7 @@ function executionRows(now: number) {
       contract_hash: "c".repeat(64),
       input_fingerprint: "f".repeat(64),
       input: '{"text":"hello"}',
+      input_bytes: 16,
       status: STATUSES[i % STATUSES.length] as string,
       created_at: at,
       started_at: at,

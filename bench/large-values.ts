@@ -44,6 +44,8 @@ async function measure(scenario: Scenario, databaseUrl: string) {
       SERVICE_KEYS: key,
       DATABASE_URL: databaseUrl,
       WAIT_MS: "50",
+      // Outputs past the default 8 MiB would fail: this measures answers as large as LARGE_MIB.
+      MAX_OUTPUT_BYTES: String((MIB + 1) * MiB),
     },
   });
   const base = `http://127.0.0.1:${port}`;

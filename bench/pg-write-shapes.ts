@@ -54,6 +54,13 @@ const settled = (row: ExecutionRow): ExecutionRow => ({
   finishedAt: Date.now(),
 });
 
+/** A settled row as INSERT_CLAIMS takes it: with the sizes of its values beside them. */
+const sized = (row: ExecutionRow) => ({
+  ...row,
+  inputBytes: Buffer.byteLength(JSON.stringify(row.input)),
+  outputBytes: Buffer.byteLength(JSON.stringify(row.output)),
+});
+
 /** Rows queued in one turn go out together, at most IN_FLIGHT batches at once (as the store's lanes do). */
 function batching(write: (rows: ExecutionRow[]) => Promise<void>): () => Promise<void> {
   let queue: { row: ExecutionRow; done: () => void; fail: (error: unknown) => void }[] = [];
@@ -117,7 +124,7 @@ function invoker(shape: Shape, store: Store, sql: Sql): () => Promise<void> {
     const keys = rows.map((r) => BigInt.asIntN(64, BigInt(Bun.hash(`${r.principalId}\u0000${r.requestId}`))));
     await sql.begin(async (tx) => {
       await tx.unsafe(LOCK_KEYS, [`{${keys.join(",")}}`], prepare);
-      await tx.unsafe(INSERT_CLAIMS, [JSON.stringify(rows.map(settled)), "bench"], prepare);
+      await tx.unsafe(INSERT_CLAIMS, [JSON.stringify(rows.map((r) => sized(settled(r)))), "bench"], prepare);
     });
   });
 }

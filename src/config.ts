@@ -58,6 +58,19 @@ const Env = Type.Object({
     minimum: 1,
     description: "the largest multipart invoke body: its request part and files together",
   }),
+  MAX_OUTPUT_BYTES: Type.Integer({
+    minimum: 1024,
+    maximum: 256 * 1024 * 1024,
+    description: "the largest output an action, workflow or step may return, as JSON; a larger one fails it",
+  }),
+  QUERY_MAX_ROWS: Type.Integer({
+    minimum: 1,
+    description: "entities one query may answer (every level counted); a larger answer is refused",
+  }),
+  QUERY_MAX_BYTES: Type.Integer({
+    minimum: 1024,
+    description: "bytes of entities (as stored) one query may answer; a larger answer is refused",
+  }),
   SIGNING_SECRET: Type.Optional(
     Type.String({
       minLength: 32,
@@ -206,6 +219,10 @@ export interface Config {
   maxFileBytes: number;
   /** The largest multipart invoke body, counted as it arrives (the files a request spools are bounded by it). */
   maxMultipartBytes: number;
+  /** The largest output an execution (or a step) may return, as JSON. */
+  maxOutputBytes: number;
+  /** How much one query (POST /query, the MCP tool, ctx.db.query, a live query) may answer. */
+  queryLimits: { maxRows: number; maxBytes: number };
   /** HMAC key of signed storage URLs; kept under DATA_DIR when unset. */
   signingSecret?: string;
   /** The identity provider whose JWTs are accepted, named in the protected-resource metadata. */
@@ -258,6 +275,9 @@ const defaults: Partial<Record<EnvName, string>> = {
   RELEASE_POLL_MS: "500",
   MAX_FILE_BYTES: String(100 * 1024 * 1024),
   MAX_MULTIPART_BYTES: String(256 * 1024 * 1024),
+  MAX_OUTPUT_BYTES: String(8 * 1024 * 1024),
+  QUERY_MAX_ROWS: "32000",
+  QUERY_MAX_BYTES: String(16 * 1024 * 1024),
   STORAGE: "disk",
   S3_REGION: "us-east-1",
   AUTH_USER_CLAIM: "sub",
@@ -319,6 +339,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     maxFileBytes: parsed.MAX_FILE_BYTES,
     maxMultipartBytes: parsed.MAX_MULTIPART_BYTES,
+    maxOutputBytes: parsed.MAX_OUTPUT_BYTES,
+    queryLimits: { maxRows: parsed.QUERY_MAX_ROWS, maxBytes: parsed.QUERY_MAX_BYTES },
     signingSecret: parsed.SIGNING_SECRET,
     storage: storageConfig(parsed, dataDir),
     workflows: {

@@ -199,7 +199,7 @@ export async function startServer(
   const releases = new ReleaseRegistry(store, bundlesDir(config), log);
   await releases.refresh();
   releases.watch(config.releasePollMs);
-  const data = new DataService(store.data);
+  const data = new DataService(store.data, config.queryLimits);
   await data.changes.relay();
   let publicUrl = config.publicUrl ?? "";
   const files = new FileService({
@@ -218,6 +218,7 @@ export async function startServer(
     workflows: config.workflows,
     waitMs: config.waitMs,
     logLimits: config.executionLogs,
+    maxOutputBytes: config.maxOutputBytes,
     retention: config.executionRetentionMs === null ? undefined : { keepMs: config.executionRetentionMs },
     log,
     telemetry,

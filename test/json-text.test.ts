@@ -24,4 +24,15 @@ describe("findUnsupportedCharacter", () => {
       value: { at: "1970-01-01T00:00:00.000Z" },
     });
   });
+
+  test("storableJson refuses a value over maxBytes as UTF-8 JSON, not as characters", () => {
+    const tooLarge = { problem: "is larger than 100 bytes as JSON, the most an output may hold" };
+    // {"t":"…"} is 8 bytes around the text.
+    expect(storableJson({ t: "a".repeat(92) }, "", 100)).toEqual({ value: { t: "a".repeat(92) } });
+    expect(storableJson({ t: "a".repeat(93) }, "", 100)).toEqual(tooLarge);
+    expect(storableJson({ t: "é".repeat(46) }, "", 100)).toEqual({ value: { t: "é".repeat(46) } });
+    expect(storableJson({ t: "é".repeat(47) }, "", 100)).toEqual(tooLarge);
+    expect(storableJson({ t: "😀".repeat(23) }, "", 100)).toEqual({ value: { t: "😀".repeat(23) } });
+    expect(storableJson({ t: "😀".repeat(24) }, "", 100)).toEqual(tooLarge);
+  });
 });

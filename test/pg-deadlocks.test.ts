@@ -289,8 +289,8 @@ describe.skipIf(!pg)("PostgreSQL: a batch broken off from outside", () => {
       const rows = Array.from({ length: 8 }, (_, i) => row({ principalId: "outside", requestId: `key-${i}` }));
       const [first, last] = [rows[0] as ExecutionRow, rows.at(-1) as ExecutionRow];
       const insert = `insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version,
-          contract_hash, input_fingerprint, input, status, created_at)
-        values ($1, $2, 'user', 'outside', 'test.echo', 'function', 't1', 'c', 'f', '{}', 'running', 0)
+          contract_hash, input_fingerprint, input, input_bytes, status, created_at)
+        values ($1, $2, 'user', 'outside', 'test.echo', 'function', 't1', 'c', 'f', '{}', 2, 'running', 0)
         on conflict do nothing`;
       const theirs = [Bun.randomUUIDv7(), Bun.randomUUIDv7()] as const;
       // The outside transaction inserts the last key; the batch inserts the keys in order and waits for it.

@@ -3,8 +3,8 @@ import { PublicError } from "../lib/errors.ts";
 /** A query the data layer refuses: answered as `data_provider_rejected` with the message. */
 export class QueryRejected extends PublicError {
   override name = "QueryRejected";
-  constructor(message: string) {
-    super("data_provider_rejected", message);
+  constructor(message: string, fields: Record<string, unknown> = {}) {
+    super("data_provider_rejected", message, fields);
   }
 }
 

@@ -86,22 +86,26 @@ type Triple = [string, string, unknown, number];
 
 /** The default format: every fact of the result as `[entityId, attrId, value, createdAtMs]`, links on their forward side. */
 export function toTriples(result: QueryResult, schema: DataSchema, ids: AttrIds) {
+  // An entity reached twice (under two parents) gives the same facts: each is kept once, by its entity and
+  // attribute (an attribute has one value per entity), or for a link by both ends (the value is the target).
   const triples = new Map<string, Triple>();
-  const add = (triple: Triple) =>
-    triples.set(`${triple[0]}\u0000${triple[1]}\u0000${JSON.stringify(triple[2])}`, triple);
+  const add = (key: string, triple: Triple) => {
+    if (!triples.has(key)) triples.set(key, triple);
+  };
   const visit = (entityName: string, entity: ResultEntity) => {
     const { id, doc, createdAt } = entity.row;
-    add([id, ids.get(`${entityName}.id`) as string, id, createdAt]);
+    const idAttr = ids.get(`${entityName}.id`) as string;
+    add(`${id}\u0000${idAttr}`, [id, idAttr, id, createdAt]);
     for (const [label, value] of Object.entries(doc)) {
       const attrId = ids.get(`${entityName}.${label}`);
-      if (attrId) add([id, attrId, value, createdAt]);
+      if (attrId) add(`${id}\u0000${attrId}`, [id, attrId, value, createdAt]);
     }
     for (const { side, entities } of entity.children.values()) {
       const link = side.link;
       const linkAttr = ids.get(`${link.forward.on}.${link.forward.label}`) as string;
       for (const child of entities as (ResultEntity & { linkedAt: number })[]) {
         const [source, target] = side.direction === "forward" ? [id, child.row.id] : [child.row.id, id];
-        add([source, linkAttr, target, child.linkedAt]);
+        add(`${source}\u0000${linkAttr}\u0000${target}`, [source, linkAttr, target, child.linkedAt]);
         visit(side.to, child);
       }
     }

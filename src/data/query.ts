@@ -1,6 +1,13 @@
 import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "../lib/json-text.ts";
 import type { Principal } from "../sdk/index.ts";
-import type { ChildQuery, DataStore, EntityRow, QueryNode } from "../store/data.ts";
+import {
+  type ChildQuery,
+  type DataStore,
+  type EntityRow,
+  type QueryNode,
+  type ReadBudget,
+  ReadBudgetSpent,
+} from "../store/data.ts";
 import { QueryRejected } from "./errors.ts";
 import type { AttrSpec, DataSchema, EntitySpec, LinkSide } from "./schema.ts";
 import { both, resolveWhere, viewRule, type WhereContext } from "./where.ts";
@@ -22,6 +29,18 @@ export interface ResultEntity {
 }
 
 export type QueryResult = Map<string, { entity: EntitySpec; entities: ResultEntity[] }>;
+
+/**
+ * How much one query may answer (QUERY_MAX_ROWS, QUERY_MAX_BYTES): entities at every level together, and
+ * the bytes of their documents as stored. A query over either is refused, having read no more than that.
+ */
+export interface QueryLimits {
+  maxRows: number;
+  maxBytes: number;
+}
+
+/** Convex's bounds on what one query reads (32,000 documents scanned, 16 MiB), which ours are modelled on. */
+export const DEFAULT_QUERY_LIMITS: QueryLimits = { maxRows: 32_000, maxBytes: 16 * 1024 * 1024 };
 
 const OPTIONS = new Set(["where", "limit", "offset", "order"]);
 
@@ -98,22 +117,43 @@ function parseOptions(options: unknown, node: ParsedNode, depth: number) {
 /**
  * Executes a parsed query: one statement per level, never one per row. The caller's view rules are part
  * of every level and every path (rows it may not see are absent, at every level); `principal` null =
- * service key. Every level is checked before the first is read.
+ * service key. Every level is checked before the first is read. An answer over `limits` is refused
+ * (QueryRejected) as soon as a level reads past them.
  */
 export async function runQuery(
   roots: Map<string, ParsedNode>,
   schema: DataSchema,
   principal: Principal | null,
   store: DataStore,
+  limits: QueryLimits,
 ): Promise<QueryResult> {
   const planned = [...roots].map(([name, node]) => ({ name, node, plan: planNode(node, schema, principal, 0) }));
+  const budget: ReadBudget = { rows: limits.maxRows, bytes: limits.maxBytes };
   const result: QueryResult = new Map();
-  for (const { name, node, plan } of planned) {
-    const entities = (await store.selectRoots(plan)).map((row) => ({ row, children: new Map() }) as ResultEntity);
-    await loadChildren(node, plan, entities, store);
-    result.set(name, { entity: node.entity, entities });
+  try {
+    for (const { name, node, plan } of planned) {
+      const rows = await store.selectRoots(plan, budget);
+      const entities = rows.map((row) => ({ row, children: new Map() }) as ResultEntity);
+      await loadChildren(node, plan, entities, store, budget);
+      result.set(name, { entity: node.entity, entities });
+    }
+  } catch (error) {
+    if (error instanceof ReadBudgetSpent) throw answerTooLarge(error.spent, limits);
+    throw error;
   }
   return result;
+}
+
+function answerTooLarge(spent: "rows" | "bytes", limits: QueryLimits): QueryRejected {
+  const narrower = "narrow the query with where, or read it in pages with limit and offset";
+  return spent === "rows"
+    ? new QueryRejected(`the answer would hold more than ${limits.maxRows} entities (QUERY_MAX_ROWS): ${narrower}`, {
+        details: { limitRows: limits.maxRows },
+      })
+    : new QueryRejected(
+        `the answer would hold more than ${limits.maxBytes} bytes of entities (QUERY_MAX_BYTES): ${narrower}`,
+        { details: { limitBytes: limits.maxBytes } },
+      );
 }
 
 /** The store's plan of one level and those below it. */
@@ -140,19 +180,25 @@ function planNode(node: ParsedNode, schema: DataSchema, principal: Principal | n
   };
 }
 
-async function loadChildren(node: ParsedNode, plan: QueryNode, parents: ResultEntity[], store: DataStore) {
+async function loadChildren(
+  node: ParsedNode,
+  plan: QueryNode,
+  parents: ResultEntity[],
+  store: DataStore,
+  budget: ReadBudget,
+) {
   if (parents.length === 0) return;
   const byId = new Map(parents.map((p) => [p.row.id, p]));
   for (const [i, child] of node.children.entries()) {
     const childPlan = plan.children[i] as ChildQuery;
-    const rows = await store.selectChildren(childPlan, [...byId.keys()]);
+    const rows = await store.selectChildren(childPlan, [...byId.keys()], budget);
     for (const parent of parents) parent.children.set(child.label, { side: child.side, entities: [] });
     for (const { parentId, linkedAt, row } of rows) {
       byId.get(parentId)?.children.get(child.label)?.entities.push({ row, children: new Map(), linkedAt });
     }
     // Grandchildren attach to the very objects listed under each parent.
     const listed = parents.flatMap((p) => p.children.get(child.label)?.entities ?? []);
-    await loadChildren(child.node, childPlan.node, listed, store);
+    await loadChildren(child.node, childPlan.node, listed, store, budget);
   }
 }
 

@@ -2,7 +2,7 @@ import type { DataContext, Principal } from "../sdk/index.ts";
 import type { DataStore, DataWrite } from "../store/data.ts";
 import { ChangeFeed } from "./changes.ts";
 import { type AttrIds, attrEntries, attrKeys, toObjects, toTriples } from "./format.ts";
-import { entitiesRead, parseQuery, runQuery } from "./query.ts";
+import { DEFAULT_QUERY_LIMITS, entitiesRead, parseQuery, type QueryLimits, runQuery } from "./query.ts";
 import type { DataSchema } from "./schema.ts";
 import { ExecutionData } from "./writes.ts";
 
@@ -19,13 +19,17 @@ export class DataService {
   readonly changes: ChangeFeed;
   private readonly attrIdsByBundle = new Map<string, Promise<AttrIds>>();
 
-  constructor(private readonly store: DataStore) {
+  constructor(
+    private readonly store: DataStore,
+    private readonly limits: QueryLimits = DEFAULT_QUERY_LIMITS,
+  ) {
     this.changes = new ChangeFeed(store);
   }
 
   async query(principal: Principal, release: ReleaseData, query: unknown, format: QueryFormat) {
     const roots = parseQuery(query, release.data);
-    const result = await runQuery(roots, release.data, principal.kind === "service" ? null : principal, this.store);
+    const viewer = principal.kind === "service" ? null : principal;
+    const result = await runQuery(roots, release.data, viewer, this.store, this.limits);
     if (format === "objects") return toObjects(result);
     return toTriples(result, release.data, await this.attrIds(release));
   }

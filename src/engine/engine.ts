@@ -13,7 +13,7 @@ import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
 import type { ExecutionListRow } from "../store/executions.ts";
 import type { ExecutionRow, LogRow, RunRow, StepRow } from "../store/rows.ts";
-import type { RunListRow } from "../store/runs.ts";
+import type { BoundedStep, RunListRow } from "../store/runs.ts";
 import { type ExecutionStatus, isRunTerminal, isTerminal, type RunStatus } from "../store/statuses.ts";
 import type { Store } from "../store/store.ts";
 import { mayKnow, mayRun } from "./access.ts";
@@ -21,7 +21,7 @@ import { Deadlines } from "./deadlines.ts";
 import { accessDenied, actionNotFound, executionNotFound, runNotFound } from "./errors.ts";
 import { type ExecutionEvent, ExecutionFeed } from "./execution-feed.ts";
 import { DEFAULT_LOG_LIMITS, type LogLimits } from "./execution-log.ts";
-import { canSee, inputFingerprint, LIST_VALUE_BYTES } from "./executions.ts";
+import { canSee, DEFAULT_MAX_OUTPUT_BYTES, inputFingerprint, LIST_VALUE_BYTES } from "./executions.ts";
 import {
   DEFAULT_POLL,
   type FollowOptions,
@@ -56,6 +56,8 @@ export interface EngineResources {
   retention?: RetentionSettings;
   /** How many lines and bytes of log one execution keeps (default 1,000 lines, 256 KiB). */
   logLimits?: LogLimits;
+  /** The largest output (or step result) an execution may return, as JSON (default 8 MiB). */
+  maxOutputBytes?: number;
   /** How a follower re-reads an execution it has heard nothing about (default 25 ms → 1 s). */
   followPoll?: PollBackoff;
 }
@@ -130,6 +132,13 @@ export interface RunWithSteps {
   logs: LogRow[];
 }
 
+/** A run with its steps and log, large values left out (`engine.boundedRun`). */
+export interface BoundedRun {
+  run: RunListRow;
+  steps: BoundedStep[];
+  logs: LogRow[];
+}
+
 /** Enough for any run's whole log: the bound is per execution, and only error lines go past it (one per attempt). */
 const RUN_VIEW_LOG_LINES = 5_000;
 
@@ -162,6 +171,7 @@ export class Engine {
       failures: new LoopFailures("following executions", $.log),
     };
     const logLimits = $.logLimits ?? DEFAULT_LOG_LIMITS;
+    const maxOutputBytes = $.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
     this.runner = new Runner({
       store: $.store,
       data: $.data,
@@ -169,6 +179,7 @@ export class Engine {
       log: $.log,
       now: this.now,
       logLimits,
+      maxOutputBytes,
       telemetry,
     });
     this.workflows = new WorkflowWorker(
@@ -181,6 +192,7 @@ export class Engine {
         failures: new LoopFailures("workflow worker", $.log),
         now: this.now,
         logLimits,
+        maxOutputBytes,
         telemetry,
       },
       { ...$.workflows, owner: $.store.instances.id },
@@ -393,6 +405,20 @@ export class Engine {
     const [steps, logs] = await Promise.all([
       this.$.store.runs.steps(id),
       // The whole log: bounded per execution (the lines, the truncated line, and the error lines past them).
+      this.$.store.executionLogs.page(id, -1, RUN_VIEW_LOG_LINES),
+    ]);
+    return { run, steps, logs };
+  }
+
+  /**
+   * A run as an agent reads it (the MCP run resource): like `run`, but its input, output and error and
+   * each step's output and error over LIST_VALUE_BYTES are left in the database, their stored sizes given.
+   */
+  async boundedRun(principal: Principal, id: string): Promise<BoundedRun> {
+    const run = await this.$.store.runs.getBounded(id, LIST_VALUE_BYTES);
+    if (!run || !canSee(principal, run)) throw runNotFound();
+    const [steps, logs] = await Promise.all([
+      this.$.store.runs.boundedSteps(id, LIST_VALUE_BYTES),
       this.$.store.executionLogs.page(id, -1, RUN_VIEW_LOG_LINES),
     ]);
     return { run, steps, logs };

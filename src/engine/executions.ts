@@ -1,6 +1,6 @@
 import { canonicalJson, sha256Hex } from "../lib/canonical-json.ts";
 import type { Principal } from "../sdk/index.ts";
-import type { ExecutionListRow } from "../store/executions.ts";
+import { type ExecutionListRow, LISTED_VALUES } from "../store/executions.ts";
 import type { ExecutionRow } from "../store/rows.ts";
 
 /** The engine's words for executions, as adapters use them: an execution is the stored record. */
@@ -9,10 +9,17 @@ export { EXECUTION_STATUSES, type ExecutionStatus, isTerminal } from "../store/s
 
 /**
  * In lists, an input, output or error message larger than this is left out (`inputTruncated`, …, with
- * its size) and never read from the database, so a page of 200 holds at most ~200 × 3 × 4 KiB of values
- * however large its executions are. `GET /executions/{id}` answers them whole.
+ * its size) and never read from the database, and so is an input after a large output or error message
+ * (LISTED_VALUES), so a page of 200 holds at most ~200 × 2 × 4 KiB of values however large its executions
+ * are. `GET /executions/{id}` answers them whole.
  */
 export const LIST_VALUE_BYTES = 4 * 1024;
+
+/**
+ * The largest output an action, a workflow or a step may return, as JSON (MAX_OUTPUT_BYTES): as much as an
+ * invocation may send in (8 MiB). A larger one fails the execution and is not stored.
+ */
+export const DEFAULT_MAX_OUTPUT_BYTES = 8 * 1024 * 1024;
 
 /** A user sees its own executions; a service key acts as administrator and sees every one. */
 /** What makes two invocations of one request id the same: the action, the input, and the files' digests. */
@@ -85,17 +92,26 @@ export interface Truncations {
 }
 
 /**
- * A view as lists show it: each of input, output and error message over LIST_VALUE_BYTES is replaced by
- * `<name>Truncated: { bytes }` (the list never read it); the by-id endpoints answer them whole.
+ * A view as lists show it: the values the list left in the database (the first over LIST_VALUE_BYTES in
+ * LISTED_VALUES' order, and those after it) are replaced by `<name>Truncated: { bytes }`; the by-id
+ * endpoints answer them whole.
  */
 export const boundForList = <View extends object>(view: View, sizes: ListedSizes): View & Truncations =>
-  leaveOutLarge(view, { input: sizes.inputBytes, output: sizes.outputBytes, errorMessage: sizes.errorMessageBytes });
+  leaveOutLarge(
+    view,
+    LISTED_VALUES.map((name) => [name, sizes[`${name}Bytes`]]),
+  );
 
-/** The view with each named value over LIST_VALUE_BYTES replaced by `<name>Truncated: { bytes }`. */
-export function leaveOutLarge<View extends object>(view: View, bytesByName: Record<string, number>): View {
+/**
+ * The view with values left out as a bounded read leaves them: `sizes` in the order the store read them;
+ * from the first over LIST_VALUE_BYTES on, each present one is replaced by `<name>Truncated: { bytes }`.
+ */
+export function leaveOutLarge<View extends object>(view: View, sizes: readonly (readonly [string, number])[]): View {
   const bounded = { ...view } as Record<string, unknown>;
-  for (const [name, bytes] of Object.entries(bytesByName)) {
-    if (bytes <= LIST_VALUE_BYTES) continue;
+  let over = false;
+  for (const [name, bytes] of sizes) {
+    over ||= bytes > LIST_VALUE_BYTES;
+    if (!over || bytes === 0) continue;
     delete bounded[name];
     bounded[`${name}Truncated`] = { bytes };
   }
@@ -105,9 +121,6 @@ export function leaveOutLarge<View extends object>(view: View, bytesByName: Reco
 /** The size of a value as JSON text, in UTF-8 bytes (0 when absent). */
 export const jsonBytes = (value: unknown): number =>
   value === undefined ? 0 : Buffer.byteLength(JSON.stringify(value) ?? "");
-
-/** The size of a text in UTF-8 bytes (0 when absent). */
-export const textBytes = (text: string | null | undefined): number => (text ? Buffer.byteLength(text) : 0);
 
 /** An execution as `GET /executions` lists it. */
 export const toExecutionSummary = (row: ExecutionListRow, uploads: unknown[] = []): ExecutionView =>

@@ -22,6 +22,8 @@ export interface RunnerResources {
   log: Log;
   now: () => number;
   logLimits: LogLimits;
+  /** The largest output a handler may return, as JSON (MAX_OUTPUT_BYTES); a larger one fails the execution. */
+  maxOutputBytes: number;
   telemetry: Telemetry;
 }
 
@@ -141,7 +143,7 @@ export class Runner {
     } catch (error) {
       return this.failed(context, messageOf(error), `the handler threw: ${thrownLine(error)}`);
     }
-    const stored = storableJson(returned, "/output");
+    const stored = storableJson(returned, "/output", this.$.maxOutputBytes);
     if ("problem" in stored) return this.failed(context, `the action's output ${stored.problem}`);
     const output = stored.value;
     const issues = action.checkOutput(output);

@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import { PublicError } from "../lib/errors.ts";
+import { jsonStream } from "../lib/json-stream.ts";
 import { authenticated } from "./auth.ts";
 import { MiB, readJsonBody } from "./body.ts";
 import type { HttpDeps } from "./deps.ts";
@@ -20,5 +21,7 @@ export const queryRoutes = (deps: HttpDeps) =>
       if (typeof body !== "object" || body === null || Array.isArray(body) || !("query" in body)) {
         throw new PublicError("invalid_request", "the body must be { query: { … } }");
       }
-      return deps.engine.query(principal, body.query, format === "objects" ? "objects" : "triples");
+      const answer = await deps.engine.query(principal, body.query, format === "objects" ? "objects" : "triples");
+      // Up to QUERY_MAX_BYTES of entities: written as the client reads it, never as one string.
+      return new Response(jsonStream(answer), { headers: { "content-type": "application/json" } });
     });

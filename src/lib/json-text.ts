@@ -38,13 +38,21 @@ function unsupportedPath(value: unknown): string[] | null {
 
 /**
  * A returned value as it will be stored: JSON-normalised, `undefined` as null. When it cannot be
- * stored, the reason, to follow "the action's output" or "step x's result": "is not JSON: …" or
- * "holds U+0000 or a lone surrogate at <pointer>, …".
+ * stored, the reason, to follow "the action's output" or "step x's result": "is not JSON: …",
+ * "is larger than <maxBytes> bytes as JSON, …" or "holds U+0000 or a lone surrogate at <pointer>, …".
  */
-export function storableJson(value: unknown, pointer: string): { value: unknown } | { problem: string } {
+export function storableJson(
+  value: unknown,
+  pointer: string,
+  maxBytes = Number.POSITIVE_INFINITY,
+): { value: unknown } | { problem: string } {
   let normalised: unknown;
   try {
-    normalised = value === undefined ? null : JSON.parse(JSON.stringify(value));
+    const text = value === undefined ? "null" : JSON.stringify(value);
+    if (text !== undefined && utf8Over(text, maxBytes)) {
+      return { problem: `is larger than ${maxBytes} bytes as JSON, the most an output may hold` };
+    }
+    normalised = JSON.parse(text);
   } catch (error) {
     return { problem: `is not JSON: ${(error as Error).message}` };
   }
@@ -52,3 +60,7 @@ export function storableJson(value: unknown, pointer: string): { value: unknown 
   if (found !== null) return { problem: `holds ${UNSUPPORTED_CHARACTERS} at ${found || "/"}, which cannot be stored` };
   return { value: normalised };
 }
+
+/** Whether a text takes more than `maxBytes` in UTF-8: at least one byte and at most three per UTF-16 unit. */
+const utf8Over = (text: string, maxBytes: number) =>
+  text.length > maxBytes || (text.length * 3 > maxBytes && Buffer.byteLength(text) > maxBytes);

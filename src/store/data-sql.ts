@@ -1,15 +1,17 @@
-import type {
-  ChildQuery,
-  Condition,
-  DataAttr,
-  DataAttrType,
-  DataStore,
-  EntityRow,
-  Hop,
-  IndexedAttr,
-  LinkedRow,
-  Operand,
-  QueryNode,
+import {
+  type ChildQuery,
+  type Condition,
+  type DataAttr,
+  type DataAttrType,
+  type DataStore,
+  type EntityRow,
+  type Hop,
+  type IndexedAttr,
+  type LinkedRow,
+  type Operand,
+  type QueryNode,
+  type ReadBudget,
+  ReadBudgetSpent,
 } from "./data.ts";
 
 /**
@@ -29,6 +31,8 @@ export interface SqlDialect {
   scalar(attr: DataAttr, value: unknown): unknown;
   /** A document bound as JSON text, as the `doc` column stores it. */
   json(params: unknown[], doc: unknown): string;
+  /** The `doc` column of `alias` read as JSON text (what a read budget counts the bytes of). */
+  docText(alias: string): string;
   indexDdl(attr: IndexedAttr): string;
   /**
    * What makes the planner read an attribute's index in order for a top-N query, where it would rather
@@ -47,6 +51,11 @@ export interface Statement {
 export interface DataConnection {
   /** Runs one read statement (prepared and cached by its text). Rows carry `doc` as stored: JSON text or an object. */
   select(sql: string, params: unknown[]): Promise<Record<string, unknown>[]>;
+  /**
+   * Runs one read statement and hands its rows to `take` as the database delivers them, until there are
+   * no more or `take` answers false: then the statement is ended and no further row is read.
+   */
+  each(sql: string, params: unknown[], take: (row: Record<string, unknown>) => boolean): Promise<void>;
   /** Runs one DDL statement. */
   ddl(sql: string): Promise<void>;
   /** Sends to / hears from the other instances sharing the database; a no-op where one process serves it. */
@@ -57,6 +66,9 @@ export interface DataConnection {
 // An offset needs a limit in SQLite's grammar; PostgreSQL has no "-1". Larger than any page data/ allows.
 const UNLIMITED = 1_000_000_000;
 
+/** Rows a level reads in one plain statement before it reads row by row (see `SqlDataStore.read`). */
+const FIRST_READ = 100;
+
 /** The data store of one dialect: the compiler below over that dialect's connection. */
 export class SqlDataStore implements DataStore {
   constructor(
@@ -66,19 +78,57 @@ export class SqlDataStore implements DataStore {
     private readonly instance: string,
   ) {}
 
-  async selectRoots(node: QueryNode): Promise<EntityRow[]> {
-    const { sql, params } = rootsStatement(node, this.dialect);
-    return (await this.connection.select(sql, params)).map(entityRow);
+  selectRoots(node: QueryNode, budget: ReadBudget): Promise<EntityRow[]> {
+    return this.read((cap) => rootsStatement(node, this.dialect, cap), budget, entityRow);
   }
 
-  async selectChildren(child: ChildQuery, parentIds: string[]): Promise<LinkedRow[]> {
+  async selectChildren(child: ChildQuery, parentIds: string[], budget: ReadBudget): Promise<LinkedRow[]> {
     if (parentIds.length === 0) return [];
-    const { sql, params } = childrenStatement(child, parentIds, this.dialect);
-    return (await this.connection.select(sql, params)).map((r) => ({
-      parentId: String(r.parent_id),
-      linkedAt: Number(r.linked_at),
-      row: entityRow(r),
-    }));
+    return this.read(
+      (cap) => childrenStatement(child, parentIds, this.dialect, cap),
+      budget,
+      (r) => ({
+        parentId: String(r.parent_id),
+        linkedAt: Number(r.linked_at),
+        row: entityRow(r),
+      }),
+    );
+  }
+
+  /**
+   * The rows of a statement (`statement(cap)` reads at most `cap`), each taken from `budget`; the first that
+   * does not fit ends the read. Most answers are small: a first read of up to FIRST_READ rows, the plain
+   * way (pipelined with other statements on PostgreSQL, where a cursor holds its connection alone). A
+   * larger answer is read again row by row, so the database stops at the first row the budget cannot take.
+   */
+  private async read<T>(
+    statement: (cap: number) => Statement,
+    budget: ReadBudget,
+    toRow: (raw: Record<string, unknown>) => T,
+  ): Promise<T[]> {
+    const page = Math.min(FIRST_READ, budget.rows);
+    const first = statement(page + 1);
+    const raws = await this.connection.select(first.sql, first.params);
+    const rows: T[] = [];
+    let spent: "rows" | "bytes" | null = null;
+    const take = (raw: Record<string, unknown>) => {
+      const bytes = Buffer.byteLength(raw.doc as string);
+      if (budget.rows < 1) spent = "rows";
+      else if (budget.bytes < bytes) spent = "bytes";
+      if (spent) return false;
+      budget.rows -= 1;
+      budget.bytes -= bytes;
+      rows.push(toRow(raw));
+      return true;
+    };
+    if (raws.length <= page || page === budget.rows) {
+      raws.every(take);
+    } else {
+      const { sql, params } = statement(budget.rows + 1);
+      await this.connection.each(sql, params, take);
+    }
+    if (spent) throw new ReadBudgetSpent(spent);
+    return rows;
   }
 
   async readDoc(entity: string, id: string): Promise<Record<string, unknown> | null> {
@@ -135,8 +185,8 @@ interface Compiling {
   aliases: { next: number };
 }
 
-/** The top level of a query: one statement. */
-export function rootsStatement(node: QueryNode, dialect: SqlDialect): Statement {
+/** The top level of a query: one statement, reading at most `cap` rows. */
+export function rootsStatement(node: QueryNode, dialect: SqlDialect, cap = UNLIMITED): Statement {
   const ctx: Compiling = { dialect, params: [], aliases: { next: 0 } };
   // The entity name is a checked identifier; written as a literal, it lets the planner use the partial indexes.
   const conditions = [`e.entity = '${node.entity}'`];
@@ -147,15 +197,16 @@ export function rootsStatement(node: QueryNode, dialect: SqlDialect): Statement 
     by !== undefined && by !== "createdAt" && by.indexed && !by.optional && node.limit !== undefined
       ? dialect.readInOrder(node.entity, by)
       : "";
-  let sql = `select e.id, e.doc, e.created_at from data_entities e${hint} where ${conditions.join(" and ")} order by ${orderBy(node, "e", dialect)}`;
-  if (node.limit !== undefined || node.offset !== undefined) {
-    sql += ` limit ${dialect.param(ctx.params, node.limit ?? UNLIMITED)} offset ${dialect.param(ctx.params, node.offset ?? 0)}`;
+  let sql = `select e.id, ${dialect.docText("e")} as doc, e.created_at from data_entities e${hint} where ${conditions.join(" and ")} order by ${orderBy(node, "e", dialect)}`;
+  const limit = Math.min(node.limit ?? UNLIMITED, cap);
+  if (limit !== UNLIMITED || node.offset !== undefined) {
+    sql += ` limit ${dialect.param(ctx.params, limit)} offset ${dialect.param(ctx.params, node.offset ?? 0)}`;
   }
   return { sql, params: ctx.params };
 }
 
-/** One child level for every parent at once (`IN` a JSON list): one statement, never one per parent. */
-function childrenStatement(child: ChildQuery, parentIds: string[], dialect: SqlDialect): Statement {
+/** One child level for every parent at once (`IN` a JSON list): one statement, never one per parent; at most `cap` rows. */
+function childrenStatement(child: ChildQuery, parentIds: string[], dialect: SqlDialect, cap: number): Statement {
   const ctx: Compiling = { dialect, params: [], aliases: { next: 0 } };
   const from = fromColumn(child.hop);
   const conditions = [
@@ -165,7 +216,7 @@ function childrenStatement(child: ChildQuery, parentIds: string[], dialect: SqlD
   if (child.node.where) conditions.push(condition(child.node.where, "e", ctx));
   const order = orderBy(child.node, "e", dialect);
   const tables = `from data_links l join data_entities e on e.id = l.${toColumn(child.hop)} where ${conditions.join(" and ")}`;
-  const columns = `l.${from} as parent_id, l.created_at as linked_at, e.id, e.doc, e.created_at`;
+  const columns = `l.${from} as parent_id, l.created_at as linked_at, e.id, ${dialect.docText("e")} as doc, e.created_at`;
   // A has-one end holds one link at most (writes replace it), so only a nested limit needs ranking per parent.
   const limit = child.node.limit;
   const sql =
@@ -173,7 +224,7 @@ function childrenStatement(child: ChildQuery, parentIds: string[], dialect: SqlD
       ? `select ${columns} ${tables} order by ${order}`
       : `select * from (select ${columns}, row_number() over (partition by l.${from} order by ${order}) as position ${tables}) ranked
            where position <= ${dialect.param(ctx.params, limit)} order by position`;
-  return { sql, params: ctx.params };
+  return { sql: `${sql} limit ${dialect.param(ctx.params, cap)}`, params: ctx.params };
 }
 
 function condition(c: Condition, alias: string, ctx: Compiling): string {

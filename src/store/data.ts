@@ -106,14 +106,37 @@ export type DataWrite =
   | { op: "cancelScheduled"; id: string; principal: { kind: PrincipalKind; id: string } | null; at: number };
 
 /**
+ * What one query may still read across all its levels: rows, and bytes of documents as stored. Each read
+ * takes from it row by row, as the database hands the rows over.
+ */
+export interface ReadBudget {
+  rows: number;
+  bytes: number;
+}
+
+/** A read that came to a row its budget could not take: it stopped there, having read no further. */
+export class ReadBudgetSpent extends Error {
+  override name = "ReadBudgetSpent";
+  constructor(readonly spent: "rows" | "bytes") {
+    super(`the read went past its budget of ${spent}`);
+  }
+}
+
+/**
  * The stored entities and links (test/store/data-store.contract.ts). Writes are not here: they commit
  * with an execution's status (`ExecutionSettlement.writes`) or a step's checkpoint (`RunStore.saveStep`).
  */
 export interface DataStore {
-  /** The top level of a query: its node's own rows (children are read with `selectChildren`). */
-  selectRoots(node: QueryNode): Promise<EntityRow[]>;
-  /** One child level for all `parentIds` at once, in order per parent (a nested limit counts per parent). */
-  selectChildren(child: ChildQuery, parentIds: string[]): Promise<LinkedRow[]>;
+  /**
+   * The top level of a query: its node's own rows (children are read with `selectChildren`), taken from
+   * `budget`; throws ReadBudgetSpent at the first row the budget cannot take.
+   */
+  selectRoots(node: QueryNode, budget: ReadBudget): Promise<EntityRow[]>;
+  /**
+   * One child level for all `parentIds` at once, in order per parent (a nested limit counts per parent),
+   * taken from `budget` as `selectRoots` does.
+   */
+  selectChildren(child: ChildQuery, parentIds: string[], budget: ReadBudget): Promise<LinkedRow[]>;
   /** One entity's document, or null. */
   readDoc(entity: string, id: string): Promise<Record<string, unknown> | null>;
   countRows(entity: string): Promise<number>;

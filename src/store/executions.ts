@@ -24,9 +24,17 @@ export interface ExecutionFilter {
   /** Only ids at or above this one: with a UUIDv7 floor, the executions created since its time. */
   sinceId?: string;
   limit: number;
-  /** Inputs, outputs and error messages larger than this (as stored) are left in the database: `null` in the row. */
+  /** Values larger than this (as stored) are left in the database: `null` in the row (see LISTED_VALUES). */
   maxValueBytes: number;
 }
+
+/**
+ * The order a list reads a row's values in (executions and runs alike). It stops at the first larger than
+ * `maxValueBytes`: that value and those after it stay in the database, `null` in the row. SQLite stores
+ * them last in this order and reaches a value only by reading through those stored before it (a row holds
+ * an output or an error message, never both, so in practice a large one leaves the input out too).
+ */
+export const LISTED_VALUES = ["errorMessage", "output", "input"] as const;
 
 /** A row as lists read it: large values stay in the database, their sizes say what was left out. */
 export type Listed<Row> = Row & {

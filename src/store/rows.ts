@@ -3,13 +3,20 @@ import type * as pg from "./schema/pg.ts";
 import type * as sqlite from "./schema/sqlite.ts";
 
 /**
+ * The sizes of inputs and outputs as JSON text (UTF-8 bytes), stored beside them: each store writes them
+ * with the values, lists select by them (`Listed`), so no list reads a value to measure it.
+ */
+export const STORED_SIZES = ["inputBytes", "outputBytes"] as const;
+type StoredSizes = (typeof STORED_SIZES)[number];
+
+/**
  * Rows as the schemas declare them: one source of truth for both dialects. Timestamps are epoch
  * milliseconds. The types come from the PostgreSQL schema; `Agree` below fails to compile when the
  * SQLite schema reads a different shape.
  */
-export type ExecutionRow = Omit<InferSelectModel<typeof pg.executions>, "instance">;
-export type RunRow = InferSelectModel<typeof pg.workflowRuns>;
-export type StepRow = InferSelectModel<typeof pg.workflowSteps>;
+export type ExecutionRow = Omit<InferSelectModel<typeof pg.executions>, "instance" | StoredSizes>;
+export type RunRow = Omit<InferSelectModel<typeof pg.workflowRuns>, StoredSizes>;
+export type StepRow = Omit<InferSelectModel<typeof pg.workflowSteps>, StoredSizes>;
 export type ReleaseRow = InferSelectModel<typeof pg.releases>;
 export type TokenRow = InferSelectModel<typeof pg.apiTokens>;
 export type UserRow = InferSelectModel<typeof pg.users>;

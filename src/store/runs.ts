@@ -11,11 +11,22 @@ export interface RunFilter {
   /** Keyset: only ids strictly below this one (run ids are UUIDv7: id order is creation order). */
   beforeId?: string;
   limit: number;
-  /** Inputs, outputs and error messages larger than this (as stored) are left in the database: `null` in the row. */
+  /** Values larger than this (as stored) are left in the database: `null` in the row (see LISTED_VALUES). */
   maxValueBytes: number;
 }
 
 export type RunListRow = Listed<RunRow>;
+
+/** The order a bounded read takes a step's values in, as LISTED_VALUES for executions and runs. */
+export const BOUNDED_STEP_VALUES = ["output", "error"] as const;
+
+/** A step as bounded reads give it: its values left in the database as BOUNDED_STEP_VALUES says, sized beside. */
+export type BoundedStep = StepRow & {
+  /** 0 when there is no output. */
+  outputBytes: number;
+  /** 0 when there is no error. */
+  errorBytes: number;
+};
 
 /** How a run ended, for the run and the execution that follows it. */
 export interface RunSettlement {
@@ -76,6 +87,10 @@ export interface RunStore {
   /** How many runs are queued, running and sleeping now (the due index covers exactly these). */
   countActive(): Promise<Record<ActiveRunStatus, number>>;
   steps(runId: string): Promise<StepRow[]>;
+  /** One run with its values bounded as `list` bounds them, or null. */
+  getBounded(id: string, maxValueBytes: number): Promise<RunListRow | null>;
+  /** A run's steps in order, their values over `maxValueBytes` (as stored) left in the database (BOUNDED_STEP_VALUES). */
+  boundedSteps(runId: string, maxValueBytes: number): Promise<BoundedStep[]>;
   /**
    * Leases up to `limit` runs that are due (or asked to cancel) and whose lease, if any, expired before
    * `now`; the runs become `running` (their executions too, when queued). Concurrent claims never hand

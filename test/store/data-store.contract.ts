@@ -1,9 +1,9 @@
 import { beforeEach, describe, expect, test } from "bun:test";
-import type { Condition, DataAttr, DataWrite, QueryNode } from "../../src/store/data.ts";
+import type { Condition, DataAttr, DataWrite, QueryNode, ReadBudgetSpent } from "../../src/store/data.ts";
 import type { ExecutionSettlement } from "../../src/store/executions.ts";
 import type { Store } from "../../src/store/store.ts";
 import { row } from "../support/rows.ts";
-import { at, type OpenStores, storesPerTest } from "./fixture.ts";
+import { at, type OpenStores, storesPerTest, unbounded } from "./fixture.ts";
 
 const title: DataAttr = { label: "title", type: "string" };
 const priority: DataAttr = { label: "priority", type: "number" };
@@ -70,7 +70,7 @@ export function dataStoreContract(open: OpenStores) {
     at: at(++clock),
     replace,
   });
-  const titles = async (node: QueryNode) => (await store.data.selectRoots(node)).map((r) => r.doc.title);
+  const titles = async (node: QueryNode) => (await store.data.selectRoots(node, unbounded())).map((r) => r.doc.title);
   const where = (condition: Condition) => notes({ where: condition });
 
   /** Five notes, created in this order; `tag` and `done` are absent on some. */
@@ -101,7 +101,7 @@ export function dataStoreContract(open: OpenStores) {
       });
       expect(await titles(ranked)).toEqual(["a_b", "apple tart"]);
       expect(await titles(notes({ offset: 4 }))).toEqual(["axb"]);
-      const rows = await store.data.selectRoots(notes({ limit: 1 }));
+      const rows = await store.data.selectRoots(notes({ limit: 1 }), unbounded());
       expect(rows).toEqual([
         {
           id: expect.any(String),
@@ -194,14 +194,74 @@ export function dataStoreContract(open: OpenStores) {
         hop: NOTES_OF,
         where: { kind: "compare", on: priority, op: ">", value: 2 },
       };
-      const users = await store.data.selectRoots({ entity: "users", where: wroteAboveTwo, children: [] });
+      const users = await store.data.selectRoots({ entity: "users", where: wroteAboveTwo, children: [] }, unbounded());
       expect(users.map((u) => u.doc.name)).toEqual(["ada"]);
       const nested: Condition = {
         kind: "exists",
         hop: NOTES_OF,
         where: { kind: "and", of: [{ kind: "exists", hop: AUTHOR, where: { kind: "false" } }] },
       };
-      expect(await store.data.selectRoots({ entity: "users", where: nested, children: [] })).toEqual([]);
+      expect(await store.data.selectRoots({ entity: "users", where: nested, children: [] }, unbounded())).toEqual([]);
+    });
+  });
+
+  describe("read budgets", () => {
+    test("a read takes rows and documents' bytes from its budget as they arrive, and stops at the first that does not fit", async () => {
+      await seedNotes();
+      const spent = (read: Promise<unknown>) =>
+        read.then(
+          () => null,
+          (error: ReadBudgetSpent) => error.spent,
+        );
+      const rows = { rows: 3, bytes: Number.MAX_SAFE_INTEGER };
+      expect(await spent(store.data.selectRoots(notes(), rows))).toBe("rows");
+      expect(rows.rows).toBe(0);
+
+      const whole = unbounded();
+      await store.data.selectRoots(notes(), whole);
+      const fiveDocs = Number.MAX_SAFE_INTEGER - whole.bytes;
+      expect(fiveDocs).toBeGreaterThan(5 * '{"title":""}'.length);
+      const short = { rows: 10, bytes: fiveDocs - 1 };
+      expect(await spent(store.data.selectRoots(notes(), short))).toBe("bytes");
+      expect(short.rows).toBe(6);
+      const exact = { rows: 5, bytes: fiveDocs };
+      expect(await store.data.selectRoots(notes(), exact)).toHaveLength(5);
+      expect(exact).toEqual({ rows: 0, bytes: 0 });
+    });
+
+    test("a level of more rows than one plain read takes is read row by row, and stops the same way", async () => {
+      const written = Array.from({ length: 150 }, (_, n) => insert("notes", { title: `n${n}`, priority: n }));
+      expect(await commit(written)).toMatchObject({ status: "succeeded" });
+      const spent = (read: Promise<unknown>) =>
+        read.then(
+          () => null,
+          (error: ReadBudgetSpent) => error.spent,
+        );
+      const rows = { rows: 120, bytes: Number.MAX_SAFE_INTEGER };
+      expect(await spent(store.data.selectRoots(notes(), rows))).toBe("rows");
+      expect(rows.rows).toBe(0);
+      const whole = unbounded();
+      expect(await titles(notes())).toEqual(written.map((w) => w.doc.title));
+      await store.data.selectRoots(notes(), whole);
+      const bytes = { rows: 1_000, bytes: Number.MAX_SAFE_INTEGER - whole.bytes - 1 };
+      expect(await spent(store.data.selectRoots(notes(), bytes))).toBe("bytes");
+      expect(bytes.rows).toBe(1_000 - 149);
+    });
+
+    test("a child level takes from the same budget", async () => {
+      const ada = insert("users", { name: "ada" });
+      const written = [1, 2, 3].map((n) => insert("notes", { title: `p${n}`, priority: n }));
+      await commit([ada, ...written, ...written.map((note) => link(note.id, ada.id))]);
+      const child = { label: "notes", hop: NOTES_OF, node: notes() };
+      const budget = { rows: 2, bytes: Number.MAX_SAFE_INTEGER };
+      const read = store.data.selectChildren(child, [ada.id], budget);
+      expect(
+        await read.then(
+          () => null,
+          (error: ReadBudgetSpent) => error.spent,
+        ),
+      ).toBe("rows");
+      expect(budget.rows).toBe(0);
     });
   });
 
@@ -226,7 +286,7 @@ export function dataStoreContract(open: OpenStores) {
       const parents = [ada.id, bob.id, eve.id];
       const child = (node: Partial<QueryNode>) => ({ label: "notes", hop: NOTES_OF, node: notes(node) });
       const read = async (node: Partial<QueryNode>) =>
-        (await store.data.selectChildren(child(node), parents)).map((r) => [r.parentId, r.row.doc.title]);
+        (await store.data.selectChildren(child(node), parents, unbounded())).map((r) => [r.parentId, r.row.doc.title]);
 
       expect(await read({})).toEqual([
         [ada.id, "p5"],
@@ -256,6 +316,7 @@ export function dataStoreContract(open: OpenStores) {
       const authors = await store.data.selectChildren(
         { label: "author", hop: AUTHOR, node: { entity: "users", where: null, children: [] } },
         [p(2)],
+        unbounded(),
       );
       expect(authors).toEqual([
         {
@@ -264,7 +325,7 @@ export function dataStoreContract(open: OpenStores) {
           row: { id: bob.id, doc: { name: "bob" }, createdAt: bob.at },
         },
       ]);
-      expect(await store.data.selectChildren(child({}), [])).toEqual([]);
+      expect(await store.data.selectChildren(child({}), [], unbounded())).toEqual([]);
     });
 
     test("link writes: a has-one end's link is replaced; unlink and delete take links away", async () => {
@@ -274,7 +335,7 @@ export function dataStoreContract(open: OpenStores) {
       await commit([link(note.id, bob.id)]);
       const author = { label: "author", hop: AUTHOR, node: { entity: "users", where: null, children: [] } };
       const authorOf = async () =>
-        (await store.data.selectChildren(author, [note.id])).map((r) => r.row.doc.name as string);
+        (await store.data.selectChildren(author, [note.id], unbounded())).map((r) => r.row.doc.name as string);
       expect(await authorOf()).toEqual(["bob"]);
       await commit([{ op: "unlink", link: "noteAuthor", sourceId: note.id, targetId: bob.id }]);
       expect(await authorOf()).toEqual([]);

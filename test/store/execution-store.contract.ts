@@ -104,6 +104,50 @@ export function executionStoreContract(open: OpenStores) {
       expect(byId.get(small.id)).toMatchObject({ input: { text: "s" }, output: { text: "s" }, errorMessageBytes: 0 });
       expect((await store.executions.get(large.id))?.input).toEqual({ text: big });
     });
+
+    test("the sizes are those of the values as written, by a claim, a settlement or a settlement with writes", async () => {
+      const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
+      const input = { text: "ü".repeat(3_000) };
+      const output = { text: "€".repeat(2_000), list: [1, 2] };
+      const mergedIntoClaim = row({ input });
+      await store.executions.claim(mergedIntoClaim);
+      await store.executions.settle(mergedIntoClaim.id, succeeded(output));
+      const settledLater = row({ input });
+      await (await store.executions.claimToRun(settledLater)).committed;
+      await store.executions.settle(settledLater.id, succeeded(output));
+      const withWrites = row({ input });
+      await (await store.executions.claimToRun(withWrites)).committed;
+      await store.executions.settle(withWrites.id, {
+        ...succeeded(output),
+        writes: [dataWrites(store).insertLabel("sized")],
+      });
+      const rows = await store.executions.list({ limit: 10, maxValueBytes: 100_000 });
+      expect(rows).toHaveLength(3);
+      for (const listed of rows) {
+        expect(listed).toMatchObject({ input, output, inputBytes: jsonBytes(input), outputBytes: jsonBytes(output) });
+      }
+    });
+
+    test("values are read in LISTED_VALUES order up to the first large one: an input after a large output stays out too", async () => {
+      const small = { text: "s" };
+      const largeOutput = row({ input: small });
+      const largeError = row({ input: small });
+      for (const r of [largeOutput, largeError]) await store.executions.claim(r);
+      await store.executions.settle(largeOutput.id, succeeded({ text: "x".repeat(5_000) }));
+      await store.executions.settle(largeError.id, {
+        status: "failed",
+        output: null,
+        errorCode: "action_failed",
+        errorMessage: "e".repeat(5_000),
+        finishedAt: at(1),
+      });
+      const rows = await store.executions.list({ limit: 10, maxValueBytes: 4096 });
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      const inputBytes = Buffer.byteLength(JSON.stringify(small));
+      expect(byId.get(largeOutput.id)).toMatchObject({ output: null, input: null, inputBytes, errorMessageBytes: 0 });
+      expect(byId.get(largeError.id)).toMatchObject({ errorMessage: null, input: null, inputBytes, outputBytes: 0 });
+      expect((await store.executions.get(largeOutput.id))?.input).toEqual(small);
+    });
   });
 
   describe("executions.settle", () => {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach } from "bun:test";
 import { newRun } from "../../src/engine/workflows/new-run.ts";
-import type { DataWrite } from "../../src/store/data.ts";
+import type { DataWrite, ReadBudget } from "../../src/store/data.ts";
 import type { ExecutionRow, RunRow, StepRow } from "../../src/store/rows.ts";
 import type { Store } from "../../src/store/store.ts";
 
@@ -25,6 +25,9 @@ export function storesPerTest(open: OpenStores, use: (stores: ContractStores) =>
   });
   afterEach(() => stores?.close());
 }
+
+/** A read budget no test reaches (a query's is QUERY_MAX_ROWS and QUERY_MAX_BYTES). */
+export const unbounded = (): ReadBudget => ({ rows: Number.MAX_SAFE_INTEGER, bytes: Number.MAX_SAFE_INTEGER });
 
 /** The fake clock: every time a test passes in is an offset from here. */
 export const T0 = 1_800_000_000_000;
@@ -85,7 +88,7 @@ export function dataWrites(store: Store) {
     },
     gone: "no contract with id missing (deleted meanwhile)",
     async labels(): Promise<string[]> {
-      const rows = await store.data.selectRoots({ entity: "contract", where: null, children: [] });
+      const rows = await store.data.selectRoots({ entity: "contract", where: null, children: [] }, unbounded());
       return rows.map((r) => r.doc.label as string).sort();
     },
   };

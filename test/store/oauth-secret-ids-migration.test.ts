@@ -16,14 +16,14 @@ interface Migrator {
   session: unknown;
 }
 
-/** The database at `url` as the release before this migration left it: every migration but this one applied. */
+/** The database at `url` as the release before this migration left it: the migrations before this one applied. */
 async function migrateToBefore(dialect: "sqlite" | "pg", url: string) {
   const journal = JSON.parse(
     readFileSync(join(import.meta.dir, "../../drizzle", dialect, "meta/_journal.json"), "utf8"),
   ) as { entries: { tag: string; when: number }[] };
   const mine = journal.entries.find((e) => e.tag.endsWith(TAG));
   if (!mine) throw new Error(`no migration ${TAG} in drizzle/${dialect}`);
-  const before = readMigrations(dialect).filter((m) => m.folderMillis !== mine.when);
+  const before = readMigrations(dialect).filter((m) => m.folderMillis < mine.when);
   if (dialect === "sqlite") {
     const client = new Database(url.replace(/^sqlite:/, ""), { create: true });
     const db = sqliteDrizzle({ client }) as unknown as Migrator;

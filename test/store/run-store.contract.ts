@@ -76,6 +76,30 @@ export function runStoreContract(open: OpenStores) {
       expect((await store.runs.get(large.run.id))?.input).toEqual({ text: "x".repeat(5_000) });
     });
 
+    test("the sizes are those of the values as written: an input at admission, an output at the end", async () => {
+      const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
+      const input = { text: "ü".repeat(3_000) };
+      const { execution, run } = runRows({ input });
+      await store.runs.admit(execution, run);
+      await store.runs.claim("A", T0, T0 + LEASE, 1);
+      const output = { text: "€".repeat(2_000) };
+      expect(await store.runs.finish("A", run.id, { ...done, output, finishedAt: at(5) })).toEqual({ saved: true });
+      const sizes = { input, output, inputBytes: jsonBytes(input), outputBytes: jsonBytes(output) };
+      expect((await store.runs.list({ limit: 10, maxValueBytes: 100_000 }))[0]).toMatchObject(sizes);
+      expect(await store.runs.getBounded(run.id, 100_000)).toMatchObject(sizes);
+      const [listedExecution] = await store.executions.list({ limit: 10, maxValueBytes: 100_000 });
+      expect(listedExecution).toMatchObject({ id: run.id, ...sizes });
+    });
+
+    test("getBounded reads one run as a list does; null for none", async () => {
+      const large = runRows({ input: { text: "x".repeat(5_000) } });
+      await store.runs.admit(large.execution, large.run);
+      const bounded = await store.runs.getBounded(large.run.id, 4096);
+      expect(bounded).toMatchObject({ id: large.run.id, input: null, outputBytes: 0, errorMessageBytes: 0 });
+      expect(bounded?.inputBytes).toBeGreaterThan(5_000);
+      expect(await store.runs.getBounded(crypto.randomUUID(), 4096)).toBeNull();
+    });
+
     test("lists runs newest first, filtered and paged by id", async () => {
       const [first, bobs, last] = [runRows(), runRows({ principalId: "bob" }), runRows()];
       for (const { execution, run } of [first, bobs, last]) await store.runs.admit(execution, run);
@@ -91,6 +115,31 @@ export function runStoreContract(open: OpenStores) {
       await store.runs.saveStep("A", stepRow(runId, { name: "second", seq: 1 }));
       await store.runs.saveStep("A", stepRow(runId, { name: "first", seq: 0 }));
       expect((await store.runs.steps(runId)).map((s) => s.name)).toEqual(["first", "second"]);
+      expect((await store.runs.boundedSteps(runId, 4096)).map((s) => s.name)).toEqual(["first", "second"]);
+    });
+
+    test("boundedSteps leaves values over the bound in the database, in BOUNDED_STEP_VALUES order, with their sizes", async () => {
+      const runId = await claimedRun();
+      const large = { text: "x".repeat(5_000) };
+      await store.runs.saveStep("A", stepRow(runId, { name: "large", seq: 0, output: large }));
+      await store.runs.saveStep("A", stepRow(runId, { name: "small", seq: 1, output: { ok: true } }));
+      await store.runs.saveStep(
+        "A",
+        stepRow(runId, { name: "failed", seq: 2, status: "failed", output: null, error: "e".repeat(5_000) }),
+      );
+      await store.runs.suspend("A", runId, {
+        status: "running",
+        wakeAt: at(100),
+        now: at(3),
+        step: stepRow(runId, { name: "retrying", seq: 3, status: "retrying", output: large, error: "boom" }),
+      });
+      const [largeStep, smallStep, failedStep, retrying] = await store.runs.boundedSteps(runId, 4096);
+      expect(largeStep).toMatchObject({ name: "large", output: null, outputBytes: JSON.stringify(large).length });
+      expect(smallStep).toMatchObject({ name: "small", output: { ok: true }, errorBytes: 0 });
+      expect(failedStep).toMatchObject({ name: "failed", output: null, error: null, errorBytes: 5_000 });
+      // The error comes after the output: a large output leaves it out too.
+      expect(retrying).toMatchObject({ name: "retrying", output: null, error: null, errorBytes: 4 });
+      expect((await store.runs.steps(runId))[0]?.output).toEqual(large);
     });
   });
 

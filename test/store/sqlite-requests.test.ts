@@ -56,7 +56,7 @@ interface Key {
 /** The columns `commit` fills: a table made by a test has these, the store's has them and more. */
 const EXECUTIONS =
   "create table executions (id text primary key, request_id, principal_kind, principal_id, action, kind, " +
-  "release_version, contract_hash, input_fingerprint, input, status, created_at)";
+  "release_version, contract_hash, input_fingerprint, input, input_bytes, status, created_at)";
 
 /**
  * What the store does for each key: looks it up (its claim), inserts the execution holding it (all of
@@ -66,8 +66,8 @@ function commit(db: Database, index: SqliteRequestIndex, ...keys: Key[]): void {
   for (const k of keys) expect(index.lookup(k.principalKind, k.principalId, k.requestId)).toBeNull();
   const insert = db.prepare(
     `insert into main.executions (id, request_id, principal_kind, principal_id, action, kind, release_version,
-       contract_hash, input_fingerprint, input, status, created_at)
-     values (?1, ?2, ?3, ?4, 'test.echo', 'function', 't1', 'c', 'f', '{}', 'succeeded', 0)`,
+       contract_hash, input_fingerprint, input, input_bytes, status, created_at)
+     values (?1, ?2, ?3, ?4, 'test.echo', 'function', 't1', 'c', 'f', '{}', 2, 'succeeded', 0)`,
   );
   const rowids = db.transaction(() =>
     keys.map((k) => Number(insert.run(k.id, k.requestId, k.principalKind, k.principalId).lastInsertRowid)),

@@ -30,6 +30,8 @@ export interface RunDeps {
   failures: LoopFailures;
   now: () => number;
   logLimits: LogLimits;
+  /** The largest output or step result a workflow may return, as JSON (MAX_OUTPUT_BYTES). */
+  maxOutputBytes: number;
   telemetry: Telemetry;
 }
 
@@ -185,7 +187,7 @@ export class RunExecution {
     if (this.misuse !== null) return this.end(failed(this.misuse, now));
     if (this.halted === "canceled") return this.end(runCanceled(now));
     if (thrown !== null) return this.end(failed(messageOf(thrown), now));
-    const stored = storableJson(returned, "/output");
+    const stored = storableJson(returned, "/output", this.$.maxOutputBytes);
     if ("problem" in stored) return this.end(failed(`the workflow's output ${stored.problem}`, now));
     const output = stored.value;
     const [issue] = action.checkOutput(output);
@@ -254,7 +256,7 @@ export class RunExecution {
       return this.attemptFailed(row, messageOf(error), retries, backoffMs);
     }
     span.end();
-    const stored = storableJson(value, "");
+    const stored = storableJson(value, "", this.$.maxOutputBytes);
     if ("problem" in stored) throw this.misused(`step "${name}"'s result ${stored.problem}`);
     const output = stored.value;
 

@@ -1,7 +1,7 @@
 import type { LogRow, RunRow, StepRow } from "../../store/rows.ts";
-import type { RunListRow } from "../../store/runs.ts";
+import { BOUNDED_STEP_VALUES, type BoundedStep, type RunListRow } from "../../store/runs.ts";
 import { type LogLineView, toLogLineView } from "../execution-log.ts";
-import { boundForList, jsonBytes, LIST_VALUE_BYTES, leaveOutLarge, textBytes } from "../executions.ts";
+import { boundForList, jsonBytes, LIST_VALUE_BYTES, leaveOutLarge } from "../executions.ts";
 
 export { RUN_STATUSES, type RunStatus } from "../../store/statuses.ts";
 
@@ -89,24 +89,19 @@ export const RESOURCE_STEP_BYTES = 64 * LIST_VALUE_BYTES;
  * Log lines are bounded the same way: a step's (or the run's) `logs` over LIST_VALUE_BYTES are left out
  * as `logsTruncated: { bytes }`; `GET /executions/{id}/logs` pages through them.
  */
-export function toRunResource(run: RunRow, steps: StepRow[], logs: LogRow[], statusUrl: string) {
+export function toRunResource(run: RunListRow, steps: BoundedStep[], logs: LogRow[], statusUrl: string) {
   const byStep = logsByStep(logs);
   const summary = { ...toRunSummary(run), logs: byStep.get(null) ?? [] };
-  const bounded = leaveOutLarge(summary, {
-    input: jsonBytes(summary.input),
-    output: jsonBytes(summary.output),
-    errorMessage: textBytes(summary.errorMessage),
-    logs: jsonBytes(summary.logs),
-  });
+  const bounded = leaveOutLarge(boundForList(summary, run), [["logs", jsonBytes(summary.logs)]]);
   const shown: StepView[] = [];
   let budget = RESOURCE_STEP_BYTES;
   for (const step of steps) {
     const view = toStepView(step, byStep.get(step.name) ?? []);
-    const boundedStep = leaveOutLarge(view, {
-      output: jsonBytes(view.output),
-      error: textBytes(view.error),
-      logs: jsonBytes(view.logs),
-    });
+    const values = leaveOutLarge(
+      view,
+      BOUNDED_STEP_VALUES.map((name) => [name, step[`${name}Bytes`]]),
+    );
+    const boundedStep = leaveOutLarge(values, [["logs", jsonBytes(view.logs)]]);
     budget -= jsonBytes(boundedStep);
     if (budget < 0) break;
     shown.push(boundedStep);

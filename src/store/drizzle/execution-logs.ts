@@ -1,13 +1,12 @@
 import { and, asc, count, eq, gt, max, sql } from "drizzle-orm";
 import type { ExecutionLogStore, LogTally } from "../execution-logs.ts";
 import type { LogRow } from "../rows.ts";
-import type { AnyDatabase, Dialect, Tables } from "./database.ts";
+import { type AnyDatabase, type Tables, textBytes } from "./database.ts";
 
 /** Reads lines through drizzle; `append` is each dialect's group commit (sqlite/executions.ts, pg/execution-logs.ts). */
 export class DrizzleExecutionLogStore implements ExecutionLogStore {
   constructor(
     private readonly db: AnyDatabase,
-    private readonly dialect: Dialect,
     private readonly t: Pick<Tables, "executionLogs">,
     readonly append: (lines: LogRow[]) => Promise<void>,
   ) {}
@@ -27,7 +26,7 @@ export class DrizzleExecutionLogStore implements ExecutionLogStore {
     const [row] = await this.db
       .select({
         lines: count(),
-        bytes: sql<number>`coalesce(sum(${this.dialect.storedBytes(l.line)}), 0)`,
+        bytes: sql<number>`coalesce(sum(${textBytes(l.line)}), 0)`,
         last: max(l.seq),
       })
       .from(l)

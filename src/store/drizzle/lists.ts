@@ -1,41 +1,68 @@
-import { type AnyColumn, and, desc, eq, getTableColumns, gte, inArray, lt, type SQL, sql } from "drizzle-orm";
-import type { ExecutionFilter, ExecutionListRow } from "../executions.ts";
-import { ACTIVE_RUN_STATUSES, type ActiveRunStatus, type RunFilter, type RunListRow } from "../runs.ts";
-import type { AnyDatabase, Dialect, Tables } from "./database.ts";
+import { type AnyColumn, and, asc, desc, eq, getTableColumns, gte, inArray, lt, type SQL, sql } from "drizzle-orm";
+import { type ExecutionFilter, type ExecutionListRow, LISTED_VALUES } from "../executions.ts";
+import { STORED_SIZES } from "../rows.ts";
+import {
+  ACTIVE_RUN_STATUSES,
+  type ActiveRunStatus,
+  BOUNDED_STEP_VALUES,
+  type BoundedStep,
+  type RunFilter,
+  type RunListRow,
+} from "../runs.ts";
+import { type AnyDatabase, type Tables, textBytes } from "./database.ts";
 
 type Listable = Tables["executions"] | Tables["workflowRuns"];
 
-/** Read through their bounds below; `instance` is the executions' bookkeeping (instances.ts), not part of a row. */
-const READ_BOUNDED = new Set(["input", "output", "errorMessage", "instance"]);
+/**
+ * Read through their bounds below; `instance` is the executions' bookkeeping (instances.ts), not part of a
+ * row; the stored sizes are read as the row's `*Bytes`.
+ */
+const READ_BOUNDED = new Set([...LISTED_VALUES, "instance", ...STORED_SIZES]);
+
+type Sized = Record<string, { value: AnyColumn; bytes: SQL | AnyColumn }>;
 
 /**
- * One page of a list, newest first. A value over `maxValueBytes` is never read out of the database
- * (null in the row, its size beside it): one page of large executions or runs stays small.
+ * The select list of values read in `order` while each, and every one before it, is at most `maxBytes`
+ * (null from the first larger one on: the database never reads them), and of their sizes as `<name>Bytes`
+ * (0 for none).
  */
-async function page(
+function upTo(order: readonly string[], values: Sized, maxBytes: number): Record<string, SQL> {
+  const selected: Record<string, SQL> = {};
+  const fit: SQL[] = [];
+  for (const name of order) {
+    const { value, bytes } = values[name] as Sized[string];
+    fit.push(sql`coalesce(${bytes}, 0) <= ${maxBytes}`);
+    selected[name] = sql`case when ${sql.join(fit, sql` and `)} then ${value} end`.mapWith(value);
+    selected[`${name}Bytes`] = sql<number>`coalesce(${bytes}, 0)`.mapWith(Number);
+  }
+  return selected;
+}
+
+/**
+ * Rows of executions or runs with their values bounded (LISTED_VALUES). The sizes are those stored when
+ * the values were written (a JSON value's) or read from a value's header (a text's), so a page of large
+ * executions or runs reads no value it leaves out.
+ */
+function bounded(db: AnyDatabase, table: Listable, maxValueBytes: number) {
+  const { input, output, errorMessage, inputBytes, outputBytes } = table;
+  const columns = Object.fromEntries(Object.entries(getTableColumns(table)).filter(([key]) => !READ_BOUNDED.has(key)));
+  const values: Sized = {
+    errorMessage: { value: errorMessage, bytes: textBytes(errorMessage) },
+    output: { value: output, bytes: outputBytes },
+    input: { value: input, bytes: inputBytes },
+  };
+  return db.select({ ...columns, ...upTo(LISTED_VALUES, values, maxValueBytes) }).from(table);
+}
+
+/** One page of a list, newest first, its values bounded. */
+function page(
   db: AnyDatabase,
-  dialect: Dialect,
   table: Listable,
   conditions: SQL[],
   filter: { beforeId?: string; limit: number; maxValueBytes: number },
 ) {
-  const { input, output, errorMessage } = table;
-  const columns = Object.fromEntries(Object.entries(getTableColumns(table)).filter(([key]) => !READ_BOUNDED.has(key)));
-  const size = (column: AnyColumn) => sql<number>`coalesce(${dialect.storedBytes(column)}, 0)`.mapWith(Number);
-  const bounded = (column: AnyColumn) =>
-    sql`case when ${dialect.storedBytes(column)} <= ${filter.maxValueBytes} then ${column} end`.mapWith(column);
   if (filter.beforeId) conditions.push(lt(table.id, filter.beforeId));
-  return db
-    .select({
-      ...columns,
-      input: bounded(input),
-      output: bounded(output),
-      errorMessage: bounded(errorMessage),
-      inputBytes: size(input),
-      outputBytes: size(output),
-      errorMessageBytes: size(errorMessage),
-    })
-    .from(table)
+  return bounded(db, table, filter.maxValueBytes)
     .where(and(...conditions))
     .orderBy(desc(table.id))
     .limit(filter.limit);
@@ -43,7 +70,6 @@ async function page(
 
 export async function listExecutions(
   db: AnyDatabase,
-  dialect: Dialect,
   x: Tables["executions"],
   filter: ExecutionFilter,
 ): Promise<ExecutionListRow[]> {
@@ -54,22 +80,49 @@ export async function listExecutions(
   if (filter.action) conditions.push(eq(x.action, filter.action));
   if (filter.status) conditions.push(eq(x.status, filter.status));
   if (filter.sinceId) conditions.push(gte(x.id, filter.sinceId));
-  return (await page(db, dialect, x, conditions, filter)) as ExecutionListRow[];
+  return (await page(db, x, conditions, filter)) as ExecutionListRow[];
 }
 
-export async function listRuns(
-  db: AnyDatabase,
-  dialect: Dialect,
-  r: Tables["workflowRuns"],
-  filter: RunFilter,
-): Promise<RunListRow[]> {
+export async function listRuns(db: AnyDatabase, r: Tables["workflowRuns"], filter: RunFilter): Promise<RunListRow[]> {
   const conditions: SQL[] = [];
   if (filter.principal) {
     conditions.push(eq(r.principalKind, filter.principal.kind), eq(r.principalId, filter.principal.id));
   }
   if (filter.workflow) conditions.push(eq(r.workflow, filter.workflow));
   if (filter.status) conditions.push(eq(r.status, filter.status));
-  return (await page(db, dialect, r, conditions, filter)) as RunListRow[];
+  return (await page(db, r, conditions, filter)) as RunListRow[];
+}
+
+/** One run with its values bounded as a list's are, or null. */
+export async function boundedRun(
+  db: AnyDatabase,
+  r: Tables["workflowRuns"],
+  id: string,
+  maxValueBytes: number,
+): Promise<RunListRow | null> {
+  const [row] = await bounded(db, r, maxValueBytes).where(eq(r.id, id));
+  return (row as RunListRow | undefined) ?? null;
+}
+
+/** A run's steps in order, their values bounded (BOUNDED_STEP_VALUES). */
+export async function boundedSteps(
+  db: AnyDatabase,
+  s: Tables["workflowSteps"],
+  runId: string,
+  maxValueBytes: number,
+): Promise<BoundedStep[]> {
+  const { output, outputBytes, error } = s;
+  const { output: _, outputBytes: __, error: ___, ...columns } = getTableColumns(s);
+  const values: Sized = {
+    output: { value: output, bytes: outputBytes },
+    error: { value: error, bytes: textBytes(error) },
+  };
+  const rows = await db
+    .select({ ...columns, ...upTo(BOUNDED_STEP_VALUES, values, maxValueBytes) })
+    .from(s)
+    .where(eq(s.runId, runId))
+    .orderBy(asc(s.seq));
+  return rows as BoundedStep[];
 }
 
 /** Runs that have not ended, by status: one read of the due index (a partial index on exactly these statuses). */

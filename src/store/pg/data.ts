@@ -23,12 +23,17 @@ export const postgresDialect: SqlDialect = {
   json(params, doc) {
     return `${this.param(params, JSON.stringify(doc))}::text::jsonb`;
   },
+  // As text, not parsed by the driver: its size is what a read budget counts (jsonb is sent as text anyway).
+  docText: (alias) => `${alias}.doc::text`,
   indexDdl: (attr) => indexDdl(attr, postgresDialect.attr("data_entities", attr).replaceAll("data_entities.", "")),
   // PostgreSQL's planner, with statistics, reads the index for a top-N query by itself.
   readInOrder: () => "",
 };
 
 const CHANNEL = "actuate_data_changes";
+
+/** Rows a cursor fetches at a time: at most what a read holds past the row its budget stopped at. */
+const CURSOR_ROWS = 100;
 
 /** The data store on PostgreSQL: statements prepared by the driver (by their text); changes relayed over LISTEN/NOTIFY. */
 export function postgresDataStore(client: Sql, instance: string): DataStore {
@@ -38,6 +43,12 @@ export function postgresDataStore(client: Sql, instance: string): DataStore {
       select: async (sql, params) => [
         ...(await client.unsafe(sql, params as ParameterOrJSON<never>[], { prepare: true })),
       ],
+      each: async (sql, params, take) => {
+        const rows = client.unsafe(sql, params as ParameterOrJSON<never>[], { prepare: true }).cursor(CURSOR_ROWS);
+        for await (const batch of rows) {
+          for (const row of batch) if (!take(row)) return;
+        }
+      },
       ddl: async (sql) => {
         await client.unsafe(sql);
       },

@@ -1,9 +1,9 @@
 import type { ParameterOrJSON, Sql } from "postgres";
 import { selectList } from "../drizzle/columns.ts";
-import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
+import type { AnyDatabase, Tables } from "../drizzle/database.ts";
 import { listExecutions } from "../drizzle/lists.ts";
 import type { ExecutionFilter, ExecutionSettlement, ExecutionStore } from "../executions.ts";
-import type { ExecutionRow } from "../rows.ts";
+import { type ExecutionRow, STORED_SIZES } from "../rows.ts";
 import { executions } from "../schema/pg.ts";
 import type { PrincipalKind } from "../statuses.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
@@ -52,27 +52,29 @@ type RawRow = Omit<ExecutionRow, "createdAt" | "startedAt" | "finishedAt"> & {
 const ROW_TYPE = `id text, "requestId" text, "principalKind" text, "principalId" text, action text, kind text,
   "releaseVersion" text, "contractHash" text, "inputFingerprint" text, input jsonb, status text, output jsonb,
   "errorCode" text, "errorMessage" text, "createdAt" bigint, "startedAt" bigint, "finishedAt" bigint,
-  "scheduledBy" text`;
+  "scheduledBy" text, "inputBytes" integer, "outputBytes" integer`;
 
 // `$1::text::jsonb`, not `$1::jsonb`: a parameter typed jsonb goes through postgres-js's JSON serializer
 // (and drizzle swaps that one for a no-op), so a text parameter is the one that arrives as written.
 // $2: this server process, so another can fail its running executions if it dies (see PgInstanceStore.keepAlive).
 export const INSERT_CLAIMS = `insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version,
     contract_hash, input_fingerprint, input, status, output, error_code, error_message, created_at, started_at,
-    finished_at, scheduled_by, instance)
+    finished_at, scheduled_by, input_bytes, output_bytes, instance)
   select r.*, $2::text from jsonb_to_recordset($1::text::jsonb) as r(${ROW_TYPE})
   on conflict (principal_kind, principal_id, request_id) do nothing
   returning id`;
 
-const COLUMNS = selectList(executions, "e", ["instance"]);
+const COLUMNS = selectList(executions, "e", ["instance", ...STORED_SIZES]);
 
 const BY_ID = `select ${COLUMNS} from executions e where e.id = $1`;
 
 const BY_REQUEST = `select ${COLUMNS} from executions e
   where e.principal_kind = $1 and e.principal_id = $2 and e.request_id = $3`;
 
-const SETTLE_ONE = `update executions set status = $1, output = $2::text::jsonb, error_code = $3, error_message = $4,
-    finished_at = $5
+// A text parameter's length is at hand (octet_length reads it from the value's header): the output's size
+// is measured from the text sent, not from the jsonb, which has no size short of printing it again.
+const SETTLE_ONE = `update executions set status = $1, output = $2::text::jsonb, output_bytes = octet_length($2::text),
+    error_code = $3, error_message = $4, finished_at = $5
   where id = $6`;
 
 /** Notified by a trigger on `executions` (drizzle/pg/0007_execution_changes.sql): ids, comma-separated. */
@@ -85,10 +87,10 @@ const BY_KEYS = `select ${COLUMNS}
 
 // The ids again as an array the planner can see: it takes any set-returning function for 100 rows and
 // would rather hash-join against a scan of the whole table until that holds some ten thousand rows.
-const UPDATE = `update executions e set status = s.status, output = s.output, error_code = s."errorCode",
-    error_message = s."errorMessage", finished_at = s."finishedAt"
-  from jsonb_to_recordset($1::text::jsonb)
-    as s(id text, status text, output jsonb, "errorCode" text, "errorMessage" text, "finishedAt" bigint)
+const UPDATE = `update executions e set status = s.status, output = s.output, output_bytes = s."outputBytes",
+    error_code = s."errorCode", error_message = s."errorMessage", finished_at = s."finishedAt"
+  from jsonb_to_recordset($1::text::jsonb) as s(id text, status text, output jsonb, "outputBytes" integer,
+    "errorCode" text, "errorMessage" text, "finishedAt" bigint)
   where e.id = any(string_to_array($2::text, ',')) and e.id = s.id
   returning e.id`;
 
@@ -122,13 +124,13 @@ export class PgExecutionStore implements ExecutionStore {
   constructor(
     private readonly client: Sql,
     private readonly instance: string,
-    private readonly lists: { db: AnyDatabase; dialect: Dialect; tables: Tables },
+    private readonly lists: { db: AnyDatabase; tables: Tables },
     private readonly retries: BatchRetries,
   ) {}
 
   /** Inserts the row unless its (principal, requestId) is taken; resolves, once committed, to the holder. */
   claim(row: ExecutionRow): Promise<Claim> {
-    return new Promise((resolve, reject) => this.claims.push({ row, json: JSON.stringify(row), resolve, reject }));
+    return new Promise((resolve, reject) => this.claims.push({ row, json: claimJson(row), resolve, reject }));
   }
   /** A claim here resolves once committed (the database decides it): `committed` has nothing left to wait for. */
   async claimToRun(row: ExecutionRow): Promise<Claim & { committed: Promise<void> }> {
@@ -141,8 +143,8 @@ export class PgExecutionStore implements ExecutionStore {
    */
   async settle(id: string, settlement: ExecutionSettlement): Promise<ExecutionSettlement> {
     if (settlement.writes?.length) return this.settleWithWrites(id, settlement);
-    const { status, output, errorCode, errorMessage, finishedAt, logs: lines = [] } = settlement;
-    const json = JSON.stringify({ id, status, output, errorCode, errorMessage, finishedAt });
+    const { logs: lines = [] } = settlement;
+    const json = settlementJson(id, settlement);
     const logs = lines.length === 0 ? "" : logLinesJson(lines).slice(1, -1);
     await new Promise<void>((resolve, reject) => this.settles.push({ id, json, logs, resolve, reject }));
     const { logs: _, ...stored } = settlement;
@@ -161,7 +163,7 @@ export class PgExecutionStore implements ExecutionStore {
   }
 
   list(filter: ExecutionFilter) {
-    return listExecutions(this.lists.db, this.lists.dialect, this.lists.tables.executions, filter);
+    return listExecutions(this.lists.db, this.lists.tables.executions, filter);
   }
 
   async listen(listener: (ids: string[]) => void): Promise<void> {
@@ -279,6 +281,28 @@ export class PgExecutionStore implements ExecutionStore {
 }
 
 const jsonArray = (items: Pending[]) => `[${items.map((item) => item.json).join(",")}]`;
+
+/** A claim as a row of INSERT_CLAIMS's JSON parameter, its values' sizes beside them. */
+function claimJson({ input, output, ...fields }: ExecutionRow): string {
+  const [inputText, inputBytes] = measured(input);
+  const [outputText, outputBytes] = measured(output);
+  const rest = JSON.stringify({ ...fields, inputBytes, outputBytes }).slice(0, -1);
+  return `${rest},"input":${inputText},"output":${outputText}}`;
+}
+
+/** A settlement as a row of UPDATE's JSON parameter, the output's size beside it. */
+function settlementJson(id: string, { status, output, errorCode, errorMessage, finishedAt }: ExecutionSettlement) {
+  const [outputText, outputBytes] = measured(output);
+  const rest = JSON.stringify({ id, status, errorCode, errorMessage, finishedAt, outputBytes }).slice(0, -1);
+  return `${rest},"output":${outputText}}`;
+}
+
+/** A value as JSON text and its size (null for none): serialized once and measured from that text. */
+function measured(value: unknown): [text: string, bytes: number | null] {
+  if (value === null || value === undefined) return ["null", null];
+  const text = JSON.stringify(value);
+  return [text, Buffer.byteLength(text)];
+}
 
 function groupByRequest(batch: PendingClaim[]): ClaimGroup[] {
   const groups = new Map<string, ClaimGroup>();

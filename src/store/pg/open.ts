@@ -1,4 +1,3 @@
-import { sql } from "drizzle-orm";
 import type { PgDialect } from "drizzle-orm/pg-core";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
@@ -29,10 +28,7 @@ const migrations = readMigrations("pg");
 const MIGRATION_LOCK = 7_351_100_001;
 type MigrationSession = Parameters<PgDialect["migrate"]>[1];
 
-const dialect: Dialect = {
-  name: "postgres",
-  storedBytes: (column) => sql<number>`octet_length(${column}::text)`,
-};
+const dialect: Dialect = { name: "postgres" };
 
 export async function openPostgresStore(url: string): Promise<Store> {
   await migrateUnderLock(url);
@@ -43,7 +39,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
   const options = { max: 10, connect_timeout: 5, backoff: reconnectDelay, onnotice: () => {}, connection };
   const client = postgres(url, options);
   const db = drizzle({ client, schema });
-  const lists = { db, dialect, tables: schema };
+  const lists = { db, tables: schema };
   const instances = new PgInstanceStore(client);
   const retries = new BatchRetries();
   const executions = new PgExecutionStore(client, instances.id, lists, retries);
@@ -51,7 +47,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
   const logWriter = new PgLogWriter(client);
   return {
     executions,
-    executionLogs: new DrizzleExecutionLogStore(db, dialect, schema, (lines) => logWriter.append(lines)),
+    executionLogs: new DrizzleExecutionLogStore(db, schema, (lines) => logWriter.append(lines)),
     retention: new DrizzleRetentionStore(db, schema),
     runs,
     releases: new DrizzleReleaseStore(db, schema),

@@ -1,11 +1,12 @@
 import type { ParameterOrJSON, Row, Sql } from "postgres";
 import type { DataWrite } from "../data.ts";
 import { selectList } from "../drizzle/columns.ts";
-import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
-import { countActiveRuns, listRuns } from "../drizzle/lists.ts";
+import type { AnyDatabase, Tables } from "../drizzle/database.ts";
+import { boundedRun, boundedSteps, countActiveRuns, listRuns } from "../drizzle/lists.ts";
 import type { ExecutionStore } from "../executions.ts";
-import type { ExecutionRow, RunRow, StepRow } from "../rows.ts";
+import { type ExecutionRow, type RunRow, STORED_SIZES, type StepRow } from "../rows.ts";
 import {
+  type BoundedStep,
   type Fenced,
   LEASE_LOST,
   type RunFilter,
@@ -27,37 +28,41 @@ import { pipelined } from "./pipeline.ts";
 
 type Params = ParameterOrJSON<never>[];
 
-const RUN_COLUMNS = selectList(workflowRuns);
+const RUN_COLUMNS = selectList(workflowRuns, undefined, STORED_SIZES);
 
-const STEP_COLUMNS = selectList(workflowSteps);
+const STEP_COLUMNS = selectList(workflowSteps, undefined, STORED_SIZES);
 
 const WAITING = `status in ('queued', 'running', 'sleeping')`;
 const OPEN_STEP = `('running', 'retrying', 'sleeping')`;
 
-// jsonb parameters travel as text (`::text::jsonb`), as in executions.ts.
+// jsonb parameters travel as text (`::text::jsonb`), as in executions.ts, and the sizes stored beside them
+// are the texts' (octet_length reads a text's length from its header; a jsonb would have to be printed).
 const ADMIT = `with e as (
     insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version,
       contract_hash, input_fingerprint, input, status, output, error_code, error_message, created_at, started_at,
-      finished_at, scheduled_by)
-    values ($1, $2, $3, $4, $5, 'workflow', $6, $7, $8, $9::text::jsonb, $10, null, null, null, $11, $12, null, $18)
+      finished_at, scheduled_by, input_bytes)
+    values ($1, $2, $3, $4, $5, 'workflow', $6, $7, $8, $9::text::jsonb, $10, null, null, null, $11, $12, null, $18,
+      octet_length($9::text))
     on conflict (principal_kind, principal_id, request_id) do nothing
     returning id
   )
   insert into workflow_runs (id, request_id, workflow, release_version, principal_kind, principal_id, principal_claims,
-    input, status, cancel_requested, lease_owner, lease_expires_at, wake_at, created_at, updated_at)
-  select e.id, $2, $5, $6, $3, $4, $17::text::jsonb, $9::text::jsonb, $13, false, $14, $15, $16, $11, $11 from e
+    input, status, cancel_requested, lease_owner, lease_expires_at, wake_at, created_at, updated_at, input_bytes)
+  select e.id, $2, $5, $6, $3, $4, $17::text::jsonb, $9::text::jsonb, $13, false, $14, $15, $16, $11, $11,
+    octet_length($9::text) from e
   returning id`;
 
 /** A step row from the ten parameters from `$first` on (stepValues), inserted when `condition` holds. */
 const upsertStep = (first: number, condition: string) => {
   const $ = (i: number) => `$${first + i}`;
   return `insert into workflow_steps (run_id, name, seq, kind, status, attempts, output, error, started_at,
-    finished_at)
-  select ${$(0)}, ${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, ${$(5)}, ${$(6)}::text::jsonb, ${$(7)}, ${$(8)}, ${$(9)}
+    finished_at, output_bytes)
+  select ${$(0)}, ${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, ${$(5)}, ${$(6)}::text::jsonb, ${$(7)}, ${$(8)}, ${$(9)},
+    octet_length(${$(6)}::text)
   ${condition}
   on conflict (run_id, name) do update set seq = excluded.seq, kind = excluded.kind, status = excluded.status,
-    attempts = excluded.attempts, output = excluded.output, error = excluded.error,
-    started_at = excluded.started_at, finished_at = excluded.finished_at
+    attempts = excluded.attempts, output = excluded.output, output_bytes = excluded.output_bytes,
+    error = excluded.error, started_at = excluded.started_at, finished_at = excluded.finished_at
   where excluded.status <> 'running' or workflow_steps.attempts < excluded.attempts`;
 };
 
@@ -119,8 +124,9 @@ const SUSPEND = `with r as (
 // $7 null: end only a run that no live lease holds (a cancel of a waiting run). A canceled run's steps
 // that were running or waiting end canceled with it.
 const FINISH = `with r as (
-    update workflow_runs set status = $2, output = $3::text::jsonb, error_code = $4, error_message = $5,
-      lease_owner = null, lease_expires_at = null, updated_at = $6, finished_at = $6
+    update workflow_runs set status = $2, output = $3::text::jsonb, output_bytes = octet_length($3::text),
+      error_code = $4, error_message = $5, lease_owner = null, lease_expires_at = null, updated_at = $6,
+      finished_at = $6
     where id = $1 and ${WAITING}
       and (($7::text is null and (lease_expires_at is null or lease_expires_at < $6)) or lease_owner = $7)
     returning id
@@ -128,8 +134,8 @@ const FINISH = `with r as (
     update workflow_steps s set status = 'canceled', finished_at = $6
     from r where s.run_id = r.id and $2 = 'canceled' and s.status in ${OPEN_STEP}
   )
-  update executions x set status = $2, output = $3::text::jsonb, error_code = $4, error_message = $5,
-    finished_at = $6, started_at = coalesce(x.started_at, $6)
+  update executions x set status = $2, output = $3::text::jsonb, output_bytes = octet_length($3::text),
+    error_code = $4, error_message = $5, finished_at = $6, started_at = coalesce(x.started_at, $6)
   from r where x.id = r.id
   returning x.id`;
 
@@ -182,7 +188,7 @@ export class PgRunStore implements RunStore {
   constructor(
     private readonly client: Sql,
     private readonly executions: Pick<ExecutionStore, "findByRequest">,
-    private readonly lists: { db: AnyDatabase; dialect: Dialect; tables: Tables },
+    private readonly lists: { db: AnyDatabase; tables: Tables },
     private readonly retries: BatchRetries,
   ) {}
 
@@ -227,11 +233,19 @@ export class PgRunStore implements RunStore {
   }
 
   list(filter: RunFilter): Promise<RunListRow[]> {
-    return listRuns(this.lists.db, this.lists.dialect, this.lists.tables.workflowRuns, filter);
+    return listRuns(this.lists.db, this.lists.tables.workflowRuns, filter);
   }
 
   countActive() {
     return countActiveRuns(this.lists.db, this.lists.tables.workflowRuns);
+  }
+
+  getBounded(id: string, maxValueBytes: number): Promise<RunListRow | null> {
+    return boundedRun(this.lists.db, this.lists.tables.workflowRuns, id, maxValueBytes);
+  }
+
+  boundedSteps(runId: string, maxValueBytes: number): Promise<BoundedStep[]> {
+    return boundedSteps(this.lists.db, this.lists.tables.workflowSteps, runId, maxValueBytes);
   }
 
   async steps(runId: string): Promise<StepRow[]> {

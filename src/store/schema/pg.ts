@@ -62,6 +62,12 @@ export const executions = pgTable(
     instance: text("instance"),
     /** The execution whose `ctx.schedule` made this one (a delayed invocation), else null. */
     scheduledBy: text("scheduled_by"),
+    /**
+     * The sizes of `input` and `output` as JSON text, in UTF-8 bytes (null: no output), written with the
+     * values: lists select by them and leave large values unread (jsonb has no size short of printing it).
+     */
+    inputBytes: integer("input_bytes").notNull(),
+    outputBytes: integer("output_bytes"),
   },
   (t) => [
     uniqueIndex("executions_request_uq").on(t.principalKind, t.principalId, t.requestId),
@@ -228,6 +234,9 @@ export const workflowRuns = pgTable(
     createdAt: millis("created_at").notNull(),
     updatedAt: millis("updated_at").notNull(),
     finishedAt: millis("finished_at"),
+    /** See executions. */
+    inputBytes: integer("input_bytes").notNull(),
+    outputBytes: integer("output_bytes"),
   },
   (t) => [
     index("workflow_runs_due_idx").on(t.wakeAt).where(sql`status in ('queued', 'running', 'sleeping')`),
@@ -249,6 +258,8 @@ export const workflowSteps = pgTable(
     error: text("error"),
     startedAt: millis("started_at"),
     finishedAt: millis("finished_at"),
+    /** See executions. */
+    outputBytes: integer("output_bytes"),
   },
   (t) => [primaryKey({ columns: [t.runId, t.name] })],
 );

@@ -48,11 +48,8 @@ export const executions = sqliteTable(
     releaseVersion: text("release_version").notNull(),
     contractHash: text("contract_hash").notNull(),
     inputFingerprint: text("input_fingerprint").notNull(),
-    input: text("input", { mode: "json" }).notNull(),
     status: text("status").$type<ExecutionStatus>().notNull(),
-    output: text("output", { mode: "json" }),
     errorCode: text("error_code"),
-    errorMessage: text("error_message"),
     createdAt: integer("created_at").notNull(),
     startedAt: integer("started_at"),
     finishedAt: integer("finished_at"),
@@ -60,6 +57,14 @@ export const executions = sqliteTable(
     instance: text("instance"),
     /** The execution whose `ctx.schedule` made this one (a delayed invocation), else null. */
     scheduledBy: text("scheduled_by"),
+    /** See pg.ts. */
+    inputBytes: integer("input_bytes").notNull(),
+    outputBytes: integer("output_bytes"),
+    // The values last, in the order lists read them (drizzle/lists.ts): SQLite reaches a column stored
+    // after a large value only by reading that value's overflow pages.
+    errorMessage: text("error_message"),
+    output: text("output", { mode: "json" }),
+    input: text("input", { mode: "json" }).notNull(),
   },
   // No index on request_id here: random keys would dirty a page of it per row in every group commit
   // (BENCHMARKS.md). That index is a file of its own, written by a worker thread (sqlite/request-keys/index.ts).
@@ -203,11 +208,8 @@ export const workflowRuns = sqliteTable(
     principalKind: text("principal_kind").$type<PrincipalKind>().notNull(),
     principalId: text("principal_id").notNull(),
     principalClaims: text("principal_claims", { mode: "json" }).$type<Record<string, unknown>>(),
-    input: text("input", { mode: "json" }).notNull(),
     status: text("status").$type<RunStatus>().notNull(),
-    output: text("output", { mode: "json" }),
     errorCode: text("error_code"),
-    errorMessage: text("error_message"),
     cancelRequested: integer("cancel_requested", { mode: "boolean" }).notNull().default(false),
     leaseOwner: text("lease_owner"),
     leaseExpiresAt: integer("lease_expires_at"),
@@ -215,6 +217,12 @@ export const workflowRuns = sqliteTable(
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
     finishedAt: integer("finished_at"),
+    /** See executions. */
+    inputBytes: integer("input_bytes").notNull(),
+    outputBytes: integer("output_bytes"),
+    errorMessage: text("error_message"),
+    output: text("output", { mode: "json" }),
+    input: text("input", { mode: "json" }).notNull(),
   },
   (t) => [
     index("workflow_runs_due_idx").on(t.wakeAt).where(sql`status in ('queued', 'running', 'sleeping')`),
@@ -231,10 +239,12 @@ export const workflowSteps = sqliteTable(
     kind: text("kind").$type<StepKind>().notNull(),
     status: text("status").$type<StepStatus>().notNull(),
     attempts: integer("attempts").notNull(),
-    output: text("output", { mode: "json" }),
-    error: text("error"),
     startedAt: integer("started_at"),
     finishedAt: integer("finished_at"),
+    /** See executions. */
+    outputBytes: integer("output_bytes"),
+    output: text("output", { mode: "json" }),
+    error: text("error"),
   },
   (t) => [primaryKey({ columns: [t.runId, t.name] })],
 );

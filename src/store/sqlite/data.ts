@@ -22,6 +22,7 @@ export const sqliteDialect: SqlDialect = {
   json(params, doc) {
     return this.param(params, JSON.stringify(doc));
   },
+  docText: (alias) => `${alias}.doc`,
   indexDdl: (attr) => indexDdl(attr, `json_extract(doc, '$.${attr.label}')`),
   // SQLite's planner prefers the (entity, created_at) index and sorts every row of the entity for a
   // "first N by priority": at 30,000 rows 25–37 ms a query, against 0.05 ms reading the attribute's
@@ -37,6 +38,11 @@ export function sqliteDataStore(client: Database, instance: string): DataStore {
     {
       select: async (sql, params) =>
         statements.get(sql).all(...(params as SQLQueryBindings[])) as Record<string, unknown>[],
+      each: async (sql, params, take) => {
+        for (const row of statements.get(sql).iterate(...(params as SQLQueryBindings[]))) {
+          if (!take(row as Record<string, unknown>)) break;
+        }
+      },
       ddl: async (sql) => {
         client.exec(sql);
       },

@@ -1,10 +1,10 @@
 import type { Database, Statement } from "bun:sqlite";
 import type { DataWrite } from "../data.ts";
 import { selectList } from "../drizzle/columns.ts";
-import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
+import type { AnyDatabase, Tables } from "../drizzle/database.ts";
 import { listExecutions } from "../drizzle/lists.ts";
 import type { ExecutionFilter, ExecutionSettlement, ExecutionStore } from "../executions.ts";
-import type { ExecutionRow, LogRow } from "../rows.ts";
+import { type ExecutionRow, type LogRow, STORED_SIZES } from "../rows.ts";
 import { executions } from "../schema/sqlite.ts";
 import type { PrincipalKind } from "../statuses.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
@@ -44,7 +44,7 @@ interface PendingUpdate extends Waiter {
   settlement: ExecutionSettlement;
 }
 
-const COLUMNS = selectList(executions, undefined, ["instance"]);
+const COLUMNS = selectList(executions, undefined, ["instance", ...STORED_SIZES]);
 
 /**
  * Executions on SQLite, with group commit for the writes every invocation makes. Writes queued during one turn of the event loop
@@ -69,25 +69,27 @@ export class SqliteExecutionStore implements ExecutionStore {
   constructor(
     private readonly client: Database,
     private readonly data: SqliteDataWriter,
-    private readonly lists: { db: AnyDatabase; dialect: Dialect; tables: Tables },
+    private readonly lists: { db: AnyDatabase; tables: Tables },
     /** The request-key index's file (request-keys/file.ts). */
     requestKeysFile: string,
     /** WAL checkpoints off the serving thread; none for a database in memory. */
     private readonly checkpoints: BackgroundCheckpoints | null = null,
   ) {
+    // The sizes stored beside the values are measured from the statements' own parameters: SQLite knows a
+    // bound text's length in bytes, so they cost the group commit nothing.
     this.insert = client.prepare(
       `insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version, contract_hash,
         input_fingerprint, input, status, output, error_code, error_message, created_at, started_at, finished_at,
-        scheduled_by)
+        scheduled_by, input_bytes, output_bytes)
        values ($id, $requestId, $principalKind, $principalId, $action, $kind, $releaseVersion, $contractHash,
         $inputFingerprint, $input, $status, $output, $errorCode, $errorMessage, $createdAt, $startedAt, $finishedAt,
-        $scheduledBy)`,
+        $scheduledBy, octet_length($input), octet_length($output))`,
     );
     this.requests = new SqliteRequestIndex(client, requestKeysFile, () => this.inserts.values().next().value?.row.id);
     this.byId = client.prepare(`select ${COLUMNS} from executions where id = $id`);
     this.update = client.prepare(
-      `update executions set status = $status, output = $output, error_code = $errorCode, error_message = $errorMessage,
-        finished_at = $finishedAt where id = $id`,
+      `update executions set status = $status, output = $output, output_bytes = octet_length($output),
+        error_code = $errorCode, error_message = $errorMessage, finished_at = $finishedAt where id = $id`,
     );
     this.insertLine = client.prepare(
       `insert into execution_logs (execution_id, seq, at, level, step, line)
@@ -185,7 +187,7 @@ export class SqliteExecutionStore implements ExecutionStore {
   }
 
   list(filter: ExecutionFilter) {
-    return listExecutions(this.lists.db, this.lists.dialect, this.lists.tables.executions, filter);
+    return listExecutions(this.lists.db, this.lists.tables.executions, filter);
   }
 
   /** One process serves a SQLite database: there is nobody else to hear from. */

@@ -1,7 +1,6 @@
 import { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import type { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
@@ -29,10 +28,7 @@ import { SqliteRunStore } from "./runs.ts";
 const migrations = readMigrations("sqlite");
 type MigrationSession = Parameters<SQLiteSyncDialect["migrate"]>[1];
 
-const dialect: Dialect = {
-  name: "sqlite",
-  storedBytes: (column) => sql<number>`length(cast(${column} as blob))`,
-};
+const dialect: Dialect = { name: "sqlite" };
 
 /** Opens (creating when missing) a SQLite database file in WAL mode and applies pending migrations. */
 export function openSqliteStore(path: string, options: { synchronous?: "normal" | "full" } = {}): Store {
@@ -53,7 +49,7 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
   internals.dialect.migrate(migrations, internals.session);
 
   const tables = schema as unknown as Tables;
-  const lists = { db, dialect, tables };
+  const lists = { db, tables };
   const data = new SqliteDataWriter(client);
   const checkpoints = path === ":memory:" ? null : new BackgroundCheckpoints(client, path);
   const executions = new SqliteExecutionStore(client, data, lists, requestKeysPath(path), checkpoints);
@@ -61,7 +57,7 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
   const instances = new SqliteInstanceStore(executions, runs);
   return {
     executions,
-    executionLogs: new DrizzleExecutionLogStore(db, dialect, tables, (lines) => executions.appendLogs(lines)),
+    executionLogs: new DrizzleExecutionLogStore(db, tables, (lines) => executions.appendLogs(lines)),
     retention: new DrizzleRetentionStore(db, tables, (keys) => executions.forgetRequests(keys)),
     runs,
     releases: new DrizzleReleaseStore(db, tables),

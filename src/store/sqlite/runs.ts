@@ -1,10 +1,11 @@
 import type { Database, Statement } from "bun:sqlite";
 import type { DataWrite } from "../data.ts";
 import { selectList } from "../drizzle/columns.ts";
-import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
-import { countActiveRuns, listRuns } from "../drizzle/lists.ts";
-import type { ExecutionRow, RunRow, StepRow } from "../rows.ts";
+import type { AnyDatabase, Tables } from "../drizzle/database.ts";
+import { boundedRun, boundedSteps, countActiveRuns, listRuns } from "../drizzle/lists.ts";
+import { type ExecutionRow, type RunRow, STORED_SIZES, type StepRow } from "../rows.ts";
 import {
+  type BoundedStep,
   type Fenced,
   LEASE_LOST,
   type RunFilter,
@@ -30,9 +31,9 @@ type RawRun = Omit<RunRow, "principalClaims" | "input" | "output" | "cancelReque
 };
 type RawStep = Omit<StepRow, "output"> & { output: string | null };
 
-const RUN_COLUMNS = selectList(workflowRuns);
+const RUN_COLUMNS = selectList(workflowRuns, undefined, STORED_SIZES);
 
-const STEP_COLUMNS = selectList(workflowSteps);
+const STEP_COLUMNS = selectList(workflowSteps, undefined, STORED_SIZES);
 
 const WAITING = `status in ('queued', 'running', 'sleeping')`;
 const OPEN_STEP = `('running', 'retrying', 'sleeping')`;
@@ -64,25 +65,28 @@ export class SqliteRunStore implements RunStore {
     private readonly client: Database,
     private readonly executions: SqliteExecutionStore,
     private readonly data: SqliteDataWriter,
-    private readonly lists: { db: AnyDatabase; dialect: Dialect; tables: Tables },
+    private readonly lists: { db: AnyDatabase; tables: Tables },
     /** Told of each commit, as the executions' group commit tells it (checkpoints/index.ts). */
     private readonly checkpoints: BackgroundCheckpoints | null = null,
   ) {
+    // Sizes stored beside the values are measured from the statements' parameters, as in executions.ts.
     this.insertRun = client.prepare(
       `insert into workflow_runs (id, request_id, workflow, release_version, principal_kind, principal_id, principal_claims,
         input, status, output, error_code, error_message, cancel_requested, lease_owner, lease_expires_at, wake_at,
-        created_at, updated_at, finished_at)
+        created_at, updated_at, finished_at, input_bytes)
        values ($id, $requestId, $workflow, $releaseVersion, $principalKind, $principalId, $principalClaims, $input, $status,
-        null, null, null, 0, $leaseOwner, $leaseExpiresAt, $wakeAt, $createdAt, $updatedAt, null)`,
+        null, null, null, 0, $leaseOwner, $leaseExpiresAt, $wakeAt, $createdAt, $updatedAt, null, octet_length($input))`,
     );
     this.byId = client.prepare(`select ${RUN_COLUMNS} from workflow_runs where id = $id`);
     this.stepsOf = client.prepare(`select ${STEP_COLUMNS} from workflow_steps where run_id = $runId order by seq`);
     this.upsertStep = client.prepare(
-      `insert into workflow_steps (run_id, name, seq, kind, status, attempts, output, error, started_at, finished_at)
-       values ($runId, $name, $seq, $kind, $status, $attempts, $output, $error, $startedAt, $finishedAt)
+      `insert into workflow_steps (run_id, name, seq, kind, status, attempts, output, error, started_at, finished_at,
+        output_bytes)
+       values ($runId, $name, $seq, $kind, $status, $attempts, $output, $error, $startedAt, $finishedAt,
+        octet_length($output))
        on conflict (run_id, name) do update set seq = excluded.seq, kind = excluded.kind, status = excluded.status,
-        attempts = excluded.attempts, output = excluded.output, error = excluded.error,
-        started_at = excluded.started_at, finished_at = excluded.finished_at
+        attempts = excluded.attempts, output = excluded.output, output_bytes = excluded.output_bytes,
+        error = excluded.error, started_at = excluded.started_at, finished_at = excluded.finished_at
        where excluded.status <> 'running' or workflow_steps.attempts < excluded.attempts`,
     );
     this.isHeld = client.prepare(`select id from workflow_runs where id = $id and ${HELD} and ${WAITING}`);
@@ -109,15 +113,16 @@ export class SqliteRunStore implements RunStore {
        where id = $id and ${HELD} and ${WAITING}`,
     );
     this.finishRun = client.prepare(
-      `update workflow_runs set status = $status, output = $output, error_code = $errorCode,
-        error_message = $errorMessage, lease_owner = null, lease_expires_at = null, updated_at = $finishedAt,
+      `update workflow_runs set status = $status, output = $output, output_bytes = octet_length($output),
+        error_code = $errorCode, error_message = $errorMessage, lease_owner = null, lease_expires_at = null, updated_at = $finishedAt,
         finished_at = $finishedAt
        where id = $id and ${WAITING} and (($owner is null and (lease_expires_at is null or lease_expires_at < $finishedAt))
         or (${HELD}))`,
     );
     this.settleExecution = client.prepare(
-      `update executions set status = $status, output = $output, error_code = $errorCode, error_message = $errorMessage,
-        finished_at = $finishedAt, started_at = coalesce(started_at, $finishedAt)
+      `update executions set status = $status, output = $output, output_bytes = octet_length($output),
+        error_code = $errorCode, error_message = $errorMessage, finished_at = $finishedAt,
+        started_at = coalesce(started_at, $finishedAt)
        where id = $id`,
     );
     this.flagCancel = client.prepare(
@@ -167,11 +172,19 @@ export class SqliteRunStore implements RunStore {
   }
 
   list(filter: RunFilter): Promise<RunListRow[]> {
-    return listRuns(this.lists.db, this.lists.dialect, this.lists.tables.workflowRuns, filter);
+    return listRuns(this.lists.db, this.lists.tables.workflowRuns, filter);
   }
 
   countActive() {
     return countActiveRuns(this.lists.db, this.lists.tables.workflowRuns);
+  }
+
+  getBounded(id: string, maxValueBytes: number): Promise<RunListRow | null> {
+    return boundedRun(this.lists.db, this.lists.tables.workflowRuns, id, maxValueBytes);
+  }
+
+  boundedSteps(runId: string, maxValueBytes: number): Promise<BoundedStep[]> {
+    return boundedSteps(this.lists.db, this.lists.tables.workflowSteps, runId, maxValueBytes);
   }
 
   async steps(runId: string): Promise<StepRow[]> {
