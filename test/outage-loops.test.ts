@@ -162,7 +162,10 @@ test.skipIf(!canMakeClusters)(
       const lines = logLines(outage());
       for (const loop of LOOPS) {
         expect({ loop, down: lines.filter((l) => l.msg === down(loop)).length }).toEqual({ loop, down: 1 });
-        await eventually(() => logLines(outage()).some((l) => l.msg === back(loop)), 15_000);
+        await eventually(() => logLines(outage()).some((l) => l.msg === back(loop)), 15_000).catch((error) => {
+          const told = logLines(outage()).filter((l) => LOOPS.some((name) => l.msg.startsWith(name)));
+          throw new Error(`${loop}: ${error.message}; what the loops said:\n${JSON.stringify(told, null, 1)}`);
+        });
       }
       // Beyond the loops' own lines, the outage left only the requests' lines (the 503s above).
       const others = lines.filter(

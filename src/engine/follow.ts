@@ -120,7 +120,12 @@ export async function* followExecution(
       }
       if (event) {
         if (event.execution.status === current.status) continue;
-        if (isTerminal(event.execution.status)) yield* await storedLines();
+        if (isTerminal(event.execution.status)) {
+          // This process publishes an end once it is stored: the database answered. Without this, a follower
+          // ending this way after an outage would leave the outage told as still on (and the next one untold).
+          $.failures.worked();
+          yield* await storedLines();
+        }
         current = event.execution;
         yield event;
         continue;

@@ -46,6 +46,12 @@ export interface DispatcherSettings {
 export class Dispatcher {
   private readonly loop: PassLoop;
   private readonly failures: LoopFailures;
+  /**
+   * What `failures.begin()` answered as the current pass began: a pass whose claim worked told the end
+   * of an outage, and its invokes, begun with it, failing on a connection the outage left dead belong
+   * to that outage, not to a new one.
+   */
+  private passBegun = 0;
 
   constructor(
     private readonly $: DispatcherResources,
@@ -54,7 +60,7 @@ export class Dispatcher {
     this.failures = new LoopFailures("delayed invocations", $.log);
     this.loop = new PassLoop(
       () => this.runPass(),
-      (error) => this.failures.failed(error),
+      (error) => this.failures.failed(error, { begun: this.passBegun }),
       settings.pollMs,
     );
   }
@@ -71,6 +77,7 @@ export class Dispatcher {
   private async runPass(): Promise<number> {
     const { store, now } = this.$;
     const { owner, leaseMs, batch, pollMs } = this.settings;
+    this.passBegun = this.failures.begin();
     const at = now();
     const due = await store.scheduled.claimDue(owner, at, at + leaseMs, batch);
     this.failures.worked();
@@ -103,7 +110,7 @@ export class Dispatcher {
     } catch (error) {
       try {
         if (!(error instanceof PublicError)) {
-          this.failures.failed(error, { about: { scheduled: row.id } });
+          this.failures.failed(error, { begun: this.passBegun, about: { scheduled: row.id } });
         } else if (RETRIED.has(error.code)) {
           this.$.log(`delayed invocation ${row.id} (${row.action}) not started: ${error.message}; trying again`, {
             level: "warn",
@@ -113,7 +120,7 @@ export class Dispatcher {
         }
       } catch (failure) {
         // Its refusal could not be recorded: tried again with the invocation.
-        this.failures.failed(failure, { about: { scheduled: row.id } });
+        this.failures.failed(failure, { begun: this.passBegun, about: { scheduled: row.id } });
       }
       return null;
     }

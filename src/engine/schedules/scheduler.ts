@@ -58,6 +58,8 @@ export class Scheduler {
   private readonly retryAt = new Map<string, number>();
   private readonly loop: PassLoop;
   private readonly failures: LoopFailures;
+  /** What `failures.begin()` answered as the current pass began (see the Dispatcher's). */
+  private passBegun = 0;
 
   constructor(
     private readonly $: SchedulerResources,
@@ -66,7 +68,7 @@ export class Scheduler {
     this.failures = new LoopFailures("schedule ticks", $.log);
     this.loop = new PassLoop(
       () => this.runPass(),
-      (error) => this.failures.failed(error),
+      (error) => this.failures.failed(error, { begun: this.passBegun }),
       settings.pollMs,
     );
   }
@@ -83,6 +85,7 @@ export class Scheduler {
   private async runPass(): Promise<number> {
     // One read of the release: a switch replaces the whole set of schedules between passes.
     const schedules = [...(this.$.release()?.schedules.values() ?? [])];
+    this.passBegun = this.failures.begin();
     let sleep = this.settings.pollMs;
     for (const schedule of schedules) {
       if (!this.loop.running) return 0;
@@ -95,7 +98,7 @@ export class Scheduler {
           if (error instanceof PublicError) {
             this.$.log(`schedule ${schedule.name}: ${error.message}; trying again`, { level: "warn" });
           } else {
-            this.failures.failed(error, { about: { schedule: schedule.name } });
+            this.failures.failed(error, { begun: this.passBegun, about: { schedule: schedule.name } });
           }
           this.retryAt.set(schedule.name, this.$.now() + this.settings.pollMs);
         }
