@@ -3,7 +3,7 @@
 // request-key file the way the writer thread does (store/sqlite/request-keys/file.ts), CPU per key
 // merged at each size (the executions' own inserts not counted), with the generations (GENERATION_KEYS a tree) and, GENERATION=0, in one
 // tree. In one tree the cost grows with the index, because a batch dirties nearly one page per key once
-// the tree has more pages than the batch has keys (docs/ARCHITECTURE.md, "SQLite idempotency keys").
+// the tree has more pages than the batch has keys (docs/decisions/idempotency.md).
 // SIZES=50000,300000 picks the sizes (default up to two million keys); CACHE_KIB the page cache (default
 // 2000, SQLite's own, which the writer thread keeps; 65536 costs the same within the noise).
 import { Database } from "bun:sqlite";

@@ -46,8 +46,8 @@ describe("the error table", () => {
     expect(table.filter((code) => !literals.has(code))).toEqual([]);
   });
 
-  test("docs/ARCHITECTURE.md's error table is this table", async () => {
-    const doc = await Bun.file(join(ROOT, "docs", "ARCHITECTURE.md")).text();
+  test("docs/decisions/errors.md's error table is this table", async () => {
+    const doc = await Bun.file(join(ROOT, "docs", "decisions", "errors.md")).text();
     const rows = [...doc.matchAll(/^\| `(\w+)` \| (\d{3}) \|/gm)].map((m) => [m[1], Number(m[2])]);
     expect(Object.fromEntries(rows)).toEqual(ERROR_STATUS);
   });

@@ -31,7 +31,7 @@ test.skipIf(!canMakeClusters)(
       SERVICE_KEYS: key,
       WAIT_MS: "5000",
       // Every request looks its token up, so the lookup fails first during the outage (the known gap of
-      // a call that reaches the write path, docs/ARCHITECTURE.md "Database outages", stays out of this test).
+      // a call that reaches the write path, docs/decisions/outages.md, stays out of this test).
       TOKEN_RECHECK_MS: "0",
     };
     let server: Awaited<ReturnType<typeof serve>> | undefined;

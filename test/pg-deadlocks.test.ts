@@ -17,7 +17,7 @@ import { row } from "./support/rows.ts";
 import { eventually, fixture } from "./support/server.ts";
 
 /**
- * Every batched write on PostgreSQL takes its row locks in one order (docs/ARCHITECTURE.md, Storage:
+ * Every batched write on PostgreSQL takes its row locks in one order (docs/decisions/postgres.md:
  * "one lock order"), so no load makes two of them wait on each other. PostgreSQL counts the deadlocks
  * it broke per database, and each test here has a database of its own.
  */

@@ -1,7 +1,7 @@
 /**
  * A small Prometheus registry (text format 0.0.4): counters, gauges and histograms with fixed label
  * names. Written here rather than taken from prom-client, which costs a start ~100 ms and ~14 MiB
- * (ARCHITECTURE.md, "Server logs, metrics, traces"); on the hot path an update is one Map lookup.
+ * (docs/decisions/observability.md, "Metrics"); on the hot path an update is one Map lookup.
  */
 
 type Labels = readonly string[];

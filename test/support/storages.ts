@@ -15,7 +15,7 @@ const S3rver = S3rverModule as new (options: Record<string, unknown>) => S3rverI
 
 export const S3_KEY = "S3RVER";
 
-/** A bucket s3rver creates with the CORS rule docs/ARCHITECTURE.md asks operators to set, for this origin. */
+/** A bucket s3rver creates with the CORS rule docs/decisions/files.md asks operators to set, for this origin. */
 export const S3_CORS_BUCKET = "actuate-cors";
 export const S3_CORS_ORIGIN = "https://app.example.com";
 const S3_CORS_RULE = `<CORSConfiguration>

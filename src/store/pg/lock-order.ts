@@ -2,7 +2,7 @@ import type { ExecutionRow } from "../rows.ts";
 
 /**
  * The one order every PostgreSQL write takes its row locks in, so that no two transactions wait on each
- * other in a circle (docs/ARCHITECTURE.md, Storage, "One lock order"):
+ * other in a circle (docs/decisions/postgres.md, "One lock order"):
  *
  * 1. request keys (`executions_request_uq`: an insert of a key another transaction is inserting waits for
  *    it), ascending by `requestKey`;

@@ -36,12 +36,12 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
   const client = new Database(path, { create: true, strict: true });
   client.exec("PRAGMA journal_mode = WAL");
   // NORMAL: a crash of the process loses nothing answered, a power loss the last checkpoint's worth;
-  // FULL: an fsync per (group) commit (ARCHITECTURE.md, "What synchronous=NORMAL guarantees").
+  // FULL: an fsync per (group) commit (docs/decisions/sqlite.md, "What synchronous=NORMAL guarantees").
   client.exec(`PRAGMA synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"}`);
   // The CLI and other processes write the same file; wait for their lock instead of failing.
   client.exec("PRAGMA busy_timeout = 5000");
   client.exec("PRAGMA foreign_keys = ON");
-  // Most of what a SQLite server's memory grows by as its data grows (ARCHITECTURE.md, Storage).
+  // Most of what a SQLite server's memory grows by as its data grows (docs/decisions/sqlite.md).
   client.exec("PRAGMA cache_size = -65536");
   const db = drizzle({ client, schema }) as unknown as AnyDatabase;
   // drizzle's own migrate() does exactly this after reading a folder; the migrations are inlined instead.
