@@ -4,7 +4,7 @@ import { ConfigError, loadConfig } from "../src/config.ts";
 import { dialects } from "./support/databases.ts";
 import { LiveClient } from "./support/live-client.ts";
 import { mcpClient } from "./support/mcp-client.ts";
-import { fixture, startTestServer, type TestServer } from "./support/server.ts";
+import { eventually, fixture, startTestServer, type TestServer } from "./support/server.ts";
 
 /** An identity provider on loopback: OpenID metadata and a key set the test can rotate; it counts key-set reads. */
 async function startIdentityProvider() {
@@ -135,12 +135,10 @@ describe("JWTs of an identity provider (AUTH_ISSUER)", () => {
 
     idp.publish(key.jwk, rotated.jwk);
     // Once the cooldown has passed, the next unknown kid refetches and finds it.
-    let status = 0;
-    for (let attempt = 0; attempt < 50 && status !== 200; attempt++) {
-      await Bun.sleep(100);
-      status = (await whoami(await sign(rotated, { sub: "carol" }, { issuer: idp.issuer, audience: t.url }))).status;
-    }
-    expect(status).toBe(200);
+    await eventually(
+      async () =>
+        (await whoami(await sign(rotated, { sub: "carol" }, { issuer: idp.issuer, audience: t.url }))).status === 200,
+    );
     expect((await whoami(await token({ sub: "alice" }))).status).toBe(200);
   });
 

@@ -3,7 +3,7 @@ import SwaggerParser from "@apidevtools/swagger-parser";
 import { dialects } from "./support/databases.ts";
 import { openApiTypes } from "./support/openapi-types.ts";
 import { scratchProject } from "./support/scratch.ts";
-import { fixture, startTestServer, type TestServer } from "./support/server.ts";
+import { eventually, fixture, startTestServer, type TestServer } from "./support/server.ts";
 
 const [sqlite] = dialects;
 
@@ -78,19 +78,11 @@ describe("GET /openapi.json", () => {
   });
 
   test("it follows the active release", async () => {
+    const documents = async (version: string) => (await documentFor()).info.version === version;
     await t.publish(fixture("basic-v2"));
-    let version = "";
-    for (let i = 0; i < 100 && version !== "t2"; i++) {
-      version = (await documentFor()).info.version;
-      if (version !== "t2") await Bun.sleep(50);
-    }
-    expect(version).toBe("t2");
+    await eventually(() => documents("t2"));
     await t.publish(fixture("basic"));
-    for (let i = 0; i < 100 && version !== "t1"; i++) {
-      version = (await documentFor()).info.version;
-      if (version !== "t1") await Bun.sleep(50);
-    }
-    expect(version).toBe("t1");
+    await eventually(() => documents("t1"));
   });
 
   test("openapi-typescript + openapi-fetch make a typed client that calls the server; a wrong input does not compile", async () => {
