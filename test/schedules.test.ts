@@ -64,6 +64,17 @@ function expectEveryTickOnce(ticks: number[], everyMs: number) {
   expect(ticks).toEqual(Array.from({ length: ticks.length }, (_, i) => first + i * everyMs));
 }
 
+/**
+ * The server's clock for a test that sets hours behind its back: the wall clock, moved forward when it
+ * must be so that the test starts at least 10 s past an hour (a tick found within ON_TIME_MS of its time
+ * is on time, not missed) and ends before the next hour.
+ */
+function clockAwayFromTheHour(): () => number {
+  const intoHour = Date.now() % HOUR;
+  const shift = intoHour < 10_000 ? 10_000 - intoHour : intoHour > HOUR - 120_000 ? HOUR - intoHour + 10_000 : 0;
+  return () => Date.now() + shift;
+}
+
 /** A copy of the schedules fixture whose release.ts is `source`. */
 function releaseWith(source: string): string {
   const dir = mkdtempSync(join(tmpdir(), "actuate-schedules-"));
@@ -119,7 +130,9 @@ describe.if(sqlite !== undefined)("schedules on one instance (sqlite)", () => {
   }, 30_000);
 
   test("a 1 s schedule runs once per tick as schedule:<name>, across a restart during a tick; missed hours follow each catch-up policy", async () => {
+    const now = clockAwayFromTheHour();
     const t = await startTestServer(sqlite as NonNullable<typeof sqlite>, {
+      now,
       release: releaseWith(`import { defineRelease } from "actuate";
 export default defineRelease({
   version: "s1",
@@ -131,14 +144,13 @@ export default defineRelease({
   },
 });`),
     });
-    const started = Date.now();
+    const started = now();
     try {
       // A tick's handler takes 300 ms: the restart finds one in flight (the stop lets it finish).
       await eventually(async () => (await executionsOf(t, "heartbeat")).length >= 2, 10_000);
 
       // Three hours missed by the hourly schedules: set behind the server's back, then the restart finds them.
-      const H = Math.floor(Date.now() / HOUR) * HOUR;
-      if (Date.now() - H < 10_000) await Bun.sleep(10_000 - (Date.now() - H)); // keep "none" from finding H on time
+      const H = Math.floor(now() / HOUR) * HOUR;
       await execute(
         t.config.databaseUrl,
         `update schedule_ticks set last_tick_at = ${H - 3 * HOUR} where name like 'hourly-%'`,
@@ -153,7 +165,7 @@ export default defineRelease({
       });
 
       const heartbeat = await executionsOf(t, "heartbeat");
-      expectEveryTickOnce(ticksOf(heartbeat, "heartbeat", 1000, started - 1000, Date.now()), 1000);
+      expectEveryTickOnce(ticksOf(heartbeat, "heartbeat", 1000, started - 1000, now()), 1000);
       const finished = heartbeat.filter((r) => r.status !== "running");
       expect(finished.every((r) => r.status === "succeeded")).toBe(true);
       expect(JSON.parse(String(finished[0]?.output))).toEqual({ note: "beat", by: "schedule:heartbeat" });
