@@ -33,7 +33,7 @@ export interface RunningServer {
   store: Store;
   releases: ReleaseRegistry;
   engine: Engine;
-  /** The HTTP routes it answers, as registered (test/openapi.test.ts holds /openapi.json to them). */
+  /** The HTTP routes it answers, as registered (test/http/openapi.test.ts holds /openapi.json to them). */
   routes: readonly Route[];
   stop(): Promise<void>;
 }

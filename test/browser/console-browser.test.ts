@@ -50,7 +50,7 @@ describe("the console (/console) in Chromium", () => {
     expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([token]);
     expect(page.url()).not.toContain(token);
 
-    // Signing in opens the overview (test/console-runs-browser.test.ts); the actions are a link away.
+    // Signing in opens the overview (test/browser/console-runs-browser.test.ts); the actions are a link away.
     await page.getByRole("link", { name: "Actions", exact: true }).click();
     await page.getByRole("link", { name: "test.echo" }).click();
     await page.getByRole("heading", { name: "test.echo" }).waitFor();
@@ -124,7 +124,7 @@ describe("the console (/console) in Chromium", () => {
     expect(errors).toEqual([]);
     await page.close();
 
-    // A user is not offered the page (test/console-safety-browser.test.ts); at its address, refused its
+    // A user is not offered the page (test/browser/console-safety-browser.test.ts); at its address, refused its
     // data and told so.
     const userErrors: string[] = [];
     const user = await signedIn(await t.userToken("ana"), userErrors);

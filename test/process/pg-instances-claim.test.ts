@@ -7,7 +7,7 @@ import { fixture, startTestServer } from "../support/server.ts";
 
 /**
  * Two instances on one PostgreSQL database decide a claim through its unique index: one execution per
- * request id across instances (here); nothing answered before it is durable is test/durability.test.ts.
+ * request id across instances (here); nothing answered before it is durable is test/process/durability.test.ts.
  */
 const pg = dialects.find((d) => d.name === "postgres");
 
