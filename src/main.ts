@@ -33,7 +33,7 @@ export interface RunningServer {
   store: Store;
   releases: ReleaseRegistry;
   engine: Engine;
-  /** The HTTP routes it answers, as registered (test/openapi.test.ts holds /openapi.json to them). */
+  /** The HTTP routes it answers, as registered (test/http/openapi.test.ts holds /openapi.json to them). */
   routes: readonly Route[];
   stop(): Promise<void>;
 }
@@ -174,6 +174,8 @@ export async function startServer(
      * file watcher. Off otherwise, whatever NODE_ENV says: a start serves a production bundle and watches nothing.
      */
     development?: boolean;
+    /** The engine's clock (executions, runs, schedules); tests move it. Default: Date.now. */
+    now?: () => number;
   } = {},
 ): Promise<RunningServer> {
   if (options.insecureNoAuth && !isLoopback(config.host)) {
@@ -223,6 +225,7 @@ export async function startServer(
     log,
     telemetry,
     followPoll: options.followPoll,
+    now: options.now,
   });
   await engine.start();
   // Without an identity provider the environment is its own authority (auth/authority/), started on first use.

@@ -1,4 +1,4 @@
-// No preact and no DOM here: test/console-diff.test.ts runs it under Bun.
+// No preact and no DOM here: test/unit/console-diff.test.ts runs it under Bun.
 import type { ActionContract } from "../client/index.ts";
 
 type Schema = Record<string, unknown>;

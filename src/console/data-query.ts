@@ -1,4 +1,4 @@
-// No preact and no DOM here: test/console-form.test.ts runs it under Bun.
+// No preact and no DOM here: test/unit/console-form.test.ts runs it under Bun.
 
 export interface BrowseSettings {
   /** A where clause as JSON text; empty for every row. */

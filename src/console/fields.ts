@@ -1,4 +1,4 @@
-// No preact and no DOM here: test/console-form.test.ts runs it under Bun.
+// No preact and no DOM here: test/unit/console-form.test.ts runs it under Bun.
 import type { ActionContract } from "../client/index.ts";
 
 export type Schema = Record<string, unknown>;

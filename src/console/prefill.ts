@@ -1,4 +1,4 @@
-// No preact and no DOM here: test/console-form.test.ts runs it under Bun.
+// No preact and no DOM here: test/unit/console-form.test.ts runs it under Bun.
 import type { Draft, Drafts, Field } from "./fields.ts";
 
 /**

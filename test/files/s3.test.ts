@@ -6,7 +6,7 @@ import { TooLarge } from "../../src/files/storage.ts";
 import { holdS3rver, releaseS3rver, S3_KEY } from "../support/storages.ts";
 import { MiB } from "../support/streams.ts";
 
-// The server-level rules run on S3 too: test/storage.test.ts and test/file-inputs.test.ts take every driver.
+// The server-level rules run on S3 too: test/http/storage.test.ts and test/http/file-inputs.test.ts take every driver.
 let endPoint: string;
 beforeAll(async () => {
   endPoint = await holdS3rver();

@@ -21,7 +21,7 @@ const canceled: ExecutionSettlement = {
 };
 
 /**
- * What the execution methods of every Store promise (src/store/types.ts), whatever the dialect: run by
+ * What every ExecutionStore promises (src/store/executions.ts), whatever the dialect: run by
  * test/store/contracts.test.ts, with times from a fake clock (`at`).
  */
 export function executionStoreContract(open: OpenStores) {

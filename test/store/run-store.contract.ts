@@ -7,7 +7,7 @@ const LEASE = 10_000;
 const done = { status: "succeeded", output: { shipped: true }, errorCode: null, errorMessage: null } as const;
 
 /**
- * What every RunStore promises (src/store/types.ts), whatever the dialect: run by test/store/contracts.test.ts.
+ * What every RunStore promises (src/store/runs.ts), whatever the dialect: run by test/store/contracts.test.ts.
  * Times come from a fake clock (`at`); owners "A" and "B" are two workers, on two instances where the
  * dialect has several.
  */

@@ -2,7 +2,7 @@ import type { LiveClient } from "./live-client.ts";
 import { type RawAnswer, sendChunked, sendRaw } from "./raw-http.ts";
 
 /**
- * The requests of the route fuzz (test/fuzz-routes.test.ts), made from a few well-formed requests per
+ * The requests of the route fuzz (test/http/fuzz-routes.test.ts), made from a few well-formed requests per
  * route: each string they hold replaced in turn by a long word, bodies nested past every depth limit or
  * sent chunked past every size limit, malformed Host headers, long headers, paths and query strings.
  */

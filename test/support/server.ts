@@ -44,6 +44,8 @@ export async function startTestServer(
     insecureNoAuth?: boolean;
     /** Receives the server's log lines (dropped otherwise). */
     log?: (message: string) => void;
+    /** The engine's clock, kept across restarts (default: Date.now). */
+    now?: () => number;
   } = {},
 ): Promise<TestServer> {
   const database: TestDatabase = await dialect.create();
@@ -63,7 +65,12 @@ export async function startTestServer(
     publishRelease({ store, bundlesDir: bundlesDir(config), dir, version, whenTaken: "refuse" });
   if (options.release !== undefined) await publish(options.release);
   const start = () =>
-    startServer(config, { store, log: options.log ?? (() => {}), insecureNoAuth: options.insecureNoAuth });
+    startServer(config, {
+      store,
+      log: options.log ?? (() => {}),
+      insecureNoAuth: options.insecureNoAuth,
+      now: options.now,
+    });
   let server = await start();
 
   const fetchServer = (path: string, init: RequestInit & { token?: string | null } = {}): Promise<TestResponse> => {
