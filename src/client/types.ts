@@ -1,3 +1,4 @@
+import type { ActionKind } from "../wire/statuses.ts";
 import type { Execution } from "../wire/views.ts";
 import type { Fetch, TokenSource } from "./http.ts";
 import type { StreamEvent } from "./live.ts";
@@ -7,7 +8,7 @@ import type { StreamEvent } from "./live.ts";
  * hand, or generated). Without one, every action takes and answers `unknown`.
  */
 export interface ReleaseTypes {
-  actions: Record<string, { input: unknown; output: unknown; kind?: "function" | "workflow" }>;
+  actions: Record<string, { input: unknown; output: unknown; kind?: ActionKind }>;
   entities?: Record<string, unknown>;
 }
 

@@ -1,8 +1,8 @@
+// The paths of `/openapi.json` every release shares: built once, whatever the release and the caller.
+
 import { PAGE_LIMIT } from "../wire/paging.ts";
 import { EXECUTION_STATUSES, SCHEDULED_STATUSES } from "../wire/statuses.ts";
 import { oneOf, pageOf, ref, type Schema, uuid } from "./openapi-schemas.ts";
-
-/** The paths of `/openapi.json` every release shares: built once, whatever the release and the caller. */
 
 export const json = (schema: Schema) => ({ "application/json": { schema } });
 export const error = (description: string) => ({ description, content: json(ref("Error")) });

@@ -1,3 +1,5 @@
+// The JSON Schemas of `components.schemas` in `/openapi.json`: the answers of `src/wire/views.ts`, as JSON Schema.
+
 import {
   ACCESS_KINDS,
   ACTION_KINDS,
@@ -8,8 +10,6 @@ import {
   STEP_KINDS,
   STEP_STATUSES,
 } from "../wire/statuses.ts";
-
-/** The JSON Schemas of `components.schemas` in `/openapi.json`: the answers of `src/wire/views.ts`, as JSON Schema. */
 
 export type Schema = Record<string, unknown>;
 
