@@ -103,7 +103,7 @@ export class SignIns {
       for (const [id, at] of times) refreshed.set(id, at);
       for (const client of clients) names.set(client.id, (client.payload as { client_name?: string }).client_name);
     }
-    return grants.map((grant) => {
+    return grants.map((grant): SignIn => {
       const { clientId, iat } = grant.payload as { clientId: string; iat: number };
       return {
         id: grant.id,
