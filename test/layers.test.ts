@@ -16,6 +16,7 @@ const LAYERS: Record<string, number> = {
   client: 0, // "actuate/client", for browsers and other servers: imports nothing of the server
   config: 0, // the environment, read once
   observe: 0, // the server's log, metrics and tracer: every layer reports to it; it imports nothing of ours
+  wire: 0, // the API's public shapes (statuses, page limits, answers): the server and the client share it; it imports nothing of ours
   store: 1,
   console: 1, // the web console, a browser page over "actuate/client": the server only serves it
   auth: 2,

@@ -2,25 +2,13 @@ import { PublicError } from "../lib/errors.ts";
 import type { Principal } from "../sdk/index.ts";
 import type { OAuthRecord } from "../store/rows.ts";
 import type { Store } from "../store/store.ts";
+import type { SignIn } from "../wire/views.ts";
 
 /** The access-token claim naming the grant (the sign-in) it was issued from, so the resource side can check it still stands. */
 export const GRANT_CLAIM = "grant_id";
 
 /** How many leading characters of a sign-in's id the CLI shows, and at least how many it takes to revoke one. */
 export const SIGN_IN_PREFIX_LENGTH = 12;
-
-/** An app a person signed in to through the built-in authority (one grant: a client, a person). */
-export interface SignIn {
-  /** The grant's id. */
-  id: string;
-  user: string;
-  client: { id: string; name: string };
-  signedInAt: string;
-  /** When it last refreshed its tokens; null when it never did (or holds no refresh token). */
-  lastRefreshAt: string | null;
-  /** When it ends unless revoked before; the app must sign the person in again then. */
-  expiresAt: string | null;
-}
 
 /** The most grants one read of their refreshes and clients carries. */
 const BATCH = 500;
@@ -115,7 +103,7 @@ export class SignIns {
       for (const [id, at] of times) refreshed.set(id, at);
       for (const client of clients) names.set(client.id, (client.payload as { client_name?: string }).client_name);
     }
-    return grants.map((grant) => {
+    return grants.map((grant): SignIn => {
       const { clientId, iat } = grant.payload as { clientId: string; iat: number };
       return {
         id: grant.id,

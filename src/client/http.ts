@@ -16,7 +16,14 @@ const ATTEMPTS = 5;
 const FIRST_BACKOFF_MS = 200;
 const MAX_BACKOFF_MS = 5_000;
 
-export const tokenGetter = (token: TokenSource) => async () => (typeof token === "string" ? token : await token());
+const tokenGetter = (token: TokenSource) => async () => (typeof token === "string" ? token : await token());
+
+/** The one way every resource reaches the environment: its base URL, a fresh token per request, a fetch. */
+export const transportOf = (options: { url: string; token: TokenSource; fetch?: Fetch }): Transport => ({
+  url: options.url.replace(/\/+$/, ""),
+  token: tokenGetter(options.token),
+  fetch: options.fetch ?? ((input, init) => fetch(input, init)),
+});
 
 /**
  * One JSON request (or a FormData body, sent as multipart). `retry`: the request is idempotent (a read,
@@ -55,6 +62,20 @@ export async function request<T>(
   }
   throw lastError ?? new ActuateError("network_error", "no answer", 0);
 }
+
+/** An idempotent request's answer body (reads, and writes that are safe to repeat). */
+export const retried = <T>(transport: Transport, method: string, path: string, body?: unknown) =>
+  request<T>(transport, method, path, { body, retry: true }).then((r) => r.body);
+
+/** A query string of the filter's given values ("" when none). */
+export const searchOf = (filter: Record<string, string | number | undefined>) => {
+  const search = new URLSearchParams(
+    Object.entries(filter)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]): [string, string] => [k, String(v)]),
+  );
+  return search.size > 0 ? `?${search}` : "";
+};
 
 const backoff = (attempt: number) =>
   Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);

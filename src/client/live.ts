@@ -1,4 +1,5 @@
 import { ActuateError } from "./errors.ts";
+import type { Transport } from "./http.ts";
 
 export type ConnectionState = "connecting" | "open" | "closed";
 
@@ -196,3 +197,19 @@ export class LiveConnection {
     for (const listener of this.stateListeners) listener(state);
   }
 }
+
+/** A client's session socket: opened on first use, where a WebSocket exists (given, or the global one). */
+export function liveSession(transport: Transport, options: { WebSocket?: typeof WebSocket; sessionReauthMs?: number }) {
+  let live: LiveConnection | null = null;
+  const webSocket = () => options.WebSocket ?? globalThis.WebSocket;
+  return {
+    available: () => webSocket() !== undefined,
+    connection: () => {
+      live ??= new LiveConnection(transport.url, transport.token, webSocket(), options.sessionReauthMs ?? 5 * 60_000);
+      return live;
+    },
+    close: () => live?.close(),
+  };
+}
+
+export type LiveSession = ReturnType<typeof liveSession>;

@@ -1,6 +1,7 @@
 import type { LogTally } from "../store/execution-logs.ts";
 import type { LogRow } from "../store/rows.ts";
 import type { LogLevel } from "../store/statuses.ts";
+import type { LogLine } from "../wire/views.ts";
 
 /** How much of its log one execution keeps (EXECUTION_LOG_LINES, EXECUTION_LOG_BYTES); then one `truncated` line. */
 export interface LogLimits {
@@ -130,13 +131,7 @@ function cutUtf8(text: string, bytes: number): string {
 }
 
 /** A stored line as the API shows it. */
-export interface LogLineView {
-  seq: number;
-  at: string;
-  level: LogRow["level"];
-  step: string | null;
-  line: string;
-}
+export type LogLineView = LogLine;
 
 export const toLogLineView = (row: LogRow): LogLineView => ({
   seq: row.seq,

@@ -2,6 +2,9 @@ import { canonicalJson, sha256Hex } from "../lib/canonical-json.ts";
 import type { Principal } from "../sdk/index.ts";
 import { type ExecutionListRow, LISTED_VALUES } from "../store/executions.ts";
 import type { ExecutionRow } from "../store/rows.ts";
+import type { Truncations, Upload, Execution as WireExecution } from "../wire/views.ts";
+
+export type { Truncations };
 
 /** The engine's words for executions, as adapters use them: an execution is the stored record. */
 export type Execution = ExecutionRow;
@@ -21,40 +24,21 @@ export const LIST_VALUE_BYTES = 4 * 1024;
  */
 export const DEFAULT_MAX_OUTPUT_BYTES = 8 * 1024 * 1024;
 
-/** A user sees its own executions; a service key acts as administrator and sees every one. */
 /** What makes two invocations of one request id the same: the action, the input, and the files' digests. */
 export const inputFingerprint = (action: string, input: unknown, files: Record<string, unknown>) =>
   sha256Hex(canonicalJson({ action, files, input })); // in key order: canonicalJson's fast path
 
+/** A user sees its own executions; a service key acts as administrator and sees every one. */
 export function canSee(principal: Principal, row: Pick<ExecutionRow, "principalKind" | "principalId">): boolean {
   return principal.kind === "service" || (row.principalKind === principal.kind && row.principalId === principal.id);
 }
 
 /** The public shape of an execution: output only once succeeded, error fields only once failed or canceled. */
-export interface ExecutionView extends Truncations {
-  id: string;
-  requestId: string;
-  action: string;
-  kind: string;
-  status: string;
-  input?: unknown;
-  output?: unknown;
-  errorCode?: string;
-  errorMessage?: string;
-  principal: Principal;
-  releaseVersion: string;
-  contractHash: string;
-  uploads: unknown[];
-  createdAt: string;
-  startedAt: string | null;
-  finishedAt: string | null;
-  /** A delayed invocation's: the execution whose `ctx.schedule` made it. */
-  scheduledBy?: string;
-}
+export type ExecutionView = WireExecution;
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-export function toExecutionView(row: ExecutionRow, uploads: unknown[] = []): ExecutionView {
+export function toExecutionView(row: ExecutionRow, uploads: Upload[] = []): ExecutionView {
   const view: ExecutionView = {
     id: row.id,
     requestId: row.requestId,
@@ -82,13 +66,6 @@ export interface ListedSizes {
   inputBytes: number;
   outputBytes: number;
   errorMessageBytes: number;
-}
-
-/** What a listed item says of the values it left out. */
-export interface Truncations {
-  inputTruncated?: { bytes: number };
-  outputTruncated?: { bytes: number };
-  errorMessageTruncated?: { bytes: number };
 }
 
 /**
@@ -123,5 +100,5 @@ export const jsonBytes = (value: unknown): number =>
   value === undefined ? 0 : Buffer.byteLength(JSON.stringify(value) ?? "");
 
 /** An execution as `GET /executions` lists it. */
-export const toExecutionSummary = (row: ExecutionListRow, uploads: unknown[] = []): ExecutionView =>
+export const toExecutionSummary = (row: ExecutionListRow, uploads: Upload[] = []): ExecutionView =>
   boundForList(toExecutionView(row, uploads), row);

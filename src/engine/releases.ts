@@ -1,34 +1,16 @@
 import { PublicError } from "../lib/errors.ts";
 import { activateRelease, RELEASE_VERSION, releaseNotFound } from "../release/activate.ts";
-import type { ActionContract } from "../release/contract.ts";
 import type { ReleaseManifest } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
 import type { ReleaseKey } from "../store/releases.ts";
+import type { PublishedRelease, ReleaseContracts } from "../wire/views.ts";
 
 export type { ReleaseKey };
 
 import type { Store } from "../store/store.ts";
 
-export interface ReleaseView {
-  version: string;
-  bundleHash: string;
-  /** When it was published (stored); a release is immutable from then on. */
-  publishedAt: string;
-  /** Who published it, as the publisher named itself; null when it was not said (releases stored before). */
-  publishedBy: string | null;
-  active: boolean;
-  /** When the active release was last activated; null on the others (activations are not kept as history). */
-  activatedAt: string | null;
-}
-
-/** One release with its actions' contracts as published: what two versions are compared by. */
-export interface ReleaseDetail extends ReleaseView {
-  description: string | null;
-  actions: ActionContract[];
-}
-
 export interface ReleasePage {
-  items: ReleaseView[];
+  items: PublishedRelease[];
   /** Where the next page starts, when another may follow. */
   next: ReleaseKey | null;
 }
@@ -76,7 +58,7 @@ export class ReleaseAdmin {
   }
 
   /** A published release with every action's contract (whoever may call it): its manifest, never its bundle. */
-  async published(principal: Principal, version: string): Promise<ReleaseDetail> {
+  async published(principal: Principal, version: string): Promise<ReleaseContracts> {
     serviceOnly(principal);
     const [row, active] = await Promise.all([
       RELEASE_VERSION.test(version) ? this.$.store.releases.published(version) : null,

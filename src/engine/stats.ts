@@ -1,28 +1,15 @@
 import { PublicError } from "../lib/errors.ts";
 import { uuidV7Floor } from "../lib/ids.ts";
 import type { Principal } from "../sdk/index.ts";
-import { EXECUTION_STATUSES, type ExecutionStatus, RUN_STATUSES, type RunStatus } from "../store/statuses.ts";
+import { EXECUTION_STATUSES, RUN_STATUSES } from "../store/statuses.ts";
 import type { Store } from "../store/store.ts";
+import type { EnvironmentStats } from "../wire/views.ts";
 
 /** The longest window `GET /stats` counts over: a wider one would read too many rows for an overview. */
 export const MAX_STATS_WINDOW_MS = 24 * 3_600_000;
 
 /** How many failing actions `GET /stats` names: enough for an overview, one short indexed read. */
 export const FAILING_ACTIONS_SHOWN = 10;
-
-export interface EnvironmentStats {
-  window: { since: string; until: string };
-  /** Executions created in the window, by status (every status present, 0 when none). */
-  executions: Record<ExecutionStatus, number>;
-  /** Workflow runs created in the window, by status. */
-  runs: Record<RunStatus, number>;
-  /** The actions with the most executions created in the window that failed, most first (none: empty). */
-  failingActions: { action: string; failed: number }[];
-  /** Runs not ended now, whenever they started (the whole database). */
-  activeRuns: { queued: number; running: number; sleeping: number };
-  /** /session sockets open on this server now (not the other instances'). */
-  liveSockets: number;
-}
 
 const zeros = <S extends string>(statuses: readonly S[], counts: Partial<Record<S, number>>) =>
   Object.fromEntries(statuses.map((s) => [s, counts[s] ?? 0])) as Record<S, number>;

@@ -2,6 +2,7 @@ import { PublicError } from "../lib/errors.ts";
 import type { FileHandle, Principal } from "../sdk/index.ts";
 import type { FileRow, NewFileRow } from "../store/rows.ts";
 import type { Store } from "../store/store.ts";
+import type { StoredFile, Upload } from "../wire/views.ts";
 import { checkPath, checkPrefix } from "./paths.ts";
 import { grantHash, SignedUrlRefused, signGrant, verifyGrant } from "./signing.ts";
 import { metered, type Storage } from "./storage.ts";
@@ -11,16 +12,6 @@ export class FileNotFound extends PublicError {
   constructor() {
     super("file_not_found", "no such file");
   }
-}
-
-export interface FileView {
-  path: string;
-  contentType: string;
-  size: number | null;
-  sha256: string | null;
-  owner: Principal;
-  createdAt: string;
-  updatedAt: string;
 }
 
 const HOUR = 3_600_000;
@@ -53,7 +44,7 @@ export class FileService {
     contentType: string,
     body: ReadableStream<Uint8Array>,
     size?: number,
-  ): Promise<FileView> {
+  ): Promise<StoredFile> {
     const checked = checkPath(path);
     const existing = await this.owned(principal, checked, true);
     const stored = await this.$.storage.put(checked, body, { contentType, maxBytes: this.$.maxBytes, size });
@@ -123,7 +114,7 @@ export class FileService {
   async list(
     principal: Principal,
     query: { prefix: string; afterPath?: string; limit: number },
-  ): Promise<{ items: FileView[]; lastPath: string | null }> {
+  ): Promise<{ items: StoredFile[]; lastPath: string | null }> {
     checkPrefix(query.prefix);
     const rows = await this.$.store.files.list({
       owner: principal.kind === "service" ? undefined : principal,
@@ -226,7 +217,7 @@ export class FileService {
    * upload (its use is recorded in the store, so on every instance); an upload that stores nothing
    * (refused, broken off) leaves it usable.
    */
-  async signedUpload(token: string, contentType: string | null, body: ReadableStream<Uint8Array>): Promise<FileView> {
+  async signedUpload(token: string, contentType: string | null, body: ReadableStream<Uint8Array>): Promise<StoredFile> {
     const now = this.now();
     const grant = verifyGrant(token, "PUT", this.$.secret, now);
     if (grant.ct && contentType !== grant.ct) throw new SignedContentTypeMismatch(grant.ct);
@@ -276,7 +267,7 @@ export class FileService {
     stored: { size: number | null; sha256: string | null },
     existing: FileRow | null,
     owner: Principal,
-  ): Promise<FileView> {
+  ): Promise<StoredFile> {
     const now = this.now();
     const row: NewFileRow = {
       path,
@@ -302,15 +293,6 @@ export interface SentFile {
   stream(): ReadableStream<Uint8Array>;
 }
 
-/** An execution's upload, as executions show it. */
-export interface Upload {
-  field: string;
-  path: string;
-  filename: string;
-  contentType: string;
-  size: number;
-}
-
 export const toUpload = (row: FileRow): Upload => ({
   field: row.field ?? "",
   path: row.path,
@@ -334,7 +316,7 @@ function safeFilename(name: string): string {
   return cleaned === "" || cleaned === "." || cleaned === ".." ? "file" : cleaned;
 }
 
-export const toFileView = (row: NewFileRow): FileView => ({
+export const toFileView = (row: NewFileRow): StoredFile => ({
   path: row.path,
   contentType: row.contentType,
   size: row.size,

@@ -14,6 +14,7 @@ import type { FileService } from "../files/service.ts";
 import { PublicError } from "../lib/errors.ts";
 import { uuidOrNull } from "../lib/ids.ts";
 import type { Principal } from "../sdk/index.ts";
+import type { Upload } from "../wire/views.ts";
 import { authenticated } from "./auth.ts";
 import { executionUrl, type HttpDeps } from "./deps.ts";
 import { InstantParam, instantMs } from "./instants.ts";
@@ -65,7 +66,7 @@ function uuidOrNotFound(value: string): string {
 
 export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
   /** Views of executions with their uploads, looked up in one query for the lot. */
-  const views = async <R extends Execution>(rows: R[], toView: (row: R, uploads?: unknown[]) => ExecutionView) => {
+  const views = async <R extends Execution>(rows: R[], toView: (row: R, uploads?: Upload[]) => ExecutionView) => {
     const uploads = await deps.files.uploadsOf(rows.map((r) => r.id));
     return rows.map((row) => ({
       ...toView(row, uploads.get(row.id)),

@@ -1,14 +1,15 @@
 import { Type } from "@sinclair/typebox";
 import { invalidRequest } from "../engine/errors.ts";
 import { uuidOrNull } from "../lib/ids.ts";
+import { PAGE_LIMIT } from "../wire/paging.ts";
 
-/** The paging parameters every list shares: `?limit` (default 50, at most 200) and an opaque `cursor`. */
+/** The paging parameters every list shares: `?limit` (PAGE_LIMIT) and an opaque `cursor`. */
 export const pageParams = {
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: PAGE_LIMIT.max })),
   cursor: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_-]{1,200}$" })),
 };
 
-export const DEFAULT_PAGE = 50;
+export const DEFAULT_PAGE = PAGE_LIMIT.default;
 
 // Cursors are opaque to callers; today they carry the last id seen (ids are time-ordered UUIDv7).
 export const encodeCursor = (id: string) => Buffer.from(id).toString("base64url");

@@ -3,32 +3,10 @@ import { type TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { canonicalJson, sha256Hex } from "../lib/canonical-json.ts";
 import { type AccessRule, FILE_FIELD } from "../sdk/index.ts";
-import type { ActionKind } from "../store/statuses.ts";
+import type { AccessKind, ActionKind } from "../wire/statuses.ts";
+import type { ActionContract, FileLimit } from "../wire/views.ts";
 
-/** Who may run an action, as its contract shows it: a rule function shows as `"rule"`. */
-export type AccessKind = "authenticated" | "service" | "rule";
-
-/** What `GET /actions/{name}/contract` answers and what the contract hash covers (besides description). */
-export interface ActionContract {
-  name: string;
-  kind: ActionKind;
-  description: string;
-  access: AccessKind;
-  input: Record<string, unknown>;
-  output: Record<string, unknown>;
-  contractHash: string;
-  /** File fields of the input (sent as multipart parts, not in `input`) and their limits. */
-  files: FileLimit[];
-}
-
-export interface FileLimit {
-  field: string;
-  required: boolean;
-  /** Null: the server's MAX_FILE_BYTES. */
-  maxBytes: number | null;
-  /** Empty: any type. */
-  contentTypes: string[];
-}
+export type { AccessKind, ActionContract, FileLimit };
 
 export interface ValidationIssue {
   /** JSON pointer into the request, e.g. `/input/title`. */

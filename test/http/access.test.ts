@@ -6,6 +6,7 @@ import { compileContract } from "../../src/release/contract.ts";
 import { runsOf } from "../fixtures/releases/basic/lib/probe.ts";
 import { dialects } from "../support/databases.ts";
 import { mcpClient } from "../support/mcp-client.ts";
+import { answerSchemas } from "../support/openapi-schemas.ts";
 import { fixture, startTestServer, type TestServer } from "../support/server.ts";
 
 const EXECUTION = "dev.service/execution";
@@ -44,12 +45,14 @@ for (const dialect of dialects) {
     let t: TestServer;
     let alice: string;
     let bob: string;
+    let matches: Awaited<ReturnType<typeof answerSchemas>>;
     const logged: string[] = [];
 
     beforeAll(async () => {
       t = await startTestServer(dialect, { release: fixture("access"), log: (line) => logged.push(line) });
       alice = await t.userToken("admin-alice");
       bob = await t.userToken("bob");
+      matches = await answerSchemas(t);
       const added = await t.invoke("members.add", { userId: "admin-alice", role: "admin" });
       expect(added.status).toBe(200);
     });
@@ -127,6 +130,8 @@ for (const dialect of dialects) {
       expect(names).toEqual(["broken.rule", "public.ping", "reports.read"]);
       const read = mine.items.find((a: { name: string }) => a.name === "reports.read");
       const contract = await (await t.fetch("/actions/reports.read/contract", { token: bob })).json();
+      matches(contract, "Contract");
+      for (const item of mine.items) matches(item, "ActionSummary");
       expect(read).toEqual({
         name: "reports.read",
         kind: "function",
@@ -149,6 +154,7 @@ for (const dialect of dialects) {
       expect(refused.status).toBe(403);
       expect(await refused.json()).toMatchObject({ ok: false, error: "access_denied" });
       const shown = await (await t.fetch("/actions/admin.reset/contract")).json();
+      matches(shown, "Contract");
       expect(shown.access).toBe("service");
       expect((await (await t.fetch("/actions/public.ping/contract", { token: bob })).json()).access).toBe(
         "authenticated",

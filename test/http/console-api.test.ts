@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { dialects } from "../support/databases.ts";
+import { answerSchemas } from "../support/openapi-schemas.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "../support/server.ts";
 
 /** The millisecond a UUIDv7 id was made at (what since/until compare). */
@@ -20,10 +21,12 @@ for (const dialect of dialects) {
     let t: TestServer;
     let alice: string;
     let bob: string;
+    let matches: Awaited<ReturnType<typeof answerSchemas>>;
     beforeAll(async () => {
       t = await startTestServer(dialect, { release: fixture("basic") });
       alice = await t.userToken("alice");
       bob = await t.userToken("bob");
+      matches = await answerSchemas(t);
     });
     afterAll(() => t.stop());
 
@@ -31,6 +34,7 @@ for (const dialect of dialects) {
       expect(res.status).toBe(status);
       const body = (await res.json()) as ErrorBody;
       expect(body).toMatchObject({ ok: false, error });
+      matches(body, "Error");
       return body;
     };
 
@@ -49,6 +53,7 @@ for (const dialect of dialects) {
       await t.publish(fixture("basic-v2"));
       await eventually(() => t.server.releases.current()?.version === "t2");
       const history = await (await t.fetch("/releases")).json();
+      matches(history, "ReleasePage");
       expect(history.items.map((r: { version: string; active: boolean }) => [r.version, r.active])).toEqual([
         ["t2", true],
         ["t1", false],
@@ -93,6 +98,7 @@ for (const dialect of dialects) {
       const t1 = await t.fetch("/releases/t1");
       expect(t1.status).toBe(200);
       const body = await t1.json();
+      matches(body, "ReleaseContracts");
       expect(body).toMatchObject({ version: "t1", description: "test fixture", bundleHash: expect.any(String) });
       const echo = body.actions.find((a: { name: string }) => a.name === "test.echo");
       // The same contract the active release answers for the action.
@@ -112,11 +118,15 @@ for (const dialect of dialects) {
         });
       for (const path of ["docs/b.txt", "docs/a.txt", "notes/c.txt"])
         expect((await upload(path, alice)).status).toBe(200);
-      expect((await upload("docs/bob.txt", bob)).status).toBe(200);
+      const bobs = await upload("docs/bob.txt", bob);
+      expect(bobs.status).toBe(200);
+      matches(await bobs.json(), "File");
       const paths = async (query: string, token?: string) => {
         const res = await t.fetch(`/storage/files${query}`, { token });
         expect(res.status).toBe(200);
-        return res.json();
+        const page = await res.json();
+        matches(page, "FilePage");
+        return page;
       };
 
       await expectError(await t.fetch("/storage/files", { token: null }), 401, "unauthorized");

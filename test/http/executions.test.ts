@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { openGate, runsOf } from "../fixtures/releases/basic/lib/probe.ts";
 import { dialects } from "../support/databases.ts";
+import { answerSchemas } from "../support/openapi-schemas.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "../support/server.ts";
 
 for (const dialect of dialects) {
@@ -8,10 +9,12 @@ for (const dialect of dialects) {
     let t: TestServer;
     let alice: string;
     let bob: string;
+    let matches: Awaited<ReturnType<typeof answerSchemas>>;
     beforeAll(async () => {
       t = await startTestServer(dialect, { release: fixture("basic") });
       alice = await t.userToken("alice");
       bob = await t.userToken("bob");
+      matches = await answerSchemas(t);
     });
     afterAll(() => t.stop());
 
@@ -39,6 +42,9 @@ for (const dialect of dialects) {
       expect((await t.fetch(`/executions/requests/${requestId}`)).status).toBe(404);
       const found = await (await t.fetch(`/executions/requests/${requestId}`, { token: alice })).json();
       expect(found.id).toBe(id);
+      matches(mine.execution, "Execution");
+      matches(found, "Execution");
+      matches(all, "ExecutionPage");
     });
 
     test("lists leave out inputs, outputs and error messages over 4 KiB, with their size; the execution by id has them", async () => {
@@ -47,7 +53,9 @@ for (const dialect of dialects) {
       const echoed = (await (await t.invoke("test.echo", { text: big }, { token: carol })).json()).execution;
       const failed = (await (await t.invoke("test.fail", { message: big }, { token: carol })).json()).execution;
       const small = (await (await t.invoke("test.echo", { text: "small" }, { token: carol })).json()).execution;
-      const { items } = await (await t.fetch("/executions", { token: carol })).json();
+      const listed = await (await t.fetch("/executions", { token: carol })).json();
+      matches(listed, "ExecutionPage");
+      const { items } = listed;
       const byId = new Map(items.map((item: { id: string }) => [item.id, item]));
       const listedEcho = byId.get(echoed.id) as Record<string, unknown>;
       expect(listedEcho.input).toBeUndefined();
@@ -65,6 +73,7 @@ for (const dialect of dialects) {
       expect(byId.get(small.id)).toMatchObject({ input: { text: "small" }, output: { text: "small" } });
       expect((byId.get(small.id) as Record<string, unknown>).inputTruncated).toBeUndefined();
       const whole = await (await t.fetch(`/executions/${echoed.id}`, { token: carol })).json();
+      matches(whole, "Execution");
       expect(whole.input.text).toHaveLength(10_000);
       expect(whole.output.text).toHaveLength(10_000);
       expect((await (await t.fetch(`/executions/${failed.id}`, { token: carol })).json()).errorMessage).toBe(big);

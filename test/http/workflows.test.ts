@@ -5,17 +5,20 @@ import { join } from "node:path";
 import { dialects } from "../support/databases.ts";
 import { effects } from "../support/effects.ts";
 import { mcpClient } from "../support/mcp-client.ts";
+import { answerSchemas } from "../support/openapi-schemas.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "../support/server.ts";
 
 for (const dialect of dialects) {
   describe(`workflows (${dialect.name})`, () => {
     let server: TestServer;
     let scratch: string;
+    let matches: Awaited<ReturnType<typeof answerSchemas>>;
     const file = (name: string) => join(scratch, `${name}-${crypto.randomUUID()}`);
 
     beforeAll(async () => {
       scratch = mkdtempSync(join(tmpdir(), "actuate-wf-"));
       server = await startTestServer(dialect, { release: fixture("workflows") });
+      matches = await answerSchemas(server);
     });
     afterAll(async () => {
       await server.stop();
@@ -192,6 +195,7 @@ for (const dialect of dialects) {
       const { runId } = await (await server.invoke("wf.nap", { ms: 60_000 })).json();
       await eventually(async () => (await run(runId)).status === "sleeping");
       const view = await (await server.fetch(`/runs/${runId}/cancel`, { method: "POST" })).json();
+      matches(view, "Run");
       expect(view).toMatchObject({ status: "canceled", cancelRequested: true, finishedAt: expect.any(String) });
       expect(view.steps).toMatchObject([
         { name: "before", status: "succeeded" },
@@ -342,8 +346,9 @@ for (const dialect of dialects) {
       const small = (await (await server.invoke("wf.measure", { text: "s" }, { token: dana })).json()).runId;
       expect((await ended(big)).output).toEqual({ length: 10_000 });
       await ended(small);
-      const { items } = await (await server.fetch("/runs", { token: dana })).json();
-      const byId = new Map(items.map((r: { id: string }) => [r.id, r]));
+      const page = await (await server.fetch("/runs", { token: dana })).json();
+      matches(page, "RunPage");
+      const byId = new Map(page.items.map((r: { id: string }) => [r.id, r]));
       const listed = byId.get(big) as Record<string, unknown>;
       expect(listed.input).toBeUndefined();
       expect((listed.inputTruncated as { bytes: number }).bytes).toBeGreaterThan(10_000);
@@ -351,6 +356,7 @@ for (const dialect of dialects) {
       expect(byId.get(small)).toMatchObject({ input: { text: "s" }, output: { length: 1 } });
       expect((byId.get(small) as Record<string, unknown>).inputTruncated).toBeUndefined();
       const whole = await (await server.fetch(`/runs/${big}`, { token: dana })).json();
+      matches(whole, "Run");
       expect(whole.input.text).toHaveLength(10_000);
     });
 

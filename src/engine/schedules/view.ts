@@ -1,6 +1,7 @@
 import type { LoadedRelease } from "../../release/load.ts";
 import { type ScheduleManifest, scheduleManifest } from "../../release/schedules.ts";
 import type { ScheduledRow, ScheduleTickRow } from "../../store/rows.ts";
+import type { ScheduledInvocation } from "../../wire/views.ts";
 
 export { SCHEDULED_STATUSES, type ScheduledStatus } from "../../store/statuses.ts";
 
@@ -27,7 +28,7 @@ export function scheduleViews(release: LoadedRelease | null, ticks: ScheduleTick
 }
 
 /** A delayed invocation as `GET /scheduled` shows it. */
-export function toScheduledView(row: ScheduledRow) {
+export function toScheduledView(row: ScheduledRow): ScheduledInvocation {
   return {
     id: row.id,
     action: row.action,
@@ -43,4 +44,4 @@ export function toScheduledView(row: ScheduledRow) {
   };
 }
 
-export type ScheduledView = ReturnType<typeof toScheduledView>;
+export type ScheduledView = ScheduledInvocation;

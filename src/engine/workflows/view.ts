@@ -1,5 +1,6 @@
 import type { LogRow, RunRow, StepRow } from "../../store/rows.ts";
 import { BOUNDED_STEP_VALUES, type BoundedStep, type RunListRow } from "../../store/runs.ts";
+import type { Run, RunStep, RunSummary } from "../../wire/views.ts";
 import { type LogLineView, toLogLineView } from "../execution-log.ts";
 import { boundForList, jsonBytes, LIST_VALUE_BYTES, leaveOutLarge } from "../executions.ts";
 
@@ -11,7 +12,7 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
  * The public shape of a run (`GET /runs/{id}`): output once succeeded, error fields once it failed or was
  * canceled; each step with the lines its code logged, and the run's `logs` those logged outside steps.
  */
-export function toRunView(run: RunRow, steps: StepRow[], logs: LogRow[]) {
+export function toRunView(run: RunRow, steps: StepRow[], logs: LogRow[]): Run {
   const byStep = logsByStep(logs);
   return {
     ...toRunSummary(run),
@@ -33,7 +34,7 @@ function logsByStep(logs: LogRow[]): Map<string | null, Omit<LogLineView, "step"
 }
 
 /** A run as lists show it: everything but its steps. */
-export function toRunSummary(run: RunRow) {
+export function toRunSummary(run: RunRow): RunSummary {
   return {
     id: run.id,
     executionId: run.id,
@@ -45,15 +46,13 @@ export function toRunSummary(run: RunRow) {
     output: run.status === "succeeded" ? run.output : null,
     errorCode: run.errorCode,
     errorMessage: run.errorMessage,
-    createdAt: iso(run.createdAt),
-    updatedAt: iso(run.updatedAt),
+    createdAt: new Date(run.createdAt).toISOString(),
+    updatedAt: new Date(run.updatedAt).toISOString(),
     finishedAt: iso(run.finishedAt),
   };
 }
 
-type StepView = ReturnType<typeof toStepView>;
-
-const toStepView = (step: StepRow, logs: Omit<LogLineView, "step">[]) => ({
+const toStepView = (step: StepRow, logs: Omit<LogLineView, "step">[]): RunStep => ({
   name: step.name,
   kind: step.kind,
   status: step.status,
@@ -93,7 +92,7 @@ export function toRunResource(run: RunListRow, steps: BoundedStep[], logs: LogRo
   const byStep = logsByStep(logs);
   const summary = { ...toRunSummary(run), logs: byStep.get(null) ?? [] };
   const bounded = leaveOutLarge(boundForList(summary, run), [["logs", jsonBytes(summary.logs)]]);
-  const shown: StepView[] = [];
+  const shown: RunStep[] = [];
   let budget = RESOURCE_STEP_BYTES;
   for (const step of steps) {
     const view = toStepView(step, byStep.get(step.name) ?? []);

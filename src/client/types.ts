@@ -1,0 +1,67 @@
+import type { ActionKind } from "../wire/statuses.ts";
+import type { Execution } from "../wire/views.ts";
+import type { Fetch, TokenSource } from "./http.ts";
+import type { StreamEvent } from "./live.ts";
+
+/**
+ * What a client knows of a release: its actions' input and output types and its entities (written by
+ * hand, or generated). Without one, every action takes and answers `unknown`.
+ */
+export interface ReleaseTypes {
+  actions: Record<string, { input: unknown; output: unknown; kind?: ActionKind }>;
+  entities?: Record<string, unknown>;
+}
+
+export type AnyRelease = {
+  actions: Record<string, { input: unknown; output: unknown }>;
+  entities: Record<string, unknown>;
+};
+
+export interface InvokeOptions {
+  /** The idempotency key; one is drawn per call when absent, and reused on every retry of that call. */
+  requestId?: string;
+  signal?: AbortSignal;
+  /** The action's file inputs by field (sent as multipart/form-data with the JSON input beside them). */
+  files?: Record<string, Blob>;
+}
+
+/** An action's answer once it ended: a failed handler is an ActuateError (`action_failed`, …). */
+export interface Invocation<Output> {
+  output: Output;
+  execution: Execution<Output>;
+}
+
+/** A workflow's run, as admitted: follow it, or wait for its result. */
+export interface RunHandle<Output> {
+  runId: string;
+  execution: Execution<Output>;
+  /** Status changes, log lines, then the end (over the session socket). */
+  follow(): AsyncIterable<StreamEvent>;
+  /** The run's output once it ended; a failed or canceled run is an ActuateError. */
+  result(options?: { signal?: AbortSignal }): Promise<Invocation<Output>>;
+}
+
+export type ActionCall<A extends { input: unknown; output: unknown; kind?: string }> = A extends { kind: "workflow" }
+  ? (input: A["input"], options?: InvokeOptions) => Promise<RunHandle<A["output"]>>
+  : (input: A["input"], options?: InvokeOptions) => Promise<Invocation<A["output"]>>;
+
+export interface ClientOptions {
+  /** The environment's base URL (PUBLIC_URL). */
+  url: string;
+  /** A key or user token, or a function that answers a fresh one (called per request and per connection). */
+  token: TokenSource;
+  fetch?: Fetch;
+  /** Where no global WebSocket exists (Node 20): the `ws` package's, say. */
+  WebSocket?: typeof WebSocket;
+  /** How often the live session takes a fresh token from `token` without reconnecting (default 5 min). */
+  sessionReauthMs?: number;
+}
+
+/** A live query's result: each top-level entity's rows, typed from the release's entities when it has them. */
+export type QueryResult<Release extends ReleaseTypes, Query> = {
+  [Entity in keyof Query]: Release["entities"] extends Record<string, unknown>
+    ? Entity extends keyof Release["entities"]
+      ? Release["entities"][Entity][]
+      : unknown[]
+    : unknown[];
+};
