@@ -2,12 +2,12 @@ import type { PgDialect } from "drizzle-orm/pg-core";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import type { Dialect } from "../drizzle/database.ts";
+import { DrizzleDelayedInvocationStore } from "../drizzle/delayed-invocations.ts";
 import { DrizzleExecutionLogStore } from "../drizzle/execution-logs.ts";
 import { DrizzleFileStore } from "../drizzle/files.ts";
 import { DrizzleOAuthStore } from "../drizzle/oauth.ts";
 import { DrizzleReleaseStore } from "../drizzle/releases.ts";
 import { DrizzleRetentionStore } from "../drizzle/retention.ts";
-import { DrizzleScheduledStore } from "../drizzle/scheduled.ts";
 import { DrizzleScheduleStore } from "../drizzle/schedules.ts";
 import { DrizzleStatsStore } from "../drizzle/stats.ts";
 import { DrizzleTokenStore } from "../drizzle/tokens.ts";
@@ -57,7 +57,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
     files: new DrizzleFileStore(db, schema),
     instances,
     schedules: new DrizzleScheduleStore(db, schema),
-    scheduled: new DrizzleScheduledStore(db, dialect, schema),
+    delayedInvocations: new DrizzleDelayedInvocationStore(db, dialect, schema),
     stats: new DrizzleStatsStore(db, schema),
     data: postgresDataStore(client, instances.id),
     pool: () => ({ size: options.max, ...totalLoad([executions.load, runs.load, logWriter.load]) }),

@@ -4,12 +4,12 @@ import { dirname } from "node:path";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import type { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
+import { DrizzleDelayedInvocationStore } from "../drizzle/delayed-invocations.ts";
 import { DrizzleExecutionLogStore } from "../drizzle/execution-logs.ts";
 import { DrizzleFileStore } from "../drizzle/files.ts";
 import { DrizzleOAuthStore } from "../drizzle/oauth.ts";
 import { DrizzleReleaseStore } from "../drizzle/releases.ts";
 import { DrizzleRetentionStore } from "../drizzle/retention.ts";
-import { DrizzleScheduledStore } from "../drizzle/scheduled.ts";
 import { DrizzleScheduleStore } from "../drizzle/schedules.ts";
 import { DrizzleStatsStore } from "../drizzle/stats.ts";
 import { DrizzleTokenStore } from "../drizzle/tokens.ts";
@@ -67,7 +67,7 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
     files: new DrizzleFileStore(db, tables),
     instances,
     schedules: new DrizzleScheduleStore(db, tables),
-    scheduled: new DrizzleScheduledStore(db, dialect, tables),
+    delayedInvocations: new DrizzleDelayedInvocationStore(db, dialect, tables),
     stats: new DrizzleStatsStore(db, tables),
     data: sqliteDataStore(client, instances.id),
     // One connection, written synchronously: what waits is the next group commit.

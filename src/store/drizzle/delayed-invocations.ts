@@ -1,12 +1,12 @@
 import { and, asc, desc, eq, inArray, isNull, lt, lte, min, or, type SQL, sql } from "drizzle-orm";
+import type { DelayedInvocationFilter, DelayedInvocationStore } from "../delayed-invocations.ts";
 import type { ScheduledRow } from "../rows.ts";
-import type { ScheduledFilter, ScheduledStore } from "../scheduled.ts";
 import type { PrincipalKind } from "../statuses.ts";
 import type { AnyDatabase, Dialect, Tables } from "./database.ts";
 
 const INSERT_CHUNK = 500;
 
-export class DrizzleScheduledStore implements ScheduledStore {
+export class DrizzleDelayedInvocationStore implements DelayedInvocationStore {
   constructor(
     private readonly db: AnyDatabase,
     private readonly dialect: Dialect,
@@ -25,7 +25,7 @@ export class DrizzleScheduledStore implements ScheduledStore {
     return rows[0] ?? null;
   }
 
-  list(filter: ScheduledFilter): Promise<ScheduledRow[]> {
+  list(filter: DelayedInvocationFilter): Promise<ScheduledRow[]> {
     const s = this.t.scheduledInvocations;
     const conditions: SQL[] = [];
     if (filter.principal) conditions.push(...this.owned(filter.principal));
