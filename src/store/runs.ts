@@ -62,6 +62,10 @@ export interface Suspension {
 export const SAVED = { saved: true } as const;
 export const LEASE_LOST = { leaseLost: true } as const;
 
+/** A run that has not ended (the due index covers exactly these). */
+export type ActiveRunStatus = "queued" | "running" | "sleeping";
+export const ACTIVE_RUN_STATUSES: readonly ActiveRunStatus[] = ["queued", "running", "sleeping"];
+
 /**
  * Workflow runs and their checkpoints, the same on every dialect (test/store/run-store.contract.ts).
  *
@@ -72,9 +76,6 @@ export const LEASE_LOST = { leaseLost: true } as const;
  * claimed the run is still its owner's. Times are the caller's (`now`, `leaseUntil`, a settlement's
  * `finishedAt`); the store never reads a clock.
  */
-export type ActiveRunStatus = "queued" | "running" | "sleeping";
-export const ACTIVE_RUN_STATUSES: readonly ActiveRunStatus[] = ["queued", "running", "sleeping"];
-
 export interface RunStore {
   /**
    * Inserts the execution and its run in one transaction unless (principal, requestId) is taken; then

@@ -2,15 +2,12 @@ import type { ParameterOrJSON, Row, Sql } from "postgres";
 import type { DataWrite } from "../data.ts";
 import { selectList } from "../drizzle/columns.ts";
 import type { AnyDatabase, Tables } from "../drizzle/database.ts";
-import { boundedRun, boundedSteps, countActiveRuns, listRuns } from "../drizzle/lists.ts";
+import { DrizzleRunReads } from "../drizzle/lists.ts";
 import type { ExecutionStore } from "../executions.ts";
 import { type ExecutionRow, type RunRow, STORED_SIZES, type StepRow } from "../rows.ts";
 import {
-  type BoundedStep,
   type Fenced,
   LEASE_LOST,
-  type RunFilter,
-  type RunListRow,
   type RunSettlement,
   type RunStore,
   runCanceled,
@@ -168,7 +165,7 @@ const PREPARED = { prepare: true };
  * moment. A step with data writes takes a transaction of its own, since its writes and its checkpoint
  * commit together or not at all.
  */
-export class PgRunStore implements RunStore {
+export class PgRunStore extends DrizzleRunReads implements RunStore {
   private readonly lanes = Array.from(
     { length: LANES },
     () =>
@@ -188,9 +185,11 @@ export class PgRunStore implements RunStore {
   constructor(
     private readonly client: Sql,
     private readonly executions: Pick<ExecutionStore, "findByRequest">,
-    private readonly lists: { db: AnyDatabase; tables: Tables },
+    lists: { db: AnyDatabase; tables: Tables },
     private readonly retries: BatchRetries,
-  ) {}
+  ) {
+    super(lists);
+  }
 
   async admit(execution: ExecutionRow, run: RunRow) {
     const rows = await this.write(
@@ -230,22 +229,6 @@ export class PgRunStore implements RunStore {
   async get(id: string): Promise<RunRow | null> {
     const [raw] = await this.client.unsafe(`select ${RUN_COLUMNS} from workflow_runs where id = $1`, [id], PREPARED);
     return raw ? parseRun(raw) : null;
-  }
-
-  list(filter: RunFilter): Promise<RunListRow[]> {
-    return listRuns(this.lists.db, this.lists.tables.workflowRuns, filter);
-  }
-
-  countActive() {
-    return countActiveRuns(this.lists.db, this.lists.tables.workflowRuns);
-  }
-
-  getBounded(id: string, maxValueBytes: number): Promise<RunListRow | null> {
-    return boundedRun(this.lists.db, this.lists.tables.workflowRuns, id, maxValueBytes);
-  }
-
-  boundedSteps(runId: string, maxValueBytes: number): Promise<BoundedStep[]> {
-    return boundedSteps(this.lists.db, this.lists.tables.workflowSteps, runId, maxValueBytes);
   }
 
   async steps(runId: string): Promise<StepRow[]> {

@@ -2,14 +2,11 @@ import type { Database, Statement } from "bun:sqlite";
 import type { DataWrite } from "../data.ts";
 import { selectList } from "../drizzle/columns.ts";
 import type { AnyDatabase, Tables } from "../drizzle/database.ts";
-import { boundedRun, boundedSteps, countActiveRuns, listRuns } from "../drizzle/lists.ts";
+import { DrizzleRunReads } from "../drizzle/lists.ts";
 import { type ExecutionRow, type RunRow, STORED_SIZES, type StepRow } from "../rows.ts";
 import {
-  type BoundedStep,
   type Fenced,
   LEASE_LOST,
-  type RunFilter,
-  type RunListRow,
   type RunSettlement,
   type RunStore,
   runCanceled,
@@ -44,7 +41,7 @@ const HELD = `lease_owner = $owner`;
  * serves a SQLite database, so nothing here needs to skip locked rows; leases still fence every write,
  * as on PostgreSQL, so the engine behaves the same on both.
  */
-export class SqliteRunStore implements RunStore {
+export class SqliteRunStore extends DrizzleRunReads implements RunStore {
   private readonly insertRun: Statement;
   private readonly byId: Statement<RawRun>;
   private readonly stepsOf: Statement<RawStep>;
@@ -65,10 +62,11 @@ export class SqliteRunStore implements RunStore {
     private readonly client: Database,
     private readonly executions: SqliteExecutionStore,
     private readonly data: SqliteDataWriter,
-    private readonly lists: { db: AnyDatabase; tables: Tables },
+    lists: { db: AnyDatabase; tables: Tables },
     /** Told of each commit, as the executions' group commit tells it (checkpoints/index.ts). */
     private readonly checkpoints: BackgroundCheckpoints | null = null,
   ) {
+    super(lists);
     // Sizes stored beside the values are measured from the statements' parameters, as in executions.ts.
     this.insertRun = client.prepare(
       `insert into workflow_runs (id, request_id, workflow, release_version, principal_kind, principal_id, principal_claims,
@@ -169,22 +167,6 @@ export class SqliteRunStore implements RunStore {
   async get(id: string): Promise<RunRow | null> {
     const raw = this.byId.get({ id });
     return raw ? parseRun(raw) : null;
-  }
-
-  list(filter: RunFilter): Promise<RunListRow[]> {
-    return listRuns(this.lists.db, this.lists.tables.workflowRuns, filter);
-  }
-
-  countActive() {
-    return countActiveRuns(this.lists.db, this.lists.tables.workflowRuns);
-  }
-
-  getBounded(id: string, maxValueBytes: number): Promise<RunListRow | null> {
-    return boundedRun(this.lists.db, this.lists.tables.workflowRuns, id, maxValueBytes);
-  }
-
-  boundedSteps(runId: string, maxValueBytes: number): Promise<BoundedStep[]> {
-    return boundedSteps(this.lists.db, this.lists.tables.workflowSteps, runId, maxValueBytes);
   }
 
   async steps(runId: string): Promise<StepRow[]> {
