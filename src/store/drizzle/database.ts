@@ -11,11 +11,6 @@ import type * as tables from "../schema/pg.ts";
 export type AnyDatabase = PgDatabase<any, any>;
 export type Tables = typeof tables;
 
-/** What drizzle/ needs to know of a dialect beyond the builders. */
-export interface Dialect {
-  readonly name: "sqlite" | "postgres";
-}
-
 /**
  * A text column's size in UTF-8 bytes. Both databases read it from the value's header, not the value
  * (measured: 400 MiB of values sized in under 10 ms on either); a JSON value's size is stored beside it

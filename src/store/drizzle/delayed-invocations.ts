@@ -1,8 +1,9 @@
 import { and, asc, desc, eq, inArray, isNull, lt, lte, min, or, type SQL, sql } from "drizzle-orm";
 import type { DelayedInvocationFilter, DelayedInvocationStore } from "../delayed-invocations.ts";
+import type { Dialect } from "../dialect.ts";
 import type { ScheduledRow } from "../rows.ts";
 import type { PrincipalKind } from "../statuses.ts";
-import type { AnyDatabase, Dialect, Tables } from "./database.ts";
+import type { AnyDatabase, Tables } from "./database.ts";
 
 const INSERT_CHUNK = 500;
 
@@ -47,12 +48,10 @@ export class DrizzleDelayedInvocationStore implements DelayedInvocationStore {
       .where(and(eq(s.status, "pending"), lte(s.dueAt, now), this.free(now)))
       .orderBy(asc(s.dueAt))
       .limit(limit);
-    // Skip locked: instances claiming at once take different invocations instead of waiting on each other.
-    const chosen = this.dialect.name === "postgres" ? due.for("update", { skipLocked: true }) : due;
     const rows = await this.db
       .update(s)
       .set({ leaseOwner: owner, leaseExpiresAt: leaseUntil, updatedAt: now })
-      .where(and(inArray(s.id, chosen), eq(s.status, "pending")))
+      .where(and(inArray(s.id, this.dialect.claimable(due)), eq(s.status, "pending")))
       .returning();
     return rows.sort((a, b) => a.dueAt - b.dueAt);
   }

@@ -3,7 +3,7 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import type { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
-import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
+import type { AnyDatabase, Tables } from "../drizzle/database.ts";
 import { DrizzleDelayedInvocationStore } from "../drizzle/delayed-invocations.ts";
 import { DrizzleExecutionLogStore } from "../drizzle/execution-logs.ts";
 import { DrizzleFileStore } from "../drizzle/files.ts";
@@ -20,6 +20,7 @@ import type { Store } from "../store.ts";
 import { BackgroundCheckpoints } from "./checkpoints/index.ts";
 import { sqliteDataStore } from "./data.ts";
 import { SqliteDataWriter } from "./data-writes.ts";
+import { sqliteDialect } from "./dialect.ts";
 import { SqliteExecutionStore } from "./executions.ts";
 import { SqliteInstanceStore } from "./instances.ts";
 import { requestKeysPath } from "./request-keys/file.ts";
@@ -27,8 +28,6 @@ import { SqliteRunStore } from "./runs.ts";
 
 const migrations = readMigrations("sqlite");
 type MigrationSession = Parameters<SQLiteSyncDialect["migrate"]>[1];
-
-const dialect: Dialect = { name: "sqlite" };
 
 /** Opens (creating when missing) a SQLite database file in WAL mode and applies pending migrations. */
 export function openSqliteStore(path: string, options: { synchronous?: "normal" | "full" } = {}): Store {
@@ -67,7 +66,7 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
     files: new DrizzleFileStore(db, tables),
     instances,
     schedules: new DrizzleScheduleStore(db, tables),
-    delayedInvocations: new DrizzleDelayedInvocationStore(db, dialect, tables),
+    delayedInvocations: new DrizzleDelayedInvocationStore(db, sqliteDialect, tables),
     stats: new DrizzleStatsStore(db, tables),
     data: sqliteDataStore(client, instances.id),
     // One connection, written synchronously: what waits is the next group commit.

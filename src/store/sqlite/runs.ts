@@ -15,6 +15,7 @@ import {
   type Suspension,
 } from "../runs.ts";
 import { workflowRuns, workflowSteps } from "../schema/sqlite.ts";
+import { OPEN_STEP, RUN_WAITING } from "../status-sql.ts";
 import { refusal } from "../write-failure.ts";
 import type { BackgroundCheckpoints } from "./checkpoints/index.ts";
 import type { SqliteDataWriter } from "./data-writes.ts";
@@ -32,8 +33,6 @@ const RUN_COLUMNS = selectList(workflowRuns, undefined, STORED_SIZES);
 
 const STEP_COLUMNS = selectList(workflowSteps, undefined, STORED_SIZES);
 
-const WAITING = `status in ('queued', 'running', 'sleeping')`;
-const OPEN_STEP = `('running', 'retrying', 'sleeping')`;
 const HELD = `lease_owner = $owner`;
 
 /**
@@ -87,10 +86,10 @@ export class SqliteRunStore extends DrizzleRunReads implements RunStore {
         error = excluded.error, started_at = excluded.started_at, finished_at = excluded.finished_at
        where excluded.status <> 'running' or workflow_steps.attempts < excluded.attempts`,
     );
-    this.isHeld = client.prepare(`select id from workflow_runs where id = $id and ${HELD} and ${WAITING}`);
+    this.isHeld = client.prepare(`select id from workflow_runs where id = $id and ${HELD} and ${RUN_WAITING}`);
     this.due = client.prepare(
       `select ${RUN_COLUMNS} from workflow_runs
-       where ${WAITING} and (wake_at <= $now or cancel_requested = 1)
+       where ${RUN_WAITING} and (wake_at <= $now or cancel_requested = 1)
          and (lease_expires_at is null or lease_expires_at < $now)
        order by wake_at limit $limit`,
     );
@@ -102,19 +101,19 @@ export class SqliteRunStore extends DrizzleRunReads implements RunStore {
       `update executions set status = 'running', started_at = $now where id = $id and status = 'queued'`,
     );
     this.renewOne = client.prepare(
-      `update workflow_runs set lease_expires_at = $until where id = $id and ${HELD} and ${WAITING}
+      `update workflow_runs set lease_expires_at = $until where id = $id and ${HELD} and ${RUN_WAITING}
        returning id, cancel_requested as cancelRequested`,
     );
     this.suspendRun = client.prepare(
       `update workflow_runs set status = $status, wake_at = $wakeAt, lease_owner = null, lease_expires_at = null,
         updated_at = $now
-       where id = $id and ${HELD} and ${WAITING}`,
+       where id = $id and ${HELD} and ${RUN_WAITING}`,
     );
     this.finishRun = client.prepare(
       `update workflow_runs set status = $status, output = $output, output_bytes = octet_length($output),
         error_code = $errorCode, error_message = $errorMessage, lease_owner = null, lease_expires_at = null, updated_at = $finishedAt,
         finished_at = $finishedAt
-       where id = $id and ${WAITING} and (($owner is null and (lease_expires_at is null or lease_expires_at < $finishedAt))
+       where id = $id and ${RUN_WAITING} and (($owner is null and (lease_expires_at is null or lease_expires_at < $finishedAt))
         or (${HELD}))`,
     );
     this.settleExecution = client.prepare(
@@ -124,13 +123,13 @@ export class SqliteRunStore extends DrizzleRunReads implements RunStore {
        where id = $id`,
     );
     this.flagCancel = client.prepare(
-      `update workflow_runs set cancel_requested = 1, updated_at = $now where id = $id and ${WAITING}`,
+      `update workflow_runs set cancel_requested = 1, updated_at = $now where id = $id and ${RUN_WAITING}`,
     );
     this.cancelOpenSteps = client.prepare(
       `update workflow_steps set status = 'canceled', finished_at = $at where run_id = $runId and status in ${OPEN_STEP}`,
     );
     this.releaseAll = client.prepare(
-      `update workflow_runs set lease_owner = null, lease_expires_at = null where lease_owner = $owner and ${WAITING}`,
+      `update workflow_runs set lease_owner = null, lease_expires_at = null where lease_owner = $owner and ${RUN_WAITING}`,
     );
   }
 
@@ -239,7 +238,7 @@ export class SqliteRunStore extends DrizzleRunReads implements RunStore {
   /** Frees every lease: at start-up no other process can hold one (one process serves a SQLite database). */
   releaseAllLeases(): number {
     return this.client.run(
-      `update workflow_runs set lease_owner = null, lease_expires_at = null where lease_owner is not null and ${WAITING}`,
+      `update workflow_runs set lease_owner = null, lease_expires_at = null where lease_owner is not null and ${RUN_WAITING}`,
     ).changes;
   }
 
