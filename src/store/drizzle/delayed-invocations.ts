@@ -3,15 +3,15 @@ import type { DelayedInvocationFilter, DelayedInvocationStore } from "../delayed
 import type { Dialect } from "../dialect.ts";
 import type { ScheduledRow } from "../rows.ts";
 import type { PrincipalKind } from "../statuses.ts";
-import type { AnyDatabase, Tables } from "./database.ts";
+import type { SharedDatabase, SharedTables } from "./database.ts";
 
 const INSERT_CHUNK = 500;
 
 export class DrizzleDelayedInvocationStore implements DelayedInvocationStore {
   constructor(
-    private readonly db: AnyDatabase,
+    private readonly db: SharedDatabase,
     private readonly dialect: Dialect,
-    private readonly t: Pick<Tables, "scheduledInvocations">,
+    private readonly t: Pick<SharedTables, "scheduledInvocations">,
   ) {}
 
   async insert(rows: ScheduledRow[]): Promise<void> {

@@ -10,9 +10,9 @@ import {
   type RunListRow,
   type RunStore,
 } from "../runs.ts";
-import { type AnyDatabase, type Tables, textBytes } from "./database.ts";
+import { type SharedDatabase, type SharedTables, textBytes } from "./database.ts";
 
-type Listable = Tables["executions"] | Tables["workflowRuns"];
+type Listable = SharedTables["executions"] | SharedTables["workflowRuns"];
 
 /**
  * Read through their bounds below; `instance` is the executions' bookkeeping (instances.ts), not part of a
@@ -44,7 +44,7 @@ function upTo(order: readonly string[], values: Sized, maxBytes: number): Record
  * the values were written (a JSON value's) or read from a value's header (a text's), so a page of large
  * executions or runs reads no value it leaves out.
  */
-function bounded(db: AnyDatabase, table: Listable, maxValueBytes: number) {
+function bounded(db: SharedDatabase, table: Listable, maxValueBytes: number) {
   const { input, output, errorMessage, inputBytes, outputBytes } = table;
   const columns = Object.fromEntries(Object.entries(getTableColumns(table)).filter(([key]) => !READ_BOUNDED.has(key)));
   const values: Sized = {
@@ -57,7 +57,7 @@ function bounded(db: AnyDatabase, table: Listable, maxValueBytes: number) {
 
 /** One page of a list, newest first, its values bounded. */
 function page(
-  db: AnyDatabase,
+  db: SharedDatabase,
   table: Listable,
   conditions: SQL[],
   filter: { beforeId?: string; limit: number; maxValueBytes: number },
@@ -70,8 +70,8 @@ function page(
 }
 
 export async function listExecutions(
-  db: AnyDatabase,
-  x: Tables["executions"],
+  db: SharedDatabase,
+  x: SharedTables["executions"],
   filter: ExecutionFilter,
 ): Promise<ExecutionListRow[]> {
   const conditions: SQL[] = [];
@@ -91,7 +91,7 @@ export async function listExecutions(
 export abstract class DrizzleRunReads
   implements Pick<RunStore, "list" | "countActive" | "getBounded" | "boundedSteps">
 {
-  constructor(protected readonly lists: { db: AnyDatabase; tables: Tables }) {}
+  constructor(protected readonly lists: { db: SharedDatabase; tables: SharedTables }) {}
 
   async list(filter: RunFilter): Promise<RunListRow[]> {
     const r = this.lists.tables.workflowRuns;

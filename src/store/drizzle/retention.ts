@@ -1,19 +1,19 @@
 import { and, asc, inArray, isNotNull, lt, notExists, notInArray, sql } from "drizzle-orm";
 import type { RetentionStore } from "../retention.ts";
 import { EXECUTION_STATUSES, isRunTerminal, isTerminal, RUN_STATUSES } from "../statuses.ts";
-import type { AnyDatabase, Tables } from "./database.ts";
+import type { SharedDatabase, SharedTables } from "./database.ts";
 
 const EXECUTION_ENDED = EXECUTION_STATUSES.filter(isTerminal);
 const RUN_ENDED = RUN_STATUSES.filter(isRunTerminal);
 
-type Pruned = Pick<Tables, "executions" | "executionLogs" | "files" | "workflowRuns" | "workflowSteps">;
+type Pruned = Pick<SharedTables, "executions" | "executionLogs" | "files" | "workflowRuns" | "workflowSteps">;
 
 /** An execution's idempotency key, for a dialect that keeps keys beside the executions (SQLite). */
 export type PrunedKey = { principalKind: string; principalId: string; requestId: string };
 
 export class DrizzleRetentionStore implements RetentionStore {
   constructor(
-    private readonly db: AnyDatabase,
+    private readonly db: SharedDatabase,
     private readonly t: Pruned,
     /** Forgets the keys of executions about to be deleted, where they are not in the executions table. */
     private readonly forgetKeys: (keys: PrunedKey[]) => Promise<void> | void = () => {},

@@ -1,7 +1,7 @@
 import type { ParameterOrJSON, Row, Sql } from "postgres";
 import type { DataWrite } from "../data.ts";
 import { selectList } from "../drizzle/columns.ts";
-import type { AnyDatabase, Tables } from "../drizzle/database.ts";
+import type { SharedDatabase, SharedTables } from "../drizzle/database.ts";
 import { DrizzleRunReads } from "../drizzle/lists.ts";
 import type { ExecutionStore } from "../executions.ts";
 import { type ExecutionRow, type RunRow, STORED_SIZES, type StepRow } from "../rows.ts";
@@ -183,7 +183,7 @@ export class PgRunStore extends DrizzleRunReads implements RunStore {
   constructor(
     private readonly client: Sql,
     private readonly executions: Pick<ExecutionStore, "findByRequest">,
-    lists: { db: AnyDatabase; tables: Tables },
+    lists: { db: SharedDatabase; tables: SharedTables },
     private readonly retries: BatchRetries,
   ) {
     super(lists);

@@ -1,9 +1,9 @@
 import { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { drizzle } from "drizzle-orm/bun-sqlite";
+import { type BunSQLiteDatabase, drizzle } from "drizzle-orm/bun-sqlite";
 import type { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
-import type { AnyDatabase, Tables } from "../drizzle/database.ts";
+import type { SharedDatabase, SharedTables } from "../drizzle/database.ts";
 import { DrizzleDelayedInvocationStore } from "../drizzle/delayed-invocations.ts";
 import { DrizzleExecutionLogStore } from "../drizzle/execution-logs.ts";
 import { DrizzleFileStore } from "../drizzle/files.ts";
@@ -42,12 +42,14 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
   client.exec("PRAGMA foreign_keys = ON");
   // Most of what a SQLite server's memory grows by as its data grows (ARCHITECTURE.md, Storage).
   client.exec("PRAGMA cache_size = -65536");
-  const db = drizzle({ client, schema }) as unknown as AnyDatabase;
+  const sqlite: BunSQLiteDatabase<typeof schema> = drizzle({ client, schema });
   // drizzle's own migrate() does exactly this after reading a folder; the migrations are inlined instead.
-  const internals = db as unknown as { dialect: SQLiteSyncDialect; session: MigrationSession };
+  const internals = sqlite as unknown as { dialect: SQLiteSyncDialect; session: MigrationSession };
   internals.dialect.migrate(migrations, internals.session);
 
-  const tables = schema as unknown as Tables;
+  // drizzle/ is compiled against sqlite-core's builders by its own check (drizzle/database.ts).
+  const db = sqlite as unknown as SharedDatabase;
+  const tables = schema as unknown as SharedTables;
   const lists = { db, tables };
   const data = new SqliteDataWriter(client);
   const checkpoints = path === ":memory:" ? null : new BackgroundCheckpoints(client, path);

@@ -1,7 +1,7 @@
 import type { Database, Statement } from "bun:sqlite";
 import type { DataWrite } from "../data.ts";
 import { selectList } from "../drizzle/columns.ts";
-import type { AnyDatabase, Tables } from "../drizzle/database.ts";
+import type { SharedDatabase, SharedTables } from "../drizzle/database.ts";
 import { DrizzleRunReads } from "../drizzle/lists.ts";
 import { type ExecutionRow, type RunRow, STORED_SIZES, type StepRow } from "../rows.ts";
 import {
@@ -61,7 +61,7 @@ export class SqliteRunStore extends DrizzleRunReads implements RunStore {
     private readonly client: Database,
     private readonly executions: SqliteExecutionStore,
     private readonly data: SqliteDataWriter,
-    lists: { db: AnyDatabase; tables: Tables },
+    lists: { db: SharedDatabase; tables: SharedTables },
     /** Told of each commit, as the executions' group commit tells it (checkpoints/index.ts). */
     private readonly checkpoints: BackgroundCheckpoints | null = null,
   ) {
