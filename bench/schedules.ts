@@ -108,13 +108,13 @@ async function drainAgainstAdmission(
       updatedAt: Date.now(),
     };
   });
-  await store.scheduled.insert(rows);
+  await store.delayedInvocations.insert(rows);
   const dueAt = Date.now() + DUE_IN_MS;
   await execute(databaseUrl, `update scheduled_invocations set due_at = ${dueAt} where due_at = ${later}`);
   let startedAt = 0;
   for (;;) {
     await Bun.sleep(50);
-    const pending = await store.scheduled.list({ status: "pending", limit: 1 });
+    const pending = await store.delayedInvocations.list({ status: "pending", limit: 1 });
     if (pending.length === 0 && startedAt === 0) startedAt = Date.now();
     const open = await store.executions.list({ action: "bench.noop", status: "running", limit: 1, maxValueBytes: 0 });
     if (startedAt !== 0 && open.length === 0) break;

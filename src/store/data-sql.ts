@@ -1,8 +1,6 @@
 import {
   type ChildQuery,
   type Condition,
-  type DataAttr,
-  type DataAttrType,
   type DataStore,
   type EntityRow,
   type Hop,
@@ -13,33 +11,7 @@ import {
   type ReadBudget,
   ReadBudgetSpent,
 } from "./data.ts";
-
-/**
- * The few places where SQLite and PostgreSQL spell the same thing differently (sqlite/data.ts,
- * pg/data.ts). Everything else the compiler writes is plain SQL both accept. Entity, link and attribute
- * names are checked identifiers, so they are written into SQL text; every value is a bound parameter.
- */
-export interface SqlDialect {
-  /** Appends a parameter and returns its placeholder. */
-  param(params: unknown[], value: unknown): string;
-  /** The attribute's value as a typed scalar (the same expression the attribute's index is built on). */
-  attr(alias: string, attr: DataAttr): string;
-  /** Membership in a list given as one JSON array parameter (any length, one statement); `type` of the values, text when absent. */
-  inJsonList(expr: string, params: unknown[], values: unknown[], type?: DataAttrType): string;
-  like(expr: string, params: unknown[], pattern: string, caseInsensitive: boolean): string;
-  /** A value bound for comparison with `attr(...)`: booleans differ (SQLite's JSON booleans are 0/1). */
-  scalar(attr: DataAttr, value: unknown): unknown;
-  /** A document bound as JSON text, as the `doc` column stores it. */
-  json(params: unknown[], doc: unknown): string;
-  /** The `doc` column of `alias` read as JSON text (what a read budget counts the bytes of). */
-  docText(alias: string): string;
-  indexDdl(attr: IndexedAttr): string;
-  /**
-   * What makes the planner read an attribute's index in order for a top-N query, where it would rather
-   * sort every row of the entity (SQLite's `indexed by`); empty where the planner needs no help.
-   */
-  readInOrder(entity: string, attr: DataAttr): string;
-}
+import type { Dialect } from "./dialect.ts";
 
 /** One statement and its parameters, in the dialect's placeholders. */
 export interface Statement {
@@ -72,7 +44,7 @@ const FIRST_READ = 100;
 /** The data store of one dialect: the compiler below over that dialect's connection. */
 export class SqlDataStore implements DataStore {
   constructor(
-    private readonly dialect: SqlDialect,
+    private readonly dialect: Dialect,
     private readonly connection: DataConnection,
     /** This process, so that it does not hear its own notifications. */
     private readonly instance: string,
@@ -180,19 +152,19 @@ export class SqlDataStore implements DataStore {
 }
 
 interface Compiling {
-  dialect: SqlDialect;
+  dialect: Dialect;
   params: unknown[];
   aliases: { next: number };
 }
 
 /** The top level of a query: one statement, reading at most `cap` rows. */
-export function rootsStatement(node: QueryNode, dialect: SqlDialect, cap = UNLIMITED): Statement {
+export function rootsStatement(node: QueryNode, dialect: Dialect, cap = UNLIMITED): Statement {
   const ctx: Compiling = { dialect, params: [], aliases: { next: 0 } };
   // The entity name is a checked identifier; written as a literal, it lets the planner use the partial indexes.
   const conditions = [`e.entity = '${node.entity}'`];
   if (node.where) conditions.push(condition(node.where, "e", ctx));
   const by = node.order?.by;
-  // First rows by an indexed attribute that every row has: its index holds them in order (see SqlDialect).
+  // First rows by an indexed attribute that every row has: its index holds them in order (see Dialect.readInOrder).
   const hint =
     by !== undefined && by !== "createdAt" && by.indexed && !by.optional && node.limit !== undefined
       ? dialect.readInOrder(node.entity, by)
@@ -206,7 +178,7 @@ export function rootsStatement(node: QueryNode, dialect: SqlDialect, cap = UNLIM
 }
 
 /** One child level for every parent at once (`IN` a JSON list): one statement, never one per parent; at most `cap` rows. */
-function childrenStatement(child: ChildQuery, parentIds: string[], dialect: SqlDialect, cap: number): Statement {
+function childrenStatement(child: ChildQuery, parentIds: string[], dialect: Dialect, cap: number): Statement {
   const ctx: Compiling = { dialect, params: [], aliases: { next: 0 } };
   const from = fromColumn(child.hop);
   const conditions = [
@@ -274,12 +246,12 @@ function condition(c: Condition, alias: string, ctx: Compiling): string {
  */
 const LIKE_WINDOW = 4_096;
 
-const operand = (on: Operand, alias: string, dialect: SqlDialect) =>
+const operand = (on: Operand, alias: string, dialect: Dialect) =>
   on === "id" ? `${alias}.id` : dialect.attr(alias, on);
 
-const bound = (on: Operand, value: unknown, dialect: SqlDialect) => (on === "id" ? value : dialect.scalar(on, value));
+const bound = (on: Operand, value: unknown, dialect: Dialect) => (on === "id" ? value : dialect.scalar(on, value));
 
-function orderBy(node: QueryNode, alias: string, dialect: SqlDialect): string {
+function orderBy(node: QueryNode, alias: string, dialect: Dialect): string {
   const tail = `${alias}.created_at, ${alias}.id`;
   const order = node.order;
   if (!order) return tail;

@@ -1,5 +1,6 @@
 import type { DataWrite } from "./data.ts";
-import type { SqlDialect, Statement } from "./data-sql.ts";
+import type { Statement } from "./data-sql.ts";
+import type { Dialect } from "./dialect.ts";
 
 /** A statement of an execution's data writes; when it must change a row, the message for when it does not. */
 export interface WriteStatement extends Statement {
@@ -10,7 +11,7 @@ export interface WriteStatement extends Statement {
  * The SQL of one execution's (or step's) writes, in order, for the transaction that stores its final
  * status (sqlite/data-writes.ts, pg/data-writes.ts run them).
  */
-export function writeStatements(dialect: SqlDialect, writes: readonly DataWrite[]): WriteStatement[] {
+export function writeStatements(dialect: Dialect, writes: readonly DataWrite[]): WriteStatement[] {
   const statements: WriteStatement[] = [];
   const add = (sql: (p: (value: unknown) => string, json: (doc: unknown) => string) => string, mustChange?: string) => {
     const params: unknown[] = [];

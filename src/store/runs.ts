@@ -1,7 +1,7 @@
 import type { DataWrite } from "./data.ts";
 import type { Listed } from "./executions.ts";
 import type { ExecutionRow, RunRow, StepRow } from "./rows.ts";
-import type { PrincipalKind, RunStatus } from "./statuses.ts";
+import { isRunTerminal, type PrincipalKind, RUN_STATUSES, type RunStatus, type StepStatus } from "./statuses.ts";
 
 export interface RunFilter {
   /** Omitted for a service key, which sees every run. */
@@ -62,6 +62,12 @@ export interface Suspension {
 export const SAVED = { saved: true } as const;
 export const LEASE_LOST = { leaseLost: true } as const;
 
+/** A run that has not ended (the due index covers exactly these). */
+export type ActiveRunStatus = Exclude<RunStatus, RunSettlement["status"]>;
+export const ACTIVE_RUN_STATUSES = RUN_STATUSES.filter((status): status is ActiveRunStatus => !isRunTerminal(status));
+/** A step that has not ended: a canceled run's steps in these end canceled with it. */
+export const OPEN_STEP_STATUSES: readonly StepStatus[] = ["running", "retrying", "sleeping"];
+
 /**
  * Workflow runs and their checkpoints, the same on every dialect (test/store/run-store.contract.ts).
  *
@@ -72,9 +78,6 @@ export const LEASE_LOST = { leaseLost: true } as const;
  * claimed the run is still its owner's. Times are the caller's (`now`, `leaseUntil`, a settlement's
  * `finishedAt`); the store never reads a clock.
  */
-export type ActiveRunStatus = "queued" | "running" | "sleeping";
-export const ACTIVE_RUN_STATUSES: readonly ActiveRunStatus[] = ["queued", "running", "sleeping"];
-
 export interface RunStore {
   /**
    * Inserts the execution and its run in one transaction unless (principal, requestId) is taken; then

@@ -1,4 +1,5 @@
 import type { DataStore } from "./data.ts";
+import type { DelayedInvocationStore } from "./delayed-invocations.ts";
 import type { ExecutionLogStore } from "./execution-logs.ts";
 import type { ExecutionStore } from "./executions.ts";
 import type { FileStore } from "./files.ts";
@@ -7,7 +8,6 @@ import type { OAuthStore } from "./oauth.ts";
 import type { ReleaseStore } from "./releases.ts";
 import type { RetentionStore } from "./retention.ts";
 import type { RunStore } from "./runs.ts";
-import type { ScheduledStore } from "./scheduled.ts";
 import type { ScheduleStore } from "./schedules.ts";
 import type { StatsStore } from "./stats.ts";
 import type { TokenStore } from "./tokens.ts";
@@ -42,7 +42,7 @@ export interface Store {
   readonly files: FileStore;
   readonly instances: InstanceStore;
   readonly schedules: ScheduleStore;
-  readonly scheduled: ScheduledStore;
+  readonly delayedInvocations: DelayedInvocationStore;
   readonly stats: StatsStore;
 
   /**

@@ -3,6 +3,7 @@ import { openStore } from "../../src/store/open.ts";
 import { dialects } from "../support/databases.ts";
 import { consoleStoreContract } from "./console-store.contract.ts";
 import { dataStoreContract } from "./data-store.contract.ts";
+import { delayedInvocationStoreContract } from "./delayed-invocation-store.contract.ts";
 import { executionLogStoreContract } from "./execution-log-store.contract.ts";
 import { executionStoreContract } from "./execution-store.contract.ts";
 import { fileStoreContract } from "./file-store.contract.ts";
@@ -10,7 +11,6 @@ import type { OpenStores } from "./fixture.ts";
 import { retentionStoreContract } from "./retention-store.contract.ts";
 import { runStoreContract } from "./run-store.contract.ts";
 import { scheduleStoreContract } from "./schedule-store.contract.ts";
-import { scheduledStoreContract } from "./scheduled-store.contract.ts";
 
 for (const dialect of dialects) {
   /** A fresh database per test; on PostgreSQL the peer is a second instance on it. */
@@ -35,7 +35,7 @@ for (const dialect of dialects) {
   describe(`retention store contract (${dialect.name})`, () => retentionStoreContract(open));
   describe(`data store contract (${dialect.name})`, () => dataStoreContract(open));
   describe(`schedule store contract (${dialect.name})`, () => scheduleStoreContract(open));
-  describe(`scheduled store contract (${dialect.name})`, () => scheduledStoreContract(open));
+  describe(`delayed invocation store contract (${dialect.name})`, () => delayedInvocationStoreContract(open));
   describe(`console lists and counts contract (${dialect.name})`, () => consoleStoreContract(open));
   describe(`file store contract (${dialect.name})`, () => fileStoreContract(open));
 }

@@ -6,8 +6,8 @@ import { join } from "node:path";
 import type { QueryNode } from "../../src/store/data.ts";
 import { rootsStatement } from "../../src/store/data-sql.ts";
 import { openStore } from "../../src/store/open.ts";
-import { postgresDialect } from "../../src/store/pg/data.ts";
-import { sqliteDialect } from "../../src/store/sqlite/data.ts";
+import { postgresDialect } from "../../src/store/pg/dialect.ts";
+import { sqliteDialect } from "../../src/store/sqlite/dialect.ts";
 
 const priority = { label: "priority", type: "number" as const, optional: false, indexed: true };
 const top = (by: typeof priority, limit?: number): QueryNode => ({

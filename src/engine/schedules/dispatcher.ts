@@ -79,15 +79,15 @@ export class Dispatcher {
     const { owner, leaseMs, batch, pollMs } = this.settings;
     this.passBegun = this.failures.begin();
     const at = now();
-    const due = await store.scheduled.claimDue(owner, at, at + leaseMs, batch);
+    const due = await store.delayedInvocations.claimDue(owner, at, at + leaseMs, batch);
     this.failures.worked();
     if (due.length > 0) {
       const started = await Promise.all(due.map((row) => this.startOne(row)));
       const done = started.filter((s) => s !== null);
-      await store.scheduled.markStarted(owner, done, now());
+      await store.delayedInvocations.markStarted(owner, done, now());
       if (due.length === batch) return 0;
     }
-    const next = await store.scheduled.nextDueAt();
+    const next = await store.delayedInvocations.nextDueAt();
     return next === null ? pollMs : Math.max(1, Math.min(pollMs, next - now()));
   }
 

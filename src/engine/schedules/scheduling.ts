@@ -76,7 +76,7 @@ export class Scheduling {
     principal: Principal,
     query: { limit: number; afterId?: string; status?: ScheduledStatus },
   ): Promise<Page<ScheduledRow>> {
-    const items = await this.$.store.scheduled.list({
+    const items = await this.$.store.delayedInvocations.list({
       principal: principal.kind === "service" ? undefined : principal,
       status: query.status,
       beforeId: query.afterId,
@@ -86,7 +86,7 @@ export class Scheduling {
   }
 
   async get(principal: Principal, id: string): Promise<ScheduledRow> {
-    const row = await this.$.store.scheduled.get(id);
+    const row = await this.$.store.delayedInvocations.get(id);
     if (!row || !canSee(principal, row)) throw scheduledNotFound();
     return row;
   }
@@ -96,7 +96,7 @@ export class Scheduling {
     const row = await this.get(principal, id);
     if (row.status === "canceled") return row;
     const owner = principal.kind === "service" ? null : principal;
-    if (!(await this.$.store.scheduled.cancel(id, owner, this.$.now()))) {
+    if (!(await this.$.store.delayedInvocations.cancel(id, owner, this.$.now()))) {
       const now = await this.get(principal, id);
       if (now.status === "canceled") return now;
       const why = now.status === "started" ? "has started" : "is starting";

@@ -1,13 +1,13 @@
 import { and, asc, count, eq, gt, max, sql } from "drizzle-orm";
 import type { ExecutionLogStore, LogTally } from "../execution-logs.ts";
 import type { LogRow } from "../rows.ts";
-import { type AnyDatabase, type Tables, textBytes } from "./database.ts";
+import { type SharedDatabase, type SharedTables, textBytes } from "./database.ts";
 
 /** Reads lines through drizzle; `append` is each dialect's group commit (sqlite/executions.ts, pg/execution-logs.ts). */
 export class DrizzleExecutionLogStore implements ExecutionLogStore {
   constructor(
-    private readonly db: AnyDatabase,
-    private readonly t: Pick<Tables, "executionLogs">,
+    private readonly db: SharedDatabase,
+    private readonly t: Pick<SharedTables, "executionLogs">,
     readonly append: (lines: LogRow[]) => Promise<void>,
   ) {}
 

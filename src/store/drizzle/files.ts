@@ -1,7 +1,7 @@
 import { and, asc, eq, gt, gte, inArray, lt, type SQL, sql } from "drizzle-orm";
 import type { FileListQuery, FileStore } from "../files.ts";
 import type { FileRow, NewFileRow } from "../rows.ts";
-import type { AnyDatabase, Tables } from "./database.ts";
+import type { SharedDatabase, SharedTables } from "./database.ts";
 
 /**
  * How long a used grant is remembered past its expiry: a request that verified its grant just before
@@ -11,8 +11,8 @@ const USED_GRANT_MARGIN_MS = 3_600_000;
 
 export class DrizzleFileStore implements FileStore {
   constructor(
-    private readonly db: AnyDatabase,
-    private readonly t: Pick<Tables, "files" | "usedUploadGrants">,
+    private readonly db: SharedDatabase,
+    private readonly t: Pick<SharedTables, "files" | "usedUploadGrants">,
   ) {}
 
   async get(path: string): Promise<FileRow | null> {

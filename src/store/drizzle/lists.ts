@@ -8,10 +8,11 @@ import {
   type BoundedStep,
   type RunFilter,
   type RunListRow,
+  type RunStore,
 } from "../runs.ts";
-import { type AnyDatabase, type Tables, textBytes } from "./database.ts";
+import { type SharedDatabase, type SharedTables, textBytes } from "./database.ts";
 
-type Listable = Tables["executions"] | Tables["workflowRuns"];
+type Listable = SharedTables["executions"] | SharedTables["workflowRuns"];
 
 /**
  * Read through their bounds below; `instance` is the executions' bookkeeping (instances.ts), not part of a
@@ -43,7 +44,7 @@ function upTo(order: readonly string[], values: Sized, maxBytes: number): Record
  * the values were written (a JSON value's) or read from a value's header (a text's), so a page of large
  * executions or runs reads no value it leaves out.
  */
-function bounded(db: AnyDatabase, table: Listable, maxValueBytes: number) {
+function bounded(db: SharedDatabase, table: Listable, maxValueBytes: number) {
   const { input, output, errorMessage, inputBytes, outputBytes } = table;
   const columns = Object.fromEntries(Object.entries(getTableColumns(table)).filter(([key]) => !READ_BOUNDED.has(key)));
   const values: Sized = {
@@ -56,7 +57,7 @@ function bounded(db: AnyDatabase, table: Listable, maxValueBytes: number) {
 
 /** One page of a list, newest first, its values bounded. */
 function page(
-  db: AnyDatabase,
+  db: SharedDatabase,
   table: Listable,
   conditions: SQL[],
   filter: { beforeId?: string; limit: number; maxValueBytes: number },
@@ -69,8 +70,8 @@ function page(
 }
 
 export async function listExecutions(
-  db: AnyDatabase,
-  x: Tables["executions"],
+  db: SharedDatabase,
+  x: SharedTables["executions"],
   filter: ExecutionFilter,
 ): Promise<ExecutionListRow[]> {
   const conditions: SQL[] = [];
@@ -83,59 +84,58 @@ export async function listExecutions(
   return (await page(db, x, conditions, filter)) as ExecutionListRow[];
 }
 
-export async function listRuns(db: AnyDatabase, r: Tables["workflowRuns"], filter: RunFilter): Promise<RunListRow[]> {
-  const conditions: SQL[] = [];
-  if (filter.principal) {
-    conditions.push(eq(r.principalKind, filter.principal.kind), eq(r.principalId, filter.principal.id));
+/**
+ * The reads of runs, the same on both dialects: each dialect's run store extends this with its writes
+ * (sqlite/runs.ts, pg/runs.ts).
+ */
+export abstract class DrizzleRunReads
+  implements Pick<RunStore, "list" | "countActive" | "getBounded" | "boundedSteps">
+{
+  constructor(protected readonly lists: { db: SharedDatabase; tables: SharedTables }) {}
+
+  async list(filter: RunFilter): Promise<RunListRow[]> {
+    const r = this.lists.tables.workflowRuns;
+    const conditions: SQL[] = [];
+    if (filter.principal) {
+      conditions.push(eq(r.principalKind, filter.principal.kind), eq(r.principalId, filter.principal.id));
+    }
+    if (filter.workflow) conditions.push(eq(r.workflow, filter.workflow));
+    if (filter.status) conditions.push(eq(r.status, filter.status));
+    return (await page(this.lists.db, r, conditions, filter)) as RunListRow[];
   }
-  if (filter.workflow) conditions.push(eq(r.workflow, filter.workflow));
-  if (filter.status) conditions.push(eq(r.status, filter.status));
-  return (await page(db, r, conditions, filter)) as RunListRow[];
-}
 
-/** One run with its values bounded as a list's are, or null. */
-export async function boundedRun(
-  db: AnyDatabase,
-  r: Tables["workflowRuns"],
-  id: string,
-  maxValueBytes: number,
-): Promise<RunListRow | null> {
-  const [row] = await bounded(db, r, maxValueBytes).where(eq(r.id, id));
-  return (row as RunListRow | undefined) ?? null;
-}
+  /** Runs that have not ended, by status: one read of the due index (a partial index on exactly these statuses). */
+  async countActive(): Promise<Record<ActiveRunStatus, number>> {
+    const r = this.lists.tables.workflowRuns;
+    const rows = await this.lists.db
+      .select({ status: r.status, count: sql<number>`count(*)`.mapWith(Number) })
+      .from(r)
+      .where(inArray(r.status, [...ACTIVE_RUN_STATUSES]))
+      .groupBy(r.status);
+    const counts: Record<ActiveRunStatus, number> = { queued: 0, running: 0, sleeping: 0 };
+    for (const { status, count } of rows) counts[status as ActiveRunStatus] = count;
+    return counts;
+  }
 
-/** A run's steps in order, their values bounded (BOUNDED_STEP_VALUES). */
-export async function boundedSteps(
-  db: AnyDatabase,
-  s: Tables["workflowSteps"],
-  runId: string,
-  maxValueBytes: number,
-): Promise<BoundedStep[]> {
-  const { output, outputBytes, error } = s;
-  const { output: _, outputBytes: __, error: ___, ...columns } = getTableColumns(s);
-  const values: Sized = {
-    output: { value: output, bytes: outputBytes },
-    error: { value: error, bytes: textBytes(error) },
-  };
-  const rows = await db
-    .select({ ...columns, ...upTo(BOUNDED_STEP_VALUES, values, maxValueBytes) })
-    .from(s)
-    .where(eq(s.runId, runId))
-    .orderBy(asc(s.seq));
-  return rows as BoundedStep[];
-}
+  async getBounded(id: string, maxValueBytes: number): Promise<RunListRow | null> {
+    const r = this.lists.tables.workflowRuns;
+    const [row] = await bounded(this.lists.db, r, maxValueBytes).where(eq(r.id, id));
+    return (row as RunListRow | undefined) ?? null;
+  }
 
-/** Runs that have not ended, by status: one read of the due index (a partial index on exactly these statuses). */
-export async function countActiveRuns(
-  db: AnyDatabase,
-  table: Tables["workflowRuns"],
-): Promise<Record<ActiveRunStatus, number>> {
-  const rows = await db
-    .select({ status: table.status, count: sql<number>`count(*)`.mapWith(Number) })
-    .from(table)
-    .where(inArray(table.status, [...ACTIVE_RUN_STATUSES]))
-    .groupBy(table.status);
-  const counts: Record<ActiveRunStatus, number> = { queued: 0, running: 0, sleeping: 0 };
-  for (const { status, count } of rows) counts[status as ActiveRunStatus] = count;
-  return counts;
+  async boundedSteps(runId: string, maxValueBytes: number): Promise<BoundedStep[]> {
+    const s = this.lists.tables.workflowSteps;
+    const { output, outputBytes, error } = s;
+    const { output: _, outputBytes: __, error: ___, ...columns } = getTableColumns(s);
+    const values: Sized = {
+      output: { value: output, bytes: outputBytes },
+      error: { value: error, bytes: textBytes(error) },
+    };
+    const rows = await this.lists.db
+      .select({ ...columns, ...upTo(BOUNDED_STEP_VALUES, values, maxValueBytes) })
+      .from(s)
+      .where(eq(s.runId, runId))
+      .orderBy(asc(s.seq));
+    return rows as BoundedStep[];
+  }
 }

@@ -1,12 +1,12 @@
 import { and, eq, gt, gte, inArray, isNotNull, isNull, lte, max, or, type SQL, sql } from "drizzle-orm";
 import type { OAuthStore } from "../oauth.ts";
 import type { OAuthRecord } from "../rows.ts";
-import type { AnyDatabase, Tables } from "./database.ts";
+import type { SharedDatabase, SharedTables } from "./database.ts";
 
 export class DrizzleOAuthStore implements OAuthStore {
   constructor(
-    private readonly db: AnyDatabase,
-    private readonly t: Pick<Tables, "oauthRecords">,
+    private readonly db: SharedDatabase,
+    private readonly t: Pick<SharedTables, "oauthRecords">,
   ) {}
 
   async upsert(record: OAuthRecord): Promise<void> {

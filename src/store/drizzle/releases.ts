@@ -1,12 +1,12 @@
 import { and, desc, eq, lt, or, sql } from "drizzle-orm";
 import type { ActiveRelease, ReleaseKey, ReleaseListRow, ReleaseStore, ReleaseSummary } from "../releases.ts";
 import type { ReleaseRow } from "../rows.ts";
-import type { AnyDatabase, Tables } from "./database.ts";
+import type { SharedDatabase, SharedTables } from "./database.ts";
 
 export class DrizzleReleaseStore implements ReleaseStore {
   constructor(
-    private readonly db: AnyDatabase,
-    private readonly t: Pick<Tables, "releases" | "environment">,
+    private readonly db: SharedDatabase,
+    private readonly t: Pick<SharedTables, "releases" | "environment">,
   ) {}
 
   async insert(row: ReleaseRow): Promise<void> {

@@ -1,17 +1,19 @@
 import { and, asc, inArray, isNotNull, lt, notExists, notInArray, sql } from "drizzle-orm";
 import type { RetentionStore } from "../retention.ts";
-import type { AnyDatabase, Tables } from "./database.ts";
+import { EXECUTION_STATUSES, isRunTerminal, isTerminal, RUN_STATUSES } from "../statuses.ts";
+import type { SharedDatabase, SharedTables } from "./database.ts";
 
-const ENDED = ["succeeded", "failed", "canceled"] as const;
+const EXECUTION_ENDED = EXECUTION_STATUSES.filter(isTerminal);
+const RUN_ENDED = RUN_STATUSES.filter(isRunTerminal);
 
-type Pruned = Pick<Tables, "executions" | "executionLogs" | "files" | "workflowRuns" | "workflowSteps">;
+type Pruned = Pick<SharedTables, "executions" | "executionLogs" | "files" | "workflowRuns" | "workflowSteps">;
 
 /** An execution's idempotency key, for a dialect that keeps keys beside the executions (SQLite). */
 export type PrunedKey = { principalKind: string; principalId: string; requestId: string };
 
 export class DrizzleRetentionStore implements RetentionStore {
   constructor(
-    private readonly db: AnyDatabase,
+    private readonly db: SharedDatabase,
     private readonly t: Pruned,
     /** Forgets the keys of executions about to be deleted, where they are not in the executions table. */
     private readonly forgetKeys: (keys: PrunedKey[]) => Promise<void> | void = () => {},
@@ -26,7 +28,7 @@ export class DrizzleRetentionStore implements RetentionStore {
     const unfinishedRun = this.db
       .select({ one: sql`1` })
       .from(runs)
-      .where(and(sql`${runs.id} = ${e.id}`, notInArray(runs.status, [...ENDED])));
+      .where(and(sql`${runs.id} = ${e.id}`, notInArray(runs.status, RUN_ENDED)));
     const picked = await this.db
       .select({ id: e.id, principalKind: e.principalKind, principalId: e.principalId, requestId: e.requestId })
       .from(e)
@@ -34,7 +36,7 @@ export class DrizzleRetentionStore implements RetentionStore {
         and(
           isNotNull(e.finishedAt),
           lt(e.finishedAt, finishedBefore),
-          inArray(e.status, [...ENDED]),
+          inArray(e.status, EXECUTION_ENDED),
           notExists(unfinishedRun),
         ),
       )
@@ -50,8 +52,8 @@ export class DrizzleRetentionStore implements RetentionStore {
     await this.db.delete(files).where(inArray(files.executionId, ids));
     await this.db.delete(steps).where(inArray(steps.runId, ids));
     await this.forgetKeys(picked);
-    await this.db.delete(runs).where(and(inArray(runs.id, ids), inArray(runs.status, [...ENDED])));
-    await this.db.delete(e).where(and(inArray(e.id, ids), inArray(e.status, [...ENDED])));
+    await this.db.delete(runs).where(and(inArray(runs.id, ids), inArray(runs.status, RUN_ENDED)));
+    await this.db.delete(e).where(and(inArray(e.id, ids), inArray(e.status, EXECUTION_ENDED)));
     return ids.length;
   }
 }

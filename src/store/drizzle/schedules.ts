@@ -1,13 +1,13 @@
 import { and, eq, lt, or } from "drizzle-orm";
 import type { ScheduleTickRow } from "../rows.ts";
 import type { ScheduleStore } from "../schedules.ts";
-import type { AnyDatabase, Tables } from "./database.ts";
+import type { SharedDatabase, SharedTables } from "./database.ts";
 
 /** One statement per call on both dialects: the upsert's condition decides a claim atomically. */
 export class DrizzleScheduleStore implements ScheduleStore {
   constructor(
-    private readonly db: AnyDatabase,
-    private readonly t: Pick<Tables, "scheduleTicks">,
+    private readonly db: SharedDatabase,
+    private readonly t: Pick<SharedTables, "scheduleTicks">,
   ) {}
 
   async claim(name: string, owner: string, now: number, leaseUntil: number): Promise<number | null> {

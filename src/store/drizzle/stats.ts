@@ -1,12 +1,12 @@
 import { and, asc, desc, eq, gte, sql } from "drizzle-orm";
 import type { StatsStore } from "../stats.ts";
 import type { ExecutionStatus, RunStatus } from "../statuses.ts";
-import type { AnyDatabase, Tables } from "./database.ts";
+import type { SharedDatabase, SharedTables } from "./database.ts";
 
 export class DrizzleStatsStore implements StatsStore {
   constructor(
-    private readonly db: AnyDatabase,
-    private readonly t: Pick<Tables, "executions" | "workflowRuns">,
+    private readonly db: SharedDatabase,
+    private readonly t: Pick<SharedTables, "executions" | "workflowRuns">,
   ) {}
 
   executionsByStatus(sinceId: string): Promise<Partial<Record<ExecutionStatus, number>>> {
@@ -30,7 +30,7 @@ export class DrizzleStatsStore implements StatsStore {
   }
 
   private async countByStatus<S extends string>(
-    table: Tables["executions"] | Tables["workflowRuns"],
+    table: SharedTables["executions"] | SharedTables["workflowRuns"],
     sinceId: string,
   ): Promise<Partial<Record<S, number>>> {
     const rows = await this.db

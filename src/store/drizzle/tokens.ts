@@ -1,24 +1,26 @@
 import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import type { TokenRow } from "../rows.ts";
 import type { TokenStore } from "../tokens.ts";
-import type { AnyDatabase, Tables } from "./database.ts";
+import { prepared, type SharedDatabase, type SharedTables } from "./database.ts";
 
 export class DrizzleTokenStore implements TokenStore {
   /**
    * A credential is looked up on requests: built and prepared once (each call through the builder costs
-   * ~50 µs of JavaScript on SQLite, the prepared statement ~3 µs). SQLite's prepare() takes no name.
+   * ~50 µs of JavaScript on SQLite, the prepared statement ~3 µs).
    */
   private readonly byHash;
 
   constructor(
-    private readonly db: AnyDatabase,
-    private readonly t: Pick<Tables, "apiTokens">,
+    private readonly db: SharedDatabase,
+    private readonly t: Pick<SharedTables, "apiTokens">,
   ) {
-    this.byHash = db
-      .select()
-      .from(t.apiTokens)
-      .where(eq(t.apiTokens.tokenHash, sql.placeholder("tokenHash")))
-      .prepare("api_tokens_by_hash");
+    this.byHash = prepared(
+      db
+        .select()
+        .from(t.apiTokens)
+        .where(eq(t.apiTokens.tokenHash, sql.placeholder("tokenHash"))),
+      "api_tokens_by_hash",
+    );
   }
 
   async insert(row: TokenRow): Promise<void> {

@@ -1,12 +1,12 @@
 import { and, eq, isNotNull, isNull } from "drizzle-orm";
 import type { UserRow } from "../rows.ts";
 import type { UserStore } from "../users.ts";
-import type { AnyDatabase, Tables } from "./database.ts";
+import type { SharedDatabase, SharedTables } from "./database.ts";
 
 export class DrizzleUserStore implements UserStore {
   constructor(
-    private readonly db: AnyDatabase,
-    private readonly t: Pick<Tables, "users">,
+    private readonly db: SharedDatabase,
+    private readonly t: Pick<SharedTables, "users">,
   ) {}
 
   async insert(row: UserRow): Promise<boolean> {

@@ -2,7 +2,7 @@ import type { ParameterOrJSON, TransactionSql } from "postgres";
 import type { DataWrite } from "../data.ts";
 import { writeStatements } from "../data-write-sql.ts";
 import { WriteFailed } from "../write-failure.ts";
-import { postgresDialect } from "./data.ts";
+import { postgresDialect } from "./dialect.ts";
 
 /** Runs an execution's (or a step's) data writes inside the transaction `tx`; throws on the first refused one. */
 export async function applyDataWrites(tx: TransactionSql, writes: readonly DataWrite[]): Promise<void> {

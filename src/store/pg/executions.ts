@@ -1,6 +1,6 @@
 import type { ParameterOrJSON, Sql } from "postgres";
 import { selectList } from "../drizzle/columns.ts";
-import type { AnyDatabase, Tables } from "../drizzle/database.ts";
+import type { SharedDatabase, SharedTables } from "../drizzle/database.ts";
 import { listExecutions } from "../drizzle/lists.ts";
 import type { ExecutionFilter, ExecutionSettlement, ExecutionStore } from "../executions.ts";
 import { type ExecutionRow, STORED_SIZES } from "../rows.ts";
@@ -124,7 +124,7 @@ export class PgExecutionStore implements ExecutionStore {
   constructor(
     private readonly client: Sql,
     private readonly instance: string,
-    private readonly lists: { db: AnyDatabase; tables: Tables },
+    private readonly lists: { db: SharedDatabase; tables: SharedTables },
     private readonly retries: BatchRetries,
   ) {}
 

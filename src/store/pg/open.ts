@@ -1,13 +1,12 @@
 import type { PgDialect } from "drizzle-orm/pg-core";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
-import type { Dialect } from "../drizzle/database.ts";
+import { DrizzleDelayedInvocationStore } from "../drizzle/delayed-invocations.ts";
 import { DrizzleExecutionLogStore } from "../drizzle/execution-logs.ts";
 import { DrizzleFileStore } from "../drizzle/files.ts";
 import { DrizzleOAuthStore } from "../drizzle/oauth.ts";
 import { DrizzleReleaseStore } from "../drizzle/releases.ts";
 import { DrizzleRetentionStore } from "../drizzle/retention.ts";
-import { DrizzleScheduledStore } from "../drizzle/scheduled.ts";
 import { DrizzleScheduleStore } from "../drizzle/schedules.ts";
 import { DrizzleStatsStore } from "../drizzle/stats.ts";
 import { DrizzleTokenStore } from "../drizzle/tokens.ts";
@@ -17,6 +16,7 @@ import * as schema from "../schema/pg.ts";
 import type { Store } from "../store.ts";
 import { BatchRetries } from "./batch-retries.ts";
 import { postgresDataStore } from "./data.ts";
+import { postgresDialect } from "./dialect.ts";
 import { PgLogWriter } from "./execution-logs.ts";
 import { PgExecutionStore } from "./executions.ts";
 import { PgInstanceStore } from "./instances.ts";
@@ -27,8 +27,6 @@ const migrations = readMigrations("pg");
 /** Serializes migrations when several instances start at once on one database. */
 const MIGRATION_LOCK = 7_351_100_001;
 type MigrationSession = Parameters<PgDialect["migrate"]>[1];
-
-const dialect: Dialect = { name: "postgres" };
 
 export async function openPostgresStore(url: string): Promise<Store> {
   await migrateUnderLock(url);
@@ -57,7 +55,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
     files: new DrizzleFileStore(db, schema),
     instances,
     schedules: new DrizzleScheduleStore(db, schema),
-    scheduled: new DrizzleScheduledStore(db, dialect, schema),
+    delayedInvocations: new DrizzleDelayedInvocationStore(db, postgresDialect, schema),
     stats: new DrizzleStatsStore(db, schema),
     data: postgresDataStore(client, instances.id),
     pool: () => ({ size: options.max, ...totalLoad([executions.load, runs.load, logWriter.load]) }),

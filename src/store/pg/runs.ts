@@ -1,16 +1,13 @@
 import type { ParameterOrJSON, Row, Sql } from "postgres";
 import type { DataWrite } from "../data.ts";
 import { selectList } from "../drizzle/columns.ts";
-import type { AnyDatabase, Tables } from "../drizzle/database.ts";
-import { boundedRun, boundedSteps, countActiveRuns, listRuns } from "../drizzle/lists.ts";
+import type { SharedDatabase, SharedTables } from "../drizzle/database.ts";
+import { DrizzleRunReads } from "../drizzle/lists.ts";
 import type { ExecutionStore } from "../executions.ts";
 import { type ExecutionRow, type RunRow, STORED_SIZES, type StepRow } from "../rows.ts";
 import {
-  type BoundedStep,
   type Fenced,
   LEASE_LOST,
-  type RunFilter,
-  type RunListRow,
   type RunSettlement,
   type RunStore,
   runCanceled,
@@ -19,6 +16,7 @@ import {
   type Suspension,
 } from "../runs.ts";
 import { workflowRuns, workflowSteps } from "../schema/pg.ts";
+import { OPEN_STEP, RUN_WAITING } from "../status-sql.ts";
 import { refusal } from "../write-failure.ts";
 import type { BatchRetries } from "./batch-retries.ts";
 import { applyDataWrites } from "./data-writes.ts";
@@ -31,9 +29,6 @@ type Params = ParameterOrJSON<never>[];
 const RUN_COLUMNS = selectList(workflowRuns, undefined, STORED_SIZES);
 
 const STEP_COLUMNS = selectList(workflowSteps, undefined, STORED_SIZES);
-
-const WAITING = `status in ('queued', 'running', 'sleeping')`;
-const OPEN_STEP = `('running', 'retrying', 'sleeping')`;
 
 // jsonb parameters travel as text (`::text::jsonb`), as in executions.ts, and the sizes stored beside them
 // are the texts' (octet_length reads a text's length from its header; a jsonb would have to be printed).
@@ -69,7 +64,7 @@ const upsertStep = (first: number, condition: string) => {
 // Answers the run when held (whether or not an attempt's start was superseded), locked till commit: a
 // claim (skip locked) cannot take the run over while the step is written.
 const UPSERT_STEP = `with held as (
-    select id from workflow_runs where id = $1 and lease_owner = $11 and ${WAITING} for update
+    select id from workflow_runs where id = $1 and lease_owner = $11 and ${RUN_WAITING} for update
   ), step as (
     ${upsertStep(1, "from held")}
   )
@@ -78,7 +73,7 @@ const UPSERT_STEP = `with held as (
 // Skip locked: two instances claiming at once take different runs instead of waiting on each other.
 const CLAIM = `with due as (
     select id, status from workflow_runs
-    where ${WAITING} and (wake_at <= $1 or cancel_requested)
+    where ${RUN_WAITING} and (wake_at <= $1 or cancel_requested)
       and (lease_expires_at is null or lease_expires_at < $1)
     order by wake_at
     limit $4
@@ -97,7 +92,7 @@ const CLAIM = `with due as (
 // batch holding one of them and waiting for another would wait in a circle with it.
 const RENEW = `with held as (
     select id from workflow_runs
-    where id = any(string_to_array($1::text, ',')) and lease_owner = $2 and ${WAITING}
+    where id = any(string_to_array($1::text, ',')) and lease_owner = $2 and ${RUN_WAITING}
     order by id collate "C"
     for update
   )
@@ -106,7 +101,7 @@ const RENEW = `with held as (
   returning r.id, r.cancel_requested as "cancelRequested"`;
 
 const RELEASE = `with held as (
-    select id from workflow_runs where lease_owner = $1 and ${WAITING} order by id collate "C" for update
+    select id from workflow_runs where lease_owner = $1 and ${RUN_WAITING} order by id collate "C" for update
   )
   update workflow_runs r set lease_owner = null, lease_expires_at = null
   from held where r.id = held.id`;
@@ -114,7 +109,7 @@ const RELEASE = `with held as (
 // One statement, so one transaction: the step row is written only if the run was still held and is now let go.
 const SUSPEND = `with r as (
     update workflow_runs set status = $3, wake_at = $4, lease_owner = null, lease_expires_at = null, updated_at = $5
-    where id = $1 and lease_owner = $2 and ${WAITING}
+    where id = $1 and lease_owner = $2 and ${RUN_WAITING}
     returning id
   ), step as (
     ${upsertStep(6, "from r")}
@@ -127,7 +122,7 @@ const FINISH = `with r as (
     update workflow_runs set status = $2, output = $3::text::jsonb, output_bytes = octet_length($3::text),
       error_code = $4, error_message = $5, lease_owner = null, lease_expires_at = null, updated_at = $6,
       finished_at = $6
-    where id = $1 and ${WAITING}
+    where id = $1 and ${RUN_WAITING}
       and (($7::text is null and (lease_expires_at is null or lease_expires_at < $6)) or lease_owner = $7)
     returning id
   ), open_steps as (
@@ -168,7 +163,7 @@ const PREPARED = { prepare: true };
  * moment. A step with data writes takes a transaction of its own, since its writes and its checkpoint
  * commit together or not at all.
  */
-export class PgRunStore implements RunStore {
+export class PgRunStore extends DrizzleRunReads implements RunStore {
   private readonly lanes = Array.from(
     { length: LANES },
     () =>
@@ -188,9 +183,11 @@ export class PgRunStore implements RunStore {
   constructor(
     private readonly client: Sql,
     private readonly executions: Pick<ExecutionStore, "findByRequest">,
-    private readonly lists: { db: AnyDatabase; tables: Tables },
+    lists: { db: SharedDatabase; tables: SharedTables },
     private readonly retries: BatchRetries,
-  ) {}
+  ) {
+    super(lists);
+  }
 
   async admit(execution: ExecutionRow, run: RunRow) {
     const rows = await this.write(
@@ -230,22 +227,6 @@ export class PgRunStore implements RunStore {
   async get(id: string): Promise<RunRow | null> {
     const [raw] = await this.client.unsafe(`select ${RUN_COLUMNS} from workflow_runs where id = $1`, [id], PREPARED);
     return raw ? parseRun(raw) : null;
-  }
-
-  list(filter: RunFilter): Promise<RunListRow[]> {
-    return listRuns(this.lists.db, this.lists.tables.workflowRuns, filter);
-  }
-
-  countActive() {
-    return countActiveRuns(this.lists.db, this.lists.tables.workflowRuns);
-  }
-
-  getBounded(id: string, maxValueBytes: number): Promise<RunListRow | null> {
-    return boundedRun(this.lists.db, this.lists.tables.workflowRuns, id, maxValueBytes);
-  }
-
-  boundedSteps(runId: string, maxValueBytes: number): Promise<BoundedStep[]> {
-    return boundedSteps(this.lists.db, this.lists.tables.workflowSteps, runId, maxValueBytes);
   }
 
   async steps(runId: string): Promise<StepRow[]> {
@@ -301,7 +282,7 @@ export class PgRunStore implements RunStore {
   async requestCancel(runId: string, now: number): Promise<RunRow | null> {
     await this.client.begin(async (tx) => {
       await tx.unsafe(
-        `update workflow_runs set cancel_requested = true, updated_at = $2 where id = $1 and ${WAITING}`,
+        `update workflow_runs set cancel_requested = true, updated_at = $2 where id = $1 and ${RUN_WAITING}`,
         [runId, now],
       );
       // Unheld (queued, sleeping, backing off, or its worker died): nobody is there to stop it, so end it here.

@@ -2,7 +2,7 @@ import type { Database, SQLQueryBindings } from "bun:sqlite";
 import type { DataWrite } from "../data.ts";
 import { writeStatements } from "../data-write-sql.ts";
 import { WriteFailed } from "../write-failure.ts";
-import { sqliteDialect } from "./data.ts";
+import { sqliteDialect } from "./dialect.ts";
 import { StatementCache } from "./statement-cache.ts";
 
 /** Runs an execution's (or a step's) data writes inside the caller's transaction; throws on the first refused one. */

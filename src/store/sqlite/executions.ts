@@ -1,7 +1,7 @@
 import type { Database, Statement } from "bun:sqlite";
 import type { DataWrite } from "../data.ts";
 import { selectList } from "../drizzle/columns.ts";
-import type { AnyDatabase, Tables } from "../drizzle/database.ts";
+import type { SharedDatabase, SharedTables } from "../drizzle/database.ts";
 import { listExecutions } from "../drizzle/lists.ts";
 import type { ExecutionFilter, ExecutionSettlement, ExecutionStore } from "../executions.ts";
 import { type ExecutionRow, type LogRow, STORED_SIZES } from "../rows.ts";
@@ -69,7 +69,7 @@ export class SqliteExecutionStore implements ExecutionStore {
   constructor(
     private readonly client: Database,
     private readonly data: SqliteDataWriter,
-    private readonly lists: { db: AnyDatabase; tables: Tables },
+    private readonly lists: { db: SharedDatabase; tables: SharedTables },
     /** The request-key index's file (request-keys/file.ts). */
     requestKeysFile: string,
     /** WAL checkpoints off the serving thread; none for a database in memory. */

@@ -1,15 +1,15 @@
 import { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { drizzle } from "drizzle-orm/bun-sqlite";
+import { type BunSQLiteDatabase, drizzle } from "drizzle-orm/bun-sqlite";
 import type { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
-import type { AnyDatabase, Dialect, Tables } from "../drizzle/database.ts";
+import type { SharedDatabase, SharedTables } from "../drizzle/database.ts";
+import { DrizzleDelayedInvocationStore } from "../drizzle/delayed-invocations.ts";
 import { DrizzleExecutionLogStore } from "../drizzle/execution-logs.ts";
 import { DrizzleFileStore } from "../drizzle/files.ts";
 import { DrizzleOAuthStore } from "../drizzle/oauth.ts";
 import { DrizzleReleaseStore } from "../drizzle/releases.ts";
 import { DrizzleRetentionStore } from "../drizzle/retention.ts";
-import { DrizzleScheduledStore } from "../drizzle/scheduled.ts";
 import { DrizzleScheduleStore } from "../drizzle/schedules.ts";
 import { DrizzleStatsStore } from "../drizzle/stats.ts";
 import { DrizzleTokenStore } from "../drizzle/tokens.ts";
@@ -20,6 +20,7 @@ import type { Store } from "../store.ts";
 import { BackgroundCheckpoints } from "./checkpoints/index.ts";
 import { sqliteDataStore } from "./data.ts";
 import { SqliteDataWriter } from "./data-writes.ts";
+import { sqliteDialect } from "./dialect.ts";
 import { SqliteExecutionStore } from "./executions.ts";
 import { SqliteInstanceStore } from "./instances.ts";
 import { requestKeysPath } from "./request-keys/file.ts";
@@ -27,8 +28,6 @@ import { SqliteRunStore } from "./runs.ts";
 
 const migrations = readMigrations("sqlite");
 type MigrationSession = Parameters<SQLiteSyncDialect["migrate"]>[1];
-
-const dialect: Dialect = { name: "sqlite" };
 
 /** Opens (creating when missing) a SQLite database file in WAL mode and applies pending migrations. */
 export function openSqliteStore(path: string, options: { synchronous?: "normal" | "full" } = {}): Store {
@@ -43,12 +42,14 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
   client.exec("PRAGMA foreign_keys = ON");
   // Most of what a SQLite server's memory grows by as its data grows (docs/decisions/sqlite.md).
   client.exec("PRAGMA cache_size = -65536");
-  const db = drizzle({ client, schema }) as unknown as AnyDatabase;
+  const sqlite: BunSQLiteDatabase<typeof schema> = drizzle({ client, schema });
   // drizzle's own migrate() does exactly this after reading a folder; the migrations are inlined instead.
-  const internals = db as unknown as { dialect: SQLiteSyncDialect; session: MigrationSession };
+  const internals = sqlite as unknown as { dialect: SQLiteSyncDialect; session: MigrationSession };
   internals.dialect.migrate(migrations, internals.session);
 
-  const tables = schema as unknown as Tables;
+  // drizzle/ is compiled against sqlite-core's builders by its own check (drizzle/database.ts).
+  const db = sqlite as unknown as SharedDatabase;
+  const tables = schema as unknown as SharedTables;
   const lists = { db, tables };
   const data = new SqliteDataWriter(client);
   const checkpoints = path === ":memory:" ? null : new BackgroundCheckpoints(client, path);
@@ -67,7 +68,7 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
     files: new DrizzleFileStore(db, tables),
     instances,
     schedules: new DrizzleScheduleStore(db, tables),
-    scheduled: new DrizzleScheduledStore(db, dialect, tables),
+    delayedInvocations: new DrizzleDelayedInvocationStore(db, sqliteDialect, tables),
     stats: new DrizzleStatsStore(db, tables),
     data: sqliteDataStore(client, instances.id),
     // One connection, written synchronously: what waits is the next group commit.

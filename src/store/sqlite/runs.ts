@@ -1,15 +1,12 @@
 import type { Database, Statement } from "bun:sqlite";
 import type { DataWrite } from "../data.ts";
 import { selectList } from "../drizzle/columns.ts";
-import type { AnyDatabase, Tables } from "../drizzle/database.ts";
-import { boundedRun, boundedSteps, countActiveRuns, listRuns } from "../drizzle/lists.ts";
+import type { SharedDatabase, SharedTables } from "../drizzle/database.ts";
+import { DrizzleRunReads } from "../drizzle/lists.ts";
 import { type ExecutionRow, type RunRow, STORED_SIZES, type StepRow } from "../rows.ts";
 import {
-  type BoundedStep,
   type Fenced,
   LEASE_LOST,
-  type RunFilter,
-  type RunListRow,
   type RunSettlement,
   type RunStore,
   runCanceled,
@@ -18,6 +15,7 @@ import {
   type Suspension,
 } from "../runs.ts";
 import { workflowRuns, workflowSteps } from "../schema/sqlite.ts";
+import { OPEN_STEP, RUN_WAITING } from "../status-sql.ts";
 import { refusal } from "../write-failure.ts";
 import type { BackgroundCheckpoints } from "./checkpoints/index.ts";
 import type { SqliteDataWriter } from "./data-writes.ts";
@@ -35,8 +33,6 @@ const RUN_COLUMNS = selectList(workflowRuns, undefined, STORED_SIZES);
 
 const STEP_COLUMNS = selectList(workflowSteps, undefined, STORED_SIZES);
 
-const WAITING = `status in ('queued', 'running', 'sleeping')`;
-const OPEN_STEP = `('running', 'retrying', 'sleeping')`;
 const HELD = `lease_owner = $owner`;
 
 /**
@@ -44,7 +40,7 @@ const HELD = `lease_owner = $owner`;
  * serves a SQLite database, so nothing here needs to skip locked rows; leases still fence every write,
  * as on PostgreSQL, so the engine behaves the same on both.
  */
-export class SqliteRunStore implements RunStore {
+export class SqliteRunStore extends DrizzleRunReads implements RunStore {
   private readonly insertRun: Statement;
   private readonly byId: Statement<RawRun>;
   private readonly stepsOf: Statement<RawStep>;
@@ -65,10 +61,11 @@ export class SqliteRunStore implements RunStore {
     private readonly client: Database,
     private readonly executions: SqliteExecutionStore,
     private readonly data: SqliteDataWriter,
-    private readonly lists: { db: AnyDatabase; tables: Tables },
+    lists: { db: SharedDatabase; tables: SharedTables },
     /** Told of each commit, as the executions' group commit tells it (checkpoints/index.ts). */
     private readonly checkpoints: BackgroundCheckpoints | null = null,
   ) {
+    super(lists);
     // Sizes stored beside the values are measured from the statements' parameters, as in executions.ts.
     this.insertRun = client.prepare(
       `insert into workflow_runs (id, request_id, workflow, release_version, principal_kind, principal_id, principal_claims,
@@ -89,10 +86,10 @@ export class SqliteRunStore implements RunStore {
         error = excluded.error, started_at = excluded.started_at, finished_at = excluded.finished_at
        where excluded.status <> 'running' or workflow_steps.attempts < excluded.attempts`,
     );
-    this.isHeld = client.prepare(`select id from workflow_runs where id = $id and ${HELD} and ${WAITING}`);
+    this.isHeld = client.prepare(`select id from workflow_runs where id = $id and ${HELD} and ${RUN_WAITING}`);
     this.due = client.prepare(
       `select ${RUN_COLUMNS} from workflow_runs
-       where ${WAITING} and (wake_at <= $now or cancel_requested = 1)
+       where ${RUN_WAITING} and (wake_at <= $now or cancel_requested = 1)
          and (lease_expires_at is null or lease_expires_at < $now)
        order by wake_at limit $limit`,
     );
@@ -104,19 +101,19 @@ export class SqliteRunStore implements RunStore {
       `update executions set status = 'running', started_at = $now where id = $id and status = 'queued'`,
     );
     this.renewOne = client.prepare(
-      `update workflow_runs set lease_expires_at = $until where id = $id and ${HELD} and ${WAITING}
+      `update workflow_runs set lease_expires_at = $until where id = $id and ${HELD} and ${RUN_WAITING}
        returning id, cancel_requested as cancelRequested`,
     );
     this.suspendRun = client.prepare(
       `update workflow_runs set status = $status, wake_at = $wakeAt, lease_owner = null, lease_expires_at = null,
         updated_at = $now
-       where id = $id and ${HELD} and ${WAITING}`,
+       where id = $id and ${HELD} and ${RUN_WAITING}`,
     );
     this.finishRun = client.prepare(
       `update workflow_runs set status = $status, output = $output, output_bytes = octet_length($output),
         error_code = $errorCode, error_message = $errorMessage, lease_owner = null, lease_expires_at = null, updated_at = $finishedAt,
         finished_at = $finishedAt
-       where id = $id and ${WAITING} and (($owner is null and (lease_expires_at is null or lease_expires_at < $finishedAt))
+       where id = $id and ${RUN_WAITING} and (($owner is null and (lease_expires_at is null or lease_expires_at < $finishedAt))
         or (${HELD}))`,
     );
     this.settleExecution = client.prepare(
@@ -126,13 +123,13 @@ export class SqliteRunStore implements RunStore {
        where id = $id`,
     );
     this.flagCancel = client.prepare(
-      `update workflow_runs set cancel_requested = 1, updated_at = $now where id = $id and ${WAITING}`,
+      `update workflow_runs set cancel_requested = 1, updated_at = $now where id = $id and ${RUN_WAITING}`,
     );
     this.cancelOpenSteps = client.prepare(
       `update workflow_steps set status = 'canceled', finished_at = $at where run_id = $runId and status in ${OPEN_STEP}`,
     );
     this.releaseAll = client.prepare(
-      `update workflow_runs set lease_owner = null, lease_expires_at = null where lease_owner = $owner and ${WAITING}`,
+      `update workflow_runs set lease_owner = null, lease_expires_at = null where lease_owner = $owner and ${RUN_WAITING}`,
     );
   }
 
@@ -169,22 +166,6 @@ export class SqliteRunStore implements RunStore {
   async get(id: string): Promise<RunRow | null> {
     const raw = this.byId.get({ id });
     return raw ? parseRun(raw) : null;
-  }
-
-  list(filter: RunFilter): Promise<RunListRow[]> {
-    return listRuns(this.lists.db, this.lists.tables.workflowRuns, filter);
-  }
-
-  countActive() {
-    return countActiveRuns(this.lists.db, this.lists.tables.workflowRuns);
-  }
-
-  getBounded(id: string, maxValueBytes: number): Promise<RunListRow | null> {
-    return boundedRun(this.lists.db, this.lists.tables.workflowRuns, id, maxValueBytes);
-  }
-
-  boundedSteps(runId: string, maxValueBytes: number): Promise<BoundedStep[]> {
-    return boundedSteps(this.lists.db, this.lists.tables.workflowSteps, runId, maxValueBytes);
   }
 
   async steps(runId: string): Promise<StepRow[]> {
@@ -257,7 +238,7 @@ export class SqliteRunStore implements RunStore {
   /** Frees every lease: at start-up no other process can hold one (one process serves a SQLite database). */
   releaseAllLeases(): number {
     return this.client.run(
-      `update workflow_runs set lease_owner = null, lease_expires_at = null where lease_owner is not null and ${WAITING}`,
+      `update workflow_runs set lease_owner = null, lease_expires_at = null where lease_owner is not null and ${RUN_WAITING}`,
     ).changes;
   }
 

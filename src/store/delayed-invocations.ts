@@ -1,7 +1,7 @@
 import type { ScheduledRow } from "./rows.ts";
 import type { PrincipalKind, ScheduledStatus } from "./statuses.ts";
 
-export interface ScheduledFilter {
+export interface DelayedInvocationFilter {
   /** Omitted for a service key, which sees every one. */
   principal?: { kind: PrincipalKind; id: string };
   status?: ScheduledStatus;
@@ -11,16 +11,16 @@ export interface ScheduledFilter {
 }
 
 /**
- * Delayed invocations, the same on every dialect (test/store/scheduled-store.contract.ts). They are
+ * Delayed invocations, the same on every dialect (test/store/delayed-invocation-store.contract.ts). They are
  * inserted by the scheduling execution's writes (`DataWrite` op `schedule`); `insert` is for loading
  * many at once (the drain benchmark). A due one is held by one instance at a time (a lease) while it is
  * started, and every write about it while held is fenced by that lease.
  */
-export interface ScheduledStore {
+export interface DelayedInvocationStore {
   insert(rows: ScheduledRow[]): Promise<void>;
   get(id: string): Promise<ScheduledRow | null>;
   /** Newest first. */
-  list(filter: ScheduledFilter): Promise<ScheduledRow[]>;
+  list(filter: DelayedInvocationFilter): Promise<ScheduledRow[]>;
   /** Takes up to `limit` pending invocations due by `now` that no live lease holds, oldest due first. */
   claimDue(owner: string, now: number, leaseUntil: number, limit: number): Promise<ScheduledRow[]>;
   /** Marks held invocations started with their executions; answers the ids `owner` still held. */

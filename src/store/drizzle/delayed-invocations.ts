@@ -1,16 +1,17 @@
 import { and, asc, desc, eq, inArray, isNull, lt, lte, min, or, type SQL, sql } from "drizzle-orm";
+import type { DelayedInvocationFilter, DelayedInvocationStore } from "../delayed-invocations.ts";
+import type { Dialect } from "../dialect.ts";
 import type { ScheduledRow } from "../rows.ts";
-import type { ScheduledFilter, ScheduledStore } from "../scheduled.ts";
 import type { PrincipalKind } from "../statuses.ts";
-import type { AnyDatabase, Dialect, Tables } from "./database.ts";
+import type { SharedDatabase, SharedTables } from "./database.ts";
 
 const INSERT_CHUNK = 500;
 
-export class DrizzleScheduledStore implements ScheduledStore {
+export class DrizzleDelayedInvocationStore implements DelayedInvocationStore {
   constructor(
-    private readonly db: AnyDatabase,
+    private readonly db: SharedDatabase,
     private readonly dialect: Dialect,
-    private readonly t: Pick<Tables, "scheduledInvocations">,
+    private readonly t: Pick<SharedTables, "scheduledInvocations">,
   ) {}
 
   async insert(rows: ScheduledRow[]): Promise<void> {
@@ -25,7 +26,7 @@ export class DrizzleScheduledStore implements ScheduledStore {
     return rows[0] ?? null;
   }
 
-  list(filter: ScheduledFilter): Promise<ScheduledRow[]> {
+  list(filter: DelayedInvocationFilter): Promise<ScheduledRow[]> {
     const s = this.t.scheduledInvocations;
     const conditions: SQL[] = [];
     if (filter.principal) conditions.push(...this.owned(filter.principal));
@@ -47,12 +48,10 @@ export class DrizzleScheduledStore implements ScheduledStore {
       .where(and(eq(s.status, "pending"), lte(s.dueAt, now), this.free(now)))
       .orderBy(asc(s.dueAt))
       .limit(limit);
-    // Skip locked: instances claiming at once take different invocations instead of waiting on each other.
-    const chosen = this.dialect.name === "postgres" ? due.for("update", { skipLocked: true }) : due;
     const rows = await this.db
       .update(s)
       .set({ leaseOwner: owner, leaseExpiresAt: leaseUntil, updatedAt: now })
-      .where(and(inArray(s.id, chosen), eq(s.status, "pending")))
+      .where(and(inArray(s.id, this.dialect.claimable(due)), eq(s.status, "pending")))
       .returning();
     return rows.sort((a, b) => a.dueAt - b.dueAt);
   }
