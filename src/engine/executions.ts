@@ -1,4 +1,5 @@
 import { canonicalJson, sha256Hex } from "../lib/canonical-json.ts";
+import { iso } from "../lib/values.ts";
 import type { Principal } from "../sdk/index.ts";
 import { type ExecutionListRow, LISTED_VALUES } from "../store/executions.ts";
 import type { ExecutionRow } from "../store/rows.ts";
@@ -51,8 +52,6 @@ export interface ExecutionView extends Truncations {
   /** A delayed invocation's: the execution whose `ctx.schedule` made it. */
   scheduledBy?: string;
 }
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 export function toExecutionView(row: ExecutionRow, uploads: unknown[] = []): ExecutionView {
   const view: ExecutionView = {
