@@ -2,22 +2,37 @@ import { join, resolve } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 
-// The descriptions are the CLI's --help text for each variable (see describeEnvironment).
+// Each variable once: its type, default and description (the CLI's --help text, see describeEnvironment).
 const Env = Type.Object({
-  PORT: Type.Integer({ minimum: 0, maximum: 65535, description: "port to listen on (0: any free port)" }),
-  HOST: Type.String({ minLength: 1, description: "address to listen on (0.0.0.0: every interface)" }),
+  PORT: Type.Integer({
+    default: 3000,
+    minimum: 0,
+    maximum: 65535,
+    description: "port to listen on (0: any free port)",
+  }),
+  HOST: Type.String({
+    default: "127.0.0.1",
+    minLength: 1,
+    description: "address to listen on (0.0.0.0: every interface)",
+  }),
   PUBLIC_URL: Type.Optional(
     Type.String({
       pattern: "^https?://[^\\s/]+(/[^\\s]*)?$",
       description: "the URL clients reach this server at (statusUrl, MCP metadata); unset: http://HOST:PORT",
     }),
   ),
-  HANDLE: Type.String({ pattern: "^[a-z0-9][a-z0-9-]*$", description: "this service's name in MCP resource URIs" }),
+  HANDLE: Type.String({
+    default: "local",
+    pattern: "^[a-z0-9][a-z0-9-]*$",
+    description: "this service's name in MCP resource URIs",
+  }),
   MCP_TOOL_NAMES: Type.Union([Type.Literal("dotted"), Type.Literal("underscore")], {
+    default: "dotted",
     description:
       "MCP tool names: dotted (<domain>.<action>) or underscore (<domain>_<action>, for LLM APIs that refuse dots); an action's mcp.name wins",
   }),
   DATA_DIR: Type.String({
+    default: ".data",
     minLength: 1,
     description: "folder of the SQLite database, bundles, files on disk, the dev key and signing secret",
   }),
@@ -32,17 +47,20 @@ const Env = Type.Object({
     Type.String({ description: "comma-separated keys with full access; make one with bun run key create" }),
   ),
   TOKEN_RECHECK_MS: Type.Integer({
+    default: 1000,
     minimum: 0,
     maximum: 60_000,
     description:
       "how long a user token the store vouched for is taken without asking it again: a revocation takes effect within it (0: every request asks)",
   }),
   WAIT_MS: Type.Integer({
+    default: 110_000,
     minimum: 1,
     maximum: 3_600_000,
     description: "how long an invoke waits for its result before answering 202",
   }),
   RELEASE_POLL_MS: Type.Integer({
+    default: 500,
     minimum: 10,
     maximum: 60_000,
     description: "how often a server looks for a newly activated release",
@@ -53,21 +71,29 @@ const Env = Type.Object({
     }),
   ),
   ALLOWED_ORIGINS: Type.Optional(Type.String({ description: "the older name of CORS_ORIGINS, read when it is unset" })),
-  MAX_FILE_BYTES: Type.Integer({ minimum: 1, description: "the largest file an upload may hold" }),
+  MAX_FILE_BYTES: Type.Integer({
+    default: 100 * 1024 * 1024,
+    minimum: 1,
+    description: "the largest file an upload may hold",
+  }),
   MAX_MULTIPART_BYTES: Type.Integer({
+    default: 256 * 1024 * 1024,
     minimum: 1,
     description: "the largest multipart invoke body: its request part and files together",
   }),
   MAX_OUTPUT_BYTES: Type.Integer({
+    default: 8 * 1024 * 1024,
     minimum: 1024,
     maximum: 256 * 1024 * 1024,
     description: "the largest output an action, workflow or step may return, as JSON; a larger one fails it",
   }),
   QUERY_MAX_ROWS: Type.Integer({
+    default: 32_000,
     minimum: 1,
     description: "entities one query may answer (every level counted); a larger answer is refused",
   }),
   QUERY_MAX_BYTES: Type.Integer({
+    default: 16 * 1024 * 1024,
     minimum: 1024,
     description: "bytes of entities (as stored) one query may answer; a larger answer is refused",
   }),
@@ -90,8 +116,9 @@ const Env = Type.Object({
       description: "the audience JWTs must name (it or it + /mcp); default PUBLIC_URL",
     }),
   ),
-  AUTH_USER_CLAIM: Type.String({ pattern: "^\\S+$", description: "the JWT claim that names the user" }),
+  AUTH_USER_CLAIM: Type.String({ default: "sub", pattern: "^\\S+$", description: "the JWT claim that names the user" }),
   AUTH_JWKS_REFETCH_MS: Type.Integer({
+    default: 30_000,
     minimum: 0,
     description: "a JWT with an unknown key id refetches the issuer's keys at most this often",
   }),
@@ -99,12 +126,13 @@ const Env = Type.Object({
     Type.String({ pattern: "^https?://\\S+$", description: "the issuer's key set; default from its metadata" }),
   ),
   STORAGE: Type.Union([Type.Literal("disk"), Type.Literal("s3")], {
+    default: "disk",
     description: "where file bytes live: disk (DATA_DIR/files) or s3",
   }),
   S3_ENDPOINT: Type.Optional(
     Type.String({ pattern: "^https?://[^\\s/]+/?$", description: "S3 or MinIO URL (STORAGE=s3)" }),
   ),
-  S3_REGION: Type.String({ minLength: 1, description: "S3 region (STORAGE=s3)" }),
+  S3_REGION: Type.String({ default: "us-east-1", minLength: 1, description: "S3 region (STORAGE=s3)" }),
   S3_BUCKET: Type.Optional(
     Type.String({
       pattern: "^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
@@ -114,26 +142,31 @@ const Env = Type.Object({
   S3_ACCESS_KEY: Type.Optional(Type.String({ description: "S3 access key (STORAGE=s3)" })),
   S3_SECRET_KEY: Type.Optional(Type.String({ description: "S3 secret key (STORAGE=s3)" })),
   WORKFLOW_CONCURRENCY: Type.Integer({
+    default: 16,
     minimum: 1,
     maximum: 10_000,
     description: "workflow runs one server runs at once",
   }),
   WORKFLOW_LEASE_MS: Type.Integer({
+    default: 30_000,
     minimum: 300,
     maximum: 3_600_000,
     description: "how long a run stays with a server that stopped renewing it before another resumes it",
   }),
   WORKFLOW_POLL_MS: Type.Integer({
+    default: 1000,
     minimum: 10,
     maximum: 60_000,
     description: "how often a server looks for queued or due workflow runs",
   }),
   EXECUTION_LOG_LINES: Type.Integer({
+    default: 1000,
     minimum: 1,
     maximum: 1_000_000,
     description: "ctx.log lines one execution keeps; past them one 'truncated' line, then no more",
   }),
   EXECUTION_LOG_BYTES: Type.Integer({
+    default: 256 * 1024,
     minimum: 1024,
     maximum: 1024 * 1024 * 1024,
     description: "bytes of ctx.log lines one execution keeps; past them one 'truncated' line, then no more",
@@ -147,27 +180,33 @@ const Env = Type.Object({
     }),
   ),
   LIVE_MAX_SUBSCRIPTIONS_PER_SOCKET: Type.Integer({
+    default: 100,
     minimum: 1,
     description: "live queries one /session socket may hold (more are refused with status 429)",
   }),
   LIVE_MAX_SUBSCRIPTIONS_PER_CALLER: Type.Integer({
+    default: 1000,
     minimum: 1,
     description: "live queries one caller may hold across its sockets on this server",
   }),
   LIVE_MAX_SOCKETS_PER_CALLER: Type.Integer({
+    default: 50,
     minimum: 1,
     description: "/session sockets one caller may have signed in on this server",
   }),
   LIVE_REFRESH_BUDGET: Type.Integer({
+    default: 100,
     minimum: 1,
     description: "live-query runs one write may trigger at once; past it, refreshes drop to LIVE_OVERLOAD_REFRESH_MS",
   }),
   LIVE_OVERLOAD_REFRESH_MS: Type.Integer({
+    default: 1000,
     minimum: 10,
     maximum: 60_000,
     description: "while writes trigger more than LIVE_REFRESH_BUDGET runs, live queries are refreshed this often",
   }),
   LOG_LEVEL: Type.Union([Type.Literal("debug"), Type.Literal("info"), Type.Literal("warn"), Type.Literal("error")], {
+    default: "info",
     description: "the least severe server log line written: debug (every request), info, warn or error",
   }),
   LOG_FORMAT: Type.Optional(
@@ -185,7 +224,7 @@ const Env = Type.Object({
       description: "OpenTelemetry collector (OTLP/HTTP) that receives traces; unset: no tracing, nothing loaded",
     }),
   ),
-  OTEL_SERVICE_NAME: Type.String({ minLength: 1, description: "service.name of the traces sent" }),
+  OTEL_SERVICE_NAME: Type.String({ default: "actuate", minLength: 1, description: "service.name of the traces sent" }),
 });
 
 export type EnvName = keyof typeof Env.properties;
@@ -264,43 +303,12 @@ export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
-const defaults: Partial<Record<EnvName, string>> = {
-  PORT: "3000",
-  HOST: "127.0.0.1",
-  HANDLE: "local",
-  MCP_TOOL_NAMES: "dotted",
-  DATA_DIR: ".data",
-  TOKEN_RECHECK_MS: "1000",
-  WAIT_MS: "110000",
-  RELEASE_POLL_MS: "500",
-  MAX_FILE_BYTES: String(100 * 1024 * 1024),
-  MAX_MULTIPART_BYTES: String(256 * 1024 * 1024),
-  MAX_OUTPUT_BYTES: String(8 * 1024 * 1024),
-  QUERY_MAX_ROWS: "32000",
-  QUERY_MAX_BYTES: String(16 * 1024 * 1024),
-  STORAGE: "disk",
-  S3_REGION: "us-east-1",
-  AUTH_USER_CLAIM: "sub",
-  AUTH_JWKS_REFETCH_MS: "30000",
-  WORKFLOW_CONCURRENCY: "16",
-  WORKFLOW_LEASE_MS: "30000",
-  WORKFLOW_POLL_MS: "1000",
-  EXECUTION_LOG_LINES: "1000",
-  EXECUTION_LOG_BYTES: String(256 * 1024),
-  LIVE_MAX_SUBSCRIPTIONS_PER_SOCKET: "100",
-  LIVE_MAX_SUBSCRIPTIONS_PER_CALLER: "1000",
-  LIVE_MAX_SOCKETS_PER_CALLER: "50",
-  LIVE_REFRESH_BUDGET: "100",
-  LIVE_OVERLOAD_REFRESH_MS: "1000",
-  LOG_LEVEL: "info",
-  OTEL_SERVICE_NAME: "actuate",
-};
-
 /** Reads and validates the process environment once; a bad value throws a ConfigError naming it. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const raw: Record<string, unknown> = {};
-  for (const key of Object.keys(Env.properties)) {
-    const value = env[key] === "" ? undefined : (env[key] ?? defaults[key as EnvName]);
+  for (const key of ENV_NAMES) {
+    // An empty variable is unset and takes no default either: a required one is reported missing.
+    const value = env[key] === "" ? undefined : (env[key] ?? Env.properties[key].default);
     if (value !== undefined) raw[key] = value;
   }
   const converted = Value.Convert(Env, raw) as Record<string, unknown>;
@@ -308,7 +316,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (problems.length > 0) {
     const lines = problems.map((p) => {
       const name = p.path.slice(1);
-      return `  ${name}=${JSON.stringify(env[name] ?? defaults[name as EnvName])}: ${p.message}`;
+      return `  ${name}=${JSON.stringify(env[name] ?? defaultOf(name as EnvName))}: ${p.message}`;
     });
     throw new ConfigError(`invalid configuration:\n${lines.join("\n")}`);
   }
@@ -377,11 +385,17 @@ export function durationMs(text: string): number {
 /** The variables' help lines: name, default, what it sets; taken from the schema above so they cannot drift. */
 export function describeEnvironment(names: readonly EnvName[]): string[] {
   const nameWidth = Math.max(...names.map((name) => name.length));
-  const defaultWidth = Math.max(...names.map((name) => (defaults[name] ?? "-").length));
+  const defaultWidth = Math.max(...names.map((name) => (defaultOf(name) ?? "-").length));
   return names.map(
     (name) =>
-      `  ${name.padEnd(nameWidth)}  ${(defaults[name] ?? "-").padEnd(defaultWidth)}  ${Env.properties[name].description}`,
+      `  ${name.padEnd(nameWidth)}  ${(defaultOf(name) ?? "-").padEnd(defaultWidth)}  ${Env.properties[name].description}`,
   );
+}
+
+/** A variable's default as it would be written in the environment; undefined when it has none. */
+function defaultOf(name: EnvName): string | undefined {
+  const value: unknown = Env.properties[name].default;
+  return value === undefined ? undefined : String(value);
 }
 
 function storageConfig(parsed: Static<typeof Env>, dataDir: string): StorageConfig {

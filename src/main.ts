@@ -1,31 +1,26 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import packageJson from "../package.json" with { type: "json" };
 import { createApp } from "./app.ts";
-import { Authenticator } from "./auth/authenticator.ts";
-import type { Authority } from "./auth/authority/authority.ts";
-import { JwtVerifier } from "./auth/jwt.ts";
-import { SignIns } from "./auth/sign-ins.ts";
-import { type Config, ConfigError, isLoopback, localUrl, type StorageConfig } from "./config.ts";
+import { serverAuth } from "./auth/server-auth.ts";
+import { type Config, ConfigError, isLoopback, localUrl } from "./config.ts";
 import { DataService } from "./data/service.ts";
 import { Engine } from "./engine/engine.ts";
 import type { PollBackoff } from "./engine/follow.ts";
 import { ReleaseAdmin } from "./engine/releases.ts";
 import { StatsReader } from "./engine/stats.ts";
-import { DiskStorage } from "./files/disk.ts";
 import { FileService } from "./files/service.ts";
-import { clearSpool, spoolDirOf } from "./files/spool.ts";
 import { executionUrl, runUrl } from "./http/deps.ts";
 import type { Route } from "./http/methods.ts";
-import { randomBase64url } from "./lib/ids.ts";
+import { clearSpool, spoolDirOf } from "./http/spool.ts";
 import { SessionHub } from "./live/session.ts";
 import type { McpEndpoint } from "./mcp/server.ts";
 import type { ToolDeps } from "./mcp/tools.ts";
 import { createLog, type Log } from "./observe/log.ts";
+import { registerServerGauges } from "./observe/server-gauges.ts";
 import { Telemetry } from "./observe/telemetry.ts";
 import { NO_TRACER, type Tracer } from "./observe/tracing.ts";
 import { ReleaseRegistry } from "./release/registry.ts";
-import { openConfiguredStore, StartupError, storageFailure } from "./startup.ts";
+import { openConfiguredStorage, openConfiguredStore, StartupError, signingSecret } from "./startup.ts";
 import type { Store } from "./store/store.ts";
 
 export interface RunningServer {
@@ -44,16 +39,6 @@ const DRAIN_MS = 5_000;
 /** How long a stopping server gives the answers of its last handlers to be sent, once they have ended. */
 const ANSWER_MS = 100;
 const ANONYMOUS = { kind: "user", id: "anonymous" } as const;
-
-/** The HMAC key of signed storage URLs, created once (mode 0600) so URLs survive restarts. */
-function signingSecret(dataDir: string): string {
-  const path = join(dataDir, "signing-secret");
-  if (existsSync(path)) return readFileSync(path, "utf8").trim();
-  mkdirSync(dataDir, { recursive: true });
-  const secret = randomBase64url(32);
-  writeFileSync(path, `${secret}\n`, { mode: 0o600 });
-  return secret;
-}
 
 export const bundlesDir = (config: Config) => join(config.dataDir, "bundles");
 
@@ -83,80 +68,11 @@ function lazyMcpEndpoint(deps: ToolDeps, version: string): Pick<McpEndpoint, "ha
 export const serverLog = (config: Config, instance: string): Log =>
   createLog({ level: config.log.level, format: config.log.format ?? "json" }, { instance });
 
-/**
- * The bucket, reached before anything starts running, so an unreachable one stops start-up cleanly. The
- * S3 driver (minio: ~20 MiB and ~150 ms to import) is loaded only when it is the one configured.
- */
-async function openS3(settings: Extract<StorageConfig, { driver: "s3" }>) {
-  const { S3Storage } = await import("./files/s3.ts");
-  try {
-    return await S3Storage.open(settings);
-  } catch (error) {
-    throw storageFailure(settings.endPoint, error) ?? error;
-  }
-}
-
 /** OpenTelemetry, imported only when OTEL_EXPORTER_OTLP_ENDPOINT is set. */
 async function tracerFor(config: Config, instance: string): Promise<Tracer> {
   if (!config.otel) return NO_TRACER;
   const { otlpTracer } = await import("./observe/otel.ts");
   return otlpTracer({ ...config.otel, instance, version: packageVersion });
-}
-
-/** The gauges read at each scrape: live sockets, the active release, the database pool. */
-function serverGauges(
-  telemetry: Telemetry,
-  { hub, releases, store }: { hub: SessionHub; releases: ReleaseRegistry; store: Store },
-) {
-  telemetry.gauge("actuate_live_sockets", "Open /session sockets", [], () => hub.counts().sockets);
-  telemetry.gauge(
-    "actuate_live_subscriptions",
-    "Live queries and execution streams held by /session sockets",
-    ["kind"],
-    () => {
-      const { subscriptions, streams } = hub.counts();
-      return [
-        [["query"], subscriptions],
-        [["stream"], streams],
-      ];
-    },
-  );
-  telemetry.gauge(
-    "actuate_live_unsent_bytes",
-    "Bytes sent on /session sockets that their clients have not read yet",
-    [],
-    () => hub.counts().unsentBytes,
-  );
-  // Read from the database before each scrape (on every instance: a count of the whole database's runs).
-  let runs: Record<string, number> = {};
-  telemetry.registry.refreshing(async () => {
-    runs = await store.runs.countActive().catch(() => ({}));
-  });
-  telemetry.gauge("actuate_workflow_runs", "Workflow runs not ended, by status (the whole database)", ["status"], () =>
-    Object.entries(runs).map(([status, count]) => [[status], count]),
-  );
-  telemetry.gauge("actuate_db_pool_size", "Database connections this server may open", [], () => store.pool().size);
-  telemetry.gauge(
-    "actuate_db_pool_writes_queued",
-    "Writes waiting for the next group commit",
-    [],
-    () => store.pool().queued,
-  );
-  telemetry.gauge(
-    "actuate_db_pool_batches_in_flight",
-    "Group-commit batches waiting for their commit now",
-    [],
-    () => store.pool().inFlight,
-  );
-  telemetry.gauge(
-    "actuate_release_info",
-    "The active release (1) and this server's version",
-    ["version", "server_version"],
-    () => {
-      const version = releases.current()?.version;
-      return version === undefined ? [] : [[[version, packageVersion], 1]];
-    },
-  );
 }
 
 /** Start-up: config → store → active release → HTTP. */
@@ -190,7 +106,7 @@ export async function startServer(
     const what = `a batch of ${writes} writes (${writer}) failed as a whole (${reason}: ${message})`;
     log(`${what}; each was written again alone`, { level: "warn" });
   });
-  const storage = config.storage.driver === "s3" ? await openS3(config.storage) : new DiskStorage(config.storage.root);
+  const storage = await openConfiguredStorage(config);
   const spoolDir = spoolDirOf(config.dataDir);
   clearSpool(spoolDir);
   const interrupted = await store.instances.recover(Date.now());
@@ -228,43 +144,7 @@ export async function startServer(
     now: options.now,
   });
   await engine.start();
-  // Without an identity provider the environment is its own authority (auth/authority/), started on first use.
-  let authority: Promise<Authority> | null = null;
-  const startAuthority = () => {
-    authority ??= import("./auth/authority/authority.ts").then(({ Authority }) =>
-      Authority.start({ store, issuer: publicUrl, environment: config.handle, now: Date.now, log }),
-    );
-    authority.catch(() => {
-      authority = null;
-    });
-    return authority;
-  };
-  const ownAudiences = () => [publicUrl, `${publicUrl}/mcp`];
-  const signIns = new SignIns({ store });
-  const jwt = config.authIssuer
-    ? new JwtVerifier({
-        issuer: () => config.authIssuer as string,
-        jwksUrl: config.jwt.jwksUrl,
-        userClaim: config.jwt.userClaim,
-        refetchMs: config.jwt.refetchMs,
-        // RFC 8707: the token must be for this environment (its URL, or its /mcp resource), not another.
-        audiences: () => {
-          const audience = config.jwt.audience ?? publicUrl;
-          return [audience, `${audience}/mcp`];
-        },
-      })
-    : new JwtVerifier({
-        issuer: () => publicUrl,
-        audiences: ownAudiences,
-        userClaim: "sub",
-        refetchMs: config.jwt.refetchMs,
-        localKeys: async () => {
-          const { authorityKeys, publicKeySet } = await import("./auth/authority/keys.ts");
-          return publicKeySet(await authorityKeys(store.oauth, Date.now()));
-        },
-        signInActive: (user, claims) => signIns.active(user, claims),
-      });
-  const auth = new Authenticator(store, config.serviceKeys, config.tokenRecheckMs, jwt);
+  const auth = serverAuth(config, { store, publicUrl: () => publicUrl, log });
 
   const endpoint = lazyMcpEndpoint(
     {
@@ -284,25 +164,31 @@ export async function startServer(
       { level: "warn" },
     );
   }
-  const hub = new SessionHub({ auth, data, engine, log, limits: config.live, telemetry });
-  serverGauges(telemetry, { hub, releases, store });
+  const hub = new SessionHub({ auth: auth.authenticator, data, engine, log, limits: config.live, telemetry });
+  registerServerGauges(telemetry, {
+    live: () => hub.counts(),
+    activeRuns: () => store.runs.countActive(),
+    pool: () => store.pool(),
+    releaseVersion: () => releases.current()?.version,
+    serverVersion: packageVersion,
+  });
   const app = createApp({
     files,
     releases: new ReleaseAdmin({ store, refresh: () => releases.reload() }),
     stats: new StatsReader({ store, liveSockets: () => hub.counts().sockets }),
-    signIns,
+    signIns: auth.signIns,
     maxFileBytes: config.maxFileBytes,
     maxMultipartBytes: config.maxMultipartBytes,
     spoolDir,
     hub,
     engine,
-    auth,
+    auth: auth.authenticator,
     publicUrl: () => publicUrl,
     log,
     telemetry,
     metricsToken: config.metricsToken,
     metadata: { handle: config.handle, authIssuer: config.authIssuer },
-    authority: config.authIssuer ? undefined : startAuthority,
+    authority: auth.authority,
     cors: config.cors,
     readiness: { database: () => store.ping(), storage: () => storage.check() },
     development: options.development ?? false,
@@ -347,7 +233,7 @@ export async function startServer(
       await engine.shutdown(DRAIN_MS, drained);
       // Then close what is left (idle keep-alive connections, live sockets, waits still running).
       await app.stop(true);
-      await (await authority?.catch(() => null))?.close();
+      await auth.close();
       await telemetry.tracer.shutdown().catch((error) => log(`traces not sent: ${error.message}`, { level: "warn" }));
       if (!options.store) await store.close();
     },

@@ -1,4 +1,5 @@
 import { PublicError } from "../lib/errors.ts";
+import { iso } from "../lib/values.ts";
 import type { Principal } from "../sdk/index.ts";
 import type { OAuthRecord } from "../store/rows.ts";
 import type { Store } from "../store/store.ts";
@@ -14,7 +15,6 @@ export const SIGN_IN_PREFIX_LENGTH = 12;
 const BATCH = 500;
 
 const signInNotFound = () => new PublicError("sign_in_not_found", "no such sign-in");
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /**
  * The built-in authority's sign-ins, as people and administrators see them: listed, revoked one by one,

@@ -1,3 +1,4 @@
+import { isObject } from "../lib/values.ts";
 import type { CompiledContract } from "../release/contract.ts";
 
 /** An action a plain JSON invoke can call, with an input its contract accepts. */
@@ -74,6 +75,3 @@ function sampleNumber(schema: Schema): number {
   const value = schema.type === "integer" ? Math.ceil(low) : low;
   return typeof maximum === "number" ? Math.min(value, maximum) : value;
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);

@@ -1,6 +1,7 @@
 import { createUserToken, revokeUserToken, TokenError } from "../auth/tokens.ts";
 import { USER_ID } from "../auth/users.ts";
 import type { Config } from "../config.ts";
+import { iso } from "../lib/values.ts";
 import { commandLine } from "./invocation.ts";
 import { withStore } from "./with-store.ts";
 
@@ -49,8 +50,6 @@ export const tokenRevoke = (config: Config, given: string) =>
     console.log(`revoked ${revoked.prefix}… (user ${revoked.userId})`);
     return 0;
   });
-
-export const iso = (ms: number) => new Date(ms).toISOString();
 
 /** Columns padded to their widest cell, two spaces apart. */
 export function printTable(rows: string[][]): void {

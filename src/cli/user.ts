@@ -1,7 +1,8 @@
 import { addUser, disableUser, enableUser, newPassword } from "../auth/users.ts";
 import type { Config } from "../config.ts";
+import { iso } from "../lib/values.ts";
 import { commandLine } from "./invocation.ts";
-import { iso, printTable } from "./token.ts";
+import { printTable } from "./token.ts";
 import { withStore } from "./with-store.ts";
 
 /**

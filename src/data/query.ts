@@ -1,4 +1,5 @@
 import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "../lib/json-text.ts";
+import { isObject } from "../lib/values.ts";
 import type { Principal } from "../sdk/index.ts";
 import {
   type ChildQuery,
@@ -231,6 +232,3 @@ export function entitiesRead(roots: Map<string, ParsedNode>, schema: DataSchema)
   for (const node of roots.values()) visitNode(node);
   return read;
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);

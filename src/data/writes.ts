@@ -1,4 +1,5 @@
 import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "../lib/json-text.ts";
+import { isObject } from "../lib/values.ts";
 import type { DataContext } from "../sdk/index.ts";
 import type { DataWrite } from "../store/data.ts";
 import { WriteRejected } from "./errors.ts";
@@ -160,6 +161,3 @@ function checkIndexedSizes(entity: EntitySpec, doc: Record<string, unknown>, ver
     }
   }
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);

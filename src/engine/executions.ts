@@ -1,4 +1,5 @@
 import { canonicalJson, sha256Hex } from "../lib/canonical-json.ts";
+import { iso } from "../lib/values.ts";
 import type { Principal } from "../sdk/index.ts";
 import { type ExecutionListRow, LISTED_VALUES } from "../store/executions.ts";
 import type { ExecutionRow } from "../store/rows.ts";
@@ -35,8 +36,6 @@ export function canSee(principal: Principal, row: Pick<ExecutionRow, "principalK
 
 /** The public shape of an execution: output only once succeeded, error fields only once failed or canceled. */
 export type ExecutionView = WireExecution;
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 export function toExecutionView(row: ExecutionRow, uploads: Upload[] = []): ExecutionView {
   const view: ExecutionView = {

@@ -1,4 +1,5 @@
 import { PublicError } from "../lib/errors.ts";
+import { iso } from "../lib/values.ts";
 import { activateRelease, RELEASE_VERSION, releaseNotFound } from "../release/activate.ts";
 import type { ReleaseManifest } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
@@ -18,8 +19,6 @@ export interface ReleasePage {
 const serviceOnly = (principal: Principal) => {
   if (principal.kind !== "service") throw new PublicError("access_denied", "releases are for service keys");
 };
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /**
  * The release history and activation, for service keys: what `bun run release list` and

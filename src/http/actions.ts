@@ -2,19 +2,20 @@ import { Elysia } from "elysia";
 import type { InvokeOutcome } from "../engine/engine.ts";
 import { invalidRequest } from "../engine/errors.ts";
 import { toExecutionView } from "../engine/executions.ts";
-import { MalformedMultipart, type MultipartForm, readMultipart, UnexpectedPart } from "../files/multipart.ts";
 import type { FileService, SentFile } from "../files/service.ts";
-import { Spool } from "../files/spool.ts";
 import { TooLarge } from "../files/storage.ts";
 import { PublicError } from "../lib/errors.ts";
 import { uuidOrNull } from "../lib/ids.ts";
 import { nestsDeeperThan } from "../lib/json-depth.ts";
+import { isObject } from "../lib/values.ts";
 import type { ActionContract, ValidationIssue } from "../release/contract.ts";
 import { authenticated } from "./auth.ts";
 import { BodyAborted, MiB, payloadTooLarge, readJsonBody, tooDeep } from "./body.ts";
 import { executionUrl, type HttpDeps, runUrl } from "./deps.ts";
 import { holdingConnection } from "./long-wait.ts";
+import { MalformedMultipart, type MultipartForm, readMultipart, UnexpectedPart } from "./multipart.ts";
 import { noteExecution, requestSpan } from "./observe.ts";
+import { Spool } from "./spool.ts";
 
 export const INVOKE_BODY_LIMIT = 8 * MiB;
 
@@ -156,7 +157,7 @@ function unexpectedPart(error: UnexpectedPart, action: string, fileFields: strin
 
 /** `{ requestId, input }`: requestId a UUID (compared lower-cased), input an object, nothing else. */
 function parseEnvelope(body: unknown): { requestId: string; input: Record<string, unknown> } {
-  if (!isPlainObject(body)) {
+  if (!isObject(body)) {
     throw invalidRequest([
       { where: "", code: "invalid_type", message: "the body must be a JSON object { requestId, input }" },
     ]);
@@ -174,8 +175,7 @@ function parseEnvelope(body: unknown): { requestId: string; input: Record<string
     issues.push({ where: "/requestId", code: "invalid_format", message: "requestId must be a UUID" });
   }
   if (input === undefined) issues.push({ where: "/input", code: "required", message: "input is required (an object)" });
-  else if (!isPlainObject(input))
-    issues.push({ where: "/input", code: "invalid_type", message: "input must be an object" });
+  else if (!isObject(input)) issues.push({ where: "/input", code: "invalid_type", message: "input must be an object" });
   for (const key of Object.keys(rest)) {
     issues.push({ where: `/${key}`, code: "unknown_property", message: `unknown property ${JSON.stringify(key)}` });
   }
@@ -200,6 +200,3 @@ function invocationError(error: unknown, requestId: string | null): unknown {
     ...(requestId ? { requestId } : {}),
   });
 }
-
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);

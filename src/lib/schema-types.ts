@@ -1,9 +1,9 @@
+import { isObject } from "./values.ts";
+
 type Schema = Record<string, unknown>;
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 const key = (name: string) => (IDENTIFIER.test(name) ? name : JSON.stringify(name));
-const isSchema = (value: unknown): value is Schema =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /**
  * A TypeScript type for a JSON Schema, as far as the contracts use it (what TypeBox writes): objects
@@ -11,7 +11,7 @@ const isSchema = (value: unknown): value is Schema =>
  * strings, numbers, booleans, null. Anything else is `unknown`, never a wrong type.
  */
 export function schemaType(schema: unknown, indent = ""): string {
-  if (!isSchema(schema)) return "unknown";
+  if (!isObject(schema)) return "unknown";
   if ("const" in schema) return JSON.stringify(schema.const);
   if (Array.isArray(schema.enum)) return schema.enum.map((v) => JSON.stringify(v)).join(" | ") || "never";
   const union = (schema.anyOf ?? schema.oneOf) as unknown[] | undefined;
@@ -48,15 +48,15 @@ function arrayType(schema: Schema, indent: string): string {
 }
 
 function objectType(schema: Schema, indent: string): string {
-  const properties = isSchema(schema.properties) ? schema.properties : {};
+  const properties = isObject(schema.properties) ? schema.properties : {};
   const required = new Set(Array.isArray(schema.required) ? (schema.required as string[]) : []);
   const inner = `${indent}  `;
   const lines = Object.entries(properties).map(
     ([name, property]) => `${inner}${key(name)}${required.has(name) ? "" : "?"}: ${schemaType(property, inner)};`,
   );
-  const rest = isSchema(schema.patternProperties)
+  const rest = isObject(schema.patternProperties)
     ? Object.values(schema.patternProperties)[0]
-    : isSchema(schema.additionalProperties)
+    : isObject(schema.additionalProperties)
       ? schema.additionalProperties
       : undefined;
   if (rest !== undefined) lines.push(`${inner}[key: string]: ${schemaType(rest, inner)};`);

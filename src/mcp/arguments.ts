@@ -1,4 +1,5 @@
 import { MAX_JSON_DEPTH, nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
+import { isObject } from "../lib/values.ts";
 import { INVALID_ARGUMENTS_META } from "./tools.ts";
 
 /**
@@ -28,6 +29,3 @@ function argumentsProblem(args: unknown): { code: string; message: string } | nu
   const type = args === null ? "null" : Array.isArray(args) ? "an array" : `a ${typeof args}`;
   return { code: "invalid_type", message: `arguments must be an object, not ${type}` };
 }
-
-export const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);

@@ -1,6 +1,6 @@
 import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
+import { isObject } from "../lib/values.ts";
 import type { Principal } from "../sdk/index.ts";
-import { isObject } from "./arguments.ts";
 import { MODERN_REQUEST_HEADERS } from "./headers.ts";
 import { environmentInstructions, listResources, listResourceTemplates, readResource } from "./resources.ts";
 import { type HttpContext, RpcError, rpcErrorBody, rpcErrorOf } from "./rpc-error.ts";

@@ -6,8 +6,9 @@ import {
   type JSONRPCRequest,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js";
+import { isObject } from "../lib/values.ts";
 import type { Principal } from "../sdk/index.ts";
-import { isObject, markInvalidArguments } from "./arguments.ts";
+import { markInvalidArguments } from "./arguments.ts";
 import { answerModern, isModernRequest } from "./modern.ts";
 import { listResources, listResourceTemplates, readResource, TOOL_INSTRUCTIONS } from "./resources.ts";
 import { type HttpContext, INVALID_PARAMS, RpcError, rpcErrorBody, rpcErrorOf } from "./rpc-error.ts";

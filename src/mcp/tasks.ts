@@ -1,8 +1,8 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { PublicError } from "../lib/errors.ts";
 import { uuidOrNull } from "../lib/ids.ts";
+import { isObject, iso } from "../lib/values.ts";
 import type { Principal } from "../sdk/index.ts";
-import { isObject } from "./arguments.ts";
 import { EXECUTION_META, jsonResult, refusal, type ToolDeps } from "./tools.ts";
 
 /** The Tasks extension (2026-07-28): a workflow tool call answers a task the client polls. */
@@ -114,5 +114,3 @@ function taskResult(deps: ToolDeps, task: TaskSource): CallToolResult {
   }
   return { ...jsonResult(task.output), _meta: { [EXECUTION_META]: execution } };
 }
-
-const iso = (ms: number | Date) => new Date(ms).toISOString();

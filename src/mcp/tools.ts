@@ -5,13 +5,13 @@ import type { Engine, InvokeOutcome } from "../engine/engine.ts";
 import { toExecutionView } from "../engine/executions.ts";
 import { publicErrorOf } from "../lib/database-errors.ts";
 import { uuidOrNull } from "../lib/ids.ts";
+import { isObject } from "../lib/values.ts";
 import type { Log } from "../observe/log.ts";
 import type { Telemetry } from "../observe/telemetry.ts";
 import type { SpanParent } from "../observe/tracing.ts";
 import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import { type ToolNaming, toolName } from "../release/tool-names.ts";
 import type { Principal } from "../sdk/index.ts";
-import { isObject } from "./arguments.ts";
 import { INVALID_PARAMS, RpcError } from "./rpc-error.ts";
 import { runResourceUri } from "./uris.ts";
 
@@ -310,10 +310,9 @@ async function runQuery(deps: ToolDeps, principal: Principal, query: unknown): P
 
 export function jsonResult(value: unknown): CallToolResult {
   const text = JSON.stringify(value ?? null);
-  const isObject = typeof value === "object" && value !== null && !Array.isArray(value);
   return {
     content: [{ type: "text", text }],
-    ...(isObject ? { structuredContent: value as Record<string, unknown> } : {}),
+    ...(isObject(value) ? { structuredContent: value } : {}),
   };
 }
 

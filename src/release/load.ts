@@ -1,4 +1,3 @@
-import "../../plugins/release-loader.ts";
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { join, relative, sep } from "node:path";
 import { Kind } from "@sinclair/typebox";
@@ -16,6 +15,7 @@ import type { BuiltBundle } from "./build.ts";
 import { BUNDLE_FILE_PATTERN } from "./bundle-format.ts";
 import { type ActionContract, type CompiledContract, compileContract } from "./contract.ts";
 import { ReleaseError } from "./errors.ts";
+import { registerReleaseLoader } from "./loader.ts";
 import { compileSchedules, type LoadedSchedule, type ScheduleManifest, scheduleManifest } from "./schedules.ts";
 import { checkToolNames, mcpAlias } from "./tool-names.ts";
 
@@ -65,7 +65,7 @@ export interface LoadedRelease extends LoadedBundle {
 const loadedBundles = new Map<string, Promise<LoadedBundle>>();
 
 /**
- * Imports a bundle through the release-loader plugin. Bundles are cached on disk by content hash, so
+ * Imports a bundle through the release loader (./loader.ts). Bundles are cached on disk by content hash, so
  * one content is imported (and its module state created) once per process, whichever versions share it;
  * its contracts too are compiled once (`start --release` publishes, then serves, the same bundle).
  */
@@ -89,6 +89,7 @@ async function importBundle(bundle: BuiltBundle, path: string, bundlesDir: strin
     renameSync(temporary, path);
   }
   let module: { default?: { release?: unknown; actions?: Record<string, unknown> } };
+  registerReleaseLoader();
   try {
     module = await import(path);
   } catch (error) {

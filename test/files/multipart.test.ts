@@ -2,9 +2,9 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { MalformedMultipart, type MultipartLimits, readMultipart, UnexpectedPart } from "../../src/files/multipart.ts";
-import { Spool } from "../../src/files/spool.ts";
 import { TooLarge } from "../../src/files/storage.ts";
+import { MalformedMultipart, type MultipartLimits, readMultipart, UnexpectedPart } from "../../src/http/multipart.ts";
+import { Spool } from "../../src/http/spool.ts";
 import { filledStream, MiB, multipartStream } from "../support/streams.ts";
 
 const root = mkdtempSync(join(tmpdir(), "actuate-multipart-"));

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { spoolDirOf } from "../../src/files/spool.ts";
+import { spoolDirOf } from "../../src/http/spool.ts";
 import { serve } from "../support/cli.ts";
 import { dialects } from "../support/databases.ts";
 import { eventually, fixture, startTestServer, type TestResponse, type TestServer } from "../support/server.ts";

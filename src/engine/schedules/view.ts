@@ -1,3 +1,4 @@
+import { iso } from "../../lib/values.ts";
 import type { LoadedRelease } from "../../release/load.ts";
 import { type ScheduleManifest, scheduleManifest } from "../../release/schedules.ts";
 import type { ScheduledRow, ScheduleTickRow } from "../../store/rows.ts";
@@ -11,8 +12,6 @@ export interface ScheduleView extends ScheduleManifest {
   /** The next tick after now and after the last one handled; null when the pattern has no more. */
   nextTickAt: string | null;
 }
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** The active release's schedules with where each stands (`GET /schedules`). */
 export function scheduleViews(release: LoadedRelease | null, ticks: ScheduleTickRow[], now: number): ScheduleView[] {

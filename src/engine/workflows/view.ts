@@ -1,3 +1,4 @@
+import { iso } from "../../lib/values.ts";
 import type { LogRow, RunRow, StepRow } from "../../store/rows.ts";
 import { BOUNDED_STEP_VALUES, type BoundedStep, type RunListRow } from "../../store/runs.ts";
 import type { Run, RunStep, RunSummary } from "../../wire/views.ts";
@@ -5,8 +6,6 @@ import { type LogLineView, toLogLineView } from "../execution-log.ts";
 import { boundForList, jsonBytes, LIST_VALUE_BYTES, leaveOutLarge } from "../executions.ts";
 
 export { RUN_STATUSES, type RunStatus } from "../../store/statuses.ts";
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /**
  * The public shape of a run (`GET /runs/{id}`): output once succeeded, error fields once it failed or was

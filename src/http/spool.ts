@@ -1,6 +1,6 @@
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { DiskStorage } from "./disk.ts";
+import { DiskStorage } from "../files/disk.ts";
 
 /**
  * The spool folder of the server serving `dataDir`. Only that server writes there, so at its start

@@ -1,6 +1,6 @@
 import type { BusboyFileStream, BusboyInstance } from "@fastify/busboy";
+import { TooLarge } from "../files/storage.ts";
 import type { Spool, SpooledFile } from "./spool.ts";
-import { TooLarge } from "./storage.ts";
 
 /** The body is not well-formed multipart; answered as 400 `invalid_request`. */
 export class MalformedMultipart extends Error {
