@@ -94,10 +94,10 @@ export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
       { query: ListQuery },
     )
     .get("/executions/requests/:requestId", async ({ params, principal }) =>
-      view(await deps.engine.executionByRequest(principal, uuidOrNotFound(params.requestId))),
+      view(await deps.engine.getExecutionByRequest(principal, uuidOrNotFound(params.requestId))),
     )
     .get("/executions/:id", async ({ params, principal }) =>
-      view(await deps.engine.execution(principal, uuidOrNotFound(params.id))),
+      view(await deps.engine.getExecution(principal, uuidOrNotFound(params.id))),
     )
     .get(
       "/executions/:id/logs",

@@ -46,7 +46,7 @@ export const runRoutes = (deps: HttpDeps) =>
       { query: ListQuery },
     )
     .get("/runs/:id", async ({ params, principal }) => {
-      const { run, steps, logs } = await deps.engine.run(principal, runId(params.id));
+      const { run, steps, logs } = await deps.engine.getRun(principal, runId(params.id));
       return toRunView(run, steps, logs);
     })
     .post("/runs/:id/cancel", async ({ params, principal }) => {

@@ -86,9 +86,9 @@ interface TaskSource {
 async function visibleTask(deps: ToolDeps, principal: Principal, taskId: string): Promise<TaskSource | null> {
   const id = uuidOrNull(taskId);
   if (id === null) return null;
-  const run = await absentAs(null, "run_not_found", async () => (await deps.engine.run(principal, id)).run);
+  const run = await absentAs(null, "run_not_found", async () => (await deps.engine.getRun(principal, id)).run);
   if (run) return { ...run, kind: "run", createdAt: iso(run.createdAt), updatedAt: iso(run.updatedAt) };
-  const row = await absentAs(null, "execution_not_found", () => deps.engine.execution(principal, id));
+  const row = await absentAs(null, "execution_not_found", () => deps.engine.getExecution(principal, id));
   if (!row) return null;
   const updated = row.finishedAt ?? row.startedAt ?? row.createdAt;
   return { ...row, kind: "execution", createdAt: iso(row.createdAt), updatedAt: iso(updated) };

@@ -1,8 +1,9 @@
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { mayKnow } from "../engine/access.ts";
 import { describeRelease } from "../engine/describe.ts";
-import type { Engine, InvokeOutcome } from "../engine/engine.ts";
+import type { Engine } from "../engine/engine.ts";
 import { toExecutionView } from "../engine/executions.ts";
+import type { InvokeOutcome } from "../engine/invocation.ts";
 import { publicErrorOf } from "../lib/database-errors.ts";
 import { uuidOrNull } from "../lib/ids.ts";
 import type { Log } from "../observe/log.ts";
@@ -206,10 +207,10 @@ async function runTool(
   options: CallOptions,
 ): Promise<CallResult | null> {
   if (name === "describe") {
-    return builtinResult(jsonResult(describeRelease(deps.handle, deps.engine.currentRelease(), principal)));
+    return builtinResult(jsonResult(describeRelease(deps.handle, deps.engine.activeRelease(), principal)));
   }
   if (name === "query") return builtinResult(await runQuery(deps, principal, args.query));
-  const release = deps.engine.currentRelease();
+  const release = deps.engine.activeRelease();
   const action = release ? toolTable(release, deps.toolNaming).byName.get(name) : undefined;
   if (!action) return null;
   const actionName = action.contract.name;
