@@ -18,7 +18,7 @@ import { authenticated } from "./auth.ts";
 import { executionUrl, type HttpDeps } from "./deps.ts";
 import { InstantParam, instantMs } from "./instants.ts";
 import { holdingConnection } from "./long-wait.ts";
-import { DEFAULT_PAGE, decodeCursor, decodeSeqCursor, encodeCursor, encodeSeqCursor, pageParams } from "./paging.ts";
+import { decodeSeqCursor, encodeSeqCursor, nextCursor, pageParams, pageRequest } from "./paging.ts";
 import { queryString } from "./query-string.ts";
 
 const ListQuery = queryString(
@@ -79,8 +79,7 @@ export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
       "/executions",
       async ({ query: q, principal }) => {
         const page = await deps.engine.listExecutions(principal, {
-          limit: q.limit ?? DEFAULT_PAGE,
-          afterId: q.cursor === undefined ? undefined : decodeCursor(q.cursor),
+          ...pageRequest(q),
           action: q.action,
           status: q.status as ExecutionStatus | undefined,
           ...timeRange(q.since, q.until),
@@ -88,7 +87,7 @@ export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
         });
         return {
           items: await views(page.items, toExecutionSummary),
-          nextCursor: page.lastId ? encodeCursor(page.lastId) : null,
+          nextCursor: nextCursor(page),
         };
       },
       { query: ListQuery },

@@ -5,7 +5,7 @@ import { RUN_STATUSES, type RunStatus, toRunListItem, toRunView } from "../engin
 import { uuidOrNull } from "../lib/ids.ts";
 import { authenticated } from "./auth.ts";
 import { type HttpDeps, runUrl } from "./deps.ts";
-import { DEFAULT_PAGE, decodeCursor, encodeCursor, pageParams } from "./paging.ts";
+import { nextCursor, pageParams, pageRequest } from "./paging.ts";
 import { queryString } from "./query-string.ts";
 
 /** Run ids are UUIDs; anything else cannot name a run, so it never reaches the store. */
@@ -33,14 +33,13 @@ export const runRoutes = (deps: HttpDeps) =>
       "/runs",
       async ({ query: q, principal }) => {
         const page = await deps.engine.listRuns(principal, {
-          limit: q.limit ?? DEFAULT_PAGE,
-          afterId: q.cursor === undefined ? undefined : decodeCursor(q.cursor),
+          ...pageRequest(q),
           workflow: q.workflow,
           status: q.status as RunStatus | undefined,
         });
         return {
           items: page.items.map((run) => ({ ...toRunListItem(run), statusUrl: runUrl(deps.publicUrl(), run.id) })),
-          nextCursor: page.lastId ? encodeCursor(page.lastId) : null,
+          nextCursor: nextCursor(page),
         };
       },
       { query: ListQuery },

@@ -12,7 +12,7 @@ import type { SpanParent } from "../observe/tracing.ts";
 import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import { type ToolNaming, toolName } from "../release/tool-names.ts";
 import type { Principal } from "../sdk/index.ts";
-import { isObject } from "./arguments.ts";
+import { INVALID_ARGUMENTS_META, isObject } from "./arguments.ts";
 import { INVALID_PARAMS, RpcError } from "./rpc-error.ts";
 import { runResourceUri } from "./uris.ts";
 
@@ -57,11 +57,6 @@ const builtinTools: Tool[] = [
 
 /** `_meta` key of an action tool: its kind and access, which its description (the action's own) does not say. */
 export const ACTION_META = "dev.service/action";
-/**
- * Set by the endpoint when a call's `arguments` was not an object (the SDK would refuse it with a schema
- * dump before any tool code runs): the call is answered as an input refusal instead.
- */
-export const INVALID_ARGUMENTS_META = "dev.service/invalidArguments";
 
 export type NamedExecution = { id: string | null; requestId: string | null; status: string; url: string | null };
 
