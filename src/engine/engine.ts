@@ -2,38 +2,29 @@ import type { QueryFormat } from "../data/service.ts";
 import type { Upload } from "../files/service.ts";
 import { loggable } from "../lib/database-errors.ts";
 import { PublicError } from "../lib/errors.ts";
-import { uuidV7Floor } from "../lib/ids.ts";
 import { LoopFailures } from "../lib/loop-failures.ts";
 import { NO_SPAN } from "../observe/tracing.ts";
 import type { ActionContract } from "../release/contract.ts";
 import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
-import type { ExecutionListRow } from "../store/executions.ts";
-import type { ExecutionRow, LogRow, RunRow, StepRow } from "../store/rows.ts";
-import type { BoundedStep, RunListRow } from "../store/runs.ts";
-import { type ExecutionStatus, isRunTerminal, isTerminal, type RunStatus } from "../store/statuses.ts";
+import type { ExecutionRow } from "../store/rows.ts";
+import { isTerminal } from "../store/statuses.ts";
 import type { Store } from "../store/store.ts";
 import { mayKnow, mayRun } from "./access.ts";
 import { Deadlines } from "./deadlines.ts";
-import { accessDenied, actionNotFound, executionNotFound, runNotFound } from "./errors.ts";
-import type { ExecutionEvent, ExecutionFeed } from "./execution-feed.ts";
-import { canSee, inputFingerprint, LIST_VALUE_BYTES } from "./executions.ts";
-import {
-  DEFAULT_POLL,
-  type FollowOptions,
-  type FollowSettings,
-  followExecution,
-  lastStatus,
-  type PollBackoff,
-} from "./follow.ts";
+import { accessDenied, actionNotFound } from "./errors.ts";
+import type { ExecutionFeed } from "./execution-feed.ts";
+import { ExecutionReads } from "./execution-reads.ts";
+import { inputFingerprint } from "./executions.ts";
+import { DEFAULT_POLL, type PollBackoff } from "./follow.ts";
 import { fileFields, type InvokeOutcome, type InvokeRequest, invocationIssues, NO_FILES } from "./invocation.ts";
 import { Liveness } from "./liveness.ts";
-import { type Page, pageOf } from "./page.ts";
 import { type EngineResources, engineResources, type GivenResources } from "./resources.ts";
 import { Retention, type RetentionSettings } from "./retention.ts";
 import { Runner } from "./runner.ts";
 import { Scheduling } from "./schedules/scheduling.ts";
 import { newRun } from "./workflows/new-run.ts";
+import { Runs } from "./workflows/runs.ts";
 import { type WorkerSettings, WorkflowWorker } from "./workflows/worker.ts";
 
 export interface EngineOptions extends GivenResources {
@@ -52,23 +43,6 @@ async function refuseUnless(allowed: boolean | Promise<boolean>, action: string)
   if (!(await allowed)) throw accessDenied(action);
 }
 
-/** A run as the run view reads it; `logs` holds every line of its log, each naming its step (or null). */
-export interface RunWithSteps {
-  run: RunRow;
-  steps: StepRow[];
-  logs: LogRow[];
-}
-
-/** A run with its steps and log, large values left out (`engine.getBoundedRun`). */
-export interface BoundedRun {
-  run: RunListRow;
-  steps: BoundedStep[];
-  logs: LogRow[];
-}
-
-/** Enough for any run's whole log: the bound is per execution, and only error lines go past it (one per attempt). */
-const RUN_VIEW_LOG_LINES = 5_000;
-
 /** The one path every caller (HTTP, MCP) takes to run actions and follow executions. */
 export class Engine {
   private readonly $: EngineResources;
@@ -78,27 +52,32 @@ export class Engine {
   private readonly workflows: WorkflowWorker;
   private readonly liveness: Liveness;
   private readonly retention: Retention | null;
+  /** Executions as callers read and follow them. */
+  readonly executions: ExecutionReads;
+  /** Workflow runs as callers read them, and their cancel. */
+  readonly runs: Runs;
   /** The release's schedules and `ctx.schedule`'s delayed invocations. */
   readonly scheduling: Scheduling;
   /** Status changes and log lines of the executions running in this process (for subscribe-stream). */
   readonly feed: ExecutionFeed;
   private readonly waitMs: number;
-  private readonly following: FollowSettings;
 
   constructor(options: EngineOptions) {
     const $ = engineResources(options);
     this.$ = $;
     this.feed = $.feed;
     this.waitMs = options.waitMs;
-    this.following = {
-      poll: options.followPoll ?? DEFAULT_POLL,
-      failures: new LoopFailures("following executions", $.log),
-    };
     this.runner = new Runner($);
     this.workflows = new WorkflowWorker($, options.workflows);
     this.liveness = new Liveness($, options.workflows.leaseMs);
     this.retention = options.retention ? new Retention($, options.retention) : null;
     this.scheduling = new Scheduling($, (request) => this.invoke(request), options.workflows);
+    const following = {
+      poll: options.followPoll ?? DEFAULT_POLL,
+      failures: new LoopFailures("following executions", $.log),
+    };
+    this.executions = new ExecutionReads($, following, options.waitMs);
+    this.runs = new Runs($, this.workflows);
   }
 
   /**
@@ -272,137 +251,6 @@ export class Engine {
     return { execution: admitted.execution, settled: false, replayed: false, runId: run.id };
   }
 
-  /** The caller's runs (every run for a service key), newest first, a page at a time. */
-  async listRuns(
-    principal: Principal,
-    query: { limit: number; afterId?: string; workflow?: string; status?: RunStatus },
-  ): Promise<Page<RunListRow>> {
-    const items = await this.$.store.runs.list({
-      principal: principal.kind === "service" ? undefined : principal,
-      workflow: query.workflow,
-      status: query.status,
-      beforeId: query.afterId,
-      limit: query.limit + 1,
-      maxValueBytes: LIST_VALUE_BYTES,
-    });
-    return pageOf(items, query.limit);
-  }
-
-  /** A workflow run with its steps and log, if the caller may see it (its own, or any for a service key). */
-  async getRun(principal: Principal, id: string): Promise<RunWithSteps> {
-    const run = await this.$.store.runs.get(id);
-    if (!run || !canSee(principal, run)) throw runNotFound();
-    const [steps, logs] = await Promise.all([
-      this.$.store.runs.steps(id),
-      // The whole log: bounded per execution (the lines, the truncated line, and the error lines past them).
-      this.$.store.executionLogs.page(id, -1, RUN_VIEW_LOG_LINES),
-    ]);
-    return { run, steps, logs };
-  }
-
-  /**
-   * A run as an agent reads it (the MCP run resource): like `getRun`, but its input, output and error and
-   * each step's output and error over LIST_VALUE_BYTES are left in the database, their stored sizes given.
-   */
-  async getBoundedRun(principal: Principal, id: string): Promise<BoundedRun> {
-    const run = await this.$.store.runs.getBounded(id, LIST_VALUE_BYTES);
-    if (!run || !canSee(principal, run)) throw runNotFound();
-    const [steps, logs] = await Promise.all([
-      this.$.store.runs.boundedSteps(id, LIST_VALUE_BYTES),
-      this.$.store.executionLogs.page(id, -1, RUN_VIEW_LOG_LINES),
-    ]);
-    return { run, steps, logs };
-  }
-
-  /**
-   * Stops a run: one that waits (queued, sleeping, backing off) ends `canceled` at once; a running one at
-   * its next step boundary, its step's `ctx.signal` aborted now. Canceling a canceled run changes nothing.
-   */
-  async cancelRun(principal: Principal, id: string): Promise<RunWithSteps> {
-    const current = await this.getRun(principal, id);
-    if (current.run.status === "canceled") return current;
-    if (isRunTerminal(current.run.status)) {
-      throw new PublicError("run_not_cancelable", `the run has already ended (${current.run.status})`, { runId: id });
-    }
-    await this.$.store.runs.requestCancel(id, this.$.now());
-    this.workflows.cancel(id);
-    return this.getRun(principal, id);
-  }
-
-  async getExecution(principal: Principal, id: string): Promise<ExecutionRow> {
-    const row = await this.$.store.executions.get(id);
-    if (!row || !canSee(principal, row)) throw executionNotFound();
-    return row;
-  }
-
-  /**
-   * A page of the log of an execution the caller may see: lines after `afterSeq` (-1: from the first).
-   * `ended`: the execution had ended before the page was read, so no line comes after the last.
-   */
-  async executionLogs(
-    principal: Principal,
-    id: string,
-    page: { afterSeq: number; limit: number },
-  ): Promise<{ lines: LogRow[]; ended: boolean }> {
-    const execution = await this.getExecution(principal, id);
-    const lines = await this.$.store.executionLogs.page(id, page.afterSeq, page.limit);
-    return { lines, ended: isTerminal(execution.status) };
-  }
-
-  async getExecutionByRequest(principal: Principal, requestId: string): Promise<ExecutionRow> {
-    const row = await this.$.store.executions.findByRequest(principal, requestId);
-    if (!row) throw executionNotFound();
-    return row;
-  }
-
-  /**
-   * The caller's executions (every one for a service key, or one caller's with `caller`), newest first,
-   * a page at a time. `since` (inclusive) and `until` (exclusive) bound when they were created, as
-   * their UUIDv7 ids record it: a range of the same index the page is read from.
-   */
-  async listExecutions(
-    principal: Principal,
-    query: {
-      limit: number;
-      afterId?: string;
-      action?: string;
-      status?: ExecutionStatus;
-      since?: number;
-      until?: number;
-      caller?: Principal;
-    },
-  ): Promise<Page<ExecutionListRow>> {
-    if (query.caller && principal.kind !== "service") {
-      throw new PublicError("access_denied", "only a service key may list another caller's executions");
-    }
-    const untilId = query.until === undefined ? undefined : uuidV7Floor(query.until);
-    const beforeId = [query.afterId, untilId].filter((id) => id !== undefined).sort()[0];
-    const items = await this.$.store.executions.list({
-      principal: principal.kind === "service" ? query.caller : principal,
-      action: query.action,
-      status: query.status,
-      beforeId,
-      sinceId: query.since === undefined ? undefined : uuidV7Floor(query.since),
-      limit: query.limit + 1,
-      maxValueBytes: LIST_VALUE_BYTES,
-    });
-    return pageOf(items, query.limit);
-  }
-
-  /**
-   * The events of an execution the caller may see, wherever it runs: its status now, then each change
-   * and log line until it ends (or the deadline passes, or the signal aborts). Throws execution_not_found
-   * (on the first step) for an execution that is not the caller's.
-   */
-  follow(principal: Principal, id: string, options: FollowOptions = {}): AsyncGenerator<ExecutionEvent> {
-    return followExecution(this.$, this.following, id, () => this.getExecution(principal, id), options);
-  }
-
-  /** Waits up to `waitMs` for the execution to end; `settled: false` when it has not. */
-  awaitResult(principal: Principal, id: string, waitMs = this.waitMs) {
-    return lastStatus(this.follow(principal, id, { deadline: this.$.now() + waitMs }));
-  }
-
   /** Resolves once no handler runs in this process (their outcomes stored). */
   idle(): Promise<void> {
     return this.runner.idle();
@@ -450,9 +298,7 @@ export class Engine {
       return { execution: row, settled: isTerminal(row.status), replayed: true, runId: row.id };
     }
     if (isTerminal(row.status)) return { execution: row, settled: true, replayed: true };
-    const deadline = this.$.now() + waitMs;
-    const latest = await lastStatus(followExecution(this.$, this.following, row.id, async () => row, { deadline }));
-    return { ...latest, replayed: true };
+    return { ...(await this.executions.awaitEnd(row, waitMs)), replayed: true };
   }
 
   private async storedUploads(executionId: string): Promise<Upload[] | undefined> {

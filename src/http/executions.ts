@@ -78,7 +78,7 @@ export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
     .get(
       "/executions",
       async ({ query: q, principal }) => {
-        const page = await deps.engine.listExecutions(principal, {
+        const page = await deps.engine.executions.list(principal, {
           ...pageRequest(q),
           action: q.action,
           status: q.status as ExecutionStatus | undefined,
@@ -93,17 +93,17 @@ export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
       { query: ListQuery },
     )
     .get("/executions/requests/:requestId", async ({ params, principal }) =>
-      view(await deps.engine.getExecutionByRequest(principal, uuidOrNotFound(params.requestId))),
+      view(await deps.engine.executions.getByRequest(principal, uuidOrNotFound(params.requestId))),
     )
     .get("/executions/:id", async ({ params, principal }) =>
-      view(await deps.engine.getExecution(principal, uuidOrNotFound(params.id))),
+      view(await deps.engine.executions.get(principal, uuidOrNotFound(params.id))),
     )
     .get(
       "/executions/:id/logs",
       async ({ params, query: q, principal }) => {
         const afterSeq = q.cursor === undefined ? -1 : decodeSeqCursor(q.cursor);
         const limit = q.limit ?? LOG_PAGE;
-        const { lines, ended } = await deps.engine.executionLogs(principal, uuidOrNotFound(params.id), {
+        const { lines, ended } = await deps.engine.executions.logs(principal, uuidOrNotFound(params.id), {
           afterSeq,
           limit,
         });
@@ -117,7 +117,7 @@ export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
     .get("/executions/:id/result", async ({ params, principal, request, server }) => {
       const id = uuidOrNotFound(params.id);
       const { execution, settled } = await holdingConnection(server, request, () =>
-        deps.engine.awaitResult(principal, id),
+        deps.engine.executions.awaitResult(principal, id),
       );
       if (!settled) {
         throw new PublicError("execution_result_timeout", "the execution has not ended yet; follow statusUrl", {

@@ -32,7 +32,7 @@ export const runRoutes = (deps: HttpDeps) =>
     .get(
       "/runs",
       async ({ query: q, principal }) => {
-        const page = await deps.engine.listRuns(principal, {
+        const page = await deps.engine.runs.list(principal, {
           ...pageRequest(q),
           workflow: q.workflow,
           status: q.status as RunStatus | undefined,
@@ -45,10 +45,10 @@ export const runRoutes = (deps: HttpDeps) =>
       { query: ListQuery },
     )
     .get("/runs/:id", async ({ params, principal }) => {
-      const { run, steps, logs } = await deps.engine.getRun(principal, runId(params.id));
+      const { run, steps, logs } = await deps.engine.runs.get(principal, runId(params.id));
       return toRunView(run, steps, logs);
     })
     .post("/runs/:id/cancel", async ({ params, principal }) => {
-      const { run, steps, logs } = await deps.engine.cancelRun(principal, runId(params.id));
+      const { run, steps, logs } = await deps.engine.runs.cancel(principal, runId(params.id));
       return toRunView(run, steps, logs);
     });

@@ -331,7 +331,7 @@ export class SessionHub {
     }
     const key = id.toLowerCase();
     const stop = new AbortController();
-    const events = this.$.engine.follow(session.principal as Principal, key, {
+    const events = this.$.engine.executions.follow(session.principal as Principal, key, {
       signal: stop.signal,
       storedLogs: true,
       afterSeq: afterSeq as number | undefined,

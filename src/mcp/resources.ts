@@ -48,7 +48,7 @@ export async function readResource(
   const runId = uri.startsWith(runsPrefix) ? uuidOrNull(uri.slice(runsPrefix.length)) : null;
   if (runId === null) return null;
   try {
-    const { run, steps, logs } = await deps.engine.getBoundedRun(principal, runId);
+    const { run, steps, logs } = await deps.engine.runs.getBounded(principal, runId);
     const text = JSON.stringify(toRunResource(run, steps, logs, deps.runUrl(run.id)));
     return { kind: "run", contents: [{ uri, mimeType: "application/json", text }] };
   } catch (error) {
