@@ -37,8 +37,6 @@ export interface EngineOptions extends GivenResources {
   followPoll?: PollBackoff;
 }
 
-export type { Page } from "./page.ts";
-
 async function refuseUnless(allowed: boolean | Promise<boolean>, action: string): Promise<void> {
   if (!(await allowed)) throw accessDenied(action);
 }
