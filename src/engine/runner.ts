@@ -102,20 +102,12 @@ export class Runner {
   }
 
   private executionLog(row: ExecutionRow): ExecutionLog {
-    return new ExecutionLog(row.id, {
-      limits: this.$.logLimits,
-      now: this.$.now,
-      append: (lines) => this.$.store.executionLogs.append(lines),
-      written: ({ line, at, level, seq }) => {
-        this.$.log(`[${row.action} ${row.id}] ${line}`, { level, executionId: row.id, action: row.action });
-        this.$.feed.publish(row.id, { type: "log", executionId: row.id, line, at, seq });
-      },
-      failed: (error) =>
-        this.$.log(`could not store log lines of execution ${row.id}: ${loggable(error)}`, {
-          level: "warn",
-          executionId: row.id,
-        }),
-    });
+    return new ExecutionLog(row.id, row.action, this.$, (error) =>
+      this.$.log(`could not store log lines of execution ${row.id}: ${loggable(error)}`, {
+        level: "warn",
+        executionId: row.id,
+      }),
+    );
   }
 
   /** Runs the handler; a failure's log ends with why (the stack when it threw), its errorMessage stays the message. */

@@ -414,22 +414,7 @@ export class RunExecution {
   }
 
   private executionLog(tally: LogTally | undefined): ExecutionLog {
-    const { run } = this;
-    const log = new ExecutionLog(
-      run.id,
-      {
-        limits: this.$.logLimits,
-        now: this.$.now,
-        append: (lines) => this.$.store.executionLogs.append(lines),
-        written: ({ line, at, level, seq }) => {
-          this.$.log(`[${run.workflow} ${run.id}] ${line}`, { level, executionId: run.id, action: run.workflow });
-          this.$.feed.publish(run.id, { type: "log", executionId: run.id, line, at, seq });
-        },
-        failed: (error) => this.logStoreError(error),
-      },
-      tally,
-    );
-    return log;
+    return new ExecutionLog(this.run.id, this.run.workflow, this.$, (error) => this.logStoreError(error), tally);
   }
 
   /** Into the run's log (kept past its bounds) and so the server log: what threw, with its stack. */
