@@ -1,219 +1,81 @@
-import type { DataService, QueryFormat } from "../data/service.ts";
-import type { FileService, SentFile } from "../files/service.ts";
+import type { QueryFormat } from "../data/service.ts";
 import { loggable } from "../lib/database-errors.ts";
 import { PublicError } from "../lib/errors.ts";
-import { uuidV7Floor } from "../lib/ids.ts";
-import { findUnsupportedCharacter, UNSUPPORTED_CHARACTERS } from "../lib/json-text.ts";
 import { LoopFailures } from "../lib/loop-failures.ts";
-import type { Log } from "../observe/log.ts";
-import { Telemetry } from "../observe/telemetry.ts";
-import { NO_SPAN, type SpanParent } from "../observe/tracing.ts";
-import type { ActionContract, ValidationIssue } from "../release/contract.ts";
+import { NO_SPAN } from "../observe/tracing.ts";
+import type { ActionContract } from "../release/contract.ts";
 import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
-import type { ExecutionListRow } from "../store/executions.ts";
-import type { ExecutionRow, LogRow, RunRow, StepRow } from "../store/rows.ts";
-import type { BoundedStep, RunListRow } from "../store/runs.ts";
-import { type ExecutionStatus, isRunTerminal, isTerminal, type RunStatus } from "../store/statuses.ts";
+import type { ExecutionRow } from "../store/rows.ts";
+import { isTerminal } from "../store/statuses.ts";
 import type { Store } from "../store/store.ts";
+import type { Upload } from "../wire/views.ts";
 import { mayKnow, mayRun } from "./access.ts";
 import { Deadlines } from "./deadlines.ts";
-import { accessDenied, actionNotFound, executionNotFound, runNotFound } from "./errors.ts";
-import { type ExecutionEvent, ExecutionFeed } from "./execution-feed.ts";
-import { DEFAULT_LOG_LIMITS, type LogLimits } from "./execution-log.ts";
-import { canSee, DEFAULT_MAX_OUTPUT_BYTES, inputFingerprint, LIST_VALUE_BYTES } from "./executions.ts";
-import {
-  DEFAULT_POLL,
-  type FollowOptions,
-  type FollowResources,
-  followExecution,
-  lastStatus,
-  type PollBackoff,
-} from "./follow.ts";
+import { accessDenied, actionNotFound } from "./errors.ts";
+import type { ExecutionFeed } from "./execution-feed.ts";
+import { ExecutionReads } from "./execution-reads.ts";
+import { inputFingerprint } from "./executions.ts";
+import { DEFAULT_POLL, type PollBackoff } from "./follow.ts";
+import { fileFields, type InvokeOutcome, type InvokeRequest, invocationIssues, NO_FILES } from "./invocation.ts";
 import { Liveness } from "./liveness.ts";
-import { type Page, pageOf } from "./page.ts";
+import { type EngineResources, engineResources, type GivenResources } from "./resources.ts";
 import { Retention, type RetentionSettings } from "./retention.ts";
 import { Runner } from "./runner.ts";
 import { Scheduling } from "./schedules/scheduling.ts";
 import { newRun } from "./workflows/new-run.ts";
+import { Runs } from "./workflows/runs.ts";
 import { type WorkerSettings, WorkflowWorker } from "./workflows/worker.ts";
 
-export interface EngineResources {
-  store: Store;
-  data: DataService;
-  files: FileService;
-  /** The release to serve now; each call reads it once and keeps it until the call ends. */
-  release: () => LoadedRelease | null;
-  /** Any stored release by version (a workflow run stays on the release it started with). */
-  releaseVersion: (version: string) => Promise<LoadedRelease>;
+export interface EngineOptions extends GivenResources {
   workflows: WorkerSettings;
+  /** How long an invoke waits for the end when its caller does not say. */
   waitMs: number;
-  log: Log;
-  /** Metrics and tracer of the server (a fresh, unread one when not given). */
-  telemetry?: Telemetry;
-  now?: () => number;
   /** Forget executions this long after they ended (EXECUTION_RETENTION); unset: keep them. */
   retention?: RetentionSettings;
-  /** How many lines and bytes of log one execution keeps (default 1,000 lines, 256 KiB). */
-  logLimits?: LogLimits;
-  /** The largest output (or step result) an execution may return, as JSON (default 8 MiB). */
-  maxOutputBytes?: number;
   /** How a follower re-reads an execution it has heard nothing about (default 25 ms → 1 s). */
   followPoll?: PollBackoff;
 }
-
-export interface InvokeRequest {
-  principal: Principal;
-  action: string;
-  requestId: string;
-  input: unknown;
-  /** File parts of a multipart invocation, by input field. */
-  files?: ReadonlyMap<string, SentFile>;
-  /** How long to wait for the end (default the engine's `waitMs`); 0 answers once the execution is claimed. */
-  waitMs?: number;
-  /** The span (or caller's traceparent) the execution's span is a child of. */
-  trace?: SpanParent;
-  /** A delayed invocation's: the execution whose `ctx.schedule` made it. */
-  scheduledBy?: string;
-}
-
-export interface InvokeOutcome {
-  execution: ExecutionRow;
-  /** False when the wait ran out first: the execution goes on and is followed by its id. */
-  settled: boolean;
-  /** True when `requestId` had been used with this input before and nothing ran again. */
-  replayed: boolean;
-  /** A workflow's run (admitted; its id is the execution's). */
-  runId?: string;
-}
-
-export type { Page } from "./page.ts";
 
 async function refuseUnless(allowed: boolean | Promise<boolean>, action: string): Promise<void> {
   if (!(await allowed)) throw accessDenied(action);
 }
 
-const NO_FILES: ReadonlyMap<string, SentFile> = new Map();
-const NO_FILE_FIELDS = Object.freeze({});
-
-/** The files sent, by field, as the input's fingerprint names them. */
-function fileFields(sent: ReadonlyMap<string, SentFile>): Record<string, unknown> {
-  if (sent.size === 0) return NO_FILE_FIELDS;
-  return Object.fromEntries(
-    [...sent].map(([field, f]) => [field, { filename: f.filename, contentType: f.contentType, sha256: f.sha256 }]),
-  );
-}
-
-/** What is wrong with an invocation's input and files; when nothing is, the checks' own empty answer. */
-function invocationIssues(
-  action: LoadedAction,
-  input: unknown,
-  sent: ReadonlyMap<string, SentFile>,
-): readonly ValidationIssue[] {
-  const inInput = action.checkInput(input);
-  const inFiles = action.checkFiles(sent);
-  const unsupported = findUnsupportedCharacter(input, "/input");
-  if (inFiles.length === 0 && unsupported === null) return inInput;
-  const issues = [...inInput, ...inFiles];
-  if (unsupported !== null) {
-    const message = `strings and keys cannot contain ${UNSUPPORTED_CHARACTERS}`;
-    issues.push({ where: unsupported, code: "unsupported_character", message });
-  }
-  return issues;
-}
-
-/** Log lines a follower reads from the store at a time (the next read goes on from the last). */
-const FOLLOW_LOG_PAGE = 500;
-
-/** A run as the run view reads it; `logs` holds every line of its log, each naming its step (or null). */
-export interface RunWithSteps {
-  run: RunRow;
-  steps: StepRow[];
-  logs: LogRow[];
-}
-
-/** A run with its steps and log, large values left out (`engine.boundedRun`). */
-export interface BoundedRun {
-  run: RunListRow;
-  steps: BoundedStep[];
-  logs: LogRow[];
-}
-
-/** Enough for any run's whole log: the bound is per execution, and only error lines go past it (one per attempt). */
-const RUN_VIEW_LOG_LINES = 5_000;
-
 /** The one path every caller (HTTP, MCP) takes to run actions and follow executions. */
 export class Engine {
+  private readonly $: EngineResources;
   private readonly runner: Runner;
   /** Bounds each invoke's wait for its handler without a timer per invoke. */
   private readonly deadlines = new Deadlines();
   private readonly workflows: WorkflowWorker;
   private readonly liveness: Liveness;
   private readonly retention: Retention | null;
+  /** Executions as callers read and follow them. */
+  readonly executions: ExecutionReads;
+  /** Workflow runs as callers read them, and their cancel. */
+  readonly runs: Runs;
   /** The release's schedules and `ctx.schedule`'s delayed invocations. */
   readonly scheduling: Scheduling;
   /** Status changes and log lines of the executions running in this process (for subscribe-stream). */
-  readonly feed = new ExecutionFeed();
-  private readonly now: () => number;
-  private readonly telemetry: Telemetry;
-  private readonly followResources: FollowResources;
+  readonly feed: ExecutionFeed;
+  private readonly waitMs: number;
 
-  constructor(private readonly $: EngineResources) {
-    this.now = $.now ?? Date.now;
-    const telemetry = $.telemetry ?? new Telemetry();
-    this.telemetry = telemetry;
-    this.followResources = {
-      feed: this.feed,
-      read: (id) => $.store.executions.get(id),
-      readLogs: (id, afterSeq) => $.store.executionLogs.page(id, afterSeq, FOLLOW_LOG_PAGE),
-      now: this.now,
-      poll: $.followPoll ?? DEFAULT_POLL,
+  constructor(options: EngineOptions) {
+    const $ = engineResources(options);
+    this.$ = $;
+    this.feed = $.feed;
+    this.waitMs = options.waitMs;
+    this.runner = new Runner($);
+    this.workflows = new WorkflowWorker($, options.workflows);
+    this.liveness = new Liveness($, options.workflows.leaseMs);
+    this.retention = options.retention ? new Retention($, options.retention) : null;
+    this.scheduling = new Scheduling($, (request) => this.invoke(request), options.workflows);
+    const following = {
+      poll: options.followPoll ?? DEFAULT_POLL,
       failures: new LoopFailures("following executions", $.log),
     };
-    const logLimits = $.logLimits ?? DEFAULT_LOG_LIMITS;
-    const maxOutputBytes = $.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
-    this.runner = new Runner({
-      store: $.store,
-      data: $.data,
-      feed: this.feed,
-      log: $.log,
-      now: this.now,
-      logLimits,
-      maxOutputBytes,
-      telemetry,
-    });
-    this.workflows = new WorkflowWorker(
-      {
-        store: $.store,
-        data: $.data,
-        feed: this.feed,
-        release: $.releaseVersion,
-        log: $.log,
-        failures: new LoopFailures("workflow worker", $.log),
-        now: this.now,
-        logLimits,
-        maxOutputBytes,
-        telemetry,
-      },
-      { ...$.workflows, owner: $.store.instances.id },
-    );
-    this.liveness = new Liveness({ store: $.store, ttlMs: $.workflows.leaseMs, log: $.log, now: this.now });
-    this.retention = $.retention
-      ? new Retention(
-          { store: $.store, dropUploads: (paths) => $.files.deleteBytes(paths), now: this.now, log: $.log },
-          $.retention,
-        )
-      : null;
-    this.scheduling = new Scheduling({
-      store: $.store,
-      release: $.release,
-      invoke: (request) => this.invoke(request),
-      log: $.log,
-      now: this.now,
-      owner: $.store.instances.id,
-      leaseMs: $.workflows.leaseMs,
-      pollMs: $.workflows.pollMs,
-    });
+    this.executions = new ExecutionReads($, following, options.waitMs);
+    this.runs = new Runs($, this.workflows);
   }
 
   /**
@@ -236,24 +98,24 @@ export class Engine {
 
   /** Reads the active release's data as the caller (its view rules apply). Throws QueryRejected for a bad query. */
   query(principal: Principal, query: unknown, format: QueryFormat) {
-    return this.$.data.query(principal, this.activeRelease(), query, format);
+    return this.$.data.query(principal, this.requireActiveRelease(), query, format);
   }
 
   /** The active release's actions this caller may know of (a service key's actions are hidden from users). */
   actions(principal: Principal): ActionContract[] {
-    const release = this.activeRelease();
+    const release = this.requireActiveRelease();
     return [...release.actions.values()].filter((a) => mayKnow(a, principal)).map((a) => a.contract);
   }
 
   contract(principal: Principal, name: string): ActionContract {
-    const action = this.action(this.activeRelease(), name);
+    const action = this.action(this.requireActiveRelease(), name);
     if (!mayKnow(action, principal)) throw accessDenied(name);
     return action.contract;
   }
 
   /** Refuses (access_denied) a caller the action's access rule does not let run it. */
   async authorize(principal: Principal, name: string): Promise<void> {
-    const release = this.activeRelease();
+    const release = this.requireActiveRelease();
     const action = this.action(release, name);
     await refuseUnless(mayRun(this.$, release, action, principal), name);
   }
@@ -263,7 +125,7 @@ export class Engine {
    * returns the first execution without running anything; a different input is REQUEST_CONFLICT.
    */
   async invoke(request: InvokeRequest): Promise<InvokeOutcome> {
-    const release = this.activeRelease();
+    const release = this.requireActiveRelease();
     const action = this.action(release, request.action);
     // Before anything that reads executions: a refused caller learns nothing about this request id.
     const allowed = mayRun(this.$, release, action, request.principal);
@@ -274,16 +136,16 @@ export class Engine {
     if (issues.length > 0) {
       // The same request may have been accepted before under another contract; answer that one.
       const earlier = await this.$.store.executions.findByRequest(request.principal, request.requestId);
-      if (earlier) return this.replay(earlier, fingerprint);
+      if (earlier) return this.replay(earlier, fingerprint, request);
       throw new PublicError("action_contract_validation_failed", "the input does not fit the action's input schema", {
         details: { issues },
       });
     }
 
     if (action.kind === "workflow") return this.admitRun(request, release, action, fingerprint);
-    const now = this.now();
+    const now = this.$.now();
     // The claim's database batch (committed before the handler runs), as a child of the caller's span.
-    const { tracer } = this.telemetry;
+    const { tracer } = this.$.telemetry;
     const claimed = tracer.enabled
       ? tracer.start("db commit claim", request.trace, { "actuate.action": request.action })
       : NO_SPAN;
@@ -312,12 +174,15 @@ export class Engine {
     } finally {
       claimed.end();
     }
-    if (!claim.created) return this.replay(claim.row, fingerprint, request.waitMs);
+    if (!claim.created) return this.replay(claim.row, fingerprint, request, request.waitMs);
 
     let input = request.input as Record<string, unknown>;
+    let uploads: Upload[] | undefined;
     if (sent.size > 0) {
       try {
-        input = { ...input, ...(await this.$.files.storeUploads(request.principal, claim.row.id, sent)) };
+        const stored = await this.$.files.storeUploads(request.principal, claim.row.id, sent);
+        input = { ...input, ...stored.handles };
+        uploads = stored.uploads;
       } catch (error) {
         // What the store or its driver said (a statement, a path, a bucket) is the server's: logged, not recorded.
         const reason = "the files sent could not be stored";
@@ -330,16 +195,18 @@ export class Engine {
           output: null,
           errorCode: "action_failed",
           errorMessage: reason,
-          finishedAt: this.now(),
+          finishedAt: this.$.now(),
         });
-        return { execution: { ...claim.row, ...stored }, settled: true, replayed: false };
+        // The files stored before the one that failed stay the execution's.
+        const kept = await this.storedUploads(claim.row.id);
+        return { execution: { ...claim.row, ...stored }, uploads: kept, settled: true, replayed: false };
       }
     }
     const done = this.runner.start(claim.row, release, action, request.principal, input, request.trace);
-    const latest = (await this.deadlines.within(done, request.waitMs ?? this.$.waitMs)) ?? claim.row;
+    const latest = (await this.deadlines.within(done, request.waitMs ?? this.waitMs)) ?? claim.row;
     // The claim was answered before its commit: a settled answer waited for the commit, a running one waits here.
     if (!isTerminal(latest.status)) await claim.committed;
-    return { execution: latest, settled: isTerminal(latest.status), replayed: false };
+    return { execution: latest, uploads, settled: isTerminal(latest.status), replayed: false };
   }
 
   /**
@@ -353,7 +220,7 @@ export class Engine {
     action: LoadedAction,
     fingerprint: string,
   ): Promise<InvokeOutcome> {
-    const now = this.now();
+    const now = this.$.now();
     const starting = this.workflows.reserve();
     const lease = starting ? { owner: this.workflows.owner, until: this.workflows.leaseUntil(now) } : null;
     const { execution, run } = newRun({
@@ -376,141 +243,10 @@ export class Engine {
     }
     if (!admitted.created) {
       if (starting) this.workflows.unreserve();
-      return this.replay(admitted.execution, fingerprint);
+      return this.replay(admitted.execution, fingerprint, request);
     }
     if (starting) this.workflows.launch(run, execution, request.trace);
     return { execution: admitted.execution, settled: false, replayed: false, runId: run.id };
-  }
-
-  /** The caller's runs (every run for a service key), newest first, a page at a time. */
-  async listRuns(
-    principal: Principal,
-    query: { limit: number; afterId?: string; workflow?: string; status?: RunStatus },
-  ): Promise<Page<RunListRow>> {
-    const items = await this.$.store.runs.list({
-      principal: principal.kind === "service" ? undefined : principal,
-      workflow: query.workflow,
-      status: query.status,
-      beforeId: query.afterId,
-      limit: query.limit + 1,
-      maxValueBytes: LIST_VALUE_BYTES,
-    });
-    return pageOf(items, query.limit);
-  }
-
-  /** A workflow run with its steps and log, if the caller may see it (its own, or any for a service key). */
-  async run(principal: Principal, id: string): Promise<RunWithSteps> {
-    const run = await this.$.store.runs.get(id);
-    if (!run || !canSee(principal, run)) throw runNotFound();
-    const [steps, logs] = await Promise.all([
-      this.$.store.runs.steps(id),
-      // The whole log: bounded per execution (the lines, the truncated line, and the error lines past them).
-      this.$.store.executionLogs.page(id, -1, RUN_VIEW_LOG_LINES),
-    ]);
-    return { run, steps, logs };
-  }
-
-  /**
-   * A run as an agent reads it (the MCP run resource): like `run`, but its input, output and error and
-   * each step's output and error over LIST_VALUE_BYTES are left in the database, their stored sizes given.
-   */
-  async boundedRun(principal: Principal, id: string): Promise<BoundedRun> {
-    const run = await this.$.store.runs.getBounded(id, LIST_VALUE_BYTES);
-    if (!run || !canSee(principal, run)) throw runNotFound();
-    const [steps, logs] = await Promise.all([
-      this.$.store.runs.boundedSteps(id, LIST_VALUE_BYTES),
-      this.$.store.executionLogs.page(id, -1, RUN_VIEW_LOG_LINES),
-    ]);
-    return { run, steps, logs };
-  }
-
-  /**
-   * Stops a run: one that waits (queued, sleeping, backing off) ends `canceled` at once; a running one at
-   * its next step boundary, its step's `ctx.signal` aborted now. Canceling a canceled run changes nothing.
-   */
-  async cancelRun(principal: Principal, id: string): Promise<RunWithSteps> {
-    const current = await this.run(principal, id);
-    if (current.run.status === "canceled") return current;
-    if (isRunTerminal(current.run.status)) {
-      throw new PublicError("run_not_cancelable", `the run has already ended (${current.run.status})`, { runId: id });
-    }
-    await this.$.store.runs.requestCancel(id, this.now());
-    this.workflows.cancel(id);
-    return this.run(principal, id);
-  }
-
-  async execution(principal: Principal, id: string): Promise<ExecutionRow> {
-    const row = await this.$.store.executions.get(id);
-    if (!row || !canSee(principal, row)) throw executionNotFound();
-    return row;
-  }
-
-  /**
-   * A page of the log of an execution the caller may see: lines after `afterSeq` (-1: from the first).
-   * `ended`: the execution had ended before the page was read, so no line comes after the last.
-   */
-  async executionLogs(
-    principal: Principal,
-    id: string,
-    page: { afterSeq: number; limit: number },
-  ): Promise<{ lines: LogRow[]; ended: boolean }> {
-    const execution = await this.execution(principal, id);
-    const lines = await this.$.store.executionLogs.page(id, page.afterSeq, page.limit);
-    return { lines, ended: isTerminal(execution.status) };
-  }
-
-  async executionByRequest(principal: Principal, requestId: string): Promise<ExecutionRow> {
-    const row = await this.$.store.executions.findByRequest(principal, requestId);
-    if (!row) throw executionNotFound();
-    return row;
-  }
-
-  /**
-   * The caller's executions (every one for a service key, or one caller's with `caller`), newest first,
-   * a page at a time. `since` (inclusive) and `until` (exclusive) bound when they were created, as
-   * their UUIDv7 ids record it: a range of the same index the page is read from.
-   */
-  async listExecutions(
-    principal: Principal,
-    query: {
-      limit: number;
-      afterId?: string;
-      action?: string;
-      status?: ExecutionStatus;
-      since?: number;
-      until?: number;
-      caller?: Principal;
-    },
-  ): Promise<Page<ExecutionListRow>> {
-    if (query.caller && principal.kind !== "service") {
-      throw new PublicError("access_denied", "only a service key may list another caller's executions");
-    }
-    const untilId = query.until === undefined ? undefined : uuidV7Floor(query.until);
-    const beforeId = [query.afterId, untilId].filter((id) => id !== undefined).sort()[0];
-    const items = await this.$.store.executions.list({
-      principal: principal.kind === "service" ? query.caller : principal,
-      action: query.action,
-      status: query.status,
-      beforeId,
-      sinceId: query.since === undefined ? undefined : uuidV7Floor(query.since),
-      limit: query.limit + 1,
-      maxValueBytes: LIST_VALUE_BYTES,
-    });
-    return pageOf(items, query.limit);
-  }
-
-  /**
-   * The events of an execution the caller may see, wherever it runs: its status now, then each change
-   * and log line until it ends (or the deadline passes, or the signal aborts). Throws execution_not_found
-   * (on the first step) for an execution that is not the caller's.
-   */
-  follow(principal: Principal, id: string, options: FollowOptions = {}): AsyncGenerator<ExecutionEvent> {
-    return followExecution(this.followResources, id, () => this.execution(principal, id), options);
-  }
-
-  /** Waits up to `waitMs` for the execution to end; `settled: false` when it has not. */
-  awaitResult(principal: Principal, id: string, waitMs = this.$.waitMs) {
-    return lastStatus(this.follow(principal, id, { deadline: this.now() + waitMs }));
   }
 
   /** Resolves once no handler runs in this process (their outcomes stored). */
@@ -533,7 +269,12 @@ export class Engine {
     await this.liveness.stop();
   }
 
-  private async replay(row: ExecutionRow, fingerprint: string, waitMs = this.$.waitMs): Promise<InvokeOutcome> {
+  private async replay(
+    row: ExecutionRow,
+    fingerprint: string,
+    request: InvokeRequest,
+    waitMs = this.waitMs,
+  ): Promise<InvokeOutcome> {
     if (row.inputFingerprint !== fingerprint) {
       throw new PublicError("REQUEST_CONFLICT", "this requestId was already used with a different input", {
         executionId: row.id,
@@ -541,22 +282,34 @@ export class Engine {
         requestId: row.requestId,
       });
     }
+    const outcome = await this.replayed(row, waitMs);
+    // Only a multipart invocation can have uploads (a JSON one of the same request would conflict):
+    // the lookup stays off the plain invoke path.
+    if (request.files !== undefined) outcome.uploads = await this.storedUploads(row.id);
+    return outcome;
+  }
+
+  /** Where a replayed execution stands: a function's is waited for up to `waitMs`. */
+  private async replayed(row: ExecutionRow, waitMs: number): Promise<InvokeOutcome> {
     // A workflow's invocation answers at admission, replayed or not: the same run, to be followed.
-    if (row.kind === "workflow")
+    if (row.kind === "workflow") {
       return { execution: row, settled: isTerminal(row.status), replayed: true, runId: row.id };
+    }
     if (isTerminal(row.status)) return { execution: row, settled: true, replayed: true };
-    const deadline = this.now() + waitMs;
-    const latest = await lastStatus(followExecution(this.followResources, row.id, async () => row, { deadline }));
-    return { ...latest, replayed: true };
+    return { ...(await this.executions.awaitEnd(row, waitMs)), replayed: true };
+  }
+
+  private async storedUploads(executionId: string): Promise<Upload[] | undefined> {
+    return (await this.$.files.uploadsOf([executionId])).get(executionId);
   }
 
   /** The release served now, or null before any is published. A call reads it once and keeps it. */
-  currentRelease(): LoadedRelease | null {
+  activeRelease(): LoadedRelease | null {
     return this.$.release();
   }
 
   /** The release served now; 503 no_active_release before any is published. */
-  activeRelease(): LoadedRelease {
+  requireActiveRelease(): LoadedRelease {
     const release = this.$.release();
     if (!release) throw new PublicError("no_active_release", "no release is active; publish one first");
     return release;

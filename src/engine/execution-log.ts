@@ -2,6 +2,7 @@ import type { LogTally } from "../store/execution-logs.ts";
 import type { LogRow } from "../store/rows.ts";
 import type { LogLevel } from "../store/statuses.ts";
 import type { LogLine } from "../wire/views.ts";
+import type { EngineResources } from "./resources.ts";
 
 /** How much of its log one execution keeps (EXECUTION_LOG_LINES, EXECUTION_LOG_BYTES); then one `truncated` line. */
 export interface LogLimits {
@@ -13,17 +14,6 @@ export const DEFAULT_LOG_LIMITS: LogLimits = { lines: 1_000, bytes: 256 * 1024 }
 
 /** The last line of a failed execution (its error and stack) is kept whatever the bounds, cut to this. */
 const FINAL_LINE_BYTES = 16 * 1024;
-
-export interface ExecutionLogDeps {
-  limits: LogLimits;
-  now: () => number;
-  /** Stores lines of a running execution (the store's group commit of the turn). */
-  append: (lines: LogRow[]) => Promise<void>;
-  /** Told each line as it is written (the live feed, the server log). */
-  written: (row: LogRow) => void;
-  /** Told when storing lines failed: the execution goes on, its log misses them. */
-  failed: (error: unknown) => void;
-}
 
 /**
  * The lines one execution logs: numbered in the order written, bounded, and handed to the store at the
@@ -41,23 +31,30 @@ export class ExecutionLog {
   /** Lines handed to the store and not yet committed. */
   private readonly storing = new Set<Promise<void>>();
 
+  /**
+   * Each line written is told to the server log (named by the execution's `action` or workflow) and to
+   * this process's followers at once, and stored at the end of the turn; `failed` is told when storing
+   * lines failed (the execution goes on, its log misses them).
+   */
   constructor(
     private readonly executionId: string,
-    private readonly $: ExecutionLogDeps,
+    private readonly action: string,
+    private readonly $: Pick<EngineResources, "store" | "feed" | "log" | "now" | "logLimits">,
+    private readonly failed: (error: unknown) => void,
     start: LogTally = { lines: 0, bytes: 0, nextSeq: 0 },
   ) {
     this.lines = start.lines;
     this.bytes = start.bytes;
     this.nextSeq = start.nextSeq;
-    this.truncated = start.lines > $.limits.lines || start.bytes > $.limits.bytes;
+    this.truncated = start.lines > $.logLimits.lines || start.bytes > $.logLimits.bytes;
   }
 
   write(level: LogLevel, text: string, step: string | null = null): void {
     if (this.truncated || this.closed) return;
     const size = Buffer.byteLength(text);
-    if (this.lines >= this.$.limits.lines || this.bytes + size > this.$.limits.bytes) {
+    if (this.lines >= this.$.logLimits.lines || this.bytes + size > this.$.logLimits.bytes) {
       this.truncated = true;
-      const { lines, bytes } = this.$.limits;
+      const { lines, bytes } = this.$.logLimits;
       this.add("warn", `log truncated: an execution keeps at most ${lines} lines and ${bytes} bytes of log`, step);
       return;
     }
@@ -95,8 +92,9 @@ export class ExecutionLog {
   }
 
   private store(lines: LogRow[]) {
-    const storing = this.$.append(lines)
-      .catch(this.$.failed)
+    const storing = this.$.store.executionLogs
+      .append(lines)
+      .catch(this.failed)
       .finally(() => this.storing.delete(storing));
     this.storing.add(storing);
   }
@@ -104,7 +102,9 @@ export class ExecutionLog {
   private add(level: LogLevel, line: string, step: string | null) {
     const row: LogRow = { executionId: this.executionId, seq: this.nextSeq++, at: this.$.now(), level, step, line };
     this.pending.push(row);
-    this.$.written(row);
+    const { executionId, action } = this;
+    this.$.log(`[${action} ${executionId}] ${line}`, { level, executionId, action });
+    this.$.feed.publish(executionId, { type: "log", executionId, line, at: row.at, seq: row.seq });
     this.schedule();
   }
 

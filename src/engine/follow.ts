@@ -1,8 +1,9 @@
 import { isDatabaseUnavailable } from "../lib/database-errors.ts";
 import type { LoopFailures } from "../lib/loop-failures.ts";
-import type { ExecutionRow, LogRow } from "../store/rows.ts";
+import type { ExecutionRow } from "../store/rows.ts";
 import { isTerminal } from "../store/statuses.ts";
-import type { ExecutionEvent, ExecutionFeed, FeedEvent } from "./execution-feed.ts";
+import type { ExecutionEvent, FeedEvent } from "./execution-feed.ts";
+import type { EngineResources } from "./resources.ts";
 
 /** How often a follower reads the row when nothing told it of a change: from `minMs`, doubling up to `maxMs`. */
 export interface PollBackoff {
@@ -12,13 +13,11 @@ export interface PollBackoff {
 
 export const DEFAULT_POLL: PollBackoff = { minMs: 25, maxMs: 1_000 };
 
-export interface FollowResources {
-  feed: ExecutionFeed;
-  /** The stored row (another instance's progress is seen here). */
-  read: (id: string) => Promise<ExecutionRow | null>;
-  /** The stored log lines after `afterSeq` (another instance's lines are seen here). */
-  readLogs: (id: string, afterSeq: number) => Promise<LogRow[]>;
-  now: () => number;
+/** Log lines a follower reads from the store at a time (the next read goes on from the last). */
+const LOG_PAGE = 500;
+
+/** What every follower in this process shares besides the engine's resources. */
+export interface FollowSettings {
   poll: PollBackoff;
   /** Told when a poll meets the database away (once per outage for every follower) and when one reads again. */
   failures: LoopFailures;
@@ -53,7 +52,8 @@ export interface FollowOptions {
  * row and may refuse (not the caller's).
  */
 export async function* followExecution(
-  $: FollowResources,
+  $: Pick<EngineResources, "feed" | "store" | "now">,
+  { poll, failures }: FollowSettings,
   id: string,
   first: () => Promise<ExecutionRow>,
   options: FollowOptions = {},
@@ -70,7 +70,7 @@ export async function* followExecution(
   /** Lines stored since the last one yielded (none unless `storedLogs`). */
   const storedLines = async (): Promise<ExecutionEvent[]> => {
     if (!options.storedLogs) return [];
-    const rows = await $.readLogs(id, lastSeq);
+    const rows = await $.store.executionLogs.page(id, lastSeq, LOG_PAGE);
     lastSeq = rows.at(-1)?.seq ?? lastSeq;
     return rows.map(({ executionId, line, at, seq }) => ({ type: "log", executionId, line, at, seq }));
   };
@@ -86,21 +86,21 @@ export async function* followExecution(
     }
     yield { type: "status", execution: current };
     yield* await storedLines();
-    let delay = $.poll.minMs;
+    let delay = poll.minMs;
     /** The row read again: new lines first, and, when it changed, its new status; nothing while the database is away. */
     const reread = async (): Promise<ExecutionEvent[]> => {
       let row: ExecutionRow | null;
       let lines: ExecutionEvent[];
-      const begun = $.failures.begin();
+      const begun = failures.begin();
       try {
-        row = await $.read(id);
+        row = await $.store.executions.get(id);
         lines = await storedLines();
       } catch (error) {
         if (!isDatabaseUnavailable(error)) throw error;
-        $.failures.failed(error, { begun });
+        failures.failed(error, { begun });
         return [];
       }
-      $.failures.worked();
+      failures.worked();
       if (!row || row.status === current.status) return lines;
       current = row;
       return [...lines, { type: "status", execution: row }];
@@ -123,7 +123,7 @@ export async function* followExecution(
         if (isTerminal(event.execution.status)) {
           // This process publishes an end once it is stored: the database answered. Without this, a follower
           // ending this way after an outage would leave the outage told as still on (and the next one untold).
-          $.failures.worked();
+          failures.worked();
           yield* await storedLines();
         }
         current = event.execution;
@@ -141,7 +141,7 @@ export async function* followExecution(
       });
       wake = null;
       if (woken) continue;
-      delay = Math.min(delay * 2, $.poll.maxMs);
+      delay = Math.min(delay * 2, poll.maxMs);
       yield* await reread();
     }
   } finally {

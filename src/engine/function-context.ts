@@ -5,16 +5,10 @@ import type { DataWrite } from "../store/data.ts";
 import type { ExecutionRow } from "../store/rows.ts";
 import type { ExecutionLog } from "./execution-log.ts";
 import { logger } from "./log-line.ts";
+import type { EngineResources } from "./resources.ts";
 import { type ScheduleTools, scheduleTools } from "./schedules/delayed-context.ts";
 
 type ExecutionData = ReturnType<DataService["forExecution"]>;
-
-/** What a context is made with besides its execution: the same for every handler a runner starts. */
-export interface ContextParts {
-  data: DataService;
-  now: () => number;
-  openLog: (row: ExecutionRow) => ExecutionLog;
-}
 
 /**
  * What a function's handler is given (`ctx`), each part made when the handler first reaches for it: most
@@ -33,7 +27,9 @@ export class FunctionContext {
     private readonly row: ExecutionRow,
     private readonly release: LoadedRelease,
     private readonly principal: Principal,
-    private readonly $: ContextParts,
+    private readonly $: Pick<EngineResources, "data" | "now">,
+    /** The runner's: the log opens when the handler first writes to it. */
+    private readonly openLog: (row: ExecutionRow) => ExecutionLog,
   ) {
     const self = this;
     let log: ActionContext["log"] | null = null;
@@ -68,7 +64,7 @@ export class FunctionContext {
 
   /** The execution's log, opened on first use. */
   get log(): ExecutionLog {
-    this.executionLog ??= this.$.openLog(this.row);
+    this.executionLog ??= this.openLog(this.row);
     return this.executionLog;
   }
 

@@ -1,6 +1,5 @@
 import { LoopFailures } from "../lib/loop-failures.ts";
-import type { Log } from "../observe/log.ts";
-import type { Store } from "../store/store.ts";
+import type { EngineResources } from "./resources.ts";
 
 const MAX_BEAT_MS = 2_000;
 
@@ -13,14 +12,17 @@ export class Liveness {
   private timer: Timer | null = null;
   private readonly failures: LoopFailures;
 
-  constructor(private readonly $: { store: Store; ttlMs: number; log: Log; now: () => number }) {
+  constructor(
+    private readonly $: Pick<EngineResources, "store" | "log" | "now">,
+    private readonly ttlMs: number,
+  ) {
     this.failures = new LoopFailures("instance heartbeat", $.log);
   }
 
   /** Resolves once this process is known as alive: none of its executions can be taken for a dead one's. */
   async start(): Promise<void> {
     await this.beat();
-    this.timer = setInterval(() => this.beat(), Math.min(Math.floor(this.$.ttlMs / 3), MAX_BEAT_MS));
+    this.timer = setInterval(() => this.beat(), Math.min(Math.floor(this.ttlMs / 3), MAX_BEAT_MS));
   }
 
   /** Stops beating and says this process is gone, so others fail at once what it could not finish. */
@@ -34,7 +36,7 @@ export class Liveness {
     const now = this.$.now();
     const begun = this.failures.begin();
     return this.$.store.instances
-      .keepAlive(now, now + this.$.ttlMs)
+      .keepAlive(now, now + this.ttlMs)
       .then((failed) => {
         this.failures.worked();
         if (failed > 0)

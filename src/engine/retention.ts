@@ -1,6 +1,5 @@
 import { LoopFailures } from "../lib/loop-failures.ts";
-import type { Log } from "../observe/log.ts";
-import type { Store } from "../store/store.ts";
+import type { EngineResources } from "./resources.ts";
 
 export interface RetentionSettings {
   /** How long an ended execution is kept. */
@@ -9,14 +8,6 @@ export interface RetentionSettings {
   sweepMs?: number;
   /** Executions deleted per statement batch (default 500). */
   batch?: number;
-}
-
-export interface RetentionDeps {
-  store: Store;
-  /** Deletes the bytes of a forgotten execution's uploads (they belong to it). */
-  dropUploads: (paths: string[]) => Promise<void>;
-  now: () => number;
-  log: Log;
 }
 
 /**
@@ -29,9 +20,11 @@ export class Retention {
   private sweeping: Promise<number> | null = null;
   private stopped = false;
   private readonly failures: LoopFailures;
+  /** Deletes the bytes of a forgotten execution's uploads (they belong to it). */
+  private readonly dropUploads = (paths: string[]) => this.$.files.deleteBytes(paths);
 
   constructor(
-    private readonly $: RetentionDeps,
+    private readonly $: Pick<EngineResources, "store" | "files" | "now" | "log">,
     private readonly settings: RetentionSettings,
   ) {
     this.failures = new LoopFailures("execution retention", $.log);
@@ -69,7 +62,7 @@ export class Retention {
     const before = this.$.now() - keepMs;
     let total = 0;
     while (!this.stopped) {
-      const pruned = await this.$.store.retention.pruneFinished(before, batch, this.$.dropUploads);
+      const pruned = await this.$.store.retention.pruneFinished(before, batch, this.dropUploads);
       total += pruned;
       if (pruned < batch) break;
       await new Promise((resolve) => setImmediate(resolve));

@@ -1,31 +1,15 @@
-import type { DataService } from "../data/service.ts";
 import { loggable } from "../lib/database-errors.ts";
 import { messageOf } from "../lib/errors.ts";
 import { storableJson } from "../lib/json-text.ts";
-import type { Log } from "../observe/log.ts";
-import type { Telemetry } from "../observe/telemetry.ts";
 import { NO_SPAN, type SpanParent } from "../observe/tracing.ts";
 import type { LoadedFunction, LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
 import type { ExecutionSettlement } from "../store/executions.ts";
 import type { ExecutionRow } from "../store/rows.ts";
-import type { Store } from "../store/store.ts";
-import type { ExecutionFeed } from "./execution-feed.ts";
-import { ExecutionLog, type LogLimits } from "./execution-log.ts";
-import { type ContextParts, FunctionContext } from "./function-context.ts";
+import { ExecutionLog } from "./execution-log.ts";
+import { FunctionContext } from "./function-context.ts";
 import { thrownLine } from "./log-line.ts";
-
-export interface RunnerResources {
-  store: Store;
-  data: DataService;
-  feed: ExecutionFeed;
-  log: Log;
-  now: () => number;
-  logLimits: LogLimits;
-  /** The largest output a handler may return, as JSON (MAX_OUTPUT_BYTES); a larger one fails the execution. */
-  maxOutputBytes: number;
-  telemetry: Telemetry;
-}
+import type { EngineResources } from "./resources.ts";
 
 const SETTLE_ATTEMPTS = 5;
 
@@ -35,12 +19,15 @@ const SETTLE_ATTEMPTS = 5;
  */
 export class Runner {
   private readonly inFlight = new Map<string, { done: Promise<ExecutionRow>; context: FunctionContext }>();
-  /** What every handler's context is made with: one for the runner, not one per invoke. */
-  private readonly contextParts: ContextParts;
+  /** Opens a handler's log: one function for the runner, not one per invoke. */
+  private readonly openLog = (row: ExecutionRow) => this.executionLog(row);
 
-  constructor(private readonly $: RunnerResources) {
-    this.contextParts = { data: $.data, now: $.now, openLog: (row) => this.executionLog(row) };
-  }
+  constructor(
+    private readonly $: Pick<
+      EngineResources,
+      "store" | "data" | "feed" | "log" | "now" | "telemetry" | "logLimits" | "maxOutputBytes"
+    >,
+  ) {}
 
   start(
     row: ExecutionRow,
@@ -50,7 +37,7 @@ export class Runner {
     input: unknown,
     parent?: SpanParent,
   ): Promise<ExecutionRow> {
-    const context = new FunctionContext(row, release, principal, this.contextParts);
+    const context = new FunctionContext(row, release, principal, this.$, this.openLog);
     const done = this.run(row, action, input, context, parent);
     this.inFlight.set(row.id, { done, context });
     return done;
@@ -115,20 +102,12 @@ export class Runner {
   }
 
   private executionLog(row: ExecutionRow): ExecutionLog {
-    return new ExecutionLog(row.id, {
-      limits: this.$.logLimits,
-      now: this.$.now,
-      append: (lines) => this.$.store.executionLogs.append(lines),
-      written: ({ line, at, level, seq }) => {
-        this.$.log(`[${row.action} ${row.id}] ${line}`, { level, executionId: row.id, action: row.action });
-        this.$.feed.publish(row.id, { type: "log", executionId: row.id, line, at, seq });
-      },
-      failed: (error) =>
-        this.$.log(`could not store log lines of execution ${row.id}: ${loggable(error)}`, {
-          level: "warn",
-          executionId: row.id,
-        }),
-    });
+    return new ExecutionLog(row.id, row.action, this.$, (error) =>
+      this.$.log(`could not store log lines of execution ${row.id}: ${loggable(error)}`, {
+        level: "warn",
+        executionId: row.id,
+      }),
+    );
   }
 
   /** Runs the handler; a failure's log ends with why (the stack when it threw), its errorMessage stays the message. */

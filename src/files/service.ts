@@ -144,10 +144,11 @@ export class FileService {
 
   /**
    * Stores the files sent with a new execution under `executions/<id>/<field>/<filename>`, owned by the
-   * caller, and answers the handles its handler gets.
+   * caller, and answers the handles its handler gets and the uploads as `uploadsOf` lists them.
    */
   async storeUploads(principal: Principal, executionId: string, sent: ReadonlyMap<string, SentFile>) {
     const handles: Record<string, FileHandle> = {};
+    const uploads: Upload[] = [];
     for (const [field, file] of sent) {
       const filename = safeFilename(file.filename);
       const path = `executions/${executionId}/${field}/${filename}`;
@@ -172,8 +173,11 @@ export class FileService {
       };
       await this.$.store.files.put(row);
       handles[field] = this.handle(principal, row);
+      uploads.push(toUpload(row));
     }
-    return handles;
+    // In field order, as the store lists them (the fields are distinct).
+    uploads.sort((a, b) => (a.field < b.field ? -1 : 1));
+    return { handles, uploads };
   }
 
   async uploadsOf(executionIds: string[]): Promise<Map<string, Upload[]>> {

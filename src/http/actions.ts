@@ -1,8 +1,8 @@
 import { Elysia } from "elysia";
-import type { InvokeOutcome } from "../engine/engine.ts";
 import { invalidRequest } from "../engine/errors.ts";
 import { toExecutionView } from "../engine/executions.ts";
-import type { FileService, SentFile } from "../files/service.ts";
+import type { InvokeOutcome } from "../engine/invocation.ts";
+import type { SentFile } from "../files/service.ts";
 import { TooLarge } from "../files/storage.ts";
 import { PublicError } from "../lib/errors.ts";
 import { uuidOrNull } from "../lib/ids.ts";
@@ -22,9 +22,7 @@ export const INVOKE_BODY_LIMIT = 8 * MiB;
 /** Parts of one multipart invocation: the request and the file fields, with room to spare. */
 const MAX_PARTS = 100;
 
-export const actionRoutes = (
-  deps: HttpDeps & { files: FileService; maxFileBytes: number; maxMultipartBytes: number; spoolDir: string },
-) =>
+export const actionRoutes = (deps: HttpDeps & { maxFileBytes: number; maxMultipartBytes: number; spoolDir: string }) =>
   new Elysia({ name: "actions" })
     .use(authenticated(deps.auth, deps.publicUrl))
     .get("/actions", ({ principal }) => ({
@@ -50,10 +48,7 @@ export const actionRoutes = (
           deps.engine.invoke({ principal, action: params.name, ...envelope, files, trace: requestSpan(request) }),
         );
         noteExecution(request, outcome.execution.id, envelope.requestId);
-        // Only a multipart invocation can have uploads (a JSON one of the same request would conflict):
-        // the lookup stays off the plain invoke path.
-        const uploads = files ? (await deps.files.uploadsOf([outcome.execution.id])).get(outcome.execution.id) : [];
-        const execution = toExecutionView(outcome.execution, uploads);
+        const execution = toExecutionView(outcome.execution, outcome.uploads);
         if (outcome.runId !== undefined) {
           // A workflow answers once its run is admitted, whatever the run has done since.
           set.status = 202;

@@ -19,7 +19,7 @@ import { authenticated } from "./auth.ts";
 import { executionUrl, type HttpDeps } from "./deps.ts";
 import { InstantParam, instantMs } from "./instants.ts";
 import { holdingConnection } from "./long-wait.ts";
-import { DEFAULT_PAGE, decodeCursor, decodeSeqCursor, encodeCursor, encodeSeqCursor, pageParams } from "./paging.ts";
+import { decodeSeqCursor, encodeSeqCursor, nextCursor, pageParams, pageRequest } from "./paging.ts";
 import { queryString } from "./query-string.ts";
 
 const ListQuery = queryString(
@@ -79,9 +79,8 @@ export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
     .get(
       "/executions",
       async ({ query: q, principal }) => {
-        const page = await deps.engine.listExecutions(principal, {
-          limit: q.limit ?? DEFAULT_PAGE,
-          afterId: q.cursor === undefined ? undefined : decodeCursor(q.cursor),
+        const page = await deps.engine.executions.list(principal, {
+          ...pageRequest(q),
           action: q.action,
           status: q.status as ExecutionStatus | undefined,
           ...timeRange(q.since, q.until),
@@ -89,23 +88,23 @@ export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
         });
         return {
           items: await views(page.items, toExecutionSummary),
-          nextCursor: page.lastId ? encodeCursor(page.lastId) : null,
+          nextCursor: nextCursor(page),
         };
       },
       { query: ListQuery },
     )
     .get("/executions/requests/:requestId", async ({ params, principal }) =>
-      view(await deps.engine.executionByRequest(principal, uuidOrNotFound(params.requestId))),
+      view(await deps.engine.executions.getByRequest(principal, uuidOrNotFound(params.requestId))),
     )
     .get("/executions/:id", async ({ params, principal }) =>
-      view(await deps.engine.execution(principal, uuidOrNotFound(params.id))),
+      view(await deps.engine.executions.get(principal, uuidOrNotFound(params.id))),
     )
     .get(
       "/executions/:id/logs",
       async ({ params, query: q, principal }) => {
         const afterSeq = q.cursor === undefined ? -1 : decodeSeqCursor(q.cursor);
         const limit = q.limit ?? LOG_PAGE;
-        const { lines, ended } = await deps.engine.executionLogs(principal, uuidOrNotFound(params.id), {
+        const { lines, ended } = await deps.engine.executions.logs(principal, uuidOrNotFound(params.id), {
           afterSeq,
           limit,
         });
@@ -119,7 +118,7 @@ export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
     .get("/executions/:id/result", async ({ params, principal, request, server }) => {
       const id = uuidOrNotFound(params.id);
       const { execution, settled } = await holdingConnection(server, request, () =>
-        deps.engine.awaitResult(principal, id),
+        deps.engine.executions.awaitResult(principal, id),
       );
       if (!settled) {
         throw new PublicError("execution_result_timeout", "the execution has not ended yet; follow statusUrl", {

@@ -118,7 +118,7 @@ export function openApiDocument(
 
 /** GET /openapi.json and GET /describe: the active release for integrators and their tools, as the caller may know it. */
 export const describeRoutes = (deps: HttpDeps & { handle: string }) => {
-  const release = () => deps.engine.currentRelease();
+  const release = () => deps.engine.activeRelease();
   const known = (principal: Principal) => (release() ? deps.engine.actions(principal) : []);
   return new Elysia({ name: "describe" })
     .use(authenticated(deps.auth, deps.publicUrl))

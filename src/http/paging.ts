@@ -1,5 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { invalidRequest } from "../engine/errors.ts";
+import type { Page } from "../engine/page.ts";
 import { uuidOrNull } from "../lib/ids.ts";
 import { PAGE_LIMIT } from "../wire/paging.ts";
 
@@ -10,6 +11,15 @@ export const pageParams = {
 };
 
 export const DEFAULT_PAGE = PAGE_LIMIT.default;
+
+/** What a list asks the engine for: `?limit` rows (by default DEFAULT_PAGE) after the cursor's. */
+export const pageRequest = (query: { limit?: number; cursor?: string }) => ({
+  limit: query.limit ?? DEFAULT_PAGE,
+  afterId: query.cursor === undefined ? undefined : decodeCursor(query.cursor),
+});
+
+/** The cursor of the page after this one; null after the last. */
+export const nextCursor = (page: Page<unknown>) => (page.lastId ? encodeCursor(page.lastId) : null);
 
 // Cursors are opaque to callers; today they carry the last id seen (ids are time-ordered UUIDv7).
 export const encodeCursor = (id: string) => Buffer.from(id).toString("base64url");

@@ -5,7 +5,7 @@ import { RUN_STATUSES, type RunStatus, toRunListItem, toRunView } from "../engin
 import { uuidOrNull } from "../lib/ids.ts";
 import { authenticated } from "./auth.ts";
 import { type HttpDeps, runUrl } from "./deps.ts";
-import { DEFAULT_PAGE, decodeCursor, encodeCursor, pageParams } from "./paging.ts";
+import { nextCursor, pageParams, pageRequest } from "./paging.ts";
 import { queryString } from "./query-string.ts";
 
 /** Run ids are UUIDs; anything else cannot name a run, so it never reaches the store. */
@@ -32,24 +32,23 @@ export const runRoutes = (deps: HttpDeps) =>
     .get(
       "/runs",
       async ({ query: q, principal }) => {
-        const page = await deps.engine.listRuns(principal, {
-          limit: q.limit ?? DEFAULT_PAGE,
-          afterId: q.cursor === undefined ? undefined : decodeCursor(q.cursor),
+        const page = await deps.engine.runs.list(principal, {
+          ...pageRequest(q),
           workflow: q.workflow,
           status: q.status as RunStatus | undefined,
         });
         return {
           items: page.items.map((run) => ({ ...toRunListItem(run), statusUrl: runUrl(deps.publicUrl(), run.id) })),
-          nextCursor: page.lastId ? encodeCursor(page.lastId) : null,
+          nextCursor: nextCursor(page),
         };
       },
       { query: ListQuery },
     )
     .get("/runs/:id", async ({ params, principal }) => {
-      const { run, steps, logs } = await deps.engine.run(principal, runId(params.id));
+      const { run, steps, logs } = await deps.engine.runs.get(principal, runId(params.id));
       return toRunView(run, steps, logs);
     })
     .post("/runs/:id/cancel", async ({ params, principal }) => {
-      const { run, steps, logs } = await deps.engine.cancelRun(principal, runId(params.id));
+      const { run, steps, logs } = await deps.engine.runs.cancel(principal, runId(params.id));
       return toRunView(run, steps, logs);
     });

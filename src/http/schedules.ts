@@ -5,7 +5,7 @@ import { SCHEDULED_STATUSES, type ScheduledStatus, toScheduledView } from "../en
 import { uuidOrNull } from "../lib/ids.ts";
 import { authenticated } from "./auth.ts";
 import type { HttpDeps } from "./deps.ts";
-import { DEFAULT_PAGE, decodeCursor, encodeCursor, pageParams } from "./paging.ts";
+import { nextCursor, pageParams, pageRequest } from "./paging.ts";
 import { queryString } from "./query-string.ts";
 
 /** Scheduled invocation ids are UUIDs; anything else cannot name one, so it never reaches the store. */
@@ -34,13 +34,12 @@ export const scheduleRoutes = (deps: HttpDeps) =>
       "/scheduled",
       async ({ query: q, principal }) => {
         const page = await deps.engine.scheduling.list(principal, {
-          limit: q.limit ?? DEFAULT_PAGE,
-          afterId: q.cursor === undefined ? undefined : decodeCursor(q.cursor),
+          ...pageRequest(q),
           status: q.status as ScheduledStatus | undefined,
         });
         return {
           items: page.items.map(toScheduledView),
-          nextCursor: page.lastId ? encodeCursor(page.lastId) : null,
+          nextCursor: nextCursor(page),
         };
       },
       { query: ListQuery },

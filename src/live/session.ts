@@ -252,7 +252,7 @@ export class SessionHub {
     session.principal = principal;
     clearTimeout(session.initTimer);
     session.token = token;
-    const release = this.$.engine.currentRelease();
+    const release = this.$.engine.activeRelease();
     this.send(session, {
       op: "init-ok",
       "session-id": session.id,
@@ -306,7 +306,7 @@ export class SessionHub {
       const limit = `at most ${limits.subscriptionsPerCaller} live queries per caller (LIVE_MAX_SUBSCRIPTIONS_PER_CALLER)`;
       return this.error(session, message, limit, "limit_reached");
     }
-    const release = this.$.engine.activeRelease();
+    const release = this.$.engine.requireActiveRelease();
     const returnType: ResultShape = message["return-type"] === "tree" ? "tree" : "join-rows";
     const reads = this.$.data.entitiesRead(release, message.q);
     const result = await this.run(session, release, message.q, returnType);
@@ -331,7 +331,7 @@ export class SessionHub {
     }
     const key = id.toLowerCase();
     const stop = new AbortController();
-    const events = this.$.engine.follow(session.principal as Principal, key, {
+    const events = this.$.engine.executions.follow(session.principal as Principal, key, {
       signal: stop.signal,
       storedLogs: true,
       afterSeq: afterSeq as number | undefined,
@@ -421,7 +421,7 @@ export class SessionHub {
    * socket then gets one `refresh-ok` with its changed results.
    */
   private async refresh(runs: RefreshRun[]) {
-    const release = this.$.engine.currentRelease();
+    const release = this.$.engine.activeRelease();
     if (!release) return;
     const changed = new Map<Session, string[]>();
     for (const { session, sub, subscribers } of runs) {

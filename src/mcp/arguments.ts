@@ -1,6 +1,11 @@
 import { MAX_JSON_DEPTH, nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
 import { isObject } from "../lib/values.ts";
-import { INVALID_ARGUMENTS_META } from "./tools.ts";
+
+/**
+ * Set by the endpoint when a call's `arguments` was not an object (the SDK would refuse it with a schema
+ * dump before any tool code runs): the call is answered as an input refusal instead.
+ */
+export const INVALID_ARGUMENTS_META = "dev.service/invalidArguments";
 
 /**
  * A tools/call whose `arguments` is not an object would be refused by the SDK's schema check with a

@@ -186,7 +186,7 @@ async function dispatch(
     case "tools/list":
       // Which actions a caller may know of depends on the caller.
       return {
-        tools: listTools(deps.engine.currentRelease(), principal, deps.toolNaming),
+        tools: listTools(deps.engine.activeRelease(), principal, deps.toolNaming),
         ttlMs: LIST_TTL_MS,
         cacheScope: "private",
       };

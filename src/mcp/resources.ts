@@ -41,14 +41,14 @@ export async function readResource(
   uri: string,
 ): Promise<{ contents: ResourceContents[]; kind: "schema" | "run" } | null> {
   if (uri === schemaResourceUri(deps.handle)) {
-    const text = JSON.stringify(describeRelease(deps.handle, deps.engine.currentRelease(), principal));
+    const text = JSON.stringify(describeRelease(deps.handle, deps.engine.activeRelease(), principal));
     return { kind: "schema", contents: [{ uri, mimeType: "application/json", text }] };
   }
   const runsPrefix = runResourceUri(deps.handle, "");
   const runId = uri.startsWith(runsPrefix) ? uuidOrNull(uri.slice(runsPrefix.length)) : null;
   if (runId === null) return null;
   try {
-    const { run, steps, logs } = await deps.engine.boundedRun(principal, runId);
+    const { run, steps, logs } = await deps.engine.runs.getBounded(principal, runId);
     const text = JSON.stringify(toRunResource(run, steps, logs, deps.runUrl(run.id)));
     return { kind: "run", contents: [{ uri, mimeType: "application/json", text }] };
   } catch (error) {
@@ -64,6 +64,6 @@ export const TOOL_INSTRUCTIONS =
 
 /** What `server/discover` tells the model: which environment this is (its release's description), then the tools. */
 export function environmentInstructions(deps: ToolDeps): string {
-  const description = deps.engine.currentRelease()?.manifest.description;
+  const description = deps.engine.activeRelease()?.manifest.description;
   return `Actuate environment "${deps.handle}"${description ? `: ${description}` : "."}\n${TOOL_INSTRUCTIONS}`;
 }

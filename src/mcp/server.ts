@@ -52,7 +52,7 @@ function buildServer(deps: ToolDeps, version: string): Server {
 async function answerLegacyRequest(deps: ToolDeps, { method, params = {} }: JSONRPCRequest, principal: Principal) {
   switch (method) {
     case "tools/list":
-      return { tools: listTools(deps.engine.currentRelease(), principal, deps.toolNaming) };
+      return { tools: listTools(deps.engine.activeRelease(), principal, deps.toolNaming) };
     case "resources/list":
       return { resources: listResources(deps) };
     case "resources/templates/list":

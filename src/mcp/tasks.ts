@@ -59,7 +59,7 @@ export async function cancelTask(deps: ToolDeps, principal: Principal, taskId: s
   if (!found) return false;
   if (found.kind !== "run") return true;
   try {
-    await deps.engine.cancelRun(principal, found.id);
+    await deps.engine.runs.cancel(principal, found.id);
   } catch (error) {
     if (!(error instanceof PublicError && error.code === "run_not_cancelable")) throw error;
   }
@@ -86,9 +86,9 @@ interface TaskSource {
 async function visibleTask(deps: ToolDeps, principal: Principal, taskId: string): Promise<TaskSource | null> {
   const id = uuidOrNull(taskId);
   if (id === null) return null;
-  const run = await absentAs(null, "run_not_found", async () => (await deps.engine.run(principal, id)).run);
+  const run = await absentAs(null, "run_not_found", async () => (await deps.engine.runs.get(principal, id)).run);
   if (run) return { ...run, kind: "run", createdAt: iso(run.createdAt), updatedAt: iso(run.updatedAt) };
-  const row = await absentAs(null, "execution_not_found", () => deps.engine.execution(principal, id));
+  const row = await absentAs(null, "execution_not_found", () => deps.engine.executions.get(principal, id));
   if (!row) return null;
   const updated = row.finishedAt ?? row.startedAt ?? row.createdAt;
   return { ...row, kind: "execution", createdAt: iso(row.createdAt), updatedAt: iso(updated) };

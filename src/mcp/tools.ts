@@ -1,8 +1,9 @@
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { mayKnow } from "../engine/access.ts";
 import { describeRelease } from "../engine/describe.ts";
-import type { Engine, InvokeOutcome } from "../engine/engine.ts";
+import type { Engine } from "../engine/engine.ts";
 import { toExecutionView } from "../engine/executions.ts";
+import type { InvokeOutcome } from "../engine/invocation.ts";
 import { publicErrorOf } from "../lib/database-errors.ts";
 import { uuidOrNull } from "../lib/ids.ts";
 import { isObject } from "../lib/values.ts";
@@ -12,6 +13,7 @@ import type { SpanParent } from "../observe/tracing.ts";
 import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import { type ToolNaming, toolName } from "../release/tool-names.ts";
 import type { Principal } from "../sdk/index.ts";
+import { INVALID_ARGUMENTS_META } from "./arguments.ts";
 import { INVALID_PARAMS, RpcError } from "./rpc-error.ts";
 import { runResourceUri } from "./uris.ts";
 
@@ -56,11 +58,6 @@ const builtinTools: Tool[] = [
 
 /** `_meta` key of an action tool: its kind and access, which its description (the action's own) does not say. */
 export const ACTION_META = "dev.service/action";
-/**
- * Set by the endpoint when a call's `arguments` was not an object (the SDK would refuse it with a schema
- * dump before any tool code runs): the call is answered as an input refusal instead.
- */
-export const INVALID_ARGUMENTS_META = "dev.service/invalidArguments";
 
 export type NamedExecution = { id: string | null; requestId: string | null; status: string; url: string | null };
 
@@ -206,10 +203,10 @@ async function runTool(
   options: CallOptions,
 ): Promise<CallResult | null> {
   if (name === "describe") {
-    return builtinResult(jsonResult(describeRelease(deps.handle, deps.engine.currentRelease(), principal)));
+    return builtinResult(jsonResult(describeRelease(deps.handle, deps.engine.activeRelease(), principal)));
   }
   if (name === "query") return builtinResult(await runQuery(deps, principal, args.query));
-  const release = deps.engine.currentRelease();
+  const release = deps.engine.activeRelease();
   const action = release ? toolTable(release, deps.toolNaming).byName.get(name) : undefined;
   if (!action) return null;
   const actionName = action.contract.name;

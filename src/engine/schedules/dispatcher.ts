@@ -1,9 +1,8 @@
 import { PublicError } from "../../lib/errors.ts";
-import { LoopFailures } from "../../lib/loop-failures.ts";
-import type { Log } from "../../observe/log.ts";
 import type { Principal } from "../../sdk/index.ts";
 import type { ScheduledRow } from "../../store/rows.ts";
-import type { Store } from "../../store/store.ts";
+import type { Invoke } from "../invocation.ts";
+import type { EngineResources } from "../resources.ts";
 import { PassLoop } from "./pass-loop.ts";
 import { RETRIED } from "./scheduler.ts";
 
@@ -15,16 +14,6 @@ export interface DelayedInvocation {
   input: unknown;
   /** The execution whose `ctx.schedule` made it (kept on the execution record). */
   scheduledBy: string;
-}
-
-export interface DispatcherResources {
-  store: Store;
-  /** Engine.invoke, answering once the execution is claimed. */
-  invoke: (request: DelayedInvocation & { waitMs: number }) => Promise<{ execution: { id: string } }>;
-  /** Records a refused invocation as a failed execution (deferred work has no caller to tell); answers its id. */
-  recordRefusal: (request: DelayedInvocation, refusal: PublicError) => Promise<string>;
-  log: Log;
-  now: () => number;
 }
 
 export interface DispatcherSettings {
@@ -45,24 +34,16 @@ export interface DispatcherSettings {
  */
 export class Dispatcher {
   private readonly loop: PassLoop;
-  private readonly failures: LoopFailures;
-  /**
-   * What `failures.begin()` answered as the current pass began: a pass whose claim worked told the end
-   * of an outage, and its invokes, begun with it, failing on a connection the outage left dead belong
-   * to that outage, not to a new one.
-   */
-  private passBegun = 0;
 
   constructor(
-    private readonly $: DispatcherResources,
+    private readonly $: Pick<EngineResources, "store" | "log" | "now">,
+    /** Engine.invoke, answering once the execution is claimed. */
+    private readonly invoke: Invoke,
+    /** Records a refused invocation as a failed execution (deferred work has no caller to tell); answers its id. */
+    private readonly recordRefusal: (request: DelayedInvocation, refusal: PublicError) => Promise<string>,
     private readonly settings: DispatcherSettings,
   ) {
-    this.failures = new LoopFailures("delayed invocations", $.log);
-    this.loop = new PassLoop(
-      () => this.runPass(),
-      (error) => this.failures.failed(error, { begun: this.passBegun }),
-      settings.pollMs,
-    );
+    this.loop = new PassLoop("delayed invocations", $.log, () => this.runPass(), settings.pollMs);
   }
 
   start(): void {
@@ -77,10 +58,9 @@ export class Dispatcher {
   private async runPass(): Promise<number> {
     const { store, now } = this.$;
     const { owner, leaseMs, batch, pollMs } = this.settings;
-    this.passBegun = this.failures.begin();
     const at = now();
     const due = await store.delayedInvocations.claimDue(owner, at, at + leaseMs, batch);
-    this.failures.worked();
+    this.loop.worked();
     if (due.length > 0) {
       const started = await Promise.all(due.map((row) => this.startOne(row)));
       const done = started.filter((s) => s !== null);
@@ -105,22 +85,22 @@ export class Dispatcher {
       scheduledBy: row.scheduledBy,
     };
     try {
-      const outcome = await this.$.invoke({ ...request, waitMs: 0 });
+      const outcome = await this.invoke({ ...request, waitMs: 0 });
       return { id: row.id, executionId: outcome.execution.id };
     } catch (error) {
       try {
         if (!(error instanceof PublicError)) {
-          this.failures.failed(error, { begun: this.passBegun, about: { scheduled: row.id } });
+          this.loop.failed(error, { scheduled: row.id });
         } else if (RETRIED.has(error.code)) {
           this.$.log(`delayed invocation ${row.id} (${row.action}) not started: ${error.message}; trying again`, {
             level: "warn",
           });
         } else {
-          return { id: row.id, executionId: await this.$.recordRefusal(request, error) };
+          return { id: row.id, executionId: await this.recordRefusal(request, error) };
         }
       } catch (failure) {
         // Its refusal could not be recorded: tried again with the invocation.
-        this.failures.failed(failure, { begun: this.passBegun, about: { scheduled: row.id } });
+        this.loop.failed(failure, { scheduled: row.id });
       }
       return null;
     }

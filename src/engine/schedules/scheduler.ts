@@ -1,28 +1,10 @@
 import { PublicError } from "../../lib/errors.ts";
-import { LoopFailures } from "../../lib/loop-failures.ts";
-import type { Log } from "../../observe/log.ts";
-import type { LoadedRelease } from "../../release/load.ts";
 import type { LoadedSchedule } from "../../release/schedules.ts";
 import type { Principal } from "../../sdk/index.ts";
-import type { Store } from "../../store/store.ts";
+import type { Invoke } from "../invocation.ts";
+import type { EngineResources } from "../resources.ts";
 import { PassLoop } from "./pass-loop.ts";
 import { dueTicks, tickRequestId } from "./ticks.ts";
-
-export interface SchedulerResources {
-  store: Store;
-  /** The release served now: its schedules are the ones that tick. */
-  release: () => LoadedRelease | null;
-  /** Engine.invoke (passed in: the engine owns the scheduler). */
-  invoke: (request: {
-    principal: Principal;
-    action: string;
-    requestId: string;
-    input: unknown;
-    waitMs: number;
-  }) => Promise<{ replayed: boolean; execution: { id: string } }>;
-  log: Log;
-  now: () => number;
-}
 
 export interface SchedulerSettings {
   /** This process, as the owner of schedule claims. */
@@ -57,20 +39,15 @@ export class Scheduler {
   /** A schedule whose pass failed (the database) is tried again then, not in a tight loop. */
   private readonly retryAt = new Map<string, number>();
   private readonly loop: PassLoop;
-  private readonly failures: LoopFailures;
-  /** What `failures.begin()` answered as the current pass began (see the Dispatcher's). */
-  private passBegun = 0;
 
   constructor(
-    private readonly $: SchedulerResources,
+    /** `release`: the release served now, whose schedules are the ones that tick. */
+    private readonly $: Pick<EngineResources, "store" | "release" | "log" | "now">,
+    /** Engine.invoke (passed in: the engine owns the scheduler). */
+    private readonly invoke: Invoke,
     private readonly settings: SchedulerSettings,
   ) {
-    this.failures = new LoopFailures("schedule ticks", $.log);
-    this.loop = new PassLoop(
-      () => this.runPass(),
-      (error) => this.failures.failed(error, { begun: this.passBegun }),
-      settings.pollMs,
-    );
+    this.loop = new PassLoop("schedule ticks", $.log, () => this.runPass(), settings.pollMs);
   }
 
   start(): void {
@@ -85,20 +62,19 @@ export class Scheduler {
   private async runPass(): Promise<number> {
     // One read of the release: a switch replaces the whole set of schedules between passes.
     const schedules = [...(this.$.release()?.schedules.values() ?? [])];
-    this.passBegun = this.failures.begin();
     let sleep = this.settings.pollMs;
     for (const schedule of schedules) {
       if (!this.loop.running) return 0;
       if (this.dueAt(schedule) <= this.$.now()) {
         try {
           await this.handle(schedule);
-          this.failures.worked();
+          this.loop.worked();
           this.retryAt.delete(schedule.name);
         } catch (error) {
           if (error instanceof PublicError) {
             this.$.log(`schedule ${schedule.name}: ${error.message}; trying again`, { level: "warn" });
           } else {
-            this.failures.failed(error, { begun: this.passBegun, about: { schedule: schedule.name } });
+            this.loop.failed(error, { schedule: schedule.name });
           }
           this.retryAt.set(schedule.name, this.$.now() + this.settings.pollMs);
         }
@@ -145,7 +121,7 @@ export class Scheduler {
   private async fire(schedule: LoadedSchedule, tick: number): Promise<void> {
     const at = new Date(tick).toISOString();
     try {
-      const outcome = await this.$.invoke({
+      const outcome = await this.invoke({
         principal: schedulePrincipal(schedule.name),
         action: schedule.action,
         requestId: tickRequestId(schedule.name, tick),

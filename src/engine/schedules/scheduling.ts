@@ -1,32 +1,18 @@
 import { PublicError } from "../../lib/errors.ts";
-import type { Log } from "../../observe/log.ts";
-import type { LoadedRelease } from "../../release/load.ts";
 import type { Principal } from "../../sdk/index.ts";
 import type { ScheduledRow } from "../../store/rows.ts";
 import type { ScheduledStatus } from "../../store/statuses.ts";
-import type { Store } from "../../store/store.ts";
 import { scheduledNotFound } from "../errors.ts";
 import { canSee, inputFingerprint } from "../executions.ts";
+import type { Invoke } from "../invocation.ts";
 import { type Page, pageOf } from "../page.ts";
+import type { EngineResources } from "../resources.ts";
 import { type DelayedInvocation, Dispatcher } from "./dispatcher.ts";
-import { Scheduler, type SchedulerResources } from "./scheduler.ts";
+import { Scheduler } from "./scheduler.ts";
 import { type ScheduleView, scheduleViews } from "./view.ts";
 
 /** How many due delayed invocations one dispatcher pass starts at most. */
 const DISPATCH_BATCH = 256;
-
-export interface SchedulingResources {
-  store: Store;
-  release: () => LoadedRelease | null;
-  /** Engine.invoke. */
-  invoke: SchedulerResources["invoke"];
-  log: Log;
-  now: () => number;
-  /** This process, as the owner of claims; how long a claim holds; the longest sleep between passes. */
-  owner: string;
-  leaseMs: number;
-  pollMs: number;
-}
 
 /**
  * Time-based invocations in this process: the release's schedules (Scheduler) and the delayed
@@ -36,22 +22,19 @@ export class Scheduling {
   private readonly scheduler: Scheduler;
   private readonly dispatcher: Dispatcher;
 
-  constructor(private readonly $: SchedulingResources) {
-    const { store, owner, pollMs, leaseMs, log, now } = $;
-    this.scheduler = new Scheduler(
-      { store, release: $.release, invoke: $.invoke, log, now },
-      { owner, pollMs, leaseMs },
-    );
-    this.dispatcher = new Dispatcher(
-      {
-        store,
-        invoke: $.invoke,
-        recordRefusal: (request, refusal) => this.recordRefusal(request, refusal),
-        log,
-        now,
-      },
-      { owner, pollMs, leaseMs, batch: DISPATCH_BATCH },
-    );
+  /**
+   * `invoke`: Engine.invoke; `settings`: how long a claim holds, the longest sleep between passes (the
+   * workflow workers' own). This process, as the owner of claims, is the store's instance.
+   */
+  constructor(
+    private readonly $: Pick<EngineResources, "store" | "release" | "log" | "now">,
+    invoke: Invoke,
+    { leaseMs, pollMs }: { leaseMs: number; pollMs: number },
+  ) {
+    const owner = $.store.instances.id;
+    this.scheduler = new Scheduler($, invoke, { owner, pollMs, leaseMs });
+    const recordRefusal = (request: DelayedInvocation, refusal: PublicError) => this.recordRefusal(request, refusal);
+    this.dispatcher = new Dispatcher($, invoke, recordRefusal, { owner, pollMs, leaseMs, batch: DISPATCH_BATCH });
   }
 
   start(): void {

@@ -1,11 +1,8 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { DataService } from "../../data/service.ts";
 import { isDatabaseUnavailable, loggable } from "../../lib/database-errors.ts";
 import { messageOf } from "../../lib/errors.ts";
 import { storableJson } from "../../lib/json-text.ts";
 import type { LoopFailures } from "../../lib/loop-failures.ts";
-import type { Log } from "../../observe/log.ts";
-import type { Telemetry } from "../../observe/telemetry.ts";
 import { NO_SPAN, type Span, type SpanParent } from "../../observe/tracing.ts";
 import type { LoadedRelease, LoadedWorkflow } from "../../release/load.ts";
 import type { DataContext, Principal, StepContext, StepOptions, WorkflowContext } from "../../sdk/index.ts";
@@ -13,27 +10,10 @@ import type { DataWrite } from "../../store/data.ts";
 import type { LogTally } from "../../store/execution-logs.ts";
 import type { RunRow, StepRow } from "../../store/rows.ts";
 import { type Fenced, type RunSettlement, runCanceled, type StepSaved } from "../../store/runs.ts";
-import type { Store } from "../../store/store.ts";
-import type { ExecutionFeed } from "../execution-feed.ts";
-import { ExecutionLog, type LogLimits } from "../execution-log.ts";
+import { ExecutionLog } from "../execution-log.ts";
 import { logger, thrownLine } from "../log-line.ts";
+import type { EngineResources } from "../resources.ts";
 import { type ScheduleTools, scheduleTools } from "../schedules/delayed-context.ts";
-
-export interface RunDeps {
-  store: Store;
-  data: DataService;
-  feed: ExecutionFeed;
-  /** Any stored release by version: a run stays on the one it started with. */
-  release: (version: string) => Promise<LoadedRelease>;
-  log: Log;
-  /** The worker's store failures, its runs' included: an outage is told once, not once per run. */
-  failures: LoopFailures;
-  now: () => number;
-  logLimits: LogLimits;
-  /** The largest output or step result a workflow may return, as JSON (MAX_OUTPUT_BYTES). */
-  maxOutputBytes: number;
-  telemetry: Telemetry;
-}
 
 /** Why a run stops short of an end of its own: asked to, the server is going away, or another worker took it. */
 export type Halt = "canceled" | "shutdown" | "lease_lost";
@@ -99,12 +79,17 @@ export class RunExecution {
   constructor(
     private readonly run: RunRow,
     private readonly owner: string,
-    private readonly $: RunDeps,
+    /** The worker's store failures, its runs' included: an outage is told once, not once per run. */
+    private readonly failures: LoopFailures,
+    private readonly $: Pick<
+      EngineResources,
+      "store" | "data" | "feed" | "releaseVersion" | "log" | "now" | "telemetry" | "logLimits" | "maxOutputBytes"
+    >,
     private readonly fresh = false,
     /** The span of the request that admitted the run, for the pass started at admission. */
     private readonly parent?: SpanParent,
   ) {
-    this.begun = $.failures.begin();
+    this.begun = failures.begin();
     this.principal = {
       kind: run.principalKind,
       id: run.principalId,
@@ -145,7 +130,7 @@ export class RunExecution {
   private async pass(): Promise<PassOutcome> {
     let release: LoadedRelease;
     try {
-      release = await this.$.release(this.run.releaseVersion);
+      release = await this.$.releaseVersion(this.run.releaseVersion);
     } catch (error) {
       return this.releaseFailed(error);
     }
@@ -429,22 +414,7 @@ export class RunExecution {
   }
 
   private executionLog(tally: LogTally | undefined): ExecutionLog {
-    const { run } = this;
-    const log = new ExecutionLog(
-      run.id,
-      {
-        limits: this.$.logLimits,
-        now: this.$.now,
-        append: (lines) => this.$.store.executionLogs.append(lines),
-        written: ({ line, at, level, seq }) => {
-          this.$.log(`[${run.workflow} ${run.id}] ${line}`, { level, executionId: run.id, action: run.workflow });
-          this.$.feed.publish(run.id, { type: "log", executionId: run.id, line, at, seq });
-        },
-        failed: (error) => this.logStoreError(error),
-      },
-      tally,
-    );
-    return log;
+    return new ExecutionLog(this.run.id, this.run.workflow, this.$, (error) => this.logStoreError(error), tally);
   }
 
   /** Into the run's log (kept past its bounds) and so the server log: what threw, with its stack. */
@@ -460,7 +430,7 @@ export class RunExecution {
   }
 
   private logStoreError(error: unknown) {
-    this.$.failures.failed(error, { begun: this.begun, about: { executionId: this.run.id } });
+    this.failures.failed(error, { begun: this.begun, about: { executionId: this.run.id } });
   }
 }
 

@@ -1,6 +1,8 @@
+import { LoopFailures } from "../../lib/loop-failures.ts";
 import type { SpanParent } from "../../observe/tracing.ts";
 import type { ExecutionRow, RunRow } from "../../store/rows.ts";
-import { type PassOutcome, type RunDeps, RunExecution } from "./run-execution.ts";
+import type { EngineResources } from "../resources.ts";
+import { type PassOutcome, RunExecution } from "./run-execution.ts";
 
 export interface WorkerSettings {
   /** Runs executing at once in this process. */
@@ -34,12 +36,15 @@ export class WorkflowWorker {
   private stopped = true;
   private pollTimer: Timer | null = null;
   private heartbeatTimer: Timer | null = null;
+  /** Its store failures, its runs' included: an outage is told once, not once per run. */
+  private readonly failures: LoopFailures;
 
   constructor(
-    private readonly $: RunDeps,
-    private readonly settings: WorkerSettings & { owner: string },
+    private readonly $: EngineResources,
+    private readonly settings: WorkerSettings,
   ) {
-    this.owner = settings.owner;
+    this.owner = $.store.instances.id;
+    this.failures = new LoopFailures("workflow worker", $.log);
   }
 
   start(): void {
@@ -89,9 +94,9 @@ export class WorkflowWorker {
       return;
     }
     this.claiming = true;
-    const begun = this.$.failures.begin();
+    const begun = this.failures.begin();
     this.claimRounds()
-      .catch((error) => this.$.failures.failed(error, { begun }))
+      .catch((error) => this.failures.failed(error, { begun }))
       .finally(() => {
         this.claiming = false;
       });
@@ -107,7 +112,7 @@ export class WorkflowWorker {
     const passes = [...this.active.values()];
     for (const { execution } of passes) execution.halt("shutdown");
     await Promise.race([Promise.allSettled(passes.map((p) => p.done)), Bun.sleep(graceMs)]);
-    await this.$.store.runs.release(this.owner).catch((error) => this.$.failures.failed(error));
+    await this.$.store.runs.release(this.owner).catch((error) => this.failures.failed(error));
   }
 
   private async claimRounds(): Promise<void> {
@@ -120,7 +125,7 @@ export class WorkflowWorker {
       }
       const now = this.$.now();
       const runs = await this.$.store.runs.claim(this.owner, now, this.leaseUntil(now), free);
-      this.$.failures.worked();
+      this.failures.worked();
       this.backlog = runs.length === free;
       // A run whose lease ran out while its pass here went on (a stalled heartbeat) is ours again: let the pass go on.
       for (const run of runs) if (!this.active.has(run.id)) this.begin(run);
@@ -130,8 +135,8 @@ export class WorkflowWorker {
   /** `admitted`: the execution this process just admitted with the run (it has no checkpoints yet). */
   private begin(run: RunRow, admitted?: ExecutionRow, parent?: SpanParent): void {
     this.$.telemetry.runStarted((this.$.now() - run.wakeAt) / 1000);
-    const execution = new RunExecution(run, this.owner, this.$, admitted !== undefined, parent);
-    const begun = this.$.failures.begin();
+    const execution = new RunExecution(run, this.owner, this.failures, this.$, admitted !== undefined, parent);
+    const begun = this.failures.begin();
     const done = execution
       .execute()
       .then((outcome) => {
@@ -140,7 +145,7 @@ export class WorkflowWorker {
       })
       .catch((error) => {
         // The lease runs out and the run is resumed from its checkpoints, here or elsewhere.
-        this.$.failures.failed(error, { begun, about: { executionId: run.id } });
+        this.failures.failed(error, { begun, about: { executionId: run.id } });
         return null;
       })
       .finally(() => {
@@ -191,14 +196,14 @@ export class WorkflowWorker {
     const ids = [...this.active.keys()];
     if (ids.length === 0) return;
     let held: { id: string; cancelRequested: boolean }[];
-    const begun = this.$.failures.begin();
+    const begun = this.failures.begin();
     try {
       held = await this.$.store.runs.renew(this.owner, ids, this.leaseUntil(this.$.now()));
     } catch (error) {
-      this.$.failures.failed(error, { begun });
+      this.failures.failed(error, { begun });
       return;
     }
-    this.$.failures.worked();
+    this.failures.worked();
     const still = new Map(held.map((h) => [h.id, h.cancelRequested]));
     for (const id of ids) {
       const running = this.active.get(id);
