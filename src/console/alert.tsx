@@ -11,6 +11,19 @@ export function Alert(props: { message: string | null | undefined }) {
   );
 }
 
+/** What an action the person took came to: a status line, or an alert when it failed. */
+export type Outcome = { text: string; error: boolean } | null;
+
+export function OutcomeLine(props: { outcome: Outcome }) {
+  const { outcome } = props;
+  if (!outcome) return null;
+  return (
+    <p role={outcome.error ? "alert" : "status"} class={outcome.error ? "error" : undefined}>
+      {outcome.text}
+    </p>
+  );
+}
+
 /** A load that failed: why, when the page asks again by itself (if it will), and a button to ask now. */
 export function LoadFailure(props: { loaded: Polled<unknown> }) {
   const { error, againInMs, retry } = props.loaded;

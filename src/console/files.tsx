@@ -2,7 +2,7 @@
 
 import { useState } from "preact/hooks";
 import type { ActuateClient } from "../client/index.ts";
-import { Alert, LoadFailure } from "./alert.tsx";
+import { Alert, LoadFailure, type Outcome, OutcomeLine } from "./alert.tsx";
 import { ScrollBox } from "./scroll-box.tsx";
 import { download, sizeText } from "./uploads.tsx";
 import { usePoll } from "./use-poll.ts";
@@ -17,7 +17,7 @@ export function FilesPage(props: { client: ActuateClient }) {
   // The cursors of the pages before this one, to go back.
   const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
   const [revision, setRevision] = useState(0);
-  const [message, setMessage] = useState<{ text: string; error: boolean } | null>(null);
+  const [message, setMessage] = useState<Outcome>(null);
   const cursor = cursors[cursors.length - 1];
   const page = usePoll(
     () => client.files.list({ prefix: prefix || undefined, cursor, limit: PAGE }),
@@ -62,11 +62,7 @@ export function FilesPage(props: { client: ActuateClient }) {
           }}
         />
       </form>
-      {message && (
-        <p role={message.error ? "alert" : "status"} class={message.error ? "error" : undefined}>
-          {message.text}
-        </p>
-      )}
+      <OutcomeLine outcome={message} />
       <LoadFailure loaded={page} />
       <ScrollBox label="Files, scrolled">
         <table aria-label="Files">

@@ -2,7 +2,7 @@
 
 import { useState } from "preact/hooks";
 import type { ActuateClient, SignIn } from "../client/index.ts";
-import { LoadFailure } from "./alert.tsx";
+import { LoadFailure, type Outcome, OutcomeLine } from "./alert.tsx";
 import { when } from "./format.ts";
 import { ScrollBox } from "./scroll-box.tsx";
 import { usePoll } from "./use-poll.ts";
@@ -17,7 +17,7 @@ export function SignInsPage(props: { client: ActuateClient }) {
   const { client } = props;
   const [person, setPerson] = useState("");
   const [revision, setRevision] = useState(0);
-  const [message, setMessage] = useState<{ text: string; error: boolean } | null>(null);
+  const [message, setMessage] = useState<Outcome>(null);
   const signIns = usePoll(
     () => client.signIns.list({ user: person || undefined }),
     [client, person, revision],
@@ -54,11 +54,7 @@ export function SignInsPage(props: { client: ActuateClient }) {
           onChange={(e) => setPerson(e.currentTarget.value.trim())}
         />
       </form>
-      {message && (
-        <p role={message.error ? "alert" : "status"} class={message.error ? "error" : undefined}>
-          {message.text}
-        </p>
-      )}
+      <OutcomeLine outcome={message} />
       <LoadFailure loaded={signIns} />
       {signIns.data && signIns.data.length === 0 && <p>No app is signed in.</p>}
       {signIns.data && signIns.data.length > 0 && (
