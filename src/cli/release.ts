@@ -3,12 +3,10 @@ import type { Config } from "../config.ts";
 import { PublicError } from "../lib/errors.ts";
 import { bundlesDir } from "../main.ts";
 import { activateRelease } from "../release/activate.ts";
-import { buildBundle } from "../release/build.ts";
 import { type ReleaseDescription, releaseTypes } from "../release/client-types.ts";
 import { ReleaseError } from "../release/errors.ts";
 import { asRelease, loadBundle } from "../release/load.ts";
 import { buildRelease, publishRelease } from "../release/publish.ts";
-import { folderVersion, readReleaseSource } from "../release/source.ts";
 import { describeDatabase } from "../store/open.ts";
 import type { Page, PublishAnswer, PublishedRelease } from "../wire/views.ts";
 import { commandLine } from "./invocation.ts";
@@ -183,8 +181,9 @@ export async function releaseTypesCommand(
     source = environment.url;
   } else {
     const folder = dir ?? "releases/v1";
-    const loaded = await loadBundle(await buildBundle(readReleaseSource(folder)), bundlesDir(config()));
-    const version = loaded.declared?.version ?? folderVersion(readReleaseSource(folder));
+    const built = await buildRelease(folder);
+    const loaded = await loadBundle(built, bundlesDir(config()));
+    const version = loaded.declared?.version ?? built.defaultVersion;
     const { manifest } = asRelease(loaded, version);
     description = { version, actions: manifest.actions, entities: manifest.schema.entities };
     source = folder;

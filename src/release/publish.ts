@@ -1,4 +1,5 @@
 import { indexedAttrs, type SchemaManifest } from "../data/schema.ts";
+import { messageOf } from "../lib/errors.ts";
 import type { ActiveRelease } from "../store/releases.ts";
 import type { Store } from "../store/store.ts";
 import type { ContractChange, PublishAnswer } from "../wire/views.ts";
@@ -8,8 +9,6 @@ import { ReleaseConflict, ReleaseError } from "./errors.ts";
 import { asRelease, type LoadedRelease, loadBundle, type ReleaseManifest } from "./load.ts";
 import { diffSchedules } from "./schedules.ts";
 import { folderVersion, readReleaseSource } from "./source.ts";
-
-export type { ContractChange };
 
 /** A release folder built into a bundle: everything a publish needs of the source (the server never builds). */
 export interface BuiltRelease extends BuiltBundle {
@@ -71,7 +70,13 @@ export async function publishBuiltRelease(built: BuiltRelease, options: PublishB
   const now = options.now ?? Date.now;
   const bundle = await loadBundle(built, options.bundlesDir);
   // A server compiles validators on first use; a schema the compiler refuses is refused here.
-  for (const action of bundle.actions.values()) action.compileValidators();
+  for (const [name, action] of bundle.actions) {
+    try {
+      action.compileValidators();
+    } catch (error) {
+      throw new ReleaseError(`actions/${name.replace(".", "/")}: its schemas do not compile: ${messageOf(error)}`);
+    }
+  }
   const base = options.version ?? bundle.declared?.version ?? built.defaultVersion;
   if (!RELEASE_VERSION.test(base)) {
     throw new ReleaseError(`version "${base}" is not valid: use letters, digits and . _ + - (at most 64 characters)`);

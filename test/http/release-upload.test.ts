@@ -13,6 +13,15 @@ const LIMIT = 64 * 1024;
 
 const upload = (body: Record<string, unknown>) => ({ bundle: "", defaultVersion: "x", ...body });
 
+/** A bundle as the builder writes one (the SDK under its specifier) whose input schema the validator compiler refuses. */
+const uncompilable = `import { defineAction, Type } from "actuate:sdk";
+export default { release: undefined, actions: { "x.y": defineAction({
+  description: "a schema the validator compiler does not know",
+  input: Type.Object({ a: Type.Unsafe({ type: "string" }) }),
+  output: Type.Object({}),
+  handler: () => ({}),
+}) } };`;
+
 const fromBuilt = ({ code, defaultVersion }: BuiltRelease, extra: Record<string, unknown> = {}) => ({
   bundle: code,
   defaultVersion,
@@ -117,6 +126,7 @@ export default defineAction({ description: "y", input: Type.Object({}), output: 
         [upload({ bundle: "export default {" }), "/bundle", /release code failed while loading/],
         [upload({ bundle: "export default 1;" }), "/bundle", /no actions export/],
         [upload({ bundle: 'export default { actions: { "x.y": {} } };' }), "/bundle", /must default-export/],
+        [upload({ bundle: uncompilable }), "/bundle", /actions\/x\/y: its schemas do not compile: .*Unknown type/],
         [fromBuilt(undeclared, { defaultVersion: "v 2" }), "/bundle", /version "v 2" is not valid/],
       ];
       for (const [body, where, message] of cases) {
