@@ -27,7 +27,11 @@ export function remote(url: string): Remote {
       });
       const text = await response.text();
       if (!response.ok) throw new ReleaseError(`${target} answered ${response.status}: ${refusal(text)}`);
-      return JSON.parse(text) as T;
+      try {
+        return JSON.parse(text) as T;
+      } catch {
+        throw new ReleaseError(`${target} did not answer JSON: is ${base} an Actuate environment?`);
+      }
     },
   };
 }
