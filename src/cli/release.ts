@@ -60,7 +60,8 @@ async function remotePublish(
 /**
  * Who a release is published by, as its history shows it: whoever runs the CLI says so (`--by`, or
  * ACTUATE_PUBLISHED_BY in CI), else the OS account and host. The CLI writes to the database directly, with
- * no principal to take it from: it is a label, as a commit's author is.
+ * no principal to take it from: it is a label, as a commit's author is (sent with an upload too, so the
+ * history reads the same however a release was published).
  */
 export const publisher = (by?: string) =>
   by?.trim() || process.env.ACTUATE_PUBLISHED_BY?.trim() || `${osUser()}@${hostname()}`;
