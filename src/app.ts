@@ -40,6 +40,7 @@ export interface AppDeps extends HttpDeps {
   files: FileService;
   maxFileBytes: number;
   maxMultipartBytes: number;
+  maxReleaseBytes: number;
   /** Where multipart invocations spool their file parts (emptied at start-up). */
   spoolDir: string;
   hub: SessionHub;

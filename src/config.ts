@@ -81,6 +81,11 @@ const Env = Type.Object({
     minimum: 1,
     description: "the largest multipart invoke body: its request part and files together",
   }),
+  MAX_RELEASE_BYTES: Type.Integer({
+    default: 32 * 1024 * 1024,
+    minimum: 1024,
+    description: "the largest release upload (POST /releases: the built bundle, as JSON)",
+  }),
   MAX_OUTPUT_BYTES: Type.Integer({
     default: 8 * 1024 * 1024,
     minimum: 1024,
@@ -258,6 +263,8 @@ export interface Config {
   maxFileBytes: number;
   /** The largest multipart invoke body, counted as it arrives (the files a request spools are bounded by it). */
   maxMultipartBytes: number;
+  /** The largest `POST /releases` body, counted as it arrives. */
+  maxReleaseBytes: number;
   /** The largest output an execution (or a step) may return, as JSON. */
   maxOutputBytes: number;
   /** How much one query (POST /query, the MCP tool, ctx.db.query, a live query) may answer. */
@@ -347,6 +354,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     maxFileBytes: parsed.MAX_FILE_BYTES,
     maxMultipartBytes: parsed.MAX_MULTIPART_BYTES,
+    maxReleaseBytes: parsed.MAX_RELEASE_BYTES,
     maxOutputBytes: parsed.MAX_OUTPUT_BYTES,
     queryLimits: { maxRows: parsed.QUERY_MAX_ROWS, maxBytes: parsed.QUERY_MAX_BYTES },
     signingSecret: parsed.SIGNING_SECRET,

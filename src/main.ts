@@ -174,11 +174,12 @@ export async function startServer(
   });
   const app = createApp({
     files,
-    releases: new ReleaseAdmin({ store, refresh: () => releases.reload() }),
+    releases: new ReleaseAdmin({ store, bundlesDir: bundlesDir(config), refresh: () => releases.reload() }),
     stats: new StatsReader({ store, liveSockets: () => hub.counts().sockets }),
     signIns: auth.signIns,
     maxFileBytes: config.maxFileBytes,
     maxMultipartBytes: config.maxMultipartBytes,
+    maxReleaseBytes: config.maxReleaseBytes,
     spoolDir,
     hub,
     engine,

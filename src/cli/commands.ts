@@ -19,6 +19,8 @@ const serveFlags = (release: string): Record<string, Flag> => ({
 
 const string = (value: unknown) => value as string | undefined;
 
+const urlFlag = (what: string): Flag => ({ type: "string", value: "<url>", description: what });
+
 const serve =
   ({ watch }: { watch: boolean }): Command["run"] =>
   (config, _, flags) =>
@@ -63,35 +65,48 @@ published and activated first, and every server on the same database switches to
     details: `The version is --version, else release.ts's version, else the folder's name; a version already
 stored with other content is refused. Every server on the database switches to it within RELEASE_POLL_MS.
 The release records who published it: --by, else ACTUATE_PUBLISHED_BY, else your OS user@host (a label
-shown in its history, not checked).`,
+shown in its history, not checked).
+With --url the folder is built here and uploaded to the environment (POST /releases) with the service key
+in ACTUATE_TOKEN; the environment checks it as a local publish does and answers the same changes.`,
     flags: {
       version: { type: "string", value: "<v>", description: "publish under this version" },
       by: { type: "string", value: "<name>", description: "who publishes, as the history shows it" },
       force: { type: "boolean", description: "publish even if the schema change orphans stored data" },
+      url: urlFlag("upload to this environment instead of writing to the database (ACTUATE_TOKEN: a service key)"),
     },
     env: STORE_ENV,
-    examples: ["bun run release publish releases/v2", "bun run release publish releases/v2 --version 2.0.1"],
+    examples: [
+      "bun run release publish releases/v2",
+      "bun run release publish releases/v2 --version 2.0.1",
+      "ACTUATE_TOKEN=$KEY bun run release publish releases/v2 --url https://api.example.com",
+    ],
     run: (config, [dir], flags) =>
-      releasePublish(config(), dir as string, {
+      releasePublish(config, dir as string, {
         version: string(flags.version),
         force: flags.force === true,
         by: string(flags.by),
+        url: string(flags.url),
       }),
   },
   {
     name: "release list",
     summary: "the stored releases, oldest first; * marks the active one",
+    flags: { url: urlFlag("list an environment's releases (GET /releases) with ACTUATE_TOKEN: a service key") },
     env: STORE_ENV,
-    examples: ["bun run release list"],
-    run: (config) => releaseList(config()),
+    examples: ["bun run release list", "ACTUATE_TOKEN=$KEY bun run release list --url https://api.example.com"],
+    run: (config, _, flags) => releaseList(config, { url: string(flags.url) }),
   },
   {
     name: "release activate",
     args: ["<version>"],
     summary: "make a stored release the active one (also the rollback)",
+    flags: { url: urlFlag("activate in this environment (POST /releases/{version}/activate) with ACTUATE_TOKEN") },
     env: STORE_ENV,
-    examples: ["bun run release activate v1"],
-    run: (config, [version]) => releaseActivate(config(), version as string),
+    examples: [
+      "bun run release activate v1",
+      "ACTUATE_TOKEN=$KEY bun run release activate v1 --url https://api.example.com",
+    ],
+    run: (config, [version], flags) => releaseActivate(config, version as string, { url: string(flags.url) }),
   },
   {
     name: "release types",
@@ -102,7 +117,7 @@ environment's GET /describe is read with ACTUATE_TOKEN (a user token's view leav
 createClient<Release>() then types each action's input and output and each entity's attributes.`,
     flags: {
       out: { type: "string", value: "<file>", required: true, description: "the TypeScript file to write" },
-      url: { type: "string", value: "<url>", description: "read the release an environment serves instead" },
+      url: urlFlag("read the release an environment serves instead"),
     },
     env: ["DATA_DIR"],
     examples: [

@@ -1,10 +1,13 @@
+import { sha256Hex } from "../lib/canonical-json.ts";
 import { PublicError } from "../lib/errors.ts";
 import { iso } from "../lib/values.ts";
 import { activateRelease, RELEASE_VERSION, releaseNotFound } from "../release/activate.ts";
+import { ReleaseConflict, ReleaseError } from "../release/errors.ts";
 import type { ReleaseManifest } from "../release/load.ts";
+import { publishAnswer, publishBuiltRelease } from "../release/publish.ts";
 import type { Principal } from "../sdk/index.ts";
 import type { ReleaseKey } from "../store/releases.ts";
-import type { PublishedRelease, ReleaseContracts } from "../wire/views.ts";
+import type { PublishAnswer, PublishedRelease, ReleaseContracts } from "../wire/views.ts";
 
 export type { ReleaseKey };
 
@@ -16,18 +19,34 @@ export interface ReleasePage {
   next: ReleaseKey | null;
 }
 
+/** A release built by the CLI (`release publish --url`), as `POST /releases` takes it. */
+export interface ReleaseUpload {
+  /** The ES module `release publish` builds: its sha256 is the release's content hash. */
+  bundle: string;
+  /** The version when neither `version` nor the bundle's release.ts names one (the CLI sends the folder's name). */
+  defaultVersion: string;
+  version?: string;
+  /** Publish even when the schema change would orphan stored data. */
+  force?: boolean;
+  /** False: store it only (activate it later); default true, as the CLI's publish. */
+  activate?: boolean;
+  /** Who publishes, as they name themselves; default the service key's id. */
+  publishedBy?: string;
+}
+
 const serviceOnly = (principal: Principal) => {
   if (principal.kind !== "service") throw new PublicError("access_denied", "releases are for service keys");
 };
 
 /**
- * The release history and activation, for service keys: what `bun run release list` and
- * `bun run release activate` do, over the API (the same activateRelease).
+ * The release history, publication and activation, for service keys: what `bun run release list`,
+ * `release publish` and `release activate` do, over the API (the same publishBuiltRelease and activateRelease).
  */
 export class ReleaseAdmin {
   constructor(
     private readonly $: {
       store: Store;
+      bundlesDir: string;
       /** Loads the active release into this process now (others follow on their next poll). */
       refresh: () => Promise<void>;
       now?: () => number;
@@ -76,6 +95,40 @@ export class ReleaseAdmin {
       description: manifest.description,
       actions: manifest.actions,
     };
+  }
+
+  /**
+   * Publishes a release the CLI built, checked as a local publish checks it. Its code runs in this
+   * process (it is loaded to read its contracts): service keys only. This server serves it before
+   * answering; every other server on the database within its RELEASE_POLL_MS. The upload is read only
+   * once the caller may publish (a body as large as MAX_RELEASE_BYTES is not read for a user).
+   */
+  async publish(principal: Principal, read: () => Promise<ReleaseUpload>): Promise<PublishAnswer> {
+    serviceOnly(principal);
+    const upload = await read();
+    const built = { code: upload.bundle, hash: sha256Hex(upload.bundle), defaultVersion: upload.defaultVersion };
+    try {
+      const result = await publishBuiltRelease(built, {
+        store: this.$.store,
+        bundlesDir: this.$.bundlesDir,
+        version: upload.version,
+        force: upload.force,
+        whenTaken: "refuse",
+        publishedBy: upload.publishedBy ?? principal.id,
+        shouldActivate: upload.activate === false ? () => false : undefined,
+        now: this.$.now,
+      });
+      if (result.activated) await this.$.refresh();
+      return publishAnswer(result);
+    } catch (error) {
+      if (error instanceof ReleaseConflict) throw new PublicError("release_conflict", error.message);
+      if (error instanceof ReleaseError) {
+        throw new PublicError("invalid_request", error.message, {
+          details: { issues: [{ where: "/bundle", code: "invalid_release", message: error.message }] },
+        });
+      }
+      throw error;
+    }
   }
 
   /** Makes `version` the active release (activating the active one again only bumps the revision). */

@@ -1,3 +1,5 @@
+import type { Static, TSchema } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
 import { invalidRequest } from "../engine/errors.ts";
 import { TooLarge } from "../files/storage.ts";
 import { PublicError } from "../lib/errors.ts";
@@ -83,4 +85,15 @@ export async function readJsonBody(request: Request, limit: number): Promise<unk
   }
   if (nestsDeeperThan(body)) throw tooDeep();
   return body;
+}
+
+/** A parsed body checked against its schema: every problem is an issue naming its field (400 `invalid_request`). */
+export function checkedBody<T extends TSchema>(schema: T, body: unknown): Static<T> {
+  const errors = [...Value.Errors(schema, body)];
+  if (errors.length > 0) {
+    throw invalidRequest(
+      errors.map((e) => ({ where: e.path, code: "invalid", message: `${e.path.slice(1) || "body"}: ${e.message}` })),
+    );
+  }
+  return body as Static<T>;
 }

@@ -50,9 +50,23 @@ const actionPaths = {
 };
 
 const releasePaths = {
-  "/releases": get("listReleases", "the release history, newest first (service keys)", ref("ReleasePage"), {
-    parameters: page,
-  }),
+  "/releases": {
+    ...get("listReleases", "the release history, newest first (service keys)", ref("ReleasePage"), {
+      parameters: page,
+    }),
+    post: {
+      operationId: "publishRelease",
+      requestBody: { required: true, content: json(ref("ReleaseUpload")) },
+      responses: {
+        "200": { description: "stored (and activated unless activate is false)", content: json(ref("PublishAnswer")) },
+        ...COMMON_ERRORS,
+        "400": error("invalid_request: a malformed body, or a bundle that does not load or check (issues name where)"),
+        "403": error("access_denied: not a service key"),
+        "409": error("release_conflict: the version holds other content, or the schema change orphans stored data"),
+        "413": error("payload_too_large: over MAX_RELEASE_BYTES"),
+      },
+    },
+  },
   "/releases/{version}": get(
     "getRelease",
     "one published release with its actions' contracts (service keys)",

@@ -1,5 +1,6 @@
 // The JSON Schemas of `components.schemas` in `/openapi.json`: the answers of `src/wire/views.ts`, as JSON Schema.
 
+import { RELEASE_VERSION } from "../release/activate.ts";
 import {
   ACCESS_KINDS,
   ACTION_KINDS,
@@ -235,6 +236,33 @@ const releaseContracts = {
   ],
 };
 
+const change = oneOf(["added", "removed", "changed", "unchanged"]);
+
+const releaseUpload = object(
+  ["bundle", "defaultVersion"],
+  {
+    bundle: {
+      type: "string",
+      description: "the ES module `release publish` builds (never source: the server does not build)",
+    },
+    defaultVersion: { type: "string", description: "the version when neither `version` nor release.ts names one" },
+    version: { type: "string", pattern: RELEASE_VERSION.source },
+    force: { type: "boolean", description: "publish even when the schema change orphans stored data" },
+    activate: { type: "boolean", description: "false: store it only (default true)" },
+    publishedBy: { type: "string", description: "a label for the history; default the service key's id" },
+  },
+  { additionalProperties: false },
+);
+
+const publishAnswer = object(["version", "status", "activated", "previous", "changes", "scheduleChanges"], {
+  version: text,
+  status: oneOf(["published", "existing"]),
+  activated: { type: "boolean" },
+  previous: nullable("string", { description: "the active release before this publish" }),
+  changes: arrayOf(object(["name", "change", "contractHash"], { name: text, change, contractHash: text })),
+  scheduleChanges: arrayOf(object(["name", "change"], { name: text, change })),
+});
+
 export const COMPONENTS = {
   securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "a service key, a user token or a JWT" } },
   schemas: {
@@ -257,5 +285,7 @@ export const COMPONENTS = {
     Release: release,
     ReleasePage: pageOf(ref("Release")),
     ReleaseContracts: releaseContracts,
+    ReleaseUpload: releaseUpload,
+    PublishAnswer: publishAnswer,
   },
 };

@@ -1,11 +1,10 @@
 import { Type } from "@sinclair/typebox";
-import { Value } from "@sinclair/typebox/value";
 import { Elysia } from "elysia";
 import { invalidRequest } from "../engine/errors.ts";
 import { checkPath } from "../files/paths.ts";
 import { type FileService, MAX_EXPIRY_MS } from "../files/service.ts";
 import { authenticated } from "./auth.ts";
-import { MiB, readJsonBody } from "./body.ts";
+import { checkedBody, MiB, readJsonBody } from "./body.ts";
 import type { HttpDeps } from "./deps.ts";
 import { DEFAULT_PAGE, pageParams } from "./paging.ts";
 import { queryString } from "./query-string.ts";
@@ -90,18 +89,7 @@ export const storageRoutes = (deps: HttpDeps & { files: FileService }) =>
       ),
     )
     .post("/storage/signed-upload-url", async ({ request, principal }) => {
-      const body = await readJsonBody(request, SIGN_BODY_LIMIT);
-      const errors = [...Value.Errors(SignUpload, body)];
-      if (errors.length > 0) {
-        throw invalidRequest(
-          errors.map((e) => ({
-            where: e.path,
-            code: "invalid",
-            message: `${e.path.slice(1) || "body"}: ${e.message}`,
-          })),
-        );
-      }
-      const { path, contentType, expiresIn } = body as { path: string; contentType: string; expiresIn?: number };
+      const { path, contentType, expiresIn } = checkedBody(SignUpload, await readJsonBody(request, SIGN_BODY_LIMIT));
       return deps.files.signUpload(
         principal,
         path,

@@ -28,6 +28,7 @@ export const ERROR_STATUS = {
   REQUEST_CONFLICT: 409,
   run_not_cancelable: 409,
   scheduled_not_cancelable: 409,
+  release_conflict: 409,
   payload_too_large: 413,
   upgrade_required: 426,
   // A live-query limit (LIVE_MAX_*) on the /session socket.

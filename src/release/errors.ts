@@ -2,3 +2,8 @@
 export class ReleaseError extends Error {
   override name = "ReleaseError";
 }
+
+/** A release that contradicts what is stored: its version holds other content, or it would orphan stored data. */
+export class ReleaseConflict extends ReleaseError {
+  override name = "ReleaseConflict";
+}

@@ -1,17 +1,28 @@
 import { indexedAttrs, type SchemaManifest } from "../data/schema.ts";
+import { messageOf } from "../lib/errors.ts";
 import type { ActiveRelease } from "../store/releases.ts";
 import type { Store } from "../store/store.ts";
+import type { ContractChange, PublishAnswer } from "../wire/views.ts";
 import { RELEASE_VERSION } from "./activate.ts";
-import { buildBundle } from "./build.ts";
-import { ReleaseError } from "./errors.ts";
+import { type BuiltBundle, buildBundle } from "./build.ts";
+import { ReleaseConflict, ReleaseError } from "./errors.ts";
 import { asRelease, type LoadedRelease, loadBundle, type ReleaseManifest } from "./load.ts";
-import { diffSchedules, type ScheduleChange } from "./schedules.ts";
+import { diffSchedules } from "./schedules.ts";
 import { folderVersion, readReleaseSource } from "./source.ts";
 
-export interface PublishOptions {
+/** A release folder built into a bundle: everything a publish needs of the source (the server never builds). */
+export interface BuiltRelease extends BuiltBundle {
+  /** The version when neither the publisher nor release.ts names one: the folder's name. */
+  defaultVersion: string;
+}
+
+export interface PublishOptions extends PublishBuiltOptions {
+  dir: string;
+}
+
+export interface PublishBuiltOptions {
   store: Store;
   bundlesDir: string;
-  dir: string;
   /** Overrides release.ts's version (which overrides the folder's name). */
   version?: string;
   /**
@@ -31,38 +42,42 @@ export interface PublishOptions {
   now?: () => number;
 }
 
-export interface ContractChange {
-  name: string;
-  change: "added" | "removed" | "changed" | "unchanged";
-  contractHash: string;
-}
-
-export interface PublishResult {
-  version: string;
+export interface PublishResult extends PublishAnswer {
   /** The version asked for: `version` without the `+hash` that `suffix` may have added. */
   base: string;
-  /** `existing`: that version already held this exact content; it was not stored again. */
-  status: "published" | "existing";
-  /** False when `shouldActivate` declined: `active` is still the active release. */
-  activated: boolean;
   /** The active release before this call. */
   active: ActiveRelease;
   release: LoadedRelease;
-  changes: ContractChange[];
-  /** How the active schedules change (activating the release replaces them all at once). */
-  scheduleChanges: ScheduleChange[];
 }
 
 /** Builds a release folder, stores it under its version and makes it the active release. */
-export async function publishRelease(options: PublishOptions): Promise<PublishResult> {
+export async function publishRelease({ dir, ...options }: PublishOptions): Promise<PublishResult> {
+  return publishBuiltRelease(await buildRelease(dir), options);
+}
+
+/** What the CLI builds and uploads to publish over HTTP (`POST /releases`). */
+export async function buildRelease(dir: string): Promise<BuiltRelease> {
+  const source = readReleaseSource(dir);
+  return { ...(await buildBundle(source)), defaultVersion: folderVersion(source) };
+}
+
+/**
+ * Stores a built release under its version and makes it the active release: loads the bundle (its code
+ * runs in this process), checks its contracts and schema change against what is stored, then stores it.
+ */
+export async function publishBuiltRelease(built: BuiltRelease, options: PublishBuiltOptions): Promise<PublishResult> {
   const { store } = options;
   const now = options.now ?? Date.now;
-  const source = readReleaseSource(options.dir);
-  const built = await buildBundle(source);
   const bundle = await loadBundle(built, options.bundlesDir);
   // A server compiles validators on first use; a schema the compiler refuses is refused here.
-  for (const action of bundle.actions.values()) action.compileValidators();
-  const base = options.version ?? bundle.declared?.version ?? folderVersion(source);
+  for (const [name, action] of bundle.actions) {
+    try {
+      action.compileValidators();
+    } catch (error) {
+      throw new ReleaseError(`actions/${name.replace(".", "/")}: its schemas do not compile: ${messageOf(error)}`);
+    }
+  }
+  const base = options.version ?? bundle.declared?.version ?? built.defaultVersion;
   if (!RELEASE_VERSION.test(base)) {
     throw new ReleaseError(`version "${base}" is not valid: use letters, digits and . _ + - (at most 64 characters)`);
   }
@@ -71,7 +86,7 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
   let existing = await store.releases.get(version);
   if (existing && existing.bundleHash !== bundle.hash) {
     if (options.whenTaken === "refuse") {
-      throw new ReleaseError(
+      throw new ReleaseConflict(
         `version ${version} is already published with different content; publish under a new version (--version) or activate ${version} to roll back to it`,
       );
     }
@@ -112,12 +127,23 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
     base,
     status: existing ? "existing" : "published",
     activated,
+    previous: active.version,
     active,
     release,
     changes: diffContracts(before, release.manifest),
     scheduleChanges: diffSchedules(before?.schedules, release.manifest.schedules ?? []),
   };
 }
+
+/** What a publish answers over HTTP (`POST /releases`): the result without what only this process holds. */
+export const publishAnswer = (result: PublishResult): PublishAnswer => ({
+  version: result.version,
+  status: result.status,
+  activated: result.activated,
+  previous: result.previous,
+  changes: result.changes,
+  scheduleChanges: result.scheduleChanges,
+});
 
 /** Refuses a schema that drops an entity that has rows, or changes the type of an attribute rows hold. */
 async function refuseOrphaning(store: Store, before: SchemaManifest | undefined, release: LoadedRelease) {
@@ -137,7 +163,7 @@ async function refuseOrphaning(store: Store, before: SchemaManifest | undefined,
     }
   }
   if (problems.length > 0) {
-    throw new ReleaseError(
+    throw new ReleaseConflict(
       `this release would orphan stored data (publish with --force to accept):\n  ${problems.join("\n  ")}`,
     );
   }

@@ -158,6 +158,27 @@ export interface ReleaseContracts extends PublishedRelease {
   actions: ActionContract[];
 }
 
+/** How a publish changes one action's contract (or one schedule, without its hash). */
+export interface ContractChange {
+  name: string;
+  change: "added" | "removed" | "changed" | "unchanged";
+  contractHash: string;
+}
+
+/** What `POST /releases` answers, and what `release publish` prints, locally or over HTTP. */
+export interface PublishAnswer {
+  version: string;
+  /** `existing`: that version already held this exact content; it was not stored again. */
+  status: "published" | "existing";
+  /** False when the publisher asked not to activate it: `previous` is still the active release. */
+  activated: boolean;
+  /** The active release before this publish; null when none was. */
+  previous: string | null;
+  changes: ContractChange[];
+  /** How the active schedules change (activating the release replaces them all at once). */
+  scheduleChanges: Omit<ContractChange, "contractHash">[];
+}
+
 /** A workflow run as `GET /runs` lists it (values over 4 KiB left out, with their size). */
 export interface RunSummary extends Truncations {
   id: string;

@@ -122,7 +122,7 @@ for (const dialect of dialects) {
         ["PUT", "/mcp", "POST"],
         ["POST", "/session", "GET"],
         ["POST", "/storage/files", "DELETE, GET, HEAD"],
-        ["POST", "/releases", "GET, HEAD"],
+        ["DELETE", "/releases", "GET, HEAD, POST"],
         ["GET", "/releases/t1/activate", "POST"],
         ["POST", "/stats", "GET, HEAD"],
       ];

@@ -402,7 +402,9 @@ describe("CLI usage", () => {
   test("an unknown flag, a missing argument or an unknown command names itself and prints that command's usage", async () => {
     const flag = await cli(["release", "list", "--bogus"], {});
     expect(flag.code).toBe(1);
-    expect(flag.stderr).toBe("error: bun run release list has no flag --bogus\nusage: bun run release list\n");
+    expect(flag.stderr).toBe(
+      "error: bun run release list has no flag --bogus\nusage: bun run release list [--url <url>]\n",
+    );
     const missing = await cli(["release", "activate"], {});
     expect(missing.stderr).toContain("error: missing <version>\nusage: bun run release activate <version>");
     const user = await cli(["token", "create"], {});
