@@ -158,6 +158,10 @@ describe("which redirect URIs a client may use (the built-in authority)", () => 
       const documented = `http://127.0.0.1:${site.port}/agent.json`;
       const { done } = await signInOnPages(authorizationUrl(documented, "cursor://agent/cb"), "alice", password);
       expect(done?.redirectedTo?.searchParams.get("code")).toBeTruthy();
+      // The environment is on loopback, so a document on any loopback name is read over http.
+      const named = `http://agent.localhost:${site.port}/agent.json`;
+      const fromName = await signInOnPages(authorizationUrl(named, "cursor://agent/cb"), "alice", password);
+      expect(fromName.done?.redirectedTo?.searchParams.get("code")).toBeTruthy();
 
       const cleartext = `http://127.0.0.1:${site.port}/cleartext.json`;
       const refused = await new Browser().visit(authorizationUrl(cleartext, "http://agent.example.com/cb"));
