@@ -1,6 +1,7 @@
 import { join, resolve } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
+import { isLoopbackHost } from "./lib/loopback.ts";
 
 // Each variable once: its type, default and description (the CLI's --help text, see describeEnvironment).
 const Env = Type.Object({
@@ -445,8 +446,6 @@ const list = (value: string | undefined) =>
     .map((item) => item.trim())
     .filter(Boolean);
 
-export const isLoopback = (host: string) => host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
-
 /** The URL a client on this machine reaches a server bound to `host:port` at. */
 export function localUrl(host: string, port: number): string {
   return `http://${hostForUrl(host)}:${port}`;
@@ -460,7 +459,7 @@ function hostForUrl(host: string): string {
 /** Keys and issuers are trusted over the network: https, or plain http only to this machine (tests, local providers). */
 function secureUrl(name: string, value: string): string {
   const url = URL.parse(value);
-  const loopback = url !== null && /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/.test(url.hostname);
+  const loopback = url !== null && isLoopbackHost(url.hostname);
   if (url === null || (url.protocol !== "https:" && !(url.protocol === "http:" && loopback))) {
     throw new ConfigError(
       `invalid configuration:\n  ${name}: ${value}: https is required (http only for a loopback host)`,

@@ -2,7 +2,7 @@ import { join } from "node:path";
 import packageJson from "../package.json" with { type: "json" };
 import { createApp } from "./app.ts";
 import { serverAuth } from "./auth/server-auth.ts";
-import { type Config, ConfigError, isLoopback, localUrl } from "./config.ts";
+import { type Config, ConfigError, localUrl } from "./config.ts";
 import { DataService } from "./data/service.ts";
 import { Engine } from "./engine/engine.ts";
 import type { PollBackoff } from "./engine/follow.ts";
@@ -12,6 +12,7 @@ import { FileService } from "./files/service.ts";
 import { executionUrl, runUrl } from "./http/deps.ts";
 import type { Route } from "./http/methods.ts";
 import { clearSpool, spoolDirOf } from "./http/spool.ts";
+import { isLoopbackHost } from "./lib/loopback.ts";
 import { SessionHub } from "./live/session.ts";
 import type { McpEndpoint } from "./mcp/server.ts";
 import type { ToolDeps } from "./mcp/tools.ts";
@@ -94,7 +95,7 @@ export async function startServer(
     now?: () => number;
   } = {},
 ): Promise<RunningServer> {
-  if (options.insecureNoAuth && !isLoopback(config.host)) {
+  if (options.insecureNoAuth && !isLoopbackHost(config.host)) {
     throw new ConfigError("--insecure-no-auth only runs bound to a loopback HOST");
   }
   const store = options.store ?? (await openConfiguredStore(config));
@@ -196,7 +197,7 @@ export async function startServer(
     mcp: {
       endpoint,
       allowedOrigins: config.cors.listed,
-      loopbackOnly: isLoopback(config.host),
+      loopbackOnly: isLoopbackHost(config.host),
       anonymous: options.insecureNoAuth ? ANONYMOUS : undefined,
     },
   });

@@ -7,7 +7,7 @@ import type { ReleaseManifest } from "../release/load.ts";
 import { publishAnswer, publishBuiltRelease } from "../release/publish.ts";
 import type { Principal } from "../sdk/index.ts";
 import type { ReleaseKey } from "../store/releases.ts";
-import type { PublishAnswer, PublishedRelease, ReleaseContracts } from "../wire/views.ts";
+import type { PublishAnswer, PublishedRelease, ReleaseContracts, ReleaseUpload } from "../wire/views.ts";
 
 export type { ReleaseKey };
 
@@ -17,21 +17,6 @@ export interface ReleasePage {
   items: PublishedRelease[];
   /** Where the next page starts, when another may follow. */
   next: ReleaseKey | null;
-}
-
-/** A release built by the CLI (`release publish --url`), as `POST /releases` takes it. */
-export interface ReleaseUpload {
-  /** The ES module `release publish` builds: its sha256 is the release's content hash. */
-  bundle: string;
-  /** The version when neither `version` nor the bundle's release.ts names one (the CLI sends the folder's name). */
-  defaultVersion: string;
-  version?: string;
-  /** Publish even when the schema change would orphan stored data. */
-  force?: boolean;
-  /** False: store it only (activate it later); default true, as the CLI's publish. */
-  activate?: boolean;
-  /** Who publishes, as they name themselves; default the service key's id. */
-  publishedBy?: string;
 }
 
 const serviceOnly = (principal: Principal) => {

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import type { Authenticator } from "../auth/authenticator.ts";
-import { isLoopback } from "../config.ts";
 import { nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
+import { isLoopbackHost } from "../lib/loopback.ts";
 import type { McpEndpoint } from "../mcp/server.ts";
 import type { Principal } from "../sdk/index.ts";
 import { unauthorized } from "./auth.ts";
@@ -82,8 +82,8 @@ function refuseForeignCaller(request: Request, options: McpRouteOptions): Respon
   const host = request.headers.get("host") ?? "";
   const publicUrl = new URL(options.publicUrl());
   if (options.loopbackOnly) {
-    const hostname = host.replace(/:\d+$/, "").replace(/^\[(.*)\]$/, "$1");
-    if (!isLoopback(hostname) && hostname !== publicUrl.hostname) {
+    const hostname = host.replace(/:\d+$/, "");
+    if (!isLoopbackHost(hostname) && hostname !== publicUrl.hostname) {
       return rpcError(403, -32000, `Forbidden: host ${host} is not this server`);
     }
   }

@@ -165,6 +165,21 @@ export interface ContractChange {
   contractHash: string;
 }
 
+/** A release built by the CLI (`release publish --url`) or `buildRelease`, as `POST /releases` takes it. */
+export interface ReleaseUpload {
+  /** The ES module `release publish` builds: its sha256 is the release's content hash. */
+  bundle: string;
+  /** The version when neither `version` nor the bundle's release.ts names one (the CLI sends the folder's name). */
+  defaultVersion: string;
+  version?: string;
+  /** Publish even when the schema change would orphan stored data. */
+  force?: boolean;
+  /** False: store it only (activate it later); default true, as the CLI's publish. */
+  activate?: boolean;
+  /** Who publishes, as they name themselves; default the service key's id. */
+  publishedBy?: string;
+}
+
 /** What `POST /releases` answers, and what `release publish` prints, locally or over HTTP. */
 export interface PublishAnswer {
   version: string;

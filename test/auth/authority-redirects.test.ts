@@ -89,6 +89,29 @@ describe("which redirect URIs a client may use (the built-in authority)", () => 
     expect(JSON.parse(elsewhere.html)).toMatchObject({ ok: false, error: "invalid_redirect_uri" });
   });
 
+  test("a *.localhost redirect URI is loopback too (issue #41): accepted, matched exactly, the code sent there", async () => {
+    const app = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (request) => new Response(request.url) });
+    try {
+      const callback = `http://app.localhost:${app.port}/cb`;
+      const clientId = await registered([callback]);
+      const { done } = await signInOnPages(authorizationUrl(clientId, callback), "alice", password);
+      const landed = new URL(done?.html ?? "");
+      expect(`${landed.origin}${landed.pathname}`).toBe(callback);
+      const code = landed.searchParams.get("code") as string;
+      expect((await exchange(clientId, code, callback)).status).toBe(200);
+      // oidc-provider varies the port for localhost and IP literals only (RFC 8252 §7.3): this one is exact.
+      const otherPort = await new Browser().visit(authorizationUrl(clientId, "http://app.localhost:9/cb"));
+      expect(JSON.parse(otherPort.html)).toMatchObject({ ok: false, error: "invalid_redirect_uri" });
+    } finally {
+      app.stop(true);
+    }
+    for (const lookalike of ["http://app.localhost.evil.com/cb", "http://localhost.evil.com/cb"]) {
+      const answer = await register({ redirect_uris: [lookalike] });
+      expect(answer.status).toBe(400);
+      expect(await answer.json()).toMatchObject({ ok: false, error: "invalid_redirect_uri" });
+    }
+  });
+
   test("a cleartext redirect URI on another host is refused, whatever the client says it is", async () => {
     for (const metadata of [
       { redirect_uris: ["http://agent.example.com/callback"] },
@@ -135,6 +158,10 @@ describe("which redirect URIs a client may use (the built-in authority)", () => 
       const documented = `http://127.0.0.1:${site.port}/agent.json`;
       const { done } = await signInOnPages(authorizationUrl(documented, "cursor://agent/cb"), "alice", password);
       expect(done?.redirectedTo?.searchParams.get("code")).toBeTruthy();
+      // The environment is on loopback, so a document on any loopback name is read over http.
+      const named = `http://agent.localhost:${site.port}/agent.json`;
+      const fromName = await signInOnPages(authorizationUrl(named, "cursor://agent/cb"), "alice", password);
+      expect(fromName.done?.redirectedTo?.searchParams.get("code")).toBeTruthy();
 
       const cleartext = `http://127.0.0.1:${site.port}/cleartext.json`;
       const refused = await new Browser().visit(authorizationUrl(cleartext, "http://agent.example.com/cb"));

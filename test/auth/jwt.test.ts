@@ -207,6 +207,8 @@ describe("AUTH_ISSUER configuration", () => {
     expect(loadConfig({ AUTH_ISSUER: "http://localhost:9000/realm" }).authIssuer).toBe("http://localhost:9000/realm");
     expect(() => loadConfig({ AUTH_ISSUER: "http://id.example.com" })).toThrow(ConfigError);
     expect(() => loadConfig({ AUTH_ISSUER: "http://127.0.0.1.evil.example" })).toThrow(ConfigError);
+    expect(loadConfig({ AUTH_ISSUER: "http://id.localhost:9000" }).authIssuer).toBe("http://id.localhost:9000");
+    expect(() => loadConfig({ AUTH_ISSUER: "http://id.localhost.evil.example" })).toThrow(ConfigError);
     expect(() => loadConfig({ AUTH_JWKS_URL: "http://keys.example.com/jwks" })).toThrow(ConfigError);
   });
 });

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ActuateError, type ConnectionState, createClient, type Invocation } from "../../src/client/index.ts";
+import { buildRelease } from "../../src/release/publish.ts";
 import { cli, repoRoot } from "../support/cli.ts";
 import { dialects } from "../support/databases.ts";
 import { node22 } from "../support/node22.ts";
@@ -147,6 +148,41 @@ describe("actuate/client against a real server", () => {
     );
   });
 });
+
+type BasicV2 = {
+  actions: {
+    "test.added": { input: Record<string, never>; output: { added: boolean } };
+    "test.version": { input: { gate?: string }; output: { release: string } };
+  };
+};
+
+for (const database of dialects) {
+  describe(`publishing a built release through the client (${database.name})`, () => {
+    let t: TestServer;
+    beforeAll(async () => {
+      t = await startTestServer(database, { release: fixture("basic") });
+    });
+    afterAll(() => t?.stop());
+
+    test("releases.publish uploads buildRelease's bundle, answers the contract diff, and its actions serve at once", async () => {
+      const { code, defaultVersion } = await buildRelease(fixture("basic-v2"));
+      const client = createClient<BasicV2>({ url: t.url, token: t.serviceKey });
+      const answer = await client.releases.publish({ bundle: code, defaultVersion, publishedBy: "ci" });
+      expect(answer).toMatchObject({ version: "t2", status: "published", activated: true, previous: "t1" });
+      expect(answer.changes).toContainEqual(expect.objectContaining({ name: "test.added", change: "added" }));
+      expect((await client.actions["test.added"]({})).output).toEqual({ added: true });
+      expect((await client.actions["test.version"]({})).output).toEqual({ release: "t2" });
+      expect((await client.releases.list()).items[0]).toMatchObject({ version: "t2", publishedBy: "ci" });
+
+      // The same bundle again is the release already stored, not a second one.
+      expect(await client.releases.publish({ bundle: code, defaultVersion })).toMatchObject({ status: "existing" });
+      const asUser = createClient({ url: t.url, token: await t.userToken("alice") });
+      const refused = await asUser.releases.publish({ bundle: code, defaultVersion }).catch((e) => e);
+      expect(refused).toBeInstanceOf(ActuateError);
+      expect(refused.code).toBe("access_denied");
+    });
+  });
+}
 
 describe("workflows through the client", () => {
   let t: TestServer;

@@ -5,6 +5,7 @@ import type { Configuration, KoaContextWithOIDC } from "oidc-provider";
 import Provider, { errors } from "oidc-provider";
 import { PublicError } from "../../lib/errors.ts";
 import { LoopFailures } from "../../lib/loop-failures.ts";
+import { isLoopbackHost } from "../../lib/loopback.ts";
 import type { Log } from "../../observe/log.ts";
 import type { Store } from "../../store/store.ts";
 import { GRANT_CLAIM } from "../sign-ins.ts";
@@ -312,7 +313,7 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
   return new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
 }
 
-const isLoopbackUrl = (url: string) => /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/.test(new URL(url).hostname);
+const isLoopbackUrl = (url: string) => isLoopbackHost(new URL(url).hostname);
 
 function sendHtml(res: ServerResponse, status: number, html: string) {
   res.writeHead(status, {

@@ -1,10 +1,10 @@
 import type { AdapterPayload } from "oidc-provider";
+import { isLoopbackHost } from "../../lib/loopback.ts";
 import { applicationTypeOf } from "./redirects.ts";
 
 /** Documents are small (the MCP specification suggests 5 KiB); anything larger is refused unread. */
 const MAX_BYTES = 5 * 1024;
 const FETCH_TIMEOUT_MS = 5_000;
-const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
 
 /**
  * Client ID Metadata Documents (MCP authorization, 2025-11-25): a client names itself by an https
@@ -16,7 +16,7 @@ const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
 export function isClientDocumentUrl(clientId: string, allowLoopbackHttp: boolean): boolean {
   const url = URL.parse(clientId);
   if (!url || url.hash || url.username || url.password || url.pathname === "/" || url.search) return false;
-  const loopback = LOOPBACK.test(url.hostname);
+  const loopback = isLoopbackHost(url.hostname);
   if (url.protocol === "http:") return allowLoopbackHttp && loopback;
   return url.protocol === "https:" && !loopback && !privateAddress(url.hostname);
 }

@@ -1,10 +1,14 @@
 import type { ClientMetadata, KoaContextWithOIDC } from "oidc-provider";
 import { errors } from "oidc-provider";
+import { isLoopbackHost } from "../../lib/loopback.ts";
 
-/** oidc-provider's loopback host names (RFC 8252 §7.3), which its native clients may use over http. */
-const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+/**
+ * oidc-provider's loopback host names (RFC 8252 §7.3): the only ones its native clients may use over http,
+ * on any port. Other loopback names (`app.localhost`, 127.0.0.2) make a web client, matched exactly.
+ */
+const NATIVE_LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
-const isLoopbackHttp = (url: URL) => url.protocol === "http:" && LOOPBACK_HOSTS.has(url.hostname);
+const isNativeLoopbackHttp = (url: URL) => url.protocol === "http:" && NATIVE_LOOPBACK_HOSTS.has(url.hostname);
 /** An app's own scheme (RFC 8252 §7.1: `cursor://…`, `com.example.app:/…`); oidc-provider refuses the dangerous ones. */
 const isPrivateUseScheme = (url: URL) => url.protocol !== "http:" && url.protocol !== "https:";
 
@@ -17,7 +21,7 @@ export function applicationTypeOf(redirectUris: unknown): "native" | "web" {
   if (!Array.isArray(redirectUris) || redirectUris.length === 0) return "web";
   const native = redirectUris.every((uri) => {
     const url = typeof uri === "string" ? URL.parse(uri) : null;
-    return url !== null && (isLoopbackHttp(url) || isPrivateUseScheme(url));
+    return url !== null && (isNativeLoopbackHttp(url) || isPrivateUseScheme(url));
   });
   return native ? "native" : "web";
 }
@@ -27,7 +31,7 @@ function cleartextRedirect(redirectUris: unknown): string | undefined {
   if (!Array.isArray(redirectUris)) return undefined;
   return redirectUris.find((uri) => {
     const url = typeof uri === "string" ? URL.parse(uri) : null;
-    return url?.protocol === "http:" && !LOOPBACK_HOSTS.has(url.hostname);
+    return url?.protocol === "http:" && !isLoopbackHost(url.hostname);
   });
 }
 
@@ -49,7 +53,7 @@ export const redirectRules = {
     const cleartext = cleartextRedirect(value);
     if (cleartext !== undefined) {
       throw new errors.InvalidClientMetadata(
-        `redirect_uris must not use http except on a loopback address (localhost, 127.0.0.1, [::1]): ${cleartext}`,
+        `redirect_uris must not use http except on a loopback host (localhost, *.localhost, 127.0.0.0/8, [::1]): ${cleartext}`,
       );
     }
   },
