@@ -72,7 +72,9 @@ describe("the compiled binary's CLI", () => {
       expect(overview.stderr).toContain("\n  actuate release publish ");
       expect(overview.stderr).toContain("actuate <command> --help shows");
       const flag = await run(["release", "list", "--bogus"]);
-      expect(flag.stderr).toBe("error: actuate release list has no flag --bogus\nusage: actuate release list [--url <url>]\n");
+      expect(flag.stderr).toBe(
+        "error: actuate release list has no flag --bogus\nusage: actuate release list [--url <url>]\n",
+      );
       expect((await run(["token", "mint"])).stderr).toContain('actuate token has no command "mint"');
       expect((await run(["key", "create"])).stderr).toMatch(/SERVICE_KEYS=\S+ actuate start\n/);
       expect((await run(["user", "list"])).stdout).toContain("add one with actuate user add <id>");
