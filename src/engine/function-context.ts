@@ -27,7 +27,7 @@ export class FunctionContext {
     private readonly row: ExecutionRow,
     private readonly release: LoadedRelease,
     private readonly principal: Principal,
-    private readonly $: Pick<EngineResources, "data" | "now">,
+    private readonly $: Pick<EngineResources, "data" | "now" | "maxOutputBytes">,
     /** The runner's: the log opens when the handler first writes to it. */
     private readonly openLog: (row: ExecutionRow) => ExecutionLog,
   ) {
@@ -40,6 +40,7 @@ export class FunctionContext {
         principal,
         executionId: row.id,
         now: $.now,
+        maxInputBytes: $.maxOutputBytes,
         record: (write: DataWrite) => self.dataContext().record(write),
       });
       return tools;

@@ -45,12 +45,14 @@ export function storableJson(
   value: unknown,
   pointer: string,
   maxBytes = Number.POSITIVE_INFINITY,
+  /** What the bound is, after "is larger than <maxBytes> bytes as JSON, ". */
+  bound = "the most an output may hold",
 ): { value: unknown } | { problem: string } {
   let normalised: unknown;
   try {
     const text = value === undefined ? "null" : JSON.stringify(value);
     if (text !== undefined && utf8Over(text, maxBytes)) {
-      return { problem: `is larger than ${maxBytes} bytes as JSON, the most an output may hold` };
+      return { problem: `is larger than ${maxBytes} bytes as JSON, ${bound}` };
     }
     normalised = JSON.parse(text);
   } catch (error) {

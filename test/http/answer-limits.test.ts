@@ -138,6 +138,23 @@ for (const dialect of dialects) {
       expect((await t.store.executions.get(answer.execution.id))?.output).toBeNull();
     });
 
+    test("ctx.schedule refuses an input over it where it is called; nothing is scheduled", async () => {
+      const scheduledBy = async (executionId: string) =>
+        (await (await t.fetch("/scheduled?limit=200")).json()).items.filter(
+          (s: { scheduledBy: string | null }) => s.scheduledBy === executionId,
+        );
+      const fits = await (await t.invoke("big.later", { text: "o".repeat(MAX_OUTPUT - 20) })).json();
+      expect(fits.execution.status).toBe("succeeded");
+      expect(await scheduledBy(fits.execution.id)).toHaveLength(1);
+      const answer = await (await t.invoke("big.later", { text: over })).json();
+      expect(answer.execution).toMatchObject({
+        status: "failed",
+        errorCode: "action_failed",
+        errorMessage: `ctx.schedule: the input is larger than ${MAX_OUTPUT} bytes as JSON, the most an action may hand on`,
+      });
+      expect(await scheduledBy(answer.execution.id)).toEqual([]);
+    });
+
     test("a workflow whose output, or a step's result, is over it fails the same way", async () => {
       const ended = async (input: unknown) => {
         const { runId } = await (await t.invoke("big.copy", input)).json();

@@ -16,6 +16,8 @@ export function scheduleTools(deps: {
   principal: Principal;
   executionId: string;
   now: () => number;
+  /** The largest input it may hand on, as JSON: what the action itself may return (MAX_OUTPUT_BYTES). */
+  maxInputBytes: number;
   record: (write: DataWrite) => void;
 }): ScheduleTools {
   const { principal } = deps;
@@ -24,7 +26,7 @@ export function scheduleTools(deps: {
       const target = deps.release.actions.get(action);
       if (!target)
         throw new Error(`ctx.schedule: no action ${JSON.stringify(action)} in release ${deps.release.version}`);
-      const stored = storableJson(input, "/input");
+      const stored = storableJson(input, "/input", deps.maxInputBytes, "the most an action may hand on");
       if ("problem" in stored) throw new Error(`ctx.schedule: the input ${stored.problem}`);
       const issues = target.checkInput(stored.value);
       if (issues.length > 0) {

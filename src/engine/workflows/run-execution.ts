@@ -228,6 +228,7 @@ export class RunExecution {
         principal: this.principal,
         executionId: this.run.id,
         now: this.$.now,
+        maxInputBytes: this.$.maxOutputBytes,
         record: data.record,
       });
       value = await this.stepName.run(name, () =>
