@@ -5,8 +5,6 @@ import { type ExecutionListRow, LISTED_VALUES } from "../store/executions.ts";
 import type { ExecutionRow } from "../store/rows.ts";
 import type { Truncations, Upload, Execution as WireExecution } from "../wire/views.ts";
 
-export type { Truncations };
-
 /** The engine's words for executions, as adapters use them: an execution is the stored record. */
 export type Execution = ExecutionRow;
 export { EXECUTION_STATUSES, type ExecutionStatus, isTerminal } from "../store/statuses.ts";

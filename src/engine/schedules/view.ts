@@ -42,5 +42,3 @@ export function toScheduledView(row: ScheduledRow): ScheduledInvocation {
     updatedAt: new Date(row.updatedAt).toISOString(),
   };
 }
-
-export type ScheduledView = ScheduledInvocation;

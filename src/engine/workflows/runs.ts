@@ -52,8 +52,18 @@ export class Runs {
 
   /** A workflow run with its steps and log, if the caller may see it (its own, or any for a service key). */
   async get(principal: Principal, id: string): Promise<RunWithSteps> {
+    return this.withSteps(await this.row(principal, id));
+  }
+
+  /** The run's row, if the caller may see it. */
+  private async row(principal: Principal, id: string): Promise<RunRow> {
     const run = await this.$.store.runs.get(id);
     if (!run || !canSee(principal, run)) throw runNotFound();
+    return run;
+  }
+
+  private async withSteps(run: RunRow): Promise<RunWithSteps> {
+    const { id } = run;
     const [steps, logs] = await Promise.all([
       this.$.store.runs.steps(id),
       // The whole log: bounded per execution (the lines, the truncated line, and the error lines past them).
@@ -81,10 +91,11 @@ export class Runs {
    * its next step boundary, its step's `ctx.signal` aborted now. Canceling a canceled run changes nothing.
    */
   async cancel(principal: Principal, id: string): Promise<RunWithSteps> {
-    const current = await this.get(principal, id);
-    if (current.run.status === "canceled") return current;
-    if (isRunTerminal(current.run.status)) {
-      throw new PublicError("run_not_cancelable", `the run has already ended (${current.run.status})`, { runId: id });
+    // The row alone decides: its steps and log are read once, for the answer.
+    const current = await this.row(principal, id);
+    if (current.status === "canceled") return this.withSteps(current);
+    if (isRunTerminal(current.status)) {
+      throw new PublicError("run_not_cancelable", `the run has already ended (${current.status})`, { runId: id });
     }
     await this.$.store.runs.requestCancel(id, this.$.now());
     this.workflows.cancel(id);
