@@ -111,7 +111,7 @@ export async function openConfiguredStorage({ storage }: Config): Promise<Storag
 }
 
 /** An S3 endpoint that cannot be reached, as a StartupError; null for any other error. */
-export function storageFailure(endpoint: string, error: unknown): StartupError | null {
+function storageFailure(endpoint: string, error: unknown): StartupError | null {
   if (!UNREACHABLE.has(codeOf(error))) return null;
   return new StartupError(
     `the S3 endpoint ${endpoint} cannot be reached (${messageOf(error)}): check S3_ENDPOINT`,
