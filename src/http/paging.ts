@@ -22,9 +22,9 @@ export const pageRequest = (query: { limit?: number; cursor?: string }) => ({
 export const nextCursor = (page: Page<unknown>) => (page.lastId ? encodeCursor(page.lastId) : null);
 
 // Cursors are opaque to callers; today they carry the last id seen (ids are time-ordered UUIDv7).
-export const encodeCursor = (id: string) => Buffer.from(id).toString("base64url");
+const encodeCursor = (id: string) => Buffer.from(id).toString("base64url");
 
-export function decodeCursor(cursor: string): string {
+function decodeCursor(cursor: string): string {
   const id = uuidOrNull(Buffer.from(cursor, "base64url").toString());
   if (id === null) {
     throw invalidRequest([
