@@ -141,9 +141,8 @@ async function readInvocationForm(
 function unexpectedPart(error: UnexpectedPart, action: string, fileFields: string[]) {
   const where = `/${error.part}`;
   if (error.repeated) {
-    return invalidRequest([
-      { where, code: "repeated_part", message: `the part ${JSON.stringify(error.part)} is sent twice` },
-    ]);
+    // The reader's own words: `the part "<name>" is sent twice`.
+    return invalidRequest([{ where, code: "repeated_part", message: error.message }]);
   }
   const expected = ["request", ...fileFields].map((name) => JSON.stringify(name)).join(", ");
   const message = `${action} takes no part named ${JSON.stringify(error.part)}; its parts are ${expected}`;

@@ -21,15 +21,17 @@ export const pageRequest = (query: { limit?: number; cursor?: string }) => ({
 /** The cursor of the page after this one; null after the last. */
 export const nextCursor = (page: Page<unknown>) => (page.lastId ? encodeCursor(page.lastId) : null);
 
-// Cursors are opaque to callers; today they carry the last id seen (ids are time-ordered UUIDv7).
-export const encodeCursor = (id: string) => Buffer.from(id).toString("base64url");
+/** A cursor this server did not give out (400 naming `?cursor`). */
+export const badCursor = () =>
+  invalidRequest([{ where: "/query/cursor", code: "invalid", message: "cursor is not one this server gave out" }]);
 
-export function decodeCursor(cursor: string): string {
+// Cursors are opaque to callers; today they carry the last id seen (ids are time-ordered UUIDv7).
+const encodeCursor = (id: string) => Buffer.from(id).toString("base64url");
+
+function decodeCursor(cursor: string): string {
   const id = uuidOrNull(Buffer.from(cursor, "base64url").toString());
   if (id === null) {
-    throw invalidRequest([
-      { where: "/query/cursor", code: "invalid", message: "cursor is not one this server gave out" },
-    ]);
+    throw badCursor();
   }
   return id;
 }
@@ -40,9 +42,7 @@ export const encodeSeqCursor = (seq: number) => Buffer.from(`seq:${seq}`).toStri
 export function decodeSeqCursor(cursor: string): number {
   const match = /^seq:(\d{1,9})$/.exec(Buffer.from(cursor, "base64url").toString());
   if (!match) {
-    throw invalidRequest([
-      { where: "/query/cursor", code: "invalid", message: "cursor is not one this server gave out" },
-    ]);
+    throw badCursor();
   }
   return Number(match[1]);
 }

@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import { PublicError } from "../lib/errors.ts";
 import { jsonStream } from "../lib/json-stream.ts";
+import { isObject } from "../lib/values.ts";
 import { authenticated } from "./auth.ts";
 import { MiB, readJsonBody } from "./body.ts";
 import type { HttpDeps } from "./deps.ts";
@@ -18,7 +19,7 @@ export const queryRoutes = (deps: HttpDeps) =>
         throw new PublicError("invalid_request", "format must be objects (or absent, for triples)");
       }
       const body = await readJsonBody(request, QUERY_BODY_LIMIT);
-      if (typeof body !== "object" || body === null || Array.isArray(body) || !("query" in body)) {
+      if (!isObject(body) || !("query" in body)) {
         throw new PublicError("invalid_request", "the body must be { query: { … } }");
       }
       const answer = await deps.engine.query(principal, body.query, format === "objects" ? "objects" : "triples");

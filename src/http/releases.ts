@@ -1,12 +1,11 @@
 import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
-import { invalidRequest } from "../engine/errors.ts";
 import type { ReleaseAdmin, ReleaseKey } from "../engine/releases.ts";
 import { RELEASE_VERSION } from "../release/activate.ts";
 import { authenticated } from "./auth.ts";
 import { checkedBody, readJsonBody } from "./body.ts";
 import type { HttpDeps } from "./deps.ts";
-import { DEFAULT_PAGE, pageParams } from "./paging.ts";
+import { badCursor, DEFAULT_PAGE, pageParams } from "./paging.ts";
 import { queryString } from "./query-string.ts";
 
 const ListQuery = queryString(Type.Object(pageParams, { additionalProperties: false }));
@@ -32,9 +31,7 @@ const encodeReleaseCursor = (key: ReleaseKey) => Buffer.from(`${key.createdAt}:$
 function decodeReleaseCursor(cursor: string): ReleaseKey {
   const match = /^(\d{1,15}):(.+)$/.exec(Buffer.from(cursor, "base64url").toString());
   if (!match || !RELEASE_VERSION.test(match[2] as string)) {
-    throw invalidRequest([
-      { where: "/query/cursor", code: "invalid", message: "cursor is not one this server gave out" },
-    ]);
+    throw badCursor();
   }
   return { createdAt: Number(match[1]), version: match[2] as string };
 }

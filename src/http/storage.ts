@@ -1,12 +1,11 @@
 import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
-import { invalidRequest } from "../engine/errors.ts";
 import { checkPath } from "../files/paths.ts";
 import { type FileService, MAX_EXPIRY_MS } from "../files/service.ts";
 import { authenticated } from "./auth.ts";
 import { checkedBody, MiB, readJsonBody } from "./body.ts";
 import type { HttpDeps } from "./deps.ts";
-import { DEFAULT_PAGE, pageParams } from "./paging.ts";
+import { badCursor, DEFAULT_PAGE, pageParams } from "./paging.ts";
 import { queryString } from "./query-string.ts";
 import { requestTarget } from "./request-target.ts";
 
@@ -43,9 +42,7 @@ function decodePathCursor(cursor: string): string {
   try {
     return checkPath(Buffer.from(cursor, "base64url").toString());
   } catch {
-    throw invalidRequest([
-      { where: "/query/cursor", code: "invalid", message: "cursor is not one this server gave out" },
-    ]);
+    throw badCursor();
   }
 }
 

@@ -9,6 +9,7 @@ import { loggable, publicErrorOf } from "../lib/database-errors.ts";
 import { type ErrorCode, PublicError } from "../lib/errors.ts";
 import { nestsDeeperThan, tooDeepMessage } from "../lib/json-depth.ts";
 import { LoopFailures } from "../lib/loop-failures.ts";
+import { isObject } from "../lib/values.ts";
 import type { Log } from "../observe/log.ts";
 import type { Telemetry } from "../observe/telemetry.ts";
 import type { LoadedRelease } from "../release/load.ts";
@@ -187,7 +188,7 @@ export class SessionHub {
     let message: Message;
     try {
       const parsed = typeof raw === "string" ? JSON.parse(raw) : raw;
-      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("not an object");
+      if (!isObject(parsed)) throw new Error("not an object");
       message = parsed as Message;
     } catch {
       return this.error(session, { raw: preview(raw) }, "each message must be one JSON object");
