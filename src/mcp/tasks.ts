@@ -86,7 +86,7 @@ interface TaskSource {
 async function visibleTask(deps: ToolDeps, principal: Principal, taskId: string): Promise<TaskSource | null> {
   const id = uuidOrNull(taskId);
   if (id === null) return null;
-  const run = await absentAs(null, "run_not_found", async () => (await deps.engine.runs.get(principal, id)).run);
+  const run = await absentAs(null, "run_not_found", () => deps.engine.runs.getRow(principal, id));
   if (run) return { ...run, kind: "run", createdAt: iso(run.createdAt), updatedAt: iso(run.updatedAt) };
   const row = await absentAs(null, "execution_not_found", () => deps.engine.executions.get(principal, id));
   if (!row) return null;

@@ -52,11 +52,11 @@ export class Runs {
 
   /** A workflow run with its steps and log, if the caller may see it (its own, or any for a service key). */
   async get(principal: Principal, id: string): Promise<RunWithSteps> {
-    return this.withSteps(await this.row(principal, id));
+    return this.withSteps(await this.getRow(principal, id));
   }
 
-  /** The run's row, if the caller may see it. */
-  private async row(principal: Principal, id: string): Promise<RunRow> {
+  /** The run's row alone (no steps, no log), if the caller may see it: what a status poll needs. */
+  async getRow(principal: Principal, id: string): Promise<RunRow> {
     const run = await this.$.store.runs.get(id);
     if (!run || !canSee(principal, run)) throw runNotFound();
     return run;
@@ -92,7 +92,7 @@ export class Runs {
    */
   async cancel(principal: Principal, id: string): Promise<RunWithSteps> {
     // The row alone decides: its steps and log are read once, for the answer.
-    const current = await this.row(principal, id);
+    const current = await this.getRow(principal, id);
     if (current.status === "canceled") return this.withSteps(current);
     if (isRunTerminal(current.status)) {
       throw new PublicError("run_not_cancelable", `the run has already ended (${current.status})`, { runId: id });
