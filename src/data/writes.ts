@@ -22,7 +22,6 @@ export class ExecutionData implements Omit<DataContext, "query"> {
   async create(entityName: string, data: Record<string, unknown>): Promise<string> {
     const entity = this.entity(entityName);
     const doc = this.checked(entity, data, "create");
-    checkIndexedSizes(entity, doc, "create");
     const id = Bun.randomUUIDv7();
     this.pending.set(id, { entity: entity.name, doc });
     this.writes.push({ op: "insert", entity: entity.name, id, doc, at: this.now() });
@@ -39,7 +38,6 @@ export class ExecutionData implements Omit<DataContext, "query"> {
       else merged[key] = value;
     }
     const doc = this.checked(entity, merged, "update");
-    checkIndexedSizes(entity, doc, "update");
     this.pending.set(id, { entity: entity.name, doc });
     this.writes.push({ op: "replace", entity: entity.name, id, doc, at: this.now() });
   }
@@ -139,6 +137,7 @@ export class ExecutionData implements Omit<DataContext, "query"> {
         `${verb} ${entity.name}: ${unsupported || "/"} holds ${UNSUPPORTED_CHARACTERS}, which cannot be stored`,
       );
     }
+    checkIndexedSizes(entity, doc, verb);
     return doc;
   }
 }

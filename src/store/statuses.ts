@@ -4,5 +4,5 @@ import type { RunStatus } from "../wire/statuses.ts";
 export * from "../wire/statuses.ts";
 
 export const isTerminal = (status: string) => status === "succeeded" || status === "failed" || status === "canceled";
-export const isRunTerminal = (status: RunStatus) =>
-  status === "succeeded" || status === "failed" || status === "canceled";
+/** A run ends as an execution does (the same three statuses). */
+export const isRunTerminal: (status: RunStatus) => boolean = isTerminal;

@@ -128,6 +128,21 @@ export function executionStoreContract(open: OpenStores) {
       }
     });
 
+    test("no output is sized 0 however the execution was settled, with data writes too", async () => {
+      const plain = row();
+      const withWrites = row();
+      for (const r of [plain, withWrites]) await (await store.executions.claimToRun(r)).committed;
+      await store.executions.settle(plain.id, succeeded(null));
+      await store.executions.settle(withWrites.id, {
+        ...succeeded(null),
+        writes: [dataWrites(store).insertLabel("no output")],
+      });
+      const rows = await store.executions.list({ limit: 10, maxValueBytes: 4096 });
+      expect(rows).toHaveLength(2);
+      for (const listed of rows) expect(listed).toMatchObject({ status: "succeeded", output: null, outputBytes: 0 });
+      expect((await store.executions.get(withWrites.id))?.output).toBeNull();
+    });
+
     test("values are read in LISTED_VALUES order up to the first large one: an input after a large output stays out too", async () => {
       const small = { text: "s" };
       const largeOutput = row({ input: small });

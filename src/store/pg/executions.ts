@@ -173,7 +173,8 @@ export class PgExecutionStore implements ExecutionStore {
   /** The writes and the final status in one transaction; a refused write fails the execution instead. */
   private async settleWithWrites(id: string, s: ExecutionSettlement): Promise<ExecutionSettlement> {
     const { writes = [], logs = [], ...settlement } = s;
-    const output = JSON.stringify(s.output);
+    // No output is SQL null, as the batched UPDATE stores it, not a jsonb `null` (sized 4).
+    const output = s.output === null || s.output === undefined ? null : JSON.stringify(s.output);
     try {
       await this.client.begin(async (tx) => {
         await applyDataWrites(tx, writes);

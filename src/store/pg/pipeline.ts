@@ -9,7 +9,7 @@ export type PipelineOutcome = { results: Row[][] } | { failure: unknown };
  * connection is cut while it is being set up (it is handed to the next connection as its first query,
  * which drops it), so a wait without end would hold its lane for ever. Twice the connect timeout.
  */
-export const RESERVE_WAIT_MS = 10_000;
+const RESERVE_WAIT_MS = 10_000;
 
 /**
  * Sends statements pipelined on one reserved connection (one socket write, one round trip) and gives
