@@ -50,7 +50,11 @@ export class DrizzleFileStore implements FileStore {
   async uploadsOf(executionIds: string[]): Promise<FileRow[]> {
     if (executionIds.length === 0) return [];
     const f = this.t.files;
-    return this.db.select().from(f).where(inArray(f.executionId, executionIds)).orderBy(f.field);
+    const rows = await this.db.select().from(f).where(inArray(f.executionId, executionIds));
+    // Sorted here, not by the database: a PostgreSQL collation (en_US…) orders `photoB` and `photo_a` as
+    // no other answer does; the invoke's own answer sorts its uploads the same way (files/service.ts).
+    const field = (row: FileRow) => row.field ?? "";
+    return rows.sort((a, b) => (field(a) < field(b) ? -1 : field(a) > field(b) ? 1 : 0));
   }
 
   async spendUploadGrant(grantHash: string, expiresAt: number, now: number): Promise<boolean> {
