@@ -4,7 +4,6 @@
 // itself, so no request carries it in — then the endpoint is called (once, then CONCURRENCY at once)
 // and the server's peak RSS (VmHWM, and VmRSS sampled every 2 ms) is compared with before the call.
 // Env: LARGE_MIB (default 16), BENCH_DATABASE_URL (as bench/run.ts).
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   BENCH_DIR,
@@ -15,6 +14,7 @@ import {
   startProcess,
   tempDir,
   waitHealthy,
+  watchMemory,
 } from "./lib.ts";
 
 const MIB = Number(process.env.LARGE_MIB ?? 16);
@@ -22,12 +22,6 @@ const CONCURRENCY = 4;
 const key = `large-${crypto.randomUUID()}`;
 const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
 const MiB = 1024 * 1024;
-
-const memory = (pid: number) => {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kib = (name: string) => Number(status.match(new RegExp(`^${name}:\\s+(\\d+) kB$`, "m"))?.[1]) / 1024;
-  return { rss: kib("VmRSS"), hwm: kib("VmHWM") };
-};
 
 type Scenario = "execution" | "result" | "run";
 
@@ -83,11 +77,7 @@ async function measure(scenario: Scenario, databaseUrl: string) {
     await Bun.sleep(1000);
     const pid = proc.proc.pid;
     const call = async (n: number) => {
-      const before = memory(pid);
-      let peak = before.rss;
-      const sampler = setInterval(() => {
-        peak = Math.max(peak, memory(pid).rss);
-      }, 2);
+      const stop = watchMemory(pid);
       const started = performance.now();
       const sizes = await Promise.all(
         Array.from({ length: n }, async () => {
@@ -97,15 +87,7 @@ async function measure(scenario: Scenario, databaseUrl: string) {
         }),
       );
       const ms = performance.now() - started;
-      clearInterval(sampler);
-      const after = memory(pid);
-      return {
-        n,
-        bytes: sizes[0] as number,
-        ms,
-        rssPeak: Math.max(peak, after.rss) - before.rss,
-        hwm: after.hwm - before.hwm,
-      };
+      return { n, bytes: sizes[0] as number, ms, ...stop() };
     };
     return [await call(1), await call(CONCURRENCY)];
   } finally {

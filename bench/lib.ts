@@ -279,3 +279,27 @@ export async function freshPgDatabase(prefix: string): Promise<string> {
   url.pathname = `/${name}`;
   return url.toString();
 }
+
+/** A process's resident memory now and its peak so far (VmRSS and VmHWM of /proc/<pid>/status), in MiB. Linux only. */
+function processMemory(pid: number): { rss: number; hwm: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const mib = (name: string) => Number(status.match(new RegExp(`^${name}:\\s+(\\d+) kB$`, "m"))?.[1]) / 1024;
+  return { rss: mib("VmRSS"), hwm: mib("VmHWM") };
+}
+
+/**
+ * Watches a process's memory from now (RSS sampled every 2 ms) until the returned `stop()`, which answers
+ * how far it grew meanwhile, in MiB: the sampled peak RSS and VmHWM, each above where they were at the start.
+ */
+export function watchMemory(pid: number): () => { rssPeak: number; hwm: number } {
+  const before = processMemory(pid);
+  let peak = before.rss;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, processMemory(pid).rss);
+  }, 2);
+  return () => {
+    clearInterval(sampler);
+    const after = processMemory(pid);
+    return { rssPeak: Math.max(peak, after.rss) - before.rss, hwm: after.hwm - before.hwm };
+  };
+}

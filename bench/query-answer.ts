@@ -5,7 +5,6 @@
 // answer (status, bytes), the server's peak RSS over the call (sampled every 2 ms, and VmHWM) and the
 // longest /healthz wait meanwhile. Env: TOTAL_MIB (default 200), BLOB_KIB (default 32), SERVER_ENV
 // (extra server variables, `A=1,B=2`), BENCH_DATABASE_URL (as bench/run.ts).
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   BENCH_DIR,
@@ -16,6 +15,7 @@ import {
   startProcess,
   tempDir,
   waitHealthy,
+  watchMemory,
 } from "./lib.ts";
 
 const TOTAL_MIB = Number(process.env.TOTAL_MIB ?? 200);
@@ -30,12 +30,6 @@ const SERVER_ENV = Object.fromEntries(
 const key = `query-${crypto.randomUUID()}`;
 const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
 const MiB = 1024 * 1024;
-
-const memory = (pid: number) => {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kib = (name: string) => Number(status.match(new RegExp(`^${name}:\\s+(\\d+) kB$`, "m"))?.[1]) / 1024;
-  return { rss: kib("VmRSS"), hwm: kib("VmHWM") };
-};
 
 async function measure(databaseUrl: string) {
   const port = freePort();
@@ -73,11 +67,7 @@ async function measure(databaseUrl: string) {
     await Bun.sleep(1000);
     const pid = proc.proc.pid;
     const call = async (n: number, format: "triples" | "objects") => {
-      const before = memory(pid);
-      let peak = before.rss;
-      const sampler = setInterval(() => {
-        peak = Math.max(peak, memory(pid).rss);
-      }, 2);
+      const stop = watchMemory(pid);
       let done = false;
       let longestHealthz = 0;
       const healthz = (async () => {
@@ -103,16 +93,13 @@ async function measure(databaseUrl: string) {
       const ms = performance.now() - started;
       done = true;
       await healthz;
-      clearInterval(sampler);
-      const after = memory(pid);
       return {
         n,
         format,
         status: answers[0]?.status,
         bytes: answers[0]?.bytes ?? 0,
         ms,
-        rssPeak: Math.max(peak, after.rss) - before.rss,
-        hwm: after.hwm - before.hwm,
+        ...stop(),
         longestHealthz,
       };
     };

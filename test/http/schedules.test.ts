@@ -2,31 +2,15 @@ import { describe, expect, test } from "bun:test";
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import postgres from "postgres";
 import { tickRequestId } from "../../src/engine/schedules/ticks.ts";
 import { type RunningServer, startServer } from "../../src/main.ts";
 import { openStore } from "../../src/store/open.ts";
 import { serve } from "../support/cli.ts";
-import { dialects, selectRows } from "../support/databases.ts";
+import { dialects, runStatement, selectRows } from "../support/databases.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "../support/server.ts";
 
 const HOUR = 3_600_000;
 const [sqlite, pg] = [dialects.find((d) => d.name === "sqlite"), dialects.find((d) => d.name === "postgres")];
-
-/** One write statement on the database at `url`, over a connection of its own (what a test changes behind the server). */
-async function execute(url: string, statement: string): Promise<void> {
-  if (url.startsWith("postgres")) {
-    const client = postgres(url, { max: 1, onnotice: () => {} });
-    await client.unsafe(statement);
-    await client.end();
-    return;
-  }
-  const { Database } = await import("bun:sqlite");
-  const client = new Database(url.replace(/^sqlite:/, ""));
-  client.exec("PRAGMA busy_timeout = 5000");
-  client.run(statement);
-  client.close();
-}
 
 interface TickRow {
   request_id: string;
@@ -151,7 +135,7 @@ export default defineRelease({
 
       // Three hours missed by the hourly schedules: set behind the server's back, then the restart finds them.
       const H = Math.floor(now() / HOUR) * HOUR;
-      await execute(
+      await runStatement(
         t.config.databaseUrl,
         `update schedule_ticks set last_tick_at = ${H - 3 * HOUR} where name like 'hourly-%'`,
       );
