@@ -18,6 +18,9 @@ import {
 } from "./lib.ts";
 
 const MIB = Number(process.env.LARGE_MIB ?? 16);
+// The run is 3 steps and an output of a quarter each, whole MiB (large.steps takes an integer): a smaller
+// LARGE_MIB would be refused and the wait for the run would never end.
+if (!Number.isInteger(MIB / 4) || MIB < 4) throw new Error(`LARGE_MIB must be a multiple of 4, got ${MIB}`);
 const CONCURRENCY = 4;
 const key = `large-${crypto.randomUUID()}`;
 const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
