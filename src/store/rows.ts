@@ -10,22 +10,34 @@ export const STORED_SIZES = ["inputBytes", "outputBytes"] as const;
 type StoredSizes = (typeof STORED_SIZES)[number];
 
 /**
+ * Rows leave out their `environment`: a store bound to an environment (`Store.environment(id)`) writes
+ * and filters by it, so no caller can name another. Rows that service-wide work reads across every
+ * environment (claims of due work) carry it: `InEnvironment<Row>`.
+ */
+type Row<T> = Omit<T, "environment">;
+export type InEnvironment<T> = T & { environment: number };
+
+/**
  * Rows as the schemas declare them: one source of truth for both dialects. Timestamps are epoch
  * milliseconds. The types come from the PostgreSQL schema; `Agree` below fails to compile when the
  * SQLite schema reads a different shape.
  */
-export type ExecutionRow = Omit<InferSelectModel<typeof pg.executions>, "instance" | StoredSizes>;
-export type RunRow = Omit<InferSelectModel<typeof pg.workflowRuns>, StoredSizes>;
-export type StepRow = Omit<InferSelectModel<typeof pg.workflowSteps>, StoredSizes>;
-export type ReleaseRow = InferSelectModel<typeof pg.releases>;
-export type TokenRow = InferSelectModel<typeof pg.apiTokens>;
+export type ExecutionRow = Omit<InferSelectModel<typeof pg.executions>, "instance" | StoredSizes | "environment">;
+export type RunRow = Omit<InferSelectModel<typeof pg.workflowRuns>, StoredSizes | "environment">;
+export type StepRow = Omit<InferSelectModel<typeof pg.workflowSteps>, StoredSizes | "environment">;
+export type ReleaseRow = Row<InferSelectModel<typeof pg.releases>>;
+export type TokenRow = Row<InferSelectModel<typeof pg.apiTokens>>;
+export type EnvironmentRow = InferSelectModel<typeof pg.environments>;
+export type OrganizationRow = InferSelectModel<typeof pg.organizations>;
+export type ScopedKeyRow = InferSelectModel<typeof pg.scopedKeys>;
+export type GrantRow = InferSelectModel<typeof pg.grants>;
 export type UserRow = InferSelectModel<typeof pg.users>;
 export type OAuthRecord = InferSelectModel<typeof pg.oauthRecords>;
-export type FileRow = InferSelectModel<typeof pg.files>;
+export type FileRow = Row<InferSelectModel<typeof pg.files>>;
 /** One line an execution logged (`ctx.log`). */
-export type LogRow = InferSelectModel<typeof pg.executionLogs>;
-export type ScheduleTickRow = InferSelectModel<typeof pg.scheduleTicks>;
-export type ScheduledRow = InferSelectModel<typeof pg.scheduledInvocations>;
+export type LogRow = Row<InferSelectModel<typeof pg.executionLogs>>;
+export type ScheduleTickRow = Row<InferSelectModel<typeof pg.scheduleTicks>>;
+export type ScheduledRow = Row<InferSelectModel<typeof pg.scheduledInvocations>>;
 /** A file's metadata as written: its upload fields may be left out (a file not sent as an input). */
 type UploadFields = "executionId" | "field" | "filename";
 export type NewFileRow = Omit<FileRow, UploadFields> & Partial<Pick<FileRow, UploadFields>>;
@@ -42,7 +54,10 @@ agree<
     Agree<"workflowRuns">,
     Agree<"workflowSteps">,
     Agree<"releases">,
-    Agree<"environment">,
+    Agree<"environments">,
+    Agree<"organizations">,
+    Agree<"scopedKeys">,
+    Agree<"grants">,
     Agree<"apiTokens">,
     Agree<"users">,
     Agree<"oauthRecords">,
@@ -56,4 +71,25 @@ agree<
     Agree<"scheduleTicks">,
     Agree<"scheduledInvocations">,
   ]
->([true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true]);
+>([
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+]);

@@ -30,6 +30,18 @@ export interface BatchRetry {
  * way is written once with drizzle (drizzle/).
  */
 export interface Store {
+  /**
+   * Which environment this store reads and writes: every row it writes carries it, every read filters by
+   * it (docs/decisions/hosting-layout.md). 1 for the store `openStore` answers (single mode's environment).
+   * Service-wide parts (users, oauth, instances, retention) and service-wide methods (claims of due work,
+   * which answer rows of every environment, each naming its own) are the same in every view.
+   */
+  readonly environmentId: number;
+  /**
+   * The same database seen as environment `id`: cheap (no statement prepared, no connection, no thread),
+   * and the same object for the same id. Closing or pinging any view does it for the whole store.
+   */
+  environment(id: number): Store;
   readonly executions: ExecutionStore;
   readonly executionLogs: ExecutionLogStore;
   readonly retention: RetentionStore;

@@ -126,7 +126,7 @@ export abstract class DrizzleRunReads
   async boundedSteps(runId: string, maxValueBytes: number): Promise<BoundedStep[]> {
     const s = this.lists.tables.workflowSteps;
     const { output, outputBytes, error } = s;
-    const { output: _, outputBytes: __, error: ___, ...columns } = getTableColumns(s);
+    const { output: _, outputBytes: __, error: ___, environment: ____, ...columns } = getTableColumns(s);
     const values: Sized = {
       output: { value: output, bytes: outputBytes },
       error: { value: error, bytes: textBytes(error) },

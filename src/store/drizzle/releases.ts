@@ -1,4 +1,4 @@
-import { and, desc, eq, lt, or, sql } from "drizzle-orm";
+import { and, desc, eq, lt, or, type SQL, sql } from "drizzle-orm";
 import type { ActiveRelease, ReleaseKey, ReleaseListRow, ReleaseStore, ReleaseSummary } from "../releases.ts";
 import type { ReleaseRow } from "../rows.ts";
 import type { SharedDatabase, SharedTables } from "./database.ts";
@@ -6,24 +6,33 @@ import type { SharedDatabase, SharedTables } from "./database.ts";
 export class DrizzleReleaseStore implements ReleaseStore {
   constructor(
     private readonly db: SharedDatabase,
-    private readonly t: Pick<SharedTables, "releases" | "environment">,
+    private readonly t: Pick<SharedTables, "releases" | "environments">,
+    private readonly environment: number,
   ) {}
 
   async insert(row: ReleaseRow): Promise<void> {
-    await this.db.insert(this.t.releases).values(row);
+    await this.db.insert(this.t.releases).values({ ...row, environment: this.environment });
   }
 
   async get(version: string): Promise<ReleaseRow | null> {
-    const rows = await this.db.select().from(this.t.releases).where(eq(this.t.releases.version, version));
+    const rows = await this.db
+      .select()
+      .from(this.t.releases)
+      .where(this.mine(eq(this.t.releases.version, version)));
     return rows[0] ?? null;
   }
 
+  /** `condition` within this environment's releases. */
+  private mine(condition?: SQL) {
+    return and(eq(this.t.releases.environment, this.environment), condition);
+  }
+
   list(): Promise<ReleaseSummary[]> {
-    return this.summaries().orderBy(this.t.releases.createdAt, this.t.releases.version);
+    return this.summaries().where(this.mine()).orderBy(this.t.releases.createdAt, this.t.releases.version);
   }
 
   async published(version: string): Promise<ReleaseSummary | null> {
-    const rows = await this.summaries().where(eq(this.t.releases.version, version));
+    const rows = await this.summaries().where(this.mine(eq(this.t.releases.version, version)));
     return rows[0] ?? null;
   }
 
@@ -48,33 +57,45 @@ export class DrizzleReleaseStore implements ReleaseStore {
       .select({ version: r.version, bundleHash: r.bundleHash, createdAt: r.createdAt, publishedBy: r.publishedBy })
       .from(r)
       .where(
-        after
-          ? or(lt(r.createdAt, after.createdAt), and(eq(r.createdAt, after.createdAt), lt(r.version, after.version)))
-          : undefined,
+        this.mine(
+          after
+            ? or(lt(r.createdAt, after.createdAt), and(eq(r.createdAt, after.createdAt), lt(r.version, after.version)))
+            : undefined,
+        ),
       )
       .orderBy(desc(r.createdAt), desc(r.version))
       .limit(query.limit);
   }
 
   async active(): Promise<ActiveRelease> {
-    const e = this.t.environment;
+    const e = this.t.environments;
     const rows = await this.db
       .select({ version: e.activeVersion, revision: e.revision, activatedAt: e.updatedAt })
       .from(e)
-      .where(eq(e.id, 1));
-    return rows[0] ?? { version: null, revision: 0, activatedAt: null };
+      .where(eq(e.id, this.environment));
+    const row = rows[0];
+    if (!row?.version) return { version: null, revision: row?.revision ?? 0, activatedAt: null };
+    return row;
   }
 
+  /**
+   * `changed` takes the next number of the service-wide sequence of changes (one more than the largest),
+   * so an instance polling `changed > last seen` finds this activation (see EnvironmentStore's poll).
+   */
   async activate(version: string, at: number): Promise<number> {
-    const e = this.t.environment;
+    const e = this.t.environments;
     const rows = await this.db
-      .insert(e)
-      .values({ id: 1, activeVersion: version, revision: 1, updatedAt: at })
-      .onConflictDoUpdate({
-        target: e.id,
-        set: { activeVersion: version, revision: sql`${e.revision} + 1`, updatedAt: at },
+      .update(e)
+      .set({
+        activeVersion: version,
+        revision: sql`${e.revision} + 1`,
+        updatedAt: at,
+        changed: sql`(select coalesce(max(changed), 0) + 1 from environments)`,
       })
+      .where(eq(e.id, this.environment))
       .returning({ revision: e.revision });
-    return rows[0]?.revision ?? 0;
+    const revision = rows[0]?.revision;
+    if (revision === undefined) throw new Error(`environment ${this.environment} does not exist`);
+    return revision;
   }
 }

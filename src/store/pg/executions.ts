@@ -177,7 +177,7 @@ export class PgExecutionStore implements ExecutionStore {
     const output = s.output === null || s.output === undefined ? null : JSON.stringify(s.output);
     try {
       await this.client.begin(async (tx) => {
-        await applyDataWrites(tx, writes);
+        await applyDataWrites(tx, 1 /* FIXME(env) */, writes);
         const params = [s.status, output, s.errorCode, s.errorMessage, s.finishedAt, id] as ParameterOrJSON<never>[];
         const updated = await tx.unsafe(SETTLE_ONE, params, PREPARED);
         if (updated.count === 0) throw new Error(`execution ${id} is not stored`);

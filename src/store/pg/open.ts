@@ -11,6 +11,7 @@ import { DrizzleScheduleStore } from "../drizzle/schedules.ts";
 import { DrizzleStatsStore } from "../drizzle/stats.ts";
 import { DrizzleTokenStore } from "../drizzle/tokens.ts";
 import { DrizzleUserStore } from "../drizzle/users.ts";
+import { storeWithEnvironments } from "../environment-views.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
 import * as schema from "../schema/pg.ts";
 import type { Store } from "../store.ts";
@@ -43,25 +44,15 @@ export async function openPostgresStore(url: string): Promise<Store> {
   const executions = new PgExecutionStore(client, instances.id, lists, retries);
   const runs = new PgRunStore(client, executions, lists, retries);
   const logWriter = new PgLogWriter(client);
-  return {
-    executions,
-    executionLogs: new DrizzleExecutionLogStore(db, schema, (lines) => logWriter.append(lines)),
+  const service = {
     retention: new DrizzleRetentionStore(db, schema),
-    runs,
-    releases: new DrizzleReleaseStore(db, schema),
-    tokens: new DrizzleTokenStore(db, schema),
     users: new DrizzleUserStore(db, schema),
     oauth: new DrizzleOAuthStore(db, schema),
-    files: new DrizzleFileStore(db, schema),
     instances,
-    schedules: new DrizzleScheduleStore(db, schema),
-    delayedInvocations: new DrizzleDelayedInvocationStore(db, postgresDialect, schema),
-    stats: new DrizzleStatsStore(db, schema),
-    data: postgresDataStore(client, instances.id),
     pool: () => ({ size: options.max, ...totalLoad([executions.load, runs.load, logWriter.load]) }),
     // Every write is the database's own: nothing runs behind the requests that could fail unseen.
     onTrouble() {},
-    onBatchRetry: (listener) => retries.listen(listener),
+    onBatchRetry: (listener: Parameters<Store["onBatchRetry"]>[0]) => retries.listen(listener),
     async ping() {
       await client`select 1`;
     },
@@ -70,6 +61,18 @@ export async function openPostgresStore(url: string): Promise<Store> {
       await client.end({ timeout: 5 });
     },
   };
+  return storeWithEnvironments(service, (environment) => ({
+    executions,
+    executionLogs: new DrizzleExecutionLogStore(db, schema, (lines) => logWriter.append(lines)),
+    runs,
+    releases: new DrizzleReleaseStore(db, schema, environment),
+    tokens: new DrizzleTokenStore(db, schema),
+    files: new DrizzleFileStore(db, schema),
+    schedules: new DrizzleScheduleStore(db, schema),
+    delayedInvocations: new DrizzleDelayedInvocationStore(db, postgresDialect, schema),
+    stats: new DrizzleStatsStore(db, schema),
+    data: postgresDataStore(client, instances.id),
+  }));
 }
 
 /**

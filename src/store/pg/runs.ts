@@ -261,7 +261,7 @@ export class PgRunStore extends DrizzleRunReads implements RunStore {
         // The checkpoint first: it locks the run, and a worker that lost it sends none of its writes.
         const saved = await tx.unsafe(UPSERT_STEP, params, PREPARED);
         if (saved.length === 0) throw new LeaseLost();
-        await applyDataWrites(tx, writes);
+        await applyDataWrites(tx, 1 /* FIXME(env) */, writes);
       });
       return SAVED;
     } catch (error) {

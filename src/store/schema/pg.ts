@@ -18,7 +18,9 @@ const millis = (name: string) => bigint(name, { mode: "number" });
 export const releases = pgTable(
   "releases",
   {
-    version: text("version").primaryKey(),
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
+    version: text("version").notNull(),
     bundleHash: text("bundle_hash").notNull(),
     manifest: jsonb("manifest").notNull(),
     bundle: text("bundle").notNull(),
@@ -27,20 +29,93 @@ export const releases = pgTable(
     publishedBy: text("published_by"),
   },
   // The history is listed newest first (GET /releases).
-  (t) => [index("releases_created_idx").on(t.createdAt, t.version)],
+  (t) => [
+    primaryKey({ columns: [t.environment, t.version] }),
+    index("releases_created_idx").on(t.environment, t.createdAt, t.version),
+  ],
 );
 
-/** One row (id = 1): which release is live. `revision` grows on every activation so instances can poll one cheap row. */
-export const environment = pgTable("environment", {
-  id: integer("id").primaryKey(),
-  activeVersion: text("active_version"),
-  revision: integer("revision").notNull().default(0),
-  updatedAt: millis("updated_at").notNull(),
+/**
+ * The organizations of a hosting service (`actuate org create`): each owns environments, its service keys
+ * act as administrator in every one of them, its grants let people use them.
+ */
+export const organizations = pgTable("organizations", {
+  id: integer("id").primaryKey().generatedByDefaultAsIdentity({ startWith: 1 }),
+  /** Unique across the service, a DNS label. */
+  handle: text("handle").notNull().unique(),
+  createdAt: millis("created_at").notNull(),
 });
+
+/**
+ * Every environment the database holds, and which release is live in each. Single mode serves id 1 (its
+ * handle null until hosting mode names it from `HANDLE`). `revision` grows on every activation of that
+ * environment; `changed` is a service-wide sequence set on every change of a row, so an instance learns
+ * what changed in all environments from one indexed read (`changed > last seen`).
+ */
+export const environments = pgTable(
+  "environments",
+  {
+    id: integer("id").primaryKey().generatedByDefaultAsIdentity({ startWith: 2 }),
+    /** Unique across the service, a DNS label: the environment is `<handle>.<service domain>`. */
+    handle: text("handle").unique(),
+    /** organizations.id; null for the single-mode environment until hosting mode gives it one. */
+    organization: integer("organization"),
+    activeVersion: text("active_version"),
+    revision: integer("revision").notNull().default(0),
+    /** When the active release was last activated (its `activatedAt`), else when the row was made. */
+    updatedAt: millis("updated_at").notNull(),
+    createdAt: millis("created_at").notNull(),
+    changed: millis("changed").notNull().default(0),
+  },
+  (t) => [index("environments_changed_idx").on(t.changed), index("environments_organization_idx").on(t.organization)],
+);
+
+/**
+ * Keys stored hashed that act as administrator in one environment (`environment` set: the key a CI job
+ * deploys with) or in every environment of one organization (`organization` set). Operator keys are
+ * `SERVICE_KEYS` and are not stored.
+ */
+export const scopedKeys = pgTable(
+  "scoped_keys",
+  {
+    id: text("id").primaryKey(),
+    keyHash: text("key_hash").notNull().unique(),
+    prefix: text("prefix").notNull(),
+    organization: integer("organization"),
+    environment: integer("environment"),
+    createdAt: millis("created_at").notNull(),
+    lastUsedAt: millis("last_used_at"),
+    revokedAt: millis("revoked_at"),
+  },
+  (t) => [
+    index("scoped_keys_organization_idx").on(t.organization),
+    index("scoped_keys_environment_idx").on(t.environment),
+  ],
+);
+
+/**
+ * Who may use which environments: a person (users.id) granted one environment of an organization, or
+ * every one of them (`environment` 0).
+ */
+export const grants = pgTable(
+  "grants",
+  {
+    userId: text("user_id").notNull(),
+    organization: integer("organization").notNull(),
+    environment: integer("environment").notNull(),
+    createdAt: millis("created_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.userId, t.organization, t.environment] }),
+    index("grants_organization_idx").on(t.organization, t.environment),
+  ],
+);
 
 export const executions = pgTable(
   "executions",
   {
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
     id: text("id").primaryKey(),
     requestId: text("request_id").notNull(),
     principalKind: text("principal_kind").$type<PrincipalKind>().notNull(),
@@ -70,8 +145,8 @@ export const executions = pgTable(
     outputBytes: integer("output_bytes"),
   },
   (t) => [
-    uniqueIndex("executions_request_uq").on(t.principalKind, t.principalId, t.requestId),
-    index("executions_principal_id_idx").on(t.principalKind, t.principalId, t.id),
+    uniqueIndex("executions_request_uq").on(t.environment, t.principalKind, t.principalId, t.requestId),
+    index("executions_principal_id_idx").on(t.environment, t.principalKind, t.principalId, t.id),
     index("executions_running_instance_idx").on(t.instance).where(sql`status = 'running'`),
     // Retention prunes the oldest finished executions first (EXECUTION_RETENTION).
     index("executions_finished_idx").on(t.finishedAt).where(sql`finished_at is not null`),
@@ -122,6 +197,8 @@ export const oauthRecords = pgTable(
 );
 
 export const apiTokens = pgTable("api_tokens", {
+  /** The environment the row belongs to (environments.id; 1 in single mode). */
+  environment: integer("environment").notNull().default(1),
   id: text("id").primaryKey(),
   tokenHash: text("token_hash").notNull().unique(),
   prefix: text("prefix").notNull(),
@@ -134,38 +211,50 @@ export const apiTokens = pgTable("api_tokens", {
 export const dataAttrs = pgTable(
   "data_attrs",
   {
-    id: text("id").primaryKey(),
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
+    id: text("id").notNull(),
     entity: text("entity").notNull(),
     label: text("label").notNull(),
     createdAt: millis("created_at").notNull(),
   },
-  (t) => [uniqueIndex("data_attrs_entity_label_uq").on(t.entity, t.label)],
+  (t) => [
+    primaryKey({ columns: [t.environment, t.id] }),
+    uniqueIndex("data_attrs_entity_label_uq").on(t.environment, t.entity, t.label),
+  ],
 );
 
 /** Every entity of every type, its attributes as one JSON document (a new release needs no table migration). */
 export const dataEntities = pgTable(
   "data_entities",
   {
-    id: text("id").primaryKey(),
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
+    id: text("id").notNull(),
     entity: text("entity").notNull(),
     doc: jsonb("doc").notNull(),
     createdAt: millis("created_at").notNull(),
     updatedAt: millis("updated_at").notNull(),
   },
-  (t) => [index("data_entities_entity_idx").on(t.entity, t.createdAt, t.id)],
+  (t) => [
+    primaryKey({ columns: [t.environment, t.id] }),
+    index("data_entities_entity_idx").on(t.environment, t.entity, t.createdAt, t.id),
+  ],
 );
 
 export const dataLinks = pgTable(
   "data_links",
   {
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
     link: text("link").notNull(),
     sourceId: text("source_id").notNull(),
     targetId: text("target_id").notNull(),
     createdAt: millis("created_at").notNull(),
   },
   (t) => [
-    primaryKey({ columns: [t.link, t.sourceId, t.targetId] }),
-    index("data_links_target_idx").on(t.link, t.targetId),
+    primaryKey({ columns: [t.environment, t.link, t.sourceId, t.targetId] }),
+    index("data_links_target_idx").on(t.environment, t.link, t.targetId),
   ],
 );
 
@@ -173,7 +262,9 @@ export const dataLinks = pgTable(
 export const files = pgTable(
   "files",
   {
-    path: text("path").primaryKey(),
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
+    path: text("path").notNull(),
     contentType: text("content_type").notNull(),
     size: millis("size"),
     sha256: text("sha256"),
@@ -187,9 +278,10 @@ export const files = pgTable(
     filename: text("filename"),
   },
   (t) => [
+    primaryKey({ columns: [t.environment, t.path] }),
     index("files_execution_idx").on(t.executionId),
     // A caller's files in path order (GET /storage/files).
-    index("files_owner_path_idx").on(t.ownerKind, t.ownerId, t.path),
+    index("files_owner_path_idx").on(t.environment, t.ownerKind, t.ownerId, t.path),
   ],
 );
 
@@ -214,6 +306,8 @@ export const usedUploadGrants = pgTable(
 export const workflowRuns = pgTable(
   "workflow_runs",
   {
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
     id: text("id").primaryKey(),
     requestId: text("request_id").notNull(),
     workflow: text("workflow").notNull(),
@@ -240,7 +334,7 @@ export const workflowRuns = pgTable(
   },
   (t) => [
     index("workflow_runs_due_idx").on(t.wakeAt).where(sql`status in ('queued', 'running', 'sleeping')`),
-    index("workflow_runs_principal_id_idx").on(t.principalKind, t.principalId, t.id),
+    index("workflow_runs_principal_id_idx").on(t.environment, t.principalKind, t.principalId, t.id),
   ],
 );
 
@@ -248,6 +342,8 @@ export const workflowRuns = pgTable(
 export const workflowSteps = pgTable(
   "workflow_steps",
   {
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
     runId: text("run_id").notNull(),
     name: text("name").notNull(),
     seq: integer("seq").notNull(),
@@ -271,6 +367,8 @@ export const workflowSteps = pgTable(
 export const executionLogs = pgTable(
   "execution_logs",
   {
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
     executionId: text("execution_id").notNull(),
     seq: integer("seq").notNull(),
     at: millis("at").notNull(),
@@ -286,12 +384,18 @@ export const executionLogs = pgTable(
  * the claim to handle the next ones (while `lease_expires_at` is ahead). A schedule's row outlives it,
  * so a schedule that comes back keeps its place.
  */
-export const scheduleTicks = pgTable("schedule_ticks", {
-  name: text("name").primaryKey(),
-  lastTickAt: millis("last_tick_at").notNull(),
-  leaseOwner: text("lease_owner"),
-  leaseExpiresAt: millis("lease_expires_at").notNull(),
-});
+export const scheduleTicks = pgTable(
+  "schedule_ticks",
+  {
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
+    name: text("name").notNull(),
+    lastTickAt: millis("last_tick_at").notNull(),
+    leaseOwner: text("lease_owner"),
+    leaseExpiresAt: millis("lease_expires_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.environment, t.name] })],
+);
 
 /**
  * Delayed invocations made by `ctx.schedule` (inserted with the scheduling execution's writes). Any
@@ -301,6 +405,8 @@ export const scheduleTicks = pgTable("schedule_ticks", {
 export const scheduledInvocations = pgTable(
   "scheduled_invocations",
   {
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
     id: text("id").primaryKey(),
     principalKind: text("principal_kind").$type<PrincipalKind>().notNull(),
     principalId: text("principal_id").notNull(),
@@ -321,6 +427,6 @@ export const scheduledInvocations = pgTable(
   },
   (t) => [
     index("scheduled_due_idx").on(t.dueAt).where(sql`status = 'pending'`),
-    index("scheduled_principal_id_idx").on(t.principalKind, t.principalId, t.id),
+    index("scheduled_principal_id_idx").on(t.environment, t.principalKind, t.principalId, t.id),
   ],
 );

@@ -16,7 +16,9 @@ import type {
 export const releases = sqliteTable(
   "releases",
   {
-    version: text("version").primaryKey(),
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
+    version: text("version").notNull(),
     bundleHash: text("bundle_hash").notNull(),
     manifest: text("manifest", { mode: "json" }).notNull(),
     bundle: text("bundle").notNull(),
@@ -25,20 +27,93 @@ export const releases = sqliteTable(
     publishedBy: text("published_by"),
   },
   // The history is listed newest first (GET /releases).
-  (t) => [index("releases_created_idx").on(t.createdAt, t.version)],
+  (t) => [
+    primaryKey({ columns: [t.environment, t.version] }),
+    index("releases_created_idx").on(t.environment, t.createdAt, t.version),
+  ],
 );
 
-/** One row (id = 1): which release is live. `revision` grows on every activation so instances can poll one cheap row. */
-export const environment = sqliteTable("environment", {
+/**
+ * The organizations of a hosting service (`actuate org create`): each owns environments, its service keys
+ * act as administrator in every one of them, its grants let people use them.
+ */
+export const organizations = sqliteTable("organizations", {
   id: integer("id").primaryKey(),
-  activeVersion: text("active_version"),
-  revision: integer("revision").notNull().default(0),
-  updatedAt: integer("updated_at").notNull(),
+  /** Unique across the service, a DNS label. */
+  handle: text("handle").notNull().unique(),
+  createdAt: integer("created_at").notNull(),
 });
+
+/**
+ * Every environment the database holds, and which release is live in each. Single mode serves id 1 (its
+ * handle null until hosting mode names it from `HANDLE`). `revision` grows on every activation of that
+ * environment; `changed` is a service-wide sequence set on every change of a row, so an instance learns
+ * what changed in all environments from one indexed read (`changed > last seen`).
+ */
+export const environments = sqliteTable(
+  "environments",
+  {
+    id: integer("id").primaryKey(),
+    /** Unique across the service, a DNS label: the environment is `<handle>.<service domain>`. */
+    handle: text("handle").unique(),
+    /** organizations.id; null for the single-mode environment until hosting mode gives it one. */
+    organization: integer("organization"),
+    activeVersion: text("active_version"),
+    revision: integer("revision").notNull().default(0),
+    /** When the active release was last activated (its `activatedAt`), else when the row was made. */
+    updatedAt: integer("updated_at").notNull(),
+    createdAt: integer("created_at").notNull(),
+    changed: integer("changed").notNull().default(0),
+  },
+  (t) => [index("environments_changed_idx").on(t.changed), index("environments_organization_idx").on(t.organization)],
+);
+
+/**
+ * Keys stored hashed that act as administrator in one environment (`environment` set: the key a CI job
+ * deploys with) or in every environment of one organization (`organization` set). Operator keys are
+ * `SERVICE_KEYS` and are not stored.
+ */
+export const scopedKeys = sqliteTable(
+  "scoped_keys",
+  {
+    id: text("id").primaryKey(),
+    keyHash: text("key_hash").notNull().unique(),
+    prefix: text("prefix").notNull(),
+    organization: integer("organization"),
+    environment: integer("environment"),
+    createdAt: integer("created_at").notNull(),
+    lastUsedAt: integer("last_used_at"),
+    revokedAt: integer("revoked_at"),
+  },
+  (t) => [
+    index("scoped_keys_organization_idx").on(t.organization),
+    index("scoped_keys_environment_idx").on(t.environment),
+  ],
+);
+
+/**
+ * Who may use which environments: a person (users.id) granted one environment of an organization, or
+ * every one of them (`environment` 0).
+ */
+export const grants = sqliteTable(
+  "grants",
+  {
+    userId: text("user_id").notNull(),
+    organization: integer("organization").notNull(),
+    environment: integer("environment").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.userId, t.organization, t.environment] }),
+    index("grants_organization_idx").on(t.organization, t.environment),
+  ],
+);
 
 export const executions = sqliteTable(
   "executions",
   {
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
     id: text("id").primaryKey(),
     requestId: text("request_id").notNull(),
     principalKind: text("principal_kind").$type<PrincipalKind>().notNull(),
@@ -69,7 +144,7 @@ export const executions = sqliteTable(
   // No index on request_id here: random keys would dirty a page of it per row in every group commit
   // (BENCHMARKS.md). That index is a file of its own, written by a worker thread (sqlite/request-keys/index.ts).
   (t) => [
-    index("executions_principal_id_idx").on(t.principalKind, t.principalId, t.id),
+    index("executions_principal_id_idx").on(t.environment, t.principalKind, t.principalId, t.id),
     index("executions_running_instance_idx").on(t.instance).where(sql`status = 'running'`),
     // Retention prunes the oldest finished executions first (EXECUTION_RETENTION).
     index("executions_finished_idx").on(t.finishedAt).where(sql`finished_at is not null`),
@@ -116,6 +191,8 @@ export const oauthRecords = sqliteTable(
 );
 
 export const apiTokens = sqliteTable("api_tokens", {
+  /** The environment the row belongs to (environments.id; 1 in single mode). */
+  environment: integer("environment").notNull().default(1),
   id: text("id").primaryKey(),
   tokenHash: text("token_hash").notNull().unique(),
   prefix: text("prefix").notNull(),
@@ -128,38 +205,50 @@ export const apiTokens = sqliteTable("api_tokens", {
 export const dataAttrs = sqliteTable(
   "data_attrs",
   {
-    id: text("id").primaryKey(),
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
+    id: text("id").notNull(),
     entity: text("entity").notNull(),
     label: text("label").notNull(),
     createdAt: integer("created_at").notNull(),
   },
-  (t) => [uniqueIndex("data_attrs_entity_label_uq").on(t.entity, t.label)],
+  (t) => [
+    primaryKey({ columns: [t.environment, t.id] }),
+    uniqueIndex("data_attrs_entity_label_uq").on(t.environment, t.entity, t.label),
+  ],
 );
 
 /** Every entity of every type, its attributes as one JSON document (a new release needs no table migration). */
 export const dataEntities = sqliteTable(
   "data_entities",
   {
-    id: text("id").primaryKey(),
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
+    id: text("id").notNull(),
     entity: text("entity").notNull(),
     doc: text("doc", { mode: "json" }).notNull(),
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
   },
-  (t) => [index("data_entities_entity_idx").on(t.entity, t.createdAt, t.id)],
+  (t) => [
+    primaryKey({ columns: [t.environment, t.id] }),
+    index("data_entities_entity_idx").on(t.environment, t.entity, t.createdAt, t.id),
+  ],
 );
 
 export const dataLinks = sqliteTable(
   "data_links",
   {
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
     link: text("link").notNull(),
     sourceId: text("source_id").notNull(),
     targetId: text("target_id").notNull(),
     createdAt: integer("created_at").notNull(),
   },
   (t) => [
-    primaryKey({ columns: [t.link, t.sourceId, t.targetId] }),
-    index("data_links_target_idx").on(t.link, t.targetId),
+    primaryKey({ columns: [t.environment, t.link, t.sourceId, t.targetId] }),
+    index("data_links_target_idx").on(t.environment, t.link, t.targetId),
   ],
 );
 
@@ -167,7 +256,9 @@ export const dataLinks = sqliteTable(
 export const files = sqliteTable(
   "files",
   {
-    path: text("path").primaryKey(),
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
+    path: text("path").notNull(),
     contentType: text("content_type").notNull(),
     size: integer("size"),
     sha256: text("sha256"),
@@ -181,9 +272,10 @@ export const files = sqliteTable(
     filename: text("filename"),
   },
   (t) => [
+    primaryKey({ columns: [t.environment, t.path] }),
     index("files_execution_idx").on(t.executionId),
     // A caller's files in path order (GET /storage/files).
-    index("files_owner_path_idx").on(t.ownerKind, t.ownerId, t.path),
+    index("files_owner_path_idx").on(t.environment, t.ownerKind, t.ownerId, t.path),
   ],
 );
 
@@ -201,6 +293,8 @@ export const usedUploadGrants = sqliteTable(
 export const workflowRuns = sqliteTable(
   "workflow_runs",
   {
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
     id: text("id").primaryKey(),
     requestId: text("request_id").notNull(),
     workflow: text("workflow").notNull(),
@@ -226,13 +320,15 @@ export const workflowRuns = sqliteTable(
   },
   (t) => [
     index("workflow_runs_due_idx").on(t.wakeAt).where(sql`status in ('queued', 'running', 'sleeping')`),
-    index("workflow_runs_principal_id_idx").on(t.principalKind, t.principalId, t.id),
+    index("workflow_runs_principal_id_idx").on(t.environment, t.principalKind, t.principalId, t.id),
   ],
 );
 
 export const workflowSteps = sqliteTable(
   "workflow_steps",
   {
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
     runId: text("run_id").notNull(),
     name: text("name").notNull(),
     seq: integer("seq").notNull(),
@@ -256,6 +352,8 @@ export const workflowSteps = sqliteTable(
 export const executionLogs = sqliteTable(
   "execution_logs",
   {
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
     executionId: text("execution_id").notNull(),
     seq: integer("seq").notNull(),
     at: integer("at").notNull(),
@@ -267,17 +365,25 @@ export const executionLogs = sqliteTable(
 );
 
 /** See pg.ts. */
-export const scheduleTicks = sqliteTable("schedule_ticks", {
-  name: text("name").primaryKey(),
-  lastTickAt: integer("last_tick_at").notNull(),
-  leaseOwner: text("lease_owner"),
-  leaseExpiresAt: integer("lease_expires_at").notNull(),
-});
+export const scheduleTicks = sqliteTable(
+  "schedule_ticks",
+  {
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
+    name: text("name").notNull(),
+    lastTickAt: integer("last_tick_at").notNull(),
+    leaseOwner: text("lease_owner"),
+    leaseExpiresAt: integer("lease_expires_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.environment, t.name] })],
+);
 
 /** See pg.ts. */
 export const scheduledInvocations = sqliteTable(
   "scheduled_invocations",
   {
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
     id: text("id").primaryKey(),
     principalKind: text("principal_kind").$type<PrincipalKind>().notNull(),
     principalId: text("principal_id").notNull(),
@@ -296,6 +402,6 @@ export const scheduledInvocations = sqliteTable(
   },
   (t) => [
     index("scheduled_due_idx").on(t.dueAt).where(sql`status = 'pending'`),
-    index("scheduled_principal_id_idx").on(t.principalKind, t.principalId, t.id),
+    index("scheduled_principal_id_idx").on(t.environment, t.principalKind, t.principalId, t.id),
   ],
 );

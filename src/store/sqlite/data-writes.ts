@@ -13,8 +13,8 @@ export class SqliteDataWriter {
     this.statements = new StatementCache(client);
   }
 
-  apply(writes: readonly DataWrite[]): void {
-    for (const write of writeStatements(sqliteDialect, writes)) {
+  apply(environment: number, writes: readonly DataWrite[]): void {
+    for (const write of writeStatements(sqliteDialect, environment, writes)) {
       const { changes } = this.statements.get(write.sql).run(...(write.params as SQLQueryBindings[]));
       if (write.mustChange && changes === 0) throw new WriteFailed(write.mustChange);
     }

@@ -345,7 +345,7 @@ export class SqliteExecutionStore implements ExecutionStore {
     if (writes.length === 0) return settlement;
     this.client.run("savepoint execution_writes");
     try {
-      this.data.apply(writes);
+      this.data.apply(1 /* FIXME(env) */, writes);
       this.client.run("release execution_writes");
       return settlement;
     } catch (error) {

@@ -14,6 +14,7 @@ import { DrizzleScheduleStore } from "../drizzle/schedules.ts";
 import { DrizzleStatsStore } from "../drizzle/stats.ts";
 import { DrizzleTokenStore } from "../drizzle/tokens.ts";
 import { DrizzleUserStore } from "../drizzle/users.ts";
+import { storeWithEnvironments } from "../environment-views.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
 import * as schema from "../schema/sqlite.ts";
 import type { Store } from "../store.ts";
@@ -56,24 +57,14 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
   const executions = new SqliteExecutionStore(client, data, lists, requestKeysPath(path), checkpoints);
   const runs = new SqliteRunStore(client, executions, data, lists, checkpoints);
   const instances = new SqliteInstanceStore(executions, runs);
-  return {
-    executions,
-    executionLogs: new DrizzleExecutionLogStore(db, tables, (lines) => executions.appendLogs(lines)),
+  const service = {
     retention: new DrizzleRetentionStore(db, tables, (keys) => executions.forgetRequests(keys)),
-    runs,
-    releases: new DrizzleReleaseStore(db, tables),
-    tokens: new DrizzleTokenStore(db, tables),
     users: new DrizzleUserStore(db, tables),
     oauth: new DrizzleOAuthStore(db, tables),
-    files: new DrizzleFileStore(db, tables),
     instances,
-    schedules: new DrizzleScheduleStore(db, tables),
-    delayedInvocations: new DrizzleDelayedInvocationStore(db, sqliteDialect, tables),
-    stats: new DrizzleStatsStore(db, tables),
-    data: sqliteDataStore(client, instances.id),
     // One connection, written synchronously: what waits is the next group commit.
     pool: () => ({ size: 1, queued: executions.queued, inFlight: 0 }),
-    onTrouble: (warn) => executions.onTrouble(warn),
+    onTrouble: (warn: (message: string) => void) => executions.onTrouble(warn),
     // One connection writes, so no batch waits on another's locks: none is broken off.
     onBatchRetry() {},
     async ping() {
@@ -84,4 +75,16 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
       client.close();
     },
   };
+  return storeWithEnvironments(service, (environment) => ({
+    executions,
+    executionLogs: new DrizzleExecutionLogStore(db, tables, (lines) => executions.appendLogs(lines)),
+    runs,
+    releases: new DrizzleReleaseStore(db, tables, environment),
+    tokens: new DrizzleTokenStore(db, tables),
+    files: new DrizzleFileStore(db, tables),
+    schedules: new DrizzleScheduleStore(db, tables),
+    delayedInvocations: new DrizzleDelayedInvocationStore(db, sqliteDialect, tables),
+    stats: new DrizzleStatsStore(db, tables),
+    data: sqliteDataStore(client, instances.id),
+  }));
 }

@@ -199,7 +199,7 @@ export class SqliteRunStore extends DrizzleRunReads implements RunStore {
     try {
       return this.commit((): StepSaved => {
         if (!this.isHeld.get({ id: step.runId, owner })) return LEASE_LOST;
-        this.data.apply(writes);
+        this.data.apply(1 /* FIXME(env) */, writes);
         this.upsertStep.run(stepParams(step));
         return SAVED;
       });
