@@ -68,9 +68,8 @@ export class SharedData {
 
   /** Hears the other instances' changes of `environment`; the connection listens once for all of them. */
   listen(environment: number, listener: (entities: string[]) => void): Promise<void> {
-    let own = this.listeners.get(environment);
-    if (!own) this.listeners.set(environment, (own = new Set()));
-    own.add(listener);
+    const own = this.listeners.get(environment) ?? new Set();
+    this.listeners.set(environment, own.add(listener));
     this.listening ??= this.connection
       .listen((payload) => this.deliver(payload))
       .catch((error) => {
@@ -91,7 +90,8 @@ export class SharedData {
 /** A change notification's payload. */
 interface Change {
   origin: string;
-  environment: number;
+  /** Absent from an instance of a version before environments (a rolling upgrade). */
+  environment?: number;
   entities: string[];
 }
 
