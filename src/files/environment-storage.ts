@@ -15,12 +15,12 @@ export function storageFor(storage: Storage, environment: number): Storage {
   const key = (path: string) => prefix + checkOwnPath(path);
   const { signPut, signGet } = storage;
   return {
-    put: (path, body, options) => storage.put(key(path), body, options),
-    get: (path) => storage.get(key(path)),
-    delete: (path) => storage.delete(key(path)),
+    put: async (path, body, options) => storage.put(key(path), body, options),
+    get: async (path) => storage.get(key(path)),
+    delete: async (path) => storage.delete(key(path)),
     check: () => storage.check(),
-    signPut: signPut && ((path, expiresInSeconds) => signPut.call(storage, key(path), expiresInSeconds)),
-    signGet: signGet && ((path, expiresInSeconds) => signGet.call(storage, key(path), expiresInSeconds)),
+    signPut: signPut && (async (path, expiresInSeconds) => signPut.call(storage, key(path), expiresInSeconds)),
+    signGet: signGet && (async (path, expiresInSeconds) => signGet.call(storage, key(path), expiresInSeconds)),
   };
 }
 
