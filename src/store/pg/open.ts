@@ -9,14 +9,14 @@ import { DrizzleReleaseStore } from "../drizzle/releases.ts";
 import { DrizzleRetentionStore } from "../drizzle/retention.ts";
 import { DrizzleScheduleStore } from "../drizzle/schedules.ts";
 import { DrizzleStatsStore } from "../drizzle/stats.ts";
-import { DrizzleTokenStore } from "../drizzle/tokens.ts";
+import { drizzleTokenStores } from "../drizzle/tokens.ts";
 import { DrizzleUserStore } from "../drizzle/users.ts";
 import { storeWithEnvironments } from "../environment-views.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
 import * as schema from "../schema/pg.ts";
 import type { Store } from "../store.ts";
 import { BatchRetries } from "./batch-retries.ts";
-import { postgresDataStore } from "./data.ts";
+import { postgresData } from "./data.ts";
 import { postgresDialect } from "./dialect.ts";
 import { PgLogWriter } from "./execution-logs.ts";
 import { PgExecutionStore } from "./executions.ts";
@@ -44,6 +44,8 @@ export async function openPostgresStore(url: string): Promise<Store> {
   const executions = new PgExecutionStore(client, instances.id, lists, retries);
   const runs = new PgRunStore(client, executions, lists, retries);
   const logWriter = new PgLogWriter(client);
+  const dataOf = postgresData(client, instances.id);
+  const tokensOf = drizzleTokenStores(db, schema);
   const service = {
     retention: new DrizzleRetentionStore(db, schema),
     users: new DrizzleUserStore(db, schema),
@@ -66,12 +68,12 @@ export async function openPostgresStore(url: string): Promise<Store> {
     executionLogs: new DrizzleExecutionLogStore(db, schema, (lines) => logWriter.append(lines)),
     runs,
     releases: new DrizzleReleaseStore(db, schema, environment),
-    tokens: new DrizzleTokenStore(db, schema),
-    files: new DrizzleFileStore(db, schema),
+    tokens: tokensOf(environment),
+    files: new DrizzleFileStore(db, schema, environment),
     schedules: new DrizzleScheduleStore(db, schema),
     delayedInvocations: new DrizzleDelayedInvocationStore(db, postgresDialect, schema),
     stats: new DrizzleStatsStore(db, schema),
-    data: postgresDataStore(client, instances.id),
+    data: dataOf.environment(environment),
   }));
 }
 

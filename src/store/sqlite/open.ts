@@ -12,14 +12,14 @@ import { DrizzleReleaseStore } from "../drizzle/releases.ts";
 import { DrizzleRetentionStore } from "../drizzle/retention.ts";
 import { DrizzleScheduleStore } from "../drizzle/schedules.ts";
 import { DrizzleStatsStore } from "../drizzle/stats.ts";
-import { DrizzleTokenStore } from "../drizzle/tokens.ts";
+import { drizzleTokenStores } from "../drizzle/tokens.ts";
 import { DrizzleUserStore } from "../drizzle/users.ts";
 import { storeWithEnvironments } from "../environment-views.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
 import * as schema from "../schema/sqlite.ts";
 import type { Store } from "../store.ts";
 import { BackgroundCheckpoints } from "./checkpoints/index.ts";
-import { sqliteDataStore } from "./data.ts";
+import { sqliteData } from "./data.ts";
 import { SqliteDataWriter } from "./data-writes.ts";
 import { sqliteDialect } from "./dialect.ts";
 import { SqliteExecutionStore } from "./executions.ts";
@@ -57,6 +57,8 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
   const executions = new SqliteExecutionStore(client, data, lists, requestKeysPath(path), checkpoints);
   const runs = new SqliteRunStore(client, executions, data, lists, checkpoints);
   const instances = new SqliteInstanceStore(executions, runs);
+  const dataOf = sqliteData(client, instances.id);
+  const tokensOf = drizzleTokenStores(db, tables);
   const service = {
     retention: new DrizzleRetentionStore(db, tables, (keys) => executions.forgetRequests(keys)),
     users: new DrizzleUserStore(db, tables),
@@ -80,11 +82,11 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
     executionLogs: new DrizzleExecutionLogStore(db, tables, (lines) => executions.appendLogs(lines)),
     runs,
     releases: new DrizzleReleaseStore(db, tables, environment),
-    tokens: new DrizzleTokenStore(db, tables),
-    files: new DrizzleFileStore(db, tables),
+    tokens: tokensOf(environment),
+    files: new DrizzleFileStore(db, tables, environment),
     schedules: new DrizzleScheduleStore(db, tables),
     delayedInvocations: new DrizzleDelayedInvocationStore(db, sqliteDialect, tables),
     stats: new DrizzleStatsStore(db, tables),
-    data: sqliteDataStore(client, instances.id),
+    data: dataOf.environment(environment),
   }));
 }
