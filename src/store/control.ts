@@ -69,17 +69,19 @@ export interface EnvironmentStore {
    */
   nameSingle(handle: string, organization?: number): Promise<EnvironmentRow>;
   /**
-   * The environments whose row changed after `changed` (an activation, a creation, a naming), by
-   * `changed`: the poll of every environment's active release. A deleted environment is simply absent:
-   * a poller learns of deletions by comparing `list()` with what it serves.
+   * The environments whose row changed after `changed` (an activation, a creation, a naming, the start of
+   * a delete), by `changed`: the poll of every environment's active release. An environment being deleted
+   * is answered first with no active release (stop serving it); once deleted it is absent, so a poller
+   * that missed that answer learns of it by comparing `list()` with what it serves.
    */
   changedSince(changed: number): Promise<EnvironmentRow[]>;
   /** What `delete` would remove now (counts). Null for an unknown id. */
   describeDelete(id: number): Promise<EnvironmentContents | null>;
   /**
-   * Removes every row of the environment, a few thousand rows a statement (so other environments' writes
-   * wait one batch at most), then its grants and scoped keys, then its row; answers what it removed, null
-   * for an unknown id. `dropFiles` is handed each batch of file paths before their rows go (the bytes
+   * Takes the environment out of service (no active release, `changed` bumped: instances stop serving it
+   * within a poll), removes every row of it, a few thousand rows a statement (so other environments'
+   * writes wait one batch at most), then its grants and scoped keys, then its row; answers what it
+   * removed, null for an unknown id. `dropFiles` is handed each batch of file paths before their rows go (the bytes
    * before their records: a delete stopped in between finds those paths again); the caller drops the
    * bytes from the environment's storage. Stopped midway (a crash), calling it again finishes the job.
    */

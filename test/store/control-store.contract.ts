@@ -126,10 +126,16 @@ export function controlStoreContract(dialect: Dialect) {
       expect(await control().environments.describeDelete(three.id)).toEqual(expected);
       expect(await control().environments.describeDelete(999)).toBeNull();
 
+      await store.environment(two.id).releases.activate("v1", at(1));
+      const seen = Math.max(...(await control().environments.list()).map((e) => e.changed));
       const dropped: string[] = [];
+      const duringDelete: unknown[] = [];
       const removed = await control().environments.delete(two.id, async (paths) => {
         dropped.push(...paths);
+        // Midway, pollers see it out of service.
+        duringDelete.push(...(await control().environments.changedSince(seen)));
       });
+      expect(duringDelete).toEqual([expect.objectContaining({ id: two.id, activeVersion: null, revision: 2 })]);
       expect(removed).toEqual(expected);
       expect(dropped.sort()).toEqual(["a/one.txt", "b/two.txt"]);
       expect(await control().environments.byId(two.id)).toBeNull();
@@ -147,6 +153,18 @@ export function controlStoreContract(dialect: Dialect) {
       expect(await control().grants.list({ userId: "alice" })).toEqual([
         { userId: "alice", organization: acme.id, environment: three.id, createdAt: at(0) },
       ]);
+    });
+
+    test("the sequence of changes never goes back: an environment made after the newest is deleted is seen", async () => {
+      const acme = await control().organizations.create("acme", at(0));
+      await control().environments.create("old", acme.id, at(0));
+      const newest = await control().environments.create("newest", acme.id, at(0));
+      const seen = Math.max(...(await control().environments.list()).map((e) => e.changed));
+      expect(newest.changed).toBe(seen);
+      await control().environments.delete(newest.id, async () => {});
+      const made = await control().environments.create("made", acme.id, at(1));
+      expect((await control().environments.changedSince(seen)).map((e) => e.handle)).toContain("made");
+      expect(made.changed).toBeGreaterThan(seen);
     });
 
     test("an environment larger than a batch is deleted whole", async () => {

@@ -1,4 +1,4 @@
-import { and, asc, type Column, count, eq, inArray, isNull, or, type SQL, sql } from "drizzle-orm";
+import { and, asc, type Column, count, eq, inArray, isNull, ne, or, type SQL, sql } from "drizzle-orm";
 import { checkHandle } from "../../lib/handles.ts";
 import {
   type ControlStore,
@@ -165,8 +165,16 @@ class DrizzleEnvironmentStore implements EnvironmentStore {
   }
 
   async delete(id: number, dropFiles: (paths: string[]) => Promise<void>): Promise<EnvironmentContents | null> {
-    if (!(await this.byId(id))) return null;
     const t = this.t;
+    const e = t.environments;
+    // First out of service: every instance polling changedSince sees it without an active release and stops
+    // serving it (its sockets, its running work) while its rows go.
+    const stopped = await this.db
+      .update(e)
+      .set({ activeVersion: null, revision: sql`${e.revision} + 1`, changed: nextChanged })
+      .where(eq(e.id, id))
+      .returning({ id: e.id });
+    if (stopped.length === 0) return null;
     const removed = Object.fromEntries(ENVIRONMENT_TABLES.map((name) => [name, 0])) as EnvironmentContents;
     // Executions with what hangs off them (a run has its execution's id; steps and logs are keyed by it,
     // with no index on their environment), a batch of ids at a time.
@@ -221,7 +229,21 @@ class DrizzleEnvironmentStore implements EnvironmentStore {
     for (const [name, key] of batches) removed[name] += await this.removeInBatches(name, key, id);
     removed.grants = await this.removed(t.grants, eq(t.grants.environment, id));
     removed.scopedKeys = await this.removed(t.scopedKeys, eq(t.scopedKeys.environment, id));
-    await this.db.delete(t.environments).where(eq(t.environments.id, id));
+    // The sequence of changes must not go back when its largest goes: pollers ask for what is past the
+    // largest they saw. Another environment takes the next number (a change a poller reads as nothing new).
+    await this.db
+      .update(e)
+      .set({ changed: nextChanged })
+      .where(
+        eq(
+          e.id,
+          this.db
+            .select({ id: sql`min(${e.id})` })
+            .from(e)
+            .where(ne(e.id, id)),
+        ),
+      );
+    await this.db.delete(e).where(eq(e.id, id));
     return removed;
   }
 
