@@ -22,7 +22,7 @@ import { BackgroundCheckpoints } from "./checkpoints/index.ts";
 import { sqliteDataStore } from "./data.ts";
 import { SqliteDataWriter } from "./data-writes.ts";
 import { sqliteDialect } from "./dialect.ts";
-import { SqliteExecutionStore } from "./executions.ts";
+import { SqliteExecutionStore, SqliteExecutionWriter } from "./executions.ts";
 import { SqliteInstanceStore } from "./instances.ts";
 import { requestKeysPath } from "./request-keys/file.ts";
 import { SqliteRunStore } from "./runs.ts";
@@ -54,7 +54,7 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
   const lists = { db, tables };
   const data = new SqliteDataWriter(client);
   const checkpoints = path === ":memory:" ? null : new BackgroundCheckpoints(client, path);
-  const executions = new SqliteExecutionStore(client, data, lists, requestKeysPath(path), checkpoints);
+  const executions = new SqliteExecutionWriter(client, data, requestKeysPath(path), checkpoints);
   const runs = new SqliteRunStore(client, executions, data, lists, checkpoints);
   const instances = new SqliteInstanceStore(executions, runs);
   const service = {
@@ -76,15 +76,17 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
     },
   };
   return storeWithEnvironments(service, (environment) => ({
-    executions,
-    executionLogs: new DrizzleExecutionLogStore(db, tables, (lines) => executions.appendLogs(lines)),
+    executions: new SqliteExecutionStore(executions, environment, lists),
+    executionLogs: new DrizzleExecutionLogStore(db, tables, environment, (lines) =>
+      executions.appendLogs(environment, lines),
+    ),
     runs,
     releases: new DrizzleReleaseStore(db, tables, environment),
     tokens: new DrizzleTokenStore(db, tables),
     files: new DrizzleFileStore(db, tables),
     schedules: new DrizzleScheduleStore(db, tables),
     delayedInvocations: new DrizzleDelayedInvocationStore(db, sqliteDialect, tables),
-    stats: new DrizzleStatsStore(db, tables),
+    stats: new DrizzleStatsStore(db, tables, environment),
     data: sqliteDataStore(client, instances.id),
   }));
 }
