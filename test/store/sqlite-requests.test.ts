@@ -7,10 +7,10 @@ import { openStore } from "../../src/store/open.ts";
 import type { ExecutionRow } from "../../src/store/rows.ts";
 import { GENERATION_KEYS, requestKeysPath } from "../../src/store/sqlite/request-keys/file.ts";
 import { hashKey, KeyFilter } from "../../src/store/sqlite/request-keys/filter.ts";
-import { SqliteRequestIndex } from "../../src/store/sqlite/request-keys/index.ts";
+import { hashedKey, SqliteRequestIndex } from "../../src/store/sqlite/request-keys/index.ts";
 import { RecentKeys } from "../../src/store/sqlite/request-keys/recent.ts";
 import type { Store } from "../../src/store/store.ts";
-import { selectRows } from "../support/databases.ts";
+import { executeStatements, selectRows } from "../support/databases.ts";
 import { row } from "../support/rows.ts";
 import { runRows } from "./fixture.ts";
 
@@ -377,6 +377,85 @@ describe("SQLite request keys", () => {
       id: again.id,
     });
     expect(await merged()).toEqual([`${old.requestId}→${again.id}`]);
+  });
+});
+
+describe("request keys by environment", () => {
+  const environmentTwo = () =>
+    executeStatements(
+      url,
+      "insert into environments (id, handle, revision, updated_at, created_at, changed) values (2, 'two', 0, 0, 0, 0)",
+    );
+  const storedKeys = async () =>
+    (
+      await selectRows(
+        keysUrl,
+        "select principal_kind as kind, request_id as requestId, execution_id as id from request_keys",
+      )
+    ).map((r) => `${r.kind} ${r.requestId}→${r.id}`);
+  const settledAt = (store: Store, r: ExecutionRow, finishedAt: number) =>
+    store.executions.settle(r.id, { status: "succeeded", output: 1, errorCode: null, errorMessage: null, finishedAt });
+
+  test("environment 1's key is single mode's, text and hashes; another environment's names its id", () => {
+    const text = "user\u0000alice\u0000r-1";
+    expect(hashedKey(1, "user", "alice", "r-1")).toEqual({
+      text,
+      first: Bun.hash.xxHash32(text, 0),
+      second: Bun.hash.xxHash32(text, 0x9e3779b9),
+    });
+    expect(hashedKey(2, "user", "alice", "r-1").text).toBe("2:user\u0000alice\u0000r-1");
+  });
+
+  test("one requestId in two environments: two keys merged, environment 1's as single mode stored it, each replayed in its own after restarts", async () => {
+    const store = await reopen();
+    await environmentTwo();
+    const requestId = crypto.randomUUID();
+    const [first, second] = [row({ requestId }), row({ requestId })];
+    await Promise.all([store.executions.claim(first), store.environment(2).executions.claim(second)]);
+    await Promise.all([settledAt(store, first, 1), settledAt(store.environment(2), second, 1)]);
+    await store.close();
+    open = [];
+    expect((await storedKeys()).sort()).toEqual([`2:user ${requestId}→${second.id}`, `user ${requestId}→${first.id}`]);
+
+    const again = await reopen();
+    expect(await again.executions.claim(row({ requestId }))).toMatchObject({ created: false, row: { id: first.id } });
+    const inTwo = await again.environment(2).executions.claim(row({ requestId }));
+    expect(inTwo).toMatchObject({ created: false, row: { id: second.id } });
+    await again.close();
+    open = [];
+
+    // Read from the file alone, with the filter built from it, as a restart answers them.
+    const db = connect();
+    const index = new SqliteRequestIndex(db, requestKeysPath(join(dir, "test.db")), () => undefined);
+    expect(index.lookup(1, "user", "alice", requestId)).toBe(first.id);
+    expect(index.lookup(2, "user", "alice", requestId)).toBe(second.id);
+    expect(index.lookup(3, "user", "alice", requestId)).toBeNull();
+    while (!index.filtering) await turn();
+    expect(index.lookup(1, "user", "alice", requestId)).toBe(first.id);
+    expect(index.lookup(2, "user", "alice", requestId)).toBe(second.id);
+    expect(index.lookup(3, "user", "alice", requestId)).toBeNull();
+    await index.close();
+    db.close();
+  });
+
+  test("retention forgets a merged key in its own environment: the other's same key stays", async () => {
+    const store = await reopen();
+    await environmentTwo();
+    const requestId = crypto.randomUUID();
+    const [first, second] = [row({ requestId }), row({ requestId })];
+    await Promise.all([store.executions.claim(first), store.environment(2).executions.claim(second)]);
+    await Promise.all([settledAt(store, first, 5_000), settledAt(store.environment(2), second, 20)]);
+    await store.close();
+    open = [];
+
+    const pruning = await reopen();
+    expect(await pruning.retention.pruneFinished(1_000, 10, async () => {})).toBe(1);
+    await pruning.close();
+    open = [];
+    expect(await storedKeys()).toEqual([`user ${requestId}→${first.id}`]);
+    const last = await reopen();
+    expect(await last.executions.claim(row({ requestId }))).toMatchObject({ created: false, row: { id: first.id } });
+    expect(await last.environment(2).executions.claim(row({ requestId }))).toMatchObject({ created: true });
   });
 });
 
