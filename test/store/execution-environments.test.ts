@@ -155,6 +155,29 @@ for (const dialect of dialects) {
       expect(await two.stats.failingActions(since, 5)).toEqual([]);
     });
 
+    test("lists and counts of runs are the environment's own", async () => {
+      const ids = [Bun.randomUUIDv7(), Bun.randomUUIDv7(), Bun.randomUUIDv7()];
+      const run = (environment: number, id: string, status: string) =>
+        `insert into workflow_runs (environment, id, request_id, workflow, release_version, principal_kind, principal_id,
+           input, status, wake_at, created_at, updated_at, input_bytes)
+         values (${environment}, '${id}', '${crypto.randomUUID()}', 'w', 't1', 'user', 'alice', '{}',
+           '${status}', 0, 0, 0, 2)`;
+      const [inOne, inTwo, endedInTwo] = ids as [string, string, string];
+      for (const statement of [run(1, inOne, "queued"), run(2, inTwo, "queued"), run(2, endedInTwo, "succeeded")]) {
+        await executeStatements(database.url, statement);
+      }
+      const since = uuidV7Floor(0);
+      expect(await one.stats.runsByStatus(since)).toEqual({ queued: 1 });
+      expect(await two.stats.runsByStatus(since)).toEqual({ queued: 1, succeeded: 1 });
+      // Environment 1's run reads (run stores are bound by their own work; their reads are these).
+      const listed = await one.runs.list({ limit: 10, maxValueBytes: 1024 });
+      expect(listed.map((r) => r.id)).toEqual([inOne]);
+      expect(listed[0]).not.toHaveProperty("environment");
+      expect(await one.runs.list({ limit: 10, maxValueBytes: 1024, principal: alice })).toHaveLength(1);
+      expect(await one.runs.getBounded(inTwo, 1024)).toBeNull();
+      expect(await one.runs.countActive()).toEqual({ queued: 1, running: 0, sleeping: 0 });
+    });
+
     test("retention prunes every environment's ended executions; a pruned key is free again in its environment only", async () => {
       const { requestId, first, second } = await collidingClaims();
       await two.executions.settle(second.id, settlement("succeeded", 2));
