@@ -70,7 +70,7 @@ const COLUMNS = selectList(executions, "e", ["environment", "instance", ...STORE
 const BY_ID = `select ${COLUMNS} from executions e where e.id = $1 and e.environment = $2`;
 
 const BY_REQUEST = `select ${COLUMNS} from executions e
-  where e.environment = $4 and e.principal_kind = $1 and e.principal_id = $2 and e.request_id = $3`;
+  where e.environment = $1 and e.principal_kind = $2 and e.principal_id = $3 and e.request_id = $4`;
 
 // A text parameter's length is at hand (octet_length reads it from the value's header): the output's size
 // is measured from the text sent, not from the jsonb, which has no size short of printing it again.
@@ -158,7 +158,7 @@ export class PgExecutionWriter {
   }
 
   async findByRequest(environment: number, principal: { kind: PrincipalKind; id: string }, requestId: string) {
-    const params = [principal.kind, principal.id, requestId, environment];
+    const params = [environment, principal.kind, principal.id, requestId];
     const [raw] = await this.client.unsafe<RawRow[]>(BY_REQUEST, params, PREPARED);
     return raw ? parseRow(raw) : null;
   }
@@ -305,10 +305,8 @@ function settlementJson(
   { status, output, errorCode, errorMessage, finishedAt }: ExecutionSettlement,
 ) {
   const [outputText, outputBytes] = measured(output);
-  const rest = JSON.stringify({ environment, id, status, errorCode, errorMessage, finishedAt, outputBytes }).slice(
-    0,
-    -1,
-  );
+  const fields = { environment, id, status, errorCode, errorMessage, finishedAt, outputBytes };
+  const rest = JSON.stringify(fields).slice(0, -1);
   return `${rest},"output":${outputText}}`;
 }
 
