@@ -20,7 +20,7 @@ import { BatchRetries } from "./batch-retries.ts";
 import { postgresData } from "./data.ts";
 import { postgresDialect } from "./dialect.ts";
 import { PgLogWriter } from "./execution-logs.ts";
-import { PgExecutionStore } from "./executions.ts";
+import { PgExecutionStore, PgExecutionWriter } from "./executions.ts";
 import { PgInstanceStore } from "./instances.ts";
 import { totalLoad } from "./lane.ts";
 import { PgRunStore } from "./runs.ts";
@@ -42,8 +42,9 @@ export async function openPostgresStore(url: string): Promise<Store> {
   const lists = { db, tables: schema };
   const instances = new PgInstanceStore(client);
   const retries = new BatchRetries();
-  const executions = new PgExecutionStore(client, instances.id, lists, retries);
-  const runs = new PgRunStore(client, executions, lists, retries);
+  const executions = new PgExecutionWriter(client, instances.id, retries);
+  // FIXME(env): runs admit in environment 1 until they are bound to theirs.
+  const runs = new PgRunStore(client, new PgExecutionStore(executions, 1, lists), lists, retries);
   const logWriter = new PgLogWriter(client);
   const dataOf = postgresData(client, instances.id);
   const tokensOf = drizzleTokenStores(db, schema);
@@ -66,15 +67,17 @@ export async function openPostgresStore(url: string): Promise<Store> {
     },
   };
   return storeWithEnvironments(service, (environment) => ({
-    executions,
-    executionLogs: new DrizzleExecutionLogStore(db, schema, (lines) => logWriter.append(lines)),
+    executions: new PgExecutionStore(executions, environment, lists),
+    executionLogs: new DrizzleExecutionLogStore(db, schema, environment, (lines) =>
+      logWriter.append(environment, lines),
+    ),
     runs,
     releases: new DrizzleReleaseStore(db, schema, environment),
     tokens: tokensOf(environment),
     files: new DrizzleFileStore(db, schema, environment),
     schedules: new DrizzleScheduleStore(db, schema),
     delayedInvocations: new DrizzleDelayedInvocationStore(db, postgresDialect, schema),
-    stats: new DrizzleStatsStore(db, schema),
+    stats: new DrizzleStatsStore(db, schema, environment),
     data: dataOf.environment(environment),
   }));
 }

@@ -186,7 +186,7 @@ export class PgRunStore extends DrizzleRunReads implements RunStore {
     lists: { db: SharedDatabase; tables: SharedTables },
     private readonly retries: BatchRetries,
   ) {
-    super(lists);
+    super(lists, 1 /* FIXME(env): DrizzleRunReads is bound to an environment */);
   }
 
   async admit(execution: ExecutionRow, run: RunRow) {
@@ -213,7 +213,7 @@ export class PgRunStore extends DrizzleRunReads implements RunStore {
         run.principalClaims === null ? null : JSON.stringify(run.principalClaims),
         execution.scheduledBy,
       ],
-      { requestKey: requestKey(execution) },
+      { requestKey: requestKey(1 /* FIXME(env) */, execution) },
     );
     if (rows.length > 0) return { execution, created: true };
     const existing = await this.executions.findByRequest(

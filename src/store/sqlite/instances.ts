@@ -1,6 +1,6 @@
 import { INTERRUPTED } from "../executions.ts";
 import { type InstanceStore, newInstanceId } from "../instances.ts";
-import type { SqliteExecutionStore } from "./executions.ts";
+import type { SqliteExecutionWriter } from "./executions.ts";
 import type { SqliteRunStore } from "./runs.ts";
 
 /** One process serves a SQLite database: whatever was left running when it starts was left by a dead one. */
@@ -8,7 +8,7 @@ export class SqliteInstanceStore implements InstanceStore {
   readonly id = newInstanceId();
 
   constructor(
-    private readonly executions: SqliteExecutionStore,
+    private readonly executions: SqliteExecutionWriter,
     private readonly runs: SqliteRunStore,
   ) {}
 

@@ -23,7 +23,7 @@ import { BackgroundCheckpoints } from "./checkpoints/index.ts";
 import { sqliteData } from "./data.ts";
 import { SqliteDataWriter } from "./data-writes.ts";
 import { sqliteDialect } from "./dialect.ts";
-import { SqliteExecutionStore } from "./executions.ts";
+import { SqliteExecutionStore, SqliteExecutionWriter } from "./executions.ts";
 import { SqliteInstanceStore } from "./instances.ts";
 import { requestKeysPath } from "./request-keys/file.ts";
 import { SqliteRunStore } from "./runs.ts";
@@ -55,7 +55,7 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
   const lists = { db, tables };
   const data = new SqliteDataWriter(client);
   const checkpoints = path === ":memory:" ? null : new BackgroundCheckpoints(client, path);
-  const executions = new SqliteExecutionStore(client, data, lists, requestKeysPath(path), checkpoints);
+  const executions = new SqliteExecutionWriter(client, data, requestKeysPath(path), checkpoints);
   const runs = new SqliteRunStore(client, executions, data, lists, checkpoints);
   const instances = new SqliteInstanceStore(executions, runs);
   const dataOf = sqliteData(client, instances.id);
@@ -80,15 +80,17 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
     },
   };
   return storeWithEnvironments(service, (environment) => ({
-    executions,
-    executionLogs: new DrizzleExecutionLogStore(db, tables, (lines) => executions.appendLogs(lines)),
+    executions: new SqliteExecutionStore(executions, environment, lists),
+    executionLogs: new DrizzleExecutionLogStore(db, tables, environment, (lines) =>
+      executions.appendLogs(environment, lines),
+    ),
     runs,
     releases: new DrizzleReleaseStore(db, tables, environment),
     tokens: tokensOf(environment),
     files: new DrizzleFileStore(db, tables, environment),
     schedules: new DrizzleScheduleStore(db, tables),
     delayedInvocations: new DrizzleDelayedInvocationStore(db, sqliteDialect, tables),
-    stats: new DrizzleStatsStore(db, tables),
+    stats: new DrizzleStatsStore(db, tables, environment),
     data: dataOf.environment(environment),
   }));
 }

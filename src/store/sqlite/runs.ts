@@ -19,7 +19,7 @@ import { OPEN_STEP, RUN_WAITING } from "../status-sql.ts";
 import { refusal } from "../write-failure.ts";
 import type { BackgroundCheckpoints } from "./checkpoints/index.ts";
 import type { SqliteDataWriter } from "./data-writes.ts";
-import type { SqliteExecutionStore } from "./executions.ts";
+import type { SqliteExecutionWriter } from "./executions.ts";
 
 type RawRun = Omit<RunRow, "principalClaims" | "input" | "output" | "cancelRequested"> & {
   principalClaims: string | null;
@@ -59,13 +59,13 @@ export class SqliteRunStore extends DrizzleRunReads implements RunStore {
 
   constructor(
     private readonly client: Database,
-    private readonly executions: SqliteExecutionStore,
+    private readonly executions: SqliteExecutionWriter,
     private readonly data: SqliteDataWriter,
     lists: { db: SharedDatabase; tables: SharedTables },
     /** Told of each commit, as the executions' group commit tells it (checkpoints/index.ts). */
     private readonly checkpoints: BackgroundCheckpoints | null = null,
   ) {
-    super(lists);
+    super(lists, 1 /* FIXME(env): DrizzleRunReads is bound to an environment */);
     // Sizes stored beside the values are measured from the statements' parameters, as in executions.ts.
     this.insertRun = client.prepare(
       `insert into workflow_runs (id, request_id, workflow, release_version, principal_kind, principal_id, principal_claims,
@@ -145,6 +145,7 @@ export class SqliteRunStore extends DrizzleRunReads implements RunStore {
 
   async admit(execution: ExecutionRow, run: RunRow) {
     const existing = this.executions.findQueuedOrStored(
+      1 /* FIXME(env): the run's environment */,
       execution.principalKind,
       execution.principalId,
       execution.requestId,
@@ -152,14 +153,14 @@ export class SqliteRunStore extends DrizzleRunReads implements RunStore {
     if (existing) return { execution: existing, created: false };
     let rowid = 0;
     this.commit(() => {
-      rowid = this.executions.insertNow(execution);
+      rowid = this.executions.insertNow(1 /* FIXME(env) */, execution);
       this.insertRun.run({
         ...run,
         principalClaims: jsonOrNull(run.principalClaims),
         input: JSON.stringify(run.input),
       });
     });
-    this.executions.admitted(execution, rowid);
+    this.executions.admitted(1 /* FIXME(env) */, execution, rowid);
     return { execution, created: true };
   }
 
