@@ -151,7 +151,14 @@ export function runStoreContract(open: OpenStores) {
 
       const claimed = await store.runs.claim("A", at(100), at(100 + LEASE), 10);
       expect(claimed).toEqual([
-        { ...due.run, status: "running", leaseOwner: "A", leaseExpiresAt: at(100 + LEASE), updatedAt: at(100) },
+        {
+          ...due.run,
+          environment: 1,
+          status: "running",
+          leaseOwner: "A",
+          leaseExpiresAt: at(100 + LEASE),
+          updatedAt: at(100),
+        },
       ]);
       expect(await store.executions.get(due.run.id)).toMatchObject({ status: "running", startedAt: at(100) });
       expect(await store.runs.get(later.run.id)).toMatchObject({ status: "queued", leaseOwner: null });

@@ -22,7 +22,7 @@ import { PgLogWriter } from "./execution-logs.ts";
 import { PgExecutionStore } from "./executions.ts";
 import { PgInstanceStore } from "./instances.ts";
 import { totalLoad } from "./lane.ts";
-import { PgRunStore } from "./runs.ts";
+import { PgRuns } from "./runs.ts";
 
 const migrations = readMigrations("pg");
 /** Serializes migrations when several instances start at once on one database. */
@@ -42,7 +42,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
   const instances = new PgInstanceStore(client);
   const retries = new BatchRetries();
   const executions = new PgExecutionStore(client, instances.id, lists, retries);
-  const runs = new PgRunStore(client, executions, lists, retries);
+  const runs = new PgRuns(client, retries);
   const logWriter = new PgLogWriter(client);
   const service = {
     retention: new DrizzleRetentionStore(db, schema),
@@ -64,12 +64,12 @@ export async function openPostgresStore(url: string): Promise<Store> {
   return storeWithEnvironments(service, (environment) => ({
     executions,
     executionLogs: new DrizzleExecutionLogStore(db, schema, (lines) => logWriter.append(lines)),
-    runs,
+    runs: runs.environment(environment, executions, lists),
     releases: new DrizzleReleaseStore(db, schema, environment),
     tokens: new DrizzleTokenStore(db, schema),
     files: new DrizzleFileStore(db, schema),
-    schedules: new DrizzleScheduleStore(db, schema),
-    delayedInvocations: new DrizzleDelayedInvocationStore(db, postgresDialect, schema),
+    schedules: new DrizzleScheduleStore(db, schema, environment),
+    delayedInvocations: new DrizzleDelayedInvocationStore(db, postgresDialect, schema, environment),
     stats: new DrizzleStatsStore(db, schema),
     data: postgresDataStore(client, instances.id),
   }));

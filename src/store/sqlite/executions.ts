@@ -78,10 +78,10 @@ export class SqliteExecutionStore implements ExecutionStore {
     // The sizes stored beside the values are measured from the statements' own parameters: SQLite knows a
     // bound text's length in bytes, so they cost the group commit nothing.
     this.insert = client.prepare(
-      `insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version, contract_hash,
-        input_fingerprint, input, status, output, error_code, error_message, created_at, started_at, finished_at,
-        scheduled_by, input_bytes, output_bytes)
-       values ($id, $requestId, $principalKind, $principalId, $action, $kind, $releaseVersion, $contractHash,
+      `insert into executions (environment, id, request_id, principal_kind, principal_id, action, kind, release_version,
+        contract_hash, input_fingerprint, input, status, output, error_code, error_message, created_at, started_at,
+        finished_at, scheduled_by, input_bytes, output_bytes)
+       values ($environment, $id, $requestId, $principalKind, $principalId, $action, $kind, $releaseVersion, $contractHash,
         $inputFingerprint, $input, $status, $output, $errorCode, $errorMessage, $createdAt, $startedAt, $finishedAt,
         $scheduledBy, octet_length($input), octet_length($output))`,
     );
@@ -100,7 +100,13 @@ export class SqliteExecutionStore implements ExecutionStore {
   /** Claims (principal, requestId): the queued or stored row holding it, or this one, queued for the next commit. */
   async claim(row: ExecutionRow): Promise<{ row: ExecutionRow; created: boolean }> {
     const key = hashedKey(row.principalKind, row.principalId, row.requestId);
-    const existing = this.findQueuedOrStored(row.principalKind, row.principalId, row.requestId, key);
+    const existing = this.findQueuedOrStored(
+      1 /* FIXME(env) */,
+      row.principalKind,
+      row.principalId,
+      row.requestId,
+      key,
+    );
     if (existing) return { row: existing, created: false };
     const pending: PendingInsert = { row: { ...row }, writes: [], logs: [], waiters: [], rowid: 0, key };
     this.inserts.set(row.id, pending);
@@ -129,8 +135,9 @@ export class SqliteExecutionStore implements ExecutionStore {
    * Inserts a row at once, outside the group commit, inside the caller's transaction (a workflow's
    * admission); call `admitted` with the rowid it returns once that transaction has committed.
    */
-  insertNow(row: ExecutionRow): number {
-    return Number(this.insert.run({ ...row, input: JSON.stringify(row.input), output: null }).lastInsertRowid);
+  insertNow(environment: number, row: ExecutionRow): number {
+    const params = { ...row, environment, input: JSON.stringify(row.input), output: null };
+    return Number(this.insert.run(params).lastInsertRowid);
   }
 
   /** Where a failed merge of request keys, or a failed background checkpoint, is told (store.ts `onTrouble`). */
@@ -145,7 +152,7 @@ export class SqliteExecutionStore implements ExecutionStore {
   }
 
   /** Records the request key of a row `insertNow` wrote, now committed. */
-  admitted(row: ExecutionRow, rowid: number): void {
+  admitted(_environment: number, row: ExecutionRow, rowid: number): void {
     this.requests.committed(row, rowid);
   }
 
@@ -176,7 +183,7 @@ export class SqliteExecutionStore implements ExecutionStore {
   }
 
   async findByRequest(principal: { kind: PrincipalKind; id: string }, requestId: string) {
-    return this.findQueuedOrStored(principal.kind, principal.id, requestId);
+    return this.findQueuedOrStored(1 /* FIXME(env) */, principal.kind, principal.id, requestId);
   }
 
   async get(id: string): Promise<ExecutionRow | null> {
@@ -193,7 +200,9 @@ export class SqliteExecutionStore implements ExecutionStore {
   /** One process serves a SQLite database: there is nobody else to hear from. */
   async listen(_listener: (ids: string[]) => void): Promise<void> {}
 
+  /** FIXME(env): the request keys do not name the environment yet; a holder of another environment is no holder. */
   findQueuedOrStored(
+    environment: number,
     kind: string,
     id: string,
     requestId: string,
@@ -203,7 +212,7 @@ export class SqliteExecutionStore implements ExecutionStore {
     if (pending) return { ...pending.row };
     const holder = this.requests.lookup(kind, id, requestId, key);
     const raw = holder === null ? null : this.byId.get({ id: holder });
-    return raw ? parseRow(raw) : null;
+    return raw && (raw as RawRow & { environment: number }).environment === environment ? parseRow(raw) : null;
   }
 
   /**
@@ -316,6 +325,7 @@ export class SqliteExecutionStore implements ExecutionStore {
         : { ...pending.row, ...this.applyWrites(pending.writes, settlementOf(pending.row)) };
     const { lastInsertRowid } = this.insert.run({
       ...row,
+      environment: 1 /* FIXME(env) */,
       input: JSON.stringify(row.input),
       output: row.output === null ? null : JSON.stringify(row.output),
     });

@@ -25,7 +25,7 @@ import { sqliteDialect } from "./dialect.ts";
 import { SqliteExecutionStore } from "./executions.ts";
 import { SqliteInstanceStore } from "./instances.ts";
 import { requestKeysPath } from "./request-keys/file.ts";
-import { SqliteRunStore } from "./runs.ts";
+import { SqliteRuns } from "./runs.ts";
 
 const migrations = readMigrations("sqlite");
 type MigrationSession = Parameters<SQLiteSyncDialect["migrate"]>[1];
@@ -55,7 +55,7 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
   const data = new SqliteDataWriter(client);
   const checkpoints = path === ":memory:" ? null : new BackgroundCheckpoints(client, path);
   const executions = new SqliteExecutionStore(client, data, lists, requestKeysPath(path), checkpoints);
-  const runs = new SqliteRunStore(client, executions, data, lists, checkpoints);
+  const runs = new SqliteRuns(client, executions, data, checkpoints);
   const instances = new SqliteInstanceStore(executions, runs);
   const service = {
     retention: new DrizzleRetentionStore(db, tables, (keys) => executions.forgetRequests(keys)),
@@ -78,12 +78,12 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
   return storeWithEnvironments(service, (environment) => ({
     executions,
     executionLogs: new DrizzleExecutionLogStore(db, tables, (lines) => executions.appendLogs(lines)),
-    runs,
+    runs: runs.environment(environment, lists),
     releases: new DrizzleReleaseStore(db, tables, environment),
     tokens: new DrizzleTokenStore(db, tables),
     files: new DrizzleFileStore(db, tables),
-    schedules: new DrizzleScheduleStore(db, tables),
-    delayedInvocations: new DrizzleDelayedInvocationStore(db, sqliteDialect, tables),
+    schedules: new DrizzleScheduleStore(db, tables, environment),
+    delayedInvocations: new DrizzleDelayedInvocationStore(db, sqliteDialect, tables, environment),
     stats: new DrizzleStatsStore(db, tables),
     data: sqliteDataStore(client, instances.id),
   }));
