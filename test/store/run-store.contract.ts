@@ -438,7 +438,7 @@ export function runStoreContract(open: OpenStores) {
   });
 
   describe("countActive", () => {
-    test("counts the runs queued, running and sleeping on the whole database; ended runs are not counted", async () => {
+    test("counts the runs queued, running and sleeping in the environment; ended runs are not counted", async () => {
       const before = await store.runs.countActive();
       const running = await claimedRun("A");
       const ended = await claimedRun("A");
@@ -536,6 +536,20 @@ export function runStoreContract(open: OpenStores) {
       expect(await store.runs.get(queued.run.id)).toEqual(queued.run);
       expect(await store.runs.get(held)).toMatchObject({ status: "running", cancelRequested: false });
       expect(await store.executions.get(queued.run.id)).toMatchObject({ status: "queued", finishedAt: null });
+    });
+
+    test("lists, bounded reads and counts of one environment never answer another's runs", async () => {
+      const runId = await claimedRun("A");
+      await store.runs.saveStep("A", stepRow(runId));
+      const two = runRows({ now: at(1) });
+      await other().runs.admit(two.execution, two.run);
+      const elsewhere = other().runs;
+      expect((await elsewhere.list({ limit: 10, maxValueBytes: 4096 })).map((r) => r.id)).toEqual([two.run.id]);
+      expect((await store.runs.list({ limit: 10, maxValueBytes: 4096 })).map((r) => r.id)).toEqual([runId]);
+      expect(await elsewhere.getBounded(runId, 4096)).toBeNull();
+      expect(await elsewhere.boundedSteps(runId, 4096)).toEqual([]);
+      expect(await elsewhere.countActive()).toEqual({ queued: 1, running: 0, sleeping: 0 });
+      expect(await store.runs.countActive()).toEqual({ queued: 0, running: 1, sleeping: 0 });
     });
 
     test("a step's data writes land in its run's environment", async () => {
