@@ -77,7 +77,12 @@ for (const dialect of dialects) {
             database.url,
             "select id, handle, organization, active_version, revision, changed from environments",
           );
-          expect({ ...environment, id: Number(environment?.id), changed: Number(environment?.changed) }).toEqual({
+          const numbered: Record<string, unknown> = {
+            ...environment,
+            id: Number(environment?.id),
+            changed: Number(environment?.changed),
+          };
+          expect(numbered).toEqual({
             id: 1,
             handle: null,
             organization: null,

@@ -23,7 +23,7 @@ import { PgLogWriter } from "./execution-logs.ts";
 import { PgExecutionStore, PgExecutionWriter } from "./executions.ts";
 import { PgInstanceStore } from "./instances.ts";
 import { totalLoad } from "./lane.ts";
-import { PgRunStore } from "./runs.ts";
+import { PgRuns } from "./runs.ts";
 
 const migrations = readMigrations("pg");
 /** Serializes migrations when several instances start at once on one database. */
@@ -43,8 +43,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
   const instances = new PgInstanceStore(client);
   const retries = new BatchRetries();
   const executions = new PgExecutionWriter(client, instances.id, retries);
-  // FIXME(env): runs admit in environment 1 until they are bound to theirs.
-  const runs = new PgRunStore(client, new PgExecutionStore(executions, 1, lists), lists, retries);
+  const runs = new PgRuns(client, retries);
   const logWriter = new PgLogWriter(client);
   const dataOf = postgresData(client, instances.id);
   const tokensOf = drizzleTokenStores(db, schema);
@@ -66,20 +65,23 @@ export async function openPostgresStore(url: string): Promise<Store> {
       await client.end({ timeout: 5 });
     },
   };
-  return storeWithEnvironments(service, (environment) => ({
-    executions: new PgExecutionStore(executions, environment, lists),
-    executionLogs: new DrizzleExecutionLogStore(db, schema, environment, (lines) =>
-      logWriter.append(environment, lines),
-    ),
-    runs,
-    releases: new DrizzleReleaseStore(db, schema, environment),
-    tokens: tokensOf(environment),
-    files: new DrizzleFileStore(db, schema, environment),
-    schedules: new DrizzleScheduleStore(db, schema),
-    delayedInvocations: new DrizzleDelayedInvocationStore(db, postgresDialect, schema),
-    stats: new DrizzleStatsStore(db, schema, environment),
-    data: dataOf.environment(environment),
-  }));
+  return storeWithEnvironments(service, (environment) => {
+    const inEnvironment = new PgExecutionStore(executions, environment, lists);
+    return {
+      executions: inEnvironment,
+      executionLogs: new DrizzleExecutionLogStore(db, schema, environment, (lines) =>
+        logWriter.append(environment, lines),
+      ),
+      runs: runs.environment(environment, inEnvironment, lists),
+      releases: new DrizzleReleaseStore(db, schema, environment),
+      tokens: tokensOf(environment),
+      files: new DrizzleFileStore(db, schema, environment),
+      schedules: new DrizzleScheduleStore(db, schema, environment),
+      delayedInvocations: new DrizzleDelayedInvocationStore(db, postgresDialect, schema, environment),
+      stats: new DrizzleStatsStore(db, schema, environment),
+      data: dataOf.environment(environment),
+    };
+  });
 }
 
 /**

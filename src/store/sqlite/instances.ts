@@ -1,7 +1,7 @@
 import { INTERRUPTED } from "../executions.ts";
 import { type InstanceStore, newInstanceId } from "../instances.ts";
 import type { SqliteExecutionWriter } from "./executions.ts";
-import type { SqliteRunStore } from "./runs.ts";
+import type { SqliteRuns } from "./runs.ts";
 
 /** One process serves a SQLite database: whatever was left running when it starts was left by a dead one. */
 export class SqliteInstanceStore implements InstanceStore {
@@ -9,7 +9,7 @@ export class SqliteInstanceStore implements InstanceStore {
 
   constructor(
     private readonly executions: SqliteExecutionWriter,
-    private readonly runs: SqliteRunStore,
+    private readonly runs: SqliteRuns,
   ) {}
 
   async recover(now: number): Promise<number> {

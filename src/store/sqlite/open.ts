@@ -26,7 +26,7 @@ import { sqliteDialect } from "./dialect.ts";
 import { SqliteExecutionStore, SqliteExecutionWriter } from "./executions.ts";
 import { SqliteInstanceStore } from "./instances.ts";
 import { requestKeysPath } from "./request-keys/file.ts";
-import { SqliteRunStore } from "./runs.ts";
+import { SqliteRuns } from "./runs.ts";
 
 const migrations = readMigrations("sqlite");
 type MigrationSession = Parameters<SQLiteSyncDialect["migrate"]>[1];
@@ -56,7 +56,7 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
   const data = new SqliteDataWriter(client);
   const checkpoints = path === ":memory:" ? null : new BackgroundCheckpoints(client, path);
   const executions = new SqliteExecutionWriter(client, data, requestKeysPath(path), checkpoints);
-  const runs = new SqliteRunStore(client, executions, data, lists, checkpoints);
+  const runs = new SqliteRuns(client, executions, data, checkpoints);
   const instances = new SqliteInstanceStore(executions, runs);
   const dataOf = sqliteData(client, instances.id);
   const tokensOf = drizzleTokenStores(db, tables);
@@ -84,12 +84,12 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
     executionLogs: new DrizzleExecutionLogStore(db, tables, environment, (lines) =>
       executions.appendLogs(environment, lines),
     ),
-    runs,
+    runs: runs.environment(environment, lists),
     releases: new DrizzleReleaseStore(db, tables, environment),
     tokens: tokensOf(environment),
     files: new DrizzleFileStore(db, tables, environment),
-    schedules: new DrizzleScheduleStore(db, tables),
-    delayedInvocations: new DrizzleDelayedInvocationStore(db, sqliteDialect, tables),
+    schedules: new DrizzleScheduleStore(db, tables, environment),
+    delayedInvocations: new DrizzleDelayedInvocationStore(db, sqliteDialect, tables, environment),
     stats: new DrizzleStatsStore(db, tables, environment),
     data: dataOf.environment(environment),
   }));
