@@ -16,7 +16,7 @@ export interface ControlStore {
 /** A handle already taken (organizations among organizations, environments across the service). */
 export class HandleTaken extends PublicError {
   override name = "HandleTaken";
-  constructor(what: "organization" | "environment", handle: string) {
+  constructor(handle: string, what: "organization" | "environment") {
     super("invalid_request", `the ${what} handle ${JSON.stringify(handle)} is taken`, { handle });
   }
 }

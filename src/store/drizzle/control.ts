@@ -46,7 +46,7 @@ class DrizzleOrganizationStore implements OrganizationStore {
       .onConflictDoNothing()
       .returning();
     const row = rows[0];
-    if (!row) throw new HandleTaken("organization", handle);
+    if (!row) throw new HandleTaken(handle, "organization");
     return row;
   }
 
@@ -110,7 +110,7 @@ class DrizzleEnvironmentStore implements EnvironmentStore {
       .onConflictDoNothing()
       .returning();
     const row = rows[0];
-    if (!row) throw new HandleTaken("environment", handle);
+    if (!row) throw new HandleTaken(handle, "environment");
     return row;
   }
 
@@ -138,7 +138,7 @@ class DrizzleEnvironmentStore implements EnvironmentStore {
     if (!single) throw new Error("environment 1 does not exist (the database was not migrated)");
     if (single.handle !== null) return single;
     const taken = await this.byHandle(handle);
-    if (taken) throw new HandleTaken("environment", handle);
+    if (taken) throw new HandleTaken(handle, "environment");
     const rows = await this.db
       .update(e)
       .set({ handle, organization: sql`coalesce(${e.organization}, ${organization ?? null})`, changed: nextChanged })
