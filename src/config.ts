@@ -443,12 +443,18 @@ const APEX = /^(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*$/;
 export function serviceUrl(value: string): ServiceUrl {
   const url = URL.parse(value);
   const bad = (why: string) => refuse("SERVICE_URL", `${JSON.stringify(value)}: ${why}`);
-  if (url === null || (url.protocol !== "http:" && url.protocol !== "https:")) return bad("an http or https URL is required");
+  if (url === null || (url.protocol !== "http:" && url.protocol !== "https:"))
+    return bad("an http or https URL is required");
   if (url.username || url.password) return bad("no credentials");
   if (url.pathname !== "/" || url.search || url.hash || /[?#]/.test(value)) return bad("no path, query or fragment");
   const apex = url.hostname.replace(/\.$/, "");
-  if (!APEX.test(apex) || /^[\d.]+$/.test(apex)) return bad("the host must be a name (environments are its subdomains)");
-  return { scheme: url.protocol === "https:" ? "https" : "http", apex, port: url.port === "" ? null : Number(url.port) };
+  if (!APEX.test(apex) || /^[\d.]+$/.test(apex))
+    return bad("the host must be a name (environments are its subdomains)");
+  return {
+    scheme: url.protocol === "https:" ? "https" : "http",
+    apex,
+    port: url.port === "" ? null : Number(url.port),
+  };
 }
 
 // `acme-*`, `*-staging`, `org:acme`: a handle's characters and `*` (any run of them).

@@ -7,9 +7,9 @@ import { createLog, type Log } from "./observe/log.ts";
 import { registerServerGauges } from "./observe/server-gauges.ts";
 import { Telemetry } from "./observe/telemetry.ts";
 import { NO_TRACER, type Tracer } from "./observe/tracing.ts";
-import { ANONYMOUS, composeEnvironment, packageVersion, type ProcessParts } from "./runtime/environment.ts";
-import { ANSWER_MS, DRAIN_MS, type RunningServer } from "./runtime/running.ts";
+import { ANONYMOUS, composeEnvironment, type ProcessParts, packageVersion } from "./runtime/environment.ts";
 import { startHosting } from "./runtime/hosting.ts";
+import { ANSWER_MS, DRAIN_MS, type RunningServer } from "./runtime/running.ts";
 import { openConfiguredStorage, openConfiguredStore, StartupError, signingSecret } from "./startup.ts";
 import type { Store } from "./store/store.ts";
 
@@ -54,7 +54,9 @@ export async function startServer(
   }
   if (config.hosting && !options.directory) {
     // FIXME(#41): the control store's environments, once merged (store.control).
-    throw new ConfigError("SERVICE_URL: hosting mode needs the environments' directory (the control store), not built yet");
+    throw new ConfigError(
+      "SERVICE_URL: hosting mode needs the environments' directory (the control store), not built yet",
+    );
   }
   const store = options.store ?? (await openConfiguredStore(config));
   const log = options.log ?? serverLog(config, store.instances.id);

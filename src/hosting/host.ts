@@ -39,5 +39,4 @@ export const serviceUrlOf = (service: ServiceUrl): string => siteUrl(service, se
 export const environmentUrl = (service: ServiceUrl, handle: string): string =>
   siteUrl(service, `${handle}.${service.apex}`);
 
-const siteUrl = ({ scheme, port }: ServiceUrl, host: string) =>
-  `${scheme}://${host}${port === null ? "" : `:${port}`}`;
+const siteUrl = ({ scheme, port }: ServiceUrl, host: string) => `${scheme}://${host}${port === null ? "" : `:${port}`}`;

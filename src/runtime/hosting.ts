@@ -11,7 +11,7 @@ import { loggable, publicErrorOf } from "../lib/database-errors.ts";
 import { registerServerGauges } from "../observe/server-gauges.ts";
 import { StartupError } from "../startup.ts";
 import { createApexApp } from "./apex.ts";
-import { composeEnvironment, type EnvironmentRuntime, packageVersion, type ProcessParts } from "./environment.ts";
+import { composeEnvironment, type EnvironmentRuntime, type ProcessParts, packageVersion } from "./environment.ts";
 import { ANSWER_MS, DRAIN_MS, type RunningServer } from "./running.ts";
 
 /**

@@ -65,7 +65,8 @@ describe("TRUST_PROXY and SERVE_ENVIRONMENTS", () => {
   });
 
   test("SERVE_ENVIRONMENTS: comma-separated handle globs and org: rules; unset, every environment", () => {
-    const hosting = (serve: string) => load({ SERVICE_URL: "https://a.example.com", SERVE_ENVIRONMENTS: serve }).hosting;
+    const hosting = (serve: string) =>
+      load({ SERVICE_URL: "https://a.example.com", SERVE_ENVIRONMENTS: serve }).hosting;
     expect(hosting("acme-*, org:acme ,shop")?.serve).toEqual(["acme-*", "org:acme", "shop"]);
     expect(hosting(" , ")?.serve).toBeNull();
   });

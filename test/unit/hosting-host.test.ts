@@ -17,7 +17,10 @@ describe("the host a request names", () => {
   });
 
   test("X-Forwarded-Host counts only with TRUST_PROXY, its first entry when a chain of proxies added more", () => {
-    const forwarded = request({ host: "10.0.0.5:3000", "x-forwarded-host": "Acme.actuate.example.com, proxy.internal" });
+    const forwarded = request({
+      host: "10.0.0.5:3000",
+      "x-forwarded-host": "Acme.actuate.example.com, proxy.internal",
+    });
     expect(requestHost(forwarded, false)).toBe("10.0.0.5");
     expect(requestHost(forwarded, true)).toBe("acme.actuate.example.com");
     expect(requestHost(request({ host: "shop.actuate.example.com" }), true)).toBe("shop.actuate.example.com");
@@ -28,7 +31,10 @@ describe("which site a host is", () => {
   test("the apex is the service; one handle label under it an environment", () => {
     expect(hostTarget("actuate.localhost", local)).toEqual({ kind: "apex" });
     expect(hostTarget("acme.actuate.localhost", local)).toEqual({ kind: "environment", handle: "acme" });
-    expect(hostTarget("acme-prod-2.actuate.example.com", hosted)).toEqual({ kind: "environment", handle: "acme-prod-2" });
+    expect(hostTarget("acme-prod-2.actuate.example.com", hosted)).toEqual({
+      kind: "environment",
+      handle: "acme-prod-2",
+    });
   });
 
   test.each([
