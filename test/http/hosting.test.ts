@@ -113,6 +113,44 @@ for (const dialect of dialects) {
       }
     });
 
+    test("/mcp answers as the environment: its resources are service://<handle>/…", async () => {
+      const method = "resources/list";
+      const answer = await send(`${at("acme-one")}/mcp`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2026-07-28",
+          "mcp-method": method,
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method,
+          params: {
+            _meta: {
+              "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+              "io.modelcontextprotocol/clientInfo": { name: "raw", version: "0" },
+              "io.modelcontextprotocol/clientCapabilities": {},
+            },
+          },
+        }),
+      });
+      expect(answer.status).toBe(200);
+      const { result } = await answer.json();
+      expect(result.resources.map((resource: { uri: string }) => resource.uri)).toEqual(["service://acme-one/schema"]);
+    });
+
+    test("/session upgrades to a WebSocket through the shared server", async () => {
+      const socket = new WebSocket(`${at("acme-one").replace("http", "ws")}/session`);
+      const opened = await new Promise<boolean>((resolve) => {
+        socket.onopen = () => resolve(true);
+        socket.onerror = () => resolve(false);
+      });
+      socket.close();
+      expect(opened).toBe(true);
+    });
+
     test("an unknown handle, a name under it, a host outside the apex: 404 environment_not_found (JSON)", async () => {
       for (const url of [at("nobody"), `http://a.acme-one.actuate.localhost:${port}`, `http://127.0.0.1:${port}`]) {
         const answer = await get(`${url}/actions`);
