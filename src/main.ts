@@ -8,7 +8,6 @@ import { registerServerGauges } from "./observe/server-gauges.ts";
 import { Telemetry } from "./observe/telemetry.ts";
 import { NO_TRACER, type Tracer } from "./observe/tracing.ts";
 import { ANONYMOUS, composeEnvironment, type ProcessParts, packageVersion } from "./runtime/environment.ts";
-import { startHosting } from "./runtime/hosting.ts";
 import { ANSWER_MS, DRAIN_MS, type RunningServer } from "./runtime/running.ts";
 import { openConfiguredStorage, openConfiguredStore, StartupError, signingSecret } from "./startup.ts";
 import type { Store } from "./store/store.ts";
@@ -95,6 +94,8 @@ export async function startServer(
     );
   }
   if (config.hosting && options.directory) {
+    // Loaded only in hosting mode: single mode's start reads none of it.
+    const { startHosting } = await import("./runtime/hosting.ts");
     return startHosting(parts, config.hosting, options.directory, { ownsStore: !options.store });
   }
   let publicUrl = config.publicUrl ?? "";
