@@ -30,7 +30,8 @@ const Env = Type.Object({
   ),
   TRUST_PROXY: Type.Boolean({
     default: false,
-    description: "take a request's host and scheme from X-Forwarded-Host/-Proto (only behind a proxy that sets them)",
+    description:
+      "hosting mode: a request's host is its X-Forwarded-Host, not Host (only behind a proxy that sets it); URLs keep SERVICE_URL's scheme",
   }),
   SERVE_ENVIRONMENTS: Type.Optional(
     Type.String({
