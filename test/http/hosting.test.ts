@@ -98,6 +98,16 @@ for (const dialect of dialects) {
       expect((await followed.json()).id).toBe(answer.execution.id);
     });
 
+    test("a signed storage URL is the environment's own", async () => {
+      const signed = await send(`${at("acme-one")}/storage/signed-upload-url`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ path: "notes/a.txt", contentType: "text/plain" }),
+      });
+      expect(signed.status).toBe(200);
+      expect((await signed.json()).url).toStartWith(`${at("acme-one")}/storage/signed/`);
+    });
+
     test("environment 1 (the single-mode database) is served as HANDLE, with its own release", async () => {
       const main = await get(`${at("main")}/actions`);
       expect(main.status).toBe(200);
