@@ -98,7 +98,6 @@ export async function composeEnvironment(parts: ProcessParts, site: EnvironmentS
   const store = parts.store.environment(site.id);
   const releases = new ReleaseRegistry(store, bundlesDir(config), log);
   await releases.refresh();
-  releases.watch(config.releasePollMs);
   const data = new DataService(store.data, config.queryLimits);
   await data.changes.relay();
   const files = new FileService({
@@ -125,6 +124,9 @@ export async function composeEnvironment(parts: ProcessParts, site: EnvironmentS
     now: parts.now,
   });
   await engine.start();
+  // Polled from here on: an environment whose start failed above (hosting mode tries it again on its next
+  // request) leaves no timer behind.
+  releases.watch(config.releasePollMs);
   const auth = serverAuth({ ...config, handle: site.handle }, { store, publicUrl: site.publicUrl, log });
 
   const endpoint = lazyMcpEndpoint(
