@@ -54,8 +54,9 @@ const settled = (row: ExecutionRow): ExecutionRow => ({
   finishedAt: Date.now(),
 });
 
-/** A settled row as INSERT_CLAIMS takes it: with the sizes of its values beside them. */
+/** A settled row as INSERT_CLAIMS takes it: in environment 1, with the sizes of its values beside them. */
 const sized = (row: ExecutionRow) => ({
+  environment: 1,
   ...row,
   inputBytes: Buffer.byteLength(JSON.stringify(row.input)),
   outputBytes: Buffer.byteLength(JSON.stringify(row.output)),

@@ -1,5 +1,5 @@
 CREATE TABLE `environments` (
-	`id` integer PRIMARY KEY NOT NULL,
+	`id` integer PRIMARY KEY AUTOINCREMENT NOT NULL,
 	`handle` text,
 	`organization` integer,
 	`active_version` text,

@@ -1,6 +1,8 @@
 import { ENV_NAMES, type EnvName } from "../config.ts";
 import type { Command, Flag } from "./command.ts";
-import { keyCreate } from "./key.ts";
+import { envCreate, envDelete, envGrant, envGrants, envList, envRevoke } from "./env.ts";
+import { keyCreate, keyCreateStored, keyList, keyRevoke } from "./key.ts";
+import { orgCreate, orgList } from "./org.ts";
 import { releaseActivate, releaseList, releasePublish, releaseTypesCommand } from "./release.ts";
 import { serveCommand } from "./serve.ts";
 import { userRevokeSession, userSessions } from "./sign-ins.ts";
@@ -205,8 +207,119 @@ bits) and printed alone on stdout; with it, the password is read from standard i
   {
     name: "key create",
     summary: "print a new service key (full access) and how to give it to a server (SERVICE_KEYS)",
-    env: [],
-    examples: ["bun run key create", "KEY=$(bun run key create) && SERVICE_KEYS=$KEY bun run start"],
-    run: () => keyCreate(),
+    details: `Without --org or --env the key is stored nowhere: an operator key, valid where it is in SERVICE_KEYS
+(it creates organizations and is administrator in every environment). With --org the key is administrator in
+every environment of that organization; with --env in that environment only (the key a CI job deploys with).
+Those two are stored as their SHA-256 in the database (only DATABASE_URL/DATA_DIR are read then), listed by
+bun run key list, revoked by bun run key revoke.`,
+    flags: {
+      org: { type: "string", value: "<org>", description: "a stored key of this organization" },
+      env: { type: "string", value: "<environment>", description: "a stored key of this environment" },
+    },
+    env: STORE_ENV,
+    examples: [
+      "bun run key create",
+      "KEY=$(bun run key create) && SERVICE_KEYS=$KEY bun run start",
+      "bun run key create --org acme",
+      "DEPLOY_KEY=$(bun run key create --env acme-prod)",
+    ],
+    run: (config, _, flags) => {
+      const scope = { org: string(flags.org), env: string(flags.env) };
+      return scope.org === undefined && scope.env === undefined ? keyCreate() : keyCreateStored(config(), scope);
+    },
+  },
+  {
+    name: "key list",
+    summary: "the stored keys of organizations and environments: id, prefix, scope, created, last used, revoked",
+    flags: {
+      org: { type: "string", value: "<org>", description: "only this organization's keys" },
+      env: { type: "string", value: "<environment>", description: "only this environment's keys" },
+    },
+    env: STORE_ENV,
+    examples: ["bun run key list", "bun run key list --env acme-prod"],
+    run: (config, _, flags) => keyList(config(), { org: string(flags.org), env: string(flags.env) }),
+  },
+  {
+    name: "key revoke",
+    args: ["<id|prefix>"],
+    summary: "revoke a stored key by its id or its first 14 characters",
+    env: STORE_ENV,
+    examples: ["bun run key revoke act_e_AbCdEfGh"],
+    run: (config, [given]) => keyRevoke(config(), given as string),
+  },
+  {
+    name: "org create",
+    args: ["<handle>"],
+    summary: "create an organization (a hosting service's customer): its environments, keys and grants",
+    details: "A handle is a DNS label: lowercase letters, digits and hyphens (not first or last), at most 63.",
+    env: STORE_ENV,
+    examples: ["bun run org create acme"],
+    run: (config, [handle]) => orgCreate(config(), handle as string),
+  },
+  {
+    name: "org list",
+    summary: "every organization: handle, how many environments, created",
+    env: STORE_ENV,
+    examples: ["bun run org list"],
+    run: (config) => orgList(config()),
+  },
+  {
+    name: "env create",
+    args: ["<handle>"],
+    summary: "create an environment of an organization, served at <handle>.<service domain>",
+    details: `A handle is a DNS label (lowercase letters, digits and hyphens, not first or last, at most 63),
+unique across the service. The environment starts with no release: publish one with a key of it.`,
+    flags: { org: { type: "string", value: "<org>", required: true, description: "the organization it belongs to" } },
+    env: STORE_ENV,
+    examples: ["bun run env create acme-prod --org acme"],
+    run: (config, [handle], flags) => envCreate(config(), handle as string, flags.org as string),
+  },
+  {
+    name: "env list",
+    summary: "every environment (of one organization with --org): handle, organization, active release, created",
+    flags: { org: { type: "string", value: "<org>", description: "only this organization's environments" } },
+    env: STORE_ENV,
+    examples: ["bun run env list", "bun run env list --org acme"],
+    run: (config, _, flags) => envList(config(), string(flags.org)),
+  },
+  {
+    name: "env delete",
+    args: ["<handle>"],
+    summary: "delete an environment and everything in it; without --yes, say what that removes and exit 1",
+    details: `Removes its executions, runs, logs, data, files' records, releases, tokens, keys and grants, a few
+thousand rows a statement (other environments' writes wait one statement at most), then the environment.
+Without --yes nothing is deleted: it prints what would be and exits 1, so a script that forgot --yes stops.`,
+    flags: { yes: { type: "boolean", description: "delete it (without: only say what would be removed)" } },
+    env: STORE_ENV,
+    examples: ["bun run env delete acme-staging", "bun run env delete acme-staging --yes"],
+    run: (config, [handle], flags) => envDelete(config(), handle as string, { yes: flags.yes === true }),
+  },
+  {
+    name: "env grant",
+    args: ["[environment]", "<user>"],
+    summary: "let a person use an environment, or with --org every environment of an organization",
+    details: "An organization's grant covers its environments made later too.",
+    flags: { org: { type: "string", value: "<org>", description: "grant every environment of this organization" } },
+    env: STORE_ENV,
+    examples: ["bun run env grant acme-prod alice", "bun run env grant --org acme alice"],
+    run: (config, args, flags) => envGrant(config(), args, string(flags.org)),
+  },
+  {
+    name: "env revoke",
+    args: ["[environment]", "<user>"],
+    summary: "take a grant away; the person's tokens end where no other grant lets them in (exit 1: no such grant)",
+    flags: { org: { type: "string", value: "<org>", description: "the organization-wide grant" } },
+    env: STORE_ENV,
+    examples: ["bun run env revoke acme-prod alice", "bun run env revoke --org acme alice"],
+    run: (config, args, flags) => envRevoke(config(), args, string(flags.org)),
+  },
+  {
+    name: "env grants",
+    args: ["[environment]"],
+    summary: "who may use which environments: user, organization, environment (* every one), granted",
+    flags: { org: { type: "string", value: "<org>", description: "only this organization's grants" } },
+    env: STORE_ENV,
+    examples: ["bun run env grants", "bun run env grants acme-prod", "bun run env grants --org acme"],
+    run: (config, [environment], flags) => envGrants(config(), environment, string(flags.org)),
   },
 ];

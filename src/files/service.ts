@@ -3,6 +3,7 @@ import type { FileHandle, Principal } from "../sdk/index.ts";
 import type { FileRow, NewFileRow } from "../store/rows.ts";
 import type { Store } from "../store/store.ts";
 import type { StoredFile, Upload } from "../wire/views.ts";
+import { checkOwnPath, storageFor } from "./environment-storage.ts";
 import { checkPath, checkPrefix } from "./paths.ts";
 import { grantHash, SignedUrlRefused, signGrant, verifyGrant } from "./signing.ts";
 import { metered, type Storage } from "./storage.ts";
@@ -17,22 +18,46 @@ export class FileNotFound extends PublicError {
 const HOUR = 3_600_000;
 export const MAX_EXPIRY_MS = 7 * 24 * HOUR;
 
+/** What a FileService is made of; `store` and `storage` are one environment's (see `fileServiceOf`). */
+export interface FileSettings {
+  store: Store;
+  storage: Storage;
+  secret: string;
+  maxBytes: number;
+  publicUrl: () => string;
+  now?: () => number;
+}
+
 /**
- * Files for every caller: metadata and ownership in the store, bytes in the driver. A user reaches
- * the files it uploaded; a service key reaches all; anything else is "not found" (existence is not
- * leaked). Signed URLs carry their own grant, so a browser uses them without a credential.
+ * The FileService of environment `environment`: its store view, its view of the shared storage driver
+ * (environment-storage.ts), and its own public URL (the host its signed URLs name). Cheap: the driver,
+ * the secret and the database are the process's. `settings.store` may be any environment's view.
+ */
+export function fileServiceOf(
+  settings: Omit<FileSettings, "publicUrl">,
+  environment: number,
+  publicUrl: () => string,
+): FileService {
+  return new FileService({
+    ...settings,
+    store: settings.store.environment(environment),
+    storage: storageFor(settings.storage, environment),
+    publicUrl,
+  });
+}
+
+/**
+ * Files for every caller of one environment: metadata and ownership in the store, bytes in the driver.
+ * A user reaches the files it uploaded; a service key reaches all; anything else is "not found"
+ * (existence is not leaked). Signed URLs carry their own grant, so a browser uses them without a
+ * credential; a grant names the environment it was signed in, and no other takes it.
  */
 export class FileService {
-  constructor(
-    private readonly $: {
-      store: Store;
-      storage: Storage;
-      secret: string;
-      maxBytes: number;
-      publicUrl: () => string;
-      now?: () => number;
-    },
-  ) {}
+  constructor(private readonly $: FileSettings) {}
+
+  private get environment() {
+    return this.$.store.environmentId;
+  }
 
   private now() {
     return (this.$.now ?? Date.now)();
@@ -45,14 +70,14 @@ export class FileService {
     body: ReadableStream<Uint8Array>,
     size?: number,
   ): Promise<StoredFile> {
-    const checked = checkPath(path);
+    const checked = checkFilePath(path);
     const existing = await this.owned(principal, checked, true);
     const stored = await this.$.storage.put(checked, body, { contentType, maxBytes: this.$.maxBytes, size });
     return this.record(checked, contentType, stored, existing, principal);
   }
 
   async signUpload(principal: Principal, path: unknown, contentType: string, expiresInMs = HOUR) {
-    const checked = checkPath(path);
+    const checked = checkFilePath(path);
     const existing = await this.owned(principal, checked, true);
     const expiresAt = this.now() + expiresInMs;
     const answer = (url: string) => ({
@@ -69,18 +94,18 @@ export class FileService {
     }
     if (!existing) await this.record(checked, contentType, { size: null, sha256: null }, null, principal);
     return answer(
-      `${this.$.publicUrl()}/storage/signed/${signGrant({ p: checked, m: "PUT", ct: contentType, exp: expiresAt }, this.$.secret)}`,
+      `${this.$.publicUrl()}/storage/signed/${signGrant({ e: this.environment, p: checked, m: "PUT", ct: contentType, exp: expiresAt }, this.$.secret)}`,
     );
   }
 
   async signDownload(principal: Principal, path: unknown, expiresInMs = HOUR) {
-    const checked = checkPath(path);
+    const checked = checkFilePath(path);
     const row = await this.owned(principal, checked, false);
     if (!row || !(await this.known(row))) throw new FileNotFound();
     const expiresAt = this.now() + expiresInMs;
     const url = this.$.storage.signGet
       ? await this.$.storage.signGet(checked, Math.ceil(expiresInMs / 1000))
-      : `${this.$.publicUrl()}/storage/signed/${signGrant({ p: checked, m: "GET", exp: expiresAt }, this.$.secret)}`;
+      : `${this.$.publicUrl()}/storage/signed/${signGrant({ e: this.environment, p: checked, m: "GET", exp: expiresAt }, this.$.secret)}`;
     return { url, expiresAt: new Date(expiresAt).toISOString() };
   }
 
@@ -128,7 +153,7 @@ export class FileService {
   }
 
   async delete(principal: Principal, path: unknown): Promise<void> {
-    const checked = checkPath(path);
+    const checked = checkFilePath(path);
     if (!(await this.owned(principal, checked, false))) throw new FileNotFound();
     await this.$.storage.delete(checked);
     await this.$.store.files.delete(checked);
@@ -223,7 +248,7 @@ export class FileService {
    */
   async signedUpload(token: string, contentType: string | null, body: ReadableStream<Uint8Array>): Promise<StoredFile> {
     const now = this.now();
-    const grant = verifyGrant(token, "PUT", this.$.secret, now);
+    const grant = verifyGrant(token, "PUT", this.$.secret, this.environment, now);
     if (grant.ct && contentType !== grant.ct) throw new SignedContentTypeMismatch(grant.ct);
     const existing = await this.$.store.files.get(grant.p);
     if (!existing) throw new FileNotFound();
@@ -246,7 +271,7 @@ export class FileService {
 
   /** GET of a signed download URL (as often as asked until it expires: a download changes nothing). */
   async signedDownload(token: string) {
-    const grant = verifyGrant(token, "GET", this.$.secret, this.now());
+    const grant = verifyGrant(token, "GET", this.$.secret, this.environment, this.now());
     const [row, object] = await Promise.all([this.$.store.files.get(grant.p), this.$.storage.get(grant.p)]);
     if (!row || !object) throw new FileNotFound();
     return { ...object, contentType: row.contentType };
@@ -311,6 +336,9 @@ export class SignedContentTypeMismatch extends PublicError {
     super("signed_url_invalid", `this URL takes content-type ${expected}`);
   }
 }
+
+/** A caller's path: valid (paths.ts), and not in the folder other environments' bytes are kept in. */
+const checkFilePath = (path: unknown) => checkOwnPath(checkPath(path));
 
 /** A sent filename reduced to one safe path segment. */
 function safeFilename(name: string): string {

@@ -1,6 +1,8 @@
 import { PublicError } from "../lib/errors.ts";
 
 export interface SignedGrant {
+  /** The environment the URL was signed in: another refuses it (its files are other files). */
+  e: number;
   /** The file path the URL is for. */
   p: string;
   /** The one method it allows. */
@@ -32,9 +34,15 @@ export function signGrant(grant: SignedGrant, secret: string): string {
 
 /**
  * The grant a token carries, if the token is exactly payload "." MAC (nothing before, between or
- * after), its MAC is right, it allows `method`, and it has not expired.
+ * after), its MAC is right, it was signed in `environment`, it allows `method`, and it has not expired.
  */
-export function verifyGrant(token: string, method: string, secret: string, now = Date.now()): SignedGrant {
+export function verifyGrant(
+  token: string,
+  method: string,
+  secret: string,
+  environment: number,
+  now = Date.now(),
+): SignedGrant {
   const [payload = "", signature = "", ...rest] = token.split(".");
   if (rest.length > 0) throw new SignedUrlRefused("signed_url_invalid");
   const expected = Buffer.from(mac(payload, secret));
@@ -42,7 +50,8 @@ export function verifyGrant(token: string, method: string, secret: string, now =
   if (given.length !== expected.length || !crypto.timingSafeEqual(given, expected))
     throw new SignedUrlRefused("signed_url_invalid");
   const grant = JSON.parse(Buffer.from(payload, "base64url").toString()) as SignedGrant;
-  if (grant.m !== method) throw new SignedUrlRefused("signed_url_invalid");
+  // A URL signed before grants named their environment names none: refused (it expired within the hour).
+  if (grant.e !== environment || grant.m !== method) throw new SignedUrlRefused("signed_url_invalid");
   if (grant.exp < now) throw new SignedUrlRefused("signed_url_expired");
   return grant;
 }

@@ -41,23 +41,81 @@ const UNLIMITED = 1_000_000_000;
 /** Rows a level reads in one plain statement before it reads row by row (see `SqlDataStore.read`). */
 const FIRST_READ = 100;
 
-/** The data store of one dialect: the compiler below over that dialect's connection. */
-export class SqlDataStore implements DataStore {
+/**
+ * What the data stores of every environment share in one process: the dialect, the connection (its
+ * statement cache, PostgreSQL's one LISTEN) and the relay of change notifications.
+ */
+export class SharedData {
+  private readonly listeners = new Map<number, Set<(entities: string[]) => void>>();
+  private listening: Promise<void> | null = null;
+
   constructor(
-    private readonly dialect: Dialect,
-    private readonly connection: DataConnection,
+    readonly dialect: Dialect,
+    readonly connection: DataConnection,
     /** This process, so that it does not hear its own notifications. */
-    private readonly instance: string,
+    readonly instance: string,
   ) {}
 
+  /** Environment `id`'s data store: an object binding the id, nothing prepared or opened. */
+  environment(id: number): DataStore {
+    return new SqlDataStore(this, id);
+  }
+
+  async notify(environment: number, entities: string[]): Promise<void> {
+    const change: Change = { origin: this.instance, environment, entities };
+    await this.connection.notify(JSON.stringify(change));
+  }
+
+  /** Hears the other instances' changes of `environment`; the connection listens once for all of them. */
+  listen(environment: number, listener: (entities: string[]) => void): Promise<void> {
+    const own = this.listeners.get(environment) ?? new Set();
+    this.listeners.set(environment, own.add(listener));
+    this.listening ??= this.connection
+      .listen((payload) => this.deliver(payload))
+      .catch((error) => {
+        this.listening = null;
+        throw error;
+      });
+    return this.listening;
+  }
+
+  private deliver(payload: string) {
+    const change = JSON.parse(payload) as Change;
+    if (change.origin === this.instance) return;
+    // A notification sent before environments existed names none: it was environment 1's.
+    for (const listener of this.listeners.get(change.environment ?? 1) ?? []) listener(change.entities);
+  }
+}
+
+/** A change notification's payload. */
+interface Change {
+  origin: string;
+  /** Absent from an instance of a version before environments (a rolling upgrade). */
+  environment?: number;
+  entities: string[];
+}
+
+/** The data store of one dialect and environment: the compiler below over the shared connection. */
+export class SqlDataStore implements DataStore {
+  private readonly dialect: Dialect;
+  private readonly connection: DataConnection;
+
+  constructor(
+    private readonly shared: SharedData,
+    private readonly environment: number,
+  ) {
+    this.dialect = shared.dialect;
+    this.connection = shared.connection;
+  }
+
   selectRoots(node: QueryNode, budget: ReadBudget): Promise<EntityRow[]> {
-    return this.read((cap) => rootsStatement(node, this.dialect, cap), budget, entityRow);
+    return this.read((cap) => rootsStatement(node, this.dialect, this.environment, cap), budget, entityRow);
   }
 
   async selectChildren(child: ChildQuery, parentIds: string[], budget: ReadBudget): Promise<LinkedRow[]> {
     if (parentIds.length === 0) return [];
     return this.read(
-      (cap) => childrenStatement(child, parentIds, this.dialect, cap),
+      (cap) => childrenStatement(child, parentIds, this.dialect, this.environment, cap),
       budget,
       (r) => ({
         parentId: String(r.parent_id),
@@ -105,20 +163,29 @@ export class SqlDataStore implements DataStore {
 
   async readDoc(entity: string, id: string): Promise<Record<string, unknown> | null> {
     const params: unknown[] = [];
-    const sql = `select doc from data_entities where id = ${this.dialect.param(params, id)} and entity = ${this.dialect.param(params, entity)}`;
+    const sql = `select doc from data_entities where environment = ${this.mine(params)} and id = ${this.dialect.param(params, id)} and entity = ${this.dialect.param(params, entity)}`;
     const [row] = await this.connection.select(sql, params);
     return row ? parseDoc(row.doc) : null;
   }
 
   async countRows(entity: string): Promise<number> {
     const params: unknown[] = [];
-    const sql = `select count(*) as n from data_entities where entity = ${this.dialect.param(params, entity)}`;
+    const sql = `select count(*) as n from data_entities where environment = ${this.mine(params)} and entity = ${this.dialect.param(params, entity)}`;
     const [row] = await this.connection.select(sql, params);
     return Number(row?.n ?? 0);
   }
 
+  /** The environment as the next parameter of a statement. */
+  private mine(params: unknown[]): string {
+    return this.dialect.param(params, this.environment);
+  }
+
+  /** The indexes are every environment's (each is keyed by the environment first): the DDL binds none. */
   async ensureIndexes(attrs: IndexedAttr[]): Promise<void> {
-    for (const attr of attrs) await this.connection.ddl(this.dialect.indexDdl(attr));
+    for (const attr of attrs) {
+      await this.connection.ddl(this.dialect.indexDdl(attr));
+      await this.connection.ddl(`drop index if exists ${unkeyedIndexName(attr.entity, attr.label)}`);
+    }
   }
 
   async attrIds(keys: string[], now: number): Promise<Map<string, string>> {
@@ -126,28 +193,31 @@ export class SqlDataStore implements DataStore {
       const params: unknown[] = [];
       const rows = keys.map((key) => {
         const [entity = "", label = ""] = key.split(".");
-        const values = [crypto.randomUUID(), entity, label, now].map((v) => this.dialect.param(params, v));
+        const values = [this.environment, crypto.randomUUID(), entity, label, now].map((v) =>
+          this.dialect.param(params, v),
+        );
         return `(${values.join(", ")})`;
       });
       await this.connection.select(
-        `insert into data_attrs (id, entity, label, created_at) values ${rows.join(", ")} on conflict (entity, label) do nothing`,
+        `insert into data_attrs (environment, id, entity, label, created_at) values ${rows.join(", ")} on conflict (environment, entity, label) do nothing`,
         params,
       );
     }
-    const stored = await this.connection.select("select id, entity, label from data_attrs", []);
+    const params: unknown[] = [];
+    const stored = await this.connection.select(
+      `select id, entity, label from data_attrs where environment = ${this.mine(params)}`,
+      params,
+    );
     return new Map(stored.map((r) => [`${r.entity}.${r.label}`, String(r.id)]));
   }
 
   async notifyChange(entities: string[]): Promise<void> {
     if (entities.length === 0) return;
-    await this.connection.notify(JSON.stringify({ origin: this.instance, entities }));
+    await this.shared.notify(this.environment, entities);
   }
 
   listenChanges(listener: (entities: string[]) => void): Promise<void> {
-    return this.connection.listen((payload) => {
-      const { origin, entities } = JSON.parse(payload) as { origin: string; entities: string[] };
-      if (origin !== this.instance) listener(entities);
-    });
+    return this.shared.listen(this.environment, listener);
   }
 }
 
@@ -157,11 +227,11 @@ interface Compiling {
   aliases: { next: number };
 }
 
-/** The top level of a query: one statement, reading at most `cap` rows. */
-export function rootsStatement(node: QueryNode, dialect: Dialect, cap = UNLIMITED): Statement {
+/** The top level of a query in `environment`: one statement, reading at most `cap` rows. */
+export function rootsStatement(node: QueryNode, dialect: Dialect, environment: number, cap = UNLIMITED): Statement {
   const ctx: Compiling = { dialect, params: [], aliases: { next: 0 } };
   // The entity name is a checked identifier; written as a literal, it lets the planner use the partial indexes.
-  const conditions = [`e.entity = '${node.entity}'`];
+  const conditions = [`e.environment = ${dialect.param(ctx.params, environment)}`, `e.entity = '${node.entity}'`];
   if (node.where) conditions.push(condition(node.where, "e", ctx));
   const by = node.order?.by;
   // First rows by an indexed attribute that every row has: its index holds them in order (see Dialect.readInOrder).
@@ -178,16 +248,23 @@ export function rootsStatement(node: QueryNode, dialect: Dialect, cap = UNLIMITE
 }
 
 /** One child level for every parent at once (`IN` a JSON list): one statement, never one per parent; at most `cap` rows. */
-function childrenStatement(child: ChildQuery, parentIds: string[], dialect: Dialect, cap: number): Statement {
+function childrenStatement(
+  child: ChildQuery,
+  parentIds: string[],
+  dialect: Dialect,
+  environment: number,
+  cap: number,
+): Statement {
   const ctx: Compiling = { dialect, params: [], aliases: { next: 0 } };
   const from = fromColumn(child.hop);
   const conditions = [
+    `l.environment = ${dialect.param(ctx.params, environment)}`,
     `l.link = ${dialect.param(ctx.params, child.hop.link)}`,
     dialect.inJsonList(`l.${from}`, ctx.params, parentIds),
   ];
   if (child.node.where) conditions.push(condition(child.node.where, "e", ctx));
   const order = orderBy(child.node, "e", dialect);
-  const tables = `from data_links l join data_entities e on e.id = l.${toColumn(child.hop)} where ${conditions.join(" and ")}`;
+  const tables = `from data_links l join data_entities e on e.environment = l.environment and e.id = l.${toColumn(child.hop)} where ${conditions.join(" and ")}`;
   const columns = `l.${from} as parent_id, l.created_at as linked_at, e.id, ${dialect.docText("e")} as doc, e.created_at`;
   // A has-one end holds one link at most (writes replace it), so only a nested limit needs ranking per parent.
   const limit = child.node.limit;
@@ -228,12 +305,14 @@ function condition(c: Condition, alias: string, ctx: Compiling): string {
     case "exists": {
       const l = `l${ctx.aliases.next}`;
       const t = `t${ctx.aliases.next++}`;
+      // The environment is the outer row's: the rows it reaches are of the same one.
       const conditions = [
+        `${l}.environment = ${alias}.environment`,
         `${l}.link = ${dialect.param(params, c.hop.link)}`,
         `${l}.${fromColumn(c.hop)} = ${alias}.id`,
         condition(c.where, t, ctx),
       ];
-      return `exists (select 1 from data_links ${l} join data_entities ${t} on ${t}.id = ${l}.${toColumn(c.hop)} where ${conditions.join(" and ")})`;
+      return `exists (select 1 from data_links ${l} join data_entities ${t} on ${t}.environment = ${l}.environment and ${t}.id = ${l}.${toColumn(c.hop)} where ${conditions.join(" and ")})`;
     }
     case "false":
       return "1 = 0";
@@ -269,14 +348,21 @@ const fromColumn = (hop: Hop) => (hop.direction === "forward" ? "source_id" : "t
 const toColumn = (hop: Hop) => (hop.direction === "forward" ? "target_id" : "source_id");
 
 /**
- * A partial index per indexed attribute, on the very expression queries compare (`expr`). A plain index
- * also carries the default order (created_at, id), so "where x = ? order by default limit n" reads just n
- * entries instead of sorting; a unique index enforces uniqueness.
+ * A partial index per indexed attribute, on the environment and then the very expression queries compare
+ * (`expr`): one index serves every environment, each reading its own range. A plain index also carries
+ * the default order (created_at, id), so "where x = ? order by default limit n" reads just n entries
+ * instead of sorting; a unique index enforces uniqueness within each environment.
  */
-export const indexName = (entity: string, label: string) => `data_idx_${entity}_${label}`;
+export const indexName = (entity: string, label: string) => `data_ix_${entity}_${label}`;
+
+/**
+ * The name these indexes had before they were keyed by environment: PostgreSQL's migration kept them (a
+ * unique one would hold values unique across environments), so `ensureIndexes` drops them.
+ */
+const unkeyedIndexName = (entity: string, label: string) => `data_idx_${entity}_${label}`;
 
 export function indexDdl(attr: IndexedAttr, expr: string): string {
-  const columns = attr.unique ? expr : `${expr}, created_at, id`;
+  const columns = attr.unique ? `environment, ${expr}` : `environment, ${expr}, created_at, id`;
   const name = indexName(attr.entity, attr.label);
   return `create ${attr.unique ? "unique " : ""}index if not exists ${name} on data_entities (${columns}) where entity = '${attr.entity}'`;
 }

@@ -37,17 +37,27 @@ export function writeStatements(dialect: Dialect, environment: number, writes: r
         );
         break;
       case "delete":
-        add((p) => `delete from data_links where environment = ${p(environment)} and (source_id = ${p(w.id)} or target_id = ${p(w.id)})`);
         add(
-          (p) => `delete from data_entities where environment = ${p(environment)} and id = ${p(w.id)} and entity = ${p(w.entity)}`,
+          (p) =>
+            `delete from data_links where environment = ${p(environment)} and (source_id = ${p(w.id)} or target_id = ${p(w.id)})`,
+        );
+        add(
+          (p) =>
+            `delete from data_entities where environment = ${p(environment)} and id = ${p(w.id)} and entity = ${p(w.entity)}`,
           `no ${w.entity} with id ${w.id} (deleted meanwhile)`,
         );
         break;
       case "link":
         if (w.replace.includes("source"))
-          add((p) => `delete from data_links where environment = ${p(environment)} and link = ${p(w.link)} and source_id = ${p(w.sourceId)}`);
+          add(
+            (p) =>
+              `delete from data_links where environment = ${p(environment)} and link = ${p(w.link)} and source_id = ${p(w.sourceId)}`,
+          );
         if (w.replace.includes("target"))
-          add((p) => `delete from data_links where environment = ${p(environment)} and link = ${p(w.link)} and target_id = ${p(w.targetId)}`);
+          add(
+            (p) =>
+              `delete from data_links where environment = ${p(environment)} and link = ${p(w.link)} and target_id = ${p(w.targetId)}`,
+          );
         add(
           (p) => `insert into data_links (environment, link, source_id, target_id, created_at)
             select ${p(environment)}, ${p(w.link)}, ${p(w.sourceId)}, ${p(w.targetId)}, ${p(w.at)}

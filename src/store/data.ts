@@ -123,7 +123,8 @@ export class ReadBudgetSpent extends Error {
 }
 
 /**
- * The stored entities and links (test/store/data-store.contract.ts). Writes are not here: they commit
+ * The stored entities and links of one environment (test/store/data-store.contract.ts): every statement
+ * filters by it, so the same entity id in two environments is two entities. Writes are not here: they commit
  * with an execution's status (`ExecutionSettlement.writes`) or a step's checkpoint (`RunStore.saveStep`).
  */
 export interface DataStore {
@@ -145,8 +146,8 @@ export interface DataStore {
   /** Stable ids for `entity.label` keys, created on first use and kept across releases. */
   attrIds(keys: string[], now: number): Promise<Map<string, string>>;
   /**
-   * Tells other instances sharing this database which entities a commit touched; `listenChanges` hears
-   * theirs (not this process's own). PostgreSQL relays over LISTEN/NOTIFY; SQLite has one process, so
+   * Tells other instances sharing this database which entities a commit in this environment touched;
+   * `listenChanges` hears theirs in this environment (not this process's own, nor other environments'). PostgreSQL relays over LISTEN/NOTIFY; SQLite has one process, so
    * both do nothing there.
    */
   notifyChange(entities: string[]): Promise<void>;

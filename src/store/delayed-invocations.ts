@@ -1,4 +1,4 @@
-import type { ScheduledRow } from "./rows.ts";
+import type { InEnvironment, ScheduledRow } from "./rows.ts";
 import type { PrincipalKind, ScheduledStatus } from "./statuses.ts";
 
 export interface DelayedInvocationFilter {
@@ -15,21 +15,28 @@ export interface DelayedInvocationFilter {
  * inserted by the scheduling execution's writes (`DataWrite` op `schedule`); `insert` is for loading
  * many at once (the drain benchmark). A due one is held by one instance at a time (a lease) while it is
  * started, and every write about it while held is fenced by that lease.
+ *
+ * Bound to its store's environment (`Store.environment(id)`), but for `claimDue`, `markStarted` and
+ * `nextDueAt`: one process loop starts the due invocations of every environment, so those are
+ * service-wide, and the rows `claimDue` answers name their environment.
  */
 export interface DelayedInvocationStore {
   insert(rows: ScheduledRow[]): Promise<void>;
   get(id: string): Promise<ScheduledRow | null>;
   /** Newest first. */
   list(filter: DelayedInvocationFilter): Promise<ScheduledRow[]>;
-  /** Takes up to `limit` pending invocations due by `now` that no live lease holds, oldest due first. */
-  claimDue(owner: string, now: number, leaseUntil: number, limit: number): Promise<ScheduledRow[]>;
-  /** Marks held invocations started with their executions; answers the ids `owner` still held. */
+  /**
+   * Takes up to `limit` pending invocations due by `now` that no live lease holds, oldest due first, of
+   * every environment.
+   */
+  claimDue(owner: string, now: number, leaseUntil: number, limit: number): Promise<InEnvironment<ScheduledRow>[]>;
+  /** Marks held invocations (of any environment) started with their executions; answers the ids `owner` still held. */
   markStarted(owner: string, started: { id: string; executionId: string }[], now: number): Promise<string[]>;
   /**
    * Cancels a pending invocation (of `principal`, when given) that no live lease holds; answers whether
    * it did.
    */
   cancel(id: string, principal: { kind: PrincipalKind; id: string } | null, now: number): Promise<boolean>;
-  /** When the next pending invocation is due, if any. */
+  /** When the next pending invocation of any environment is due, if any. */
   nextDueAt(): Promise<number | null>;
 }

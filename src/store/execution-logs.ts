@@ -9,7 +9,7 @@ export interface LogTally {
 }
 
 /**
- * The lines executions logged, the same on every dialect (test/store/execution-log-store.contract.ts).
+ * The lines one environment's executions logged (another's read as none), the same on every dialect (test/store/execution-log-store.contract.ts).
  * Lines are numbered by the engine (seq), so they read back in the order written whichever commit
  * stored them. A line written twice (same execution and seq) is stored once.
  */

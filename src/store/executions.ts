@@ -15,7 +15,7 @@ export interface ExecutionSettlement {
 }
 
 export interface ExecutionFilter {
-  /** Omitted for a service key, which sees every execution. */
+  /** Omitted for a service key, which sees every execution of the store's environment. */
   principal?: { kind: PrincipalKind; id: string };
   action?: string;
   status?: ExecutionStatus;
@@ -51,8 +51,10 @@ export type ExecutionListRow = Listed<ExecutionRow>;
 export const INTERRUPTED = "the server stopped while this execution ran; it did not finish";
 
 /**
- * Executions, the same on every dialect (test/store/execution-store.contract.ts). A (principal,
- * requestId) pair names one execution for ever: claiming it again answers the execution that holds it.
+ * One environment's executions, the same on every dialect (test/store/execution-store.contract.ts). A
+ * (principal, requestId) pair names one execution of the environment for ever: claiming it again answers
+ * the execution that holds it; in another environment it is another key. Another environment's execution
+ * ids are unknown here (null, or "not stored" for a settlement).
  */
 export interface ExecutionStore {
   /** Inserts the execution unless (principal, requestId) exists; either way answers the row that holds the key. */
@@ -75,7 +77,8 @@ export interface ExecutionStore {
   settle(id: string, settlement: ExecutionSettlement): Promise<ExecutionSettlement>;
   /**
    * Hears the ids of executions whose status another writer sharing the database changed (this
-   * process's own changes too), so followers need not wait for their next poll. PostgreSQL: LISTEN on
+   * process's own changes too), of every environment (ids are unique across them), so followers need not
+   * wait for their next poll. PostgreSQL: LISTEN on
    * what a trigger on `executions` notifies; SQLite has one process, so this does nothing there.
    */
   listen(listener: (ids: string[]) => void): Promise<void>;

@@ -11,7 +11,7 @@ export interface FileListQuery {
   limit: number;
 }
 
-/** Metadata of stored files; their bytes are in the storage driver (src/files/). */
+/** Metadata of one environment's stored files; their bytes are in the storage driver (src/files/). */
 export interface FileStore {
   get(path: string): Promise<FileRow | null>;
   /** Inserts or replaces the metadata of `row.path` (created_at is kept on replace). */

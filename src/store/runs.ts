@@ -1,6 +1,6 @@
 import type { DataWrite } from "./data.ts";
 import type { Listed } from "./executions.ts";
-import type { ExecutionRow, RunRow, StepRow } from "./rows.ts";
+import type { ExecutionRow, InEnvironment, RunRow, StepRow } from "./rows.ts";
 import { isRunTerminal, type PrincipalKind, RUN_STATUSES, type RunStatus, type StepStatus } from "./statuses.ts";
 
 export interface RunFilter {
@@ -77,17 +77,23 @@ export const OPEN_STEP_STATUSES: readonly StepStatus[] = ["running", "retrying",
  * and answer `{ leaseLost }`. Fencing is by owner, not by the clock: a lease that ran out while no one
  * claimed the run is still its owner's. Times are the caller's (`now`, `leaseUntil`, a settlement's
  * `finishedAt`); the store never reads a clock.
+ *
+ * Bound to its store's environment (`Store.environment(id)`): a run of another environment is unknown
+ * here, its id answers null and its writes `{ leaseLost }`. `claim`, `renew` and `release` are
+ * service-wide (one statement for every environment): a worker claims runs of every environment and
+ * makes each one's fenced writes (saveStep, suspend, finish) through that run's environment's store.
  */
 export interface RunStore {
   /**
-   * Inserts the execution and its run in one transaction unless (principal, requestId) is taken; then
+   * Inserts the execution and its run in one transaction unless (principal, requestId) is taken in this
+   * environment; then
    * answers the execution holding the key (its run, if it is a workflow's, has the same id).
    */
   admit(execution: ExecutionRow, run: RunRow): Promise<{ execution: ExecutionRow; created: boolean }>;
   get(id: string): Promise<RunRow | null>;
   /** Runs newest first. */
   list(filter: RunFilter): Promise<RunListRow[]>;
-  /** How many runs are queued, running and sleeping now (the due index covers exactly these). */
+  /** How many runs of this environment are queued, running and sleeping now. */
   countActive(): Promise<Record<ActiveRunStatus, number>>;
   steps(runId: string): Promise<StepRow[]>;
   /** One run with its values bounded as `list` bounds them, or null. */
@@ -97,10 +103,13 @@ export interface RunStore {
   /**
    * Leases up to `limit` runs that are due (or asked to cancel) and whose lease, if any, expired before
    * `now`; the runs become `running` (their executions too, when queued). Concurrent claims never hand
-   * one run to two owners.
+   * one run to two owners. Service-wide: runs of every environment, each naming its own.
    */
-  claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<RunRow[]>;
-  /** Extends the leases `owner` still holds among `ids`; answers those, with whether a cancel was asked. */
+  claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<InEnvironment<RunRow>[]>;
+  /**
+   * Extends the leases `owner` still holds among `ids` (of any environment: run ids are unique); answers
+   * those, with whether a cancel was asked.
+   */
   renew(owner: string, ids: string[], leaseUntil: number): Promise<{ id: string; cancelRequested: boolean }[]>;
   /**
    * Stores a step's row; its data writes (a succeeded step's) commit with it or not at all, and a write
@@ -121,6 +130,6 @@ export interface RunStore {
    * there is none.
    */
   requestCancel(runId: string, now: number): Promise<RunRow | null>;
-  /** Lets go of every run `owner` holds (on shutdown), so another worker can resume them at once. */
+  /** Lets go of every run `owner` holds in any environment (on shutdown), so another worker can resume them at once. */
   release(owner: string): Promise<void>;
 }

@@ -3,6 +3,8 @@ import type { ScheduleTickRow } from "./rows.ts";
 /**
  * Where each schedule stands, the same on every dialect (test/store/schedule-store.contract.ts). One
  * instance at a time holds a schedule's claim (a lease, like a workflow run's); its writes are fenced by it.
+ * Bound to its store's environment: a schedule is known by (environment, name), so the same name in two
+ * environments is two schedules.
  */
 export interface ScheduleStore {
   /**

@@ -1,7 +1,7 @@
 import type { ExecutionStatus, RunStatus } from "./statuses.ts";
 
 /**
- * Counts for an overview of the environment (GET /stats). Each reads one range of a primary key: ids
+ * Counts for an overview of the store's environment (GET /stats), of its rows only. Each reads one range of a primary key: ids
  * are UUIDv7, so "created since" is "id at least" the lowest id of that millisecond.
  */
 export interface StatsStore {

@@ -1,3 +1,4 @@
+import type { ControlStore } from "./control.ts";
 import type { DataStore } from "./data.ts";
 import type { DelayedInvocationStore } from "./delayed-invocations.ts";
 import type { ExecutionLogStore } from "./execution-logs.ts";
@@ -50,6 +51,8 @@ export interface Store {
   readonly tokens: TokenStore;
   readonly users: UserStore;
   readonly oauth: OAuthStore;
+  /** Organizations, environments, their keys and grants (service-wide). */
+  readonly control: ControlStore;
   readonly data: DataStore;
   readonly files: FileStore;
   readonly instances: InstanceStore;

@@ -1,6 +1,6 @@
 import type { TokenRow } from "./rows.ts";
 
-/** User API tokens; only their hashes are stored. */
+/** User API tokens of one environment (a token is for the environment it was made in); only their hashes are stored. */
 export interface TokenStore {
   insert(row: TokenRow): Promise<void>;
   findByHash(tokenHash: string): Promise<TokenRow | null>;

@@ -2,6 +2,7 @@ import { describe } from "bun:test";
 import { openStore } from "../../src/store/open.ts";
 import { dialects } from "../support/databases.ts";
 import { consoleStoreContract } from "./console-store.contract.ts";
+import { controlStoreContract } from "./control-store.contract.ts";
 import { dataStoreContract } from "./data-store.contract.ts";
 import { delayedInvocationStoreContract } from "./delayed-invocation-store.contract.ts";
 import { executionLogStoreContract } from "./execution-log-store.contract.ts";
@@ -38,4 +39,5 @@ for (const dialect of dialects) {
   describe(`delayed invocation store contract (${dialect.name})`, () => delayedInvocationStoreContract(open));
   describe(`console lists and counts contract (${dialect.name})`, () => consoleStoreContract(open));
   describe(`file store contract (${dialect.name})`, () => fileStoreContract(open));
+  describe(`control store contract (${dialect.name})`, () => controlStoreContract(dialect));
 }

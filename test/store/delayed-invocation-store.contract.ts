@@ -105,4 +105,46 @@ export function delayedInvocationStoreContract(open: OpenStores) {
     ]);
     expect(ids(await store.delayedInvocations.list({ principal: alice, beforeId: third, limit: 10 }))).toEqual([first]);
   });
+
+  test("environments: reads and cancels see their own; claims, starts and the next due span every environment", async () => {
+    const [one, two] = [store.delayedInvocations, peer.environment(2).delayedInvocations];
+    const mine = scheduledRow(200);
+    // The same request id and caller in the other environment: another invocation.
+    const theirs = { ...scheduledRow(100), requestId: mine.requestId };
+    await one.insert([mine]);
+    await two.insert([theirs]);
+
+    expect(await one.get(theirs.id)).toBeNull();
+    expect(await two.get(mine.id)).toBeNull();
+    expect(await two.get(theirs.id)).toEqual(theirs);
+    expect((await one.list({ limit: 10 })).map((r) => r.id)).toEqual([mine.id]);
+    expect(await two.list({ principal: { kind: "user", id: "alice" }, limit: 10 })).toEqual([theirs]);
+    expect(await one.cancel(theirs.id, null, at(1))).toBe(false);
+    expect(await two.get(theirs.id)).toMatchObject({ status: "pending" });
+    // One loop wakes for every environment: the earliest due of any.
+    expect(await one.nextDueAt()).toBe(at(100));
+
+    const claimed = await one.claimDue("A", at(1_000), at(1_000 + LEASE), 10);
+    expect(claimed.map((r) => [r.id, r.environment])).toEqual([
+      [theirs.id, 2],
+      [mine.id, 1],
+    ]);
+    expect(claimed[0]).toEqual({
+      ...theirs,
+      environment: 2,
+      leaseOwner: "A",
+      leaseExpiresAt: at(1_000 + LEASE),
+      updatedAt: at(1_000),
+    });
+    const started = [
+      { id: mine.id, executionId: "e-1" },
+      { id: theirs.id, executionId: "e-2" },
+    ];
+    expect((await peer.delayedInvocations.markStarted("A", started, at(1_001))).sort()).toEqual(
+      [mine.id, theirs.id].sort(),
+    );
+    expect(await one.get(mine.id)).toMatchObject({ status: "started", executionId: "e-1" });
+    expect(await two.get(theirs.id)).toMatchObject({ status: "started", executionId: "e-2" });
+    expect(await two.nextDueAt()).toBeNull();
+  });
 }

@@ -41,6 +41,32 @@ describe.skipIf(!pg)("PostgreSQL execution writer", () => {
     expect([...stored]).toEqual([{ rows: 1 }]);
   });
 
+  test("one batch of claims and settles of one key in two environments: each environment's own, replays too", async () => {
+    await sql`insert into environments (id, handle, revision, updated_at, created_at, changed)
+      values (2, 'two', 0, 0, 0, 0) on conflict do nothing`;
+    const two = store.environment(2);
+    const requestId = crypto.randomUUID();
+    // In one turn: one INSERT for all, the replays conflicting in their own environment only.
+    const claims = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => (i % 2 ? two : store).executions.claim(row({ requestId }))),
+    );
+    expect(claims.filter((c) => c.created).length).toBe(2);
+    const [inOne, inTwo] = [claims[0]?.row as ExecutionRow, claims[1]?.row as ExecutionRow];
+    expect(inOne.id).not.toBe(inTwo.id);
+    for (const [i, claim] of claims.entries()) expect(claim.row.id).toBe(i % 2 ? inTwo.id : inOne.id);
+    await Promise.all([
+      store.executions.settle(inOne.id, succeeded(1)),
+      two.executions.settle(inTwo.id, succeeded(2)),
+      expect(store.executions.settle(inTwo.id, succeeded(3))).rejects.toThrow(/not stored/),
+    ]);
+    const stored = await sql`select environment, output from executions where request_id = ${requestId}
+      order by environment`;
+    expect([...stored]).toEqual([
+      { environment: 1, output: 1 },
+      { environment: 2, output: 2 },
+    ]);
+  });
+
   test("two instances claiming one key together: the database decides, one is created", async () => {
     const other = await openStore(database.url);
     try {

@@ -151,7 +151,14 @@ export function runStoreContract(open: OpenStores) {
 
       const claimed = await store.runs.claim("A", at(100), at(100 + LEASE), 10);
       expect(claimed).toEqual([
-        { ...due.run, status: "running", leaseOwner: "A", leaseExpiresAt: at(100 + LEASE), updatedAt: at(100) },
+        {
+          ...due.run,
+          environment: 1,
+          status: "running",
+          leaseOwner: "A",
+          leaseExpiresAt: at(100 + LEASE),
+          updatedAt: at(100),
+        },
       ]);
       expect(await store.executions.get(due.run.id)).toMatchObject({ status: "running", startedAt: at(100) });
       expect(await store.runs.get(later.run.id)).toMatchObject({ status: "queued", leaseOwner: null });
@@ -431,7 +438,7 @@ export function runStoreContract(open: OpenStores) {
   });
 
   describe("countActive", () => {
-    test("counts the runs queued, running and sleeping on the whole database; ended runs are not counted", async () => {
+    test("counts the runs queued, running and sleeping in the environment; ended runs are not counted", async () => {
       const before = await store.runs.countActive();
       const running = await claimedRun("A");
       const ended = await claimedRun("A");
@@ -450,6 +457,113 @@ export function runStoreContract(open: OpenStores) {
         now: at(1),
       });
       expect(await store.runs.countActive()).toMatchObject({ running: before.running, sleeping: before.sleeping + 1 });
+    });
+  });
+
+  describe("environments", () => {
+    /** The same database seen as environment 2 (no row needed: nothing of a run refers to `environments`). */
+    const other = () => store.environment(2);
+
+    test("the same request id in two environments is two runs, each read in its own only", async () => {
+      const requestId = crypto.randomUUID();
+      const [one, two] = [runRows({ requestId }), runRows({ requestId, now: at(1) })];
+      expect((await store.runs.admit(one.execution, one.run)).created).toBe(true);
+      expect((await other().runs.admit(two.execution, two.run)).created).toBe(true);
+
+      expect(await store.runs.get(one.run.id)).toEqual(one.run);
+      expect(await other().runs.get(two.run.id)).toEqual(two.run);
+      expect(await store.runs.get(two.run.id)).toBeNull();
+      expect(await peer.environment(2).runs.get(one.run.id)).toBeNull();
+    });
+
+    test("a replay of the key in each environment answers that environment's execution", async () => {
+      const requestId = crypto.randomUUID();
+      const [one, two] = [runRows({ requestId }), runRows({ requestId, now: at(1) })];
+      await store.runs.admit(one.execution, one.run);
+      await other().runs.admit(two.execution, two.run);
+      const replay = runRows({ requestId });
+      const inTwo = await peer.environment(2).runs.admit(replay.execution, replay.run);
+      expect(inTwo).toEqual({ execution: expect.objectContaining({ id: two.run.id }), created: false });
+      const inOne = await peer.runs.admit(replay.execution, replay.run);
+      expect(inOne).toEqual({ execution: expect.objectContaining({ id: one.run.id }), created: false });
+    });
+
+    test("claims, renewals and releases span every environment; each claimed run names its own", async () => {
+      const [one, two] = [runRows(), runRows({ now: at(1) })];
+      await store.runs.admit(one.execution, one.run);
+      await other().runs.admit(two.execution, two.run);
+      const leased = { status: "running" as const, leaseOwner: "A", leaseExpiresAt: at(2 + LEASE), updatedAt: at(2) };
+      expect(await peer.runs.claim("A", at(2), at(2 + LEASE), 10)).toEqual([
+        { ...one.run, ...leased, environment: 1 },
+        { ...two.run, ...leased, environment: 2 },
+      ]);
+      expect(await other().runs.get(two.run.id)).toEqual({ ...two.run, ...leased });
+
+      const renewed = await store.runs.renew("A", [one.run.id, two.run.id], at(3 + LEASE));
+      expect(renewed.map((r) => r.id).sort()).toEqual([one.run.id, two.run.id].sort());
+      await other().runs.release("A");
+      const taken = await peer.environment(2).runs.claim("B", at(4), at(4 + LEASE), 10);
+      expect(taken.map((r) => [r.id, r.environment])).toEqual([
+        [one.run.id, 1],
+        [two.run.id, 2],
+      ]);
+    });
+
+    test("a worker's fenced writes count only in the run's own environment", async () => {
+      const runId = await claimedRun("A");
+      const elsewhere = other().runs;
+      expect(await elsewhere.saveStep("A", stepRow(runId))).toEqual({ leaseLost: true });
+      const nap = stepRow(runId, { name: "nap", kind: "sleep", status: "sleeping", finishedAt: null });
+      expect(await elsewhere.suspend("A", runId, { status: "sleeping", wakeAt: at(9), step: nap, now: at(1) })).toEqual(
+        { leaseLost: true },
+      );
+      expect(await elsewhere.finish("A", runId, { ...done, finishedAt: at(2) })).toEqual({ leaseLost: true });
+      expect(await store.runs.get(runId)).toMatchObject({ status: "running", leaseOwner: "A", wakeAt: T0 });
+      expect(await store.runs.steps(runId)).toEqual([]);
+
+      expect(await store.runs.saveStep("A", stepRow(runId))).toEqual({ saved: true });
+      expect(await elsewhere.steps(runId)).toEqual([]);
+      expect(await store.runs.finish("A", runId, { ...done, finishedAt: at(3) })).toEqual({ saved: true });
+      expect(await store.runs.get(runId)).toMatchObject({ status: "succeeded", finishedAt: at(3) });
+    });
+
+    test("a cancel by id from another environment finds nothing and changes nothing", async () => {
+      const held = await claimedRun("A");
+      const queued = runRows();
+      await store.runs.admit(queued.execution, queued.run);
+      expect(await other().runs.requestCancel(queued.run.id, at(3))).toBeNull();
+      expect(await other().runs.requestCancel(held, at(LEASE + 1))).toBeNull();
+      expect(await store.runs.get(queued.run.id)).toEqual(queued.run);
+      expect(await store.runs.get(held)).toMatchObject({ status: "running", cancelRequested: false });
+      expect(await store.executions.get(queued.run.id)).toMatchObject({ status: "queued", finishedAt: null });
+    });
+
+    test("lists, bounded reads and counts of one environment never answer another's runs", async () => {
+      const runId = await claimedRun("A");
+      await store.runs.saveStep("A", stepRow(runId));
+      const two = runRows({ now: at(1) });
+      await other().runs.admit(two.execution, two.run);
+      const elsewhere = other().runs;
+      expect((await elsewhere.list({ limit: 10, maxValueBytes: 4096 })).map((r) => r.id)).toEqual([two.run.id]);
+      expect((await store.runs.list({ limit: 10, maxValueBytes: 4096 })).map((r) => r.id)).toEqual([runId]);
+      expect(await elsewhere.getBounded(runId, 4096)).toBeNull();
+      expect(await elsewhere.boundedSteps(runId, 4096)).toEqual([]);
+      expect(await elsewhere.countActive()).toEqual({ queued: 1, running: 0, sleeping: 0 });
+      expect(await store.runs.countActive()).toEqual({ queued: 0, running: 1, sleeping: 0 });
+    });
+
+    test("a step's data writes land in its run's environment", async () => {
+      const runId = await claimedRun("A");
+      const two = runRows({ now: at(1) });
+      await other().runs.admit(two.execution, two.run);
+      await other().runs.claim("A", at(1), at(1 + LEASE), 10);
+      // The same entity id in both: a second write to the same environment would break its primary key.
+      const paid = dataWrites(store).insertLabel("paid");
+      expect(await store.runs.saveStep("A", stepRow(runId), [paid])).toEqual({ saved: true });
+      expect(await other().runs.saveStep("A", stepRow(two.run.id), [paid])).toEqual({ saved: true });
+      expect(await other().runs.saveStep("A", stepRow(two.run.id, { name: "again" }), [paid])).toEqual({
+        refused: expect.stringContaining("the writes could not be stored"),
+      });
     });
   });
 }

@@ -50,4 +50,25 @@ export function scheduleStoreContract(open: OpenStores) {
     );
     expect(claims.filter((c) => c !== null)).toEqual([at(0)]);
   });
+
+  test("the same name in two environments is two schedules: claims, ticks, releases and lists stay apart", async () => {
+    const [one, two] = [store.schedules, peer.environment(2).schedules];
+    expect(await one.claim("nightly", "A", at(0), at(LEASE))).toBe(at(0));
+    // Held by A in environment 1, free in environment 2.
+    expect(await two.claim("nightly", "B", at(1), at(1 + LEASE))).toBe(at(1));
+    expect(await one.advance("nightly", "B", at(500))).toBe(false);
+    expect(await two.advance("nightly", "A", at(500))).toBe(false);
+    expect(await two.advance("nightly", "B", at(2_000))).toBe(true);
+    await two.release("nightly", "A");
+    await one.release("nightly", "B");
+    expect(await store.environment(2).schedules.claim("nightly", "C", at(2), at(2 + LEASE))).toBeNull();
+    expect(await peer.schedules.claim("nightly", "C", at(2), at(2 + LEASE))).toBeNull();
+
+    await one.release("nightly", "A");
+    expect(await one.list()).toEqual([{ name: "nightly", lastTickAt: at(0), leaseOwner: null, leaseExpiresAt: 0 }]);
+    expect(await two.list()).toEqual([
+      { name: "nightly", lastTickAt: at(2_000), leaseOwner: "B", leaseExpiresAt: at(1 + LEASE) },
+    ]);
+    expect(await store.environment(3).schedules.list()).toEqual([]);
+  });
 }

@@ -7,10 +7,10 @@ import { openStore } from "../../src/store/open.ts";
 import type { ExecutionRow } from "../../src/store/rows.ts";
 import { GENERATION_KEYS, requestKeysPath } from "../../src/store/sqlite/request-keys/file.ts";
 import { hashKey, KeyFilter } from "../../src/store/sqlite/request-keys/filter.ts";
-import { SqliteRequestIndex } from "../../src/store/sqlite/request-keys/index.ts";
+import { hashedKey, SqliteRequestIndex } from "../../src/store/sqlite/request-keys/index.ts";
 import { RecentKeys } from "../../src/store/sqlite/request-keys/recent.ts";
 import type { Store } from "../../src/store/store.ts";
-import { selectRows } from "../support/databases.ts";
+import { executeStatements, selectRows } from "../support/databases.ts";
 import { row } from "../support/rows.ts";
 import { runRows } from "./fixture.ts";
 
@@ -47,6 +47,7 @@ const merged = async () =>
   );
 
 interface Key {
+  environment: number;
   principalKind: string;
   principalId: string;
   requestId: string;
@@ -55,7 +56,7 @@ interface Key {
 
 /** The columns `commit` fills: a table made by a test has these, the store's has them and more. */
 const EXECUTIONS =
-  "create table executions (id text primary key, request_id, principal_kind, principal_id, action, kind, " +
+  "create table executions (environment integer not null default 1, id text primary key, request_id, principal_kind, principal_id, action, kind, " +
   "release_version, contract_hash, input_fingerprint, input, input_bytes, status, created_at)";
 
 /**
@@ -63,19 +64,22 @@ const EXECUTIONS =
  * `keys` in one transaction, a group commit), then tells the index.
  */
 function commit(db: Database, index: SqliteRequestIndex, ...keys: Key[]): void {
-  for (const k of keys) expect(index.lookup(k.principalKind, k.principalId, k.requestId)).toBeNull();
+  for (const k of keys) expect(index.lookup(k.environment, k.principalKind, k.principalId, k.requestId)).toBeNull();
   const insert = db.prepare(
-    `insert into main.executions (id, request_id, principal_kind, principal_id, action, kind, release_version,
-       contract_hash, input_fingerprint, input, input_bytes, status, created_at)
-     values (?1, ?2, ?3, ?4, 'test.echo', 'function', 't1', 'c', 'f', '{}', 2, 'succeeded', 0)`,
+    `insert into main.executions (environment, id, request_id, principal_kind, principal_id, action, kind,
+       release_version, contract_hash, input_fingerprint, input, input_bytes, status, created_at)
+     values (?5, ?1, ?2, ?3, ?4, 'test.echo', 'function', 't1', 'c', 'f', '{}', 2, 'succeeded', 0)`,
   );
   const rowids = db.transaction(() =>
-    keys.map((k) => Number(insert.run(k.id, k.requestId, k.principalKind, k.principalId).lastInsertRowid)),
+    keys.map((k) =>
+      Number(insert.run(k.id, k.requestId, k.principalKind, k.principalId, k.environment).lastInsertRowid),
+    ),
   )();
-  for (const [i, k] of keys.entries()) index.committed(k, rowids[i] as number);
+  for (const [i, k] of keys.entries()) index.committed(k.environment, k, rowids[i] as number);
 }
 
-const newKey = (): Key => ({
+const newKey = (environment = 1): Key => ({
+  environment,
   principalKind: "user",
   principalId: "alice",
   requestId: crypto.randomUUID(),
@@ -230,10 +234,10 @@ describe("SQLite request keys", () => {
     const locker = new Database(path);
     locker.exec("begin immediate");
     const first = rows[0] as ExecutionRow;
-    expect(() => index.lookup(first.principalKind, first.principalId, first.requestId)).toThrow(/locked/);
+    expect(() => index.lookup(1, first.principalKind, first.principalId, first.requestId)).toThrow(/locked/);
     locker.exec("commit");
     locker.close();
-    for (const r of rows) expect(index.lookup(r.principalKind, r.principalId, r.requestId)).toBe(r.id);
+    for (const r of rows) expect(index.lookup(1, r.principalKind, r.principalId, r.requestId)).toBe(r.id);
     await index.close();
     db.close();
   });
@@ -257,7 +261,7 @@ describe("SQLite request keys", () => {
       expect.stringMatching(/^merging 2 request keys failed/),
     ]);
     commit(db, index, third);
-    for (const k of [first, second, third]) expect(index.lookup("user", "alice", k.requestId)).toBe(k.id);
+    for (const k of [first, second, third]) expect(index.lookup(1, "user", "alice", k.requestId)).toBe(k.id);
     db.exec("alter table requests.request_keys_away rename to request_keys");
     await index.mergeAll();
     const stored = db.query<{ id: string }, []>("select execution_id as id from requests.request_keys").all();
@@ -280,8 +284,8 @@ describe("SQLite request keys", () => {
     ]);
     expect(index.filtering).toBe(false);
     db.exec("alter table requests.request_keys_away rename to request_keys");
-    expect(index.lookup("user", "alice", k.requestId)).toBe(k.id);
-    expect(index.lookup("user", "alice", crypto.randomUUID())).toBeNull();
+    expect(index.lookup(1, "user", "alice", k.requestId)).toBe(k.id);
+    expect(index.lookup(1, "user", "alice", crypto.randomUUID())).toBeNull();
     await index.close();
     db.close();
   });
@@ -376,6 +380,85 @@ describe("SQLite request keys", () => {
   });
 });
 
+describe("request keys by environment", () => {
+  const environmentTwo = () =>
+    executeStatements(
+      url,
+      "insert into environments (id, handle, revision, updated_at, created_at, changed) values (2, 'two', 0, 0, 0, 0)",
+    );
+  const storedKeys = async () =>
+    (
+      await selectRows(
+        keysUrl,
+        "select principal_kind as kind, request_id as requestId, execution_id as id from request_keys",
+      )
+    ).map((r) => `${r.kind} ${r.requestId}→${r.id}`);
+  const settledAt = (store: Store, r: ExecutionRow, finishedAt: number) =>
+    store.executions.settle(r.id, { status: "succeeded", output: 1, errorCode: null, errorMessage: null, finishedAt });
+
+  test("environment 1's key is single mode's, text and hashes; another environment's names its id", () => {
+    const text = "user\u0000alice\u0000r-1";
+    expect(hashedKey(1, "user", "alice", "r-1")).toEqual({
+      text,
+      first: Bun.hash.xxHash32(text, 0),
+      second: Bun.hash.xxHash32(text, 0x9e3779b9),
+    });
+    expect(hashedKey(2, "user", "alice", "r-1").text).toBe("2:user\u0000alice\u0000r-1");
+  });
+
+  test("one requestId in two environments: two keys merged, environment 1's as single mode stored it, each replayed in its own after restarts", async () => {
+    const store = await reopen();
+    await environmentTwo();
+    const requestId = crypto.randomUUID();
+    const [first, second] = [row({ requestId }), row({ requestId })];
+    await Promise.all([store.executions.claim(first), store.environment(2).executions.claim(second)]);
+    await Promise.all([settledAt(store, first, 1), settledAt(store.environment(2), second, 1)]);
+    await store.close();
+    open = [];
+    expect((await storedKeys()).sort()).toEqual([`2:user ${requestId}→${second.id}`, `user ${requestId}→${first.id}`]);
+
+    const again = await reopen();
+    expect(await again.executions.claim(row({ requestId }))).toMatchObject({ created: false, row: { id: first.id } });
+    const inTwo = await again.environment(2).executions.claim(row({ requestId }));
+    expect(inTwo).toMatchObject({ created: false, row: { id: second.id } });
+    await again.close();
+    open = [];
+
+    // Read from the file alone, with the filter built from it, as a restart answers them.
+    const db = connect();
+    const index = new SqliteRequestIndex(db, requestKeysPath(join(dir, "test.db")), () => undefined);
+    expect(index.lookup(1, "user", "alice", requestId)).toBe(first.id);
+    expect(index.lookup(2, "user", "alice", requestId)).toBe(second.id);
+    expect(index.lookup(3, "user", "alice", requestId)).toBeNull();
+    while (!index.filtering) await turn();
+    expect(index.lookup(1, "user", "alice", requestId)).toBe(first.id);
+    expect(index.lookup(2, "user", "alice", requestId)).toBe(second.id);
+    expect(index.lookup(3, "user", "alice", requestId)).toBeNull();
+    await index.close();
+    db.close();
+  });
+
+  test("retention forgets a merged key in its own environment: the other's same key stays", async () => {
+    const store = await reopen();
+    await environmentTwo();
+    const requestId = crypto.randomUUID();
+    const [first, second] = [row({ requestId }), row({ requestId })];
+    await Promise.all([store.executions.claim(first), store.environment(2).executions.claim(second)]);
+    await Promise.all([settledAt(store, first, 5_000), settledAt(store.environment(2), second, 20)]);
+    await store.close();
+    open = [];
+
+    const pruning = await reopen();
+    expect(await pruning.retention.pruneFinished(1_000, 10, async () => {})).toBe(1);
+    await pruning.close();
+    open = [];
+    expect(await storedKeys()).toEqual([`user ${requestId}→${first.id}`]);
+    const last = await reopen();
+    expect(await last.executions.claim(row({ requestId }))).toMatchObject({ created: false, row: { id: first.id } });
+    expect(await last.environment(2).executions.claim(row({ requestId }))).toMatchObject({ created: true });
+  });
+});
+
 /** The database's own connection, as the store opens it: a lock held by a closing connection is waited for. */
 function connect(): Database {
   const db = new Database(join(dir, "test.db"));
@@ -413,16 +496,16 @@ describe("the recent keys in memory", () => {
     const index = new SqliteRequestIndex(db, requestKeysPath(join(dir, "test.db")), () => undefined);
     const gone = newKey();
     commit(db, index, gone);
-    expect(index.lookup("user", "alice", gone.requestId)).toBe(gone.id);
+    expect(index.lookup(1, "user", "alice", gone.requestId)).toBe(gone.id);
     // Retention deletes the execution (and forgets the key) before its batch was merged.
     db.run("delete from executions where id = ?1", [gone.id]);
     await index.forget([gone]);
-    expect(index.lookup("user", "alice", gone.requestId)).toBeNull();
+    expect(index.lookup(1, "user", "alice", gone.requestId)).toBeNull();
     const again = { ...gone, id: Bun.randomUUIDv7() };
     commit(db, index, again);
-    expect(index.lookup("user", "alice", gone.requestId)).toBe(again.id);
+    expect(index.lookup(1, "user", "alice", gone.requestId)).toBe(again.id);
     await index.mergeAll();
-    expect(index.lookup("user", "alice", gone.requestId)).toBe(again.id);
+    expect(index.lookup(1, "user", "alice", gone.requestId)).toBe(again.id);
     expect(await merged()).toEqual([`${gone.requestId}→${again.id}`]);
     await index.close();
     db.close();
@@ -479,6 +562,7 @@ describe("the request keys' filter", () => {
     const commitNew = (n: number) => {
       for (let i = 0; i < n; i++) {
         const k = {
+          environment: 1,
           principalKind: "user",
           principalId: "alice",
           requestId: crypto.randomUUID(),
@@ -489,8 +573,8 @@ describe("the request keys' filter", () => {
       }
     };
     const check = () => {
-      for (const k of keys) expect(index.lookup(k.principalKind, k.principalId, k.requestId)).toBe(k.id);
-      expect(index.lookup("user", "alice", crypto.randomUUID())).toBeNull();
+      for (const k of keys) expect(index.lookup(k.environment, k.principalKind, k.principalId, k.requestId)).toBe(k.id);
+      expect(index.lookup(1, "user", "alice", crypto.randomUUID())).toBeNull();
     };
     // The first key starts a build; these arrive while it waits for its scan, which finds none of them
     // in the table: the filter holds them because they were added as they came.
@@ -534,17 +618,19 @@ describe("the request keys' filter", () => {
 
     const db = connect();
     const index = new SqliteRequestIndex(db, path, () => undefined, sizes);
-    for (const k of keys) expect(index.lookup(k.principalKind, k.principalId, k.requestId)).toBe(k.id);
+    for (const k of keys) expect(index.lookup(k.environment, k.principalKind, k.principalId, k.requestId)).toBe(k.id);
     for (let t = 0; t < 3; t++) await turn();
     expect(index.filtering).toBe(true);
-    for (const k of keys) expect(index.lookup(k.principalKind, k.principalId, k.requestId)).toBe(k.id);
-    expect(index.lookup("user", "alice", crypto.randomUUID())).toBeNull();
+    for (const k of keys) expect(index.lookup(k.environment, k.principalKind, k.principalId, k.requestId)).toBe(k.id);
+    expect(index.lookup(1, "user", "alice", crypto.randomUUID())).toBeNull();
     const at = (i: number) => keys[i] as (typeof keys)[number];
     const [oldest, newest, middle] = [at(0), at(39), at(20)];
     await index.forget([oldest, newest]);
-    expect(index.lookup(oldest.principalKind, oldest.principalId, oldest.requestId)).toBeNull();
-    expect(index.lookup(newest.principalKind, newest.principalId, newest.requestId)).toBeNull();
-    expect(index.lookup(middle.principalKind, middle.principalId, middle.requestId)).toBe(middle.id);
+    expect(index.lookup(oldest.environment, oldest.principalKind, oldest.principalId, oldest.requestId)).toBeNull();
+    expect(index.lookup(newest.environment, newest.principalKind, newest.principalId, newest.requestId)).toBeNull();
+    expect(index.lookup(middle.environment, middle.principalKind, middle.principalId, middle.requestId)).toBe(
+      middle.id,
+    );
     await index.close();
     db.close();
   });
@@ -553,6 +639,7 @@ describe("the request keys' filter", () => {
     await (await reopen()).close();
     open = [];
     const keys = Array.from({ length: 20_000 }, () => ({
+      environment: 1,
       principalKind: "user",
       principalId: "alice",
       requestId: crypto.randomUUID(),
@@ -570,20 +657,20 @@ describe("the request keys' filter", () => {
     const index = new SqliteRequestIndex(db, requestKeysPath(join(dir, "test.db")), () => undefined);
     const sample = keys.filter((_, i) => i % 97 === 0);
     // The first lookup starts the build (~1 ms of reading a turn): answers come from the table meanwhile.
-    for (const k of sample) expect(index.lookup(k.principalKind, k.principalId, k.requestId)).toBe(k.id);
+    for (const k of sample) expect(index.lookup(k.environment, k.principalKind, k.principalId, k.requestId)).toBe(k.id);
     expect(index.filtering).toBe(false);
     await turn();
     // 20 000 keys take more than a turn's reading: the build lets the event loop run between slices.
     expect(index.filtering).toBe(false);
-    for (const k of sample) expect(index.lookup(k.principalKind, k.principalId, k.requestId)).toBe(k.id);
+    for (const k of sample) expect(index.lookup(k.environment, k.principalKind, k.principalId, k.requestId)).toBe(k.id);
     let turns = 1;
     while (!index.filtering && turns < 10_000) {
       await turn();
       turns++;
     }
     expect(index.filtering).toBe(true);
-    for (const k of keys) expect(index.lookup(k.principalKind, k.principalId, k.requestId)).toBe(k.id);
-    expect(index.lookup("user", "alice", crypto.randomUUID())).toBeNull();
+    for (const k of keys) expect(index.lookup(k.environment, k.principalKind, k.principalId, k.requestId)).toBe(k.id);
+    expect(index.lookup(1, "user", "alice", crypto.randomUUID())).toBeNull();
     await index.close();
     db.close();
   }, 30_000);

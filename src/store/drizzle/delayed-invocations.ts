@@ -1,28 +1,34 @@
-import { and, asc, desc, eq, inArray, isNull, lt, lte, min, or, type SQL, sql } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, inArray, isNull, lt, lte, min, or, type SQL, sql } from "drizzle-orm";
 import type { DelayedInvocationFilter, DelayedInvocationStore } from "../delayed-invocations.ts";
 import type { Dialect } from "../dialect.ts";
-import type { ScheduledRow } from "../rows.ts";
+import type { InEnvironment, ScheduledRow } from "../rows.ts";
 import type { PrincipalKind } from "../statuses.ts";
 import type { SharedDatabase, SharedTables } from "./database.ts";
 
 const INSERT_CHUNK = 500;
 
+/**
+ * An environment's delayed invocations. `claimDue`, `markStarted` and `nextDueAt` are service-wide (one
+ * statement for every environment, on the due index), as DelayedInvocationStore says.
+ */
 export class DrizzleDelayedInvocationStore implements DelayedInvocationStore {
   constructor(
     private readonly db: SharedDatabase,
     private readonly dialect: Dialect,
     private readonly t: Pick<SharedTables, "scheduledInvocations">,
+    private readonly environment: number,
   ) {}
 
   async insert(rows: ScheduledRow[]): Promise<void> {
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-      await this.db.insert(this.t.scheduledInvocations).values(rows.slice(i, i + INSERT_CHUNK));
+      const chunk = rows.slice(i, i + INSERT_CHUNK).map((row) => ({ ...row, environment: this.environment }));
+      await this.db.insert(this.t.scheduledInvocations).values(chunk);
     }
   }
 
   async get(id: string): Promise<ScheduledRow | null> {
     const s = this.t.scheduledInvocations;
-    const rows = await this.db.select().from(s).where(eq(s.id, id));
+    const rows = await this.selectRows().where(this.mine(eq(s.id, id)));
     return rows[0] ?? null;
   }
 
@@ -32,15 +38,18 @@ export class DrizzleDelayedInvocationStore implements DelayedInvocationStore {
     if (filter.principal) conditions.push(...this.owned(filter.principal));
     if (filter.status) conditions.push(eq(s.status, filter.status));
     if (filter.beforeId) conditions.push(lt(s.id, filter.beforeId));
-    return this.db
-      .select()
-      .from(s)
-      .where(and(...conditions))
+    return this.selectRows()
+      .where(this.mine(...conditions))
       .orderBy(desc(s.id))
       .limit(filter.limit);
   }
 
-  async claimDue(owner: string, now: number, leaseUntil: number, limit: number): Promise<ScheduledRow[]> {
+  async claimDue(
+    owner: string,
+    now: number,
+    leaseUntil: number,
+    limit: number,
+  ): Promise<InEnvironment<ScheduledRow>[]> {
     const s = this.t.scheduledInvocations;
     const due = this.db
       .select({ id: s.id })
@@ -92,7 +101,9 @@ export class DrizzleDelayedInvocationStore implements DelayedInvocationStore {
     const rows = await this.db
       .update(s)
       .set({ status: "canceled", updatedAt: now })
-      .where(and(eq(s.id, id), eq(s.status, "pending"), this.free(now), ...(principal ? this.owned(principal) : [])))
+      .where(
+        this.mine(eq(s.id, id), eq(s.status, "pending"), this.free(now), ...(principal ? this.owned(principal) : [])),
+      )
       .returning({ id: s.id });
     return rows.length > 0;
   }
@@ -105,6 +116,17 @@ export class DrizzleDelayedInvocationStore implements DelayedInvocationStore {
       .where(eq(s.status, "pending"));
     const next = rows[0]?.next;
     return next === null || next === undefined ? null : Number(next);
+  }
+
+  /** Rows as this environment's reads answer them: without their `environment`. */
+  private selectRows() {
+    const { environment: _, ...columns } = getTableColumns(this.t.scheduledInvocations);
+    return this.db.select(columns).from(this.t.scheduledInvocations).$dynamic();
+  }
+
+  /** `conditions` within this environment's invocations. */
+  private mine(...conditions: SQL[]) {
+    return and(eq(this.t.scheduledInvocations.environment, this.environment), ...conditions);
   }
 
   private free(now: number) {

@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, gte, inArray, lt, type SQL, sql } from "drizzle-orm";
+import { and, asc, eq, getTableColumns, gt, gte, inArray, lt, type SQL, sql } from "drizzle-orm";
 import type { FileListQuery, FileStore } from "../files.ts";
 import type { FileRow, NewFileRow } from "../rows.ts";
 import type { SharedDatabase, SharedTables } from "./database.ts";
@@ -9,24 +9,47 @@ import type { SharedDatabase, SharedTables } from "./database.ts";
  */
 const USED_GRANT_MARGIN_MS = 3_600_000;
 
+/**
+ * The file rows of one environment (paths are the environment's own: the same path in two is two files).
+ * Used upload grants are the service's: a grant's hash is unique, and the grant names its environment.
+ */
 export class DrizzleFileStore implements FileStore {
+  /** A row's columns but its environment (this store's, bound). */
+  private readonly columns;
+
   constructor(
     private readonly db: SharedDatabase,
     private readonly t: Pick<SharedTables, "files" | "usedUploadGrants">,
-  ) {}
+    private readonly environment: number,
+  ) {
+    const { environment: _, ...columns } = getTableColumns(t.files);
+    this.columns = columns;
+  }
+
+  /** `condition` within this environment's files. */
+  private mine(condition?: SQL) {
+    return and(eq(this.t.files.environment, this.environment), condition);
+  }
 
   async get(path: string): Promise<FileRow | null> {
-    const rows = await this.db.select().from(this.t.files).where(eq(this.t.files.path, path));
+    const rows = await this.db
+      .select(this.columns)
+      .from(this.t.files)
+      .where(this.mine(eq(this.t.files.path, path)));
     return rows[0] ?? null;
   }
 
   async put(row: NewFileRow): Promise<void> {
     const { createdAt: _, path: __, ...changes } = row;
-    await this.db.insert(this.t.files).values(row).onConflictDoUpdate({ target: this.t.files.path, set: changes });
+    const f = this.t.files;
+    await this.db
+      .insert(f)
+      .values({ ...row, environment: this.environment })
+      .onConflictDoUpdate({ target: [f.environment, f.path], set: changes });
   }
 
   async delete(path: string): Promise<void> {
-    await this.db.delete(this.t.files).where(eq(this.t.files.path, path));
+    await this.db.delete(this.t.files).where(this.mine(eq(this.t.files.path, path)));
   }
 
   list(query: FileListQuery): Promise<FileRow[]> {
@@ -40,9 +63,9 @@ export class DrizzleFileStore implements FileStore {
     }
     if (query.afterPath !== undefined) conditions.push(gt(f.path, query.afterPath));
     return this.db
-      .select()
+      .select(this.columns)
       .from(f)
-      .where(and(...conditions))
+      .where(this.mine(and(...conditions)))
       .orderBy(asc(f.path))
       .limit(query.limit);
   }
@@ -50,7 +73,10 @@ export class DrizzleFileStore implements FileStore {
   async uploadsOf(executionIds: string[]): Promise<FileRow[]> {
     if (executionIds.length === 0) return [];
     const f = this.t.files;
-    const rows = await this.db.select().from(f).where(inArray(f.executionId, executionIds));
+    const rows = await this.db
+      .select(this.columns)
+      .from(f)
+      .where(this.mine(inArray(f.executionId, executionIds)));
     // Sorted here, not by the database: a PostgreSQL collation (en_US…) orders `photoB` and `photo_a` as
     // no other answer does; the invoke's own answer sorts its uploads the same way (files/service.ts).
     const field = (row: FileRow) => row.field ?? "";

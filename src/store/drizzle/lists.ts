@@ -15,10 +15,10 @@ import { type SharedDatabase, type SharedTables, textBytes } from "./database.ts
 type Listable = SharedTables["executions"] | SharedTables["workflowRuns"];
 
 /**
- * Read through their bounds below; `instance` is the executions' bookkeeping (instances.ts), not part of a
- * row; the stored sizes are read as the row's `*Bytes`.
+ * Read through their bounds below; `instance` is the executions' bookkeeping (instances.ts) and
+ * `environment` the store's own (rows.ts), not part of a row; the stored sizes are read as the row's `*Bytes`.
  */
-const READ_BOUNDED = new Set([...LISTED_VALUES, "instance", ...STORED_SIZES]);
+const READ_BOUNDED = new Set([...LISTED_VALUES, "environment", "instance", ...STORED_SIZES]);
 
 type Sized = Record<string, { value: AnyColumn; bytes: SQL | AnyColumn }>;
 
@@ -69,12 +69,14 @@ function page(
     .limit(filter.limit);
 }
 
+/** One environment's executions: a caller's through executions_principal_id_idx, all of them through the id range. */
 export async function listExecutions(
   db: SharedDatabase,
   x: SharedTables["executions"],
+  environment: number,
   filter: ExecutionFilter,
 ): Promise<ExecutionListRow[]> {
-  const conditions: SQL[] = [];
+  const conditions: SQL[] = [eq(x.environment, environment)];
   if (filter.principal) {
     conditions.push(eq(x.principalKind, filter.principal.kind), eq(x.principalId, filter.principal.id));
   }
@@ -85,17 +87,20 @@ export async function listExecutions(
 }
 
 /**
- * The reads of runs, the same on both dialects: each dialect's run store extends this with its writes
- * (sqlite/runs.ts, pg/runs.ts).
+ * The reads of one environment's runs, the same on both dialects: each dialect's run store extends this
+ * with its writes (sqlite/runs.ts, pg/runs.ts).
  */
 export abstract class DrizzleRunReads
   implements Pick<RunStore, "list" | "countActive" | "getBounded" | "boundedSteps">
 {
-  constructor(protected readonly lists: { db: SharedDatabase; tables: SharedTables }) {}
+  constructor(
+    protected readonly lists: { db: SharedDatabase; tables: SharedTables },
+    protected readonly environment: number,
+  ) {}
 
   async list(filter: RunFilter): Promise<RunListRow[]> {
     const r = this.lists.tables.workflowRuns;
-    const conditions: SQL[] = [];
+    const conditions: SQL[] = [eq(r.environment, this.environment)];
     if (filter.principal) {
       conditions.push(eq(r.principalKind, filter.principal.kind), eq(r.principalId, filter.principal.id));
     }
@@ -110,7 +115,7 @@ export abstract class DrizzleRunReads
     const rows = await this.lists.db
       .select({ status: r.status, count: sql<number>`count(*)`.mapWith(Number) })
       .from(r)
-      .where(inArray(r.status, [...ACTIVE_RUN_STATUSES]))
+      .where(and(eq(r.environment, this.environment), inArray(r.status, [...ACTIVE_RUN_STATUSES])))
       .groupBy(r.status);
     const counts: Record<ActiveRunStatus, number> = { queued: 0, running: 0, sleeping: 0 };
     for (const { status, count } of rows) counts[status as ActiveRunStatus] = count;
@@ -119,7 +124,9 @@ export abstract class DrizzleRunReads
 
   async getBounded(id: string, maxValueBytes: number): Promise<RunListRow | null> {
     const r = this.lists.tables.workflowRuns;
-    const [row] = await bounded(this.lists.db, r, maxValueBytes).where(eq(r.id, id));
+    const [row] = await bounded(this.lists.db, r, maxValueBytes).where(
+      and(eq(r.id, id), eq(r.environment, this.environment)),
+    );
     return (row as RunListRow | undefined) ?? null;
   }
 
@@ -134,7 +141,7 @@ export abstract class DrizzleRunReads
     const rows = await this.lists.db
       .select({ ...columns, ...upTo(BOUNDED_STEP_VALUES, values, maxValueBytes) })
       .from(s)
-      .where(eq(s.runId, runId))
+      .where(and(eq(s.environment, this.environment), eq(s.runId, runId)))
       .orderBy(asc(s.seq));
     return rows as BoundedStep[];
   }

@@ -8,8 +8,8 @@ const RUN_ENDED = RUN_STATUSES.filter(isRunTerminal);
 
 type Pruned = Pick<SharedTables, "executions" | "executionLogs" | "files" | "workflowRuns" | "workflowSteps">;
 
-/** An execution's idempotency key, for a dialect that keeps keys beside the executions (SQLite). */
-export type PrunedKey = { principalKind: string; principalId: string; requestId: string };
+/** An execution's idempotency key in its environment, for a dialect that keeps keys beside the executions (SQLite). */
+export type PrunedKey = { environment: number; principalKind: string; principalId: string; requestId: string };
 
 export class DrizzleRetentionStore implements RetentionStore {
   constructor(
@@ -30,7 +30,13 @@ export class DrizzleRetentionStore implements RetentionStore {
       .from(runs)
       .where(and(sql`${runs.id} = ${e.id}`, notInArray(runs.status, RUN_ENDED)));
     const picked = await this.db
-      .select({ id: e.id, principalKind: e.principalKind, principalId: e.principalId, requestId: e.requestId })
+      .select({
+        id: e.id,
+        environment: e.environment,
+        principalKind: e.principalKind,
+        principalId: e.principalId,
+        requestId: e.requestId,
+      })
       .from(e)
       .where(
         and(

@@ -1,4 +1,4 @@
-import { and, eq, lt, or } from "drizzle-orm";
+import { and, eq, getTableColumns, lt, or, type SQL } from "drizzle-orm";
 import type { ScheduleTickRow } from "../rows.ts";
 import type { ScheduleStore } from "../schedules.ts";
 import type { SharedDatabase, SharedTables } from "./database.ts";
@@ -8,15 +8,16 @@ export class DrizzleScheduleStore implements ScheduleStore {
   constructor(
     private readonly db: SharedDatabase,
     private readonly t: Pick<SharedTables, "scheduleTicks">,
+    private readonly environment: number,
   ) {}
 
   async claim(name: string, owner: string, now: number, leaseUntil: number): Promise<number | null> {
     const s = this.t.scheduleTicks;
     const rows = await this.db
       .insert(s)
-      .values({ name, lastTickAt: now, leaseOwner: owner, leaseExpiresAt: leaseUntil })
+      .values({ environment: this.environment, name, lastTickAt: now, leaseOwner: owner, leaseExpiresAt: leaseUntil })
       .onConflictDoUpdate({
-        target: s.name,
+        target: [s.environment, s.name],
         set: { leaseOwner: owner, leaseExpiresAt: leaseUntil },
         setWhere: or(lt(s.leaseExpiresAt, now), eq(s.leaseOwner, owner)),
       })
@@ -29,7 +30,7 @@ export class DrizzleScheduleStore implements ScheduleStore {
     const rows = await this.db
       .update(s)
       .set({ lastTickAt: tickAt })
-      .where(and(eq(s.name, name), eq(s.leaseOwner, owner)))
+      .where(this.mine(eq(s.name, name), eq(s.leaseOwner, owner)))
       .returning({ name: s.name });
     return rows.length > 0;
   }
@@ -39,11 +40,17 @@ export class DrizzleScheduleStore implements ScheduleStore {
     await this.db
       .update(s)
       .set({ leaseOwner: null, leaseExpiresAt: 0 })
-      .where(and(eq(s.name, name), eq(s.leaseOwner, owner)));
+      .where(this.mine(eq(s.name, name), eq(s.leaseOwner, owner)));
   }
 
   list(): Promise<ScheduleTickRow[]> {
     const s = this.t.scheduleTicks;
-    return this.db.select().from(s).orderBy(s.name);
+    const { environment: _, ...columns } = getTableColumns(s);
+    return this.db.select(columns).from(s).where(this.mine()).orderBy(s.name);
+  }
+
+  /** `conditions` within this environment's schedules. */
+  private mine(...conditions: SQL[]) {
+    return and(eq(this.t.scheduleTicks.environment, this.environment), ...conditions);
   }
 }

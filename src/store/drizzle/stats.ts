@@ -3,10 +3,12 @@ import type { StatsStore } from "../stats.ts";
 import type { ExecutionStatus, RunStatus } from "../statuses.ts";
 import type { SharedDatabase, SharedTables } from "./database.ts";
 
+/** One environment's counts: each the environment's rows in the id range (ids are unique across environments). */
 export class DrizzleStatsStore implements StatsStore {
   constructor(
     private readonly db: SharedDatabase,
     private readonly t: Pick<SharedTables, "executions" | "workflowRuns">,
+    private readonly environment: number,
   ) {}
 
   executionsByStatus(sinceId: string): Promise<Partial<Record<ExecutionStatus, number>>> {
@@ -23,7 +25,9 @@ export class DrizzleStatsStore implements StatsStore {
     return this.db
       .select({ action: executions.action, failed })
       .from(executions)
-      .where(and(gte(executions.id, sinceId), eq(executions.status, "failed")))
+      .where(
+        and(gte(executions.id, sinceId), eq(executions.environment, this.environment), eq(executions.status, "failed")),
+      )
       .groupBy(executions.action)
       .orderBy(desc(failed), asc(executions.action))
       .limit(limit);
@@ -36,7 +40,7 @@ export class DrizzleStatsStore implements StatsStore {
     const rows = await this.db
       .select({ status: table.status, count: sql<number>`count(*)`.mapWith(Number) })
       .from(table)
-      .where(gte(table.id, sinceId))
+      .where(and(gte(table.id, sinceId), eq(table.environment, this.environment)))
       .groupBy(table.status);
     return Object.fromEntries(rows.map((r) => [r.status, r.count])) as Partial<Record<S, number>>;
   }

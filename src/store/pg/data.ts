@@ -1,6 +1,5 @@
 import type { ParameterOrJSON, Sql } from "postgres";
-import type { DataStore } from "../data.ts";
-import { SqlDataStore } from "../data-sql.ts";
+import { SharedData } from "../data-sql.ts";
 import { postgresDialect } from "./dialect.ts";
 
 const CHANNEL = "actuate_data_changes";
@@ -8,9 +7,13 @@ const CHANNEL = "actuate_data_changes";
 /** Rows a cursor fetches at a time: at most what a read holds past the row its budget stopped at. */
 const CURSOR_ROWS = 100;
 
-/** The data store on PostgreSQL: statements prepared by the driver (by their text); changes relayed over LISTEN/NOTIFY. */
-export function postgresDataStore(client: Sql, instance: string): DataStore {
-  return new SqlDataStore(
+/**
+ * The data stores on PostgreSQL, one per environment: statements prepared by the driver (by their text,
+ * the environment a parameter); changes relayed over one LISTEN for all environments, each notification
+ * naming its environment.
+ */
+export function postgresData(client: Sql, instance: string): SharedData {
+  return new SharedData(
     postgresDialect,
     {
       select: async (sql, params) => [

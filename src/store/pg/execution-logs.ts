@@ -7,9 +7,11 @@ import { Lane, type WriteLoad } from "./lane.ts";
  * in key order: two instances writing lines of the same runs (one of them took the runs over) wait on
  * each other's keys, and in one order they cannot wait in a circle.
  */
-export const insertLogLines = (param: string) => `insert into execution_logs (execution_id, seq, at, level, step, line)
+export const insertLogLines = (
+  param: string,
+) => `insert into execution_logs (environment, execution_id, seq, at, level, step, line)
   select * from jsonb_to_recordset(${param}::text::jsonb)
-    as l("executionId" text, seq integer, at bigint, level text, step text, line text)
+    as l(environment integer, "executionId" text, seq integer, at bigint, level text, step text, line text)
   order by l."executionId", l.seq
   on conflict do nothing`;
 
@@ -21,11 +23,12 @@ interface PendingLines {
   reject: (error: unknown) => void;
 }
 
-/** A JSON array text of lines, for the statements above. */
-export const logLinesJson = (lines: LogRow[]) => JSON.stringify(lines);
+/** A JSON array text of lines of `environment`, for the statements above. */
+export const logLinesJson = (environment: number, lines: LogRow[]) =>
+  JSON.stringify(lines.map((line) => ({ environment, ...line })));
 
 /**
- * The lines of executions still running: those queued in one turn go out as one INSERT (one commit),
+ * The lines of executions still running, of every environment (each line carries its own): those queued in one turn go out as one INSERT (one commit),
  * one batch in flight at a time. A settling execution's last lines go with its settlement instead.
  */
 export class PgLogWriter {
@@ -41,10 +44,10 @@ export class PgLogWriter {
     return this.lane.load;
   }
 
-  append(lines: LogRow[]): Promise<void> {
+  append(environment: number, lines: LogRow[]): Promise<void> {
     if (lines.length === 0) return Promise.resolve();
     // Each item is an array's contents, so a batch joins them into one array.
-    const json = logLinesJson(lines).slice(1, -1);
+    const json = logLinesJson(environment, lines).slice(1, -1);
     return new Promise((resolve, reject) => this.lane.push({ json, resolve, reject }));
   }
 

@@ -25,6 +25,7 @@ interface Pending {
 }
 
 interface PendingClaim extends Pending {
+  environment: number;
   row: ExecutionRow;
   resolve: (claim: Claim) => void;
 }
@@ -49,7 +50,7 @@ type RawRow = Omit<ExecutionRow, "createdAt" | "startedAt" | "finishedAt"> & {
 };
 
 /** A statement's rows travel as one JSON text; jsonb_to_recordset matches its keys to these (quoted) names. */
-const ROW_TYPE = `id text, "requestId" text, "principalKind" text, "principalId" text, action text, kind text,
+const ROW_TYPE = `environment integer, id text, "requestId" text, "principalKind" text, "principalId" text, action text, kind text,
   "releaseVersion" text, "contractHash" text, "inputFingerprint" text, input jsonb, status text, output jsonb,
   "errorCode" text, "errorMessage" text, "createdAt" bigint, "startedAt" bigint, "finishedAt" bigint,
   "scheduledBy" text, "inputBytes" integer, "outputBytes" integer`;
@@ -57,41 +58,42 @@ const ROW_TYPE = `id text, "requestId" text, "principalKind" text, "principalId"
 // `$1::text::jsonb`, not `$1::jsonb`: a parameter typed jsonb goes through postgres-js's JSON serializer
 // (and drizzle swaps that one for a no-op), so a text parameter is the one that arrives as written.
 // $2: this server process, so another can fail its running executions if it dies (see PgInstanceStore.keepAlive).
-export const INSERT_CLAIMS = `insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version,
+export const INSERT_CLAIMS = `insert into executions (environment, id, request_id, principal_kind, principal_id, action, kind, release_version,
     contract_hash, input_fingerprint, input, status, output, error_code, error_message, created_at, started_at,
     finished_at, scheduled_by, input_bytes, output_bytes, instance)
   select r.*, $2::text from jsonb_to_recordset($1::text::jsonb) as r(${ROW_TYPE})
-  on conflict (principal_kind, principal_id, request_id) do nothing
+  on conflict (environment, principal_kind, principal_id, request_id) do nothing
   returning id`;
 
-const COLUMNS = selectList(executions, "e", ["instance", ...STORED_SIZES]);
+const COLUMNS = selectList(executions, "e", ["environment", "instance", ...STORED_SIZES]);
 
-const BY_ID = `select ${COLUMNS} from executions e where e.id = $1`;
+const BY_ID = `select ${COLUMNS} from executions e where e.id = $1 and e.environment = $2`;
 
 const BY_REQUEST = `select ${COLUMNS} from executions e
-  where e.principal_kind = $1 and e.principal_id = $2 and e.request_id = $3`;
+  where e.environment = $1 and e.principal_kind = $2 and e.principal_id = $3 and e.request_id = $4`;
 
 // A text parameter's length is at hand (octet_length reads it from the value's header): the output's size
 // is measured from the text sent, not from the jsonb, which has no size short of printing it again.
 const SETTLE_ONE = `update executions set status = $1, output = $2::text::jsonb, output_bytes = octet_length($2::text),
     error_code = $3, error_message = $4, finished_at = $5
-  where id = $6`;
+  where id = $6 and environment = $7`;
 
 /** Notified by a trigger on `executions` (drizzle/pg/0007_execution_changes.sql): ids, comma-separated. */
 const CHANGES_CHANNEL = "actuate_execution_changes";
 
-const BY_KEYS = `select ${COLUMNS}
-  from jsonb_to_recordset($1::text::jsonb) as k("principalKind" text, "principalId" text, "requestId" text)
-  join executions e
-    on e.principal_kind = k."principalKind" and e.principal_id = k."principalId" and e.request_id = k."requestId"`;
+const BY_KEYS = `select ${COLUMNS}, e.environment
+  from jsonb_to_recordset($1::text::jsonb)
+    as k(environment integer, "principalKind" text, "principalId" text, "requestId" text)
+  join executions e on e.environment = k.environment
+    and e.principal_kind = k."principalKind" and e.principal_id = k."principalId" and e.request_id = k."requestId"`;
 
 // The ids again as an array the planner can see: it takes any set-returning function for 100 rows and
 // would rather hash-join against a scan of the whole table until that holds some ten thousand rows.
 const UPDATE = `update executions e set status = s.status, output = s.output, output_bytes = s."outputBytes",
     error_code = s."errorCode", error_message = s."errorMessage", finished_at = s."finishedAt"
-  from jsonb_to_recordset($1::text::jsonb) as s(id text, status text, output jsonb, "outputBytes" integer,
-    "errorCode" text, "errorMessage" text, "finishedAt" bigint)
-  where e.id = any(string_to_array($2::text, ',')) and e.id = s.id
+  from jsonb_to_recordset($1::text::jsonb) as s(environment integer, id text, status text, output jsonb,
+    "outputBytes" integer, "errorCode" text, "errorMessage" text, "finishedAt" bigint)
+  where e.id = any(string_to_array($2::text, ',')) and e.id = s.id and e.environment = s.environment
   returning e.id`;
 
 // The settling executions' last log lines are inserted by the same statement ($3), so they commit
@@ -111,59 +113,54 @@ const PREPARED = { prepare: true };
 const byJson = { maxItems: 500, maxWeight: 4 * 1024 * 1024, weigh: (item: Pending) => item.json.length };
 
 /**
- * Executions on PostgreSQL, with group commit for the writes every invocation makes: the claims queued during one turn
+ * Executions on PostgreSQL, with group commit for the writes every invocation makes, one per process for
+ * every environment (each write carries its own; `PgExecutionStore` is an environment's view): the claims queued during one turn
  * of the event loop are one INSERT … ON CONFLICT DO NOTHING, the settlements one UPDATE … FROM, each its
  * own commit. Unlike the SQLite writer, the database decides every claim (through the unique index
  * executions_request_uq) and a claim resolves only once committed, because several instances may
  * share the database and the handler must not run before its claim is durable.
  */
-export class PgExecutionStore implements ExecutionStore {
+export class PgExecutionWriter {
   private readonly claims = new Lane<PendingClaim>((batch) => this.writeClaims(batch), byJson);
   private readonly settles = new Lane<PendingSettle>((batch) => this.writeSettles(batch), byJson);
 
   constructor(
     private readonly client: Sql,
     private readonly instance: string,
-    private readonly lists: { db: SharedDatabase; tables: SharedTables },
     private readonly retries: BatchRetries,
   ) {}
 
   /** Inserts the row unless its (principal, requestId) is taken; resolves, once committed, to the holder. */
-  claim(row: ExecutionRow): Promise<Claim> {
-    return new Promise((resolve, reject) => this.claims.push({ row, json: claimJson(row), resolve, reject }));
-  }
-  /** A claim here resolves once committed (the database decides it): `committed` has nothing left to wait for. */
-  async claimToRun(row: ExecutionRow): Promise<Claim & { committed: Promise<void> }> {
-    return { ...(await this.claim(row)), committed: COMMITTED };
+  claim(environment: number, row: ExecutionRow): Promise<Claim> {
+    return new Promise((resolve, reject) =>
+      this.claims.push({ environment, row, json: claimJson(environment, row), resolve, reject }),
+    );
   }
 
   /**
    * Resolves once the final status is committed; rejects when no execution has this id. Data writes
    * commit with the status in a transaction of their own; only plain settlements are batched.
    */
-  async settle(id: string, settlement: ExecutionSettlement): Promise<ExecutionSettlement> {
-    if (settlement.writes?.length) return this.settleWithWrites(id, settlement);
+  async settle(environment: number, id: string, settlement: ExecutionSettlement): Promise<ExecutionSettlement> {
+    if (settlement.writes?.length) return this.settleWithWrites(environment, id, settlement);
     const { logs: lines = [] } = settlement;
-    const json = settlementJson(id, settlement);
-    const logs = lines.length === 0 ? "" : logLinesJson(lines).slice(1, -1);
+    const json = settlementJson(environment, id, settlement);
+    const logs = lines.length === 0 ? "" : logLinesJson(environment, lines).slice(1, -1);
     await new Promise<void>((resolve, reject) => this.settles.push({ id, json, logs, resolve, reject }));
     const { logs: _, ...stored } = settlement;
     return stored;
   }
 
   /** One execution by id, on a named statement (waiting for results reads it often; a query builder costs more). */
-  async get(id: string): Promise<ExecutionRow | null> {
-    const [raw] = await this.client.unsafe<RawRow[]>(BY_ID, [id], PREPARED);
+  async get(environment: number, id: string): Promise<ExecutionRow | null> {
+    const [raw] = await this.client.unsafe<RawRow[]>(BY_ID, [id, environment], PREPARED);
     return raw ? parseRow(raw) : null;
   }
 
-  async findByRequest(principal: { kind: PrincipalKind; id: string }, requestId: string) {
-    const [raw] = await this.client.unsafe<RawRow[]>(BY_REQUEST, [principal.kind, principal.id, requestId], PREPARED);
+  async findByRequest(environment: number, principal: { kind: PrincipalKind; id: string }, requestId: string) {
+    const params = [environment, principal.kind, principal.id, requestId];
+    const [raw] = await this.client.unsafe<RawRow[]>(BY_REQUEST, params, PREPARED);
     return raw ? parseRow(raw) : null;
-  }
-
-  list(filter: ExecutionFilter) {
-    return listExecutions(this.lists.db, this.lists.tables.executions, filter);
   }
 
   async listen(listener: (ids: string[]) => void): Promise<void> {
@@ -171,23 +168,28 @@ export class PgExecutionStore implements ExecutionStore {
   }
 
   /** The writes and the final status in one transaction; a refused write fails the execution instead. */
-  private async settleWithWrites(id: string, s: ExecutionSettlement): Promise<ExecutionSettlement> {
+  private async settleWithWrites(
+    environment: number,
+    id: string,
+    s: ExecutionSettlement,
+  ): Promise<ExecutionSettlement> {
     const { writes = [], logs = [], ...settlement } = s;
     // No output is SQL null, as the batched UPDATE stores it, not a jsonb `null` (sized 4).
     const output = s.output === null || s.output === undefined ? null : JSON.stringify(s.output);
     try {
       await this.client.begin(async (tx) => {
-        await applyDataWrites(tx, 1 /* FIXME(env) */, writes);
-        const params = [s.status, output, s.errorCode, s.errorMessage, s.finishedAt, id] as ParameterOrJSON<never>[];
+        await applyDataWrites(tx, environment, writes);
+        const settled = [s.status, output, s.errorCode, s.errorMessage, s.finishedAt, id, environment];
+        const params = settled as ParameterOrJSON<never>[];
         const updated = await tx.unsafe(SETTLE_ONE, params, PREPARED);
         if (updated.count === 0) throw new Error(`execution ${id} is not stored`);
-        if (logs.length > 0) await tx.unsafe(insertLogLines("$1"), [logLinesJson(logs)], PREPARED);
+        if (logs.length > 0) await tx.unsafe(insertLogLines("$1"), [logLinesJson(environment, logs)], PREPARED);
       });
       return settlement;
     } catch (error) {
       const reason = writeFailure(error);
       if (reason === null) throw error;
-      return this.settle(id, { ...failedWrites(settlement, reason), logs });
+      return this.settle(environment, id, { ...failedWrites(settlement, reason), logs });
     }
   }
 
@@ -227,16 +229,21 @@ export class PgExecutionStore implements ExecutionStore {
 
   /** Reads the rows that hold the keys whose insert did nothing (a separate statement sees their commit). */
   private async resolveConflicts(groups: ClaimGroup[], retried: boolean): Promise<void> {
-    const keys = groups.map(({ claims: [{ row }] }) => ({
+    const keys = groups.map(({ claims: [{ environment, row }] }) => ({
+      environment,
       principalKind: row.principalKind,
       principalId: row.principalId,
       requestId: row.requestId,
     }));
-    const found = await this.client.unsafe<RawRow[]>(BY_KEYS, [JSON.stringify(keys)], PREPARED);
-    const byKey = new Map(found.map((raw) => [requestKey(raw), parseRow(raw)]));
+    const found = await this.client.unsafe<(RawRow & { environment: number })[]>(
+      BY_KEYS,
+      [JSON.stringify(keys)],
+      PREPARED,
+    );
+    const byKey = new Map(found.map(({ environment, ...raw }) => [requestKey(environment, raw), parseRow(raw)]));
     for (const group of groups) {
-      const first = group.claims[0].row;
-      const existing = byKey.get(requestKey(first));
+      const { environment, row: first } = group.claims[0];
+      const existing = byKey.get(requestKey(environment, first));
       if (!existing) {
         failGroup(group, new Error(`execution for request ${first.requestId} vanished after a conflicting insert`));
       } else if (retried && existing.id === first.id) {
@@ -284,17 +291,22 @@ export class PgExecutionStore implements ExecutionStore {
 const jsonArray = (items: Pending[]) => `[${items.map((item) => item.json).join(",")}]`;
 
 /** A claim as a row of INSERT_CLAIMS's JSON parameter, its values' sizes beside them. */
-function claimJson({ input, output, ...fields }: ExecutionRow): string {
+function claimJson(environment: number, { input, output, ...fields }: ExecutionRow): string {
   const [inputText, inputBytes] = measured(input);
   const [outputText, outputBytes] = measured(output);
-  const rest = JSON.stringify({ ...fields, inputBytes, outputBytes }).slice(0, -1);
+  const rest = JSON.stringify({ environment, ...fields, inputBytes, outputBytes }).slice(0, -1);
   return `${rest},"input":${inputText},"output":${outputText}}`;
 }
 
 /** A settlement as a row of UPDATE's JSON parameter, the output's size beside it. */
-function settlementJson(id: string, { status, output, errorCode, errorMessage, finishedAt }: ExecutionSettlement) {
+function settlementJson(
+  environment: number,
+  id: string,
+  { status, output, errorCode, errorMessage, finishedAt }: ExecutionSettlement,
+) {
   const [outputText, outputBytes] = measured(output);
-  const rest = JSON.stringify({ id, status, errorCode, errorMessage, finishedAt, outputBytes }).slice(0, -1);
+  const fields = { environment, id, status, errorCode, errorMessage, finishedAt, outputBytes };
+  const rest = JSON.stringify(fields).slice(0, -1);
   return `${rest},"output":${outputText}}`;
 }
 
@@ -308,7 +320,7 @@ function measured(value: unknown): [text: string, bytes: number | null] {
 function groupByRequest(batch: PendingClaim[]): ClaimGroup[] {
   const groups = new Map<string, ClaimGroup>();
   for (const claim of batch) {
-    const key = requestKey(claim.row);
+    const key = requestKey(claim.environment, claim.row);
     const group = groups.get(key);
     if (group) group.claims.push(claim);
     else groups.set(key, { claims: [claim], done: false });
@@ -342,3 +354,45 @@ function parseRow(raw: RawRow): ExecutionRow {
 }
 
 const COMMITTED = Promise.resolve();
+
+/**
+ * An environment's executions: the process's writer, its environment bound to every call, so another
+ * environment's ids and request keys are unknown here. Cheap to make (no statement, no connection).
+ */
+export class PgExecutionStore implements ExecutionStore {
+  constructor(
+    private readonly writer: PgExecutionWriter,
+    private readonly environment: number,
+    private readonly lists: { db: SharedDatabase; tables: SharedTables },
+  ) {}
+
+  claim(row: ExecutionRow): Promise<Claim> {
+    return this.writer.claim(this.environment, row);
+  }
+
+  /** A claim here resolves once committed (the database decides it): `committed` has nothing left to wait for. */
+  async claimToRun(row: ExecutionRow): Promise<Claim & { committed: Promise<void> }> {
+    return { ...(await this.claim(row)), committed: COMMITTED };
+  }
+
+  get(id: string) {
+    return this.writer.get(this.environment, id);
+  }
+
+  findByRequest(principal: { kind: PrincipalKind; id: string }, requestId: string) {
+    return this.writer.findByRequest(this.environment, principal, requestId);
+  }
+
+  list(filter: ExecutionFilter) {
+    return listExecutions(this.lists.db, this.lists.tables.executions, this.environment, filter);
+  }
+
+  settle(id: string, settlement: ExecutionSettlement) {
+    return this.writer.settle(this.environment, id, settlement);
+  }
+
+  /** Ids of every environment's executions: a follower knows which it waits for. */
+  listen(listener: (ids: string[]) => void) {
+    return this.writer.listen(listener);
+  }
+}

@@ -1,6 +1,7 @@
 import type { PgDialect } from "drizzle-orm/pg-core";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
+import { drizzleControlStore } from "../drizzle/control.ts";
 import { DrizzleDelayedInvocationStore } from "../drizzle/delayed-invocations.ts";
 import { DrizzleExecutionLogStore } from "../drizzle/execution-logs.ts";
 import { DrizzleFileStore } from "../drizzle/files.ts";
@@ -9,20 +10,20 @@ import { DrizzleReleaseStore } from "../drizzle/releases.ts";
 import { DrizzleRetentionStore } from "../drizzle/retention.ts";
 import { DrizzleScheduleStore } from "../drizzle/schedules.ts";
 import { DrizzleStatsStore } from "../drizzle/stats.ts";
-import { DrizzleTokenStore } from "../drizzle/tokens.ts";
+import { drizzleTokenStores } from "../drizzle/tokens.ts";
 import { DrizzleUserStore } from "../drizzle/users.ts";
 import { storeWithEnvironments } from "../environment-views.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
 import * as schema from "../schema/pg.ts";
 import type { Store } from "../store.ts";
 import { BatchRetries } from "./batch-retries.ts";
-import { postgresDataStore } from "./data.ts";
+import { postgresData } from "./data.ts";
 import { postgresDialect } from "./dialect.ts";
 import { PgLogWriter } from "./execution-logs.ts";
-import { PgExecutionStore } from "./executions.ts";
+import { PgExecutionStore, PgExecutionWriter } from "./executions.ts";
 import { PgInstanceStore } from "./instances.ts";
 import { totalLoad } from "./lane.ts";
-import { PgRunStore } from "./runs.ts";
+import { PgRuns } from "./runs.ts";
 
 const migrations = readMigrations("pg");
 /** Serializes migrations when several instances start at once on one database. */
@@ -41,13 +42,16 @@ export async function openPostgresStore(url: string): Promise<Store> {
   const lists = { db, tables: schema };
   const instances = new PgInstanceStore(client);
   const retries = new BatchRetries();
-  const executions = new PgExecutionStore(client, instances.id, lists, retries);
-  const runs = new PgRunStore(client, executions, lists, retries);
+  const executions = new PgExecutionWriter(client, instances.id, retries);
+  const runs = new PgRuns(client, retries);
   const logWriter = new PgLogWriter(client);
+  const dataOf = postgresData(client, instances.id);
+  const tokensOf = drizzleTokenStores(db, schema);
   const service = {
     retention: new DrizzleRetentionStore(db, schema),
     users: new DrizzleUserStore(db, schema),
     oauth: new DrizzleOAuthStore(db, schema),
+    control: drizzleControlStore(db, schema),
     instances,
     pool: () => ({ size: options.max, ...totalLoad([executions.load, runs.load, logWriter.load]) }),
     // Every write is the database's own: nothing runs behind the requests that could fail unseen.
@@ -61,18 +65,23 @@ export async function openPostgresStore(url: string): Promise<Store> {
       await client.end({ timeout: 5 });
     },
   };
-  return storeWithEnvironments(service, (environment) => ({
-    executions,
-    executionLogs: new DrizzleExecutionLogStore(db, schema, (lines) => logWriter.append(lines)),
-    runs,
-    releases: new DrizzleReleaseStore(db, schema, environment),
-    tokens: new DrizzleTokenStore(db, schema),
-    files: new DrizzleFileStore(db, schema),
-    schedules: new DrizzleScheduleStore(db, schema),
-    delayedInvocations: new DrizzleDelayedInvocationStore(db, postgresDialect, schema),
-    stats: new DrizzleStatsStore(db, schema),
-    data: postgresDataStore(client, instances.id),
-  }));
+  return storeWithEnvironments(service, (environment) => {
+    const inEnvironment = new PgExecutionStore(executions, environment, lists);
+    return {
+      executions: inEnvironment,
+      executionLogs: new DrizzleExecutionLogStore(db, schema, environment, (lines) =>
+        logWriter.append(environment, lines),
+      ),
+      runs: runs.environment(environment, inEnvironment, lists),
+      releases: new DrizzleReleaseStore(db, schema, environment),
+      tokens: tokensOf(environment),
+      files: new DrizzleFileStore(db, schema, environment),
+      schedules: new DrizzleScheduleStore(db, schema, environment),
+      delayedInvocations: new DrizzleDelayedInvocationStore(db, postgresDialect, schema, environment),
+      stats: new DrizzleStatsStore(db, schema, environment),
+      data: dataOf.environment(environment),
+    };
+  });
 }
 
 /**

@@ -4,7 +4,7 @@ import { selectList } from "../drizzle/columns.ts";
 import type { SharedDatabase, SharedTables } from "../drizzle/database.ts";
 import { DrizzleRunReads } from "../drizzle/lists.ts";
 import type { ExecutionStore } from "../executions.ts";
-import { type ExecutionRow, type RunRow, STORED_SIZES, type StepRow } from "../rows.ts";
+import { type ExecutionRow, type InEnvironment, type RunRow, STORED_SIZES, type StepRow } from "../rows.ts";
 import {
   type Fenced,
   LEASE_LOST,
@@ -26,34 +26,41 @@ import { pipelined } from "./pipeline.ts";
 
 type Params = ParameterOrJSON<never>[];
 
-const RUN_COLUMNS = selectList(workflowRuns, undefined, STORED_SIZES);
+/** A run as an environment's reads answer it (without its environment), and as claims do (with it). */
+const RUN_COLUMNS = selectList(workflowRuns, undefined, [...STORED_SIZES, "environment"]);
+const CLAIMED_RUN_COLUMNS = selectList(workflowRuns, undefined, STORED_SIZES);
 
-const STEP_COLUMNS = selectList(workflowSteps, undefined, STORED_SIZES);
+const STEP_COLUMNS = selectList(workflowSteps, undefined, [...STORED_SIZES, "environment"]);
 
 // jsonb parameters travel as text (`::text::jsonb`), as in executions.ts, and the sizes stored beside them
 // are the texts' (octet_length reads a text's length from its header; a jsonb would have to be printed).
+// $19 is the environment: a request key is taken within it.
 const ADMIT = `with e as (
-    insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version,
+    insert into executions (environment, id, request_id, principal_kind, principal_id, action, kind, release_version,
       contract_hash, input_fingerprint, input, status, output, error_code, error_message, created_at, started_at,
       finished_at, scheduled_by, input_bytes)
-    values ($1, $2, $3, $4, $5, 'workflow', $6, $7, $8, $9::text::jsonb, $10, null, null, null, $11, $12, null, $18,
-      octet_length($9::text))
-    on conflict (principal_kind, principal_id, request_id) do nothing
+    values ($19, $1, $2, $3, $4, $5, 'workflow', $6, $7, $8, $9::text::jsonb, $10, null, null, null, $11, $12, null,
+      $18, octet_length($9::text))
+    on conflict (environment, principal_kind, principal_id, request_id) do nothing
     returning id
   )
-  insert into workflow_runs (id, request_id, workflow, release_version, principal_kind, principal_id, principal_claims,
-    input, status, cancel_requested, lease_owner, lease_expires_at, wake_at, created_at, updated_at, input_bytes)
-  select e.id, $2, $5, $6, $3, $4, $17::text::jsonb, $9::text::jsonb, $13, false, $14, $15, $16, $11, $11,
+  insert into workflow_runs (environment, id, request_id, workflow, release_version, principal_kind, principal_id,
+    principal_claims, input, status, cancel_requested, lease_owner, lease_expires_at, wake_at, created_at, updated_at,
+    input_bytes)
+  select $19, e.id, $2, $5, $6, $3, $4, $17::text::jsonb, $9::text::jsonb, $13, false, $14, $15, $16, $11, $11,
     octet_length($9::text) from e
   returning id`;
 
-/** A step row from the ten parameters from `$first` on (stepValues), inserted when `condition` holds. */
-const upsertStep = (first: number, condition: string) => {
+/**
+ * A step row of the environment `$environment` from the ten parameters from `$first` on (stepValues),
+ * inserted when `condition` holds.
+ */
+const upsertStep = (first: number, environment: string, condition: string) => {
   const $ = (i: number) => `$${first + i}`;
-  return `insert into workflow_steps (run_id, name, seq, kind, status, attempts, output, error, started_at,
-    finished_at, output_bytes)
-  select ${$(0)}, ${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, ${$(5)}, ${$(6)}::text::jsonb, ${$(7)}, ${$(8)}, ${$(9)},
-    octet_length(${$(6)}::text)
+  return `insert into workflow_steps (environment, run_id, name, seq, kind, status, attempts, output, error,
+    started_at, finished_at, output_bytes)
+  select ${environment}, ${$(0)}, ${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, ${$(5)}, ${$(6)}::text::jsonb, ${$(7)}, ${$(8)},
+    ${$(9)}, octet_length(${$(6)}::text)
   ${condition}
   on conflict (run_id, name) do update set seq = excluded.seq, kind = excluded.kind, status = excluded.status,
     attempts = excluded.attempts, output = excluded.output, output_bytes = excluded.output_bytes,
@@ -62,17 +69,19 @@ const upsertStep = (first: number, condition: string) => {
 };
 
 // Answers the run when held (whether or not an attempt's start was superseded), locked till commit: a
-// claim (skip locked) cannot take the run over while the step is written.
+// claim (skip locked) cannot take the run over while the step is written. $11 the owner, $12 the environment.
 const UPSERT_STEP = `with held as (
-    select id from workflow_runs where id = $1 and lease_owner = $11 and ${RUN_WAITING} for update
+    select id from workflow_runs where id = $1 and environment = $12 and lease_owner = $11 and ${RUN_WAITING}
+    for update
   ), step as (
-    ${upsertStep(1, "from held")}
+    ${upsertStep(1, "$12", "from held")}
   )
   select id from held`;
 
 // Skip locked: two instances claiming at once take different runs instead of waiting on each other.
+// Service-wide: the due runs of every environment, each answered with its environment.
 const CLAIM = `with due as (
-    select id, status from workflow_runs
+    select id, environment from workflow_runs
     where ${RUN_WAITING} and (wake_at <= $1 or cancel_requested)
       and (lease_expires_at is null or lease_expires_at < $1)
     order by wake_at
@@ -84,9 +93,9 @@ const CLAIM = `with due as (
     returning r.*
   ), started as (
     update executions x set status = 'running', started_at = $1
-    from due where x.id = due.id and x.status = 'queued'
+    from due where x.id = due.id and x.environment = due.environment and x.status = 'queued'
   )
-  select ${RUN_COLUMNS} from leased`;
+  select ${CLAIMED_RUN_COLUMNS} from leased`;
 
 // Many runs in one statement (a heartbeat, a release): locked by id first (lock-order.ts), or a lane's
 // batch holding one of them and waiting for another would wait in a circle with it.
@@ -107,31 +116,32 @@ const RELEASE = `with held as (
   from held where r.id = held.id`;
 
 // One statement, so one transaction: the step row is written only if the run was still held and is now let go.
+// $16 the environment.
 const SUSPEND = `with r as (
     update workflow_runs set status = $3, wake_at = $4, lease_owner = null, lease_expires_at = null, updated_at = $5
-    where id = $1 and lease_owner = $2 and ${RUN_WAITING}
+    where id = $1 and environment = $16 and lease_owner = $2 and ${RUN_WAITING}
     returning id
   ), step as (
-    ${upsertStep(6, "from r")}
+    ${upsertStep(6, "$16", "from r")}
   )
   select id from r`;
 
 // $7 null: end only a run that no live lease holds (a cancel of a waiting run). A canceled run's steps
-// that were running or waiting end canceled with it.
+// that were running or waiting end canceled with it. $8 the environment.
 const FINISH = `with r as (
     update workflow_runs set status = $2, output = $3::text::jsonb, output_bytes = octet_length($3::text),
       error_code = $4, error_message = $5, lease_owner = null, lease_expires_at = null, updated_at = $6,
       finished_at = $6
-    where id = $1 and ${RUN_WAITING}
+    where id = $1 and environment = $8 and ${RUN_WAITING}
       and (($7::text is null and (lease_expires_at is null or lease_expires_at < $6)) or lease_owner = $7)
     returning id
   ), open_steps as (
     update workflow_steps s set status = 'canceled', finished_at = $6
-    from r where s.run_id = r.id and $2 = 'canceled' and s.status in ${OPEN_STEP}
+    from r where s.run_id = r.id and s.environment = $8 and $2 = 'canceled' and s.status in ${OPEN_STEP}
   )
   update executions x set status = $2, output = $3::text::jsonb, output_bytes = octet_length($3::text),
     error_code = $4, error_message = $5, finished_at = $6, started_at = coalesce(x.started_at, $6)
-  from r where x.id = r.id
+  from r where x.id = r.id and x.environment = $8
   returning x.id`;
 
 interface PendingWrite extends Queued {
@@ -157,13 +167,14 @@ const LANES = 4;
 const PREPARED = { prepare: true };
 
 /**
- * Runs on PostgreSQL. The writes of a run's life (admission, checkpoints, suspensions, ends) are single
- * statements, so the ones queued on a lane while its previous batch commits go out together as one
- * pipelined transaction: one commit (one WAL flush) for every run of that lane progressing at that
- * moment. A step with data writes takes a transaction of its own, since its writes and its checkpoint
- * commit together or not at all.
+ * Runs on PostgreSQL, for every environment of the database. The writes of a run's life (admission,
+ * checkpoints, suspensions, ends) are single statements, so the ones queued on a lane while its previous
+ * batch commits go out together as one pipelined transaction: one commit (one WAL flush) for every run of
+ * that lane progressing at that moment, whatever their environments (each statement carries its own). A
+ * step with data writes takes a transaction of its own, since its writes and its checkpoint commit
+ * together or not at all. An environment's store (`environment(id)`) binds its id to these statements.
  */
-export class PgRunStore extends DrizzleRunReads implements RunStore {
+export class PgRuns {
   private readonly lanes = Array.from(
     { length: LANES },
     () =>
@@ -181,114 +192,32 @@ export class PgRunStore extends DrizzleRunReads implements RunStore {
   private readonly unsentStarts = new Map<string, PendingWrite>();
 
   constructor(
-    private readonly client: Sql,
-    private readonly executions: Pick<ExecutionStore, "findByRequest">,
-    lists: { db: SharedDatabase; tables: SharedTables },
+    readonly client: Sql,
     private readonly retries: BatchRetries,
-  ) {
-    super(lists);
+  ) {}
+
+  /**
+   * Environment `environment`'s runs: nothing prepared or started, the id bound to the shared statements.
+   * `executions` is the same environment's (an admission that lost its request key reads the holder there).
+   */
+  environment(
+    environment: number,
+    executions: Pick<ExecutionStore, "findByRequest">,
+    lists: { db: SharedDatabase; tables: SharedTables },
+  ): RunStore {
+    return new PgRunStore(this, environment, executions, lists);
   }
 
-  async admit(execution: ExecutionRow, run: RunRow) {
-    const rows = await this.write(
-      run.id,
-      ADMIT,
-      [
-        execution.id,
-        execution.requestId,
-        execution.principalKind,
-        execution.principalId,
-        execution.action,
-        execution.releaseVersion,
-        execution.contractHash,
-        execution.inputFingerprint,
-        JSON.stringify(execution.input),
-        execution.status,
-        execution.createdAt,
-        execution.startedAt,
-        run.status,
-        run.leaseOwner,
-        run.leaseExpiresAt,
-        run.wakeAt,
-        run.principalClaims === null ? null : JSON.stringify(run.principalClaims),
-        execution.scheduledBy,
-      ],
-      { requestKey: requestKey(execution) },
-    );
-    if (rows.length > 0) return { execution, created: true };
-    const existing = await this.executions.findByRequest(
-      { kind: execution.principalKind, id: execution.principalId },
-      execution.requestId,
-    );
-    if (!existing) throw new Error(`execution for request ${execution.requestId} vanished after a conflicting insert`);
-    return { execution: existing, created: false };
-  }
-
-  async get(id: string): Promise<RunRow | null> {
-    const [raw] = await this.client.unsafe(`select ${RUN_COLUMNS} from workflow_runs where id = $1`, [id], PREPARED);
-    return raw ? parseRun(raw) : null;
-  }
-
-  async steps(runId: string): Promise<StepRow[]> {
-    const rows = await this.client.unsafe(
-      `select ${STEP_COLUMNS} from workflow_steps where run_id = $1 order by seq`,
-      [runId],
-      PREPARED,
-    );
-    return rows.map(parseStep);
-  }
-
-  async claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<RunRow[]> {
+  /** Service-wide: due runs of every environment, each naming its own. */
+  async claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<InEnvironment<RunRow>[]> {
     const rows = await this.client.unsafe(CLAIM, [now, owner, leaseUntil, limit], PREPARED);
-    return rows.map(parseRun);
+    return rows.map((raw) => ({ ...parseRun(raw), environment: raw.environment as number }));
   }
 
   async renew(owner: string, ids: string[], leaseUntil: number) {
     if (ids.length === 0) return [];
     const rows = await this.client.unsafe(RENEW, [ids.join(","), owner, leaseUntil], PREPARED);
     return rows.map((r) => ({ id: r.id as string, cancelRequested: r.cancelRequested as boolean }));
-  }
-
-  async saveStep(owner: string, step: StepRow, writes: DataWrite[] = []): Promise<StepSaved> {
-    const key = this.supersedeUnsentStart(step);
-    const params = [...stepValues(step), owner] as Params;
-    if (writes.length === 0) {
-      const startOf = step.status === "running" ? key : undefined;
-      return fenced(await this.write(step.runId, UPSERT_STEP, params, { startOf }));
-    }
-    try {
-      await this.client.begin(async (tx) => {
-        // The checkpoint first: it locks the run, and a worker that lost it sends none of its writes.
-        const saved = await tx.unsafe(UPSERT_STEP, params, PREPARED);
-        if (saved.length === 0) throw new LeaseLost();
-        await applyDataWrites(tx, 1 /* FIXME(env) */, writes);
-      });
-      return SAVED;
-    } catch (error) {
-      if (error instanceof LeaseLost) return LEASE_LOST;
-      return refusal(error);
-    }
-  }
-
-  async suspend(owner: string, runId: string, { status, wakeAt, step, now }: Suspension): Promise<Fenced> {
-    this.supersedeUnsentStart(step);
-    return fenced(await this.write(runId, SUSPEND, [runId, owner, status, wakeAt, now, ...stepValues(step)] as Params));
-  }
-
-  async finish(owner: string, runId: string, s: RunSettlement): Promise<Fenced> {
-    return fenced(await this.write(runId, FINISH, finishParams(runId, s, owner)));
-  }
-
-  async requestCancel(runId: string, now: number): Promise<RunRow | null> {
-    await this.client.begin(async (tx) => {
-      await tx.unsafe(
-        `update workflow_runs set cancel_requested = true, updated_at = $2 where id = $1 and ${RUN_WAITING}`,
-        [runId, now],
-      );
-      // Unheld (queued, sleeping, backing off, or its worker died): nobody is there to stop it, so end it here.
-      await tx.unsafe(FINISH, finishParams(runId, runCanceled(now), null), PREPARED);
-    });
-    return this.get(runId);
   }
 
   async release(owner: string): Promise<void> {
@@ -302,7 +231,7 @@ export class PgRunStore extends DrizzleRunReads implements RunStore {
   }
 
   /** A step's next row makes its attempt's start, if not sent yet, moot; answers the step's key. */
-  private supersedeUnsentStart(step: StepRow): string {
+  supersedeUnsentStart(step: StepRow): string {
     const key = `${step.runId}\u0000${step.name}`;
     const unsent = this.unsentStarts.get(key);
     if (unsent) {
@@ -312,7 +241,7 @@ export class PgRunStore extends DrizzleRunReads implements RunStore {
     return key;
   }
 
-  private write(
+  write(
     runId: string,
     sql: string,
     params: Params,
@@ -366,6 +295,128 @@ export class PgRunStore extends DrizzleRunReads implements RunStore {
   }
 }
 
+/** One environment's runs: PgRuns' statements and lanes with this environment's id bound. */
+class PgRunStore extends DrizzleRunReads implements RunStore {
+  constructor(
+    private readonly runs: PgRuns,
+    environment: number,
+    private readonly executions: Pick<ExecutionStore, "findByRequest">,
+    lists: { db: SharedDatabase; tables: SharedTables },
+  ) {
+    super(lists, environment);
+  }
+
+  async admit(execution: ExecutionRow, run: RunRow) {
+    const rows = await this.runs.write(
+      run.id,
+      ADMIT,
+      [
+        execution.id,
+        execution.requestId,
+        execution.principalKind,
+        execution.principalId,
+        execution.action,
+        execution.releaseVersion,
+        execution.contractHash,
+        execution.inputFingerprint,
+        JSON.stringify(execution.input),
+        execution.status,
+        execution.createdAt,
+        execution.startedAt,
+        run.status,
+        run.leaseOwner,
+        run.leaseExpiresAt,
+        run.wakeAt,
+        run.principalClaims === null ? null : JSON.stringify(run.principalClaims),
+        execution.scheduledBy,
+        this.environment,
+      ],
+      { requestKey: requestKey(this.environment, execution) },
+    );
+    if (rows.length > 0) return { execution, created: true };
+    const existing = await this.executions.findByRequest(
+      { kind: execution.principalKind, id: execution.principalId },
+      execution.requestId,
+    );
+    if (!existing) throw new Error(`execution for request ${execution.requestId} vanished after a conflicting insert`);
+    return { execution: existing, created: false };
+  }
+
+  async get(id: string): Promise<RunRow | null> {
+    const [raw] = await this.runs.client.unsafe(
+      `select ${RUN_COLUMNS} from workflow_runs where id = $1 and environment = $2`,
+      [id, this.environment],
+      PREPARED,
+    );
+    return raw ? parseRun(raw) : null;
+  }
+
+  async steps(runId: string): Promise<StepRow[]> {
+    const rows = await this.runs.client.unsafe(
+      `select ${STEP_COLUMNS} from workflow_steps where run_id = $1 and environment = $2 order by seq`,
+      [runId, this.environment],
+      PREPARED,
+    );
+    return rows.map(parseStep);
+  }
+
+  claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<InEnvironment<RunRow>[]> {
+    return this.runs.claim(owner, now, leaseUntil, limit);
+  }
+
+  renew(owner: string, ids: string[], leaseUntil: number) {
+    return this.runs.renew(owner, ids, leaseUntil);
+  }
+
+  async saveStep(owner: string, step: StepRow, writes: DataWrite[] = []): Promise<StepSaved> {
+    const key = this.runs.supersedeUnsentStart(step);
+    const params = [...stepValues(step), owner, this.environment] as Params;
+    if (writes.length === 0) {
+      const startOf = step.status === "running" ? key : undefined;
+      return fenced(await this.runs.write(step.runId, UPSERT_STEP, params, { startOf }));
+    }
+    try {
+      await this.runs.client.begin(async (tx) => {
+        // The checkpoint first: it locks the run, and a worker that lost it sends none of its writes.
+        const saved = await tx.unsafe(UPSERT_STEP, params, PREPARED);
+        if (saved.length === 0) throw new LeaseLost();
+        await applyDataWrites(tx, this.environment, writes);
+      });
+      return SAVED;
+    } catch (error) {
+      if (error instanceof LeaseLost) return LEASE_LOST;
+      return refusal(error);
+    }
+  }
+
+  async suspend(owner: string, runId: string, { status, wakeAt, step, now }: Suspension): Promise<Fenced> {
+    this.runs.supersedeUnsentStart(step);
+    const params = [runId, owner, status, wakeAt, now, ...stepValues(step), this.environment] as Params;
+    return fenced(await this.runs.write(runId, SUSPEND, params));
+  }
+
+  async finish(owner: string, runId: string, s: RunSettlement): Promise<Fenced> {
+    return fenced(await this.runs.write(runId, FINISH, finishParams(this.environment, runId, s, owner)));
+  }
+
+  async requestCancel(runId: string, now: number): Promise<RunRow | null> {
+    await this.runs.client.begin(async (tx) => {
+      await tx.unsafe(
+        `update workflow_runs set cancel_requested = true, updated_at = $2
+         where id = $1 and environment = $3 and ${RUN_WAITING}`,
+        [runId, now, this.environment],
+      );
+      // Unheld (queued, sleeping, backing off, or its worker died): nobody is there to stop it, so end it here.
+      await tx.unsafe(FINISH, finishParams(this.environment, runId, runCanceled(now), null), PREPARED);
+    });
+    return this.get(runId);
+  }
+
+  release(owner: string): Promise<void> {
+    return this.runs.release(owner);
+  }
+}
+
 class LeaseLost extends Error {}
 
 /**
@@ -399,9 +450,9 @@ function stepValues(step: StepRow): Params {
   ] as Params;
 }
 
-function finishParams(runId: string, s: RunSettlement, owner: string | null): Params {
+function finishParams(environment: number, runId: string, s: RunSettlement, owner: string | null): Params {
   const output = s.output === null || s.output === undefined ? null : JSON.stringify(s.output);
-  return [runId, s.status, output, s.errorCode, s.errorMessage, s.finishedAt, owner] as Params;
+  return [runId, s.status, output, s.errorCode, s.errorMessage, s.finishedAt, owner, environment] as Params;
 }
 
 /** postgres-js answers bigint columns as text; rows use epoch-millisecond numbers. */

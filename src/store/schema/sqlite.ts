@@ -53,7 +53,8 @@ export const organizations = sqliteTable("organizations", {
 export const environments = sqliteTable(
   "environments",
   {
-    id: integer("id").primaryKey(),
+    // AUTOINCREMENT: a deleted environment's id is never given to another (its request keys, its bytes).
+    id: integer("id").primaryKey({ autoIncrement: true }),
     /** Unique across the service, a DNS label: the environment is `<handle>.<service domain>`. */
     handle: text("handle").unique(),
     /** organizations.id; null for the single-mode environment until hosting mode gives it one. */

@@ -1,13 +1,15 @@
 import type { Database, SQLQueryBindings } from "bun:sqlite";
-import type { DataStore } from "../data.ts";
-import { SqlDataStore } from "../data-sql.ts";
+import { SharedData } from "../data-sql.ts";
 import { sqliteDialect } from "./dialect.ts";
 import { StatementCache } from "./statement-cache.ts";
 
-/** The data store on SQLite: statements prepared once by their text; one process serves the database, so nothing to notify. */
-export function sqliteDataStore(client: Database, instance: string): DataStore {
+/**
+ * The data stores on SQLite, one per environment over one statement cache (statements prepared once by
+ * their text, the environment a parameter); one process serves the database, so nothing to notify.
+ */
+export function sqliteData(client: Database, instance: string): SharedData {
   const statements = new StatementCache(client);
-  return new SqlDataStore(
+  return new SharedData(
     sqliteDialect,
     {
       select: async (sql, params) =>

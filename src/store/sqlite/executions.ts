@@ -21,6 +21,7 @@ interface Waiter {
 }
 
 interface PendingInsert {
+  environment: number;
   row: ExecutionRow;
   /** Data writes merged in with the settlement; they commit with the row or not at all. */
   writes: DataWrite[];
@@ -34,27 +35,30 @@ interface PendingInsert {
 }
 
 interface PendingLines {
+  environment: number;
   lines: LogRow[];
   done: () => void;
   fail: (error: unknown) => void;
 }
 
 interface PendingUpdate extends Waiter {
+  environment: number;
   id: string;
   settlement: ExecutionSettlement;
 }
 
-const COLUMNS = selectList(executions, undefined, ["instance", ...STORED_SIZES]);
+const COLUMNS = selectList(executions, undefined, ["environment", "instance", ...STORED_SIZES]);
 
 /**
- * Executions on SQLite, with group commit for the writes every invocation makes. Writes queued during one turn of the event loop
+ * Executions on SQLite, with group commit for the writes every invocation makes, one per process for every
+ * environment (each write names its own; `SqliteExecutionStore` is an environment's view). Writes queued during one turn of the event loop
  * commit together in one transaction, and an execution that ends before its row was flushed is
  * written once, already settled, instead of inserted and then updated. Claims are decided here
  * (queued rows first, then the table), so within this process a (principal, requestId) is claimed
  * once; one SQLite database is served by one server process (PostgreSQL is the multi-instance store).
  * Statements are prepared once: drizzle building SQL per call cost more than the writes (BENCHMARKS.md).
  */
-export class SqliteExecutionStore implements ExecutionStore {
+export class SqliteExecutionWriter {
   private inserts = new Map<string, PendingInsert>();
   private byRequestKey = new Map<string, PendingInsert>();
   private updates: PendingUpdate[] = [];
@@ -69,7 +73,6 @@ export class SqliteExecutionStore implements ExecutionStore {
   constructor(
     private readonly client: Database,
     private readonly data: SqliteDataWriter,
-    private readonly lists: { db: SharedDatabase; tables: SharedTables },
     /** The request-key index's file (request-keys/file.ts). */
     requestKeysFile: string,
     /** WAL checkpoints off the serving thread; none for a database in memory. */
@@ -78,31 +81,32 @@ export class SqliteExecutionStore implements ExecutionStore {
     // The sizes stored beside the values are measured from the statements' own parameters: SQLite knows a
     // bound text's length in bytes, so they cost the group commit nothing.
     this.insert = client.prepare(
-      `insert into executions (id, request_id, principal_kind, principal_id, action, kind, release_version, contract_hash,
+      `insert into executions (environment, id, request_id, principal_kind, principal_id, action, kind, release_version, contract_hash,
         input_fingerprint, input, status, output, error_code, error_message, created_at, started_at, finished_at,
         scheduled_by, input_bytes, output_bytes)
-       values ($id, $requestId, $principalKind, $principalId, $action, $kind, $releaseVersion, $contractHash,
+       values ($environment, $id, $requestId, $principalKind, $principalId, $action, $kind, $releaseVersion, $contractHash,
         $inputFingerprint, $input, $status, $output, $errorCode, $errorMessage, $createdAt, $startedAt, $finishedAt,
         $scheduledBy, octet_length($input), octet_length($output))`,
     );
     this.requests = new SqliteRequestIndex(client, requestKeysFile, () => this.inserts.values().next().value?.row.id);
-    this.byId = client.prepare(`select ${COLUMNS} from executions where id = $id`);
+    this.byId = client.prepare(`select ${COLUMNS} from executions where id = $id and environment = $environment`);
     this.update = client.prepare(
       `update executions set status = $status, output = $output, output_bytes = octet_length($output),
-        error_code = $errorCode, error_message = $errorMessage, finished_at = $finishedAt where id = $id`,
+        error_code = $errorCode, error_message = $errorMessage, finished_at = $finishedAt
+       where id = $id and environment = $environment`,
     );
     this.insertLine = client.prepare(
-      `insert into execution_logs (execution_id, seq, at, level, step, line)
-       values ($executionId, $seq, $at, $level, $step, $line) on conflict do nothing`,
+      `insert into execution_logs (environment, execution_id, seq, at, level, step, line)
+       values ($environment, $executionId, $seq, $at, $level, $step, $line) on conflict do nothing`,
     );
   }
 
   /** Claims (principal, requestId): the queued or stored row holding it, or this one, queued for the next commit. */
-  async claim(row: ExecutionRow): Promise<{ row: ExecutionRow; created: boolean }> {
-    const key = hashedKey(row.principalKind, row.principalId, row.requestId);
-    const existing = this.findQueuedOrStored(row.principalKind, row.principalId, row.requestId, key);
+  async claim(environment: number, row: ExecutionRow): Promise<{ row: ExecutionRow; created: boolean }> {
+    const key = hashedKey(environment, row.principalKind, row.principalId, row.requestId);
+    const existing = this.findQueuedOrStored(environment, row.principalKind, row.principalId, row.requestId, key);
     if (existing) return { row: existing, created: false };
-    const pending: PendingInsert = { row: { ...row }, writes: [], logs: [], waiters: [], rowid: 0, key };
+    const pending: PendingInsert = { environment, row: { ...row }, writes: [], logs: [], waiters: [], rowid: 0, key };
     this.inserts.set(row.id, pending);
     this.byRequestKey.set(key.text, pending);
     this.schedule();
@@ -110,8 +114,8 @@ export class SqliteExecutionStore implements ExecutionStore {
   }
 
   /** The claim, answered at once (memory decides it); `committed` resolves when its group commit has. */
-  async claimToRun(row: ExecutionRow) {
-    const claim = await this.claim(row);
+  async claimToRun(environment: number, row: ExecutionRow) {
+    const claim = await this.claim(environment, row);
     return { ...claim, committed: claim.created ? this.whenCommitted(row.id) : Promise.resolve() };
   }
 
@@ -129,8 +133,9 @@ export class SqliteExecutionStore implements ExecutionStore {
    * Inserts a row at once, outside the group commit, inside the caller's transaction (a workflow's
    * admission); call `admitted` with the rowid it returns once that transaction has committed.
    */
-  insertNow(row: ExecutionRow): number {
-    return Number(this.insert.run({ ...row, input: JSON.stringify(row.input), output: null }).lastInsertRowid);
+  insertNow(environment: number, row: ExecutionRow): number {
+    const inserted = this.insert.run({ ...row, environment, input: JSON.stringify(row.input), output: null });
+    return Number(inserted.lastInsertRowid);
   }
 
   /** Where a failed merge of request keys, or a failed background checkpoint, is told (store.ts `onTrouble`). */
@@ -139,70 +144,62 @@ export class SqliteExecutionStore implements ExecutionStore {
     if (this.checkpoints) this.checkpoints.warn = warn;
   }
 
-  /** Deletes the request keys of executions being deleted (retention). */
-  forgetRequests(keys: { principalKind: string; principalId: string; requestId: string }[]): Promise<void> {
+  /** Deletes the request keys of executions being deleted (retention), each in its environment. */
+  forgetRequests(
+    keys: { environment: number; principalKind: string; principalId: string; requestId: string }[],
+  ): Promise<void> {
     return this.requests.forget(keys);
   }
 
   /** Records the request key of a row `insertNow` wrote, now committed. */
-  admitted(row: ExecutionRow, rowid: number): void {
-    this.requests.committed(row, rowid);
+  admitted(environment: number, row: ExecutionRow, rowid: number): void {
+    this.requests.committed(environment, row, rowid);
   }
 
   /** Resolves once the final status is committed (merged into the insert when that is still queued). */
-  settle(id: string, settlement: ExecutionSettlement): Promise<ExecutionSettlement> {
+  settle(environment: number, id: string, settlement: ExecutionSettlement): Promise<ExecutionSettlement> {
     return new Promise((done, fail) => {
       const pending = this.inserts.get(id);
-      if (pending) {
+      if (pending?.environment === environment) {
         const { writes = [], logs = [], ...final } = settlement;
         Object.assign(pending.row, final);
         pending.writes = writes;
         pending.logs = logs;
         pending.waiters.push({ done, fail });
       } else {
-        this.updates.push({ id, settlement, done, fail });
+        this.updates.push({ environment, id, settlement, done, fail });
       }
       this.schedule();
     });
   }
 
   /** Log lines of running executions: committed in the next group commit, with the executions' own writes. */
-  appendLogs(lines: LogRow[]): Promise<void> {
+  appendLogs(environment: number, lines: LogRow[]): Promise<void> {
     if (lines.length === 0) return Promise.resolve();
     return new Promise((done, fail) => {
-      this.logLines.push({ lines, done, fail });
+      this.logLines.push({ environment, lines, done, fail });
       this.schedule();
     });
   }
 
-  async findByRequest(principal: { kind: PrincipalKind; id: string }, requestId: string) {
-    return this.findQueuedOrStored(principal.kind, principal.id, requestId);
-  }
-
-  async get(id: string): Promise<ExecutionRow | null> {
+  get(environment: number, id: string): ExecutionRow | null {
     const pending = this.inserts.get(id);
-    if (pending) return { ...pending.row };
-    const raw = this.byId.get({ id });
+    if (pending) return pending.environment === environment ? { ...pending.row } : null;
+    const raw = this.byId.get({ id, environment });
     return raw ? parseRow(raw) : null;
   }
 
-  list(filter: ExecutionFilter) {
-    return listExecutions(this.lists.db, this.lists.tables.executions, filter);
-  }
-
-  /** One process serves a SQLite database: there is nobody else to hear from. */
-  async listen(_listener: (ids: string[]) => void): Promise<void> {}
-
   findQueuedOrStored(
+    environment: number,
     kind: string,
     id: string,
     requestId: string,
-    key = hashedKey(kind, id, requestId),
+    key = hashedKey(environment, kind, id, requestId),
   ): ExecutionRow | null {
     const pending = this.byRequestKey.get(key.text);
     if (pending) return { ...pending.row };
-    const holder = this.requests.lookup(kind, id, requestId, key);
-    const raw = holder === null ? null : this.byId.get({ id: holder });
+    const holder = this.requests.lookup(environment, kind, id, requestId, key);
+    const raw = holder === null ? null : this.byId.get({ id: holder, environment });
     return raw ? parseRow(raw) : null;
   }
 
@@ -250,13 +247,13 @@ export class SqliteExecutionStore implements ExecutionStore {
       this.client.transaction(() => {
         for (const pending of inserts) results.push(this.writeInsert(pending));
         for (const update of updates) results.push(this.writeUpdate(update));
-        for (const pending of logLines) this.writeLines(pending.lines);
+        for (const pending of logLines) this.writeLines(pending.environment, pending.lines);
       })();
     } catch {
       // One bad write must not fail its neighbours: write the batch again, one transaction each.
       for (const pending of inserts) {
         if (this.alone(() => this.writeInsert(pending), pending.waiters)) {
-          this.requests.committed(pending.row, pending.rowid, pending.key);
+          this.requests.committed(pending.environment, pending.row, pending.rowid, pending.key);
         }
       }
       for (const update of updates) this.alone(() => this.writeUpdate(update), [update]);
@@ -267,7 +264,7 @@ export class SqliteExecutionStore implements ExecutionStore {
     this.checkpoints?.committed();
     for (const pending of logLines) pending.done();
     inserts.forEach((pending, i) => {
-      this.requests.committed(pending.row, pending.rowid, pending.key);
+      this.requests.committed(pending.environment, pending.row, pending.rowid, pending.key);
       for (const waiter of pending.waiters) waiter.done(results[i] as ExecutionSettlement);
     });
     updates.forEach((update, i) => {
@@ -296,7 +293,7 @@ export class SqliteExecutionStore implements ExecutionStore {
 
   private linesAlone(pending: PendingLines) {
     try {
-      this.client.transaction(() => this.writeLines(pending.lines))();
+      this.client.transaction(() => this.writeLines(pending.environment, pending.lines))();
     } catch (error) {
       pending.fail(error);
       return;
@@ -304,8 +301,8 @@ export class SqliteExecutionStore implements ExecutionStore {
     pending.done();
   }
 
-  private writeLines(lines: LogRow[]) {
-    for (const line of lines) this.insertLine.run(line);
+  private writeLines(environment: number, lines: LogRow[]) {
+    for (const line of lines) this.insertLine.run({ ...line, environment });
   }
 
   private writeInsert(pending: PendingInsert): ExecutionSettlement {
@@ -313,21 +310,23 @@ export class SqliteExecutionStore implements ExecutionStore {
     const row =
       pending.writes.length === 0
         ? pending.row
-        : { ...pending.row, ...this.applyWrites(pending.writes, settlementOf(pending.row)) };
+        : { ...pending.row, ...this.applyWrites(pending.environment, pending.writes, settlementOf(pending.row)) };
     const { lastInsertRowid } = this.insert.run({
       ...row,
+      environment: pending.environment,
       input: JSON.stringify(row.input),
       output: row.output === null ? null : JSON.stringify(row.output),
     });
     pending.rowid = Number(lastInsertRowid);
-    this.writeLines(pending.logs);
+    this.writeLines(pending.environment, pending.logs);
     return settlementOf(row);
   }
 
-  private writeUpdate({ id, settlement }: PendingUpdate): ExecutionSettlement {
+  private writeUpdate({ environment, id, settlement }: PendingUpdate): ExecutionSettlement {
     const { writes = [], logs = [], ...requested } = settlement;
-    const s = this.applyWrites(writes, requested);
+    const s = this.applyWrites(environment, writes, requested);
     const { changes } = this.update.run({
+      environment,
       id,
       status: s.status,
       output: s.output === null ? null : JSON.stringify(s.output),
@@ -336,16 +335,16 @@ export class SqliteExecutionStore implements ExecutionStore {
       finishedAt: s.finishedAt,
     });
     if (changes === 0) throw new Error(`execution ${id} is not stored`);
-    this.writeLines(logs);
+    this.writeLines(environment, logs);
     return s;
   }
 
   /** Runs an execution's data writes inside a savepoint: all of them, or none and a failed settlement. */
-  private applyWrites(writes: DataWrite[], settlement: ExecutionSettlement): ExecutionSettlement {
+  private applyWrites(environment: number, writes: DataWrite[], settlement: ExecutionSettlement): ExecutionSettlement {
     if (writes.length === 0) return settlement;
     this.client.run("savepoint execution_writes");
     try {
-      this.data.apply(1 /* FIXME(env) */, writes);
+      this.data.apply(environment, writes);
       this.client.run("release execution_writes");
       return settlement;
     } catch (error) {
@@ -368,4 +367,43 @@ const settlementOf = (row: ExecutionRow): ExecutionSettlement => ({
 
 function parseRow(raw: RawRow): ExecutionRow {
   return { ...raw, input: JSON.parse(raw.input), output: raw.output === null ? null : JSON.parse(raw.output) };
+}
+
+/**
+ * An environment's executions: the process's writer, its environment bound to every call, so another
+ * environment's ids and request keys are unknown here. Cheap to make (no statement, no timer).
+ */
+export class SqliteExecutionStore implements ExecutionStore {
+  constructor(
+    private readonly writer: SqliteExecutionWriter,
+    private readonly environment: number,
+    private readonly lists: { db: SharedDatabase; tables: SharedTables },
+  ) {}
+
+  claim(row: ExecutionRow) {
+    return this.writer.claim(this.environment, row);
+  }
+
+  claimToRun(row: ExecutionRow) {
+    return this.writer.claimToRun(this.environment, row);
+  }
+
+  async get(id: string): Promise<ExecutionRow | null> {
+    return this.writer.get(this.environment, id);
+  }
+
+  async findByRequest(principal: { kind: PrincipalKind; id: string }, requestId: string) {
+    return this.writer.findQueuedOrStored(this.environment, principal.kind, principal.id, requestId);
+  }
+
+  list(filter: ExecutionFilter) {
+    return listExecutions(this.lists.db, this.lists.tables.executions, this.environment, filter);
+  }
+
+  settle(id: string, settlement: ExecutionSettlement) {
+    return this.writer.settle(this.environment, id, settlement);
+  }
+
+  /** One process serves a SQLite database: there is nobody else to hear from. */
+  async listen(_listener: (ids: string[]) => void): Promise<void> {}
 }

@@ -1,15 +1,15 @@
 import { INTERRUPTED } from "../executions.ts";
 import { type InstanceStore, newInstanceId } from "../instances.ts";
-import type { SqliteExecutionStore } from "./executions.ts";
-import type { SqliteRunStore } from "./runs.ts";
+import type { SqliteExecutionWriter } from "./executions.ts";
+import type { SqliteRuns } from "./runs.ts";
 
 /** One process serves a SQLite database: whatever was left running when it starts was left by a dead one. */
 export class SqliteInstanceStore implements InstanceStore {
   readonly id = newInstanceId();
 
   constructor(
-    private readonly executions: SqliteExecutionStore,
-    private readonly runs: SqliteRunStore,
+    private readonly executions: SqliteExecutionWriter,
+    private readonly runs: SqliteRuns,
   ) {}
 
   async recover(now: number): Promise<number> {

@@ -3,6 +3,7 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { type BunSQLiteDatabase, drizzle } from "drizzle-orm/bun-sqlite";
 import type { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
+import { drizzleControlStore } from "../drizzle/control.ts";
 import type { SharedDatabase, SharedTables } from "../drizzle/database.ts";
 import { DrizzleDelayedInvocationStore } from "../drizzle/delayed-invocations.ts";
 import { DrizzleExecutionLogStore } from "../drizzle/execution-logs.ts";
@@ -12,20 +13,20 @@ import { DrizzleReleaseStore } from "../drizzle/releases.ts";
 import { DrizzleRetentionStore } from "../drizzle/retention.ts";
 import { DrizzleScheduleStore } from "../drizzle/schedules.ts";
 import { DrizzleStatsStore } from "../drizzle/stats.ts";
-import { DrizzleTokenStore } from "../drizzle/tokens.ts";
+import { drizzleTokenStores } from "../drizzle/tokens.ts";
 import { DrizzleUserStore } from "../drizzle/users.ts";
 import { storeWithEnvironments } from "../environment-views.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
 import * as schema from "../schema/sqlite.ts";
 import type { Store } from "../store.ts";
 import { BackgroundCheckpoints } from "./checkpoints/index.ts";
-import { sqliteDataStore } from "./data.ts";
+import { sqliteData } from "./data.ts";
 import { SqliteDataWriter } from "./data-writes.ts";
 import { sqliteDialect } from "./dialect.ts";
-import { SqliteExecutionStore } from "./executions.ts";
+import { SqliteExecutionStore, SqliteExecutionWriter } from "./executions.ts";
 import { SqliteInstanceStore } from "./instances.ts";
 import { requestKeysPath } from "./request-keys/file.ts";
-import { SqliteRunStore } from "./runs.ts";
+import { SqliteRuns } from "./runs.ts";
 
 const migrations = readMigrations("sqlite");
 type MigrationSession = Parameters<SQLiteSyncDialect["migrate"]>[1];
@@ -54,13 +55,16 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
   const lists = { db, tables };
   const data = new SqliteDataWriter(client);
   const checkpoints = path === ":memory:" ? null : new BackgroundCheckpoints(client, path);
-  const executions = new SqliteExecutionStore(client, data, lists, requestKeysPath(path), checkpoints);
-  const runs = new SqliteRunStore(client, executions, data, lists, checkpoints);
+  const executions = new SqliteExecutionWriter(client, data, requestKeysPath(path), checkpoints);
+  const runs = new SqliteRuns(client, executions, data, checkpoints);
   const instances = new SqliteInstanceStore(executions, runs);
+  const dataOf = sqliteData(client, instances.id);
+  const tokensOf = drizzleTokenStores(db, tables);
   const service = {
     retention: new DrizzleRetentionStore(db, tables, (keys) => executions.forgetRequests(keys)),
     users: new DrizzleUserStore(db, tables),
     oauth: new DrizzleOAuthStore(db, tables),
+    control: drizzleControlStore(db, tables),
     instances,
     // One connection, written synchronously: what waits is the next group commit.
     pool: () => ({ size: 1, queued: executions.queued, inFlight: 0 }),
@@ -76,15 +80,17 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
     },
   };
   return storeWithEnvironments(service, (environment) => ({
-    executions,
-    executionLogs: new DrizzleExecutionLogStore(db, tables, (lines) => executions.appendLogs(lines)),
-    runs,
+    executions: new SqliteExecutionStore(executions, environment, lists),
+    executionLogs: new DrizzleExecutionLogStore(db, tables, environment, (lines) =>
+      executions.appendLogs(environment, lines),
+    ),
+    runs: runs.environment(environment, lists),
     releases: new DrizzleReleaseStore(db, tables, environment),
-    tokens: new DrizzleTokenStore(db, tables),
-    files: new DrizzleFileStore(db, tables),
-    schedules: new DrizzleScheduleStore(db, tables),
-    delayedInvocations: new DrizzleDelayedInvocationStore(db, sqliteDialect, tables),
-    stats: new DrizzleStatsStore(db, tables),
-    data: sqliteDataStore(client, instances.id),
+    tokens: tokensOf(environment),
+    files: new DrizzleFileStore(db, tables, environment),
+    schedules: new DrizzleScheduleStore(db, tables, environment),
+    delayedInvocations: new DrizzleDelayedInvocationStore(db, sqliteDialect, tables, environment),
+    stats: new DrizzleStatsStore(db, tables, environment),
+    data: dataOf.environment(environment),
   }));
 }

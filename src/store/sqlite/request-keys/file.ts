@@ -1,6 +1,15 @@
 import type { Database, Statement } from "bun:sqlite";
 
-/** A key without its execution: [principalKind, principalId, requestId]. */
+/**
+ * The kind a key is stored and hashed under: the principal's kind in environment 1, so that the keys a
+ * single-mode database wrote still answer its request ids; elsewhere prefixed with the environment's id
+ * (`2:user`: no principal kind has a colon), so the same (principal, requestId) in two environments is two keys.
+ */
+export const keyKind = (environment: number, kind: string) => (environment === 1 ? kind : `${environment}:${kind}`);
+/** `keyKind` over a row of `executions`, in SQL (what merges read). */
+export const KEY_KIND_SQL = `case when environment = 1 then principal_kind else environment || ':' || principal_kind end`;
+
+/** A key without its execution: [kind as stored (index.ts `keyKind`), principalId, requestId]. */
 export type KeyName = [string, string, string];
 
 /**
@@ -91,7 +100,7 @@ export class RequestKeyWriter {
   ) {
     const { keys, executions } = schemas;
     this.read = db.prepare(
-      `select principal_kind, principal_id, request_id, id from ${executions}.executions where rowid between ?1 and ?2`,
+      `select ${KEY_KIND_SQL}, principal_id, request_id, id from ${executions}.executions where rowid between ?1 and ?2`,
     );
     this.insert = db.prepare(
       `insert or replace into ${keys}.request_keys (generation, principal_kind, principal_id, request_id, execution_id)
@@ -151,7 +160,7 @@ export class RequestKeyWriter {
 /** Rowids read by one statement of a merge. */
 const READ_SLICE = 4096;
 
-/** [principalKind, principalId, requestId, executionId], as the merge reads it. */
+/** [kind as stored, principalId, requestId, executionId], as the merge reads it. */
 type Key = [string, string, string, string];
 
 function compareKeys(a: Key, b: Key): number {

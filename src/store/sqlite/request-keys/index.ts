@@ -4,7 +4,9 @@ import { uuidV7Floor, uuidV7Millis } from "../../../lib/ids.ts";
 import {
   createRequestKeyTables,
   GENERATION_KEYS,
+  KEY_KIND_SQL,
   type KeyName,
+  keyKind,
   RequestKeyWriter,
   readMergeState,
   writeMergeState,
@@ -45,7 +47,7 @@ const FILTER_RETRY_MS = 10_000;
 /** The name the request-key file is attached under on the database's connection. */
 const SCHEMA = "requests";
 
-/** A (principal, requestId) as one map key (the queued rows and the recent keys use the same). */
+/** A (principal, requestId) as one map key (the queued rows and the recent keys use the same); `kind` as `keyKind` makes it. */
 export const keyOf = (kind: string, principal: string, requestId: string) =>
   `${kind}\u0000${principal}\u0000${requestId}`;
 
@@ -57,8 +59,8 @@ export interface HashedKey {
   second: number;
 }
 
-export function hashedKey(kind: string, principal: string, requestId: string): HashedKey {
-  const text = keyOf(kind, principal, requestId);
+export function hashedKey(environment: number, kind: string, principal: string, requestId: string): HashedKey {
+  const text = keyOf(keyKind(environment, kind), principal, requestId);
   return { text, first: hashKey(text), second: secondHash(text) };
 }
 
@@ -128,7 +130,7 @@ export class SqliteRequestIndex {
     );
     this.holds = client.prepare(
       `select 1 as held from main.executions
-       where id = ?1 and principal_kind = ?2 and principal_id = ?3 and request_id = ?4`,
+       where id = ?1 and environment = ?2 and principal_kind = ?3 and principal_id = ?4 and request_id = ?5`,
     );
     this.newest = client.prepare(`select generation from ${SCHEMA}.merged_through where id = 1`);
     this.scan = client.prepare(
@@ -138,42 +140,44 @@ export class SqliteRequestIndex {
     );
   }
 
-  /** The id of the committed execution holding the key, or null. */
+  /** The id of the committed execution holding the key in `environment`, or null. */
   lookup(
+    environment: number,
     kind: string,
     principal: string,
     requestId: string,
-    { first, second } = hashedKey(kind, principal, requestId),
+    { first, second } = hashedKey(environment, kind, principal, requestId),
   ): string | null {
     if (!this.recovered) this.recover();
     // An entry is a candidate: the execution it names is read to tell a key from another with its hashes.
-    const holds = (id: string) => this.holds.get(id, kind, principal, requestId) !== null;
+    const holds = (id: string) => this.holds.get(id, environment, kind, principal, requestId) !== null;
     for (let i = this.tables.length - 1; i >= 0; i--) {
       const id = (this.tables[i] as RecentKeys).find(first, second, holds);
       if (id !== null) return id;
     }
     if (this.filter && !this.filter.mayHold(first)) return null;
-    return this.stored(kind, principal, requestId);
+    return this.stored(keyKind(environment, kind), principal, requestId);
   }
 
   /**
    * The file's answer: newest generation first (a replay is most often of a recent request). A key
    * in none costs a read per generation, paid by the ~1 % of new keys the filter cannot rule out.
    */
-  private stored(kind: string, principal: string, requestId: string): string | null {
+  private stored(storedKind: string, principal: string, requestId: string): string | null {
     const newest = this.newest.get()?.generation ?? 0;
     for (let generation = newest; generation >= 0; generation--) {
-      const held = this.held.get(generation, kind, principal, requestId);
+      const held = this.held.get(generation, storedKind, principal, requestId);
       if (held) return held.executionId;
     }
     return null;
   }
 
-  /** Records the key of an execution now committed, as the row `rowid` of `executions`. */
+  /** Records the key of an execution of `environment` now committed, as the row `rowid` of `executions`. */
   committed(
+    environment: number,
     row: { principalKind: string; principalId: string; requestId: string; id: string },
     rowid: number,
-    { first, second } = hashedKey(row.principalKind, row.principalId, row.requestId),
+    { first, second } = hashedKey(environment, row.principalKind, row.principalId, row.requestId),
   ): void {
     if (!this.recovered) this.recover();
     const gathering = this.tables.at(-1) as RecentKeys;
@@ -193,9 +197,11 @@ export class SqliteRequestIndex {
    * again later names the new execution. An entry in memory needs no forgetting: `lookup` reads the
    * execution it names, which is gone.
    */
-  forget(keys: { principalKind: string; principalId: string; requestId: string }[]): Promise<void> {
-    const names: KeyName[] = keys.map(({ principalKind, principalId, requestId }) => [
-      principalKind,
+  forget(
+    keys: { environment: number; principalKind: string; principalId: string; requestId: string }[],
+  ): Promise<void> {
+    const names: KeyName[] = keys.map(({ environment, principalKind, principalId, requestId }) => [
+      keyKind(environment, principalKind),
       principalId,
       requestId,
     ]);
@@ -285,8 +291,8 @@ export class SqliteRequestIndex {
       const { changes } = this.client
         .prepare(
           `insert or replace into ${SCHEMA}.request_keys (generation, principal_kind, principal_id, request_id, execution_id)
-           select ?2, principal_kind, principal_id, request_id, id from main.executions where id >= ?1
-           order by principal_kind, principal_id, request_id`,
+           select ?2, ${KEY_KIND_SQL}, principal_id, request_id, id from main.executions where id >= ?1
+           order by 2, 3, 4`,
         )
         .run(state.through, state.generation);
       if (changes > 0)

@@ -1,0 +1,136 @@
+import { PublicError } from "../lib/errors.ts";
+import type { EnvironmentRow, GrantRow, OrganizationRow, ScopedKeyRow } from "./rows.ts";
+
+/**
+ * What a hosting service knows of itself (docs/decisions/hosting-layout.md): its organizations, their
+ * environments, the keys stored for either, and who may use which environment. Service-wide: the same
+ * object in every environment's view of the store.
+ */
+export interface ControlStore {
+  readonly organizations: OrganizationStore;
+  readonly environments: EnvironmentStore;
+  readonly keys: ScopedKeyStore;
+  readonly grants: GrantStore;
+}
+
+/** A handle already taken (organizations among organizations, environments across the service). */
+export class HandleTaken extends PublicError {
+  override name = "HandleTaken";
+  constructor(what: "organization" | "environment", handle: string) {
+    super("invalid_request", `the ${what} handle ${JSON.stringify(handle)} is taken`, { handle });
+  }
+}
+
+export interface OrganizationStore {
+  /** Throws HandleError for a handle that is not a DNS label, HandleTaken for one in use. */
+  create(handle: string, at: number): Promise<OrganizationRow>;
+  byHandle(handle: string): Promise<OrganizationRow | null>;
+  byId(id: number): Promise<OrganizationRow | null>;
+  /** Every organization, by handle. */
+  list(): Promise<OrganizationRow[]>;
+}
+
+/** How many rows of each table an environment holds (what deleting it removes). */
+export type EnvironmentContents = Record<EnvironmentTable, number>;
+
+export const ENVIRONMENT_TABLES = [
+  "executions",
+  "executionLogs",
+  "workflowRuns",
+  "workflowSteps",
+  "scheduledInvocations",
+  "scheduleTicks",
+  "dataEntities",
+  "dataLinks",
+  "dataAttrs",
+  "files",
+  "releases",
+  "apiTokens",
+  "grants",
+  "scopedKeys",
+] as const;
+export type EnvironmentTable = (typeof ENVIRONMENT_TABLES)[number];
+
+export interface EnvironmentStore {
+  /**
+   * A new environment of an organization, with no active release. Its `changed` takes the next number of
+   * the service-wide sequence, so instances polling `changedSince` learn of it. Throws HandleError,
+   * HandleTaken.
+   */
+  create(handle: string, organization: number, at: number): Promise<EnvironmentRow>;
+  byHandle(handle: string): Promise<EnvironmentRow | null>;
+  byId(id: number): Promise<EnvironmentRow | null>;
+  /** Every environment (of one organization when given), by handle; single mode's unnamed one last. */
+  list(organization?: number): Promise<EnvironmentRow[]>;
+  /**
+   * Names environment 1 (single mode's, handle null) when hosting mode starts on a single-mode database,
+   * and puts it in `organization` when given and it has none. Answers its row; a no-op when it has a
+   * handle already. Throws HandleError, HandleTaken.
+   */
+  nameSingle(handle: string, organization?: number): Promise<EnvironmentRow>;
+  /**
+   * The environments whose row changed after `changed` (an activation, a creation, a naming, the start of
+   * a delete), by `changed`: the poll of every environment's active release. An environment being deleted
+   * is answered first with no active release (stop serving it); once deleted it is absent, so a poller
+   * that missed that answer learns of it by comparing `list()` with what it serves.
+   */
+  changedSince(changed: number): Promise<EnvironmentRow[]>;
+  /** What `delete` would remove now (counts). Null for an unknown id. */
+  describeDelete(id: number): Promise<EnvironmentContents | null>;
+  /**
+   * Takes the environment out of service (no active release, `changed` bumped: instances stop serving it
+   * within a poll), removes every row of it, a few thousand rows a statement (so other environments'
+   * writes wait one batch at most), then its grants and scoped keys, then its row; answers what it
+   * removed, null for an unknown id. `dropFiles` is handed each batch of file paths before their rows go (the bytes
+   * before their records: a delete stopped in between finds those paths again); the caller drops the
+   * bytes from the environment's storage. Stopped midway (a crash), calling it again finishes the job.
+   */
+  delete(id: number, dropFiles: (paths: string[]) => Promise<void>): Promise<EnvironmentContents | null>;
+}
+
+/** What a stored key may do: administrator in every environment of `organization`, or in `environment`. */
+export type KeyScope = { organization: number; environment?: never } | { environment: number; organization?: never };
+
+/** A live key as `verify` answers it. */
+export interface VerifiedKey {
+  id: string;
+  prefix: string;
+  organization: number | null;
+  environment: number | null;
+}
+
+export type ScopedKeyListRow = Omit<ScopedKeyRow, "keyHash">;
+
+export interface ScopedKeyStore {
+  create(scope: KeyScope, keyHash: string, prefix: string, at: number): Promise<ScopedKeyListRow>;
+  /** The keys of one organization or environment, or every key; oldest first, without their hashes. */
+  list(scope?: KeyScope): Promise<ScopedKeyListRow[]>;
+  /** The keys (live or revoked) whose displayed prefix is `prefix`. */
+  byPrefix(prefix: string): Promise<ScopedKeyListRow[]>;
+  byId(id: string): Promise<ScopedKeyListRow | null>;
+  /** Answers whether a live key was revoked now. */
+  revoke(id: string, at: number): Promise<boolean>;
+  /**
+   * The live key stored under `keyHash`, or null (unknown or revoked). Records `last_used_at`, at most
+   * once a minute per key, so a key sent with every request does not write with every request.
+   */
+  verify(keyHash: string, at: number): Promise<VerifiedKey | null>;
+}
+
+/** A grant of one environment, or of every environment of an organization (present and future). */
+export type GrantScope = { organization: number; environment?: never } | { environment: number; organization?: never };
+
+export interface GrantStore {
+  /** Lets `userId` use the scope's environments; answers false when the grant exists already. */
+  grant(userId: string, scope: GrantScope, at: number): Promise<boolean>;
+  /**
+   * Takes the grant away and revokes the person's user tokens in every environment they may no longer use
+   * (one still covered by another grant keeps them). Answers whether there was a grant, and how many
+   * tokens were revoked. Their open sockets are the runtime's to end.
+   */
+  revoke(userId: string, scope: GrantScope, at: number): Promise<{ revoked: boolean; tokens: number }>;
+  /** The grants of an organization (both kinds), of an environment (only its own), or of a person; every grant without a filter. */
+  list(filter?: { organization?: number; environment?: number; userId?: string }): Promise<GrantRow[]>;
+  /** Whether `userId` was granted the environment or its whole organization. */
+  mayUse(userId: string, environment: number): Promise<boolean>;
+}
