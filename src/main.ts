@@ -1,6 +1,5 @@
 import { type Config, ConfigError, localUrl } from "./config.ts";
 import type { PollBackoff } from "./engine/follow.ts";
-import type { EnvironmentDirectory } from "./hosting/dispatcher.ts";
 import { clearSpool, spoolDirOf } from "./http/spool.ts";
 import { isLoopbackHost } from "./lib/loopback.ts";
 import { createLog, type Log } from "./observe/log.ts";
@@ -44,18 +43,10 @@ export async function startServer(
     development?: boolean;
     /** The engine's clock (executions, runs, schedules); tests move it. Default: Date.now. */
     now?: () => number;
-    /** Hosting mode: where environments are found by handle (the control store once it exists). */
-    directory?: EnvironmentDirectory;
   } = {},
 ): Promise<RunningServer> {
   if (options.insecureNoAuth && !isLoopbackHost(config.host)) {
     throw new ConfigError("--insecure-no-auth only runs bound to a loopback HOST");
-  }
-  if (config.hosting && !options.directory) {
-    // FIXME(#41): the control store's environments, once merged (store.control).
-    throw new ConfigError(
-      "SERVICE_URL: hosting mode needs the environments' directory (the control store), not built yet",
-    );
   }
   const store = options.store ?? (await openConfiguredStore(config));
   const log = options.log ?? serverLog(config, store.instances.id);
@@ -93,10 +84,10 @@ export async function startServer(
       { level: "warn" },
     );
   }
-  if (config.hosting && options.directory) {
+  if (config.hosting) {
     // Loaded only in hosting mode: single mode's start reads none of it.
     const { startHosting } = await import("./runtime/hosting.ts");
-    return startHosting(parts, config.hosting, options.directory, { ownsStore: !options.store });
+    return startHosting(parts, config.hosting, { ownsStore: !options.store });
   }
   let publicUrl = config.publicUrl ?? "";
   const { releases, engine, hub, auth, app, halt } = await composeEnvironment(parts, {

@@ -8,7 +8,7 @@ import { Engine } from "../engine/engine.ts";
 import type { PollBackoff } from "../engine/follow.ts";
 import { ReleaseAdmin } from "../engine/releases.ts";
 import { StatsReader } from "../engine/stats.ts";
-import { FileService } from "../files/service.ts";
+import { fileServiceOf } from "../files/service.ts";
 import type { Storage } from "../files/storage.ts";
 import { executionUrl, runUrl } from "../http/deps.ts";
 import { isLoopbackHost } from "../lib/loopback.ts";
@@ -100,13 +100,11 @@ export async function composeEnvironment(parts: ProcessParts, site: EnvironmentS
   await releases.refresh();
   const data = new DataService(store.data, config.queryLimits);
   await data.changes.relay();
-  const files = new FileService({
-    store,
-    storage,
-    secret: parts.secret,
-    maxBytes: config.maxFileBytes,
-    publicUrl: site.publicUrl,
-  });
+  const files = fileServiceOf(
+    { store, storage, secret: parts.secret, maxBytes: config.maxFileBytes },
+    site.id,
+    site.publicUrl,
+  );
   const engine = new Engine({
     store,
     data,

@@ -1,7 +1,8 @@
 import { websocket as elysiaWebSocket } from "elysia/ws";
 import { HARD_BODY_LIMIT } from "../app.ts";
 import { type HostingConfig, localUrl } from "../config.ts";
-import { Dispatcher, type EnvironmentDirectory, type EnvironmentEntry } from "../hosting/dispatcher.ts";
+import { controlDirectory } from "../hosting/control-directory.ts";
+import { Dispatcher, type EnvironmentEntry } from "../hosting/dispatcher.ts";
 import { environmentUrl, serviceUrlOf } from "../hosting/host.ts";
 import { serveFilter } from "../hosting/serve-filter.ts";
 import { consoleServeRoutes } from "../http/console.ts";
@@ -22,11 +23,11 @@ import { ANSWER_MS, DRAIN_MS, type RunningServer } from "./running.ts";
 export async function startHosting(
   parts: ProcessParts,
   hosting: HostingConfig,
-  directory: EnvironmentDirectory,
   { ownsStore }: { ownsStore: boolean },
 ): Promise<RunningServer> {
   const { config, store, log, telemetry, storage } = parts;
   const { service } = hosting;
+  const directory = controlDirectory(store.control);
   const runtimes: EnvironmentRuntime[] = [];
   let server: Bun.Server<unknown> | null = null;
   const compose = async ({ id, handle }: EnvironmentEntry) => {

@@ -8,11 +8,10 @@ import { publishRelease } from "../../src/release/publish.ts";
 import { openStore } from "../../src/store/open.ts";
 import type { Store } from "../../src/store/store.ts";
 import { dialects, type TestDatabase } from "../support/databases.ts";
-import { insertEnvironment, tableDirectory } from "../support/environments.ts";
 import { fixture, type TestResponse } from "../support/server.ts";
 
 // Issue #41 §1, §5: with SERVICE_URL the request's host picks the environment; SERVE_ENVIRONMENTS
-// picks the ones an instance serves. `*.localhost` resolves to loopback, so the hosts are real.
+// picks the ones an instance serves (here: `main`, `acme-*` and the organization `beta`'s). `*.localhost` resolves to loopback, so the hosts are real.
 
 /** A port free now, so SERVICE_URL can name the one the server will listen on. */
 function freePort(): number {
@@ -49,20 +48,24 @@ for (const dialect of dialects) {
         SERVE_ENVIRONMENTS: "main,acme-*,org:beta",
         ...env,
       });
-      return startServer(config, { store, log: () => {}, directory: tableDirectory(database.url) });
+      return startServer(config, { store, log: () => {} });
     };
 
     beforeAll(async () => {
       database = await dialect.create();
       dataDir = mkdtempSync(join(tmpdir(), "actuate-hosting-"));
       store = await openStore(database.url);
-      await insertEnvironment(database.url, { id: 2, handle: "acme-one" });
-      await insertEnvironment(database.url, { id: 3, handle: "other" });
-      await insertEnvironment(database.url, { id: 4, handle: "shop", organization: { id: 1, handle: "beta" } });
+      // Made through the control store, as `actuate org create` / `env create` make them.
+      const { organizations, environments } = store.control;
+      const environment = async (handle: string, organization: string) =>
+        environments.create(handle, (await organizations.create(organization, 0)).id, 0);
+      const acme = await environment("acme-one", "acme");
+      await environment("other", "others");
+      await environment("shop", "beta");
       const publish = (on: Store, release: string) =>
         publishRelease({ store: on, bundlesDir: join(dataDir, "bundles"), dir: fixture(release), whenTaken: "refuse" });
       await publish(store, "basic");
-      await publish(store.environment(2), "basic-v2");
+      await publish(store.environment(acme.id), "basic-v2");
       port = freePort();
       server = await start();
       servers.push(server);
