@@ -1,10 +1,8 @@
 import type { ServiceUrl } from "../config.ts";
+import { HANDLE } from "../lib/handles.ts";
 
 /** Which site a request's host names: the service itself (the apex), an environment by handle, or neither. */
 export type HostTarget = { kind: "apex" } | { kind: "environment"; handle: string } | { kind: "outside" };
-
-// An environment's handle as a host label (HANDLE's form, and a DNS label's length).
-const HANDLE_LABEL = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 /**
  * The host a request was sent to, lower case, without port or trailing dot: its Host header, or with
@@ -29,7 +27,7 @@ export function hostTarget(host: string, service: ServiceUrl): HostTarget {
   const suffix = `.${service.apex}`;
   if (!host.endsWith(suffix)) return { kind: "outside" };
   const handle = host.slice(0, -suffix.length);
-  return HANDLE_LABEL.test(handle) ? { kind: "environment", handle } : { kind: "outside" };
+  return HANDLE.test(handle) ? { kind: "environment", handle } : { kind: "outside" };
 }
 
 /** The service's own URL (the apex): `<scheme>://<apex>[:port]`, no trailing slash. */

@@ -9,6 +9,7 @@ import { consoleServeRoutes } from "../http/console.ts";
 import { errorResponse } from "../http/errors.ts";
 import { IDLE_TIMEOUT_SECONDS } from "../http/long-wait.ts";
 import { loggable, publicErrorOf } from "../lib/database-errors.ts";
+import { PublicError } from "../lib/errors.ts";
 import { registerServerGauges } from "../observe/server-gauges.ts";
 import { StartupError } from "../startup.ts";
 import { createApexApp } from "./apex.ts";
@@ -37,7 +38,11 @@ export async function startHosting(
     runtimes.push(runtime);
     return runtime;
   };
-  const single = await directory.nameSingle(config.handle);
+  const single = await directory.nameSingle(config.handle).catch((error) => {
+    if (!(error instanceof PublicError)) throw error;
+    // A handle that is no DNS label, or another environment's.
+    throw new StartupError(`HANDLE names environment 1 in hosting mode: ${error.message}; set another`, "HANDLE");
+  });
   const first = await compose(single);
   const serves = serveFilter(hosting.serve);
   const dispatcher = new Dispatcher({

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { loadConfig } from "../../src/config.ts";
 import { bundlesDir, type RunningServer, startServer } from "../../src/main.ts";
 import { publishRelease } from "../../src/release/publish.ts";
+import { StartupError } from "../../src/startup.ts";
 import { openStore } from "../../src/store/open.ts";
 import type { Store } from "../../src/store/store.ts";
 import { dialects, type TestDatabase } from "../support/databases.ts";
@@ -194,6 +195,28 @@ for (const dialect of dialects) {
       const apex = await get(`${at(null)}/actions`);
       expect(apex.status).toBe(404);
       expect(await apex.json()).toMatchObject({ ok: false, error: "not_found" });
+    });
+
+    test("a HANDLE another environment has stops start-up, naming HANDLE", async () => {
+      const fresh = await dialect.create();
+      const freshStore = await openStore(fresh.url);
+      try {
+        const { organizations, environments } = freshStore.control;
+        await environments.create("taken", (await organizations.create("org", 0)).id, 0);
+        const config = loadConfig({
+          PORT: "0",
+          DATA_DIR: dataDir,
+          DATABASE_URL: fresh.url,
+          HANDLE: "taken",
+          SERVICE_URL: "http://actuate.localhost",
+        });
+        const started = startServer(config, { store: freshStore, log: () => {} });
+        await expect(started).rejects.toBeInstanceOf(StartupError);
+        await expect(started).rejects.toMatchObject({ setting: "HANDLE", message: expect.stringContaining("taken") });
+      } finally {
+        await freshStore.close();
+        await fresh.drop();
+      }
     });
 
     test("X-Forwarded-Host names the environment only with TRUST_PROXY", async () => {

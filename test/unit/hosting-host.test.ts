@@ -43,6 +43,7 @@ describe("which site a host is", () => {
     "evilactuate.example.com",
     "a.b.actuate.example.com",
     "-acme.actuate.example.com",
+    "acme-.actuate.example.com",
     `${"a".repeat(64)}.actuate.example.com`,
     ".actuate.example.com",
     "",
