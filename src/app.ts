@@ -32,7 +32,7 @@ import type { Telemetry } from "./observe/telemetry.ts";
 
 // Bun's own limit answers an empty 413 before any hook runs; keep it far above every per-endpoint
 // limit, which the endpoints enforce themselves with a JSON 413 (see http/body.ts).
-const HARD_BODY_LIMIT = 1024 * 1024 * 1024;
+export const HARD_BODY_LIMIT = 1024 * 1024 * 1024;
 
 export interface AppDeps extends HttpDeps {
   /** Bun's development server for the console (rebuild on change, a file watcher): `bun run dev` only. */

@@ -22,6 +22,23 @@ const Env = Type.Object({
       description: "the URL clients reach this server at (statusUrl, MCP metadata); unset: http://HOST:PORT",
     }),
   ),
+  SERVICE_URL: Type.Optional(
+    Type.String({
+      description:
+        "hosting mode: the service's URL (scheme, apex host, optional port), each environment served at <scheme>://<handle>.<apex>[:port]; unset: one environment (single mode)",
+    }),
+  ),
+  TRUST_PROXY: Type.Boolean({
+    default: false,
+    description:
+      "hosting mode: a request's host is its X-Forwarded-Host, not Host (only behind a proxy that sets it); URLs keep SERVICE_URL's scheme",
+  }),
+  SERVE_ENVIRONMENTS: Type.Optional(
+    Type.String({
+      description:
+        "hosting mode: the environments this instance serves, comma-separated handle globs (acme-*) or org:<organization handle>; unset: all",
+    }),
+  ),
   HANDLE: Type.String({
     default: "local",
     pattern: "^[a-z0-9][a-z0-9-]*$",
@@ -243,12 +260,32 @@ export type StorageConfig =
 
 const S3_REQUIRED = ["S3_ENDPOINT", "S3_BUCKET", "S3_ACCESS_KEY", "S3_SECRET_KEY"] as const;
 
+/** SERVICE_URL: where the service is, and so each environment (`<scheme>://<handle>.<apex>[:port]`). */
+export interface ServiceUrl {
+  scheme: "http" | "https";
+  /** The apex host name, lower case, no trailing dot. */
+  apex: string;
+  /** The port as written in SERVICE_URL; null when it had none (the scheme's own). */
+  port: number | null;
+}
+
+/** Hosting mode: many environments, each at its own host under the apex. */
+export interface HostingConfig {
+  service: ServiceUrl;
+  /** SERVE_ENVIRONMENTS as written: handle globs and `org:<glob>`; null: every environment. */
+  serve: string[] | null;
+}
+
 export interface Config {
   port: number;
   host: string;
   /** Base URL used in statusUrl and auth metadata, no trailing slash; derived from the bound address when unset. */
   publicUrl?: string;
   handle: string;
+  /** SERVICE_URL is set: hosting mode; undefined: single mode (one environment, today's behaviour). */
+  hosting?: HostingConfig;
+  /** Whether X-Forwarded-Host/-Proto name the host and scheme a request was sent to (TRUST_PROXY). */
+  trustProxy: boolean;
   /** How action tools are named over MCP: `notes.add`, or `notes_add` (an action's `mcp.name` wins either way). */
   mcpToolNames: "dotted" | "underscore";
   dataDir: string;
@@ -335,6 +372,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     host: parsed.HOST,
     publicUrl: parsed.PUBLIC_URL?.replace(/\/+$/, ""),
     handle: parsed.HANDLE,
+    hosting: hostingConfig(parsed),
+    trustProxy: parsed.TRUST_PROXY,
     mcpToolNames: parsed.MCP_TOOL_NAMES,
     dataDir,
     databaseUrl: parsed.DATABASE_URL ?? `sqlite:${join(dataDir, "actuate.db")}`,
@@ -381,6 +420,56 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         ? undefined
         : { endpoint: parsed.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, ""), serviceName: parsed.OTEL_SERVICE_NAME },
   };
+}
+
+function hostingConfig(parsed: Static<typeof Env>): HostingConfig | undefined {
+  if (parsed.SERVICE_URL === undefined) {
+    if (parsed.SERVE_ENVIRONMENTS !== undefined) refuse("SERVE_ENVIRONMENTS", "only with SERVICE_URL (hosting mode)");
+    return undefined;
+  }
+  if (parsed.PUBLIC_URL !== undefined) {
+    refuse("PUBLIC_URL", "not in hosting mode: each environment's URL comes from SERVICE_URL; unset one of them");
+  }
+  return { service: serviceUrl(parsed.SERVICE_URL), serve: serveRules(parsed.SERVE_ENVIRONMENTS) };
+}
+
+function refuse(name: EnvName, why: string): never {
+  throw new ConfigError(`invalid configuration:\n  ${name}: ${why}`);
+}
+
+// A host name: DNS labels (letters, digits, hyphens), at least one; IP addresses have no subdomains.
+const APEX = /^(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*$/;
+
+/** SERVICE_URL: http or https, a host name and an optional port; nothing else (no path, query, credentials). */
+export function serviceUrl(value: string): ServiceUrl {
+  const url = URL.parse(value);
+  const bad = (why: string) => refuse("SERVICE_URL", `${JSON.stringify(value)}: ${why}`);
+  if (url === null || (url.protocol !== "http:" && url.protocol !== "https:"))
+    return bad("an http or https URL is required");
+  if (url.username || url.password) return bad("no credentials");
+  if (url.pathname !== "/" || url.search || url.hash || /[?#]/.test(value)) return bad("no path, query or fragment");
+  const apex = url.hostname.replace(/\.$/, "");
+  if (!APEX.test(apex) || /^[\d.]+$/.test(apex))
+    return bad("the host must be a name (environments are its subdomains)");
+  return {
+    scheme: url.protocol === "https:" ? "https" : "http",
+    apex,
+    port: url.port === "" ? null : Number(url.port),
+  };
+}
+
+// `acme-*`, `*-staging`, `org:acme`: a handle's characters and `*` (any run of them).
+const SERVE_RULE = /^(org:)?[a-z0-9*-]+$/;
+
+function serveRules(value: string | undefined): string[] | null {
+  const rules = list(value);
+  if (rules.length === 0) return null;
+  const bad = rules.filter((rule) => !SERVE_RULE.test(rule));
+  if (bad.length > 0) {
+    const named = bad.map((rule) => JSON.stringify(rule)).join(", ");
+    refuse("SERVE_ENVIRONMENTS", `${named}: a rule is a handle glob (acme-*) or org:<handle glob>`);
+  }
+  return rules;
 }
 
 const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;

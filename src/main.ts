@@ -1,69 +1,19 @@
-import { join } from "node:path";
-import packageJson from "../package.json" with { type: "json" };
-import { createApp } from "./app.ts";
-import { serverAuth } from "./auth/server-auth.ts";
 import { type Config, ConfigError, localUrl } from "./config.ts";
-import { DataService } from "./data/service.ts";
-import { Engine } from "./engine/engine.ts";
 import type { PollBackoff } from "./engine/follow.ts";
-import { ReleaseAdmin } from "./engine/releases.ts";
-import { StatsReader } from "./engine/stats.ts";
-import { FileService } from "./files/service.ts";
-import { executionUrl, runUrl } from "./http/deps.ts";
-import type { Route } from "./http/methods.ts";
 import { clearSpool, spoolDirOf } from "./http/spool.ts";
 import { isLoopbackHost } from "./lib/loopback.ts";
-import { SessionHub } from "./live/session.ts";
-import type { McpEndpoint } from "./mcp/server.ts";
-import type { ToolDeps } from "./mcp/tools.ts";
 import { createLog, type Log } from "./observe/log.ts";
 import { registerServerGauges } from "./observe/server-gauges.ts";
 import { Telemetry } from "./observe/telemetry.ts";
 import { NO_TRACER, type Tracer } from "./observe/tracing.ts";
-import { ReleaseRegistry } from "./release/registry.ts";
+import { ANONYMOUS, composeEnvironment, type ProcessParts, packageVersion } from "./runtime/environment.ts";
+import { ANSWER_MS, DRAIN_MS, type RunningServer } from "./runtime/running.ts";
 import { openConfiguredStorage, openConfiguredStore, StartupError, signingSecret } from "./startup.ts";
 import type { Store } from "./store/store.ts";
 
-export interface RunningServer {
-  url: string;
-  store: Store;
-  releases: ReleaseRegistry;
-  engine: Engine;
-  /** The HTTP routes it answers, as registered (test/http/openapi.test.ts holds /openapi.json to them). */
-  routes: readonly Route[];
-  stop(): Promise<void>;
-}
+export { bundlesDir } from "./runtime/environment.ts";
 
-const packageVersion = packageJson.version;
-/** How long a stopping server lets requests in flight finish, then handlers store how they ended. */
-const DRAIN_MS = 5_000;
-/** How long a stopping server gives the answers of its last handlers to be sent, once they have ended. */
-const ANSWER_MS = 100;
-const ANONYMOUS = { kind: "user", id: "anonymous" } as const;
-
-export const bundlesDir = (config: Config) => join(config.dataDir, "bundles");
-
-/**
- * The MCP endpoint, built on the first /mcp request: the MCP SDK (with zod and ajv, ~20 MiB and ~150 ms
- * to import) is not loaded by a server nobody reaches over MCP. A failed import is retried by the next request.
- */
-function lazyMcpEndpoint(deps: ToolDeps, version: string): Pick<McpEndpoint, "handle"> {
-  let endpoint: Promise<McpEndpoint> | null = null;
-  const load = () =>
-    import("./mcp/server.ts").then(
-      ({ McpEndpoint }) => new McpEndpoint(deps, version),
-      (error) => {
-        endpoint = null;
-        throw error;
-      },
-    );
-  return {
-    async handle(...call) {
-      endpoint ??= load();
-      return (await endpoint).handle(...call);
-    },
-  };
-}
+export type { RunningServer } from "./runtime/running.ts";
 
 /** JSON lines on stdout (pretty when LOG_FORMAT says), each naming this instance. */
 export const serverLog = (config: Config, instance: string): Log =>
@@ -115,57 +65,36 @@ export async function startServer(
     log(`${interrupted} execution(s) left running by a stopped server were marked failed (execution_interrupted)`, {
       level: "warn",
     });
-  const releases = new ReleaseRegistry(store, bundlesDir(config), log);
-  await releases.refresh();
-  releases.watch(config.releasePollMs);
-  const data = new DataService(store.data, config.queryLimits);
-  await data.changes.relay();
-  let publicUrl = config.publicUrl ?? "";
-  const files = new FileService({
+  const parts: ProcessParts = {
+    config,
     store,
     storage,
     secret: config.signingSecret ?? signingSecret(config.dataDir),
-    maxBytes: config.maxFileBytes,
-    publicUrl: () => publicUrl,
-  });
-  const engine = new Engine({
-    store,
-    data,
-    files,
-    release: () => releases.current(),
-    releaseVersion: (version) => releases.version(version),
-    workflows: config.workflows,
-    waitMs: config.waitMs,
-    logLimits: config.executionLogs,
-    maxOutputBytes: config.maxOutputBytes,
-    retention: config.executionRetentionMs === null ? undefined : { keepMs: config.executionRetentionMs },
+    spoolDir,
     log,
     telemetry,
+    insecureNoAuth: options.insecureNoAuth ?? false,
     followPoll: options.followPoll,
+    development: options.development ?? false,
     now: options.now,
-  });
-  await engine.start();
-  const auth = serverAuth(config, { store, publicUrl: () => publicUrl, log });
-
-  const endpoint = lazyMcpEndpoint(
-    {
-      engine,
-      telemetry,
-      log,
-      handle: config.handle,
-      toolNaming: config.mcpToolNames,
-      executionUrl: (id) => executionUrl(publicUrl, id),
-      runUrl: (id) => runUrl(publicUrl, id),
-    },
-    packageVersion,
-  );
+  };
   if (options.insecureNoAuth) {
     log(
       `WARNING: --insecure-no-auth: /mcp callers without a credential act as user "${ANONYMOUS.id}". Never expose this server.`,
       { level: "warn" },
     );
   }
-  const hub = new SessionHub({ auth: auth.authenticator, data, engine, log, limits: config.live, telemetry });
+  if (config.hosting) {
+    // Loaded only in hosting mode: single mode's start reads none of it.
+    const { startHosting } = await import("./runtime/hosting.ts");
+    return startHosting(parts, config.hosting, { ownsStore: !options.store });
+  }
+  let publicUrl = config.publicUrl ?? "";
+  const { releases, engine, hub, auth, app, halt } = await composeEnvironment(parts, {
+    id: 1,
+    handle: config.handle,
+    publicUrl: () => publicUrl,
+  });
   registerServerGauges(telemetry, {
     live: () => hub.counts(),
     activeRuns: () => store.runs.countActive(),
@@ -173,40 +102,11 @@ export async function startServer(
     releaseVersion: () => releases.current()?.version,
     serverVersion: packageVersion,
   });
-  const app = createApp({
-    files,
-    releases: new ReleaseAdmin({ store, bundlesDir: bundlesDir(config), refresh: () => releases.reload() }),
-    stats: new StatsReader({ store, liveSockets: () => hub.counts().sockets }),
-    signIns: auth.signIns,
-    maxFileBytes: config.maxFileBytes,
-    maxMultipartBytes: config.maxMultipartBytes,
-    maxReleaseBytes: config.maxReleaseBytes,
-    spoolDir,
-    hub,
-    engine,
-    auth: auth.authenticator,
-    publicUrl: () => publicUrl,
-    log,
-    telemetry,
-    metricsToken: config.metricsToken,
-    metadata: { handle: config.handle, authIssuer: config.authIssuer },
-    authority: auth.authority,
-    cors: config.cors,
-    readiness: { database: () => store.ping(), storage: () => storage.check() },
-    development: options.development ?? false,
-    mcp: {
-      endpoint,
-      allowedOrigins: config.cors.listed,
-      loopbackOnly: isLoopbackHost(config.host),
-      anonymous: options.insecureNoAuth ? ANONYMOUS : undefined,
-    },
-  });
   try {
     app.listen({ port: config.port, hostname: config.host });
   } catch (error) {
     if ((error as { code?: string }).code !== "EADDRINUSE") throw error;
-    releases.stop();
-    hub.stop();
+    halt();
     await engine.shutdown(0, Promise.resolve());
     if (!options.store) await store.close();
     throw new StartupError(
@@ -224,8 +124,7 @@ export async function startServer(
     engine,
     routes: app.routes,
     async stop() {
-      releases.stop();
-      hub.stop();
+      halt();
       // No new connections from now on. The requests in flight get their answers: all of them if they
       // end within DRAIN_MS; else, once the handlers running here have ended, ANSWER_MS to send theirs
       // (a request that waits for something else, or a client still sending, does not hold the stop up).

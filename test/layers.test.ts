@@ -27,8 +27,10 @@ const LAYERS: Record<string, number> = {
   http: 4,
   mcp: 4,
   live: 4,
+  hosting: 4, // hosting mode's front door: which environment a request's host names (answers only its own refusals)
   app: 5,
   main: 6,
+  runtime: 6, // composes an environment (engine, app, …) over the process's parts, and hosting mode's server
   startup: 6, // what start-up reaches (database, bucket, DATA_DIR), its failures named by the setting: main and cli
   cli: 7,
   plugins: 8, // what bunfig.toml preloads before anything of src/ loads: nothing imports it

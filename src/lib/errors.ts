@@ -24,12 +24,16 @@ export const ERROR_STATUS = {
   scheduled_not_found: 404,
   release_not_found: 404,
   sign_in_not_found: 404,
+  // Hosting mode: no environment has the request's host (or it is outside the service's domain).
+  environment_not_found: 404,
   method_not_allowed: 405,
   REQUEST_CONFLICT: 409,
   run_not_cancelable: 409,
   scheduled_not_cancelable: 409,
   release_conflict: 409,
   payload_too_large: 413,
+  // Hosting mode: the environment exists, but SERVE_ENVIRONMENTS leaves it to other instances.
+  environment_not_served: 421,
   upgrade_required: 426,
   // A live-query limit (LIVE_MAX_*) on the /session socket.
   limit_reached: 429,

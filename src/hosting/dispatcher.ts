@@ -1,0 +1,103 @@
+import type { ServiceUrl } from "../config.ts";
+import { errorResponse } from "../http/errors.ts";
+import { requestTarget } from "../http/request-target.ts";
+import { hostTarget, requestHost } from "./host.ts";
+import type { ServedCandidate } from "./serve-filter.ts";
+
+/** An environment as the front door needs it: its id (the store's key), handle and organization's handle. */
+export interface EnvironmentEntry extends ServedCandidate {
+  id: number;
+}
+
+/** Where environments are found by handle (the real one is the control store). */
+export interface EnvironmentDirectory {
+  /** The environment of this handle; null when no environment has it. */
+  byHandle(handle: string): Promise<EnvironmentEntry | null>;
+  /**
+   * Gives environment 1 (the database of single mode) `handle` when it has none yet, and answers it:
+   * hosting mode serves it as one of its environments.
+   */
+  nameSingle(handle: string): Promise<EnvironmentEntry>;
+}
+
+/** Answers the requests of one site (an environment's app, the service's own). */
+export type RequestHandler = (request: Request) => Response | Promise<Response>;
+
+export interface DispatcherOptions {
+  service: ServiceUrl;
+  /** TRUST_PROXY: X-Forwarded-Host names the host. */
+  trustProxy: boolean;
+  /** SERVE_ENVIRONMENTS: whether this instance serves an environment (else 421). */
+  serves: (environment: ServedCandidate) => boolean;
+  directory: EnvironmentDirectory;
+  /** Makes an environment's runtime: called once per environment served here, on its first request. */
+  open(environment: EnvironmentEntry): Promise<RequestHandler>;
+  /** The service's own site (the apex), which also answers ANY_HOST on every host. */
+  apex: RequestHandler;
+}
+
+/** Probes and scrapes reach the process whatever host they name (a load balancer asks by address). */
+const ANY_HOST = new Set(["/healthz", "/readyz", "/metrics"]);
+
+/**
+ * Hosting mode's front door: the request's host picks its site. `<handle>.<apex>` goes to that
+ * environment's runtime (made on first use, then kept: after that a request costs a host parse and a map
+ * lookup); the apex, and ANY_HOST paths on any host, go to the service; an unknown handle or a host
+ * outside the apex is 404 environment_not_found; an environment this instance does not serve, 421.
+ */
+export class Dispatcher {
+  /** Environments served here whose runtime is made, by handle. */
+  private readonly served = new Map<string, RequestHandler>();
+  /** Runtimes being made (or environments found not served: null), so concurrent first requests make one. */
+  private readonly opening = new Map<string, Promise<RequestHandler | null | undefined>>();
+
+  constructor(private readonly options: DispatcherOptions) {}
+
+  readonly fetch = (request: Request): Response | Promise<Response> => {
+    const { service, trustProxy, apex } = this.options;
+    const target = hostTarget(requestHost(request, trustProxy), service);
+    if (target.kind === "environment") {
+      const handler = this.served.get(target.handle);
+      if (handler) return handler(request);
+    }
+    if (target.kind === "apex" || ANY_HOST.has(requestTarget(request).path)) return apex(request);
+    if (target.kind === "outside") return notFound("this host is not an environment of this service");
+    return this.first(target.handle, request);
+  };
+
+  /** Serves an environment ahead of its first request (hosting mode's environment 1, made at start-up). */
+  adopt(handle: string, handler: RequestHandler): void {
+    this.served.set(handle, handler);
+  }
+
+  private async first(handle: string, request: Request): Promise<Response> {
+    let opening = this.opening.get(handle);
+    if (!opening) {
+      opening = this.find(handle);
+      this.opening.set(handle, opening);
+      // An unknown handle may be created later, and a failure tried again: neither is remembered.
+      opening.then(
+        (handler) => handler === undefined && this.opening.delete(handle),
+        () => this.opening.delete(handle),
+      );
+    }
+    const handler = await opening;
+    if (handler === undefined) return notFound(`no environment is named ${handle}`);
+    if (handler === null) {
+      return errorResponse("environment_not_served", `the environment ${handle} is not served by this instance`);
+    }
+    return handler(request);
+  }
+
+  /** The runtime of an environment served here, null for one not served here, undefined for no environment. */
+  private async find(handle: string): Promise<RequestHandler | null | undefined> {
+    const environment = await this.options.directory.byHandle(handle);
+    if (environment === null) return undefined;
+    if (!this.options.serves(environment)) return null;
+    const handler = await this.options.open(environment);
+    this.served.set(handle, handler);
+    return handler;
+  }
+}
+
+const notFound = (message: string) => errorResponse("environment_not_found", message);

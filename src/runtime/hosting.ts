@@ -1,0 +1,143 @@
+import { websocket as elysiaWebSocket } from "elysia/ws";
+import { HARD_BODY_LIMIT } from "../app.ts";
+import { type HostingConfig, localUrl } from "../config.ts";
+import { controlDirectory } from "../hosting/control-directory.ts";
+import { Dispatcher, type EnvironmentEntry } from "../hosting/dispatcher.ts";
+import { environmentUrl, serviceUrlOf } from "../hosting/host.ts";
+import { serveFilter } from "../hosting/serve-filter.ts";
+import { consoleServeRoutes } from "../http/console.ts";
+import { errorResponse } from "../http/errors.ts";
+import { IDLE_TIMEOUT_SECONDS } from "../http/long-wait.ts";
+import { loggable, publicErrorOf } from "../lib/database-errors.ts";
+import { PublicError } from "../lib/errors.ts";
+import { registerServerGauges } from "../observe/server-gauges.ts";
+import { StartupError } from "../startup.ts";
+import { createApexApp } from "./apex.ts";
+import { composeEnvironment, type EnvironmentRuntime, type ProcessParts, packageVersion } from "./environment.ts";
+import { ANSWER_MS, DRAIN_MS, type RunningServer } from "./running.ts";
+
+/**
+ * Hosting mode (SERVICE_URL): one Bun server for every environment, its requests routed by host through
+ * the Dispatcher. Environment 1 (single mode's database, named HANDLE) is composed at start-up; every
+ * other on its first request, and kept.
+ */
+export async function startHosting(
+  parts: ProcessParts,
+  hosting: HostingConfig,
+  { ownsStore }: { ownsStore: boolean },
+): Promise<RunningServer> {
+  const { config, store, log, telemetry, storage } = parts;
+  const { service } = hosting;
+  const directory = controlDirectory(store.control);
+  const runtimes: EnvironmentRuntime[] = [];
+  let server: Bun.Server<unknown> | null = null;
+  const compose = async ({ id, handle }: EnvironmentEntry) => {
+    const runtime = await composeEnvironment(parts, { id, handle, publicUrl: () => environmentUrl(service, handle) });
+    // Its routes reach the shared server through the app (a WebSocket's upgrade, a long wait's timeout).
+    runtime.app.server = server;
+    runtimes.push(runtime);
+    return runtime;
+  };
+  const single = await directory.nameSingle(config.handle).catch((error) => {
+    if (!(error instanceof PublicError)) throw error;
+    // A handle that is no DNS label, or another environment's.
+    throw new StartupError(`HANDLE names environment 1 in hosting mode: ${error.message}; set another`, "HANDLE");
+  });
+  const first = await compose(single);
+  const serves = serveFilter(hosting.serve);
+  const dispatcher = new Dispatcher({
+    service,
+    trustProxy: config.trustProxy,
+    serves,
+    directory,
+    open: async (environment) => (await compose(environment)).app.fetch,
+    apex: createApexApp({
+      auth: first.auth.authenticator,
+      serviceUrl: () => serviceUrlOf(service),
+      readiness: { database: () => store.ping(), storage: () => storage.check() },
+      telemetry,
+      metricsToken: config.metricsToken,
+      log,
+    }).fetch,
+  });
+  if (serves(single)) dispatcher.adopt(single.handle, first.app.fetch);
+  registerServerGauges(telemetry, {
+    live: () => sumOf(runtimes.map((runtime) => runtime.hub.counts())),
+    activeRuns: () => store.runs.countActive(),
+    pool: () => store.pool(),
+    // One gauge for one release: the service's environments have one each.
+    releaseVersion: () => undefined,
+    serverVersion: packageVersion,
+  });
+
+  const stopEnvironments = async (drained: Promise<unknown>) => {
+    for (const runtime of runtimes) runtime.halt();
+    await Promise.all(runtimes.map((runtime) => runtime.engine.shutdown(DRAIN_MS, drained)));
+  };
+  try {
+    server = Bun.serve({
+      port: config.port,
+      hostname: config.host,
+      maxRequestBodySize: HARD_BODY_LIMIT,
+      idleTimeout: IDLE_TIMEOUT_SECONDS,
+      development: parts.development,
+      reusePort: false,
+      // The console's page is the same for every environment: it reads the API of the host it is on.
+      routes: consoleServeRoutes,
+      // Elysia's handlers (its WebSocket routes upgrade with theirs in the socket's data); its own typing
+      // of Bun's socket lags Bun's (binaryType "blob").
+      websocket: elysiaWebSocket as unknown as Bun.WebSocketHandler<unknown>,
+      fetch: dispatcher.fetch,
+      // What the dispatcher threw before any app took the request (the directory's database away, a
+      // runtime that failed to start): JSON like every other answer.
+      error(error) {
+        const refusal = publicErrorOf(error);
+        if (refusal) return errorResponse(refusal.code, refusal.message, refusal.fields);
+        log(`unhandled error: ${loggable(error)}`, { level: "error" });
+        return errorResponse("internal_error", "the server failed to answer this request");
+      },
+    });
+  } catch (error) {
+    if ((error as { code?: string }).code !== "EADDRINUSE") throw error;
+    await stopEnvironments(Promise.resolve());
+    if (ownsStore) await store.close();
+    throw new StartupError(
+      `${config.host}:${config.port} is in use: another server listens there (another actuate?); stop it or set PORT`,
+      "PORT",
+    );
+  }
+  first.app.server = server;
+  const listening = server;
+  log(`hosting ${serviceUrlOf(service)}: environment ${single.handle} is ${environmentUrl(service, single.handle)}`);
+
+  return {
+    url: localUrl(config.host, listening.port ?? config.port),
+    store,
+    releases: first.releases,
+    engine: first.engine,
+    routes: first.app.routes,
+    async stop() {
+      // As single mode's stop (main.ts), for every environment at once.
+      const closed = listening.stop(false);
+      const handled = Promise.all(runtimes.map((runtime) => runtime.engine.idle())).then(() => Bun.sleep(ANSWER_MS));
+      await stopEnvironments(Promise.race([closed, handled, Bun.sleep(DRAIN_MS)]));
+      await listening.stop(true);
+      await Promise.all(runtimes.map((runtime) => runtime.auth.close()));
+      await telemetry.tracer.shutdown().catch((error) => log(`traces not sent: ${error.message}`, { level: "warn" }));
+      if (ownsStore) await store.close();
+    },
+  };
+}
+
+type LiveCounts = ReturnType<EnvironmentRuntime["hub"]["counts"]>;
+
+const sumOf = (counts: LiveCounts[]): LiveCounts =>
+  counts.reduce(
+    (sum, count) => ({
+      sockets: sum.sockets + count.sockets,
+      subscriptions: sum.subscriptions + count.subscriptions,
+      streams: sum.streams + count.streams,
+      unsentBytes: sum.unsentBytes + count.unsentBytes,
+    }),
+    { sockets: 0, subscriptions: 0, streams: 0, unsentBytes: 0 },
+  );
