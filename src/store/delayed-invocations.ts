@@ -16,9 +16,8 @@ export interface DelayedInvocationFilter {
  * many at once (the drain benchmark). A due one is held by one instance at a time (a lease) while it is
  * started, and every write about it while held is fenced by that lease.
  *
- * Bound to its store's environment (`Store.environment(id)`), but for `claimDue`, `markStarted` and
- * `nextDueAt`: one process loop starts the due invocations of every environment, so those are
- * service-wide, and the rows `claimDue` answers name their environment.
+ * Bound to its store's environment (`Store.environment(id)`), but for `markStarted`, which is by owner
+ * across environments. Each environment's loop claims its own due invocations (hosting-runtime.md).
  */
 export interface DelayedInvocationStore {
   insert(rows: ScheduledRow[]): Promise<void>;
@@ -26,8 +25,8 @@ export interface DelayedInvocationStore {
   /** Newest first. */
   list(filter: DelayedInvocationFilter): Promise<ScheduledRow[]>;
   /**
-   * Takes up to `limit` pending invocations due by `now` that no live lease holds, oldest due first, of
-   * every environment.
+   * Takes up to `limit` pending invocations of this environment due by `now` that no live lease holds,
+   * oldest due first.
    */
   claimDue(owner: string, now: number, leaseUntil: number, limit: number): Promise<InEnvironment<ScheduledRow>[]>;
   /** Marks held invocations (of any environment) started with their executions; answers the ids `owner` still held. */
@@ -37,6 +36,6 @@ export interface DelayedInvocationStore {
    * it did.
    */
   cancel(id: string, principal: { kind: PrincipalKind; id: string } | null, now: number): Promise<boolean>;
-  /** When the next pending invocation of any environment is due, if any. */
+  /** When the next pending invocation of this environment is due, if any. */
   nextDueAt(): Promise<number | null>;
 }

@@ -5,6 +5,7 @@ export type EnvironmentParts = Pick<
   Store,
   | "executions"
   | "executionLogs"
+  | "retention"
   | "runs"
   | "releases"
   | "tokens"

@@ -79,9 +79,9 @@ export const OPEN_STEP_STATUSES: readonly StepStatus[] = ["running", "retrying",
  * `finishedAt`); the store never reads a clock.
  *
  * Bound to its store's environment (`Store.environment(id)`): a run of another environment is unknown
- * here, its id answers null and its writes `{ leaseLost }`. `claim`, `renew` and `release` are
- * service-wide (one statement for every environment): a worker claims runs of every environment and
- * makes each one's fenced writes (saveStep, suspend, finish) through that run's environment's store.
+ * here, its id answers null and its writes `{ leaseLost }`. `claim` takes this environment's due runs
+ * (each environment's worker claims its own: docs/decisions/hosting-runtime.md); `renew` and `release`
+ * are by owner, across environments.
  */
 export interface RunStore {
   /**
@@ -103,7 +103,7 @@ export interface RunStore {
   /**
    * Leases up to `limit` runs that are due (or asked to cancel) and whose lease, if any, expired before
    * `now`; the runs become `running` (their executions too, when queued). Concurrent claims never hand
-   * one run to two owners. Service-wide: runs of every environment, each naming its own.
+   * one run to two owners. Runs of this environment only, each naming it.
    */
   claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<InEnvironment<RunRow>[]>;
   /**

@@ -34,8 +34,8 @@ export interface Store {
   /**
    * Which environment this store reads and writes: every row it writes carries it, every read filters by
    * it (docs/decisions/hosting-layout.md). 1 for the store `openStore` answers (single mode's environment).
-   * Service-wide parts (users, oauth, instances, retention) and service-wide methods (claims of due work,
-   * which answer rows of every environment, each naming its own) are the same in every view.
+   * Service-wide parts (users, oauth, instances, control) and the methods by owner or instance (lease
+   * renewals, releases, the interrupted-execution sweep) are the same in every view.
    */
   readonly environmentId: number;
   /**

@@ -106,7 +106,7 @@ export function delayedInvocationStoreContract(open: OpenStores) {
     expect(ids(await store.delayedInvocations.list({ principal: alice, beforeId: third, limit: 10 }))).toEqual([first]);
   });
 
-  test("environments: reads and cancels see their own; claims, starts and the next due span every environment", async () => {
+  test("environments: reads, cancels, claims and the next due see their own; starts are by owner across them", async () => {
     const [one, two] = [store.delayedInvocations, peer.environment(2).delayedInvocations];
     const mine = scheduledRow(200);
     // The same request id and caller in the other environment: another invocation.
@@ -121,14 +121,14 @@ export function delayedInvocationStoreContract(open: OpenStores) {
     expect(await two.list({ principal: { kind: "user", id: "alice" }, limit: 10 })).toEqual([theirs]);
     expect(await one.cancel(theirs.id, null, at(1))).toBe(false);
     expect(await two.get(theirs.id)).toMatchObject({ status: "pending" });
-    // One loop wakes for every environment: the earliest due of any.
-    expect(await one.nextDueAt()).toBe(at(100));
+    // Each environment's loop wakes for its own.
+    expect(await one.nextDueAt()).toBe(at(200));
+    expect(await two.nextDueAt()).toBe(at(100));
 
-    const claimed = await one.claimDue("A", at(1_000), at(1_000 + LEASE), 10);
-    expect(claimed.map((r) => [r.id, r.environment])).toEqual([
-      [theirs.id, 2],
-      [mine.id, 1],
-    ]);
+    const claimedOne = await one.claimDue("A", at(1_000), at(1_000 + LEASE), 10);
+    expect(claimedOne.map((r) => [r.id, r.environment])).toEqual([[mine.id, 1]]);
+    const claimed = await two.claimDue("A", at(1_000), at(1_000 + LEASE), 10);
+    expect(claimed.map((r) => [r.id, r.environment])).toEqual([[theirs.id, 2]]);
     expect(claimed[0]).toEqual({
       ...theirs,
       environment: 2,

@@ -178,20 +178,21 @@ for (const dialect of dialects) {
       expect(await one.runs.countActive()).toEqual({ queued: 1, running: 0, sleeping: 0 });
     });
 
-    test("retention prunes every environment's ended executions; a pruned key is free again in its environment only", async () => {
+    test("retention prunes its environment's ended executions; a pruned key is free again in its environment only", async () => {
       const { requestId, first, second } = await collidingClaims();
       await two.executions.settle(second.id, settlement("succeeded", 2));
       const kept = row({ requestId: crypto.randomUUID(), createdAt: at(0) });
       await one.executions.claim(kept);
       await one.executions.settle(kept.id, { ...settlement("succeeded", 3), finishedAt: at(1_000) });
       // first is still running: only env 2's ended execution is before the cut-off.
-      expect(await store.retention.pruneFinished(at(100), 10, async () => {})).toBe(1);
+      expect(await store.retention.pruneFinished(at(100), 10, async () => {})).toBe(0);
+      expect(await two.retention.pruneFinished(at(100), 10, async () => {})).toBe(1);
       expect(await two.executions.get(second.id)).toBeNull();
       expect(await one.executions.get(first.id)).toEqual(first);
       const again = row({ requestId });
       expect(await two.executions.claim(again)).toEqual({ row: again, created: true });
       expect(await one.executions.claim(row({ requestId }))).toEqual({ row: first, created: false });
-      // Pruned from environment 2 by the service-wide sweep, as environment 1's would be.
+      expect(await two.retention.pruneFinished(at(2_000), 10, async () => {})).toBe(0);
       expect(await store.retention.pruneFinished(at(2_000), 10, async () => {})).toBe(1);
       expect(await one.executions.get(kept.id)).toBeNull();
     });

@@ -488,13 +488,13 @@ export function runStoreContract(open: OpenStores) {
       expect(inOne).toEqual({ execution: expect.objectContaining({ id: one.run.id }), created: false });
     });
 
-    test("claims, renewals and releases span every environment; each claimed run names its own", async () => {
+    test("claims take their environment's runs; renewals and releases by owner span every environment", async () => {
       const [one, two] = [runRows(), runRows({ now: at(1) })];
       await store.runs.admit(one.execution, one.run);
       await other().runs.admit(two.execution, two.run);
       const leased = { status: "running" as const, leaseOwner: "A", leaseExpiresAt: at(2 + LEASE), updatedAt: at(2) };
-      expect(await peer.runs.claim("A", at(2), at(2 + LEASE), 10)).toEqual([
-        { ...one.run, ...leased, environment: 1 },
+      expect(await peer.runs.claim("A", at(2), at(2 + LEASE), 10)).toEqual([{ ...one.run, ...leased, environment: 1 }]);
+      expect(await peer.environment(2).runs.claim("A", at(2), at(2 + LEASE), 10)).toEqual([
         { ...two.run, ...leased, environment: 2 },
       ]);
       expect(await other().runs.get(two.run.id)).toEqual({ ...two.run, ...leased });
@@ -503,10 +503,8 @@ export function runStoreContract(open: OpenStores) {
       expect(renewed.map((r) => r.id).sort()).toEqual([one.run.id, two.run.id].sort());
       await other().runs.release("A");
       const taken = await peer.environment(2).runs.claim("B", at(4), at(4 + LEASE), 10);
-      expect(taken.map((r) => [r.id, r.environment])).toEqual([
-        [one.run.id, 1],
-        [two.run.id, 2],
-      ]);
+      expect(taken.map((r) => [r.id, r.environment])).toEqual([[two.run.id, 2]]);
+      expect((await peer.runs.claim("B", at(4), at(4 + LEASE), 10)).map((r) => r.id)).toEqual([one.run.id]);
     });
 
     test("a worker's fenced writes count only in the run's own environment", async () => {

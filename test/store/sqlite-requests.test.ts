@@ -449,7 +449,7 @@ describe("request keys by environment", () => {
     open = [];
 
     const pruning = await reopen();
-    expect(await pruning.retention.pruneFinished(1_000, 10, async () => {})).toBe(1);
+    expect(await pruning.environment(2).retention.pruneFinished(1_000, 10, async () => {})).toBe(1);
     await pruning.close();
     open = [];
     expect(await storedKeys()).toEqual([`user ${requestId}→${first.id}`]);

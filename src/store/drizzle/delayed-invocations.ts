@@ -54,7 +54,7 @@ export class DrizzleDelayedInvocationStore implements DelayedInvocationStore {
     const due = this.db
       .select({ id: s.id })
       .from(s)
-      .where(and(eq(s.status, "pending"), lte(s.dueAt, now), this.free(now)))
+      .where(this.mine(eq(s.status, "pending"), lte(s.dueAt, now), this.free(now)))
       .orderBy(asc(s.dueAt))
       .limit(limit);
     const rows = await this.db
@@ -113,7 +113,7 @@ export class DrizzleDelayedInvocationStore implements DelayedInvocationStore {
     const rows = await this.db
       .select({ next: min(s.dueAt) })
       .from(s)
-      .where(eq(s.status, "pending"));
+      .where(this.mine(eq(s.status, "pending")));
     const next = rows[0]?.next;
     return next === null || next === undefined ? null : Number(next);
   }

@@ -1,4 +1,4 @@
-import { and, asc, inArray, isNotNull, lt, notExists, notInArray, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, isNotNull, lt, notExists, notInArray, sql } from "drizzle-orm";
 import type { RetentionStore } from "../retention.ts";
 import { EXECUTION_STATUSES, isRunTerminal, isTerminal, RUN_STATUSES } from "../statuses.ts";
 import type { SharedDatabase, SharedTables } from "./database.ts";
@@ -15,6 +15,7 @@ export class DrizzleRetentionStore implements RetentionStore {
   constructor(
     private readonly db: SharedDatabase,
     private readonly t: Pruned,
+    private readonly environment: number,
     /** Forgets the keys of executions about to be deleted, where they are not in the executions table. */
     private readonly forgetKeys: (keys: PrunedKey[]) => Promise<void> | void = () => {},
   ) {}
@@ -40,6 +41,7 @@ export class DrizzleRetentionStore implements RetentionStore {
       .from(e)
       .where(
         and(
+          eq(e.environment, this.environment),
           isNotNull(e.finishedAt),
           lt(e.finishedAt, finishedBefore),
           inArray(e.status, EXECUTION_ENDED),

@@ -48,7 +48,6 @@ export async function openPostgresStore(url: string): Promise<Store> {
   const dataOf = postgresData(client, instances.id);
   const tokensOf = drizzleTokenStores(db, schema);
   const service = {
-    retention: new DrizzleRetentionStore(db, schema),
     users: new DrizzleUserStore(db, schema),
     oauth: new DrizzleOAuthStore(db, schema),
     control: drizzleControlStore(db, schema),
@@ -73,6 +72,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
         logWriter.append(environment, lines),
       ),
       runs: runs.environment(environment, inEnvironment, lists),
+      retention: new DrizzleRetentionStore(db, schema, environment),
       releases: new DrizzleReleaseStore(db, schema, environment),
       tokens: tokensOf(environment),
       files: new DrizzleFileStore(db, schema, environment),

@@ -83,7 +83,7 @@ const UPSERT_STEP = `with held as (
 const CLAIM = `with due as (
     select id, environment from workflow_runs
     where ${RUN_WAITING} and (wake_at <= $1 or cancel_requested)
-      and (lease_expires_at is null or lease_expires_at < $1)
+      and (lease_expires_at is null or lease_expires_at < $1) and environment = $5
     order by wake_at
     limit $4
     for update skip locked
@@ -208,9 +208,15 @@ export class PgRuns {
     return new PgRunStore(this, environment, executions, lists);
   }
 
-  /** Service-wide: due runs of every environment, each naming its own. */
-  async claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<InEnvironment<RunRow>[]> {
-    const rows = await this.client.unsafe(CLAIM, [now, owner, leaseUntil, limit], PREPARED);
+  /** Due runs of `environment` (hosting-runtime.md: each environment's worker claims its own, for now). */
+  async claim(
+    environment: number,
+    owner: string,
+    now: number,
+    leaseUntil: number,
+    limit: number,
+  ): Promise<InEnvironment<RunRow>[]> {
+    const rows = await this.client.unsafe(CLAIM, [now, owner, leaseUntil, limit, environment], PREPARED);
     return rows.map((raw) => ({ ...parseRun(raw), environment: raw.environment as number }));
   }
 
@@ -361,7 +367,7 @@ class PgRunStore extends DrizzleRunReads implements RunStore {
   }
 
   claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<InEnvironment<RunRow>[]> {
-    return this.runs.claim(owner, now, leaseUntil, limit);
+    return this.runs.claim(this.environment, owner, now, leaseUntil, limit);
   }
 
   renew(owner: string, ids: string[], leaseUntil: number) {

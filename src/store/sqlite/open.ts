@@ -61,7 +61,6 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
   const dataOf = sqliteData(client, instances.id);
   const tokensOf = drizzleTokenStores(db, tables);
   const service = {
-    retention: new DrizzleRetentionStore(db, tables, (keys) => executions.forgetRequests(keys)),
     users: new DrizzleUserStore(db, tables),
     oauth: new DrizzleOAuthStore(db, tables),
     control: drizzleControlStore(db, tables),
@@ -85,6 +84,7 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
       executions.appendLogs(environment, lines),
     ),
     runs: runs.environment(environment, lists),
+    retention: new DrizzleRetentionStore(db, tables, environment, (keys) => executions.forgetRequests(keys)),
     releases: new DrizzleReleaseStore(db, tables, environment),
     tokens: tokensOf(environment),
     files: new DrizzleFileStore(db, tables, environment),

@@ -104,7 +104,7 @@ export class SqliteRuns {
     this.due = client.prepare(
       `select ${CLAIMED_RUN_COLUMNS} from workflow_runs
        where ${RUN_WAITING} and (wake_at <= $now or cancel_requested = 1)
-         and (lease_expires_at is null or lease_expires_at < $now)
+         and (lease_expires_at is null or lease_expires_at < $now) and environment = $environment
        order by wake_at limit $limit`,
     );
     this.lease = client.prepare(
@@ -163,11 +163,11 @@ export class SqliteRuns {
     return result;
   }
 
-  /** Service-wide: due runs of every environment, each naming its own. */
-  claim(owner: string, now: number, leaseUntil: number, limit: number): InEnvironment<RunRow>[] {
+  /** Due runs of `environment` (hosting-runtime.md: each environment's worker claims its own, for now). */
+  claim(environment: number, owner: string, now: number, leaseUntil: number, limit: number): InEnvironment<RunRow>[] {
     return this.commit(
       () =>
-        this.due.all({ now, limit }).map((raw) => {
+        this.due.all({ now, limit, environment }).map((raw) => {
           this.lease.run({ id: raw.id, owner, until: leaseUntil, now });
           this.startExecution.run({ id: raw.id, environment: raw.environment, now });
           const run = parseRun({
@@ -262,7 +262,7 @@ class SqliteRunStore extends DrizzleRunReads implements RunStore {
   }
 
   async claim(owner: string, now: number, leaseUntil: number, limit: number) {
-    return this.runs.claim(owner, now, leaseUntil, limit);
+    return this.runs.claim(this.environment, owner, now, leaseUntil, limit);
   }
 
   async renew(owner: string, ids: string[], leaseUntil: number) {
