@@ -1,3 +1,5 @@
+import { indexedAttrs } from "../data/schema.ts";
+import { loggable } from "../lib/database-errors.ts";
 import { LoopFailures } from "../lib/loop-failures.ts";
 import type { Log } from "../observe/log.ts";
 import type { Store } from "../store/store.ts";
@@ -73,6 +75,19 @@ export class ReleaseRegistry {
     return release;
   }
 
+  /**
+   * The release's data indexes, as its publication made them: a migration that rebuilt the entities'
+   * table (SQLite's 0020, environments) dropped them, and a query ordered by one names its index. Made
+   * once a switch; a failure is logged and the release still goes live (it was checked at publication).
+   */
+  private async ensureIndexes(release: LoadedRelease): Promise<void> {
+    try {
+      await this.store.data.ensureIndexes(indexedAttrs(release.data));
+    } catch (error) {
+      this.log(`release ${release.version}: its data indexes could not be made: ${loggable(error)}`, { level: "warn" });
+    }
+  }
+
   private async load(): Promise<void> {
     const { version, revision } = await this.store.releases.active();
     if (revision === this.revision) return;
@@ -82,6 +97,7 @@ export class ReleaseRegistry {
     }
     const release = await this.version(version);
     const switched = this.active?.version !== version;
+    if (switched) await this.ensureIndexes(release);
     this.active = release;
     this.revision = revision;
     if (switched) this.log(`release ${version} is live (${release.actions.size} actions)`);
