@@ -7,6 +7,7 @@ import { registerServerGauges } from "./observe/server-gauges.ts";
 import { Telemetry } from "./observe/telemetry.ts";
 import { NO_TRACER, type Tracer } from "./observe/tracing.ts";
 import { ANONYMOUS, composeEnvironment, type ProcessParts, packageVersion } from "./runtime/environment.ts";
+import { startHosting } from "./runtime/hosting.ts";
 import { ANSWER_MS, DRAIN_MS, type RunningServer } from "./runtime/running.ts";
 import { openConfiguredStorage, openConfiguredStore, StartupError, signingSecret } from "./startup.ts";
 import type { Store } from "./store/store.ts";
@@ -85,8 +86,6 @@ export async function startServer(
     );
   }
   if (config.hosting) {
-    // Loaded only in hosting mode: single mode's start reads none of it.
-    const { startHosting } = await import("./runtime/hosting.ts");
     return startHosting(parts, config.hosting, { ownsStore: !options.store });
   }
   let publicUrl = config.publicUrl ?? "";
