@@ -3,7 +3,7 @@ import { newSecret, SERVICE_KEY_PREFIX } from "../auth/tokens.ts";
 import { UserError } from "../auth/users.ts";
 import type { Config } from "../config.ts";
 import { iso } from "../lib/values.ts";
-import type { KeyScope } from "../store/control.ts";
+import type { Scope } from "../store/control.ts";
 import type { Store } from "../store/store.ts";
 import { commandLine } from "./invocation.ts";
 import { environmentNamed, organizationNamed } from "./org.ts";
@@ -23,7 +23,7 @@ clients send it as a bearer token:
 }
 
 /** `--org` or `--env` (at most one), resolved to a scope; none: undefined. */
-async function scopeOf(store: Store, flags: { org?: string; env?: string }): Promise<KeyScope | undefined> {
+async function scopeOf(store: Store, flags: { org?: string; env?: string }): Promise<Scope | undefined> {
   if (flags.org !== undefined && flags.env !== undefined) throw new UserError("give --org or --env, not both");
   if (flags.org !== undefined) return { organization: (await organizationNamed(store, flags.org)).id };
   if (flags.env !== undefined) return { environment: (await environmentNamed(store, flags.env)).id };
@@ -33,7 +33,7 @@ async function scopeOf(store: Store, flags: { org?: string; env?: string }): Pro
 /** A key of an organization or an environment, stored hashed; the key alone on stdout, once. */
 export const keyCreateStored = (config: Config, flags: { org?: string; env?: string }) =>
   withStore(config, async (store) => {
-    const scope = (await scopeOf(store, flags)) as KeyScope;
+    const scope = (await scopeOf(store, flags)) as Scope;
     const { key, row } = await createScopedKey(store, scope);
     const what =
       flags.org !== undefined

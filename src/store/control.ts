@@ -78,18 +78,22 @@ export interface EnvironmentStore {
   /** What `delete` would remove now (counts). Null for an unknown id. */
   describeDelete(id: number): Promise<EnvironmentContents | null>;
   /**
-   * Takes the environment out of service (no active release, `changed` bumped: instances stop serving it
-   * within a poll), removes every row of it, a few thousand rows a statement (so other environments'
-   * writes wait one batch at most), then its grants and scoped keys, then its row; answers what it
-   * removed, null for an unknown id. `dropFiles` is handed each batch of file paths before their rows go (the bytes
-   * before their records: a delete stopped in between finds those paths again); the caller drops the
-   * bytes from the environment's storage. Stopped midway (a crash), calling it again finishes the job.
+   * Takes the environment out of service (no active release, `changed` bumped: what the service-wide poll
+   * of `changedSince` is to read, docs/decisions/hosting-runtime.md), removes every row of it, a few
+   * thousand rows a statement (so other environments' writes wait one batch at most), then its grants and
+   * scoped keys, then its row; answers what it removed, null for an unknown id. `dropFiles` is handed each
+   * batch of file paths before their rows go (the bytes before their records: a delete stopped in between
+   * finds those paths again); the caller drops the bytes from the environment's storage. Stopped midway (a
+   * crash), calling it again finishes the job.
    */
   delete(id: number, dropFiles: (paths: string[]) => Promise<void>): Promise<EnvironmentContents | null>;
 }
 
-/** What a stored key may do: administrator in every environment of `organization`, or in `environment`. */
-export type KeyScope = { organization: number; environment?: never } | { environment: number; organization?: never };
+/**
+ * Every environment of an organization (present and future), or one environment: what a stored key
+ * administers, what a grant lets a person use.
+ */
+export type Scope = { organization: number; environment?: never } | { environment: number; organization?: never };
 
 /** A live key as `verify` answers it. */
 export interface VerifiedKey {
@@ -102,9 +106,9 @@ export interface VerifiedKey {
 export type ScopedKeyListRow = Omit<ScopedKeyRow, "keyHash">;
 
 export interface ScopedKeyStore {
-  create(scope: KeyScope, keyHash: string, prefix: string, at: number): Promise<ScopedKeyListRow>;
+  create(scope: Scope, keyHash: string, prefix: string, at: number): Promise<ScopedKeyListRow>;
   /** The keys of one organization or environment, or every key; oldest first, without their hashes. */
-  list(scope?: KeyScope): Promise<ScopedKeyListRow[]>;
+  list(scope?: Scope): Promise<ScopedKeyListRow[]>;
   /** The keys (live or revoked) whose displayed prefix is `prefix`. */
   byPrefix(prefix: string): Promise<ScopedKeyListRow[]>;
   byId(id: string): Promise<ScopedKeyListRow | null>;
@@ -117,18 +121,15 @@ export interface ScopedKeyStore {
   verify(keyHash: string, at: number): Promise<VerifiedKey | null>;
 }
 
-/** A grant of one environment, or of every environment of an organization (present and future). */
-export type GrantScope = { organization: number; environment?: never } | { environment: number; organization?: never };
-
 export interface GrantStore {
   /** Lets `userId` use the scope's environments; answers false when the grant exists already. */
-  grant(userId: string, scope: GrantScope, at: number): Promise<boolean>;
+  grant(userId: string, scope: Scope, at: number): Promise<boolean>;
   /**
    * Takes the grant away and revokes the person's user tokens in every environment they may no longer use
    * (one still covered by another grant keeps them). Answers whether there was a grant, and how many
    * tokens were revoked. Their open sockets are the runtime's to end.
    */
-  revoke(userId: string, scope: GrantScope, at: number): Promise<{ revoked: boolean; tokens: number }>;
+  revoke(userId: string, scope: Scope, at: number): Promise<{ revoked: boolean; tokens: number }>;
   /** The grants of an organization (both kinds), of an environment (only its own), or of a person; every grant without a filter. */
   list(filter?: { organization?: number; environment?: number; userId?: string }): Promise<GrantRow[]>;
   /** Whether `userId` was granted the environment or its whole organization. */

@@ -5,11 +5,10 @@ import {
   ENVIRONMENT_TABLES,
   type EnvironmentContents,
   type EnvironmentStore,
-  type GrantScope,
   type GrantStore,
   HandleTaken,
-  type KeyScope,
   type OrganizationStore,
+  type Scope,
   type ScopedKeyListRow,
   type ScopedKeyStore,
   type VerifiedKey,
@@ -167,8 +166,7 @@ class DrizzleEnvironmentStore implements EnvironmentStore {
   async delete(id: number, dropFiles: (paths: string[]) => Promise<void>): Promise<EnvironmentContents | null> {
     const t = this.t;
     const e = t.environments;
-    // First out of service: every instance polling changedSince sees it without an active release and stops
-    // serving it (its sockets, its running work) while its rows go.
+    // First out of service: no active release, and a change for the poll of changedSince to read.
     const stopped = await this.db
       .update(e)
       .set({ activeVersion: null, revision: sql`${e.revision} + 1`, changed: nextChanged })
@@ -294,7 +292,7 @@ class DrizzleScopedKeyStore implements ScopedKeyStore {
     );
   }
 
-  async create(scope: KeyScope, keyHash: string, prefix: string, at: number): Promise<ScopedKeyListRow> {
+  async create(scope: Scope, keyHash: string, prefix: string, at: number): Promise<ScopedKeyListRow> {
     const row = {
       id: Bun.randomUUIDv7(),
       prefix,
@@ -308,7 +306,7 @@ class DrizzleScopedKeyStore implements ScopedKeyStore {
     return row;
   }
 
-  list(scope?: KeyScope): Promise<ScopedKeyListRow[]> {
+  list(scope?: Scope): Promise<ScopedKeyListRow[]> {
     const k = this.t.scopedKeys;
     const where =
       scope?.organization !== undefined
@@ -380,7 +378,7 @@ class DrizzleGrantStore implements GrantStore {
   }
 
   /** The grant's row key: an environment's organization is read from its row. */
-  private async keyOf(scope: GrantScope): Promise<{ organization: number; environment: number }> {
+  private async keyOf(scope: Scope): Promise<{ organization: number; environment: number }> {
     if (scope.organization !== undefined) return { organization: scope.organization, environment: WHOLE_ORGANIZATION };
     const e = this.t.environments;
     const rows = await this.db.select({ organization: e.organization }).from(e).where(eq(e.id, scope.environment));
@@ -391,7 +389,7 @@ class DrizzleGrantStore implements GrantStore {
     return { organization, environment: scope.environment };
   }
 
-  async grant(userId: string, scope: GrantScope, at: number): Promise<boolean> {
+  async grant(userId: string, scope: Scope, at: number): Promise<boolean> {
     const key = await this.keyOf(scope);
     const rows = await this.db
       .insert(this.t.grants)
@@ -401,7 +399,7 @@ class DrizzleGrantStore implements GrantStore {
     return rows.length > 0;
   }
 
-  async revoke(userId: string, scope: GrantScope, at: number): Promise<{ revoked: boolean; tokens: number }> {
+  async revoke(userId: string, scope: Scope, at: number): Promise<{ revoked: boolean; tokens: number }> {
     const { grants: g, environments: e, apiTokens: tokens } = this.t;
     const key = await this.keyOf(scope);
     const deleted = await this.db
