@@ -10,6 +10,16 @@ import { tokenCreate, tokenList, tokenRevoke } from "./token.ts";
 import { userAdd, userDisable, userEnable, userList } from "./user.ts";
 
 const STORE_ENV: EnvName[] = ["DATABASE_URL", "DATA_DIR"];
+/** The database and the file storage (a command that removes files' bytes). */
+const STORAGE_ENV: EnvName[] = [
+  ...STORE_ENV,
+  "STORAGE",
+  "S3_ENDPOINT",
+  "S3_REGION",
+  "S3_BUCKET",
+  "S3_ACCESS_KEY",
+  "S3_SECRET_KEY",
+];
 
 const serveFlags = (release: string): Record<string, Flag> => ({
   release: { type: "string", value: "<dir>", description: release },
@@ -286,11 +296,12 @@ unique across the service. The environment starts with no release: publish one w
     name: "env delete",
     args: ["<handle>"],
     summary: "delete an environment and everything in it; without --yes, say what that removes and exit 1",
-    details: `Removes its executions, runs, logs, data, files' records, releases, tokens, keys and grants, a few
-thousand rows a statement (other environments' writes wait one statement at most), then the environment.
+    details: `Removes its executions, runs, logs, data, files (their records and bytes), releases, tokens, keys and
+grants, a few thousand rows a statement (other environments' writes wait one statement at most), then the
+environment.
 Without --yes nothing is deleted: it prints what would be and exits 1, so a script that forgot --yes stops.`,
     flags: { yes: { type: "boolean", description: "delete it (without: only say what would be removed)" } },
-    env: STORE_ENV,
+    env: STORAGE_ENV,
     examples: ["bun run env delete acme-staging", "bun run env delete acme-staging --yes"],
     run: (config, [handle], flags) => envDelete(config(), handle as string, { yes: flags.yes === true }),
   },

@@ -1,7 +1,9 @@
 import { USER_ID, UserError } from "../auth/users.ts";
 import type { Config } from "../config.ts";
+import { storageFor } from "../files/environment-storage.ts";
 import { iso } from "../lib/values.ts";
-import type { EnvironmentContents, GrantScope } from "../store/control.ts";
+import { openConfiguredStorage } from "../startup.ts";
+import type { EnvironmentContents, Scope } from "../store/control.ts";
 import type { Store } from "../store/store.ts";
 import { commandLine } from "./invocation.ts";
 import { environmentNamed, organizationNamed } from "./org.ts";
@@ -77,16 +79,13 @@ export const envDelete = (config: Config, handle: string, options: { yes: boolea
       console.error(`nothing was deleted; to delete it: ${commandLine(`env delete ${handle} --yes`)}`);
       return 1;
     }
-    let files = 0;
-    // The bytes' storage is seen per environment by the server's storage views; until the CLI opens one,
-    // they stay where they are and are counted here.
+    const bytes = storageFor(await openConfiguredStorage(config), env.id);
     const removed = await store.control.environments.delete(env.id, async (paths) => {
-      files += paths.length;
+      for (const path of paths) await bytes.delete(path);
     });
     if (!removed) throw new UserError(`environment ${handle} was deleted meanwhile`);
     console.log(`deleted environment ${handle}, with:`);
     printContents(removed);
-    if (files > 0) console.error(`the bytes of its ${files} files are still in the storage`);
     return 0;
   });
 
@@ -95,7 +94,7 @@ async function grantTarget(
   store: Store,
   args: string[],
   org: string | undefined,
-): Promise<{ user: string; scope: GrantScope; what: string }> {
+): Promise<{ user: string; scope: Scope; what: string }> {
   const [first, second] = args as [string, string | undefined];
   if (org !== undefined) {
     if (second !== undefined) throw new UserError("give an environment or --org <org>, not both");

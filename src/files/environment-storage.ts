@@ -31,11 +31,3 @@ export function checkOwnPath(path: string): string {
   }
   return path;
 }
-
-/**
- * Deletes the bytes of files of any environments, one after another (a service-wide sweep's pace, as
- * retention's): each in its environment's keys.
- */
-export async function deleteBytesIn(storage: Storage, files: { environment: number; path: string }[]): Promise<void> {
-  for (const file of files) await storageFor(storage, file.environment).delete(file.path);
-}

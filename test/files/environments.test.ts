@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DiskStorage } from "../../src/files/disk.ts";
-import { deleteBytesIn, storageFor } from "../../src/files/environment-storage.ts";
+import { storageFor } from "../../src/files/environment-storage.ts";
 import { InvalidPath } from "../../src/files/paths.ts";
 import { S3Storage } from "../../src/files/s3.ts";
 import { type FileService, fileServiceOf } from "../../src/files/service.ts";
@@ -50,7 +50,7 @@ function sharedDriverRules(driver: () => Storage) {
     await two.delete("reports/q1.txt");
     expect(await text(two, "reports/q1.txt")).toBeNull();
     expect(await text(one, "reports/q1.txt")).toBe("one's");
-    await deleteBytesIn(driver(), [{ environment: 1, path: "reports/q1.txt" }]);
+    await one.delete("reports/q1.txt");
     expect(await text(one, "reports/q1.txt")).toBeNull();
   });
 

@@ -3,6 +3,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { hashSecret } from "../../src/auth/tokens.ts";
+import { DiskStorage } from "../../src/files/disk.ts";
+import { storageFor } from "../../src/files/environment-storage.ts";
 import { openStore } from "../../src/store/open.ts";
 import type { Store } from "../../src/store/store.ts";
 import { cli } from "../support/cli.ts";
@@ -149,6 +151,22 @@ for (const dialect of dialects) {
             createdAt: 0,
             publishedBy: null,
           });
+          // The same path in both, with bytes in each one's keys of the disk storage the CLI is configured with.
+          const stored = await storageFor(new DiskStorage(join(dataDir, "files")), id).put(
+            "notes/a.txt",
+            new Blob([`bytes of ${id}`]).stream(),
+            { maxBytes: 1024, contentType: "text/plain" },
+          );
+          await store.environment(id).files.put({
+            path: "notes/a.txt",
+            contentType: "text/plain",
+            size: stored.size,
+            sha256: stored.sha256,
+            ownerKind: "user",
+            ownerId: "alice",
+            createdAt: 0,
+            updatedAt: 0,
+          });
         }
         return ids;
       });
@@ -161,6 +179,13 @@ for (const dialect of dialects) {
       const deleted = await run("env", "delete", "acme-dev", "--yes");
       expect(deleted.code).toBe(0);
       expect(deleted.stdout).toMatch(/^\s+1\s+releases$/m);
+      expect(deleted.stdout).toMatch(/^\s+1\s+files$/m);
+      const bytesOf = async (id: number) => {
+        const found = await storageFor(new DiskStorage(join(dataDir, "files")), id).get("notes/a.txt");
+        return found ? new Response(found.body).text() : null;
+      };
+      expect(await bytesOf(dev ?? 0)).toBeNull();
+      expect(await bytesOf(prod ?? 0)).toBe(`bytes of ${prod}`);
       await inStore(async (store) => {
         expect(await store.control.environments.byHandle("acme-dev")).toBeNull();
         expect(await store.environment(dev ?? 0).releases.get("v1")).toBeNull();
