@@ -1,6 +1,7 @@
 import type { Principal } from "../sdk/index.ts";
 import type { Store } from "../store/store.ts";
 import { type JwtVerifier, looksLikeJwt } from "./jwt.ts";
+import { isScopedKey, scopedKeyPrincipal } from "./scoped-keys.ts";
 import { hashSecret } from "./tokens.ts";
 
 /** What a request's `Authorization` header came to: a caller, or why there is none (RFC 6750 §3.1). */
@@ -11,8 +12,9 @@ const MAX_REMEMBERED = 10_000;
 
 /**
  * Turns a bearer credential into a Principal. Every secret is handled by its hash, never compared in
- * clear: service keys (from the environment) are hashed once, at start; user tokens are looked up by
- * hash in the store, and JWTs verified with their issuer's keys (jwt.ts: an identity provider's, or
+ * clear: service keys (from the environment) are hashed once, at start; user tokens and the stored keys
+ * of organizations and environments (scoped-keys.ts: administrator where their scope covers this
+ * environment) are looked up by hash in the store, and JWTs verified with their issuer's keys (jwt.ts: an identity provider's, or
  * the built-in authority's, whose sign-in must still stand). Either, once it names a caller, is
  * remembered for `recheckMs` (TOKEN_RECHECK_MS, 1 s by default; never past a JWT's expiry), so a
  * caller's requests cost one check per second, not one each, and a revocation (of a token or a
@@ -56,8 +58,7 @@ export class Authenticator {
     const known = this.remembered.get(hash);
     if (known && checkedAt < known.until) return known.principal;
     this.remembered.delete(hash);
-    const jwt = this.jwt && looksLikeJwt(token);
-    const principal = jwt ? await this.jwt?.verify(token) : await this.userOfToken(hash);
+    const principal = await this.callerOf(token, hash, checkedAt);
     if (!principal || this.recheckMs === 0) return principal ?? null;
     // Counted from before the check: whatever was revoked (a JWT's sign-in, its user disabled) after it is refused
     // within the bound; a JWT is never remembered past its own expiry.
@@ -65,6 +66,13 @@ export class Authenticator {
     if (this.remembered.size >= MAX_REMEMBERED) this.remembered.delete(this.remembered.keys().next().value as string);
     this.remembered.set(hash, { principal, until: Math.min(checkedAt + this.recheckMs, expiry) });
     return principal;
+  }
+
+  /** A JWT, a stored key of this environment or its organization, or a user token: whom it names. */
+  private async callerOf(token: string, hash: string, now: number): Promise<Principal | null> {
+    if (this.jwt && looksLikeJwt(token)) return this.jwt.verify(token);
+    if (isScopedKey(token)) return scopedKeyPrincipal(this.store, hash, now);
+    return this.userOfToken(hash);
   }
 
   private async userOfToken(hash: string): Promise<Principal | null> {
@@ -80,13 +88,11 @@ export class Authenticator {
     const valid = new Set<string>();
     const byHash = new Map<string, string>();
     for (const token of new Set(tokens)) {
-      if (this.jwt && looksLikeJwt(token)) {
-        if (await this.jwt.verify(token)) valid.add(token);
-        continue;
-      }
       const hash = hashSecret(token);
       if (this.serviceKeys.has(hash)) valid.add(token);
-      else byHash.set(hash, token);
+      else if ((this.jwt && looksLikeJwt(token)) || isScopedKey(token)) {
+        if (await this.callerOf(token, hash, this.now())) valid.add(token);
+      } else byHash.set(hash, token);
     }
     const hashes = [...byHash.keys()];
     for (let i = 0; i < hashes.length; i += BATCH) {

@@ -1,5 +1,6 @@
 import { PublicError } from "../lib/errors.ts";
-import type { KeyScope, ScopedKeyListRow, VerifiedKey } from "../store/control.ts";
+import type { Principal } from "../sdk/index.ts";
+import type { Scope, ScopedKeyListRow } from "../store/control.ts";
 import type { Store } from "../store/store.ts";
 import { DISPLAY_PREFIX_LENGTH, hashSecret, newSecret } from "./tokens.ts";
 
@@ -11,7 +12,7 @@ export const ENVIRONMENT_KEY_PREFIX = "act_e_";
 /** A new stored key (256 random bits, stored as its SHA-256 as user tokens are): the key is shown once. */
 export async function createScopedKey(
   store: Store,
-  scope: KeyScope,
+  scope: Scope,
   now = Date.now(),
 ): Promise<{ key: string; row: ScopedKeyListRow }> {
   const key = newSecret(scope.organization !== undefined ? ORGANIZATION_KEY_PREFIX : ENVIRONMENT_KEY_PREFIX);
@@ -19,10 +20,22 @@ export async function createScopedKey(
   return { key, row };
 }
 
-/** The scope of a live stored key sent as a bearer credential, or null (another kind of credential, unknown, revoked). */
-export function verifyScopedKey(store: Store, key: string, now = Date.now()): Promise<VerifiedKey | null> {
-  if (!key.startsWith(ORGANIZATION_KEY_PREFIX) && !key.startsWith(ENVIRONMENT_KEY_PREFIX)) return Promise.resolve(null);
-  return store.control.keys.verify(hashSecret(key), now);
+/** Whether a bearer credential has the shape of a stored key (else it is never looked up as one). */
+export const isScopedKey = (token: string) =>
+  token.startsWith(ORGANIZATION_KEY_PREFIX) || token.startsWith(ENVIRONMENT_KEY_PREFIX);
+
+/**
+ * The caller a stored key is in `store`'s environment: a service principal (administrator) when the key is
+ * live and that environment's, or its organization's; null otherwise (unknown, revoked, another scope).
+ */
+export async function scopedKeyPrincipal(store: Store, keyHash: string, now = Date.now()): Promise<Principal | null> {
+  const key = await store.control.keys.verify(keyHash, now);
+  if (!key) return null;
+  const covers =
+    key.environment === store.environmentId ||
+    (key.organization !== null &&
+      key.organization === (await store.control.environments.byId(store.environmentId))?.organization);
+  return covers ? { kind: "service", id: `key-${key.id}` } : null;
 }
 
 /** Revokes the live key given by its id, its displayed prefix (first 14 characters) or its whole value. */
