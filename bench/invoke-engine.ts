@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../src/config.ts";
-import { bundlesDir, startServer } from "../src/main.ts";
+import { bundlesDir, servingSingle, startServer } from "../src/main.ts";
 import { publishRelease } from "../src/release/publish.ts";
 import { openStore } from "../src/store/open.ts";
 
@@ -27,7 +27,7 @@ const config = loadConfig({
 });
 const store = await openStore(config.databaseUrl);
 await publishRelease({ store, bundlesDir: bundlesDir(config), dir: "releases/v1", whenTaken: "refuse" });
-const server = await startServer(config, { store, log: () => {} });
+const server = servingSingle(await startServer(config, { store, log: () => {} }));
 const principal = { kind: "service" as const, id: "bench-key" };
 
 async function invoke(): Promise<void> {

@@ -14,7 +14,7 @@ import type { Store } from "./store/store.ts";
 
 export { bundlesDir } from "./runtime/environment.ts";
 
-export type { RunningServer } from "./runtime/running.ts";
+export { type RunningServer, type ServingSingle, servingSingle } from "./runtime/running.ts";
 
 /** JSON lines on stdout (pretty when LOG_FORMAT says), each naming this instance. */
 export const serverLog = (config: Config, instance: string): Log =>

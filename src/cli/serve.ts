@@ -54,27 +54,27 @@ export async function serveCommand(
     insecureNoAuth: options.insecureNoAuth,
     development: options.watch,
   });
-  const release = server.releases.current();
+  const release = server.releases?.current();
   const database = describeDatabase(config.databaseUrl);
   log(`actuate serving ${server.url}  (release ${release?.version ?? "none"}, database ${database})`, {
     url: server.url,
     release: release?.version ?? null,
   });
-  if (!release) {
+  if (server.releases && !release) {
     log(
       `no release is active: publish one with ${commandLine("release publish <dir>")} (every server on this database follows), or start with --release <dir>`,
       { level: "warn" },
     );
   }
   if (devKey) printDevHelp(server, devKey, config.dataDir);
-  if (options.watch) printSchedules(server.releases.current());
+  if (options.watch) printSchedules(server.releases?.current() ?? null);
 
   if (options.watch && dir) {
     watchFolder(dir, async () => {
       try {
         await publish();
-        await server.releases.refresh();
-        printSchedules(server.releases.current());
+        await server.releases?.refresh();
+        printSchedules(server.releases?.current() ?? null);
       } catch (error) {
         // A release's own mistake is the developer's to read; anything else may be a failed statement with its parameters.
         const why = error instanceof ReleaseError ? error.message : loggable(error);
@@ -162,7 +162,7 @@ function ensureDevServiceKey(dataDir: string): string {
 }
 
 function printDevHelp(server: RunningServer, key: string, dataDir: string) {
-  const release = server.releases.current();
+  const release = server.releases?.current();
   console.log(
     `\ndevelopment service key (kept in ${join(relative(process.cwd(), dataDir) || ".", "dev-service-key")}):\n  ${key}`,
   );

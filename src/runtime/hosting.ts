@@ -1,5 +1,6 @@
 import { websocket as elysiaWebSocket } from "elysia/ws";
 import { HARD_BODY_LIMIT } from "../app.ts";
+import { Authenticator } from "../auth/authenticator.ts";
 import { type HostingConfig, localUrl } from "../config.ts";
 import { controlDirectory } from "../hosting/control-directory.ts";
 import { Dispatcher, type EnvironmentEntry } from "../hosting/dispatcher.ts";
@@ -43,24 +44,26 @@ export async function startHosting(
     // A handle that is no DNS label, or another environment's.
     throw new StartupError(`HANDLE names environment 1 in hosting mode: ${error.message}; set another`, "HANDLE");
   });
-  const first = await compose(single);
   const serves = serveFilter(hosting.serve);
+  // Not composed where SERVE_ENVIRONMENTS leaves it out: its release's code and loops run only where it is served.
+  const first = serves(single) ? await compose(single) : null;
+  const apex = createApexApp({
+    auth: new Authenticator(store, config.serviceKeys, config.tokenRecheckMs),
+    serviceUrl: () => serviceUrlOf(service),
+    readiness: { database: () => store.ping(), storage: () => storage.check() },
+    telemetry,
+    metricsToken: config.metricsToken,
+    log,
+  });
   const dispatcher = new Dispatcher({
     service,
     trustProxy: config.trustProxy,
     serves,
     directory,
     open: async (environment) => (await compose(environment)).app.fetch,
-    apex: createApexApp({
-      auth: first.auth.authenticator,
-      serviceUrl: () => serviceUrlOf(service),
-      readiness: { database: () => store.ping(), storage: () => storage.check() },
-      telemetry,
-      metricsToken: config.metricsToken,
-      log,
-    }).fetch,
+    apex: apex.fetch,
   });
-  if (serves(single)) dispatcher.adopt(single.handle, first.app.fetch);
+  if (first) dispatcher.adopt(single.handle, first.app.fetch);
   registerServerGauges(telemetry, {
     live: () => sumOf(runtimes.map((runtime) => runtime.hub.counts())),
     activeRuns: () => store.runs.countActive(),
@@ -106,16 +109,17 @@ export async function startHosting(
       "PORT",
     );
   }
-  first.app.server = server;
+  if (first) first.app.server = server;
   const listening = server;
-  log(`hosting ${serviceUrlOf(service)}: environment ${single.handle} is ${environmentUrl(service, single.handle)}`);
+  const one = first ? `environment ${single.handle} is ${environmentUrl(service, single.handle)}` : "";
+  log(`hosting ${serviceUrlOf(service)}${one && `: ${one}`}`);
 
   return {
     url: localUrl(config.host, listening.port ?? config.port),
     store,
-    releases: first.releases,
-    engine: first.engine,
-    routes: first.app.routes,
+    releases: first?.releases ?? null,
+    engine: first?.engine ?? null,
+    routes: (first?.app ?? apex).routes,
     async stop() {
       // As single mode's stop (main.ts), for every environment at once.
       const closed = listening.stop(false);

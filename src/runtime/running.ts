@@ -8,12 +8,24 @@ export interface RunningServer {
   /** Where a client on this machine reaches it (hosting mode: the bound address; its sites are by host). */
   url: string;
   store: Store;
-  /** Environment 1's: single mode's only one, hosting mode's environment named HANDLE. */
-  releases: ReleaseRegistry;
-  engine: Engine;
+  /**
+   * Environment 1's (single mode's only one; hosting mode's, named HANDLE), or null: a hosting instance
+   * whose SERVE_ENVIRONMENTS leaves it out composes nothing of it (its release's code does not run here).
+   */
+  releases: ReleaseRegistry | null;
+  engine: Engine | null;
   /** The HTTP routes an environment answers, as registered (test/http/openapi.test.ts holds /openapi.json to them). */
   routes: readonly Route[];
   stop(): Promise<void>;
+}
+
+/** A server that serves environment 1: every single-mode one, a hosting one whose SERVE_ENVIRONMENTS takes it. */
+export type ServingSingle = RunningServer & { releases: ReleaseRegistry; engine: Engine };
+
+export function servingSingle(server: RunningServer): ServingSingle {
+  const { releases, engine } = server;
+  if (!releases || !engine) throw new Error("this server does not serve environment 1");
+  return { ...server, releases, engine };
 }
 
 /** How long a stopping server lets requests in flight finish, then handlers store how they ended. */

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createScopedKey } from "../../src/auth/scoped-keys.ts";
 import { loadConfig } from "../../src/config.ts";
 import { bundlesDir, type RunningServer, startServer } from "../../src/main.ts";
 import { publishRelease } from "../../src/release/publish.ts";
@@ -9,7 +10,7 @@ import { StartupError } from "../../src/startup.ts";
 import { openStore } from "../../src/store/open.ts";
 import type { Store } from "../../src/store/store.ts";
 import { dialects, type TestDatabase } from "../support/databases.ts";
-import { fixture, type TestResponse } from "../support/server.ts";
+import { eventually, fixture, type TestResponse } from "../support/server.ts";
 
 // Issue #41 §1, §5: with SERVICE_URL the request's host picks the environment; SERVE_ENVIRONMENTS
 // picks the ones an instance serves (here: `main`, `acme-*` and the organization `beta`'s). `*.localhost` resolves to loopback, so the hosts are real.
@@ -184,6 +185,32 @@ for (const dialect of dialects) {
       expect(await (await get(`${at("shop")}/actions`)).json()).toMatchObject({ error: "no_active_release" });
     });
 
+    test("an environment's key is administrator there only, an organization's in each of its environments; revoked, refused", async () => {
+      const ids = async (handle: string) => (await store.control.environments.byHandle(handle))?.id ?? 0;
+      const shop = await store.control.environments.byId(await ids("shop"));
+      const envKey = await createScopedKey(store, { environment: await ids("acme-one") });
+      const orgKey = await createScopedKey(store, { organization: shop?.organization ?? 0 });
+      const as = (token: string) => (url: string) => fetch(url, { headers: { authorization: `Bearer ${token}` } });
+      const refused = async (answer: Response) => {
+        expect(answer.status).toBe(401);
+        expect(answer.headers.get("www-authenticate")).toContain('error="invalid_token"');
+      };
+
+      expect((await as(envKey.key)(`${at("acme-one")}/actions`)).status).toBe(200);
+      await refused(await as(envKey.key)(`${at("shop")}/actions`));
+      await refused(await as(envKey.key)(`${at("main")}/actions`));
+      expect(await (await as(orgKey.key)(`${at("shop")}/actions`)).json()).toMatchObject({
+        error: "no_active_release",
+      });
+      await refused(await as(orgKey.key)(`${at("acme-one")}/actions`));
+
+      await store.control.keys.revoke(envKey.row.id, Date.now());
+      // Remembered at most TOKEN_RECHECK_MS (1 s), as every credential.
+      await eventually(async () => (await as(envKey.key)(`${at("acme-one")}/actions`)).status === 401);
+      const listed = await store.control.keys.list({ environment: await ids("acme-one") });
+      expect(listed.find((k) => k.id === envKey.row.id)?.lastUsedAt).toBeNumber();
+    });
+
     test("/healthz, /readyz and /metrics answer on any host; the apex has nothing else yet", async () => {
       for (const url of [at(null), at("nobody"), at("other"), `http://127.0.0.1:${port}`]) {
         expect((await get(`${url}/healthz`)).status).toBe(200);
@@ -231,6 +258,20 @@ for (const dialect of dialects) {
       const trusted = await get(`http://127.0.0.1:${port}/actions`, forwarded);
       expect(trusted.status).toBe(200);
       expect((await trusted.json()).items.map((action: { name: string }) => action.name)).toContain("test.added");
+    });
+
+    test("an instance that does not serve environment 1 composes nothing of it: its release is not loaded here", async () => {
+      await server.stop();
+      servers.splice(servers.indexOf(server), 1);
+      server = await start({ SERVE_ENVIRONMENTS: "acme-*" });
+      servers.push(server);
+      expect(server.releases).toBeNull();
+      expect(server.engine).toBeNull();
+      expect(await (await get(`${at("main")}/actions`)).json()).toMatchObject({ error: "environment_not_served" });
+      expect((await get(`${at("acme-one")}/actions`)).status).toBe(200);
+      // The service's own site still knows the service keys.
+      expect((await get(`${at(null)}/metrics`)).status).toBe(200);
+      expect((await fetch(`${at(null)}/metrics`)).status).toBe(401);
     });
   });
 }

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createUserToken } from "../../src/auth/tokens.ts";
 import { type Config, loadConfig } from "../../src/config.ts";
-import { bundlesDir, type RunningServer, startServer } from "../../src/main.ts";
+import { bundlesDir, type ServingSingle, servingSingle, startServer } from "../../src/main.ts";
 import { publishRelease } from "../../src/release/publish.ts";
 import { openStore } from "../../src/store/open.ts";
 import type { Store } from "../../src/store/store.ts";
@@ -20,7 +20,7 @@ export interface TestServer {
   serviceKey: string;
   config: Config;
   store: Store;
-  server: RunningServer;
+  server: ServingSingle;
   /** Stops the server (its shutdown runs) and starts another on the same database and data folder; `url` changes. */
   restart(): Promise<void>;
   /** Publishes a release folder into the server's database, as the CLI would. */
@@ -64,13 +64,15 @@ export async function startTestServer(
   const publish = (dir: string, version?: string) =>
     publishRelease({ store, bundlesDir: bundlesDir(config), dir, version, whenTaken: "refuse" });
   if (options.release !== undefined) await publish(options.release);
-  const start = () =>
-    startServer(config, {
-      store,
-      log: options.log ?? (() => {}),
-      insecureNoAuth: options.insecureNoAuth,
-      now: options.now,
-    });
+  const start = async () =>
+    servingSingle(
+      await startServer(config, {
+        store,
+        log: options.log ?? (() => {}),
+        insecureNoAuth: options.insecureNoAuth,
+        now: options.now,
+      }),
+    );
   let server = await start();
 
   const fetchServer = (path: string, init: RequestInit & { token?: string | null } = {}): Promise<TestResponse> => {
