@@ -253,6 +253,11 @@ export function controlStoreContract(dialect: Dialect) {
       expect(await control().grants.mayUse("bob", later.id)).toBe(true);
       expect(await control().grants.mayUse("bob", other.id)).toBe(false);
       expect(await control().grants.mayUse("carol", prod.id)).toBe(false);
+      // Single mode's environment belongs to no organization: nothing can grant it, and asking is a refusal.
+      await expect(control().grants.grant("alice", { environment: 1 }, at(5))).rejects.toMatchObject({
+        code: "invalid_request",
+        message: expect.stringContaining("belongs to no organization"),
+      });
 
       expect(await control().grants.list({ organization: acme.id })).toEqual([
         { userId: "bob", organization: acme.id, environment: 0, createdAt: at(3) },

@@ -1,4 +1,5 @@
 import { and, asc, type Column, count, eq, inArray, isNull, ne, or, type SQL, sql } from "drizzle-orm";
+import { PublicError } from "../../lib/errors.ts";
 import { checkHandle } from "../../lib/handles.ts";
 import {
   type ControlStore,
@@ -384,7 +385,10 @@ class DrizzleGrantStore implements GrantStore {
     const rows = await this.db.select({ organization: e.organization }).from(e).where(eq(e.id, scope.environment));
     const organization = rows[0]?.organization;
     if (organization === undefined || organization === null) {
-      throw new Error(`environment ${scope.environment} belongs to no organization`);
+      throw new PublicError(
+        "invalid_request",
+        `environment ${scope.environment} belongs to no organization (single mode's): grants are given within one`,
+      );
     }
     return { organization, environment: scope.environment };
   }
