@@ -1,7 +1,7 @@
 import type { PgDialect } from "drizzle-orm/pg-core";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
-import { drizzleControlStore } from "../drizzle/control.ts";
+import { loadedOnFirstUse } from "../control.ts";
 import { DrizzleDelayedInvocationStore } from "../drizzle/delayed-invocations.ts";
 import { DrizzleExecutionLogStore } from "../drizzle/execution-logs.ts";
 import { DrizzleFileStore } from "../drizzle/files.ts";
@@ -50,7 +50,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
   const service = {
     users: new DrizzleUserStore(db, schema),
     oauth: new DrizzleOAuthStore(db, schema),
-    control: drizzleControlStore(db, schema),
+    control: loadedOnFirstUse(async () => (await import("../drizzle/control.ts")).drizzleControlStore(db, schema)),
     instances,
     pool: () => ({ size: options.max, ...totalLoad([executions.load, runs.load, logWriter.load]) }),
     // Every write is the database's own: nothing runs behind the requests that could fail unseen.

@@ -3,7 +3,7 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { type BunSQLiteDatabase, drizzle } from "drizzle-orm/bun-sqlite";
 import type { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
-import { drizzleControlStore } from "../drizzle/control.ts";
+import { loadedOnFirstUse } from "../control.ts";
 import type { SharedDatabase, SharedTables } from "../drizzle/database.ts";
 import { DrizzleDelayedInvocationStore } from "../drizzle/delayed-invocations.ts";
 import { DrizzleExecutionLogStore } from "../drizzle/execution-logs.ts";
@@ -63,7 +63,7 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
   const service = {
     users: new DrizzleUserStore(db, tables),
     oauth: new DrizzleOAuthStore(db, tables),
-    control: drizzleControlStore(db, tables),
+    control: loadedOnFirstUse(async () => (await import("../drizzle/control.ts")).drizzleControlStore(db, tables)),
     instances,
     // One connection, written synchronously: what waits is the next group commit.
     pool: () => ({ size: 1, queued: executions.queued, inFlight: 0 }),
