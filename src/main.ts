@@ -52,7 +52,9 @@ export async function startServer(
   const store = options.store ?? (await openConfiguredStore(config));
   const log = options.log ?? serverLog(config, store.instances.id);
   store.onTrouble((message) => log(message, { level: "warn" }));
-  const telemetry = new Telemetry(await tracerFor(config, store.instances.id));
+  const telemetry = new Telemetry(await tracerFor(config, store.instances.id), {
+    environments: config.hosting !== undefined,
+  });
   store.onBatchRetry(({ store: writer, reason, writes, message }) => {
     telemetry.batchRetried(writer, reason);
     const what = `a batch of ${writes} writes (${writer}) failed as a whole (${reason}: ${message})`;

@@ -128,3 +128,11 @@ export function createLog(
 
 /** Whether a line at `level` would be written (so a caller can skip building its fields). */
 export const logs = (settings: LogSettings, level: LogLevel) => RANK[level] >= RANK[settings.level];
+
+/**
+ * A log whose every line carries these fields too (hosting mode: an environment's `environment`), written
+ * through `log`. A caller's field of the same name wins.
+ */
+export function withFields(log: Log, added: Record<string, unknown>): Log {
+  return (message, fields) => log(message, fields === undefined ? added : { ...added, ...fields });
+}

@@ -33,6 +33,7 @@ abstract class Metric<S> {
     readonly name: string,
     readonly help: string,
     readonly labelNames: Labels,
+    private readonly maxSeries = MAX_SERIES,
   ) {}
 
   protected abstract fresh(): S;
@@ -42,7 +43,7 @@ abstract class Metric<S> {
     const key = values.length === 1 ? (values[0] as string) : values.join("\u0000");
     let found = this.series.get(key);
     if (found === undefined) {
-      if (this.series.size >= MAX_SERIES) return this.stateOf(this.labelNames.map(() => OTHER));
+      if (this.series.size >= this.maxSeries) return this.stateOf(this.labelNames.map(() => OTHER));
       found = { values: [...values], state: this.fresh() };
       this.series.set(key, found);
     }

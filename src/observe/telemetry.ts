@@ -1,6 +1,6 @@
 import { readdirSync } from "node:fs";
 import { Counter, Gauge, Histogram, Registry } from "./metrics.ts";
-import { NO_TRACER, type Tracer } from "./tracing.ts";
+import { NO_TRACER, type SpanAttributes, type SpanParent, type Tracer } from "./tracing.ts";
 
 /** Seconds: a quick handler (1 ms) up to a long workflow (5 min). */
 const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
@@ -19,6 +19,29 @@ export interface EndedExecution {
 export type GaugeSource = () => Iterable<[readonly string[], number]> | number;
 
 /**
+ * Series of `actuate_executions_total` an instance keeps in hosting mode: environments × actions × ended
+ * statuses (1,000 environments of 10 actions that succeed and fail: 20,000; docs/decisions/observability.md).
+ */
+const MAX_EXECUTION_SERIES = 100_000;
+
+export interface TelemetryOptions {
+  /** Hosting mode: `actuate_executions_total` gets an `environment` label (single mode's series stay as they were). */
+  environments?: boolean;
+}
+
+/** A tracer whose spans carry `actuate.environment`; the shared tracer itself when tracing is off. */
+function environmentTracer(tracer: Tracer, handle: string): Tracer {
+  if (!tracer.enabled) return tracer;
+  const own: SpanAttributes = { "actuate.environment": handle };
+  return {
+    enabled: true,
+    start: (name: string, parent?: SpanParent, attributes?: SpanAttributes) =>
+      tracer.start(name, parent, attributes === undefined ? own : { ...attributes, ...own }),
+    shutdown: () => tracer.shutdown(),
+  };
+}
+
+/**
  * The server's metrics (Prometheus names `actuate_*` and the process's) and its tracer. One per server;
  * the engine, the adapters and main report to it, `GET /metrics` renders it.
  */
@@ -33,11 +56,29 @@ export class Telemetry {
   private readonly batchRetries: Counter;
   private readonly liveResultsDelivered: Counter;
   private readonly liveSocketsBehind: Counter;
+  /** The handle that labels this view's execution counters (hosting mode's `forEnvironment`), else null. */
+  private readonly environment: string | null = null;
+  private readonly labelled: boolean;
 
-  constructor(readonly tracer: Tracer = NO_TRACER) {
+  constructor(
+    readonly tracer: Tracer = NO_TRACER,
+    options: TelemetryOptions = {},
+  ) {
     const r = this.registry;
+    this.labelled = options.environments === true;
     this.executions = r.register(
-      new Counter("actuate_executions_total", "Executions that ended on this instance", ["action", "kind", "status"]),
+      this.labelled
+        ? new Counter(
+            "actuate_executions_total",
+            "Executions that ended on this instance, by environment",
+            ["environment", "action", "kind", "status"],
+            MAX_EXECUTION_SERIES,
+          )
+        : new Counter("actuate_executions_total", "Executions that ended on this instance", [
+            "action",
+            "kind",
+            "status",
+          ]),
     );
     this.executionSeconds = r.register(
       new Histogram(
@@ -88,8 +129,24 @@ export class Telemetry {
     this.processMetrics();
   }
 
+  /**
+   * What one environment reports to: the same registry, its execution counters labelled with its handle
+   * (hosting mode) and its spans carrying `actuate.environment`. Made once per environment; single mode
+   * (no label) keeps the process's telemetry, tracer included.
+   */
+  forEnvironment(handle: string): Telemetry {
+    if (!this.labelled) return this;
+    // A view over this object (its metrics are this one's, through the prototype), not a copy.
+    return Object.assign(Object.create(this) as Telemetry, {
+      environment: handle,
+      tracer: environmentTracer(this.tracer, handle),
+    });
+  }
+
   executionEnded(row: EndedExecution): void {
-    this.executions.inc([row.action, row.kind, row.status]);
+    this.executions.inc(
+      this.labelled ? [this.environment ?? "", row.action, row.kind, row.status] : [row.action, row.kind, row.status],
+    );
     const from = row.kind === "workflow" ? row.createdAt : (row.startedAt ?? row.createdAt);
     if (row.finishedAt !== null) this.executionSeconds.observe([row.action], (row.finishedAt - from) / 1000);
   }

@@ -15,7 +15,7 @@ import { isLoopbackHost } from "../lib/loopback.ts";
 import { SessionHub } from "../live/session.ts";
 import type { McpEndpoint } from "../mcp/server.ts";
 import type { ToolDeps } from "../mcp/tools.ts";
-import type { Log } from "../observe/log.ts";
+import { type Log, withFields } from "../observe/log.ts";
 import type { Telemetry } from "../observe/telemetry.ts";
 import { ReleaseRegistry } from "../release/registry.ts";
 import type { Store } from "../store/store.ts";
@@ -94,7 +94,10 @@ function lazyMcpEndpoint(deps: ToolDeps, version: string): Pick<McpEndpoint, "ha
  * mode makes one, for environment 1; hosting mode one per environment, on its first request.
  */
 export async function composeEnvironment(parts: ProcessParts, site: EnvironmentSite): Promise<EnvironmentRuntime> {
-  const { config, log, telemetry, storage } = parts;
+  const { config, storage } = parts;
+  // Hosting mode: its log lines name it (`environment`), its execution counters and spans too.
+  const log = config.hosting ? withFields(parts.log, { environment: site.handle }) : parts.log;
+  const telemetry = parts.telemetry.forEnvironment(site.handle);
   const store = parts.store.environment(site.id);
   const releases = new ReleaseRegistry(store, bundlesDir(config), log);
   await releases.refresh();
