@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import parsePrometheus from "parse-prometheus-text-format";
 import { dialects } from "../support/databases.ts";
+import { type HostingServer, startHostingServer } from "../support/hosting.ts";
 import { LiveClient } from "../support/live-client.ts";
 import { mcpClient } from "../support/mcp-client.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "../support/server.ts";
@@ -211,3 +212,58 @@ describe("GET /metrics: workflows", () => {
     await eventually(async () => sampleOf((await scrape(t)).families, "actuate_workflow_runs", sleeping) === before);
   }, 15_000);
 });
+
+// Issue #41 §4: in hosting mode the execution counters carry the environment's handle; nothing else does.
+for (const dialect of dialects) {
+  describe(`GET /metrics: environments (hosting mode, ${dialect.name})`, () => {
+    let h: HostingServer;
+    beforeAll(async () => {
+      h = await startHostingServer(dialect, {
+        environments: [
+          { handle: "a", organization: "acme", release: fixture("environments") },
+          { handle: "b", organization: "beta", release: fixture("environments") },
+        ],
+      });
+    });
+    afterAll(() => h?.stop());
+
+    const scrapeApex = async () => {
+      const res = await h.fetch(null, "/metrics");
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      return { text, families: new Map<string, Family>(parsePrometheus(text).map((f) => [f.name, f])) };
+    };
+
+    test("actuate_executions_total{environment,action,kind,status}: each environment's own series; HTTP metrics unlabelled", async () => {
+      await Promise.all([
+        h.invoke("a", "env.whoami", { note: "1" }),
+        h.invoke("a", "env.whoami", { note: "2" }),
+        h.invoke("b", "env.whoami", { note: "3" }),
+      ]);
+      const admitted = await (await h.invoke("b", "env.flow", { note: "4" })).json();
+      expect((await (await h.fetch("b", `/executions/${admitted.runId}/result`)).json()).status).toBe("succeeded");
+      const function_ = (environment: string) => ({
+        environment,
+        action: "env.whoami",
+        kind: "function",
+        status: "succeeded",
+      });
+      const workflow = { environment: "b", action: "env.flow", kind: "workflow", status: "succeeded" };
+      const { families, text } = await eventually(async () => {
+        const scraped = await scrapeApex();
+        return sampleOf(scraped.families, "actuate_executions_total", workflow) === 1 ? scraped : null;
+      }).then((scraped) => scraped as NonNullable<typeof scraped>);
+      expect(sampleOf(families, "actuate_executions_total", function_("a"))).toBe(2);
+      expect(sampleOf(families, "actuate_executions_total", function_("b"))).toBe(1);
+      expect(sampleOf(families, "actuate_executions_total", { ...workflow, environment: "a" })).toBe(0);
+      // Every execution series names its environment; the HTTP and duration series name none.
+      for (const series of families.get("actuate_executions_total")?.metrics ?? []) {
+        expect(["a", "b"]).toContain(series.labels?.environment as string);
+      }
+      for (const series of families.get("actuate_http_requests_total")?.metrics ?? []) {
+        expect(series.labels?.environment).toBeUndefined();
+      }
+      expect(text).not.toMatch(/actuate_execution_duration_seconds[^\n]*environment=/);
+    });
+  });
+}

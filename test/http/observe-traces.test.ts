@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { dialects } from "../support/databases.ts";
+import { startHostingServer } from "../support/hosting.ts";
 import { mcpClient } from "../support/mcp-client.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "../support/server.ts";
 
@@ -148,4 +149,39 @@ describe("traces (OTLP/HTTP, OTEL_EXPORTER_OTLP_ENDPOINT set)", () => {
     ]);
     for (const commit of commits) expect(commit.parentSpanId).toBe(pass?.spanId);
   }, 20_000);
+  test("hosting mode: an environment's spans (request, execution, commits) carry actuate.environment", async () => {
+    const dialect = dialects[0] as (typeof dialects)[number];
+    const h = await startHostingServer(dialect, {
+      environments: [
+        { handle: "a", organization: "acme", release: fixture("environments") },
+        { handle: "b", organization: "beta", release: fixture("environments") },
+      ],
+      env,
+    });
+    try {
+      const traced = async (handle: string) => {
+        const traceId = hex(16);
+        const res = await h.fetch(handle, "/actions/env.whoami/invoke", {
+          method: "POST",
+          headers: { "content-type": "application/json", traceparent: traceparentOf(traceId, hex(8)) },
+          body: JSON.stringify({ requestId: crypto.randomUUID(), input: { note: handle } }),
+        });
+        expect(res.status).toBe(200);
+        return traceOf(traceId, (s) => s.some((x) => x.name === "db commit outcome"));
+      };
+      for (const handle of ["a", "b"]) {
+        const spans = await traced(handle);
+        expect(spans.map((s) => s.name).sort()).toEqual([
+          "POST /actions/:name/invoke",
+          "db commit claim",
+          "db commit outcome",
+          "execute env.whoami",
+        ]);
+        for (const span of spans)
+          expect([span.name, attribute(span, "actuate.environment")]).toEqual([span.name, handle]);
+      }
+    } finally {
+      await h.stop();
+    }
+  }, 30_000);
 });

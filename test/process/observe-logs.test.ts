@@ -5,7 +5,9 @@ import { join } from "node:path";
 import { hashSecret } from "../../src/auth/tokens.ts";
 import { createLog } from "../../src/observe/log.ts";
 import { type ServerProcess, serve } from "../support/cli.ts";
-import { fixture, type TestResponse } from "../support/server.ts";
+import { dialects } from "../support/databases.ts";
+import { type HostingServer, startHostingServer } from "../support/hosting.ts";
+import { eventually, fixture, type TestResponse } from "../support/server.ts";
 
 type Line = Record<string, unknown>;
 
@@ -130,3 +132,45 @@ describe("createLog", () => {
     expect(written[0]).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO {2}release v1 is live {2}actions=3\n$/);
   });
 });
+
+// Issue #41 §4: in hosting mode every line written on behalf of an environment names it.
+for (const dialect of dialects) {
+  describe(`server log in hosting mode (${dialect.name}, JSON lines captured)`, () => {
+    const written: string[] = [];
+    let h: HostingServer;
+    beforeAll(async () => {
+      h = await startHostingServer(dialect, {
+        environments: [
+          { handle: "a", organization: "acme", release: fixture("environments") },
+          { handle: "b", organization: "beta", release: fixture("environments") },
+        ],
+        log: createLog({ level: "info", format: "json" }, { instance: "i-1" }, (text) => written.push(text)),
+      });
+    });
+    afterAll(() => h?.stop());
+
+    const lines = () => written.map((text) => JSON.parse(text) as Line);
+
+    test("a request's line and a handler's error line carry the environment's handle", async () => {
+      const inA = (await (await h.invoke("a", "env.whoami", { note: "logged" })).json()).execution;
+      const failed = (await (await h.invoke("b", "env.put", { label: "x", id: crypto.randomUUID() })).json()).execution;
+      expect(failed.status).toBe("failed");
+      const answered = await eventually(
+        () => lines().find((line) => line.executionId === inA.id && line.route) ?? null,
+      );
+      expect(answered).toMatchObject({ environment: "a", route: "/actions/:name/invoke", status: 200 });
+      const threw = await eventually(
+        () => lines().find((line) => line.executionId === failed.id && line.level === "error") ?? null,
+      );
+      expect(threw).toMatchObject({ environment: "b", action: "env.put" });
+      const bRequest = await eventually(
+        () => lines().find((line) => line.executionId === failed.id && line.route) ?? null,
+      );
+      expect(bRequest).toMatchObject({ environment: "b", status: 200 });
+      // Every line of an environment's requests names one of the two.
+      for (const line of lines().filter((l) => l.route !== undefined && l.route !== "/metrics")) {
+        expect(["a", "b"]).toContain(line.environment as string);
+      }
+    });
+  });
+}
