@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { startServer } from "../../src/main.ts";
+import { bundlesDir, startServer } from "../../src/main.ts";
+import { publishRelease } from "../../src/release/publish.ts";
 import { openStore } from "../../src/store/open.ts";
 import { dialects } from "../support/databases.ts";
 import { freePort, type HostingServer, startHostingServer } from "../support/hosting.ts";
@@ -144,6 +145,13 @@ for (const dialect of dialects) {
       });
       expect([403, 404]).toContain(stolen.status);
       expect(await (await fetch(await signed("b"))).text()).toBe("b's bytes");
+      // The file lists (the console's) are each environment's own.
+      const listed = async (handle: "a" | "b") =>
+        ((await json(handle, "/storage/files?prefix=shared/")).body.items as { path: string; size: number }[]).map(
+          (f) => [f.path, f.size],
+        );
+      expect(await listed("a")).toEqual([[path, "a's bytes".length]]);
+      expect(await listed("b")).toEqual([[path, "b's bytes".length]]);
       // Deleting the path in B leaves A's file.
       const deleted = await h.fetch("b", `/storage/files?filename=${encodeURIComponent(path)}`, {
         method: "DELETE",
@@ -151,6 +159,7 @@ for (const dialect of dialects) {
       });
       expect(deleted.status).toBeLessThan(300);
       expect(await (await fetch(await signed("a"))).text()).toBe("a's bytes");
+      expect(await listed("b")).toEqual([]);
       expect(
         (await json("b", `/storage/signed-download-url?filename=${encodeURIComponent(path)}`, { token: alice.b }))
           .status,
@@ -321,14 +330,38 @@ for (const dialect of dialects) {
       }
     });
 
-    test("releases: a version published into one environment is not the other's", async () => {
-      await h.publish("b", RELEASE, "e2");
+    test("releases: a version published into one environment is not the other's, nor are its actions and tools", async () => {
+      // Another release (no `items`: B's rows of it are left behind, as --force does).
+      await publishRelease({
+        store: h.store.environment(await h.id("b")),
+        bundlesDir: bundlesDir(h.config),
+        dir: fixture("basic"),
+        version: "e2",
+        whenTaken: "refuse",
+        force: true,
+      });
       const versions = async (handle: string) =>
         ((await json(handle, "/releases")).body.items as { version: string }[]).map((r) => r.version);
       expect(await versions("b")).toEqual(["e2", "e1"]);
       expect(await versions("a")).toEqual(["e1"]);
       expect((await json("a", "/releases/e2")).status).toBe(404);
       expect((await json("a", "/releases/e2/activate", { method: "POST" })).status).toBe(404);
+      const actions = async (handle: string) =>
+        ((await json(handle, "/actions")).body.items as { name: string }[]).map((a) => a.name);
+      // B serves its new release (polled every 50 ms here); A still serves e1.
+      await eventually(async () => (await actions("b")).includes("test.echo"));
+      expect(await actions("b")).not.toContain("env.whoami");
+      expect(await actions("a")).toContain("env.whoami");
+      expect(await actions("a")).not.toContain("test.echo");
+      expect((await h.invoke("a", "test.echo", { text: "x" })).status).toBe(404);
+      const client = await mcpClient({ url: h.at("a") } as TestServer, h.serviceKey);
+      try {
+        const tools = (await client.listTools()).tools.map((t) => t.name);
+        expect(tools).toContain("env.whoami");
+        expect(tools).not.toContain("test.echo");
+      } finally {
+        await client.close();
+      }
     });
   });
 }
