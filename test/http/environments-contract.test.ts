@@ -194,6 +194,24 @@ for (const dialect of dialects) {
       expect((await put("b", { label: "b's, relabelled", id })).status).toBe("succeeded");
       expect((await items("a")).find((i) => i.id === id)?.label).toBe("a's item");
       expect((await items("b")).find((i) => i.id === id)?.label).toBe("b's, relabelled");
+
+      // Links: the same item id tagged in each environment; each reads its own tag only.
+      for (const handle of ["a", "b"]) {
+        expect(
+          (await (await h.invoke(handle, "env.tag", { itemId: id, name: `${handle}'s tag` })).json()).execution.status,
+        ).toBe("succeeded");
+      }
+      const tagsOf = async (handle: string) => {
+        const { body } = await query(handle, { items: { $: { where: { id } }, tags: {} } });
+        return (body.items as { tags: { name: string }[] }[]).flatMap((i) => i.tags.map((t) => t.name));
+      };
+      expect(await tagsOf("a")).toEqual(["a's tag"]);
+      expect(await tagsOf("b")).toEqual(["b's tag"]);
+      // Linking an item of A's only from B: not found there.
+      const onlyInA = (await put("a", { label: "only in a" })).output.id;
+      expect((await (await h.invoke("b", "env.tag", { itemId: onlyInA, name: "b's" })).json()).execution.status).toBe(
+        "failed",
+      );
     });
 
     test("workflow runs and their steps are their environment's", async () => {
