@@ -54,14 +54,19 @@ for (const dialect of dialects) {
 
     test("the same requestId by the same user id is two executions, each answering its own", async () => {
       const requestId = crypto.randomUUID();
-      const [inA, inB] = await Promise.all(
+      const answers = await Promise.all(
         (["a", "b"] as const).map(async (handle) => {
           const res = await h.invoke(handle, "env.whoami", { note: handle }, { requestId, token: alice[handle] });
           expect(res.status).toBe(200);
-          return (await res.json()).execution;
+          return res.json();
         }),
       );
+      const [inA, inB] = answers.map((a) => a.execution);
       expect(inA.id).not.toBe(inB.id);
+      expect(answers.map((a) => a.statusUrl)).toEqual([
+        `${h.at("a")}/executions/${inA.id}`,
+        `${h.at("b")}/executions/${inB.id}`,
+      ]);
       expect(inA.output).toEqual({ id: "alice", executionId: inA.id, requestId, note: "a" });
       expect(inB.output).toEqual({ id: "alice", executionId: inB.id, requestId, note: "b" });
       // A replay in each answers its own execution, not the other's.
@@ -343,6 +348,18 @@ for (const dialect of dialects) {
         expect(output.note).toBe("mcp");
         expect((await json("b", `/executions/${output.executionId}`)).status).toBe(200);
         expect((await json("a", `/executions/${output.executionId}`)).status).toBe(404);
+        // Each names its own schema resource, and reads it.
+        for (const [client, handle, other] of [
+          [inA, "a", "b"],
+          [inB, "b", "a"],
+        ] as const) {
+          const uris = (await client.listResources()).resources.map((r) => r.uri);
+          expect(uris).toContain(`service://${handle}/schema`);
+          expect(uris.join(" ")).not.toContain(`service://${other}/`);
+          const schema = await client.readResource({ uri: `service://${handle}/schema` });
+          expect(schema.contents.length).toBeGreaterThan(0);
+          await expect(client.readResource({ uri: `service://${other}/schema` })).rejects.toThrow();
+        }
       } finally {
         await Promise.all(clients.map((c) => c.close()));
       }
