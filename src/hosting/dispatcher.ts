@@ -37,7 +37,22 @@ export interface DispatcherOptions {
 }
 
 /** Probes and scrapes reach the process whatever host they name (a load balancer asks by address). */
-const ANY_HOST = new Set(["/healthz", "/readyz", "/metrics"]);
+const ANY_HOST_PATHS = ["/healthz", "/readyz", "/metrics"];
+const ANY_HOST = new Set(ANY_HOST_PATHS);
+
+/** Whether a request's URL names one of ANY_HOST, read without slicing it (every served request asks). */
+function isAnyHostPath(url: string): boolean {
+  const start = url.startsWith("/") ? 0 : url.indexOf("/", url.indexOf("//") + 2);
+  if (start === -1) return false;
+  for (let i = 0; i < ANY_HOST_PATHS.length; i++) {
+    const path = ANY_HOST_PATHS[i] as string;
+    if (url.startsWith(path, start)) {
+      const next = url.charCodeAt(start + path.length);
+      if (Number.isNaN(next) || next === 63 /* ? */) return true;
+    }
+  }
+  return false;
+}
 
 /**
  * Hosting mode's front door: the request's host picks its site. `<handle>.<apex>` goes to that
@@ -58,7 +73,9 @@ export class Dispatcher {
     const target = hostTarget(requestHost(request, trustProxy), service);
     if (target.kind === "environment") {
       const handler = this.served.get(target.handle);
-      if (handler) return handler(request);
+      // /metrics holds every environment's series: an environment's own credentials must not reach it
+      // through its app once that is composed (found by the isolation test: an environment key read them).
+      if (handler && !isAnyHostPath(request.url)) return handler(request);
     }
     if (target.kind === "apex" || ANY_HOST.has(requestTarget(request).path)) return apex(request);
     if (target.kind === "outside") return notFound("this host is not an environment of this service");

@@ -113,6 +113,17 @@ for (const dialect of dialects) {
       expect(res.status).toBe(401);
     });
 
+    test("/metrics holds every environment's series: no environment's credential reads it, on any host", async () => {
+      for (const [name, { token }] of Object.entries(credentials)) {
+        for (const host of ["a", "b", null]) {
+          const res = await h.fetch(host, "/metrics", { token });
+          expect([name, host, res.status]).toEqual([name, host, 401]);
+          expect(await res.text()).not.toContain("actuate_");
+        }
+      }
+      expect((await h.fetch(null, "/metrics")).status).toBe(200);
+    });
+
     test("in a, a /session socket refuses each at init", async () => {
       for (const [name, { token }] of Object.entries(credentials)) {
         const client = await LiveClient.connect(h.at("a"));

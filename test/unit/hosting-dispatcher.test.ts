@@ -86,5 +86,12 @@ describe("Dispatcher", () => {
     expect(await (await get("nobody.actuate.localhost", "/readyz")).json()).toEqual({ apex: true });
     expect((await get("10.0.0.1:3000", "/actions")).status).toBe(404);
     expect(asked).toEqual([]);
+    // A composed environment's host too: /metrics (every environment's series) is never its app's.
+    for (const path of ["/metrics", "/metrics?x=1", "/healthz", "/readyz"]) {
+      expect(await (await get("main.actuate.localhost", path)).json()).toEqual({ apex: true });
+    }
+    for (const path of ["/metricsx", "/metrics/x", "/actions/metrics"]) {
+      expect(await (await get("main.actuate.localhost", path)).json()).toEqual({ environment: "main" });
+    }
   });
 });
