@@ -105,6 +105,11 @@ for (const dialect of dialects) {
       expect(listA).not.toContain(inB.id);
       expect(listB).toContain(inB.id);
       expect(listB).not.toContain(inA.id);
+      // An administrator's list (every caller's) is the environment's too.
+      const everyone = async (handle: string) =>
+        ((await json(handle, "/executions?limit=200")).body.items as { id: string }[]).map((e) => e.id);
+      expect(await everyone("a")).not.toContain(inB.id);
+      expect(await everyone("b")).not.toContain(inA.id);
       // Log lines: each execution's own, read in its own environment.
       const logs = await json("a", `/executions/${inA.id}/logs`);
       expect(logs.body.items.map((l: { line: string }) => l.line)).toEqual(["note a"]);
@@ -325,6 +330,16 @@ for (const dialect of dialects) {
         }
       },
     );
+
+    test("metadata names the environment's own URL and handle", async () => {
+      for (const handle of ["a", "b"]) {
+        const resource = await json(handle, "/.well-known/oauth-protected-resource", { token: null });
+        expect(resource.status).toBe(200);
+        expect(resource.body.resource).toStartWith(h.at(handle));
+        const openapi = await json(handle, "/openapi.json");
+        expect(openapi.body.servers).toEqual([{ url: h.at(handle) }]);
+      }
+    });
 
     test("/stats counts its environment's executions only", async () => {
       const succeeded = async (handle: string) => (await json(handle, "/stats")).body.executions.succeeded as number;
