@@ -404,6 +404,11 @@ for (const dialect of dialects) {
       expect(await actions("a")).toContain("env.whoami");
       expect(await actions("a")).not.toContain("test.echo");
       expect((await h.invoke("a", "test.echo", { text: "x" })).status).toBe(404);
+      // Schedules are the active release's: B's new one has none, A's still has its own.
+      const schedules = async (handle: string) =>
+        ((await json(handle, "/schedules")).body.items as { name: string }[]).map((s) => s.name);
+      expect(await schedules("a")).toEqual(["hourly"]);
+      expect(await schedules("b")).toEqual([]);
       const client = await mcpClient({ url: h.at("a") } as TestServer, h.serviceKey);
       try {
         const tools = (await client.listTools()).tools.map((t) => t.name);
