@@ -10,7 +10,10 @@ export type LogFormat = "json" | "pretty";
 
 export type LogFields = { level?: LogLevel } & Record<string, unknown>;
 /** What every part of the server logs through: a message, and fields (an `info` line unless `level` says). */
-export type Log = (message: string, fields?: LogFields) => void;
+export type Log = ((message: string, fields?: LogFields) => void) & {
+  /** The same log with more fields on every line, written once into its lines' prefix (`createLog`'s JSON logs). */
+  with?: (added: Record<string, unknown>) => Log;
+};
 
 export interface LogSettings {
   level: LogLevel;
@@ -112,7 +115,7 @@ export function createLog(
   const colour = settings.format === "pretty" && process.stdout.isTTY === true && !process.env.NO_COLOR;
   const prefix = JSON.stringify(base).slice(1, -1);
   const time = clock();
-  return (message, fields) => {
+  const log: Log = (message, fields) => {
     const level = fields?.level ?? "info";
     if (RANK[level] < threshold) return;
     if (settings.format === "pretty") {
@@ -124,6 +127,9 @@ export function createLog(
     const body = JSON.stringify({ msg: message, ...(fields && redacted(fields)), level: undefined }).slice(1);
     write(`{"level":"${level}","time":"${time()}"${prefix ? `,${prefix}` : ""},${body}\n`);
   };
+  // Pretty lines show no base fields: there the added ones go with each line's own.
+  if (settings.format === "json") log.with = (added) => createLog(settings, { ...base, ...added }, write);
+  return log;
 }
 
 /** Whether a line at `level` would be written (so a caller can skip building its fields). */
@@ -131,8 +137,10 @@ export const logs = (settings: LogSettings, level: LogLevel) => RANK[level] >= R
 
 /**
  * A log whose every line carries these fields too (hosting mode: an environment's `environment`), written
- * through `log`. A caller's field of the same name wins.
+ * through `log`'s writer: in its JSON lines' prefix when it has one (no cost a line), else with each line's
+ * fields (a caller's field of the same name wins there).
  */
 export function withFields(log: Log, added: Record<string, unknown>): Log {
+  if (log.with) return log.with(added);
   return (message, fields) => log(message, fields === undefined ? added : { ...added, ...fields });
 }

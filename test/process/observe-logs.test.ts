@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { hashSecret } from "../../src/auth/tokens.ts";
-import { createLog } from "../../src/observe/log.ts";
+import { createLog, withFields } from "../../src/observe/log.ts";
 import { type ServerProcess, serve } from "../support/cli.ts";
 import { dialects } from "../support/databases.ts";
 import { type HostingServer, startHostingServer } from "../support/hosting.ts";
@@ -123,6 +123,29 @@ describe("createLog", () => {
     expect(line.match(/"level"/g)).toHaveLength(1);
     const time = Date.parse(JSON.parse(line).time);
     expect(Math.abs(Date.now() - time)).toBeLessThan(60_000);
+  });
+
+  test("withFields: a JSON log writes the added fields in every line's prefix; a pretty one with each line's", () => {
+    const written: string[] = [];
+    const json = withFields(
+      createLog({ level: "info", format: "json" }, { instance: "i-1" }, (text) => written.push(text)),
+      { environment: "acme-prod" },
+    );
+    json("one");
+    json("two", { route: "/x" });
+    expect(written.map((line) => JSON.parse(line))).toMatchObject([
+      { instance: "i-1", environment: "acme-prod", msg: "one" },
+      { instance: "i-1", environment: "acme-prod", msg: "two", route: "/x" },
+    ]);
+    expect(written[1]).toContain('"instance":"i-1","environment":"acme-prod","msg":"two"');
+
+    const pretty: string[] = [];
+    const readable = withFields(
+      createLog({ level: "info", format: "pretty" }, { instance: "i-1" }, (text) => pretty.push(text)),
+      { environment: "acme-prod" },
+    );
+    readable("three", { route: "/y" });
+    expect(pretty[0]).toMatch(/ {2}three {2}environment=acme-prod route=\/y\n$/);
   });
 
   test("pretty lines read as time, level, message and fields", () => {
