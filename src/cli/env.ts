@@ -1,6 +1,6 @@
 import { USER_ID, UserError } from "../auth/users.ts";
 import type { Config } from "../config.ts";
-import { deleteEnvironment } from "../hosting/delete-environment.ts";
+import { deleteEnvironment } from "../engine/control/delete-environment.ts";
 import { iso } from "../lib/values.ts";
 import { openConfiguredStorage } from "../startup.ts";
 import type { EnvironmentContents, Scope } from "../store/control.ts";

@@ -1,8 +1,8 @@
-// The apex's `/openapi.json` (hosting mode): the service's control API (http/control/routes.ts).
+// The apex's `/openapi.json` (hosting mode): the service's control API (http/control.ts).
 
-import { ENVIRONMENT_TABLES } from "../store/control.ts";
+import { ENVIRONMENT_TABLES } from "../engine/control/operations.ts";
 import { PAGE_LIMIT } from "../wire/paging.ts";
-import { CreateEnvironmentBody, CreateOrganizationBody, GrantBody } from "./control/routes.ts";
+import { CreateEnvironmentBody, CreateOrganizationBody, GrantBody } from "./control.ts";
 import { error, json } from "./openapi-paths.ts";
 import { COMPONENTS, pageOf, ref, type Schema } from "./openapi-schemas.ts";
 

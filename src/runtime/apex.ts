@@ -1,8 +1,7 @@
 import { Elysia } from "elysia";
 import type { Authenticator } from "../auth/authenticator.ts";
 import type { Storage } from "../files/storage.ts";
-import { controlCallerOf } from "../http/control/caller.ts";
-import { controlRoutes } from "../http/control/routes.ts";
+import { controlRoutes } from "../http/control.ts";
 import { errorHandling } from "../http/errors.ts";
 import { healthRoutes, type ReadinessChecks } from "../http/health.ts";
 import type { Route } from "../http/methods.ts";
@@ -34,12 +33,9 @@ export interface ApexDeps {
   evict?: (id: number) => Promise<void>;
 }
 
-/** The apex's OpenAPI document, loaded with its first request (idle memory is a budget). */
-let apexDocument: Promise<typeof import("../http/openapi-apex.ts")> | null = null;
-
 /**
  * The service's own site in hosting mode (the apex host, and /healthz, /readyz, /metrics on any host):
- * the probes, metrics, the control API (`http/control/`) and its `/openapi.json`. Anything else is the
+ * the probes, metrics, the control API (`http/control.ts` over `engine/control/`) and its `/openapi.json`. Anything else is the
  * usual JSON 404.
  */
 export function createApexApp(deps: ApexDeps) {
@@ -55,14 +51,6 @@ export function createApexApp(deps: ApexDeps) {
         metricsToken: deps.metricsToken,
       }),
     )
-    .use(controlRoutes(deps))
-    .get("/openapi.json", async ({ request }) => {
-      await controlCallerOf(
-        { auth: deps.auth, control: deps.store.control, serviceUrl: deps.serviceUrl },
-        request.headers.get("authorization"),
-      );
-      apexDocument ??= import("../http/openapi-apex.ts");
-      return (await apexDocument).apexOpenApiDocument(deps.serviceUrl());
-    });
+    .use(controlRoutes(deps));
   return app;
 }

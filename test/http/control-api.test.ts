@@ -3,10 +3,9 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import SwaggerParser from "@apidevtools/swagger-parser";
 import { Authenticator } from "../../src/auth/authenticator.ts";
+import { type ControlCaller, ControlOperations } from "../../src/engine/control/operations.ts";
 import { DiskStorage } from "../../src/files/disk.ts";
-import type { ControlCaller } from "../../src/http/control/caller.ts";
-import { ControlOperations } from "../../src/http/control/operations.ts";
-import { controlRoutes } from "../../src/http/control/routes.ts";
+import { controlRoutes } from "../../src/http/control.ts";
 import { buildRelease } from "../../src/release/publish.ts";
 import { dialects } from "../support/databases.ts";
 import { type HostingServer, startHostingServer } from "../support/hosting.ts";
@@ -399,13 +398,14 @@ for (const dialect of dialects) {
       const doc = await (await apex("/openapi.json")).json();
       await SwaggerParser.validate(structuredClone(doc));
       expect(doc.servers).toEqual([{ url: t.serviceUrl }]);
+      // The document itself aside.
       const routes = controlRoutes({
         store: t.store,
         storage: new DiskStorage(join(t.dataDir, "files")),
         environmentUrl: t.at,
         auth: new Authenticator(t.store, [], 0),
         serviceUrl: () => t.serviceUrl,
-      }).routes;
+      }).routes.filter((route) => route.path !== "/openapi.json");
       expect(routes.length).toBeGreaterThan(15);
       const missing = routes
         .map((route) => [route.method, route.path.replace(/:(\w+)/g, "{$1}")] as const)

@@ -1,7 +1,7 @@
-import { storageFor } from "../files/environment-storage.ts";
-import type { Storage } from "../files/storage.ts";
-import type { EnvironmentContents } from "../store/control.ts";
-import type { Store } from "../store/store.ts";
+import { storageFor } from "../../files/environment-storage.ts";
+import type { Storage } from "../../files/storage.ts";
+import type { EnvironmentContents } from "../../store/control.ts";
+import type { Store } from "../../store/store.ts";
 
 /**
  * Deletes an environment with its file bytes: `env delete --yes` and `DELETE /environments/{handle}`

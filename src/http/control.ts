@@ -1,12 +1,12 @@
 import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
-import type { Authenticator } from "../../auth/authenticator.ts";
-import { USER_ID } from "../../auth/users.ts";
-import { checkedBody, readJsonBody } from "../body.ts";
-import { DEFAULT_PAGE, pageParams } from "../paging.ts";
-import { queryString } from "../query-string.ts";
-import { controlCallerOf } from "./caller.ts";
-import { type ControlDeps, ControlOperations } from "./operations.ts";
+import type { Authenticator } from "../auth/authenticator.ts";
+import { USER_ID } from "../auth/users.ts";
+import { type ControlDeps, ControlOperations } from "../engine/control/operations.ts";
+import { unauthorized } from "./auth.ts";
+import { checkedBody, readJsonBody } from "./body.ts";
+import { DEFAULT_PAGE, pageParams } from "./paging.ts";
+import { queryString } from "./query-string.ts";
 
 /** A control API body is a handle or a user id: a few bytes. */
 const BODY_LIMIT = 16 * 1024;
@@ -31,16 +31,22 @@ const DeleteQuery = queryString(
   Type.Object({ confirm: Type.Optional(Type.Boolean()) }, { additionalProperties: false }),
 );
 
+let documentModule: Promise<typeof import("./openapi-apex.ts")> | null = null;
+const apexDocument = () => {
+  documentModule ??= import("./openapi-apex.ts");
+  return documentModule;
+};
+
 const pageOf = (q: { limit?: number; cursor?: string }) => ({ limit: q.limit ?? DEFAULT_PAGE, cursor: q.cursor });
 const listed = (page: { items: unknown[]; next: string | null }) => ({ items: page.items, nextCursor: page.next });
 
 /**
  * The service's control API on the apex (hosting mode): organizations, environments, their keys and
- * grants, as `actuate org|env|key` do them (docs/API.md, "The service's control API").
+ * grants, as `actuate org|env|key` do them (docs/API.md, "The service's control API"), and its
+ * `/openapi.json` (loaded with its first request: idle memory is a budget).
  */
 export function controlRoutes(deps: ControlDeps & { auth: Authenticator; serviceUrl: () => string }) {
   const ops = new ControlOperations(deps);
-  const callerDeps = { auth: deps.auth, control: deps.store.control, serviceUrl: deps.serviceUrl };
   const body = async <T extends Parameters<typeof checkedBody>[0]>(schema: T, request: Request) =>
     checkedBody(schema, await readJsonBody(request, BODY_LIMIT));
   const scopes = {
@@ -49,9 +55,12 @@ export function controlRoutes(deps: ControlDeps & { auth: Authenticator; service
   };
   const app = new Elysia({ name: "control" })
     // 401 before any 400, as the environment API's `authenticated`.
-    .derive({ as: "scoped" }, async ({ request }) => ({
-      caller: await controlCallerOf(callerDeps, request.headers.get("authorization")),
-    }))
+    .derive({ as: "scoped" }, async ({ request }) => {
+      const found = await ops.callerOf(deps.auth, request.headers.get("authorization"));
+      if ("refused" in found) throw unauthorized(deps.serviceUrl(), found.refused);
+      return { caller: found.caller };
+    })
+    .get("/openapi.json", async () => (await apexDocument()).apexOpenApiDocument(deps.serviceUrl()))
     .get("/orgs", async ({ query, caller }) => listed(await ops.listOrganizations(caller, pageOf(query))), {
       query: ListQuery,
     })

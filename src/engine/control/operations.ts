@@ -1,13 +1,17 @@
+import type { Authenticator } from "../../auth/authenticator.ts";
 import { createScopedKey } from "../../auth/scoped-keys.ts";
 import type { Storage } from "../../files/storage.ts";
-import { deleteEnvironment } from "../../hosting/delete-environment.ts";
 import { PublicError } from "../../lib/errors.ts";
 import { HandleError } from "../../lib/handles.ts";
 import { type EnvironmentContents, HandleTaken, type Scope, type ScopedKeyListRow } from "../../store/control.ts";
 import type { EnvironmentRow, GrantRow, OrganizationRow } from "../../store/rows.ts";
 import type { Store } from "../../store/store.ts";
-import type { ControlCaller } from "./caller.ts";
+import { type ControlCaller, controlCallerOf } from "./caller.ts";
+import { deleteEnvironment } from "./delete-environment.ts";
 import { type ControlPage, pageAfter } from "./paging.ts";
+
+export { ENVIRONMENT_TABLES } from "../../store/control.ts";
+export type { ControlCaller } from "./caller.ts";
 
 export interface ControlDeps {
   store: Store;
@@ -80,6 +84,11 @@ export class ControlOperations {
 
   private get control() {
     return this.deps.store.control;
+  }
+
+  /** The caller an `Authorization` header names at the apex, or why there is none. */
+  callerOf(auth: Authenticator, authorization: string | null) {
+    return controlCallerOf({ auth, control: this.control }, authorization);
   }
 
   private seesOrganization(caller: ControlCaller, id: number): boolean {

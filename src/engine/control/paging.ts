@@ -1,4 +1,4 @@
-import { badCursor } from "../paging.ts";
+import { invalidRequest } from "../errors.ts";
 
 /** A page request of the control API: `?limit` rows after the cursor's key. */
 export interface ControlPage {
@@ -32,6 +32,10 @@ export function pageAfter<Row, View>(
 
 function decodeKey(cursor: string): string {
   const text = Buffer.from(cursor, "base64url").toString();
-  if (!text.startsWith("k:")) throw badCursor();
+  if (!text.startsWith("k:")) {
+    throw invalidRequest([
+      { where: "/query/cursor", code: "invalid", message: "cursor is not one this server gave out" },
+    ]);
+  }
   return text.slice(2);
 }
