@@ -150,7 +150,8 @@ function EnvironmentsPage(props: { client: ServiceClient }) {
                 </td>
                 <td>{e.organization ?? "—"}</td>
                 <td>{e.activeVersion ?? "none"}</td>
-                <td>{new Date(e.createdAt).toLocaleString()}</td>
+                {/* Environment 1 (single mode's database) has no creation time: its row predates hosting. */}
+                <td>{Date.parse(e.createdAt) > 0 ? new Date(e.createdAt).toLocaleString() : "—"}</td>
               </tr>
             ))}
           </tbody>
