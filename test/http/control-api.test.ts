@@ -370,6 +370,9 @@ for (const dialect of dialects) {
       const other = await t.another();
       await refused(await other.fetch("acme-doomed", "/actions"), 404, "environment_not_found");
       await refused(await apex("/environments", { token: key }), 401, "unauthorized");
+      // Environment 1 (HANDLE, single mode's database) is what every start names: never deleted.
+      await refused(await apex("/environments/main?confirm=true", { method: "DELETE" }), 403, "access_denied");
+      expect((await apex("/environments/main")).status).toBe(200);
     }, 60_000);
 
     test("the delete ends the environment's work on this instance first (the evict hook), then removes it", async () => {

@@ -54,6 +54,9 @@ export interface GrantView {
   createdAt: string;
 }
 
+/** Environment 1: single mode's, named HANDLE when hosting mode starts. */
+const SINGLE_ENVIRONMENT = 1;
+
 const iso = (ms: number) => new Date(ms).toISOString();
 const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
 
@@ -211,6 +214,13 @@ export class ControlOperations {
     confirm: boolean,
   ): Promise<{ handle: string; deleted: true; removed: EnvironmentContents }> {
     const env = await this.environmentManaged(caller, handle, "delete its environment");
+    // Its row is what a start in hosting mode names HANDLE (nameSingle): without it no instance starts.
+    if (env.id === SINGLE_ENVIRONMENT) {
+      throw new PublicError(
+        "access_denied",
+        `environment ${handle} is the service's first (single mode's database, named by HANDLE at start): it is not deleted`,
+      );
+    }
     if (!confirm) {
       const wouldRemove = await this.control.environments.describeDelete(env.id);
       if (!wouldRemove) throw noEnvironment(handle);
