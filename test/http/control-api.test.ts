@@ -247,7 +247,9 @@ for (const dialect of dialects) {
       expect((await apex("/environments/acme-prod/grants", { method: "POST", json: { user: "dana" } })).status).toBe(
         201,
       );
-      expect((await apex("/orgs/acme/grants", { method: "POST", json: { user: "erin" } })).status).toBe(201);
+      expect((await apex("/orgs/acme/grants", { method: "POST", json: { user: "erin@example.com" } })).status).toBe(
+        201,
+      );
       const envGrants = await (await apex("/environments/acme-prod/grants?limit=100")).json();
       expect(envGrants.items).toContainEqual({
         user: "dana",
@@ -255,9 +257,9 @@ for (const dialect of dialects) {
         environment: "acme-prod",
         createdAt: expect.any(String),
       });
-      expect(envGrants.items.map((g: { user: string }) => g.user)).not.toContain("erin");
+      expect(envGrants.items.map((g: { user: string }) => g.user)).not.toContain("erin@example.com");
       const orgGrants = await (await apex("/orgs/acme/grants?limit=100")).json();
-      expect(orgGrants.items).toContainEqual(expect.objectContaining({ user: "erin", environment: null }));
+      expect(orgGrants.items).toContainEqual(expect.objectContaining({ user: "erin@example.com", environment: null }));
       expect(orgGrants.items.map((g: { user: string }) => g.user)).not.toContain("dana");
 
       await refused(
@@ -274,6 +276,14 @@ for (const dialect of dialects) {
       });
       await eventually(async () => (await t.fetch("acme-prod", "/actions", { token: dana })).status === 401);
       await refused(await apex("/environments/acme-prod/grants/dana", { method: "DELETE" }), 404, "grant_not_found");
+      // A user id with an @, encoded in the path.
+      const erin = await apex(`/orgs/acme/grants/${encodeURIComponent("erin@example.com")}`, { method: "DELETE" });
+      expect(await erin.json()).toEqual({
+        user: "erin@example.com",
+        organization: "acme",
+        environment: null,
+        revokedTokens: 0,
+      });
     });
 
     test("handles: not a DNS label 400 invalid_handle, taken 409 handle_taken; bodies and cursors checked", async () => {
