@@ -1,6 +1,6 @@
 import { USER_ID, UserError } from "../auth/users.ts";
 import type { Config } from "../config.ts";
-import { storageFor } from "../files/environment-storage.ts";
+import { deleteEnvironment } from "../engine/control/delete-environment.ts";
 import { iso } from "../lib/values.ts";
 import { openConfiguredStorage } from "../startup.ts";
 import type { EnvironmentContents, Scope } from "../store/control.ts";
@@ -79,10 +79,7 @@ export const envDelete = (config: Config, handle: string, options: { yes: boolea
       console.error(`nothing was deleted; to delete it: ${commandLine(`env delete ${handle} --yes`)}`);
       return 1;
     }
-    const bytes = storageFor(await openConfiguredStorage(config), env.id);
-    const removed = await store.control.environments.delete(env.id, async (paths) => {
-      for (const path of paths) await bytes.delete(path);
-    });
+    const removed = await deleteEnvironment(store, await openConfiguredStorage(config), env.id);
     if (!removed) throw new UserError(`environment ${handle} was deleted meanwhile`);
     console.log(`deleted environment ${handle}, with:`);
     printContents(removed);

@@ -1,5 +1,6 @@
 /** @jsxImportSource preact */
 import { render } from "preact";
+import { useEffect, useState } from "preact/hooks";
 import { ActionsPage } from "./actions.tsx";
 import { takeRedirect } from "./built-in-sign-in.ts";
 import { DataPage } from "./data.tsx";
@@ -9,6 +10,8 @@ import { OverviewPage } from "./overview.tsx";
 import { ReleasesPage } from "./releases.tsx";
 import { hrefOf, type Route, useRoute } from "./route.ts";
 import { RunsPage } from "./runs.tsx";
+import { ServiceConsole } from "./service.tsx";
+import { onServiceApex } from "./service-api.ts";
 import { SignIn } from "./sign-in.tsx";
 import { SignInsPage } from "./sign-ins.tsx";
 import { useSignedIn } from "./signed-in.ts";
@@ -65,15 +68,25 @@ function Console() {
   );
 }
 
+/** The service's console on the apex (hosting mode), an environment's anywhere else; nothing until known. */
+function Site() {
+  const [apex, setApex] = useState<boolean | null>(null);
+  useEffect(() => {
+    onServiceApex().then(setApex, () => setApex(false));
+  }, []);
+  if (apex === null) return null;
+  return apex ? <ServiceConsole /> : <Console />;
+}
+
 // Before the first render: the sign-in's code leaves the address bar at once.
 takeRedirect();
 const root = document.getElementById("root");
-if (root) render(<Console />, root);
+if (root) render(<Site />, root);
 // Bun's dev server (`bun run dev`, development mode): a change to any module of the page renders it again
 // in place. A production bundle (the binary) has no `import.meta.hot` and Bun drops this block.
 if (import.meta.hot) {
   import.meta.hot.accept();
   import.meta.hot.on("bun:afterUpdate", () => {
-    if (root) render(<Console />, root);
+    if (root) render(<Site />, root);
   });
 }

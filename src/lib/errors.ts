@@ -9,6 +9,8 @@ export const ERROR_STATUS = {
   action_contract_validation_failed: 400,
   data_provider_rejected: 400,
   invalid_path: 400,
+  // The control API (hosting mode's apex): a handle that is not a DNS label.
+  invalid_handle: 400,
   // An MCP tool cannot take files; over HTTP they are sent as multipart, so HTTP never answers this.
   execution_files_required: 400,
   unauthorized: 401,
@@ -26,11 +28,18 @@ export const ERROR_STATUS = {
   sign_in_not_found: 404,
   // Hosting mode: no environment has the request's host (or it is outside the service's domain).
   environment_not_found: 404,
+  // The control API: no organization of that handle (or not the caller's), no such key or grant there.
+  organization_not_found: 404,
+  key_not_found: 404,
+  grant_not_found: 404,
   method_not_allowed: 405,
   REQUEST_CONFLICT: 409,
   run_not_cancelable: 409,
   scheduled_not_cancelable: 409,
   release_conflict: 409,
+  // The control API: an organization's or environment's handle in use; a delete sent without ?confirm=true.
+  handle_taken: 409,
+  confirmation_required: 409,
   payload_too_large: 413,
   // Hosting mode: the environment exists, but SERVE_ENVIRONMENTS leaves it to other instances.
   environment_not_served: 421,

@@ -1,5 +1,7 @@
 import { Elysia } from "elysia";
 import type { Authenticator } from "../auth/authenticator.ts";
+import type { Storage } from "../files/storage.ts";
+import { controlRoutes } from "../http/control.ts";
 import { errorHandling } from "../http/errors.ts";
 import { healthRoutes, type ReadinessChecks } from "../http/health.ts";
 import type { Route } from "../http/methods.ts";
@@ -7,9 +9,10 @@ import { metricsRoutes } from "../http/metrics.ts";
 import { observeRequests } from "../http/observe.ts";
 import type { Log } from "../observe/log.ts";
 import type { Telemetry } from "../observe/telemetry.ts";
+import type { Store } from "../store/store.ts";
 
 export interface ApexDeps {
-  /** Who may read /metrics: the service keys (and METRICS_TOKEN). */
+  /** Who may read /metrics: the service keys (and METRICS_TOKEN); the operators of the control API. */
   auth: Authenticator;
   /** The service's URL (SERVICE_URL), named in a refusal's challenge. */
   serviceUrl: () => string;
@@ -17,12 +20,23 @@ export interface ApexDeps {
   telemetry: Telemetry;
   metricsToken?: string;
   log: Log;
+  /** The process's store: its `control` part is what the control API reads and writes. */
+  store: Store;
+  /** The process's file storage: a deleted environment's bytes go from it. */
+  storage: Storage;
+  /** An environment's URL (`<scheme>://<handle>.<apex>[:port]`), as the control API lists it. */
+  environmentUrl: (handle: string) => string;
+  /**
+   * Ends an environment's sockets and running work on this instance: called by `DELETE
+   * /environments/{handle}?confirm=true` before the environment's rows go.
+   */
+  evict?: (id: number) => Promise<void>;
 }
 
 /**
- * The service's own site in hosting mode (the apex host, and /healthz, /readyz, /metrics on any host).
- * For now only the probes and metrics; the control API and the list of environments come later. Anything
- * else is the usual JSON 404.
+ * The service's own site in hosting mode (the apex host, and /healthz, /readyz, /metrics on any host):
+ * the probes, metrics, the control API (`http/control.ts` over `engine/control/`) and its `/openapi.json`. Anything else is the
+ * usual JSON 404.
  */
 export function createApexApp(deps: ApexDeps) {
   const app = new Elysia()
@@ -36,6 +50,7 @@ export function createApexApp(deps: ApexDeps) {
         publicUrl: deps.serviceUrl,
         metricsToken: deps.metricsToken,
       }),
-    );
+    )
+    .use(controlRoutes(deps));
   return app;
 }

@@ -54,6 +54,9 @@ export async function startHosting(
     telemetry,
     metricsToken: config.metricsToken,
     log,
+    store,
+    storage,
+    environmentUrl: (handle) => environmentUrl(service, handle),
   });
   const dispatcher = new Dispatcher({
     service,

@@ -1,0 +1,16 @@
+import { storageFor } from "../../files/environment-storage.ts";
+import type { Storage } from "../../files/storage.ts";
+import type { EnvironmentContents } from "../../store/control.ts";
+import type { Store } from "../../store/store.ts";
+
+/**
+ * Deletes an environment with its file bytes: `env delete --yes` and `DELETE /environments/{handle}`
+ * (the control API). The bytes of each batch of files go from the environment's storage before their
+ * rows (a delete stopped in between finds those paths again). Null when it was deleted meanwhile.
+ */
+export function deleteEnvironment(store: Store, storage: Storage, id: number): Promise<EnvironmentContents | null> {
+  const bytes = storageFor(storage, id);
+  return store.control.environments.delete(id, async (paths) => {
+    for (const path of paths) await bytes.delete(path);
+  });
+}

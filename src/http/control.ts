@@ -1,0 +1,120 @@
+import { Type } from "@sinclair/typebox";
+import { Elysia } from "elysia";
+import type { Authenticator } from "../auth/authenticator.ts";
+import { USER_ID } from "../auth/users.ts";
+import { type ControlDeps, ControlOperations } from "../engine/control/operations.ts";
+import { unauthorized } from "./auth.ts";
+import { checkedBody, readJsonBody } from "./body.ts";
+import { DEFAULT_PAGE, pageParams } from "./paging.ts";
+import { queryString } from "./query-string.ts";
+
+/** A control API body is a handle or a user id: a few bytes. */
+const BODY_LIMIT = 16 * 1024;
+
+// Handles are checked by the store (400 `invalid_handle`): here only their type and length.
+const Handle = Type.String({ minLength: 1, maxLength: 200 });
+export const CreateOrganizationBody = Type.Object({ handle: Handle }, { additionalProperties: false });
+export const CreateEnvironmentBody = Type.Object(
+  { handle: Handle, organization: Handle },
+  { additionalProperties: false },
+);
+export const GrantBody = Type.Object(
+  { user: Type.String({ pattern: USER_ID.source }) },
+  { additionalProperties: false },
+);
+
+const ListQuery = queryString(Type.Object(pageParams, { additionalProperties: false }));
+const EnvironmentsQuery = queryString(
+  Type.Object({ ...pageParams, organization: Type.Optional(Handle) }, { additionalProperties: false }),
+);
+const DeleteQuery = queryString(
+  Type.Object({ confirm: Type.Optional(Type.Boolean()) }, { additionalProperties: false }),
+);
+
+let documentModule: Promise<typeof import("./openapi-apex.ts")> | null = null;
+const apexDocument = () => {
+  documentModule ??= import("./openapi-apex.ts");
+  return documentModule;
+};
+
+const pageOf = (q: { limit?: number; cursor?: string }) => ({ limit: q.limit ?? DEFAULT_PAGE, cursor: q.cursor });
+const listed = (page: { items: unknown[]; next: string | null }) => ({ items: page.items, nextCursor: page.next });
+
+/**
+ * The service's control API on the apex (hosting mode): organizations, environments, their keys and
+ * grants, as `actuate org|env|key` do them (docs/API.md, "The service's control API"), and its
+ * `/openapi.json` (loaded with its first request: idle memory is a budget).
+ */
+export function controlRoutes(deps: ControlDeps & { auth: Authenticator; serviceUrl: () => string }) {
+  const ops = new ControlOperations(deps);
+  const body = async <T extends Parameters<typeof checkedBody>[0]>(schema: T, request: Request) =>
+    checkedBody(schema, await readJsonBody(request, BODY_LIMIT));
+  const scopes = {
+    org: (params: { handle: string }) => ({ organization: params.handle }),
+    env: (params: { handle: string }) => ({ environment: params.handle }),
+  };
+  const app = new Elysia({ name: "control" })
+    // 401 before any 400, as the environment API's `authenticated`.
+    .derive({ as: "scoped" }, async ({ request }) => {
+      const found = await ops.callerOf(deps.auth, request.headers.get("authorization"));
+      if ("refused" in found) throw unauthorized(deps.serviceUrl(), found.refused);
+      return { caller: found.caller };
+    })
+    .get("/openapi.json", async () => (await apexDocument()).apexOpenApiDocument(deps.serviceUrl()))
+    .get("/orgs", async ({ query, caller }) => listed(await ops.listOrganizations(caller, pageOf(query))), {
+      query: ListQuery,
+    })
+    .post("/orgs", async ({ request, caller, set }) => {
+      const { handle } = await body(CreateOrganizationBody, request);
+      set.status = 201;
+      return ops.createOrganization(caller, handle);
+    })
+    .get("/orgs/:handle", ({ params, caller }) => ops.organization(caller, params.handle))
+    .get(
+      "/environments",
+      async ({ query, caller }) => listed(await ops.listEnvironments(caller, pageOf(query), query.organization)),
+      { query: EnvironmentsQuery },
+    )
+    .post("/environments", async ({ request, caller, set }) => {
+      const { handle, organization } = await body(CreateEnvironmentBody, request);
+      set.status = 201;
+      return ops.createEnvironment(caller, handle, organization);
+    })
+    .get("/environments/:handle", ({ params, caller }) => ops.environment(caller, params.handle))
+    .delete(
+      "/environments/:handle",
+      ({ params, query, caller }) => ops.deleteEnvironment(caller, params.handle, query.confirm === true),
+      { query: DeleteQuery },
+    );
+  for (const [prefix, scopeOf] of [
+    ["/orgs", scopes.org],
+    ["/environments", scopes.env],
+  ] as const) {
+    app
+      .get(
+        `${prefix}/:handle/keys`,
+        async ({ params, query, caller }) => listed(await ops.listKeys(caller, scopeOf(params), pageOf(query))),
+        { query: ListQuery },
+      )
+      .post(`${prefix}/:handle/keys`, async ({ params, caller, set }) => {
+        set.status = 201;
+        return ops.createKey(caller, scopeOf(params));
+      })
+      .delete(`${prefix}/:handle/keys/:id`, ({ params, caller }) => ops.revokeKey(caller, scopeOf(params), params.id))
+      .get(
+        `${prefix}/:handle/grants`,
+        async ({ params, query, caller }) => listed(await ops.listGrants(caller, scopeOf(params), pageOf(query))),
+        { query: ListQuery },
+      )
+      .post(`${prefix}/:handle/grants`, async ({ params, request, caller, set }) => {
+        const { user } = await body(GrantBody, request);
+        const { grant, created } = await ops.grant(caller, scopeOf(params), user);
+        set.status = created ? 201 : 200;
+        return grant;
+      })
+      .delete(`${prefix}/:handle/grants/:user`, ({ params, caller }) =>
+        ops.revokeGrant(caller, scopeOf(params), decodeURIComponent(params.user)),
+      );
+  }
+  return app;
+}
