@@ -1,0 +1,250 @@
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { addUser } from "../../src/auth/users.ts";
+import { dialects } from "../support/databases.ts";
+import { type HostingServer, startHostingServer } from "../support/hosting.ts";
+import { LiveClient } from "../support/live-client.ts";
+import {
+  Browser,
+  beginSignIn,
+  csrfOf,
+  formAction,
+  type MemoryClientProvider,
+  REDIRECT,
+  signInOnPages,
+} from "../support/oauth-client.ts";
+import { eventually, fixture } from "../support/server.ts";
+
+// Signing in hashes passwords (argon2id) several times a test: slow on a loaded 2-core machine.
+setDefaultTimeout(60_000);
+
+const password = "correct horse battery staple";
+const PROD = "acme-prod";
+const DEV = "acme-dev";
+/** TOKEN_RECHECK_MS as by default: the bound within which a revoked grant is refused. */
+const RECHECK_MS = 1_000;
+
+const claimsOf = (token: string) =>
+  JSON.parse(Buffer.from(token.split(".")[1] as string, "base64url").toString()) as Record<string, unknown>;
+
+for (const dialect of dialects) {
+  describe(`hosting mode: one authority for the service (${dialect.name})`, () => {
+    let h: HostingServer;
+    let prod: number;
+    let dev: number;
+
+    beforeAll(async () => {
+      h = await startHostingServer(dialect, {
+        environments: [
+          { handle: PROD, organization: "acme", release: fixture("claims") },
+          { handle: DEV, organization: "acme", release: fixture("claims") },
+          { handle: "main", release: undefined },
+        ],
+      });
+      await h.publish("main", fixture("claims"));
+      prod = await h.id(PROD);
+      dev = await h.id(DEV);
+      for (const user of ["alice", "bob", "carol"]) await addUser(h.store, user, password);
+      await h.store.control.grants.grant("alice", { environment: prod }, Date.now());
+      await h.store.control.grants.grant("alice", { environment: dev }, Date.now());
+      await h.store.control.grants.grant("carol", { environment: prod }, Date.now());
+    });
+    afterAll(async () => {
+      await h?.stop();
+    });
+
+    /** An MCP client pointed at an environment's /mcp, signed in as `user` through the apex's pages. */
+    async function signIn(handle: string, user: string): Promise<MemoryClientProvider> {
+      const { provider, transport, authorizationUrl } = await beginSignIn(h.at(handle));
+      const { done } = await signInOnPages(authorizationUrl.toString(), user, password);
+      const code = done?.redirectedTo?.searchParams.get("code");
+      if (!code) throw new Error(`${user} got no code for ${handle}`);
+      await transport.finishAuth(code);
+      return provider;
+    }
+
+    test("an environment's /mcp points at its metadata, which names the apex; the apex's metadata is the authority's", async () => {
+      const refused = await h.fetch(PROD, "/mcp", {
+        method: "POST",
+        token: null,
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+      });
+      expect(refused.status).toBe(401);
+      const challenge = refused.headers.get("www-authenticate") ?? "";
+      const metadataUrl = /resource_metadata="([^"]+)"/.exec(challenge)?.[1] as string;
+      expect(metadataUrl).toBe(`${h.at(PROD)}/.well-known/oauth-protected-resource/mcp`);
+      const resource = (await (await fetch(metadataUrl)).json()) as Record<string, unknown>;
+      expect(resource).toMatchObject({
+        resource: `${h.at(PROD)}/mcp`,
+        authorization_servers: [h.serviceUrl],
+        scopes_supported: ["mcp"],
+      });
+      const metadata = (await (await fetch(`${h.serviceUrl}/.well-known/oauth-authorization-server`)).json()) as Record<
+        string,
+        unknown
+      >;
+      expect(metadata).toMatchObject({
+        issuer: h.serviceUrl,
+        authorization_endpoint: `${h.serviceUrl}/oauth/authorize`,
+        token_endpoint: `${h.serviceUrl}/oauth/token`,
+        registration_endpoint: `${h.serviceUrl}/oauth/register`,
+        code_challenge_methods_supported: ["S256"],
+      });
+      // The environment's host has no authority of its own: a JSON 404 that says where it is.
+      for (const path of [
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/openid-configuration",
+        "/oauth/token",
+      ]) {
+        const res = await h.fetch(PROD, path, { token: null });
+        expect(res.status).toBe(404);
+        expect(await res.json()).toMatchObject({
+          ok: false,
+          error: "not_found",
+          message: expect.stringContaining(h.serviceUrl),
+        });
+      }
+    });
+
+    test("a sign-in through the apex gives a token for one environment: it acts there over HTTP and /mcp, and is refused on another", async () => {
+      const { provider, transport, authorizationUrl } = await beginSignIn(h.at(PROD));
+      expect(authorizationUrl.origin).toBe(h.serviceUrl);
+      expect(authorizationUrl.searchParams.get("resource")).toBe(`${h.at(PROD)}/mcp`);
+      expect(authorizationUrl.searchParams.get("code_challenge_method")).toBe("S256");
+      const { signIn: page, consent, done } = await signInOnPages(authorizationUrl.toString(), "alice", password);
+      // The sign-in page names the service and the environment asked for; the consent page the environment.
+      expect(page.html).toContain(`Sign in to ${new URL(h.serviceUrl).host}`);
+      expect(page.html).toContain(PROD);
+      expect(consent.status).toBe(200);
+      expect(consent.html).toContain(`<strong>${PROD}</strong> as you`);
+      const code = done?.redirectedTo?.searchParams.get("code");
+      expect(code).toBeTruthy();
+      await transport.finishAuth(code as string);
+
+      const access = provider.saved?.access_token as string;
+      expect(claimsOf(access)).toMatchObject({ iss: h.serviceUrl, aud: `${h.at(PROD)}/mcp`, sub: "alice" });
+      const own = await h.invoke(PROD, "whoami.get", {}, { token: access });
+      expect(own.status).toBe(200);
+      expect((await own.json()).execution.output).toEqual({ kind: "user", id: "alice", role: null });
+      const client = new Client({ name: "test-agent", version: "1.0.0" });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${h.at(PROD)}/mcp`), { authProvider: provider }));
+      try {
+        const result = (await client.callTool({ name: "whoami.get", arguments: {} })) as {
+          structuredContent?: unknown;
+        };
+        expect(result.structuredContent).toEqual({ kind: "user", id: "alice", role: null });
+      } finally {
+        await client.close();
+      }
+      // alice may use acme-dev too, but this token is acme-prod's.
+      for (const handle of [DEV, "main"]) {
+        const other = await h.invoke(handle, "whoami.get", {}, { token: access });
+        expect(other.status).toBe(401);
+        expect(other.headers.get("www-authenticate")).toContain('error="invalid_token"');
+        expect(await other.json()).toMatchObject({ ok: false, error: "unauthorized" });
+      }
+      // Refreshing keeps it acme-prod's.
+      const refreshed = await fetch(`${h.serviceUrl}/oauth/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({
+          grant_type: "refresh_token",
+          refresh_token: provider.saved?.refresh_token as string,
+          client_id: (provider.client as { client_id: string }).client_id,
+        }),
+      });
+      expect(refreshed.status).toBe(200);
+      const again = (await refreshed.json()) as { access_token: string };
+      expect(claimsOf(again.access_token)).toMatchObject({ aud: `${h.at(PROD)}/mcp` });
+    });
+
+    test("the person is the same ctx.auth.id in every environment, environment 1 (no organization) without a grant", async () => {
+      const ids: unknown[] = [];
+      for (const handle of [PROD, DEV, "main"]) {
+        const provider = await signIn(handle, "alice");
+        const res = await h.invoke(handle, "whoami.get", {}, { token: provider.saved?.access_token as string });
+        expect(res.status).toBe(200);
+        ids.push((await res.json()).execution.output.id);
+      }
+      expect(ids).toEqual(["alice", "alice", "alice"]);
+      // bob was granted nothing, and environment 1 needs no grant.
+      const bob = await signIn("main", "bob");
+      expect(claimsOf(bob.saved?.access_token as string).sub).toBe("bob");
+    });
+
+    test("a person without a grant is told so and the client gets access_denied; no token is issued", async () => {
+      const { authorizationUrl } = await beginSignIn(h.at(PROD));
+      const browser = new Browser();
+      const page = await browser.visit(authorizationUrl.toString());
+      const refused = await browser.visit(formAction(page.html, h.serviceUrl), {
+        method: "POST",
+        form: { csrf: csrfOf(page.html), user: "bob", password },
+      });
+      expect(refused.status).toBe(403);
+      expect(refused.html).toContain(`No access to ${PROD}`);
+      expect(refused.html).toContain("administrator of its organization");
+      const back = await browser.visit(formAction(refused.html, h.serviceUrl), {
+        method: "POST",
+        form: { csrf: csrfOf(refused.html) },
+      });
+      expect(back.redirectedTo?.toString()).toStartWith(REDIRECT);
+      expect(back.redirectedTo?.searchParams.get("error")).toBe("access_denied");
+      expect(back.redirectedTo?.searchParams.get("code")).toBeNull();
+    });
+
+    test("the authority refuses a resource that is no environment of the service, and a request naming none", async () => {
+      const { provider, authorizationUrl } = await beginSignIn(h.at(PROD));
+      const clientId = (provider.client as { client_id: string }).client_id;
+      for (const resource of [
+        "http://evil.example/mcp",
+        `${h.at("nowhere")}/mcp`,
+        `${h.serviceUrl}/mcp`,
+        `${h.at(PROD)}/other`,
+        null,
+      ]) {
+        const url = new URL(authorizationUrl);
+        if (resource === null) url.searchParams.delete("resource");
+        else url.searchParams.set("resource", resource);
+        expect(url.searchParams.get("client_id")).toBe(clientId);
+        const visit = await new Browser().visit(url.toString());
+        expect(visit.redirectedTo?.searchParams.get("error")).toBe("invalid_target");
+      }
+    });
+
+    test("a user token needs a grant too; revoking a grant refuses the person's tokens within the bound and closes their live socket", async () => {
+      const unGranted = await h.userToken(PROD, "bob");
+      expect((await h.invoke(PROD, "whoami.get", {}, { token: unGranted })).status).toBe(401);
+
+      const provider = await signIn(PROD, "carol");
+      const access = provider.saved?.access_token as string;
+      expect((await h.invoke(PROD, "whoami.get", {}, { token: access })).status).toBe(200);
+      const live = await LiveClient.connect(h.at(PROD));
+      try {
+        live.send({ op: "init", "access-token": access, "client-event-id": "i" });
+        expect(await live.op("init-ok")).toMatchObject({ "client-event-id": "i" });
+
+        const revokedAt = Date.now();
+        await h.store.control.grants.revoke("carol", { environment: prod }, revokedAt);
+        const refused = (await eventually(async () => {
+          const res = await h.invoke(PROD, "whoami.get", {}, { token: access });
+          return res.status === 401 ? res : null;
+        })) as Response;
+        // Within TOKEN_RECHECK_MS of the revocation (and the time the last request took).
+        expect(Date.now() - revokedAt).toBeLessThan(RECHECK_MS + 1_000);
+        expect(refused.headers.get("www-authenticate")).toContain('error="invalid_token"');
+        await live.whenClosed();
+        expect(live.closed?.code).toBe(4001);
+      } finally {
+        live.close();
+      }
+      // Granted the organization, carol's sign-in stands again (the grant is checked, not the sign-in ended).
+      const acme = (await h.store.control.organizations.byHandle("acme"))?.id as number;
+      await h.store.control.grants.grant("carol", { organization: acme }, Date.now());
+      await eventually(async () => (await h.invoke(PROD, "whoami.get", {}, { token: access })).status === 200);
+      // The grant check does not move dev's refusal: the token is still acme-prod's.
+      expect((await h.invoke(DEV, "whoami.get", {}, { token: access })).status).toBe(401);
+    });
+  });
+}
