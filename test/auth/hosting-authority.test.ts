@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { handleOfResource } from "../../src/auth/service-authority.ts";
 import { addUser } from "../../src/auth/users.ts";
+import { ConfigError, loadConfig, serviceUrl } from "../../src/config.ts";
 import { dialects } from "../support/databases.ts";
 import { type HostingServer, startHostingServer } from "../support/hosting.ts";
 import { LiveClient } from "../support/live-client.ts";
@@ -27,6 +29,35 @@ const RECHECK_MS = 1_000;
 
 const claimsOf = (token: string) =>
   JSON.parse(Buffer.from(token.split(".")[1] as string, "base64url").toString()) as Record<string, unknown>;
+
+describe("which resources are environments of the service", () => {
+  const service = serviceUrl("https://actuate.example.com:8443");
+  test("exactly an environment's URL or its /mcp names it; any other scheme, port, path or host names none", () => {
+    expect(handleOfResource(service, "https://acme-prod.actuate.example.com:8443")).toBe("acme-prod");
+    expect(handleOfResource(service, "https://acme-prod.actuate.example.com:8443/mcp")).toBe("acme-prod");
+    for (const resource of [
+      "http://acme-prod.actuate.example.com:8443/mcp",
+      "https://acme-prod.actuate.example.com/mcp",
+      "https://acme-prod.actuate.example.com:8443/",
+      "https://acme-prod.actuate.example.com:8443/mcp/",
+      "https://acme-prod.actuate.example.com:8443/other",
+      "https://actuate.example.com:8443/mcp",
+      "https://a.b.actuate.example.com:8443/mcp",
+      "https://acme-prod.actuate.example.com.evil.example:8443/mcp",
+      "https://user@acme-prod.actuate.example.com:8443/mcp",
+      "not a url",
+    ]) {
+      expect(handleOfResource(service, resource)).toBeNull();
+    }
+  });
+
+  test("AUTH_AUDIENCE is refused in hosting mode: one audience would make one environment's tokens good in all", () => {
+    const load = () =>
+      loadConfig({ DATA_DIR: "/tmp/actuate-unused", SERVICE_URL: "https://actuate.example.com", AUTH_AUDIENCE: "x" });
+    expect(load).toThrow(ConfigError);
+    expect(load).toThrow("AUTH_AUDIENCE: not in hosting mode");
+  });
+});
 
 for (const dialect of dialects) {
   describe(`hosting mode: one authority for the service (${dialect.name})`, () => {
