@@ -41,9 +41,11 @@ export function serverAuth(
     });
     return authority;
   };
+  if (config.hosting && !config.authIssuer) {
+    const here = () => [publicUrl(), `${publicUrl()}/mcp`];
+    return hostedAuth(config, config.hosting.service, { store, publicUrl }, new SignIns({ store, resources: here }));
+  }
   const signIns = new SignIns({ store });
-  if (config.hosting && !config.authIssuer)
-    return hostedAuth(config, config.hosting.service, { store, publicUrl }, signIns);
   const jwt = config.authIssuer
     ? new JwtVerifier({
         issuer: () => config.authIssuer as string,

@@ -71,6 +71,7 @@ for (const dialect of dialects) {
           { handle: PROD, organization: "acme", release: fixture("claims") },
           { handle: DEV, organization: "acme", release: fixture("claims") },
           { handle: "main", release: undefined },
+          { handle: "globex-prod", organization: "globex", release: fixture("claims") },
         ],
       });
       await h.publish("main", fixture("claims"));
@@ -242,6 +243,29 @@ for (const dialect of dialects) {
         const visit = await new Browser().visit(url.toString());
         expect(visit.redirectedTo?.searchParams.get("error")).toBe("invalid_target");
       }
+    });
+
+    test("an environment's sign-ins are those for it: another organization's key neither sees nor ends them", async () => {
+      await h.store.control.grants.grant("dora", { environment: prod }, Date.now());
+      await addUser(h.store, "dora", password);
+      await signIn(PROD, "dora");
+      type Listed = { items: { id: string; user: string }[] };
+      const listed = async (handle: string, token: string) =>
+        ((await (await h.fetch(handle, "/sign-ins?user=dora", { token })).json()) as Listed).items;
+      const acmeKey = await h.key({ environment: PROD });
+      const [own] = await listed(PROD, acmeKey);
+      expect(own?.user).toBe("dora");
+      const globexKey = await h.key({ organization: "globex" });
+      expect(await listed("globex-prod", globexKey)).toEqual([]);
+      // Nor with the operator's key on another environment: the sign-in is acme-prod's.
+      expect(await listed(DEV, h.serviceKey)).toEqual([]);
+      const ended = await h.fetch("globex-prod", `/sign-ins/${own?.id}`, { method: "DELETE", token: globexKey });
+      expect(ended.status).toBe(404);
+      expect(await ended.json()).toMatchObject({ ok: false, error: "sign_in_not_found" });
+      expect(await listed(PROD, acmeKey)).toHaveLength(1);
+      const endedHere = await h.fetch(PROD, `/sign-ins/${own?.id}`, { method: "DELETE", token: acmeKey });
+      expect(endedHere.status).toBe(200);
+      expect(await listed(PROD, acmeKey)).toEqual([]);
     });
 
     test("a user token needs a grant too; revoking a grant refuses the person's tokens within the bound and closes their live socket", async () => {
