@@ -226,6 +226,66 @@ for (const dialect of dialects) {
       expect(back.redirectedTo?.searchParams.get("code")).toBeNull();
     });
 
+    test("a consent given before is not reused once the grant is revoked: the pages refuse", async () => {
+      await addUser(h.store, "erin", password);
+      await h.store.control.grants.grant("erin", { environment: prod }, Date.now());
+      // A web client: consent is remembered per browser session (native clients are asked every time).
+      const registered = await fetch(`${h.serviceUrl}/oauth/register`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          redirect_uris: [REDIRECT],
+          application_type: "web",
+          token_endpoint_auth_method: "none",
+          client_name: "Web App",
+        }),
+      });
+      expect(registered.status).toBe(201);
+      const { client_id } = (await registered.json()) as { client_id: string };
+      const authorize = () => {
+        const verifier = crypto.randomUUID() + crypto.randomUUID();
+        const challenge = new Bun.CryptoHasher("sha256").update(verifier).digest("base64url");
+        const url = new URL(`${h.serviceUrl}/oauth/authorize`);
+        for (const [name, value] of Object.entries({
+          client_id,
+          redirect_uri: REDIRECT,
+          response_type: "code",
+          scope: "mcp",
+          code_challenge: challenge,
+          code_challenge_method: "S256",
+          resource: `${h.at(PROD)}/mcp`,
+        }))
+          url.searchParams.set(name, value);
+        return url.toString();
+      };
+      const browser = new Browser();
+      const page = await browser.visit(authorize());
+      const consent = await browser.visit(formAction(page.html, h.serviceUrl), {
+        method: "POST",
+        form: { csrf: csrfOf(page.html), user: "erin", password },
+      });
+      const first = await browser.visit(formAction(consent.html, h.serviceUrl), {
+        method: "POST",
+        form: { csrf: csrfOf(consent.html) },
+      });
+      expect(first.redirectedTo?.searchParams.get("code")).toBeTruthy();
+      // Asked again in the same browser: no page, a code at once.
+      expect((await browser.visit(authorize())).redirectedTo?.searchParams.get("code")).toBeTruthy();
+
+      await h.store.control.grants.revoke("erin", { environment: prod }, Date.now());
+      const refused = await browser.visit(authorize());
+      expect(refused.redirectedTo).toBeUndefined();
+      expect(refused.status).toBe(403);
+      expect(refused.html).toContain(`No access to ${PROD}`);
+      // A confirm posted anyway (the consent form of before) is access_denied, not a code.
+      const forced = await browser.visit(formAction(refused.html, h.serviceUrl).replace(/abort$/, "confirm"), {
+        method: "POST",
+        form: { csrf: csrfOf(refused.html) },
+      });
+      expect(forced.redirectedTo?.searchParams.get("error")).toBe("access_denied");
+      expect(forced.redirectedTo?.searchParams.get("code")).toBeNull();
+    });
+
     test("the authority refuses a resource that is no environment of the service, and a request naming none", async () => {
       const { provider, authorizationUrl } = await beginSignIn(h.at(PROD));
       const clientId = (provider.client as { client_id: string }).client_id;
