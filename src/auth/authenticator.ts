@@ -76,15 +76,15 @@ export class Authenticator {
 
   /** A JWT, a stored key of this environment or its organization, or a user token: whom it names. */
   private async callerOf(token: string, hash: string, now: number): Promise<Principal | null> {
-    if (this.jwt && looksLikeJwt(token)) return this.granted(await this.jwt.verify(token));
-    if (isScopedKey(token)) return scopedKeyPrincipal(this.store, hash, now);
-    return this.granted(await this.userOfToken(hash));
+    const jwt = this.jwt !== null && looksLikeJwt(token);
+    if (!jwt && isScopedKey(token)) return scopedKeyPrincipal(this.store, hash, now);
+    const user = jwt ? (this.jwt as JwtVerifier).verify(token) : this.userOfToken(hash);
+    return this.mayUse === null ? user : this.granted(await user, this.mayUse);
   }
 
-  /** The person, when this environment is theirs to use (always without `mayUse`: single mode). */
-  private async granted(user: Principal | null): Promise<Principal | null> {
-    if (user === null || this.mayUse === null) return user;
-    return (await this.mayUse(user.id)) ? user : null;
+  /** The person, when this environment is theirs to use (hosting mode). */
+  private async granted(user: Principal | null, mayUse: (user: string) => Promise<boolean>): Promise<Principal | null> {
+    return user !== null && (await mayUse(user.id)) ? user : null;
   }
 
   private async userOfToken(hash: string): Promise<Principal | null> {
