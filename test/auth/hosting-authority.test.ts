@@ -217,12 +217,14 @@ for (const dialect of dialects) {
       expect(refused.status).toBe(403);
       expect(refused.html).toContain(`No access to ${PROD}`);
       expect(refused.html).toContain("administrator of its organization");
+      expect(refused.html).toContain('name="reason" value="no-access"');
       const back = await browser.visit(formAction(refused.html, h.serviceUrl), {
         method: "POST",
-        form: { csrf: csrfOf(refused.html) },
+        form: { csrf: csrfOf(refused.html), reason: "no-access" },
       });
       expect(back.redirectedTo?.toString()).toStartWith(REDIRECT);
       expect(back.redirectedTo?.searchParams.get("error")).toBe("access_denied");
+      expect(back.redirectedTo?.searchParams.get("error_description")).toStartWith(`no access to ${PROD}`);
       expect(back.redirectedTo?.searchParams.get("code")).toBeNull();
     });
 

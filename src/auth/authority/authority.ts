@@ -64,6 +64,10 @@ export const AUTHORITY_ROUTES = {
 /** The one scope of this environment's resource: acting as the person, everywhere (HTTP, /mcp, /session). */
 export const RESOURCE_SCOPE = "mcp";
 
+/** The reason the no-access page's way back gives. */
+const NO_ACCESS = "no-access";
+const noAccessMessage = (environments: ResourceEnvironment[]) =>
+  `no access to ${environments.map((e) => e.handle).join(", ")}: an administrator of its organization can grant it`;
 const INTERACTION = /^\/oauth\/interaction\/([\w-]+)(?:\/(login|confirm|abort))?$/;
 const FORM_LIMIT = 16 * 1024;
 const PURGE_EVERY_MS = 60 * 60_000;
@@ -303,7 +307,11 @@ class Interactions {
       return this.provider.interactionFinished(
         req,
         res,
-        { error: "access_denied", error_description: "the person declined" },
+        {
+          error: "access_denied",
+          // The way back from the no-access page says why (its form names no environment: the request does).
+          error_description: form.get("reason") === NO_ACCESS ? noAccessMessage(asked) : "the person declined",
+        },
         { mergeWithLastSubmission: false },
       );
     }
@@ -349,7 +357,7 @@ class Interactions {
         res,
         {
           error: "access_denied",
-          error_description: `no access to ${refused.handle}: ask an administrator of its organization`,
+          error_description: noAccessMessage([refused]),
         },
         { mergeWithLastSubmission: false },
       );

@@ -93,6 +93,7 @@ export function noAccessPage(options: {
 <p class="error" role="alert">Signed in as <strong>${html(options.user)}</strong>, who may not use <strong>${html(options.environment)}</strong>: an administrator of its organization can grant it.</p>
 <form method="post" action="${html(options.abort)}">
   <input type="hidden" name="csrf" value="${html(options.csrf)}">
+  <input type="hidden" name="reason" value="no-access">
   <button type="submit">Back to ${html(options.client)}</button>
 </form>`,
   );
