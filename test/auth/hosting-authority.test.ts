@@ -201,6 +201,13 @@ for (const dialect of dialects) {
         ids.push((await res.json()).execution.output.id);
       }
       expect(ids).toEqual(["alice", "alice", "alice"]);
+      // Another instance of the service (the same SERVICE_URL), which never started the authority, takes the
+      // token: the keys are the store's.
+      const other = await h.another({ SERVICE_URL: h.serviceUrl });
+      const provider = await signIn(PROD, "alice");
+      const there = await other.invoke(PROD, "whoami.get", {}, { token: provider.saved?.access_token as string });
+      expect(there.status).toBe(200);
+      expect((await there.json()).execution.output.id).toBe("alice");
       // bob was granted nothing, and environment 1 needs no grant.
       const bob = await signIn("main", "bob");
       expect(claimsOf(bob.saved?.access_token as string).sub).toBe("bob");
