@@ -1,7 +1,12 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { handleOfResource } from "../../src/auth/service-authority.ts";
+import { importJWK, SignJWT } from "jose";
+import { Authenticator } from "../../src/auth/authenticator.ts";
+import { authorityKeys, publicKeySet } from "../../src/auth/authority/keys.ts";
+import { JwtVerifier } from "../../src/auth/jwt.ts";
+import { environmentAccess, handleOfResource } from "../../src/auth/service-authority.ts";
+import { GRANT_CLAIM, SignIns } from "../../src/auth/sign-ins.ts";
 import { addUser } from "../../src/auth/users.ts";
 import { ConfigError, loadConfig, serviceUrl } from "../../src/config.ts";
 import { dialects } from "../support/databases.ts";
@@ -15,6 +20,7 @@ import {
   type MemoryClientProvider,
   REDIRECT,
   signInOnPages,
+  storeGrant,
 } from "../support/oauth-client.ts";
 import { eventually, fixture } from "../support/server.ts";
 
@@ -335,6 +341,50 @@ for (const dialect of dialects) {
       const endedHere = await h.fetch(PROD, `/sign-ins/${own?.id}`, { method: "DELETE", token: acmeKey });
       expect(endedHere.status).toBe(200);
       expect(await listed(PROD, acmeKey)).toEqual([]);
+    });
+
+    test("a revoked grant is refused once TOKEN_RECHECK_MS has passed since the token was last vouched for (a clock)", async () => {
+      await addUser(h.store, "hank", password);
+      await h.store.control.grants.grant("hank", { environment: prod }, Date.now());
+      const here = h.store.environment(prod);
+      const keys = await authorityKeys(h.store.oauth, Date.now());
+      const signIns = new SignIns({ store: here });
+      const jwt = new JwtVerifier({
+        issuer: () => h.serviceUrl,
+        audiences: () => [h.at(PROD), `${h.at(PROD)}/mcp`],
+        userClaim: "sub",
+        refetchMs: 30_000,
+        localKeys: async () => publicKeySet(keys),
+        signInActive: (user, claims) => signIns.active(user, claims),
+      });
+      let clock = Date.now();
+      const organization = (await h.store.control.environments.byId(prod))?.organization as number;
+      const auth = new Authenticator(
+        here,
+        [],
+        RECHECK_MS,
+        jwt,
+        () => clock,
+        environmentAccess(here, prod, organization),
+      );
+      const token = await new SignJWT({ [GRANT_CLAIM]: await storeGrant(h.store, "hank") })
+        .setProtectedHeader({ alg: "RS256", kid: keys.signing.kid })
+        .setIssuer(h.serviceUrl)
+        .setAudience(`${h.at(PROD)}/mcp`)
+        .setSubject("hank")
+        .setExpirationTime("1h")
+        .sign(await importJWK(keys.signing, "RS256"));
+      const vouchedAt = clock;
+      expect(await auth.resolveToken(token)).toMatchObject({ kind: "user", id: "hank" });
+      await h.store.control.grants.revoke("hank", { environment: prod }, Date.now());
+      clock = vouchedAt + RECHECK_MS - 1;
+      expect(await auth.resolveToken(token)).toMatchObject({ kind: "user", id: "hank" });
+      clock = vouchedAt + RECHECK_MS;
+      expect(await auth.resolveToken(token)).toBeNull();
+      // A live socket's re-check asks the same.
+      expect(await auth.stillValid([token])).toEqual(new Set());
+      await h.store.control.grants.grant("hank", { organization }, Date.now());
+      expect(await auth.stillValid([token])).toEqual(new Set([token]));
     });
 
     test("a user token needs a grant too; revoking a grant refuses the person's tokens within the bound and closes their live socket", async () => {
