@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { importJWK, SignJWT } from "jose";
+import { exportJWK, generateKeyPair, importJWK, SignJWT } from "jose";
 import { Authenticator } from "../../src/auth/authenticator.ts";
 import { authorityKeys, publicKeySet } from "../../src/auth/authority/keys.ts";
 import { JwtVerifier } from "../../src/auth/jwt.ts";
@@ -419,6 +419,69 @@ for (const dialect of dialects) {
       await eventually(async () => (await h.invoke(PROD, "whoami.get", {}, { token: access })).status === 200);
       // The grant check does not move dev's refusal: the token is still acme-prod's.
       expect((await h.invoke(DEV, "whoami.get", {}, { token: access })).status).toBe(401);
+    });
+  });
+}
+
+for (const dialect of dialects) {
+  describe(`hosting mode with AUTH_ISSUER: the identity provider is every environment's authority (${dialect.name})`, () => {
+    let h: HostingServer;
+    let idp: ReturnType<typeof Bun.serve>;
+    let issuer: string;
+    let sign: (audience: string, sub: string) => Promise<string>;
+
+    beforeAll(async () => {
+      const { privateKey, publicKey } = await generateKeyPair("ES256", { extractable: true });
+      const jwk = { ...(await exportJWK(publicKey)), kid: "k1", alg: "ES256" };
+      idp = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => Response.json({ keys: [jwk] }) });
+      issuer = `http://127.0.0.1:${idp.port}`;
+      sign = (audience, sub) =>
+        new SignJWT({})
+          .setProtectedHeader({ alg: "ES256", kid: "k1" })
+          .setIssuer(issuer)
+          .setAudience(audience)
+          .setSubject(sub)
+          .setExpirationTime("5m")
+          .sign(privateKey);
+      h = await startHostingServer(dialect, {
+        environments: [
+          { handle: PROD, organization: "acme", release: fixture("claims") },
+          { handle: DEV, organization: "acme", release: fixture("claims") },
+        ],
+        env: { AUTH_ISSUER: issuer, AUTH_JWKS_URL: `${issuer}/keys` },
+      });
+    });
+    afterAll(async () => {
+      await h?.stop();
+      idp?.stop(true);
+    });
+
+    test("the metadata names the provider, the apex has no authority, and its tokens need a grant and name the environment", async () => {
+      const resource = (await (
+        await h.fetch(PROD, "/.well-known/oauth-protected-resource/mcp", { token: null })
+      ).json()) as {
+        authorization_servers: string[];
+      };
+      expect(resource.authorization_servers).toEqual([issuer]);
+      const apex = await h.fetch(null, "/.well-known/oauth-authorization-server", { token: null });
+      expect(apex.status).toBe(404);
+      expect(await apex.json()).toMatchObject({ ok: false, error: "not_found" });
+
+      const token = await sign(h.at(PROD), "ivy");
+      const refused = await h.invoke(PROD, "whoami.get", {}, { token });
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get("www-authenticate")).toContain('error="invalid_token"');
+      await h.store.control.grants.grant("ivy", { environment: await h.id(PROD) }, Date.now());
+      const taken = await h.invoke(PROD, "whoami.get", {}, { token });
+      expect(taken.status).toBe(200);
+      expect((await taken.json()).execution.output).toMatchObject({ kind: "user", id: "ivy" });
+      // Granted the whole organization, ivy's acme-prod token is still refused on acme-dev: its audience.
+      const acme = (await h.store.control.organizations.byHandle("acme"))?.id as number;
+      await h.store.control.grants.grant("ivy", { organization: acme }, Date.now());
+      expect((await h.invoke(DEV, "whoami.get", {}, { token })).status).toBe(401);
+      expect((await h.invoke(DEV, "whoami.get", {}, { token: await sign(`${h.at(DEV)}/mcp`, "ivy") })).status).toBe(
+        200,
+      );
     });
   });
 }
