@@ -136,7 +136,8 @@ const Env = Type.Object({
   AUTH_AUDIENCE: Type.Optional(
     Type.String({
       pattern: "^\\S+$",
-      description: "the audience JWTs must name (it or it + /mcp); default PUBLIC_URL",
+      description:
+        "the audience JWTs must name (it or it + /mcp); default PUBLIC_URL (single mode only: in hosting mode each environment's URL)",
     }),
   ),
   AUTH_USER_CLAIM: Type.String({ default: "sub", pattern: "^\\S+$", description: "the JWT claim that names the user" }),
@@ -429,6 +430,10 @@ function hostingConfig(parsed: Static<typeof Env>): HostingConfig | undefined {
   }
   if (parsed.PUBLIC_URL !== undefined) {
     refuse("PUBLIC_URL", "not in hosting mode: each environment's URL comes from SERVICE_URL; unset one of them");
+  }
+  if (parsed.AUTH_AUDIENCE !== undefined) {
+    // One audience for all would make a token of one environment good in every other (RFC 8707).
+    refuse("AUTH_AUDIENCE", "not in hosting mode: each environment's tokens must name its own URL (or URL/mcp)");
   }
   return { service: serviceUrl(parsed.SERVICE_URL), serve: serveRules(parsed.SERVE_ENVIRONMENTS) };
 }

@@ -33,6 +33,12 @@ export class Authenticator {
     private readonly recheckMs: number,
     private readonly jwt: JwtVerifier | null = null,
     private readonly now: () => number = Date.now,
+    /**
+     * Hosting mode: whether a person may use this environment (a grant, `store.control.grants.mayUse`). A
+     * user principal (user token or JWT) without one is refused, remembered as the rest, so revoking a grant
+     * ends the person's tokens here within `recheckMs`. Unset (single mode): no check, no read.
+     */
+    private readonly mayUse: ((user: string) => Promise<boolean>) | null = null,
   ) {
     this.serviceKeys = new Map(
       serviceKeys.map((key) => {
@@ -70,9 +76,15 @@ export class Authenticator {
 
   /** A JWT, a stored key of this environment or its organization, or a user token: whom it names. */
   private async callerOf(token: string, hash: string, now: number): Promise<Principal | null> {
-    if (this.jwt && looksLikeJwt(token)) return this.jwt.verify(token);
-    if (isScopedKey(token)) return scopedKeyPrincipal(this.store, hash, now);
-    return this.userOfToken(hash);
+    const jwt = this.jwt !== null && looksLikeJwt(token);
+    if (!jwt && isScopedKey(token)) return scopedKeyPrincipal(this.store, hash, now);
+    const user = jwt ? (this.jwt as JwtVerifier).verify(token) : this.userOfToken(hash);
+    return this.mayUse === null ? user : this.granted(await user, this.mayUse);
+  }
+
+  /** The person, when this environment is theirs to use (hosting mode). */
+  private async granted(user: Principal | null, mayUse: (user: string) => Promise<boolean>): Promise<Principal | null> {
+    return user !== null && (await mayUse(user.id)) ? user : null;
   }
 
   private async userOfToken(hash: string): Promise<Principal | null> {
@@ -95,9 +107,13 @@ export class Authenticator {
       } else byHash.set(hash, token);
     }
     const hashes = [...byHash.keys()];
+    // Hosting mode: a person whose grant was revoked loses every socket here, whatever token it opened with.
+    const granted = new Map<string, Promise<boolean>>();
     for (let i = 0; i < hashes.length; i += BATCH) {
       for (const row of await this.store.tokens.findByHashes(hashes.slice(i, i + BATCH))) {
-        if (row.revokedAt === null) valid.add(byHash.get(row.tokenHash) as string);
+        if (row.revokedAt !== null) continue;
+        if (this.mayUse && !granted.has(row.userId)) granted.set(row.userId, this.mayUse(row.userId));
+        if (!this.mayUse || (await granted.get(row.userId))) valid.add(byHash.get(row.tokenHash) as string);
       }
     }
     return valid;

@@ -1,17 +1,24 @@
-import type { Config } from "../config.ts";
+import type { Config, ServiceUrl } from "../config.ts";
+import { serviceUrlOf } from "../hosting/host.ts";
 import type { Log } from "../observe/log.ts";
 import type { Store } from "../store/store.ts";
 import { Authenticator } from "./authenticator.ts";
 import type { Authority } from "./authority/authority.ts";
 import { JwtVerifier } from "./jwt.ts";
+import { environmentAccess } from "./service-authority.ts";
 import { SignIns } from "./sign-ins.ts";
 
 /** How a server tells who calls it: what the app and live sockets take, and the authority to close. */
 export interface ServerAuth {
   authenticator: Authenticator;
   signIns: SignIns;
-  /** The built-in authority, started on first use; undefined with AUTH_ISSUER (the provider is the authority). */
+  /**
+   * The built-in authority, started on first use; undefined with AUTH_ISSUER (the provider is the
+   * authority) and in hosting mode (the service's, at the apex: service-authority.ts).
+   */
   authority: (() => Promise<Authority>) | undefined;
+  /** Hosting mode with the service's authority: its URL (SERVICE_URL), which the resource metadata names. */
+  serviceAuthority?: string;
   /** Closes the built-in authority, if it was started. */
   close(): Promise<void>;
 }
@@ -34,6 +41,10 @@ export function serverAuth(
     });
     return authority;
   };
+  if (config.hosting && !config.authIssuer) {
+    const here = () => [publicUrl(), `${publicUrl()}/mcp`];
+    return hostedAuth(config, config.hosting.service, { store, publicUrl }, new SignIns({ store, resources: here }));
+  }
   const signIns = new SignIns({ store });
   const jwt = config.authIssuer
     ? new JwtVerifier({
@@ -58,12 +69,61 @@ export function serverAuth(
         },
         signInActive: (user, claims) => signIns.active(user, claims),
       });
+  // Hosting mode with AUTH_ISSUER: still only the people an environment was granted to.
+  const mayUse = config.hosting ? grantedIn(store) : null;
   return {
-    authenticator: new Authenticator(store, config.serviceKeys, config.tokenRecheckMs, jwt),
+    authenticator: new Authenticator(store, config.serviceKeys, config.tokenRecheckMs, jwt, Date.now, mayUse),
     signIns,
     authority: config.authIssuer ? undefined : startAuthority,
     async close() {
       await (await authority?.catch(() => null))?.close();
     },
+  };
+}
+
+/**
+ * An environment of hosting mode, whose authority is the service's (issuer SERVICE_URL, keys in the shared
+ * store): its tokens must name this environment (its URL or its /mcp: RFC 8707), so another environment's
+ * are refused, and their person must have been granted it.
+ */
+function hostedAuth(
+  config: Config,
+  service: ServiceUrl,
+  { store, publicUrl }: { store: Store; publicUrl: () => string },
+  signIns: SignIns,
+): ServerAuth {
+  const issuer = serviceUrlOf(service);
+  const jwt = new JwtVerifier({
+    issuer: () => issuer,
+    audiences: () => [publicUrl(), `${publicUrl()}/mcp`],
+    userClaim: "sub",
+    refetchMs: config.jwt.refetchMs,
+    localKeys: async () => {
+      const { authorityKeys, publicKeySet } = await import("./authority/keys.ts");
+      return publicKeySet(await authorityKeys(store.oauth, Date.now()));
+    },
+    signInActive: (user, claims) => signIns.active(user, claims),
+  });
+  return {
+    authenticator: new Authenticator(store, config.serviceKeys, config.tokenRecheckMs, jwt, Date.now, grantedIn(store)),
+    signIns,
+    authority: undefined,
+    serviceAuthority: issuer,
+    async close() {},
+  };
+}
+
+/** Whether a person may use the store's environment: its organization, read once, decides whether a grant is needed. */
+function grantedIn(store: Store): (user: string) => Promise<boolean> {
+  let access: Promise<(user: string) => Promise<boolean>> | null = null;
+  return async (user) => {
+    // An environment gone (deleted) is no one's.
+    access ??= store.control.environments
+      .byId(store.environmentId)
+      .then((row) => (row ? environmentAccess(store, row.id, row.organization) : async () => false));
+    access.catch(() => {
+      access = null;
+    });
+    return (await access)(user);
   };
 }

@@ -24,7 +24,17 @@ const signInNotFound = () => new PublicError("sign_in_not_found", "no such sign-
  * refused from then on (they name it: GRANT_CLAIM).
  */
 export class SignIns {
-  constructor(private readonly $: { store: Store; now?: () => number }) {}
+  constructor(
+    private readonly $: {
+      store: Store;
+      now?: () => number;
+      /**
+       * Hosting mode: the environment's resources (its URL, URL/mcp). Its sign-ins are the grants that hold
+       * one of them: an environment's keys see and end those only, not the service's (another organization's).
+       */
+      resources?: () => string[];
+    },
+  ) {}
 
   private now(): number {
     return (this.$.now ?? Date.now)();
@@ -33,7 +43,14 @@ export class SignIns {
   /** A person's sign-ins, or everyone's; oldest first. */
   async list(user?: string): Promise<SignIn[]> {
     const grants = await this.$.store.oauth.grants(this.now(), user);
-    return this.views(grants);
+    return this.views(grants.filter((grant) => this.isHere(grant)));
+  }
+
+  /** Whether a grant is of this environment: always in single mode; in hosting mode when it holds its resource. */
+  private isHere(grant: OAuthRecord): boolean {
+    if (!this.$.resources) return true;
+    const held = (grant.payload as { resources?: Record<string, unknown> }).resources ?? {};
+    return this.$.resources().some((resource) => resource in held);
   }
 
   /** What `principal` may see: a user its own, a service key everyone's or one `user`'s. */
@@ -48,7 +65,9 @@ export class SignIns {
   /** Ends the sign-in `id`: a user only its own (another's is not found), a service key anyone's. */
   async revokeFor(principal: Principal, id: string): Promise<SignIn> {
     const grant = await this.$.store.oauth.find("Grant", id, this.now());
-    if (!grant || (principal.kind === "user" && grant.accountId !== principal.id)) throw signInNotFound();
+    if (!grant || !this.isHere(grant) || (principal.kind === "user" && grant.accountId !== principal.id)) {
+      throw signInNotFound();
+    }
     return this.end(grant);
   }
 

@@ -9,6 +9,8 @@ export interface AuthorityMetadata {
   authorization_endpoint: string;
   token_endpoint: string;
   registration_endpoint: string;
+  /** The resource to ask a token for, when the authority is not the environment itself (hosting mode: the service's). */
+  resource?: string;
 }
 
 /** What waits in the tab between leaving for the sign-in page and coming back with a code. */
@@ -36,9 +38,28 @@ const SCOPE = "mcp";
 
 /** The built-in sign-in's metadata at this origin, or null when the environment has none (an external IdP). */
 export async function builtInAuthority(): Promise<AuthorityMetadata | null> {
-  const answer = await fetch(`${location.origin}/.well-known/oauth-authorization-server`).catch(() => null);
-  if (!answer?.ok) return null;
-  const metadata = (await answer.json().catch(() => null)) as Partial<AuthorityMetadata> | null;
+  const own = await authorityAt(`${location.origin}/.well-known/oauth-authorization-server`);
+  if (own) return own;
+  // Hosting mode: the environment's authority is the service's one (the apex), named by its resource
+  // metadata; its scope `mcp` tells it from an external identity provider's (AUTH_ISSUER), not offered here.
+  const resource = (await getJson(`${location.origin}/.well-known/oauth-protected-resource`)) as {
+    resource?: string;
+    authorization_servers?: string[];
+    scopes_supported?: string[];
+  } | null;
+  const server = resource?.authorization_servers?.[0];
+  if (!server || !resource?.resource || !resource.scopes_supported?.includes(SCOPE)) return null;
+  const metadata = await authorityAt(`${server}/.well-known/oauth-authorization-server`);
+  return metadata?.issuer === server ? { ...metadata, resource: resource.resource } : null;
+}
+
+async function getJson(url: string): Promise<unknown> {
+  const answer = await fetch(url).catch(() => null);
+  return answer?.ok ? answer.json().catch(() => null) : null;
+}
+
+async function authorityAt(url: string): Promise<AuthorityMetadata | null> {
+  const metadata = (await getJson(url)) as Partial<AuthorityMetadata> | null;
   const complete =
     metadata?.issuer && metadata.authorization_endpoint && metadata.token_endpoint && metadata.registration_endpoint;
   return complete ? (metadata as AuthorityMetadata) : null;
@@ -83,8 +104,8 @@ export async function beginSignIn(metadata: AuthorityMetadata): Promise<void> {
     verifier: randomString(),
     clientId: await clientId(metadata),
     redirectUri: redirectUri(),
-    // The resource is the environment itself (its HTTP API), the issuer's URL.
-    resource: metadata.issuer,
+    // The resource is the environment itself (its HTTP API): the issuer's URL, or (hosting mode) the one its metadata names.
+    resource: metadata.resource ?? metadata.issuer,
     tokenEndpoint: metadata.token_endpoint,
   };
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(pending.verifier));

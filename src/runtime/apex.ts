@@ -6,6 +6,7 @@ import { errorHandling } from "../http/errors.ts";
 import { healthRoutes, type ReadinessChecks } from "../http/health.ts";
 import type { Route } from "../http/methods.ts";
 import { metricsRoutes } from "../http/metrics.ts";
+import { type OAuthRouteOptions, oauthRoutes } from "../http/oauth.ts";
 import { observeRequests } from "../http/observe.ts";
 import type { Log } from "../observe/log.ts";
 import type { Telemetry } from "../observe/telemetry.ts";
@@ -31,6 +32,8 @@ export interface ApexDeps {
    * /environments/{handle}?confirm=true` before the environment's rows go.
    */
   evict?: (id: number) => Promise<void>;
+  /** The service's one authorization authority (auth/service-authority.ts), unless AUTH_ISSUER is the authority. */
+  authority?: OAuthRouteOptions["authority"];
 }
 
 /**
@@ -50,6 +53,11 @@ export function createApexApp(deps: ApexDeps) {
         publicUrl: deps.serviceUrl,
         metricsToken: deps.metricsToken,
       }),
+    )
+    .use(
+      deps.authority
+        ? oauthRoutes({ authority: deps.authority, publicUrl: deps.serviceUrl, log: deps.log })
+        : new Elysia(),
     )
     .use(controlRoutes(deps));
   return app;

@@ -159,7 +159,7 @@ export async function composeEnvironment(parts: ProcessParts, site: EnvironmentS
     log,
     telemetry,
     metricsToken: config.metricsToken,
-    metadata: { handle: site.handle, authIssuer: config.authIssuer },
+    metadata: { handle: site.handle, authIssuer: config.authIssuer, serviceAuthority: auth.serviceAuthority },
     authority: auth.authority,
     cors: config.cors,
     readiness: { database: () => store.ping(), storage: () => storage.check() },

@@ -1,6 +1,7 @@
 import { websocket as elysiaWebSocket } from "elysia/ws";
 import { HARD_BODY_LIMIT } from "../app.ts";
 import { Authenticator } from "../auth/authenticator.ts";
+import { serviceAuthority } from "../auth/service-authority.ts";
 import { type HostingConfig, localUrl } from "../config.ts";
 import { controlDirectory } from "../hosting/control-directory.ts";
 import { Dispatcher, type EnvironmentEntry } from "../hosting/dispatcher.ts";
@@ -47,6 +48,7 @@ export async function startHosting(
   const serves = serveFilter(hosting.serve);
   // Not composed where SERVE_ENVIRONMENTS leaves it out: its release's code and loops run only where it is served.
   const first = serves(single) ? await compose(single) : null;
+  const authority = config.authIssuer ? null : serviceAuthority({ store, service, log });
   const apex = createApexApp({
     auth: new Authenticator(store, config.serviceKeys, config.tokenRecheckMs),
     serviceUrl: () => serviceUrlOf(service),
@@ -57,6 +59,7 @@ export async function startHosting(
     store,
     storage,
     environmentUrl: (handle) => environmentUrl(service, handle),
+    authority: authority?.authority,
   });
   const dispatcher = new Dispatcher({
     service,
@@ -129,7 +132,7 @@ export async function startHosting(
       const handled = Promise.all(runtimes.map((runtime) => runtime.engine.idle())).then(() => Bun.sleep(ANSWER_MS));
       await stopEnvironments(Promise.race([closed, handled, Bun.sleep(DRAIN_MS)]));
       await listening.stop(true);
-      await Promise.all(runtimes.map((runtime) => runtime.auth.close()));
+      await Promise.all([...runtimes.map((runtime) => runtime.auth.close()), authority?.close()]);
       await telemetry.tracer.shutdown().catch((error) => log(`traces not sent: ${error.message}`, { level: "warn" }));
       if (ownsStore) await store.close();
     },

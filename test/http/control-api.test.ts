@@ -243,7 +243,7 @@ for (const dialect of dialects) {
     }, 60_000);
 
     test("grants: environment-wide and organization-wide, listed and taken away (with the person's tokens)", async () => {
-      const dana = await t.userToken("acme-prod", "dana");
+      const dana = await t.userToken("acme-prod", "dana", { grant: false });
       expect((await apex("/environments/acme-prod/grants", { method: "POST", json: { user: "dana" } })).status).toBe(
         201,
       );

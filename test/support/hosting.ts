@@ -47,8 +47,11 @@ export interface HostingServer {
   publish(handle: string, dir: string, version?: string): ReturnType<typeof publishRelease>;
   /** A stored key (`act_e_…` / `act_o_…`) for an environment or an organization. */
   key(scope: { environment: string } | { organization: string }): Promise<string>;
-  /** A user token of one environment. */
-  userToken(handle: string, userId: string): Promise<string>;
+  /**
+   * A user token of one environment, for a person granted it (as `env grant` does) unless `grant: false`:
+   * hosting mode refuses a person without a grant in an organization's environment.
+   */
+  userToken(handle: string, userId: string, options?: { grant?: boolean }): Promise<string>;
   /** Real HTTP to `<handle>.<apex>` (null: the apex); the operator key unless `token` says otherwise. */
   fetch(handle: string | null, path: string, init?: RequestInit & { token?: string | null }): Promise<TestResponse>;
   invoke(
@@ -149,7 +152,11 @@ export async function startHostingServer(
             : { organization: (await store.control.organizations.byHandle(scope.organization))?.id as number };
         return (await createScopedKey(store, target, Date.now())).key;
       },
-      userToken: async (handle, userId) => (await createUserToken(store.environment(await id(handle)), userId)).token,
+      async userToken(handle, userId, { grant = true } = {}) {
+        const environment = await id(handle);
+        if (grant && environment !== 1) await store.control.grants.grant(userId, { environment }, Date.now());
+        return (await createUserToken(store.environment(environment), userId)).token;
+      },
       fetch: fetchAt,
       invoke: (handle, action, input, { requestId = crypto.randomUUID(), token } = {}) =>
         fetchAt(handle, `/actions/${action}/invoke`, {

@@ -13,19 +13,35 @@ import { checkPassword } from "../users.ts";
 import { storeAdapter } from "./adapter.ts";
 import { answerProviderFailures, interactionFailureAnswer, relayedRequestId } from "./failures.ts";
 import { authorityKeys, publicKeySet } from "./keys.ts";
-import { consentPage, signInPage } from "./pages.ts";
+import { consentPage, noAccessPage, signInPage } from "./pages.ts";
 import { Attempts } from "./rate-limit.ts";
 import { redirectRules } from "./redirects.ts";
 import { revokeAccessTokens } from "./revoke-access-tokens.ts";
 
 export interface AuthorityOptions {
   store: Store;
-  /** The environment's public URL: the issuer, and the resource its tokens are for. */
+  /**
+   * The issuer: the environment's public URL, also the resource its tokens are for (single mode); or the
+   * service's (SERVICE_URL), for its environments' resources (hosting mode, `resources`).
+   */
   issuer: string;
-  /** The environment's name, shown on the sign-in and consent pages. */
+  /** What a person signs in to, on the sign-in page: the environment's handle, or the service's host. */
   environment: string;
+  /**
+   * Hosting mode: the environment of the service a resource indicator (RFC 8707) names, or null. A request
+   * must then name one (no default resource), and its tokens are for that environment only. Unset: the
+   * issuer's own `<issuer>` and `<issuer>/mcp` (single mode), the default `<issuer>/mcp`.
+   */
+  resources?: (resource: string) => Promise<ResourceEnvironment | null>;
   now: () => number;
   log: Log;
+}
+
+/** An environment a token may be for, as the authority shows it and checks who may use it. */
+export interface ResourceEnvironment {
+  handle: string;
+  /** Whether the person may use it (hosting mode: granted by an administrator of its organization). */
+  mayUse(user: string): Promise<boolean>;
 }
 
 /** Where the authority's endpoints are; the protected-resource metadata and the proxy in http/ use them. */
@@ -48,6 +64,10 @@ export const AUTHORITY_ROUTES = {
 /** The one scope of this environment's resource: acting as the person, everywhere (HTTP, /mcp, /session). */
 export const RESOURCE_SCOPE = "mcp";
 
+/** The reason the no-access page's way back gives. */
+const NO_ACCESS = "no-access";
+const noAccessMessage = (environments: ResourceEnvironment[]) =>
+  `no access to ${environments.map((e) => e.handle).join(", ")}: an administrator of its organization can grant it`;
 const INTERACTION = /^\/oauth\/interaction\/([\w-]+)(?:\/(login|confirm|abort))?$/;
 const FORM_LIMIT = 16 * 1024;
 const PURGE_EVERY_MS = 60 * 60_000;
@@ -87,7 +107,9 @@ export class Authority {
 
   static async start(options: AuthorityOptions): Promise<Authority> {
     const keys = await authorityKeys(options.store.oauth, options.now());
-    const resources = new Set([options.issuer, `${options.issuer}/mcp`]);
+    const ownResources = new Set([options.issuer, `${options.issuer}/mcp`]);
+    const own: ResourceEnvironment = { handle: options.environment, mayUse: async () => true };
+    const resourceOf = options.resources ?? (async (resource: string) => (ownResources.has(resource) ? own : null));
     const configuration: Configuration = {
       adapter: storeAdapter(options.store.oauth, options.now, isLoopbackUrl(options.issuer)),
       discovery: { client_id_metadata_document_supported: true },
@@ -111,11 +133,16 @@ export class Authority {
         revocation: { enabled: true },
         resourceIndicators: {
           enabled: true,
-          defaultResource: () => `${options.issuer}/mcp`,
+          // Hosting mode: no default, a token is for the one environment the client names.
+          defaultResource: (_ctx: KoaContextWithOIDC, _client: unknown, oneOf?: readonly string[]) => {
+            if (!options.resources) return `${options.issuer}/mcp`;
+            if (oneOf) return oneOf;
+            throw new errors.InvalidTarget("name the environment: resource=<its URL>/mcp (RFC 8707)");
+          },
           useGrantedResource: () => true,
-          // RFC 8707: tokens only for this environment; their audience is the resource asked for.
-          getResourceServerInfo: (_ctx: KoaContextWithOIDC, resource: string) => {
-            if (!resources.has(resource)) throw new errors.InvalidTarget();
+          // RFC 8707: tokens only for this environment (hosting: one of the service's); their audience is the resource asked for.
+          getResourceServerInfo: async (_ctx: KoaContextWithOIDC, resource: string) => {
+            if (!(await resourceOf(resource))) throw new errors.InvalidTarget();
             return { scope: RESOURCE_SCOPE, audience: resource, accessTokenTTL: 3600, accessTokenFormat: "jwt" };
           },
         },
@@ -127,6 +154,22 @@ export class Authority {
       // A sign-in lasts as its grant does (30 days), not as the browser session it was made in (14 days;
       // oidc-provider ties tokens without offline_access to it, and MCP clients rarely ask for it).
       expiresWithSession: () => false,
+      // Hosting mode: an earlier consent is not reused for a person no longer granted the environment
+      // asked for, who is then sent to the pages, which refuse.
+      async loadExistingGrant(ctx) {
+        const grantId =
+          ctx.oidc.result?.consent?.grantId || ctx.oidc.session?.grantIdFor(ctx.oidc.client?.clientId ?? "");
+        if (!grantId) return undefined;
+        const user = ctx.oidc.session?.accountId;
+        if (options.resources && user) {
+          const asked = ctx.oidc.params?.resource;
+          for (const resource of asked === undefined ? [] : Array.isArray(asked) ? asked : [asked]) {
+            const environment = await resourceOf(String(resource));
+            if (!environment || !(await environment.mayUse(user))) return undefined;
+          }
+        }
+        return ctx.oidc.provider.Grant.find(grantId);
+      },
       // Access tokens name their grant: the resource side refuses them once it is revoked (sign-ins.ts).
       extraTokenClaims: (_ctx, token) => ("grantId" in token ? { [GRANT_CLAIM]: token.grantId } : undefined),
       ttl: {
@@ -161,7 +204,7 @@ export class Authority {
       }
       await next();
     });
-    const interactions = new Interactions(provider, options, keys.cookies[0] as string);
+    const interactions = new Interactions(provider, options, resourceOf, keys.cookies[0] as string);
     const callback = provider.callback();
     const server = createServer((req, res) => {
       const match = INTERACTION.exec(req.url?.split("?")[0] ?? "");
@@ -189,8 +232,23 @@ class Interactions {
   constructor(
     private readonly provider: Provider,
     private readonly options: AuthorityOptions,
+    private readonly resourceOf: (resource: string) => Promise<ResourceEnvironment | null>,
     private readonly csrfKey: string,
   ) {}
+
+  /** The environments the authorization request names (its resource indicators), as the pages show them. */
+  private async environmentsOf(params: Record<string, unknown>): Promise<ResourceEnvironment[]> {
+    const asked = params.resource;
+    const resources = asked === undefined ? [] : Array.isArray(asked) ? asked : [asked];
+    const found = await Promise.all(resources.map((resource) => this.resourceOf(String(resource))));
+    return found.filter((environment): environment is ResourceEnvironment => environment !== null);
+  }
+
+  /** The first of `environments` the person may not use (hosting mode: no grant), if any. */
+  private async refusedOf(environments: ResourceEnvironment[], user: string): Promise<ResourceEnvironment | null> {
+    const allowed = await Promise.all(environments.map((environment) => environment.mayUse(user)));
+    return environments[allowed.indexOf(false)] ?? null;
+  }
 
   async handle(req: IncomingMessage, res: ServerResponse, uid: string, step: string | undefined) {
     const details = await this.provider.interactionDetails(req, res);
@@ -199,24 +257,40 @@ class Interactions {
     const client = await this.provider.Client.find(String(details.params.client_id));
     const clientName = client?.clientName ?? String(details.params.client_id);
     const environment = this.options.environment;
+    const asked = await this.environmentsOf(details.params);
+    // Hosting mode: the environments asked for are named; the sign-in page names the service.
+    const resources = this.options.resources ? asked.map((e) => e.handle).join(", ") : undefined;
     const csrf = this.csrf(uid);
+    const abort = `/oauth/interaction/${uid}/abort`;
     const signIn = (status: number, again?: { user: string; error: string }) =>
       sendHtml(
         res,
         status,
-        signInPage({ action: `/oauth/interaction/${uid}/login`, csrf, environment, client: clientName, ...again }),
+        signInPage({
+          action: `/oauth/interaction/${uid}/login`,
+          csrf,
+          environment,
+          resources,
+          client: clientName,
+          ...again,
+        }),
       );
+    // A person the environment was not granted to: a page that says so, whose button tells the client (access_denied).
+    const noAccess = (user: string, refused: ResourceEnvironment) =>
+      sendHtml(res, 403, noAccessPage({ abort, csrf, environment: refused.handle, client: clientName, user }));
     if (req.method === "GET" && step === undefined) {
       if (details.prompt.name === "login") return signIn(200);
       const user = String(details.session?.accountId ?? "");
+      const refused = await this.refusedOf(asked, user);
+      if (refused) return noAccess(user, refused);
       return sendHtml(
         res,
         200,
         consentPage({
           confirm: `/oauth/interaction/${uid}/confirm`,
-          abort: `/oauth/interaction/${uid}/abort`,
+          abort,
           csrf,
-          environment,
+          environment: resources ?? environment,
           client: clientName,
           user,
         }),
@@ -233,7 +307,11 @@ class Interactions {
       return this.provider.interactionFinished(
         req,
         res,
-        { error: "access_denied", error_description: "the person declined" },
+        {
+          error: "access_denied",
+          // The way back from the no-access page says why (its form names no environment: the request does).
+          error_description: form.get("reason") === NO_ACCESS ? noAccessMessage(asked) : "the person declined",
+        },
         { mergeWithLastSubmission: false },
       );
     }
@@ -259,6 +337,8 @@ class Interactions {
           error: `This account is disabled; ask an administrator of ${environment} to enable it.`,
         });
       }
+      const refused = await this.refusedOf(asked, user);
+      if (refused) return noAccess(user, refused);
       return this.provider.interactionFinished(
         req,
         res,
@@ -269,6 +349,18 @@ class Interactions {
     // confirm: grant what was asked, for this client and this person.
     if (details.prompt.name !== "consent" || !details.session) {
       return sendJson(res, 400, { ok: false, error: "invalid_request", message: "nothing to confirm" });
+    }
+    const refused = await this.refusedOf(asked, details.session.accountId);
+    if (refused) {
+      return this.provider.interactionFinished(
+        req,
+        res,
+        {
+          error: "access_denied",
+          error_description: noAccessMessage([refused]),
+        },
+        { mergeWithLastSubmission: false },
+      );
     }
     const grant = details.grantId
       ? ((await this.provider.Grant.find(details.grantId)) ??

@@ -29,16 +29,20 @@ ${body}
 export function signInPage(options: {
   action: string;
   csrf: string;
+  /** What the person signs in to: the environment (single mode), or the service (hosting mode). */
   environment: string;
+  /** The environments the client asks for, when the sign-in is the service's (hosting mode). */
+  resources?: string;
   client: string;
   user?: string;
   error?: string;
 }): string {
   const error = options.error ? `<p class="error" role="alert">${html(options.error)}</p>` : "";
+  const where = options.resources ? `<strong>${html(options.resources)}</strong>` : "this environment";
   return page(
     `Sign in to ${options.environment}`,
     `<h1>Sign in to ${html(options.environment)}</h1>
-<p><strong>${html(options.client)}</strong> asks to act as you in this environment.</p>
+<p><strong>${html(options.client)}</strong> asks to act as you in ${where}.</p>
 ${error}
 <form method="post" action="${html(options.action)}">
   <input type="hidden" name="csrf" value="${html(options.csrf)}">
@@ -71,6 +75,26 @@ export function consentPage(options: {
 <form method="post" action="${html(options.abort)}">
   <input type="hidden" name="csrf" value="${html(options.csrf)}">
   <button type="submit">Deny</button>
+</form>`,
+  );
+}
+
+/** A person without access to the environment asked for (hosting mode: no grant): the way back tells the client. */
+export function noAccessPage(options: {
+  abort: string;
+  csrf: string;
+  environment: string;
+  client: string;
+  user: string;
+}): string {
+  return page(
+    `No access to ${options.environment}`,
+    `<h1>No access to ${html(options.environment)}</h1>
+<p class="error" role="alert">Signed in as <strong>${html(options.user)}</strong>, who may not use <strong>${html(options.environment)}</strong>: an administrator of its organization can grant it.</p>
+<form method="post" action="${html(options.abort)}">
+  <input type="hidden" name="csrf" value="${html(options.csrf)}">
+  <input type="hidden" name="reason" value="no-access">
+  <button type="submit">Back to ${html(options.client)}</button>
 </form>`,
   );
 }
