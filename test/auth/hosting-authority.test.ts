@@ -388,7 +388,7 @@ for (const dialect of dialects) {
     });
 
     test("a user token needs a grant too; revoking a grant refuses the person's tokens within the bound and closes their live socket", async () => {
-      const unGranted = await h.userToken(PROD, "bob");
+      const unGranted = await h.userToken(PROD, "bob", { grant: false });
       expect((await h.invoke(PROD, "whoami.get", {}, { token: unGranted })).status).toBe(401);
 
       const provider = await signIn(PROD, "carol");
