@@ -107,6 +107,17 @@ export interface RunStore {
    */
   claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<InEnvironment<RunRow>[]>;
   /**
+   * `claim` over every environment but those in `skip` (the same in every view): hosting mode's one
+   * worker poll for a process, which hands each run to its environment's runtime.
+   */
+  claimAcross(
+    owner: string,
+    now: number,
+    leaseUntil: number,
+    limit: number,
+    skip?: readonly number[],
+  ): Promise<InEnvironment<RunRow>[]>;
+  /**
    * Extends the leases `owner` still holds among `ids` (of any environment: run ids are unique); answers
    * those, with whether a cancel was asked.
    */
