@@ -1,0 +1,160 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { cpSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { LoopCounts, LoopName } from "../../src/runtime/service-loops.ts";
+import { dialects } from "../support/databases.ts";
+import { type HostingServer, startHostingServer } from "../support/hosting.ts";
+import { eventually, fixture } from "../support/server.ts";
+
+// Issue #41 §5: one set of loops per hosting process claims the due work of every environment, so an
+// environment nobody has asked for since the process started still has its runs resumed, its delayed
+// invocations started, its schedules ticked and its old executions forgotten, with as many database
+// statements per turn for 50 composed environments as for 1.
+
+/** The schedules fixture without its schedules: only what the tests schedule runs. */
+function quietSchedules(): string {
+  const dir = mkdtempSync(join(tmpdir(), "actuate-loops-"));
+  cpSync(fixture("schedules"), dir, { recursive: true });
+  writeFileSync(
+    join(dir, "release.ts"),
+    `import { defineRelease } from "actuate";\nexport default defineRelease({ version: "d1" });\n`,
+  );
+  return dir;
+}
+
+/** A release with one schedule ticking every second. */
+function ticking(): string {
+  const dir = mkdtempSync(join(tmpdir(), "actuate-loops-"));
+  cpSync(fixture("schedules"), dir, { recursive: true });
+  writeFileSync(
+    join(dir, "release.ts"),
+    `import { defineRelease } from "actuate";
+export default defineRelease({
+  version: "t1",
+  schedules: { beat: { every: "1s", action: "sched.ping", input: { note: "beat" } } },
+});
+`,
+  );
+  return dir;
+}
+
+const LOOPS: LoopName[] = ["workflows", "delayed", "schedules"];
+
+/** Statements per turn of each claiming loop over the turns between two readings. */
+function perTurn(before: LoopCounts, after: LoopCounts): Record<string, number> {
+  return Object.fromEntries(
+    LOOPS.map((loop) => {
+      const turns = after[loop].turns - before[loop].turns;
+      const queries = after[loop].queries - before[loop].queries;
+      return [loop, turns === 0 ? Number.NaN : queries / turns];
+    }),
+  );
+}
+
+const snapshot = (counts: LoopCounts): LoopCounts => structuredClone(counts);
+
+for (const dialect of dialects) {
+  describe(`hosting: one set of loops for every environment (${dialect.name})`, () => {
+    let t: HostingServer;
+    const loops = () => {
+      const found = t.server.serviceLoops;
+      if (!found) throw new Error("no service loops: not hosting mode?");
+      return found;
+    };
+    const composed = () => (t.server.environments as unknown as { ids(): number[] }).ids();
+
+    beforeAll(async () => {
+      t = await startHostingServer(dialect, {
+        environments: [
+          { handle: "acme-flow", organization: "acme", release: fixture("workflows") },
+          { handle: "acme-later", organization: "acme", release: quietSchedules() },
+          { handle: "acme-tick", organization: "acme" },
+          { handle: "acme-live", organization: "acme", release: fixture("basic") },
+        ],
+        env: { WORKFLOW_POLL_MS: "100", WORKFLOW_LEASE_MS: "3000" },
+      });
+    });
+    afterAll(() => t.stop());
+
+    test("a workflow run due after a sleep resumes on an instance that was never asked for its environment", async () => {
+      const other = await t.another();
+      const invoked = await other.invoke("acme-flow", "wf.nap", { ms: 700 });
+      expect(invoked.status).toBe(202);
+      const { runId } = await invoked.json();
+      const runs = t.store.environment(await t.id("acme-flow")).runs;
+      await eventually(async () => (await runs.get(runId))?.status === "sleeping");
+      // The instance that started it goes: only `t`, never asked for acme-flow, is left to resume it. Its
+      // publication had `t` compose it once (for its schedules, if any): evicted, it is not composed.
+      await other.stop();
+      await t.server.environments?.evict(await t.id("acme-flow"));
+      expect(composed()).not.toContain(await t.id("acme-flow"));
+      const ended = await eventually(async () => {
+        const run = await runs.get(runId);
+        return run?.status === "succeeded" ? run : null;
+      }, 10_000);
+      expect(ended?.leaseOwner).toBeNull();
+      expect(composed()).toContain(await t.id("acme-flow"));
+    });
+
+    test("a delayed invocation starts on an instance that was never asked for its environment", async () => {
+      const other = await t.another();
+      const answer = await other.invoke("acme-later", "sched.later", { note: "later", afterMs: 600 });
+      expect(answer.status).toBe(200);
+      const { id } = (await answer.json()).execution.output;
+      await other.stop();
+      const invocations = t.store.environment(await t.id("acme-later")).delayedInvocations;
+      expect((await invocations.get(id))?.status).toBe("pending");
+      const started = await eventually(async () => {
+        const row = await invocations.get(id);
+        return row?.status === "started" ? row : null;
+      }, 10_000);
+      const execution = await t.store
+        .environment(await t.id("acme-later"))
+        .executions.get(started?.executionId as string);
+      expect(execution?.action).toBe("sched.record");
+    });
+
+    test("a release with a schedule published while no instance has its environment: its ticks run", async () => {
+      const id = await t.id("acme-tick");
+      expect(composed()).not.toContain(id);
+      await t.publish("acme-tick", ticking());
+      const executions = t.store.environment(id).executions;
+      const ticked = await eventually(async () => {
+        const page = await executions.list({ limit: 10, maxValueBytes: 1_000 });
+        return page.length > 0 ? page : null;
+      }, 10_000);
+      expect(ticked?.[0]).toMatchObject({ action: "sched.ping", principalId: "schedule:beat" });
+    });
+
+    test("the statements per turn of each loop are the same with 50 environments composed as with 1", async () => {
+      await eventually(() => LOOPS.every((loop) => loops().counts[loop].turns > 0));
+      const one = snapshot(loops().counts);
+      await eventually(() => LOOPS.every((loop) => loops().counts[loop].turns >= one[loop].turns + 3), 10_000);
+      const withFew = perTurn(one, loops().counts);
+
+      for (let i = 0; i < 50; i++) {
+        await t.create({ handle: `many-${i}`, organization: "many" });
+        const answer = await t.fetch(`many-${i}`, "/actions");
+        expect(answer.status).toBe(503);
+      }
+      expect(composed().length).toBeGreaterThanOrEqual(50);
+      const many = snapshot(loops().counts);
+      await eventually(() => LOOPS.every((loop) => loops().counts[loop].turns >= many[loop].turns + 3), 10_000);
+      const withMany = perTurn(many, loops().counts);
+      expect(withMany).toEqual(withFew);
+      // One claim per turn, and one look ahead when nothing was due.
+      expect(withMany.workflows).toBe(1);
+    });
+
+    test("a release published into an environment is served by an instance that has it composed within the bound", async () => {
+      const before = await t.fetch("acme-live", "/actions");
+      expect(before.status).toBe(200);
+      await t.publish("acme-live", fixture("basic-v2"));
+      const names = async () =>
+        ((await (await t.fetch("acme-live", "/actions")).json()).items as { name: string }[]).map((a) => a.name);
+      expect(await names()).not.toContain("test.added");
+      await eventually(async () => (await names()).includes("test.added"), 3_000);
+    });
+  });
+}
