@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { cpSync, mkdtempSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { LoopCounts, LoopName } from "../../src/runtime/service-loops.ts";
 import { dialects } from "../support/databases.ts";
 import { type HostingServer, startHostingServer } from "../support/hosting.ts";
@@ -155,6 +155,79 @@ for (const dialect of dialects) {
         ((await (await t.fetch("acme-live", "/actions")).json()).items as { name: string }[]).map((a) => a.name);
       expect(await names()).not.toContain("test.added");
       await eventually(async () => (await names()).includes("test.added"), 3_000);
+    });
+
+    test("deleting an environment closes its live sockets and makes it 404, on every instance", async () => {
+      const id = await t.create({ handle: "acme-gone", organization: "acme" });
+      await t.publish("acme-gone", fixture("basic"));
+      const other = await t.another();
+      for (const instance of [t, other]) expect((await instance.fetch("acme-gone", "/actions")).status).toBe(200);
+      const sockets = [t, other].map(
+        (instance) => new WebSocket(`${instance.at("acme-gone").replace("http", "ws")}/session`),
+      );
+      await Promise.all(sockets.map((socket) => new Promise((resolve) => (socket.onopen = resolve))));
+      const closed = sockets.map((socket) => new Promise<CloseEvent>((resolve) => (socket.onclose = resolve)));
+
+      await t.store.control.environments.delete(id, async () => {});
+      for (const event of await Promise.all(closed)) expect(event.code).toBe(4404);
+      for (const instance of [t, other]) {
+        const answer = await eventually(async () => {
+          const found = await instance.fetch("acme-gone", "/actions");
+          return found.status === 404 ? found : null;
+        });
+        expect(await answer?.json()).toMatchObject({ ok: false, error: "environment_not_found" });
+      }
+      expect(composed()).not.toContain(id);
+      await other.stop();
+    });
+
+    test("executions past retention are forgotten in an environment nobody asked for, their uploads' bytes too", async () => {
+      const id = await t.create({ handle: "acme-old", organization: "acme" });
+      const store = t.store.environment(id);
+      const long = Date.now() - 3 * 3_600_000;
+      const execution = {
+        id: Bun.randomUUIDv7(),
+        requestId: crypto.randomUUID(),
+        principalKind: "service" as const,
+        principalId: "service",
+        action: "test.echo",
+        kind: "function" as const,
+        releaseVersion: "t1",
+        contractHash: "h",
+        inputFingerprint: "f",
+        input: {},
+        status: "succeeded" as const,
+        output: null,
+        errorCode: null,
+        errorMessage: null,
+        createdAt: long,
+        startedAt: long,
+        finishedAt: long,
+        scheduledBy: null,
+      };
+      await store.executions.claim(execution);
+      const path = `executions/${execution.id}/file/a.txt`;
+      const bytes = join(t.dataDir, "files", "environments", String(id), path);
+      mkdirSync(dirname(bytes), { recursive: true });
+      writeFileSync(bytes, "old");
+      await store.files.put({
+        path,
+        contentType: "text/plain",
+        size: 3,
+        sha256: null,
+        ownerKind: "service",
+        ownerId: "service",
+        createdAt: long,
+        updatedAt: long,
+        executionId: execution.id,
+        field: "file",
+        filename: "a.txt",
+      });
+      const other = await t.another({ EXECUTION_RETENTION: "1h" });
+      await eventually(async () => (await store.executions.get(execution.id)) === null);
+      expect(existsSync(bytes)).toBe(false);
+      expect(await store.files.get(path)).toBeNull();
+      await other.stop();
     });
   });
 }
