@@ -231,3 +231,50 @@ for (const dialect of dialects) {
     });
   });
 }
+
+for (const dialect of dialects) {
+  describe(`hosting: an instance's loops leave other instances' environments alone (${dialect.name})`, () => {
+    let t: HostingServer;
+    beforeAll(async () => {
+      t = await startHostingServer(dialect, {
+        environments: [{ handle: "beta-one", organization: "beta", release: quietSchedules() }],
+        env: { WORKFLOW_POLL_MS: "100", SERVE_ENVIRONMENTS: "main,acme-*" },
+      });
+    });
+    afterAll(() => t.stop());
+
+    test("due work of an environment SERVE_ENVIRONMENTS leaves out is not run here; an instance serving it runs it", async () => {
+      const id = await t.id("beta-one");
+      const invocations = t.store.environment(id).delayedInvocations;
+      const now = Date.now();
+      const row = {
+        id: Bun.randomUUIDv7(),
+        principalKind: "service" as const,
+        principalId: "service",
+        principalClaims: null,
+        action: "sched.record",
+        input: { note: "elsewhere" },
+        requestId: crypto.randomUUID(),
+        dueAt: now,
+        scheduledBy: Bun.randomUUIDv7(),
+        status: "pending" as const,
+        executionId: null,
+        leaseOwner: null,
+        leaseExpiresAt: null,
+        createdAt: now,
+        updatedAt: now,
+      };
+      await invocations.insert([row]);
+      const counts = t.server.serviceLoops?.counts;
+      if (!counts) throw new Error("no service loops");
+      const turns = counts.delayed.turns;
+      await eventually(() => counts.delayed.turns >= turns + 3);
+      expect((await invocations.get(row.id))?.status).toBe("pending");
+      expect((t.server.environments as unknown as { ids(): number[] }).ids()).not.toContain(id);
+
+      const serving = await t.another({ SERVE_ENVIRONMENTS: "org:beta" });
+      await eventually(async () => (await invocations.get(row.id))?.status === "started", 10_000);
+      await serving.stop();
+    });
+  });
+}
