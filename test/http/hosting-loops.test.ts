@@ -84,8 +84,8 @@ for (const dialect of dialects) {
       const { runId } = await invoked.json();
       const runs = t.store.environment(await t.id("acme-flow")).runs;
       await eventually(async () => (await runs.get(runId))?.status === "sleeping");
-      // The instance that started it goes: only `t`, never asked for acme-flow, is left to resume it. Its
-      // publication had `t` compose it once (for its schedules, if any): evicted, it is not composed.
+      // The instance that started it goes: only `t`, never asked for acme-flow, is left to resume it (were
+      // it composed here, it is evicted first: only the workflow loop's claim may compose it again).
       await other.stop();
       await t.server.environments?.evict(await t.id("acme-flow"));
       expect(composed()).not.toContain(await t.id("acme-flow"));
