@@ -110,6 +110,16 @@ export class Engine {
     return this.workflows.adopt(run);
   }
 
+  /** Driven: the runs executing here, whose leases the process's heartbeat renews. */
+  heldRuns(): string[] {
+    return this.workflows.held();
+  }
+
+  /** Driven: what the process's renewal of `ids` answered (those still held, with whether a cancel was asked). */
+  leasesRenewed(ids: string[], held: { id: string; cancelRequested: boolean }[]): void {
+    this.workflows.renewed(ids, held);
+  }
+
   /** Workflow runs starting or running in this engine now. */
   busyRuns(): number {
     return this.workflows.busy();

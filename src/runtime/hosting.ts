@@ -68,7 +68,13 @@ export async function startHosting(
   // This process is alive (its heartbeat) before any environment's work runs here.
   await loops.start();
   // Not composed where SERVE_ENVIRONMENTS leaves it out: its release's code and loops run only where it is served.
-  const first = serves(single) ? await hosted.open(single) : null;
+  const first = serves(single)
+    ? await hosted.open(single).catch(async (error) => {
+        await loops.halt();
+        await loops.retire();
+        throw error;
+      })
+    : null;
   const apex = createApexApp({
     auth: new Authenticator(store, config.serviceKeys, config.tokenRecheckMs),
     serviceUrl: () => serviceUrlOf(service),

@@ -11,7 +11,7 @@ import type { EnvironmentRuntime } from "./environment.ts";
 import type { EnvironmentRuntimes } from "./hosted-environments.ts";
 
 /** The loops of a hosting process, each polling the database for every environment at once. */
-export type LoopName = "changes" | "workflows" | "delayed" | "schedules" | "retention" | "heartbeat";
+export type LoopName = "changes" | "workflows" | "leases" | "delayed" | "schedules" | "retention" | "heartbeat";
 
 /** Per loop: how many turns it took, and how many database statements those turns sent. */
 export type LoopCounts = Record<LoopName, { turns: number; queries: number }>;
@@ -43,6 +43,8 @@ const deleting = (row: EnvironmentRow) => row.activeVersion === null && row.revi
 const DELAYED_BATCH = 256;
 const SCHEDULE_BATCH = 16;
 const RETENTION_BATCH = 500;
+/** The longest wait between two renewals of the leases held (as the own worker's heartbeat). */
+const MAX_HEARTBEAT_MS = 2_000;
 
 /**
  * Hosting mode's one set of loops for the process (docs/decisions/hosting-runtime.md): the instance's
@@ -57,6 +59,7 @@ export class ServiceLoops {
   readonly counts: LoopCounts = {
     changes: { turns: 0, queries: 0 },
     workflows: { turns: 0, queries: 0 },
+    leases: { turns: 0, queries: 0 },
     delayed: { turns: 0, queries: 0 },
     schedules: { turns: 0, queries: 0 },
     retention: { turns: 0, queries: 0 },
@@ -77,6 +80,7 @@ export class ServiceLoops {
   private readonly timers: Timer[] = [];
   private stopped = true;
   private claiming: Promise<void> | null = null;
+  private renewing: Promise<void> | null = null;
   private claimAgain = false;
   private backlog = false;
   private changing: Promise<void> | null = null;
@@ -119,6 +123,7 @@ export class ServiceLoops {
     };
     every(this.settings.changesMs, () => this.pollChanges());
     every(this.settings.workflows.pollMs, () => this.claimRuns());
+    every(Math.min(Math.floor(this.settings.workflows.leaseMs / 3), MAX_HEARTBEAT_MS), () => this.renewLeases());
     const { retentionMs } = this.settings;
     if (retentionMs !== null) {
       every(Math.min(Math.max(retentionMs / 10, 1_000), 3_600_000), () => this.sweep());
@@ -133,7 +138,14 @@ export class ServiceLoops {
   async halt(): Promise<void> {
     this.stopped = true;
     for (const timer of this.timers) clearInterval(timer);
-    await Promise.all([this.delayed.stop(), this.schedules.stop(), this.claiming, this.changing, this.sweeping]);
+    await Promise.all([
+      this.delayed.stop(),
+      this.schedules.stop(),
+      this.claiming,
+      this.changing,
+      this.sweeping,
+      this.renewing,
+    ]);
   }
 
   /** Once every environment's engine stopped: lets go of this process's leases and says it is gone. */
@@ -239,6 +251,30 @@ export class ServiceLoops {
         for (const run of claimed) runtime.engine.runClaimed(run);
       });
     } while (this.claimAgain && !this.stopped);
+  }
+
+  /**
+   * Renews the leases of every run executing in this process, whatever its environment, in one
+   * statement, and tells each environment's worker what came back. Idle (no run held): no statement.
+   */
+  private renewLeases(): void {
+    const held = this.host.all().map((runtime) => ({ engine: runtime.engine, ids: runtime.engine.heldRuns() }));
+    const ids = held.flatMap((some) => some.ids);
+    if (ids.length === 0 || this.renewing) return;
+    const begun = this.failures.workflows.begin();
+    const until = this.$.now() + this.settings.workflows.leaseMs;
+    this.renewing = this.counting("leases", (query) => {
+      query();
+      return this.$.store.runs.renew(this.owner, ids, until);
+    })
+      .then((renewed) => {
+        this.failures.workflows.worked();
+        for (const { engine, ids } of held) engine.leasesRenewed(ids, renewed);
+      })
+      .catch((error) => this.failures.workflows.failed(error, { begun }))
+      .finally(() => {
+        this.renewing = null;
+      });
   }
 
   /** One batch of due delayed invocations of every environment; answers how long to sleep. */

@@ -71,6 +71,8 @@ for (const dialect of dialects) {
           { handle: "acme-later", organization: "acme", release: quietSchedules() },
           { handle: "acme-tick", organization: "acme" },
           { handle: "acme-live", organization: "acme", release: fixture("basic") },
+          { handle: "acme-held-1", organization: "acme", release: fixture("workflows") },
+          { handle: "acme-held-2", organization: "acme", release: fixture("workflows") },
         ],
         env: { WORKFLOW_POLL_MS: "100", WORKFLOW_LEASE_MS: "3000" },
       });
@@ -155,6 +157,32 @@ for (const dialect of dialects) {
         ((await (await t.fetch("acme-live", "/actions")).json()).items as { name: string }[]).map((a) => a.name);
       expect(await names()).not.toContain("test.added");
       await eventually(async () => (await names()).includes("test.added"), 3_000);
+    });
+
+    test("the leases of runs held in several environments are renewed by one statement per beat", async () => {
+      const dir = mkdtempSync(join(tmpdir(), "actuate-gate-"));
+      const gate = join(dir, "open");
+      const handles = ["acme-held-1", "acme-held-2"];
+      const runIds: string[] = [];
+      for (const handle of handles) {
+        const answer = await t.invoke(handle, "wf.gated", { gate, log: join(dir, `${handle}.log`) });
+        expect(answer.status).toBe(202);
+        runIds.push((await answer.json()).runId);
+      }
+      const runOf = async (i: number) =>
+        t.store.environment(await t.id(handles[i] as string)).runs.get(runIds[i] as string);
+      const first = await Promise.all(runIds.map((_, i) => runOf(i)));
+      const leases = loops().counts.leases;
+      const before = { ...leases };
+      // Renewed past the lease its admission took, in both environments.
+      await eventually(async () => {
+        const now = await Promise.all(runIds.map((_, i) => runOf(i)));
+        return now.every((run, i) => (run?.leaseExpiresAt ?? 0) > (first[i]?.leaseExpiresAt ?? 0));
+      }, 10_000);
+      expect(leases.turns).toBeGreaterThan(before.turns);
+      expect(leases.queries - before.queries).toBe(leases.turns - before.turns);
+      writeFileSync(gate, "");
+      for (const i of [0, 1]) await eventually(async () => (await runOf(i))?.status === "succeeded", 10_000);
     });
 
     test("deleting an environment closes its live sockets and makes it 404, on every instance", async () => {

@@ -62,9 +62,10 @@ export class WorkflowWorker {
 
   start(): void {
     this.stopped = false;
+    // Driven: the process's service loops renew every environment's leases in one statement.
+    if (this.driver) return;
     const heartbeatMs = Math.min(Math.floor(this.settings.leaseMs / 3), MAX_HEARTBEAT_MS);
     this.heartbeatTimer = setInterval(() => this.heartbeat(), heartbeatMs);
-    if (this.driver) return;
     this.pollTimer = setInterval(() => this.kick(), this.settings.pollMs);
     this.kick();
   }
@@ -225,8 +226,13 @@ export class WorkflowWorker {
     this.wakeTimers.add(timer);
   }
 
+  /** The runs executing here (whose leases the heartbeat renews). */
+  held(): string[] {
+    return [...this.active.keys()];
+  }
+
   private async heartbeat(): Promise<void> {
-    const ids = [...this.active.keys()];
+    const ids = this.held();
     if (ids.length === 0) return;
     let held: { id: string; cancelRequested: boolean }[];
     const begun = this.failures.begin();
@@ -237,6 +243,15 @@ export class WorkflowWorker {
       return;
     }
     this.failures.worked();
+    this.renewed(ids, held);
+  }
+
+  /**
+   * What a renewal of `ids` answered (`held`: those still this process's, with whether a cancel was
+   * asked; of any environment, so a driven worker is handed the answer for all): a run not held any
+   * more is halted, one asked to cancel is canceled.
+   */
+  renewed(ids: string[], held: { id: string; cancelRequested: boolean }[]): void {
     const still = new Map(held.map((h) => [h.id, h.cancelRequested]));
     for (const id of ids) {
       const running = this.active.get(id);
