@@ -17,7 +17,8 @@ export interface DelayedInvocationFilter {
  * started, and every write about it while held is fenced by that lease.
  *
  * Bound to its store's environment (`Store.environment(id)`), but for `markStarted`, which is by owner
- * across environments. Each environment's loop claims its own due invocations (hosting-runtime.md).
+ * across environments, and the `…Across` methods: single mode's loop claims its environment's due
+ * invocations, hosting mode's one loop for the process those of every environment (hosting-runtime.md).
  */
 export interface DelayedInvocationStore {
   insert(rows: ScheduledRow[]): Promise<void>;

@@ -80,8 +80,8 @@ export const OPEN_STEP_STATUSES: readonly StepStatus[] = ["running", "retrying",
  *
  * Bound to its store's environment (`Store.environment(id)`): a run of another environment is unknown
  * here, its id answers null and its writes `{ leaseLost }`. `claim` takes this environment's due runs
- * (each environment's worker claims its own: docs/decisions/hosting-runtime.md); `renew` and `release`
- * are by owner, across environments.
+ * (single mode's worker), `claimAcross` those of every environment (hosting mode's one worker poll for the
+ * process: docs/decisions/hosting-runtime.md); `renew` and `release` are by owner, across environments.
  */
 export interface RunStore {
   /**

@@ -23,8 +23,8 @@ import type { SharedDatabase, SharedTables } from "./database.ts";
 const INSERT_CHUNK = 500;
 
 /**
- * An environment's delayed invocations. `claimDue`, `markStarted` and `nextDueAt` are service-wide (one
- * statement for every environment, on the due index), as DelayedInvocationStore says.
+ * An environment's delayed invocations. `markStarted`, `claimDueAcross` and `nextDueAtAcross` are
+ * service-wide (one statement for every environment, on the due index), as DelayedInvocationStore says.
  */
 export class DrizzleDelayedInvocationStore implements DelayedInvocationStore {
   constructor(

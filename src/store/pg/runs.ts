@@ -211,7 +211,7 @@ export class PgRuns {
     return new PgRunStore(this, environment, executions, lists);
   }
 
-  /** Due runs of `environment` (hosting-runtime.md: each environment's worker claims its own, for now). */
+  /** Due runs of `environment` (single mode's worker). */
   async claim(
     environment: number,
     owner: string,

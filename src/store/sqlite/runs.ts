@@ -171,7 +171,7 @@ export class SqliteRuns {
     return result;
   }
 
-  /** Due runs of `environment` (hosting-runtime.md: each environment's worker claims its own, for now). */
+  /** Due runs of `environment` (single mode's worker). */
   claim(environment: number, owner: string, now: number, leaseUntil: number, limit: number): InEnvironment<RunRow>[] {
     return this.leaseDue(this.due, { now, limit, environment }, owner, leaseUntil);
   }
