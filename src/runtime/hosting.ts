@@ -15,9 +15,7 @@ import { registerServerGauges } from "../observe/server-gauges.ts";
 import { StartupError } from "../startup.ts";
 import { createApexApp } from "./apex.ts";
 import { composeEnvironment, type EnvironmentRuntime, type ProcessParts, packageVersion } from "./environment.ts";
-import { environmentEntries, HostedEnvironments } from "./hosted-environments.ts";
 import { ANSWER_MS, DRAIN_MS, type RunningServer } from "./running.ts";
-import { ServiceLoops } from "./service-loops.ts";
 
 /**
  * Hosting mode (SERVICE_URL): one Bun server for every environment, its requests routed by host through
@@ -32,6 +30,11 @@ export async function startHosting(
 ): Promise<RunningServer> {
   const { config, store, log, telemetry, storage } = parts;
   const { service } = hosting;
+  // Hosting mode's parts, not loaded by a single-mode server (its idle memory).
+  const [{ environmentEntries, HostedEnvironments }, { ServiceLoops }] = await Promise.all([
+    import("./hosted-environments.ts"),
+    import("./service-loops.ts"),
+  ]);
   const directory = controlDirectory(store.control);
   let server: Bun.Server<unknown> | null = null;
   const serves = serveFilter(hosting.serve);
