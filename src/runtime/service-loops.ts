@@ -115,7 +115,12 @@ export class ServiceLoops {
    */
   async start(): Promise<void> {
     await this.liveness.start();
-    await this.readChanges();
+    try {
+      await this.readChanges();
+    } catch (error) {
+      await this.liveness.stop();
+      throw error;
+    }
     this.stopped = false;
     const every = (ms: number, turn: () => void) => {
       const timer = setInterval(turn, ms);
