@@ -6,7 +6,7 @@ import { NO_SPAN } from "../observe/tracing.ts";
 import type { ActionContract } from "../release/contract.ts";
 import type { LoadedAction, LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
-import type { ExecutionRow } from "../store/rows.ts";
+import type { ExecutionRow, RunRow } from "../store/rows.ts";
 import { isTerminal } from "../store/statuses.ts";
 import type { Store } from "../store/store.ts";
 import type { Upload } from "../wire/views.ts";
@@ -25,7 +25,7 @@ import { Runner } from "./runner.ts";
 import { Scheduling } from "./schedules/scheduling.ts";
 import { newRun } from "./workflows/new-run.ts";
 import { Runs } from "./workflows/runs.ts";
-import { type WorkerSettings, WorkflowWorker } from "./workflows/worker.ts";
+import { type WorkerSettings, type WorkflowDriver, WorkflowWorker } from "./workflows/worker.ts";
 
 export interface EngineOptions extends GivenResources {
   workflows: WorkerSettings;
@@ -35,6 +35,13 @@ export interface EngineOptions extends GivenResources {
   retention?: RetentionSettings;
   /** How a follower re-reads an execution it has heard nothing about (default 25 ms → 1 s). */
   followPoll?: PollBackoff;
+  /**
+   * "own" (default, single mode): the engine polls for its due work (runs, schedules, delayed invocations,
+   * retention) and beats the instance's heartbeat itself. Driven (hosting mode): it does none of that; the
+   * process's service loops (runtime/service-loops.ts) claim every environment's due work and hand it over
+   * (`runClaimed`, `scheduling.startClaimed`, `scheduling.passNow`), and beat once for the process.
+   */
+  loops?: "own" | WorkflowDriver;
 }
 
 async function refuseUnless(allowed: boolean | Promise<boolean>, action: string): Promise<void> {
@@ -59,6 +66,7 @@ export class Engine {
   /** Status changes and log lines of the executions running in this process (for subscribe-stream). */
   readonly feed: ExecutionFeed;
   private readonly waitMs: number;
+  private readonly driven: boolean;
 
   constructor(options: EngineOptions) {
     const $ = engineResources(options);
@@ -66,7 +74,9 @@ export class Engine {
     this.feed = $.feed;
     this.waitMs = options.waitMs;
     this.runner = new Runner($);
-    this.workflows = new WorkflowWorker($, options.workflows);
+    const driver = options.loops === undefined || options.loops === "own" ? null : options.loops;
+    this.driven = driver !== null;
+    this.workflows = new WorkflowWorker($, options.workflows, driver);
     this.liveness = new Liveness($, options.workflows.leaseMs);
     this.retention = options.retention ? new Retention($, options.retention) : null;
     this.scheduling = new Scheduling($, (request) => this.invoke(request), options.workflows);
@@ -85,10 +95,34 @@ export class Engine {
    */
   async start(): Promise<void> {
     await this.$.store.executions.listen((ids) => this.feed.stored(ids));
+    if (this.driven) {
+      this.workflows.start();
+      return;
+    }
     await this.liveness.start();
     this.workflows.start();
     this.scheduling.start();
     this.retention?.start();
+  }
+
+  /** Driven (hosting mode): runs a run the process's service loops claimed for this environment; false once stopped. */
+  runClaimed(run: RunRow): boolean {
+    return this.workflows.adopt(run);
+  }
+
+  /** Driven: the runs executing here, whose leases the process's heartbeat renews. */
+  heldRuns(): string[] {
+    return this.workflows.held();
+  }
+
+  /** Driven: what the process's renewal of `ids` answered (those still held, with whether a cancel was asked). */
+  leasesRenewed(ids: string[], held: { id: string; cancelRequested: boolean }[]): void {
+    this.workflows.renewed(ids, held);
+  }
+
+  /** Workflow runs starting or running in this engine now. */
+  busyRuns(): number {
+    return this.workflows.busy();
   }
 
   /** Prunes the executions past retention now (what the background sweep does); 0 when retention is off. */
@@ -266,7 +300,8 @@ export class Engine {
       this.workflows.stop(graceMs),
       this.retention?.stop(),
     ]);
-    await this.liveness.stop();
+    // Driven: the heartbeat is the process's, retired by its service loops once every environment stopped.
+    if (!this.driven) await this.liveness.stop();
   }
 
   private async replay(

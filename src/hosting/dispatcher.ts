@@ -87,6 +87,15 @@ export class Dispatcher {
     this.served.set(handle, handler);
   }
 
+  /**
+   * Forgets an environment's app (it was deleted, or evicted): its next request asks the directory
+   * again (404 environment_not_found once its row is gone).
+   */
+  forget(handle: string): void {
+    this.served.delete(handle);
+    this.opening.delete(handle);
+  }
+
   private async first(handle: string, request: Request): Promise<Response> {
     let opening = this.opening.get(handle);
     if (!opening) {

@@ -178,6 +178,14 @@ export class SessionHub {
     return { sockets: this.sessions.size, subscriptions, streams, unsentBytes };
   }
 
+  /** Closes every socket open here (the environment is going away: deleted, evicted); clients may reconnect. */
+  closeAll(code: number, reason: string): void {
+    for (const session of [...this.sessions]) {
+      session.socket.close(code, reason);
+      this.close(session);
+    }
+  }
+
   stop(): void {
     this.stopped = true;
     this.stopFeed();

@@ -1,5 +1,6 @@
 import { PublicError } from "../lib/errors.ts";
 import type { Store } from "../store/store.ts";
+import type { ReleaseManifest } from "./load.ts";
 
 /** What a release version can be (publish refuses any other); anything else names no release. */
 export const RELEASE_VERSION = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/;
@@ -17,6 +18,8 @@ export async function activateRelease(
   version: string,
   at: number,
 ): Promise<{ version: string; revision: number }> {
-  if (!RELEASE_VERSION.test(version) || !(await store.releases.get(version))) throw releaseNotFound(version);
-  return { version, revision: await store.releases.activate(version, at) };
+  const row = RELEASE_VERSION.test(version) ? await store.releases.get(version) : null;
+  if (!row) throw releaseNotFound(version);
+  const schedules = ((row.manifest as ReleaseManifest | null)?.schedules ?? []).length > 0;
+  return { version, revision: await store.releases.activate(version, at, schedules) };
 }

@@ -120,7 +120,9 @@ export async function publishBuiltRelease(built: BuiltRelease, options: PublishB
   const activated =
     active.version === version ||
     (options.shouldActivate?.(active, { base, version, stored: existing !== null }) ?? true);
-  if (activated && active.version !== version) await store.releases.activate(version, now());
+  if (activated && active.version !== version) {
+    await store.releases.activate(version, now(), (release.manifest.schedules ?? []).length > 0);
+  }
   const before = (previous?.manifest as ReleaseManifest | undefined) ?? null;
   return {
     version,

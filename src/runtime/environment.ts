@@ -8,6 +8,7 @@ import { Engine } from "../engine/engine.ts";
 import type { PollBackoff } from "../engine/follow.ts";
 import { ReleaseAdmin } from "../engine/releases.ts";
 import { StatsReader } from "../engine/stats.ts";
+import type { WorkflowDriver } from "../engine/workflows/worker.ts";
 import { fileServiceOf } from "../files/service.ts";
 import type { Storage } from "../files/storage.ts";
 import { executionUrl, runUrl } from "../http/deps.ts";
@@ -93,7 +94,15 @@ function lazyMcpEndpoint(deps: ToolDeps, version: string): Pick<McpEndpoint, "ha
  * on), credentials, live hub, MCP endpoint and app, over the environment's view of the store. Single
  * mode makes one, for environment 1; hosting mode one per environment, on its first request.
  */
-export async function composeEnvironment(parts: ProcessParts, site: EnvironmentSite): Promise<EnvironmentRuntime> {
+export async function composeEnvironment(
+  parts: ProcessParts,
+  site: EnvironmentSite,
+  /**
+   * Hosting mode: the process's service loops (runtime/service-loops.ts) poll for every environment, so
+   * this one's engine is driven by them and its release is reloaded by their poll, not its own.
+   */
+  driver?: WorkflowDriver,
+): Promise<EnvironmentRuntime> {
   const { config, storage } = parts;
   // Hosting mode: its log lines name it (`environment`), its execution counters and spans too.
   const log = config.hosting ? withFields(parts.log, { environment: site.handle }) : parts.log;
@@ -123,11 +132,12 @@ export async function composeEnvironment(parts: ProcessParts, site: EnvironmentS
     telemetry,
     followPoll: parts.followPoll,
     now: parts.now,
+    loops: driver,
   });
   await engine.start();
   // Polled from here on: an environment whose start failed above (hosting mode tries it again on its next
   // request) leaves no timer behind.
-  releases.watch(config.releasePollMs);
+  if (!driver) releases.watch(config.releasePollMs);
   const auth = serverAuth({ ...config, handle: site.handle }, { store, publicUrl: site.publicUrl, log });
 
   const endpoint = lazyMcpEndpoint(

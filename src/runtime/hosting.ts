@@ -21,7 +21,8 @@ import { ANSWER_MS, DRAIN_MS, type RunningServer } from "./running.ts";
 /**
  * Hosting mode (SERVICE_URL): one Bun server for every environment, its requests routed by host through
  * the Dispatcher. Environment 1 (single mode's database, named HANDLE) is composed at start-up; every
- * other on its first request, and kept.
+ * other on its first request or when its due work is claimed, and kept until it is deleted. One set of
+ * loops polls for every environment (ServiceLoops).
  */
 export async function startHosting(
   parts: ProcessParts,
@@ -30,24 +31,54 @@ export async function startHosting(
 ): Promise<RunningServer> {
   const { config, store, log, telemetry, storage } = parts;
   const { service } = hosting;
+  // Hosting mode's parts, not loaded by a single-mode server (its idle memory).
+  const [{ environmentEntries, HostedEnvironments }, { ServiceLoops }] = await Promise.all([
+    import("./hosted-environments.ts"),
+    import("./service-loops.ts"),
+  ]);
   const directory = controlDirectory(store.control);
-  const runtimes: EnvironmentRuntime[] = [];
   let server: Bun.Server<unknown> | null = null;
-  const compose = async ({ id, handle }: EnvironmentEntry) => {
-    const runtime = await composeEnvironment(parts, { id, handle, publicUrl: () => environmentUrl(service, handle) });
-    // Its routes reach the shared server through the app (a WebSocket's upgrade, a long wait's timeout).
-    runtime.app.server = server;
-    runtimes.push(runtime);
-    return runtime;
-  };
+  const serves = serveFilter(hosting.serve);
+  const entries = environmentEntries(store.control);
+  let dispatcher: Dispatcher | null = null;
+  const hosted = new HostedEnvironments({
+    compose: async ({ id, handle }: EnvironmentEntry) => {
+      const publicUrl = () => environmentUrl(service, handle);
+      const runtime = await composeEnvironment(parts, { id, handle, publicUrl }, loops.driver);
+      // Its routes reach the shared server through the app (a WebSocket's upgrade, a long wait's timeout).
+      runtime.app.server = server;
+      return runtime;
+    },
+    entryOf: entries.byId,
+    serves,
+    forget: (handle) => dispatcher?.forget(handle),
+    graceMs: DRAIN_MS,
+  });
+  const loops = new ServiceLoops(
+    { store, storage, log, now: parts.now ?? Date.now },
+    {
+      all: () => hosted.all(),
+      runtimeOf: (id) => hosted.runtimeOf(id),
+      evict: (id) => hosted.evict(id),
+      served: async (row) => row.handle !== null && serves(await entries.ofRow(row)),
+    },
+    { changesMs: config.releasePollMs, workflows: config.workflows, retentionMs: config.executionRetentionMs },
+  );
   const single = await directory.nameSingle(config.handle).catch((error) => {
     if (!(error instanceof PublicError)) throw error;
     // A handle that is no DNS label, or another environment's.
     throw new StartupError(`HANDLE names environment 1 in hosting mode: ${error.message}; set another`, "HANDLE");
   });
-  const serves = serveFilter(hosting.serve);
+  // This process is alive (its heartbeat) before any environment's work runs here.
+  await loops.start();
   // Not composed where SERVE_ENVIRONMENTS leaves it out: its release's code and loops run only where it is served.
-  const first = serves(single) ? await compose(single) : null;
+  const first = serves(single)
+    ? await hosted.open(single).catch(async (error) => {
+        await loops.halt();
+        await loops.retire();
+        throw error;
+      })
+    : null;
   const authority = config.authIssuer ? null : serviceAuthority({ store, service, log });
   const apex = createApexApp({
     auth: new Authenticator(store, config.serviceKeys, config.tokenRecheckMs),
@@ -59,19 +90,20 @@ export async function startHosting(
     store,
     storage,
     environmentUrl: (handle) => environmentUrl(service, handle),
+    evict: (id) => hosted.evict(id),
     authority: authority?.authority,
   });
-  const dispatcher = new Dispatcher({
+  dispatcher = new Dispatcher({
     service,
     trustProxy: config.trustProxy,
     serves,
     directory,
-    open: async (environment) => (await compose(environment)).app.fetch,
+    open: async (environment) => (await hosted.open(environment)).app.fetch,
     apex: apex.fetch,
   });
   if (first) dispatcher.adopt(single.handle, first.app.fetch);
   registerServerGauges(telemetry, {
-    live: () => sumOf(runtimes.map((runtime) => runtime.hub.counts())),
+    live: () => sumOf(hosted.all().map((runtime) => runtime.hub.counts())),
     activeRuns: () => store.runs.countActive(),
     pool: () => store.pool(),
     // One gauge for one release: the service's environments have one each.
@@ -80,8 +112,11 @@ export async function startHosting(
   });
 
   const stopEnvironments = async (drained: Promise<unknown>) => {
+    await loops.halt();
+    const runtimes = hosted.all();
     for (const runtime of runtimes) runtime.halt();
     await Promise.all(runtimes.map((runtime) => runtime.engine.shutdown(DRAIN_MS, drained)));
+    await loops.retire();
   };
   try {
     server = Bun.serve({
@@ -126,13 +161,17 @@ export async function startHosting(
     releases: first?.releases ?? null,
     engine: first?.engine ?? null,
     routes: (first?.app ?? apex).routes,
+    environments: hosted,
+    serviceLoops: loops,
     async stop() {
       // As single mode's stop (main.ts), for every environment at once.
       const closed = listening.stop(false);
-      const handled = Promise.all(runtimes.map((runtime) => runtime.engine.idle())).then(() => Bun.sleep(ANSWER_MS));
+      const handled = Promise.all(hosted.all().map((runtime) => runtime.engine.idle())).then(() =>
+        Bun.sleep(ANSWER_MS),
+      );
       await stopEnvironments(Promise.race([closed, handled, Bun.sleep(DRAIN_MS)]));
       await listening.stop(true);
-      await Promise.all([...runtimes.map((runtime) => runtime.auth.close()), authority?.close()]);
+      await Promise.all([...hosted.all().map((runtime) => runtime.auth.close()), authority?.close()]);
       await telemetry.tracer.shutdown().catch((error) => log(`traces not sent: ${error.message}`, { level: "warn" }));
       if (ownsStore) await store.close();
     },

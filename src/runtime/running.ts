@@ -2,6 +2,8 @@ import type { Engine } from "../engine/engine.ts";
 import type { Route } from "../http/methods.ts";
 import type { ReleaseRegistry } from "../release/registry.ts";
 import type { Store } from "../store/store.ts";
+import type { EnvironmentRuntimes } from "./hosted-environments.ts";
+import type { ServiceLoops } from "./service-loops.ts";
 
 /** A started server, either mode. */
 export interface RunningServer {
@@ -16,6 +18,10 @@ export interface RunningServer {
   engine: Engine | null;
   /** The HTTP routes an environment answers, as registered (test/http/openapi.test.ts holds /openapi.json to them). */
   routes: readonly Route[];
+  /** Hosting mode: its composed environments (the control API evicts a deleted one here first). */
+  environments?: EnvironmentRuntimes;
+  /** Hosting mode: the process's loops (their counts of statements, for tests and figures). */
+  serviceLoops?: ServiceLoops;
   stop(): Promise<void>;
 }
 

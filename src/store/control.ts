@@ -75,6 +75,8 @@ export interface EnvironmentStore {
    * that missed that answer learns of it by comparing `list()` with what it serves.
    */
   changedSince(changed: number): Promise<EnvironmentRow[]>;
+  /** Those of `ids` that still have a row (a poller's check of the environments it serves). */
+  present(ids: number[]): Promise<number[]>;
   /** What `delete` would remove now (counts). Null for an unknown id. */
   describeDelete(id: number): Promise<EnvironmentContents | null>;
   /**

@@ -17,7 +17,8 @@ export interface DelayedInvocationFilter {
  * started, and every write about it while held is fenced by that lease.
  *
  * Bound to its store's environment (`Store.environment(id)`), but for `markStarted`, which is by owner
- * across environments. Each environment's loop claims its own due invocations (hosting-runtime.md).
+ * across environments, and the `…Across` methods: single mode's loop claims its environment's due
+ * invocations, hosting mode's one loop for the process those of every environment (hosting-runtime.md).
  */
 export interface DelayedInvocationStore {
   insert(rows: ScheduledRow[]): Promise<void>;
@@ -29,6 +30,14 @@ export interface DelayedInvocationStore {
    * oldest due first.
    */
   claimDue(owner: string, now: number, leaseUntil: number, limit: number): Promise<InEnvironment<ScheduledRow>[]>;
+  /** `claimDue` over every environment but those in `skip` (the same in every view): hosting mode's one claim. */
+  claimDueAcross(
+    owner: string,
+    now: number,
+    leaseUntil: number,
+    limit: number,
+    skip?: readonly number[],
+  ): Promise<InEnvironment<ScheduledRow>[]>;
   /** Marks held invocations (of any environment) started with their executions; answers the ids `owner` still held. */
   markStarted(owner: string, started: { id: string; executionId: string }[], now: number): Promise<string[]>;
   /**
@@ -38,4 +47,6 @@ export interface DelayedInvocationStore {
   cancel(id: string, principal: { kind: PrincipalKind; id: string } | null, now: number): Promise<boolean>;
   /** When the next pending invocation of this environment is due, if any. */
   nextDueAt(): Promise<number | null>;
+  /** When the next pending invocation of any environment but those in `skip` is due, if any. */
+  nextDueAtAcross(skip?: readonly number[]): Promise<number | null>;
 }

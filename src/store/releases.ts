@@ -29,6 +29,10 @@ export interface ReleaseStore {
   /** Newest first (by publication, then version), `limit` at most, those after `after` when given. */
   history(query: { limit: number; after?: ReleaseKey }): Promise<ReleaseListRow[]>;
   active(): Promise<ActiveRelease>;
-  /** Makes `version` live; returns the new revision (it grows on every activation, so instances poll one row). */
-  activate(version: string, at: number): Promise<number>;
+  /**
+   * Makes `version` live; returns the new revision (it grows on every activation, so instances poll one
+   * row). `schedules`: whether the release has schedules (unknown: assumed so): its environment's next
+   * tick is then due at `at` (hosting mode's schedule loop takes it), else there is none.
+   */
+  activate(version: string, at: number, schedules?: boolean): Promise<number>;
 }

@@ -80,8 +80,8 @@ export const OPEN_STEP_STATUSES: readonly StepStatus[] = ["running", "retrying",
  *
  * Bound to its store's environment (`Store.environment(id)`): a run of another environment is unknown
  * here, its id answers null and its writes `{ leaseLost }`. `claim` takes this environment's due runs
- * (each environment's worker claims its own: docs/decisions/hosting-runtime.md); `renew` and `release`
- * are by owner, across environments.
+ * (single mode's worker), `claimAcross` those of every environment (hosting mode's one worker poll for the
+ * process: docs/decisions/hosting-runtime.md); `renew` and `release` are by owner, across environments.
  */
 export interface RunStore {
   /**
@@ -106,6 +106,17 @@ export interface RunStore {
    * one run to two owners. Runs of this environment only, each naming it.
    */
   claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<InEnvironment<RunRow>[]>;
+  /**
+   * `claim` over every environment but those in `skip` (the same in every view): hosting mode's one
+   * worker poll for a process, which hands each run to its environment's runtime.
+   */
+  claimAcross(
+    owner: string,
+    now: number,
+    leaseUntil: number,
+    limit: number,
+    skip?: readonly number[],
+  ): Promise<InEnvironment<RunRow>[]>;
   /**
    * Extends the leases `owner` still holds among `ids` (of any environment: run ids are unique); answers
    * those, with whether a cancel was asked.

@@ -18,4 +18,14 @@ export interface ScheduleStore {
   /** Lets go of the claim (any instance may take it at once). */
   release(name: string, owner: string): Promise<void>;
   list(): Promise<ScheduleTickRow[]>;
+  /** Stores when this environment's next tick is due (null: its release has no schedules). */
+  setNextTick(at: number | null): Promise<void>;
+  /**
+   * Service-wide (the same in every view): takes up to `limit` environments but `skip`'s whose next tick
+   * is due by `now`, moving it to `leaseUntil` (the instance that took one stores the real next tick
+   * after its pass; if it dies, the environment is due again then). Answers their ids.
+   */
+  claimDueEnvironments(now: number, leaseUntil: number, limit: number, skip?: readonly number[]): Promise<number[]>;
+  /** Service-wide: when the next tick of any environment but `skip`'s is due, if any. */
+  nextTickAt(skip?: readonly number[]): Promise<number | null>;
 }

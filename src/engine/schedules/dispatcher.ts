@@ -62,13 +62,21 @@ export class Dispatcher {
     const due = await store.delayedInvocations.claimDue(owner, at, at + leaseMs, batch);
     this.loop.worked();
     if (due.length > 0) {
-      const started = await Promise.all(due.map((row) => this.startOne(row)));
-      const done = started.filter((s) => s !== null);
-      await store.delayedInvocations.markStarted(owner, done, now());
+      await this.startClaimed(due);
       if (due.length === batch) return 0;
     }
     const next = await store.delayedInvocations.nextDueAt();
     return next === null ? pollMs : Math.max(1, Math.min(pollMs, next - now()));
+  }
+
+  /**
+   * Starts invocations claimed for this environment (by its own pass, or by hosting mode's service loops,
+   * which claim for every environment) and marks those started.
+   */
+  async startClaimed(due: ScheduledRow[]): Promise<void> {
+    const started = await Promise.all(due.map((row) => this.startOne(row)));
+    const done = started.filter((s) => s !== null);
+    await this.$.store.delayedInvocations.markStarted(this.settings.owner, done, this.$.now());
   }
 
   /** Invokes one; null when it could not be started now (the database), so its lease lets it be tried again. */

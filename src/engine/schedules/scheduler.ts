@@ -39,6 +39,7 @@ export class Scheduler {
   /** A schedule whose pass failed (the database) is tried again then, not in a tight loop. */
   private readonly retryAt = new Map<string, number>();
   private readonly loop: PassLoop;
+  private halted = false;
 
   constructor(
     /** `release`: the release served now, whose schedules are the ones that tick. */
@@ -55,16 +56,26 @@ export class Scheduler {
   }
 
   stop(): Promise<void> {
+    this.halted = true;
     return this.loop.stop();
   }
 
   /** Handles the due schedules; answers how long to sleep before the next pass. */
   private async runPass(): Promise<number> {
+    const next = await this.pass();
+    return Math.max(Math.min(this.settings.pollMs, next - this.$.now()), 1);
+  }
+
+  /**
+   * Handles the due schedules now; answers when one is next due (+Infinity: none). The own loop's pass,
+   * and hosting mode's, which the process's service loops call when the environment's tick is due.
+   */
+  async pass(): Promise<number> {
     // One read of the release: a switch replaces the whole set of schedules between passes.
     const schedules = [...(this.$.release()?.schedules.values() ?? [])];
-    let sleep = this.settings.pollMs;
+    let next = Number.POSITIVE_INFINITY;
     for (const schedule of schedules) {
-      if (!this.loop.running) return 0;
+      if (this.halted) return this.$.now();
       if (this.dueAt(schedule) <= this.$.now()) {
         try {
           await this.handle(schedule);
@@ -79,9 +90,9 @@ export class Scheduler {
           this.retryAt.set(schedule.name, this.$.now() + this.settings.pollMs);
         }
       }
-      sleep = Math.min(sleep, this.dueAt(schedule) - this.$.now());
+      next = Math.min(next, this.dueAt(schedule));
     }
-    return Math.max(sleep, 1);
+    return next;
   }
 
   /** When this process should next look at the schedule (at once when it knows nothing of it). */

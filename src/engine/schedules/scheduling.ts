@@ -46,6 +46,20 @@ export class Scheduling {
     await Promise.all([this.scheduler.stop(), this.dispatcher.stop()]);
   }
 
+  /**
+   * Hosting mode (the process's service loops drive these, no own loop): fires the due schedules now and
+   * answers when one is next due, null when the release has none.
+   */
+  async passNow(): Promise<number | null> {
+    const next = await this.scheduler.pass();
+    return next === Number.POSITIVE_INFINITY ? null : next;
+  }
+
+  /** Hosting mode: starts delayed invocations the process's service loops claimed for this environment. */
+  startClaimed(due: ScheduledRow[]): Promise<void> {
+    return this.dispatcher.startClaimed(due);
+  }
+
   /** The active release's schedules and where each stands; for service keys only. */
   async schedules(principal: Principal): Promise<{ release: string | null; items: ScheduleView[] }> {
     if (principal.kind !== "service") throw new PublicError("access_denied", "schedules are for service keys");

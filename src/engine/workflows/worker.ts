@@ -13,6 +13,17 @@ export interface WorkerSettings {
   pollMs: number;
 }
 
+/**
+ * Hosting mode's service loops (runtime/service-loops.ts), which claim the due runs of every environment
+ * for the process and hand each to its environment's worker: a driven worker does not poll.
+ */
+export interface WorkflowDriver {
+  /** A run suspended here is due (its wake timer fired): the process's claim should look now. */
+  wake(): void;
+  /** A run here ended: a slot is free (the process's claim looks again if it left due runs behind). */
+  freed(): void;
+}
+
 /** Timers further off than this are left to the poll: a run may sleep for days. */
 const MAX_TIMER_MS = 60_000;
 const MAX_HEARTBEAT_MS = 2_000;
@@ -42,6 +53,8 @@ export class WorkflowWorker {
   constructor(
     private readonly $: EngineResources,
     private readonly settings: WorkerSettings,
+    /** Set in hosting mode: claims come from the process's service loops. */
+    private readonly driver: WorkflowDriver | null = null,
   ) {
     this.owner = $.store.instances.id;
     this.failures = new LoopFailures("workflow worker", $.log);
@@ -49,10 +62,24 @@ export class WorkflowWorker {
 
   start(): void {
     this.stopped = false;
-    this.pollTimer = setInterval(() => this.kick(), this.settings.pollMs);
+    // Driven: the process's service loops renew every environment's leases in one statement.
+    if (this.driver) return;
     const heartbeatMs = Math.min(Math.floor(this.settings.leaseMs / 3), MAX_HEARTBEAT_MS);
     this.heartbeatTimer = setInterval(() => this.heartbeat(), heartbeatMs);
+    this.pollTimer = setInterval(() => this.kick(), this.settings.pollMs);
     this.kick();
+  }
+
+  /** Runs starting or running here now (what the process's claim subtracts from its slots). */
+  busy(): number {
+    return this.active.size + this.reserved;
+  }
+
+  /** Runs a run the process's service loops claimed for this environment; false once stopped (its lease runs out). */
+  adopt(run: RunRow): boolean {
+    if (this.stopped) return false;
+    if (!this.active.has(run.id)) this.begin(run);
+    return true;
   }
 
   leaseUntil(now: number): number {
@@ -89,6 +116,10 @@ export class WorkflowWorker {
   /** Claims due runs for the free slots; concurrent calls fold into one more round. */
   kick(): void {
     if (this.stopped) return;
+    if (this.driver) {
+      this.driver.wake();
+      return;
+    }
     if (this.claiming) {
       this.claimAgain = true;
       return;
@@ -112,6 +143,8 @@ export class WorkflowWorker {
     const passes = [...this.active.values()];
     for (const { execution } of passes) execution.halt("shutdown");
     await Promise.race([Promise.allSettled(passes.map((p) => p.done)), Bun.sleep(graceMs)]);
+    // Driven: the leases are the process's (of every environment), let go by its service loops once all stopped.
+    if (this.driver) return;
     await this.$.store.runs.release(this.owner).catch((error) => this.failures.failed(error));
   }
 
@@ -150,7 +183,8 @@ export class WorkflowWorker {
       })
       .finally(() => {
         this.active.delete(run.id);
-        if (this.backlog) this.kick();
+        if (this.driver) this.driver.freed();
+        else if (this.backlog) this.kick();
       });
     this.active.set(run.id, { execution, done });
   }
@@ -192,8 +226,13 @@ export class WorkflowWorker {
     this.wakeTimers.add(timer);
   }
 
+  /** The runs executing here (whose leases the heartbeat renews). */
+  held(): string[] {
+    return [...this.active.keys()];
+  }
+
   private async heartbeat(): Promise<void> {
-    const ids = [...this.active.keys()];
+    const ids = this.held();
     if (ids.length === 0) return;
     let held: { id: string; cancelRequested: boolean }[];
     const begun = this.failures.begin();
@@ -204,6 +243,15 @@ export class WorkflowWorker {
       return;
     }
     this.failures.worked();
+    this.renewed(ids, held);
+  }
+
+  /**
+   * What a renewal of `ids` answered (`held`: those still this process's, with whether a cancel was
+   * asked; of any environment, so a driven worker is handed the answer for all): a run not held any
+   * more is halted, one asked to cancel is canceled.
+   */
+  renewed(ids: string[], held: { id: string; cancelRequested: boolean }[]): void {
     const still = new Map(held.map((h) => [h.id, h.cancelRequested]));
     for (const id of ids) {
       const running = this.active.get(id);

@@ -148,6 +148,13 @@ class DrizzleEnvironmentStore implements EnvironmentStore {
     return rows[0] ?? ((await this.byId(1)) as EnvironmentRow);
   }
 
+  async present(ids: number[]): Promise<number[]> {
+    if (ids.length === 0) return [];
+    const e = this.t.environments;
+    const rows = await this.db.select({ id: e.id }).from(e).where(inArray(e.id, ids));
+    return rows.map((row) => row.id);
+  }
+
   changedSince(changed: number): Promise<EnvironmentRow[]> {
     return this.changedAfter.execute({ changed });
   }

@@ -1,4 +1,19 @@
-import { and, asc, desc, eq, getTableColumns, inArray, isNull, lt, lte, min, or, type SQL, sql } from "drizzle-orm";
+import {
+  and,
+  asc,
+  desc,
+  eq,
+  getTableColumns,
+  inArray,
+  isNull,
+  lt,
+  lte,
+  min,
+  notInArray,
+  or,
+  type SQL,
+  sql,
+} from "drizzle-orm";
 import type { DelayedInvocationFilter, DelayedInvocationStore } from "../delayed-invocations.ts";
 import type { Dialect } from "../dialect.ts";
 import type { InEnvironment, ScheduledRow } from "../rows.ts";
@@ -8,8 +23,8 @@ import type { SharedDatabase, SharedTables } from "./database.ts";
 const INSERT_CHUNK = 500;
 
 /**
- * An environment's delayed invocations. `claimDue`, `markStarted` and `nextDueAt` are service-wide (one
- * statement for every environment, on the due index), as DelayedInvocationStore says.
+ * An environment's delayed invocations. `markStarted`, `claimDueAcross` and `nextDueAtAcross` are
+ * service-wide (one statement for every environment, on the due index), as DelayedInvocationStore says.
  */
 export class DrizzleDelayedInvocationStore implements DelayedInvocationStore {
   constructor(
@@ -44,7 +59,22 @@ export class DrizzleDelayedInvocationStore implements DelayedInvocationStore {
       .limit(filter.limit);
   }
 
-  async claimDue(
+  claimDue(owner: string, now: number, leaseUntil: number, limit: number): Promise<InEnvironment<ScheduledRow>[]> {
+    return this.claimWhere(this.mine(), owner, now, leaseUntil, limit);
+  }
+
+  claimDueAcross(
+    owner: string,
+    now: number,
+    leaseUntil: number,
+    limit: number,
+    skip: readonly number[] = [],
+  ): Promise<InEnvironment<ScheduledRow>[]> {
+    return this.claimWhere(this.notIn(skip), owner, now, leaseUntil, limit);
+  }
+
+  private async claimWhere(
+    where: SQL | undefined,
     owner: string,
     now: number,
     leaseUntil: number,
@@ -54,7 +84,7 @@ export class DrizzleDelayedInvocationStore implements DelayedInvocationStore {
     const due = this.db
       .select({ id: s.id })
       .from(s)
-      .where(this.mine(eq(s.status, "pending"), lte(s.dueAt, now), this.free(now)))
+      .where(and(where, eq(s.status, "pending"), lte(s.dueAt, now), this.free(now)))
       .orderBy(asc(s.dueAt))
       .limit(limit);
     const rows = await this.db
@@ -108,12 +138,20 @@ export class DrizzleDelayedInvocationStore implements DelayedInvocationStore {
     return rows.length > 0;
   }
 
-  async nextDueAt(): Promise<number | null> {
+  nextDueAt(): Promise<number | null> {
+    return this.nextDueWhere(this.mine());
+  }
+
+  nextDueAtAcross(skip: readonly number[] = []): Promise<number | null> {
+    return this.nextDueWhere(this.notIn(skip));
+  }
+
+  private async nextDueWhere(where: SQL | undefined): Promise<number | null> {
     const s = this.t.scheduledInvocations;
     const rows = await this.db
       .select({ next: min(s.dueAt) })
       .from(s)
-      .where(this.mine(eq(s.status, "pending")));
+      .where(and(where, eq(s.status, "pending")));
     const next = rows[0]?.next;
     return next === null || next === undefined ? null : Number(next);
   }
@@ -127,6 +165,11 @@ export class DrizzleDelayedInvocationStore implements DelayedInvocationStore {
   /** `conditions` within this environment's invocations. */
   private mine(...conditions: SQL[]) {
     return and(eq(this.t.scheduledInvocations.environment, this.environment), ...conditions);
+  }
+
+  /** Every environment but those in `skip` (none: no condition). */
+  private notIn(skip: readonly number[]): SQL | undefined {
+    return skip.length === 0 ? undefined : notInArray(this.t.scheduledInvocations.environment, [...skip]);
   }
 
   private free(now: number) {

@@ -79,10 +79,11 @@ export class DrizzleReleaseStore implements ReleaseStore {
   }
 
   /**
+   * `next_tick_at` is set to `at` for a release with schedules (found by the next schedule pass), else null.
    * `changed` takes the next number of the service-wide sequence of changes (one more than the largest),
    * so an instance polling `changed > last seen` finds this activation (see EnvironmentStore's poll).
    */
-  async activate(version: string, at: number): Promise<number> {
+  async activate(version: string, at: number, schedules = true): Promise<number> {
     const e = this.t.environments;
     const rows = await this.db
       .update(e)
@@ -91,6 +92,8 @@ export class DrizzleReleaseStore implements ReleaseStore {
         revision: sql`${e.revision} + 1`,
         updatedAt: at,
         changed: sql`(select coalesce(max(changed), 0) + 1 from environments)`,
+        // Its schedules are looked at by the next pass of whichever instance takes it.
+        nextTickAt: schedules ? at : null,
       })
       .where(eq(e.id, this.environment))
       .returning({ revision: e.revision });

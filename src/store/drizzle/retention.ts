@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, isNotNull, lt, notExists, notInArray, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, isNotNull, lt, notExists, notInArray, type SQL, sql } from "drizzle-orm";
 import type { RetentionStore } from "../retention.ts";
 import { EXECUTION_STATUSES, isRunTerminal, isTerminal, RUN_STATUSES } from "../statuses.ts";
 import type { SharedDatabase, SharedTables } from "./database.ts";
@@ -20,10 +20,37 @@ export class DrizzleRetentionStore implements RetentionStore {
     private readonly forgetKeys: (keys: PrunedKey[]) => Promise<void> | void = () => {},
   ) {}
 
-  async pruneFinished(
+  pruneFinished(
     finishedBefore: number,
     limit: number,
     dropUploads: (paths: string[]) => Promise<void>,
+  ): Promise<number> {
+    return this.prune(eq(this.t.executions.environment, this.environment), finishedBefore, limit, (uploads) =>
+      dropUploads(uploads.map((upload) => upload.path)),
+    );
+  }
+
+  async pruneFinishedAcross(
+    finishedBefore: number,
+    limit: number,
+    dropUploads: (environment: number, paths: string[]) => Promise<void>,
+  ): Promise<number> {
+    return this.prune(undefined, finishedBefore, limit, async (uploads) => {
+      const byEnvironment = Map.groupBy(uploads, (upload) => upload.environment);
+      for (const [environment, some] of byEnvironment) {
+        await dropUploads(
+          environment,
+          some.map((upload) => upload.path),
+        );
+      }
+    });
+  }
+
+  private async prune(
+    scope: SQL | undefined,
+    finishedBefore: number,
+    limit: number,
+    dropUploads: (uploads: { path: string; environment: number }[]) => Promise<void>,
   ): Promise<number> {
     const { executions: e, executionLogs, files, workflowRuns: runs, workflowSteps: steps } = this.t;
     const unfinishedRun = this.db
@@ -41,7 +68,7 @@ export class DrizzleRetentionStore implements RetentionStore {
       .from(e)
       .where(
         and(
-          eq(e.environment, this.environment),
+          scope,
           isNotNull(e.finishedAt),
           lt(e.finishedAt, finishedBefore),
           inArray(e.status, EXECUTION_ENDED),
@@ -52,9 +79,12 @@ export class DrizzleRetentionStore implements RetentionStore {
       .limit(limit);
     const ids = picked.map((row) => row.id);
     if (ids.length === 0) return 0;
-    const uploads = await this.db.select({ path: files.path }).from(files).where(inArray(files.executionId, ids));
+    const uploads = await this.db
+      .select({ path: files.path, environment: files.environment })
+      .from(files)
+      .where(inArray(files.executionId, ids));
     // The bytes before their records: a prune stopped in between finds the records, and the paths, again.
-    if (uploads.length > 0) await dropUploads(uploads.map((upload) => upload.path));
+    if (uploads.length > 0) await dropUploads(uploads);
     // What hangs off an execution goes first: a prune stopped midway leaves the execution to be picked again.
     await this.db.delete(executionLogs).where(inArray(executionLogs.executionId, ids));
     await this.db.delete(files).where(inArray(files.executionId, ids));

@@ -1,4 +1,4 @@
-import { and, eq, getTableColumns, lt, or, type SQL } from "drizzle-orm";
+import { and, asc, eq, getTableColumns, inArray, isNotNull, lt, lte, min, notInArray, or, type SQL } from "drizzle-orm";
 import type { ScheduleTickRow } from "../rows.ts";
 import type { ScheduleStore } from "../schedules.ts";
 import type { SharedDatabase, SharedTables } from "./database.ts";
@@ -7,7 +7,7 @@ import type { SharedDatabase, SharedTables } from "./database.ts";
 export class DrizzleScheduleStore implements ScheduleStore {
   constructor(
     private readonly db: SharedDatabase,
-    private readonly t: Pick<SharedTables, "scheduleTicks">,
+    private readonly t: Pick<SharedTables, "scheduleTicks" | "environments">,
     private readonly environment: number,
   ) {}
 
@@ -47,6 +47,42 @@ export class DrizzleScheduleStore implements ScheduleStore {
     const s = this.t.scheduleTicks;
     const { environment: _, ...columns } = getTableColumns(s);
     return this.db.select(columns).from(s).where(this.mine()).orderBy(s.name);
+  }
+
+  async setNextTick(at: number | null): Promise<void> {
+    const e = this.t.environments;
+    await this.db.update(e).set({ nextTickAt: at }).where(eq(e.id, this.environment));
+  }
+
+  async claimDueEnvironments(now: number, leaseUntil: number, limit: number, skip: readonly number[] = []) {
+    const e = this.t.environments;
+    const due = this.db
+      .select({ id: e.id })
+      .from(e)
+      .where(and(lte(e.nextTickAt, now), this.notIn(skip)))
+      .orderBy(asc(e.nextTickAt))
+      .limit(limit);
+    // The condition again in the update: an instance that took the row meanwhile moved it past `now`.
+    const rows = await this.db
+      .update(e)
+      .set({ nextTickAt: leaseUntil })
+      .where(and(inArray(e.id, due), lte(e.nextTickAt, now)))
+      .returning({ id: e.id });
+    return rows.map((row) => row.id);
+  }
+
+  async nextTickAt(skip: readonly number[] = []): Promise<number | null> {
+    const e = this.t.environments;
+    const rows = await this.db
+      .select({ next: min(e.nextTickAt) })
+      .from(e)
+      .where(and(isNotNull(e.nextTickAt), this.notIn(skip)));
+    const next = rows[0]?.next;
+    return next === null || next === undefined ? null : Number(next);
+  }
+
+  private notIn(skip: readonly number[]): SQL | undefined {
+    return skip.length === 0 ? undefined : notInArray(this.t.environments.id, [...skip]);
   }
 
   /** `conditions` within this environment's schedules. */

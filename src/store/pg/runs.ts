@@ -97,6 +97,9 @@ const CLAIM = `with due as (
   )
   select ${CLAIMED_RUN_COLUMNS} from leased`;
 
+/** CLAIM over every environment but those listed in $5 (comma-separated ids): the hosting process's one claim. */
+const CLAIM_ACROSS = CLAIM.replace("and environment = $5", "and environment <> all(string_to_array($5, ',')::int[])");
+
 // Many runs in one statement (a heartbeat, a release): locked by id first (lock-order.ts), or a lane's
 // batch holding one of them and waiting for another would wait in a circle with it.
 const RENEW = `with held as (
@@ -208,7 +211,7 @@ export class PgRuns {
     return new PgRunStore(this, environment, executions, lists);
   }
 
-  /** Due runs of `environment` (hosting-runtime.md: each environment's worker claims its own, for now). */
+  /** Due runs of `environment` (single mode's worker). */
   async claim(
     environment: number,
     owner: string,
@@ -217,6 +220,18 @@ export class PgRuns {
     limit: number,
   ): Promise<InEnvironment<RunRow>[]> {
     const rows = await this.client.unsafe(CLAIM, [now, owner, leaseUntil, limit, environment], PREPARED);
+    return rows.map((raw) => ({ ...parseRun(raw), environment: raw.environment as number }));
+  }
+
+  /** Due runs of every environment but `skip`'s (hosting mode's one worker poll for the process). */
+  async claimAcross(
+    owner: string,
+    now: number,
+    leaseUntil: number,
+    limit: number,
+    skip: readonly number[],
+  ): Promise<InEnvironment<RunRow>[]> {
+    const rows = await this.client.unsafe(CLAIM_ACROSS, [now, owner, leaseUntil, limit, skip.join(",")], PREPARED);
     return rows.map((raw) => ({ ...parseRun(raw), environment: raw.environment as number }));
   }
 
@@ -368,6 +383,10 @@ class PgRunStore extends DrizzleRunReads implements RunStore {
 
   claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<InEnvironment<RunRow>[]> {
     return this.runs.claim(this.environment, owner, now, leaseUntil, limit);
+  }
+
+  claimAcross(owner: string, now: number, leaseUntil: number, limit: number, skip: readonly number[] = []) {
+    return this.runs.claimAcross(owner, now, leaseUntil, limit, skip);
   }
 
   renew(owner: string, ids: string[], leaseUntil: number) {

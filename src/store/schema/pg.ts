@@ -66,8 +66,18 @@ export const environments = pgTable(
     updatedAt: millis("updated_at").notNull(),
     createdAt: millis("created_at").notNull(),
     changed: millis("changed").notNull().default(0),
+    /**
+     * When the active release's next schedule tick is due (null: it has none): written by the environment's
+     * schedule pass, set to the activation's time by every activation, and taken for a lease's time by the
+     * instance that runs the pass (hosting mode's one query for every environment's schedules).
+     */
+    nextTickAt: millis("next_tick_at"),
   },
-  (t) => [index("environments_changed_idx").on(t.changed), index("environments_organization_idx").on(t.organization)],
+  (t) => [
+    index("environments_changed_idx").on(t.changed),
+    index("environments_organization_idx").on(t.organization),
+    index("environments_next_tick_idx").on(t.nextTickAt),
+  ],
 );
 
 /**

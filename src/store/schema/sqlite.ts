@@ -65,8 +65,18 @@ export const environments = sqliteTable(
     updatedAt: integer("updated_at").notNull(),
     createdAt: integer("created_at").notNull(),
     changed: integer("changed").notNull().default(0),
+    /**
+     * When the active release's next schedule tick is due (null: it has none): written by the environment's
+     * schedule pass, set to the activation's time by every activation, and taken for a lease's time by the
+     * instance that runs the pass (hosting mode's one query for every environment's schedules).
+     */
+    nextTickAt: integer("next_tick_at"),
   },
-  (t) => [index("environments_changed_idx").on(t.changed), index("environments_organization_idx").on(t.organization)],
+  (t) => [
+    index("environments_changed_idx").on(t.changed),
+    index("environments_organization_idx").on(t.organization),
+    index("environments_next_tick_idx").on(t.nextTickAt),
+  ],
 );
 
 /**

@@ -58,6 +58,7 @@ export class SqliteRuns {
   readonly upsertStep: Statement;
   readonly isHeld: Statement<{ id: string }>;
   private readonly due: Statement<InEnvironment<RawRun>>;
+  private readonly dueAcross: Statement<InEnvironment<RawRun>>;
   private readonly lease: Statement;
   private readonly startExecution: Statement;
   private readonly renewOne: Statement<{ id: string; cancelRequested: number }>;
@@ -105,6 +106,13 @@ export class SqliteRuns {
       `select ${CLAIMED_RUN_COLUMNS} from workflow_runs
        where ${RUN_WAITING} and (wake_at <= $now or cancel_requested = 1)
          and (lease_expires_at is null or lease_expires_at < $now) and environment = $environment
+       order by wake_at limit $limit`,
+    );
+    this.dueAcross = client.prepare(
+      `select ${CLAIMED_RUN_COLUMNS} from workflow_runs
+       where ${RUN_WAITING} and (wake_at <= $now or cancel_requested = 1)
+         and (lease_expires_at is null or lease_expires_at < $now)
+         and environment not in (select value from json_each($skip))
        order by wake_at limit $limit`,
     );
     this.lease = client.prepare(
@@ -163,11 +171,26 @@ export class SqliteRuns {
     return result;
   }
 
-  /** Due runs of `environment` (hosting-runtime.md: each environment's worker claims its own, for now). */
+  /** Due runs of `environment` (single mode's worker). */
   claim(environment: number, owner: string, now: number, leaseUntil: number, limit: number): InEnvironment<RunRow>[] {
+    return this.leaseDue(this.due, { now, limit, environment }, owner, leaseUntil);
+  }
+
+  /** Due runs of every environment but `skip`'s (hosting mode's one worker poll for the process). */
+  claimAcross(owner: string, now: number, leaseUntil: number, limit: number, skip: readonly number[]) {
+    return this.leaseDue(this.dueAcross, { now, limit, skip: JSON.stringify(skip) }, owner, leaseUntil);
+  }
+
+  private leaseDue(
+    due: Statement<InEnvironment<RawRun>>,
+    params: Record<string, string | number>,
+    owner: string,
+    leaseUntil: number,
+  ): InEnvironment<RunRow>[] {
+    const now = params.now as number;
     return this.commit(
       () =>
-        this.due.all({ now, limit, environment }).map((raw) => {
+        due.all(params).map((raw) => {
           this.lease.run({ id: raw.id, owner, until: leaseUntil, now });
           this.startExecution.run({ id: raw.id, environment: raw.environment, now });
           const run = parseRun({
@@ -263,6 +286,10 @@ class SqliteRunStore extends DrizzleRunReads implements RunStore {
 
   async claim(owner: string, now: number, leaseUntil: number, limit: number) {
     return this.runs.claim(this.environment, owner, now, leaseUntil, limit);
+  }
+
+  async claimAcross(owner: string, now: number, leaseUntil: number, limit: number, skip: readonly number[] = []) {
+    return this.runs.claimAcross(owner, now, leaseUntil, limit, skip);
   }
 
   async renew(owner: string, ids: string[], leaseUntil: number) {
