@@ -1,6 +1,7 @@
 import { join, resolve } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
+import { HANDLE } from "./lib/handles.ts";
 import { isLoopbackHost } from "./lib/loopback.ts";
 
 // Each variable once: its type, default and description (the CLI's --help text, see describeEnvironment).
@@ -561,3 +562,24 @@ function secureUrl(name: string, value: string): string {
   }
   return value;
 }
+
+/** Which site a request's host names: the service itself (the apex), an environment by handle, or neither. */
+export type HostTarget = { kind: "apex" } | { kind: "environment"; handle: string } | { kind: "outside" };
+
+/** The apex itself, `<handle>.<apex>` (one label, a handle's form), or outside the service. */
+export function hostTarget(host: string, service: ServiceUrl): HostTarget {
+  if (host === service.apex) return { kind: "apex" };
+  const suffix = `.${service.apex}`;
+  if (!host.endsWith(suffix)) return { kind: "outside" };
+  const handle = host.slice(0, -suffix.length);
+  return HANDLE.test(handle) ? { kind: "environment", handle } : { kind: "outside" };
+}
+
+/** The service's own URL (the apex): `<scheme>://<apex>[:port]`, no trailing slash. */
+export const serviceUrlOf = (service: ServiceUrl): string => siteUrl(service, service.apex);
+
+/** An environment's public URL: `<scheme>://<handle>.<apex>[:port]`, no trailing slash. */
+export const environmentUrl = (service: ServiceUrl, handle: string): string =>
+  siteUrl(service, `${handle}.${service.apex}`);
+
+const siteUrl = ({ scheme, port }: ServiceUrl, host: string) => `${scheme}://${host}${port === null ? "" : `:${port}`}`;

@@ -1,5 +1,5 @@
 import type { Config, ServiceUrl } from "../config.ts";
-import { serviceUrlOf } from "../hosting/host.ts";
+import { serviceUrlOf } from "../config.ts";
 import type { Log } from "../observe/log.ts";
 import type { Store } from "../store/store.ts";
 import { Authenticator } from "./authenticator.ts";

@@ -1,5 +1,5 @@
 import type { ServiceUrl } from "../config.ts";
-import { environmentUrl, hostTarget, serviceUrlOf } from "../hosting/host.ts";
+import { environmentUrl, hostTarget, serviceUrlOf } from "../config.ts";
 import type { Log } from "../observe/log.ts";
 import type { Store } from "../store/store.ts";
 import type { Authority, ResourceEnvironment } from "./authority/authority.ts";

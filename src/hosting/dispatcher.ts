@@ -1,7 +1,8 @@
 import type { ServiceUrl } from "../config.ts";
+import { hostTarget } from "../config.ts";
 import { errorResponse } from "../http/errors.ts";
 import { requestTarget } from "../http/request-target.ts";
-import { hostTarget, requestHost } from "./host.ts";
+import { requestHost } from "./host.ts";
 import type { ServedCandidate } from "./serve-filter.ts";
 
 /** An environment as the front door needs it: its id (the store's key), handle and organization's handle. */

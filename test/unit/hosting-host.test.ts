@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { ServiceUrl } from "../../src/config.ts";
-import { environmentUrl, hostName, hostTarget, requestHost, serviceUrlOf } from "../../src/hosting/host.ts";
+import { environmentUrl, hostTarget, serviceUrlOf } from "../../src/config.ts";
+import { hostName, requestHost } from "../../src/hosting/host.ts";
 import { serveFilter } from "../../src/hosting/serve-filter.ts";
 
 const local: ServiceUrl = { scheme: "http", apex: "actuate.localhost", port: 3000 };
