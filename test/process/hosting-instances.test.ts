@@ -88,6 +88,11 @@ function testedConfig(
   return config.replace(/^backend \S+$/gm, (line) => `${line}\n  http-response set-header x-served-by %s`);
 }
 
+test("docs/DEPLOY.md shows the configuration this file runs, as it is", () => {
+  const deploy = readFileSync(join(repoRoot, "docs", "DEPLOY.md"), "utf8");
+  expect(deploy).toContain(`\`\`\`haproxy\n${readFileSync(CONFIG, "utf8")}\`\`\`\n`);
+});
+
 describe.skipIf(!pg || !haproxyPath)("hosting mode: instances behind HAProxy as docs/DEPLOY.md configures it", () => {
   let database: TestDatabase;
   let store: Store;
