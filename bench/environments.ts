@@ -1,4 +1,4 @@
-// `bun bench/environments.ts` (issue #41 §5; in `bun run bench` too): one server process in hosting mode
+// `bun bench/environments.ts` (issue #41 §5; not in `bun run bench`: ~6 minutes of its own): one server process in hosting mode
 // (`bun src/cli/main.ts start` with SERVICE_URL) holding ENVIRONMENTS environments made through
 // store.control, each with the example release (releases/v1) active, of which BUSY are invoked, beside a
 // process in single mode with the same release, on each database (SQLite, PostgreSQL). It reports:
