@@ -17,12 +17,14 @@
 // server, as bench/run.ts), BENCH_ONLY (a regular expression over "sqlite" / "postgres").
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import postgres from "postgres";
 import { buildRelease, publishBuiltRelease } from "../src/release/publish.ts";
 import { openStore } from "../src/store/open.ts";
-import { processCpuMs } from "./cpu.ts";
+import { postgresCpuMs, postmasterOf, processCpuMs } from "./cpu.ts";
 import {
   BENCH_DIR,
   cleanup,
+  DEFAULT_PG,
   freePort,
   freshPgDatabase,
   LAUNCH_ENV,
@@ -187,6 +189,20 @@ async function load(server: Server, hosts: string[]): Promise<Load> {
   };
 }
 
+/**
+ * CPU the hosting process (and PostgreSQL, given its postmaster) spend over IDLE_MS with no request: what
+ * the composed environments' own loops cost, in % of one core.
+ */
+async function idleCpu(server: Server, postmaster: number | null): Promise<string> {
+  const before = { server: processCpuMs(server.proc.proc.pid) ?? 0, db: postmaster ? postgresCpuMs(postmaster) : null };
+  const started = performance.now();
+  await Bun.sleep(IDLE_MS);
+  const elapsed = performance.now() - started;
+  const server_ = (((processCpuMs(server.proc.proc.pid) ?? 0) - before.server) / elapsed) * 100;
+  const db = postmaster && before.db !== null ? (((postgresCpuMs(postmaster) ?? 0) - before.db) / elapsed) * 100 : null;
+  return `idle CPU: hosting process ${fmt(server_)} %${db === null ? "" : `, PostgreSQL ${fmt(db)} %`} of a core`;
+}
+
 const fmt = (n: number, digits = 1) => n.toFixed(digits);
 const show = (l: Load) => `${fmt(l.rps, 0)} rps, ${fmt(l.cpuUs, 0)} µs CPU a request, p99 ${fmt(l.p99Ms)} ms`;
 const verdict = (ok: boolean) => (ok ? "within budget" : "OVER BUDGET");
@@ -195,7 +211,14 @@ const verdict = (ok: boolean) => (ok ? "within budget" : "OVER BUDGET");
  * Alternating rounds (single, hosting over the busy environments, hosting into one environment) after a
  * warm-up of each; prints each round and the medians.
  */
-async function throughput(one: Server, many: Server, busy: string[], label: string): Promise<void> {
+async function throughput(
+  one: Server,
+  many: Server,
+  busy: string[],
+  label: string,
+  postmaster: number | null,
+): Promise<void> {
+  console.log(`    ${label}, ${await idleCpu(many, postmaster)}`);
   await load(one, [one.host("main")]);
   await load(many, busy.map(many.host));
   const rounds: { single: Load; hosting: Load; hostingOne: Load }[] = [];
@@ -252,6 +275,12 @@ async function measure(dialect: "sqlite" | "postgres"): Promise<void> {
       `(${fmt(hosted.publishMs / ENVIRONMENTS, 2)} ms each)`,
   );
 
+  let postmaster: number | null = null;
+  if (dialect === "postgres") {
+    const sql = postgres(process.env.BENCH_DATABASE_URL ?? DEFAULT_PG, { max: 1, onnotice: () => {} });
+    postmaster = await postmasterOf(sql);
+    await sql.end();
+  }
   const one = await serve(`single-${dialect}`, single.env, false);
   let many = await serve(`hosting-${dialect}`, hosted.env, true);
   const busy = hosted.handles.slice(0, BUSY);
@@ -306,10 +335,10 @@ async function measure(dialect: "sqlite" | "postgres"): Promise<void> {
     await many.proc.stop();
     many = await serve(`hosting-${dialect}-2`, hosted.env, true);
     await warmUp();
-    await throughput(one, many, busy, `${BUSY} composed`);
+    await throughput(one, many, busy, `${BUSY} composed`, postmaster);
     // … and again once the cold ones are composed too (idle, each with its own loops and listeners).
     for (const handle of cold) await invoke(many, handle);
-    await throughput(one, many, busy, `${BUSY + cold.length} composed`);
+    await throughput(one, many, busy, `${BUSY + cold.length} composed`, postmaster);
   } finally {
     await one.proc.stop();
     await many.proc.stop();
