@@ -12,6 +12,10 @@
  * - The blocks name the server once, `BASE=http://127.0.0.1:3000` in the first, and reach it as `$BASE`;
  *   the test serves on another port (a free one) and sets `BASE` to its address instead. That is the
  *   only change made to a block.
+ * - "Host several environments": its ```` ```sh test-hosting ```` blocks run after the others, in another
+ *   bash, against the same folder served again as the README says (`SERVICE_URL=http://actuate.localhost:3000
+ *   bun run dev`, the first server stopped). They name hosts under `actuate.localhost:3000`; the test serves on
+ *   a free port and writes it there instead: the only change made to those blocks.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
@@ -20,12 +24,16 @@ import { join, relative, resolve } from "node:path";
 import * as client from "../../src/client/index.ts";
 import * as sdk from "../../src/sdk/index.ts";
 import { repoRoot, type ServerProcess, serve } from "../support/cli.ts";
+import { freePort } from "../support/hosting.ts";
 
 /** The README's one line naming the server. */
 const BASE_LINE = /^BASE=http:\/\/127\.0\.0\.1:3000$/m;
 const MARK = "@@readme-block";
 /** Generous: the blocks take a few seconds; this only stops a hung command from hanging the suite. */
 const SCRIPT_DEADLINE_MS = 60_000;
+/** The README's hosting-mode start, and the service it names. */
+const HOSTING_START = /^SERVICE_URL=(http:\/\/actuate\.localhost:3000) bun run dev$/m;
+const SERVICE = "actuate.localhost:3000";
 
 interface Block {
   /** 1-based line of the opening fence in README.md. */
@@ -64,6 +72,7 @@ const relativeLinks = (markdown: string) =>
 
 const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
 const blocks = fencedBlocks(readme, "sh test");
+const hostingBlocks = fencedBlocks(readme, "sh test-hosting");
 
 /** A clone as a newcomer has it: the sources, without local data; dependencies linked. */
 function copyOfRepository(): string {
@@ -76,10 +85,20 @@ function copyOfRepository(): string {
 
 /** A newcomer's environment: the settings that change where the server keeps things or listens are unset. */
 const freshEnv = Object.fromEntries(
-  ["DATA_DIR", "DATABASE_URL", "SERVICE_KEYS", "HOST", "PORT", "PUBLIC_URL", "STORAGE", "WAIT_MS"].map((name) => [
-    name,
-    undefined,
-  ]),
+  [
+    "DATA_DIR",
+    "DATABASE_URL",
+    "SERVICE_KEYS",
+    "HOST",
+    "PORT",
+    "PUBLIC_URL",
+    "STORAGE",
+    "WAIT_MS",
+    "SERVICE_URL",
+    "SERVE_ENVIRONMENTS",
+    "TRUST_PROXY",
+    "HANDLE",
+  ].map((name) => [name, undefined]),
 );
 
 interface ScriptRun {
@@ -91,15 +110,13 @@ interface ScriptRun {
   ended: number | string | null;
 }
 
-async function runBlocks(dir: string, url: string): Promise<ScriptRun> {
+/** Runs `blocks` in one bash in `dir`, each block's code as `rewrite` gives it. */
+async function runBlocks(dir: string, blocks: Block[], rewrite: (code: string) => string): Promise<ScriptRun> {
   const script = [
     "set -euo pipefail",
     "exec 2>&1",
     `trap 'printf "\\n[failed: %s]\\n" "$BASH_COMMAND"' ERR`,
-    ...blocks.flatMap((block, index) => [
-      `printf '\\n${MARK} ${index}\\n'`,
-      block.code.replace(BASE_LINE, `BASE=${url}`),
-    ]),
+    ...blocks.flatMap((block, index) => [`printf '\\n${MARK} ${index}\\n'`, rewrite(block.code)]),
     `printf '\\n${MARK} end\\n'`,
   ].join("\n");
   const proc = Bun.spawn(["bash", "-c", script], { cwd: dir, env: { ...process.env, ...freshEnv }, stdout: "pipe" });
@@ -115,21 +132,66 @@ async function runBlocks(dir: string, url: string): Promise<ScriptRun> {
   return { outputs, finished, ended: proc.exitCode ?? proc.signalCode };
 }
 
+/** `bun run dev` in `dir` with `env`, answering /healthz. */
+async function dev(dir: string, env: Record<string, string | undefined>): Promise<ServerProcess> {
+  const server = await serve(["dev"], { ...freshEnv, ...env }, { command: ["bun", "run"], cwd: dir });
+  const health = await fetch(`${server.url}/healthz`).catch((error: Error) => error);
+  if (!(health instanceof Response) || health.status !== 200) {
+    const answer = health instanceof Response ? health.status : health.message;
+    throw new Error(`bun run dev does not answer /healthz (${answer}); its output:\n${server.output()}`);
+  }
+  return server;
+}
+
+/**
+ * A test per block: it ran to its end and its output holds what its `# →` lines say (as `rewrite` gives
+ * them, like the code), in order.
+ */
+function blockTests(blocks: Block[], ran: () => ScriptRun, rewrite: (text: string) => string = (text) => text) {
+  for (const [index, block] of blocks.entries()) {
+    test(`block at README.md:${block.line} (${block.heading}) runs as pasted and answers what it says`, () => {
+      const run = ran();
+      const output = run.outputs[index];
+      if (output === undefined) throw new Error("not run: an earlier block failed");
+      if (index >= run.finished) {
+        throw new Error(`README.md:${block.line} failed (bash ended: ${run.ended}); its output:\n${output}`);
+      }
+      let from = 0;
+      for (const text of block.expected) {
+        const at = output.indexOf(rewrite(text), from);
+        if (at === -1) throw new Error(`README.md:${block.line} should answer ${text}; its output:\n${output}`);
+        from = at + rewrite(text).length;
+      }
+    });
+  }
+}
+
 describe("README", () => {
   let dir: string;
-  let server: ServerProcess;
+  let server: ServerProcess | undefined;
   let run: ScriptRun;
+  let hostingRun: ScriptRun;
+  let hostingPort: number;
+  /** Where the first server (single mode) served. */
+  let singleUrl: string;
 
   beforeAll(async () => {
     dir = copyOfRepository();
-    server = await serve(["dev"], { ...freshEnv, PORT: "0" }, { command: ["bun", "run"], cwd: dir });
-    const health = await fetch(`${server.url}/healthz`).catch((error: Error) => error);
-    if (!(health instanceof Response) || health.status !== 200) {
-      const answer = health instanceof Response ? health.status : health.message;
-      throw new Error(`bun run dev does not answer /healthz (${answer}); its output:\n${server.output()}`);
-    }
-    run = await runBlocks(dir, server.url);
-  }, 90_000);
+    server = await dev(dir, { PORT: "0" });
+    singleUrl = server.url;
+    run = await runBlocks(dir, blocks, (code) => code.replace(BASE_LINE, `BASE=${singleUrl}`));
+    // "Host several environments": the same folder served again in hosting mode, as the README says.
+    await server.kill();
+    hostingPort = freePort();
+    const serviceUrl = HOSTING_START.exec(readme)?.[1] as string;
+    server = await dev(dir, {
+      PORT: String(hostingPort),
+      SERVICE_URL: serviceUrl.replace(SERVICE, `actuate.localhost:${hostingPort}`),
+    });
+    hostingRun = await runBlocks(dir, hostingBlocks, (code) =>
+      code.replaceAll(SERVICE, `actuate.localhost:${hostingPort}`),
+    );
+  }, 150_000);
 
   afterAll(async () => {
     await server?.kill();
@@ -149,7 +211,7 @@ describe("README", () => {
     );
     expect(named).toEqual([]);
     expect(rest.filter((block) => BASE_LINE.test(block.code)).map((block) => block.line)).toEqual([]);
-    expect(new URL(server.url).port).not.toBe("3000");
+    expect(new URL(singleUrl).port).not.toBe("3000");
   });
 
   test("each TypeScript snippet imports what it uses of actuate and actuate/client", () => {
@@ -179,19 +241,21 @@ describe("README", () => {
     }
   });
 
-  for (const [index, block] of blocks.entries()) {
-    test(`block at README.md:${block.line} (${block.heading}) runs as pasted and answers what it says`, () => {
-      const output = run.outputs[index];
-      if (output === undefined) throw new Error("not run: an earlier block failed");
-      if (index >= run.finished) {
-        throw new Error(`README.md:${block.line} failed (bash ended: ${run.ended}); its output:\n${output}`);
-      }
-      let from = 0;
-      for (const text of block.expected) {
-        const at = output.indexOf(text, from);
-        if (at === -1) throw new Error(`README.md:${block.line} should answer ${text}; its output:\n${output}`);
-        from = at + text.length;
-      }
-    });
-  }
+  blockTests(blocks, () => run);
+
+  test("hosting: starts as SERVICE_URL=http://actuate.localhost:3000 bun run dev, and its blocks reach only hosts under it", () => {
+    expect(readme).toMatch(HOSTING_START);
+    expect(hostingBlocks.length).toBeGreaterThan(1);
+    expect(hostingBlocks.filter((block) => block.expected.length === 0).map((block) => block.line)).toEqual([]);
+    const hosts = hostingBlocks.flatMap((block) => [...block.code.matchAll(/https?:\/\/([^/\s]+)/g)].map((m) => m[1]));
+    expect(hosts.length).toBeGreaterThan(0);
+    expect(hosts.filter((host) => !host?.endsWith(`.${SERVICE}`))).toEqual([]);
+    expect(hostingPort).not.toBe(3000);
+  });
+
+  blockTests(
+    hostingBlocks,
+    () => hostingRun,
+    (text) => text.replaceAll(SERVICE, `actuate.localhost:${hostingPort}`),
+  );
 });

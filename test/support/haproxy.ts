@@ -29,12 +29,8 @@ export interface LoadBalancer {
  * allow, and with the others stopped, the balancer answered its own 503 page. A request whose backend refused the connection or closed it without answering is sent again to
  * another: safe here because invokes are idempotent by requestId. Timeouts are above any WAIT_MS a test uses.
  */
-export async function startHaproxy(port: number, backends: string[]): Promise<LoadBalancer> {
-  if (!haproxyPath) throw new Error("haproxy is not installed");
-  const dir = mkdtempSync(join(tmpdir(), "actuate-haproxy-"));
-  const config = join(dir, "haproxy.cfg");
-  writeFileSync(
-    config,
+export function startHaproxy(port: number, backends: string[]): Promise<LoadBalancer> {
+  return runHaproxy(
     `global
   maxconn 2000
 
@@ -59,13 +55,28 @@ backend instances
   default-server inter 100 fall 1 rise 1
 ${backends.map((backend, i) => `  server i${i} ${backend} check`).join("\n")}
 `,
+    `http://127.0.0.1:${port}`,
   );
-  const proc = Bun.spawn([haproxyPath, "-f", config], { stdin: "ignore", stdout: "ignore", stderr: "pipe" });
+}
+
+/**
+ * HAProxy running `config` (the text of a configuration file), serving once `GET <url>/healthz` through it
+ * answers 200 (`init`: e.g. `{ tls: { ca } }` for a frontend with a test certificate).
+ */
+export async function runHaproxy(
+  config: string,
+  url: string,
+  init: BunFetchRequestInit = {},
+): Promise<LoadBalancer> {
+  if (!haproxyPath) throw new Error("haproxy is not installed");
+  const dir = mkdtempSync(join(tmpdir(), "actuate-haproxy-"));
+  const file = join(dir, "haproxy.cfg");
+  writeFileSync(file, config);
+  const proc = Bun.spawn([haproxyPath, "-f", file], { stdin: "ignore", stdout: "ignore", stderr: "pipe" });
   // Read all along: HAProxy writes a line each time a backend goes down or up, and a pipe nobody reads
   // would fill. The last lines tell why it stopped, should it stop before `stop`.
   const said = tail(proc.stderr);
   let stopping = false;
-  const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
     stopping = true;
     proc.kill("SIGTERM");
@@ -79,7 +90,7 @@ ${backends.map((backend, i) => `  server i${i} ${backend} check`).join("\n")}
       rmSync(dir, { recursive: true, force: true });
       throw new Error(`haproxy exited (${proc.exitCode}): ${await said()}`);
     }
-    const answered = await fetch(`${url}/healthz`).then(
+    const answered = await fetch(`${url}/healthz`, init).then(
       (r) => r.ok,
       () => false,
     );

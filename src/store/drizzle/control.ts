@@ -138,7 +138,8 @@ class DrizzleEnvironmentStore implements EnvironmentStore {
     if (!single) throw new Error("environment 1 does not exist (the database was not migrated)");
     if (single.handle !== null) return single;
     const taken = await this.byHandle(handle);
-    if (taken) throw new HandleTaken(handle, "environment");
+    // Environment 1 itself, named since the read above by another instance starting at the same time.
+    if (taken && taken.id !== 1) throw new HandleTaken(handle, "environment");
     const rows = await this.db
       .update(e)
       .set({ handle, organization: sql`coalesce(${e.organization}, ${organization ?? null})`, changed: nextChanged })
