@@ -37,7 +37,7 @@ const Env = Type.Object({
   SERVE_ENVIRONMENTS: Type.Optional(
     Type.String({
       description:
-        "hosting mode: the environments this instance serves, comma-separated handle globs (acme-*) or org:<organization handle>; unset: all",
+        "hosting mode: the environments this instance serves, comma-separated handle globs (acme-*) or org:<organization handle>, ! before one to exclude it (!org:acme); unset: all",
     }),
   ),
   HANDLE: Type.String({
@@ -464,8 +464,8 @@ export function serviceUrl(value: string): ServiceUrl {
   };
 }
 
-// `acme-*`, `*-staging`, `org:acme`: a handle's characters and `*` (any run of them).
-const SERVE_RULE = /^(org:)?[a-z0-9*-]+$/;
+// `acme-*`, `*-staging`, `org:acme`, `!org:acme`: a handle's characters and `*` (any run of them).
+const SERVE_RULE = /^!?(org:)?[a-z0-9*-]+$/;
 
 function serveRules(value: string | undefined): string[] | null {
   const rules = list(value);
@@ -473,7 +473,7 @@ function serveRules(value: string | undefined): string[] | null {
   const bad = rules.filter((rule) => !SERVE_RULE.test(rule));
   if (bad.length > 0) {
     const named = bad.map((rule) => JSON.stringify(rule)).join(", ");
-    refuse("SERVE_ENVIRONMENTS", `${named}: a rule is a handle glob (acme-*) or org:<handle glob>`);
+    refuse("SERVE_ENVIRONMENTS", `${named}: a rule is a handle glob (acme-*) or org:<handle glob>, either after ! to exclude`);
   }
   return rules;
 }

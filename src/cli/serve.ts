@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, watch, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { newSecret, SERVICE_KEY_PREFIX } from "../auth/tokens.ts";
-import type { Config } from "../config.ts";
+import { type Config, environmentUrl } from "../config.ts";
 import { loggable } from "../lib/database-errors.ts";
 import { bundlesDir, type RunningServer, serverLog, startServer } from "../main.ts";
 import { ReleaseError } from "../release/errors.ts";
@@ -66,7 +66,7 @@ export async function serveCommand(
       { level: "warn" },
     );
   }
-  if (devKey) printDevHelp(server, devKey, config.dataDir);
+  if (devKey) printDevHelp(server, devKey, config);
   if (options.watch) printSchedules(server.releases?.current() ?? null);
 
   if (options.watch && dir) {
@@ -161,8 +161,10 @@ function ensureDevServiceKey(dataDir: string): string {
   return key;
 }
 
-function printDevHelp(server: RunningServer, key: string, dataDir: string) {
+function printDevHelp(server: RunningServer, key: string, { dataDir, hosting, handle }: Config) {
   const release = server.releases?.current();
+  // Hosting mode: environment 1 is reached at its own host; the bound address names none (404).
+  const url = hosting ? environmentUrl(hosting.service, handle) : server.url;
   console.log(
     `\ndevelopment service key (kept in ${join(relative(process.cwd(), dataDir) || ".", "dev-service-key")}):\n  ${key}`,
   );
@@ -174,7 +176,7 @@ function printDevHelp(server: RunningServer, key: string, dataDir: string) {
   }
   // Quoted for the shell: the body goes between single quotes.
   const body = JSON.stringify({ requestId: crypto.randomUUID(), input: sample.input }).replaceAll("'", "'\\''");
-  console.log(`\ntry it:\n  curl -s ${server.url}/actions/${sample.action}/invoke \\
+  console.log(`\ntry it:\n  curl -s ${url}/actions/${sample.action}/invoke \\
     -H "Authorization: Bearer ${key}" -H "Content-Type: application/json" \\
     -d '${body}'\n`);
 }

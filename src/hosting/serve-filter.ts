@@ -8,10 +8,19 @@ export interface ServedCandidate {
 /**
  * SERVE_ENVIRONMENTS (config.ts has checked its rules' form): an environment is served when a handle glob
  * (`acme-*`: `*` is any run of a handle's characters) matches its handle, or an `org:<glob>` rule its
- * organization's handle. No rules (null): every environment.
+ * organization's handle, and no exclusion (the same rules after `!`: `!org:acme`) matches it. Rules that
+ * are all exclusions serve every other environment (the shared pool beside an organization's own
+ * instances). No rules (null): every environment.
  */
 export function serveFilter(rules: readonly string[] | null): (candidate: ServedCandidate) => boolean {
   if (rules === null) return () => true;
+  const included = rules.filter((rule) => !rule.startsWith("!"));
+  const matchesIncluded = included.length === 0 ? () => true : anyRule(included);
+  const matchesExcluded = anyRule(rules.filter((rule) => rule.startsWith("!")).map((rule) => rule.slice(1)));
+  return (candidate) => matchesIncluded(candidate) && !matchesExcluded(candidate);
+}
+
+function anyRule(rules: readonly string[]): (candidate: ServedCandidate) => boolean {
   const handles = rules.filter((rule) => !rule.startsWith("org:")).map(globPattern);
   const organizations = rules.filter((rule) => rule.startsWith("org:")).map((rule) => globPattern(rule.slice(4)));
   return ({ handle, organization }) =>

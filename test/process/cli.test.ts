@@ -8,6 +8,7 @@ import { ENV_NAMES } from "../../src/config.ts";
 import { openStore } from "../../src/store/open.ts";
 import { cli, repoRoot, serve } from "../support/cli.ts";
 import { dialects, executeStatements, type TestDatabase } from "../support/databases.ts";
+import { freePort } from "../support/hosting.ts";
 import { eventually, fixture, type TestResponse } from "../support/server.ts";
 
 // Every test here starts processes; on a loaded machine a cold `bun` start alone can take seconds.
@@ -282,6 +283,37 @@ describe("bun run dev", () => {
       await server.kill();
       rmSync(dataDir, { recursive: true, force: true });
       rmSync(source, { recursive: true, force: true });
+    }
+  }, 60_000);
+  test("in hosting mode, the printed curl names environment 1's own host (the bound address names none)", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "actuate-dev-"));
+    const port = freePort();
+    const server = await serve(["dev", "--release", join(repoRoot, "releases", "v1")], {
+      DATA_DIR: dataDir,
+      DATABASE_URL: "",
+      SERVICE_KEYS: "",
+      PORT: String(port),
+      SERVICE_URL: `http://actuate.localhost:${port}`,
+      HANDLE: "local",
+    });
+    try {
+      await eventually(() => server.output().includes("watching"));
+      const curl =
+        /curl -s (\S+) \\\n\s+-H "Authorization: Bearer (\S+)" -H "Content-Type: application\/json" \\\n\s+-d '(.+)'/.exec(
+          server.output(),
+        );
+      const [, url = "", bearer = "", body = ""] = curl ?? [];
+      expect(url).toStartWith(`http://local.actuate.localhost:${port}/actions/`);
+      const pasted: TestResponse = await fetch(url, {
+        method: "POST",
+        headers: { authorization: `Bearer ${bearer}` },
+        body,
+      });
+      expect(pasted.status).toBe(200);
+      expect((await pasted.json()).execution.status).toBe("succeeded");
+    } finally {
+      await server.kill();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   }, 60_000);
 });

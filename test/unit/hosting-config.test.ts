@@ -68,10 +68,11 @@ describe("TRUST_PROXY and SERVE_ENVIRONMENTS", () => {
     const hosting = (serve: string) =>
       load({ SERVICE_URL: "https://a.example.com", SERVE_ENVIRONMENTS: serve }).hosting;
     expect(hosting("acme-*, org:acme ,shop")?.serve).toEqual(["acme-*", "org:acme", "shop"]);
+    expect(hosting("!org:acme,!acme-*")?.serve).toEqual(["!org:acme", "!acme-*"]);
     expect(hosting(" , ")?.serve).toBeNull();
   });
 
-  test.each(["Acme-*", "acme.prod", "org:", "team:acme", "a b"])("the rule %p is refused", (rule) => {
+  test.each(["Acme-*", "acme.prod", "org:", "team:acme", "a b", "!", "!!acme", "org:!acme"])("the rule %p is refused", (rule) => {
     const message = refusal({ SERVICE_URL: "https://a.example.com", SERVE_ENVIRONMENTS: rule });
     expect(message).toContain("SERVE_ENVIRONMENTS");
   });

@@ -84,6 +84,17 @@ describe("SERVE_ENVIRONMENTS", () => {
     expect(serveFilter(["org:shop"])(shop)).toBe(false);
   });
 
+  test("! excludes: alone, every other environment; after other rules, taken out of what they serve", () => {
+    const pool = serveFilter(["!org:acme"]);
+    expect(pool(acme)).toBe(false);
+    expect(pool(shop)).toBe(true);
+    const acmeButLab = serveFilter(["org:acme", "!acme-lab"]);
+    expect(acmeButLab(acme)).toBe(true);
+    expect(acmeButLab({ handle: "acme-lab", organization: "acme" })).toBe(false);
+    expect(acmeButLab(shop)).toBe(false);
+    expect(serveFilter(["!acme-*"])(acme)).toBe(false);
+  });
+
   test("any rule of several serves", () => {
     const serves = serveFilter(["org:other", "shop"]);
     expect(serves(shop)).toBe(true);
