@@ -1,6 +1,6 @@
 import { USER_ID, UserError } from "../auth/users.ts";
 import type { Config } from "../config.ts";
-import { deleteEnvironment } from "../engine/control/delete-environment.ts";
+import { deleteEnvironment, refuseDeletingFirst } from "../engine/control/delete-environment.ts";
 import { iso } from "../lib/values.ts";
 import { openConfiguredStorage } from "../startup.ts";
 import type { EnvironmentContents, Scope } from "../store/control.ts";
@@ -71,6 +71,7 @@ function printContents(contents: EnvironmentContents) {
 export const envDelete = (config: Config, handle: string, options: { yes: boolean }) =>
   withStore(config, async (store) => {
     const env = await environmentNamed(store, handle);
+    refuseDeletingFirst(env.id, handle);
     if (!options.yes) {
       const contents = await store.control.environments.describeDelete(env.id);
       if (!contents) throw new UserError(`environment ${handle} was deleted meanwhile`);

@@ -193,6 +193,13 @@ for (const dialect of dialects) {
       });
       expect((await run("env", "list")).stdout).not.toContain("acme-dev");
       expect((await run("env", "delete", "acme-dev", "--yes")).stderr).toContain('no environment "acme-dev"');
+
+      // Environment 1 (single mode's database, named HANDLE by hosting mode) is never deleted: no instance would start.
+      await inStore((store) => store.control.environments.nameSingle("main"));
+      const first = await run("env", "delete", "main", "--yes");
+      expect(first.code).not.toBe(0);
+      expect(first.stderr).toContain("it is not deleted");
+      expect(await inStore((store) => store.control.environments.byId(1))).not.toBeNull();
     });
   });
 }

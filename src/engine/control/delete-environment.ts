@@ -1,5 +1,6 @@
 import { storageFor } from "../../files/environment-storage.ts";
 import type { Storage } from "../../files/storage.ts";
+import { PublicError } from "../../lib/errors.ts";
 import type { EnvironmentContents } from "../../store/control.ts";
 import type { Store } from "../../store/store.ts";
 
@@ -13,4 +14,16 @@ export function deleteEnvironment(store: Store, storage: Storage, id: number): P
   return store.control.environments.delete(id, async (paths) => {
     for (const path of paths) await bytes.delete(path);
   });
+}
+
+/** Environment 1: single mode's database, named HANDLE by every start in hosting mode (nameSingle). */
+export const FIRST_ENVIRONMENT = 1;
+
+/** Environment 1 is never deleted: without its row no instance in hosting mode starts. */
+export function refuseDeletingFirst(id: number, handle: string): void {
+  if (id !== FIRST_ENVIRONMENT) return;
+  throw new PublicError(
+    "access_denied",
+    `environment ${handle} is the service's first (single mode's database, named by HANDLE at start): it is not deleted`,
+  );
 }

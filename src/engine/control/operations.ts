@@ -7,7 +7,7 @@ import { type EnvironmentContents, HandleTaken, type Scope, type ScopedKeyListRo
 import type { EnvironmentRow, GrantRow, OrganizationRow } from "../../store/rows.ts";
 import type { Store } from "../../store/store.ts";
 import { type ControlCaller, controlCallerOf } from "./caller.ts";
-import { deleteEnvironment } from "./delete-environment.ts";
+import { deleteEnvironment, refuseDeletingFirst } from "./delete-environment.ts";
 import { type ControlPage, pageAfter } from "./paging.ts";
 
 export { ENVIRONMENT_TABLES } from "../../store/control.ts";
@@ -53,9 +53,6 @@ export interface GrantView {
   environment: string | null;
   createdAt: string;
 }
-
-/** Environment 1: single mode's, named HANDLE when hosting mode starts. */
-const SINGLE_ENVIRONMENT = 1;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
@@ -214,13 +211,7 @@ export class ControlOperations {
     confirm: boolean,
   ): Promise<{ handle: string; deleted: true; removed: EnvironmentContents }> {
     const env = await this.environmentManaged(caller, handle, "delete its environment");
-    // Its row is what a start in hosting mode names HANDLE (nameSingle): without it no instance starts.
-    if (env.id === SINGLE_ENVIRONMENT) {
-      throw new PublicError(
-        "access_denied",
-        `environment ${handle} is the service's first (single mode's database, named by HANDLE at start): it is not deleted`,
-      );
-    }
+    refuseDeletingFirst(env.id, handle);
     if (!confirm) {
       const wouldRemove = await this.control.environments.describeDelete(env.id);
       if (!wouldRemove) throw noEnvironment(handle);
