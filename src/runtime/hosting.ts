@@ -103,7 +103,7 @@ export async function startHosting(
   if (first) dispatcher.adopt(single.handle, first.app.fetch);
   registerServerGauges(telemetry, {
     live: () => sumOf(hosted.all().map((runtime) => runtime.hub.counts())),
-    activeRuns: () => store.runs.countActive(),
+    activeRuns: () => store.runs.countActiveAcross(),
     pool: () => store.pool(),
     // One gauge for one release: the service's environments have one each.
     releaseVersion: () => undefined,

@@ -95,6 +95,8 @@ export interface RunStore {
   list(filter: RunFilter): Promise<RunListRow[]>;
   /** How many runs of this environment are queued, running and sleeping now. */
   countActive(): Promise<Record<ActiveRunStatus, number>>;
+  /** The same, over every environment (hosting mode's `actuate_workflow_runs_active` gauge is the process's). */
+  countActiveAcross(): Promise<Record<ActiveRunStatus, number>>;
   steps(runId: string): Promise<StepRow[]>;
   /** One run with its values bounded as `list` bounds them, or null. */
   getBounded(id: string, maxValueBytes: number): Promise<RunListRow | null>;

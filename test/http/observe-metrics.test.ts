@@ -222,6 +222,7 @@ for (const dialect of dialects) {
         environments: [
           { handle: "a", organization: "acme", release: fixture("environments") },
           { handle: "b", organization: "beta", release: fixture("environments") },
+          { handle: "flows", organization: "beta", release: fixture("workflows") },
         ],
       });
     });
@@ -265,5 +266,18 @@ for (const dialect of dialects) {
       }
       expect(text).not.toMatch(/actuate_execution_duration_seconds[^\n]*environment=/);
     });
+
+    test("actuate_workflow_runs counts the runs not ended of every environment, not environment 1's alone", async () => {
+      const sleeping = { status: "sleeping" };
+      const before = sampleOf((await scrapeApex()).families, "actuate_workflow_runs", sleeping);
+      const admitted = await (await h.invoke("flows", "wf.nap", { ms: 60_000 })).json();
+      await eventually(
+        async () => sampleOf((await scrapeApex()).families, "actuate_workflow_runs", sleeping) === before + 1,
+      );
+      expect((await h.fetch("flows", `/runs/${admitted.runId}/cancel`, { method: "POST" })).status).toBe(200);
+      await eventually(
+        async () => sampleOf((await scrapeApex()).families, "actuate_workflow_runs", sleeping) === before,
+      );
+    }, 15_000);
   });
 }

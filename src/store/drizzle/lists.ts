@@ -91,7 +91,7 @@ export async function listExecutions(
  * with its writes (sqlite/runs.ts, pg/runs.ts).
  */
 export abstract class DrizzleRunReads
-  implements Pick<RunStore, "list" | "countActive" | "getBounded" | "boundedSteps">
+  implements Pick<RunStore, "list" | "countActive" | "countActiveAcross" | "getBounded" | "boundedSteps">
 {
   constructor(
     protected readonly lists: { db: SharedDatabase; tables: SharedTables },
@@ -110,12 +110,20 @@ export abstract class DrizzleRunReads
   }
 
   /** Runs that have not ended, by status: one read of the due index (a partial index on exactly these statuses). */
-  async countActive(): Promise<Record<ActiveRunStatus, number>> {
+  countActive(): Promise<Record<ActiveRunStatus, number>> {
+    return this.countActiveWhere(eq(this.lists.tables.workflowRuns.environment, this.environment));
+  }
+
+  countActiveAcross(): Promise<Record<ActiveRunStatus, number>> {
+    return this.countActiveWhere(undefined);
+  }
+
+  private async countActiveWhere(environment: SQL | undefined): Promise<Record<ActiveRunStatus, number>> {
     const r = this.lists.tables.workflowRuns;
     const rows = await this.lists.db
       .select({ status: r.status, count: sql<number>`count(*)`.mapWith(Number) })
       .from(r)
-      .where(and(eq(r.environment, this.environment), inArray(r.status, [...ACTIVE_RUN_STATUSES])))
+      .where(and(environment, inArray(r.status, [...ACTIVE_RUN_STATUSES])))
       .groupBy(r.status);
     const counts: Record<ActiveRunStatus, number> = { queued: 0, running: 0, sleeping: 0 };
     for (const { status, count } of rows) counts[status as ActiveRunStatus] = count;
