@@ -113,6 +113,31 @@ function hostedAuth(
   };
 }
 
+/**
+ * The apex's authenticator (hosting mode): the service keys, and with the service's own authority its
+ * JWTs for the apex (audience SERVICE_URL, RFC 8707) whose sign-in stands: a person at the service's
+ * console. No grant is asked here (the control API lists what the person was granted); another
+ * environment's token has another audience and is refused.
+ */
+export function apexAuthenticator(config: Config, store: Store): Authenticator {
+  const service = config.hosting?.service;
+  if (!service || config.authIssuer) return new Authenticator(store, config.serviceKeys, config.tokenRecheckMs);
+  const issuer = serviceUrlOf(service);
+  const signIns = new SignIns({ store, resources: () => [issuer] });
+  const jwt = new JwtVerifier({
+    issuer: () => issuer,
+    audiences: () => [issuer],
+    userClaim: "sub",
+    refetchMs: config.jwt.refetchMs,
+    localKeys: async () => {
+      const { authorityKeys, publicKeySet } = await import("./authority/keys.ts");
+      return publicKeySet(await authorityKeys(store.oauth, Date.now()));
+    },
+    signInActive: (user, claims) => signIns.active(user, claims),
+  });
+  return new Authenticator(store, config.serviceKeys, config.tokenRecheckMs, jwt);
+}
+
 /** Whether a person may use the store's environment: its organization, read once, decides whether a grant is needed. */
 function grantedIn(store: Store): (user: string) => Promise<boolean> {
   let access: Promise<(user: string) => Promise<boolean>> | null = null;

@@ -14,7 +14,7 @@ export interface ServiceAuthority {
  * Hosting mode's authorization server (issue #41 §3): one for the service, issuer SERVICE_URL, serving
  * `/oauth/*` and its metadata on the apex host. People are the service's (`store.users`); a token is for
  * the one environment its resource indicator names (`<environment URL>` or `<environment URL>/mcp`),
- * given to a person that environment was granted to. Loaded (oidc-provider with it) on the first request.
+ * given to a person that environment was granted to, or for the apex (SERVICE_URL), given to any person. Loaded (oidc-provider with it) on the first request.
  */
 export function serviceAuthority({ store, service, log }: { store: Store; service: ServiceUrl; log: Log }) {
   let started: Promise<Authority> | null = null;
@@ -43,12 +43,17 @@ export function serviceAuthority({ store, service, log }: { store: Store; servic
   } satisfies ServiceAuthority;
 }
 
-/** The environment of the service a resource indicator names, exactly its URL or its `/mcp`; null for anything else. */
+/**
+ * The environment of the service a resource indicator names, exactly its URL or its `/mcp`; or the apex
+ * itself (exactly SERVICE_URL: the service's console, where a person lists what they may open, with no
+ * grant needed); null for anything else.
+ */
 export async function resourceEnvironment(
   store: Store,
   service: ServiceUrl,
   resource: string,
 ): Promise<ResourceEnvironment | null> {
+  if (resource === serviceUrlOf(service)) return { handle: new URL(resource).host, mayUse: async () => true };
   const handle = handleOfResource(service, resource);
   const row = handle === null ? null : await store.control.environments.byHandle(handle);
   if (!row) return null;

@@ -1,6 +1,6 @@
 import { websocket as elysiaWebSocket } from "elysia/ws";
 import { HARD_BODY_LIMIT } from "../app.ts";
-import { Authenticator } from "../auth/authenticator.ts";
+import { apexAuthenticator } from "../auth/server-auth.ts";
 import { serviceAuthority } from "../auth/service-authority.ts";
 import { environmentUrl, type HostingConfig, localUrl, serviceUrlOf } from "../config.ts";
 import { controlDirectory } from "../hosting/control-directory.ts";
@@ -80,7 +80,7 @@ export async function startHosting(
     : null;
   const authority = config.authIssuer ? null : serviceAuthority({ store, service, log });
   const apex = createApexApp({
-    auth: new Authenticator(store, config.serviceKeys, config.tokenRecheckMs),
+    auth: apexAuthenticator(config, store),
     serviceUrl: () => serviceUrlOf(service),
     readiness: { database: () => store.ping(), storage: () => storage.check() },
     telemetry,

@@ -75,6 +75,19 @@ const noEnvironment = (handle: string) =>
 const denied = (what: string) => new PublicError("access_denied", `this key may not ${what}`);
 
 /**
+ * A person's only question at the apex is which environments they may open: anything else is 403 for
+ * them, before any lookup, so the answer is the same for what exists and what does not.
+ */
+function refusePerson(caller: ControlCaller): void {
+  if (caller.kind === "person") {
+    throw new PublicError(
+      "access_denied",
+      "a person signed in at the service may list the environments they may open (GET /environments), nothing more: administering takes an operator's or an organization's key",
+    );
+  }
+}
+
+/**
  * The control API's operations (organizations, environments, keys, grants) as a caller may do them: the
  * HTTP routes (routes.ts) are a thin adapter over these. What a caller may not see is answered as unknown
  * (404); what it sees but may not change is 403 (docs/decisions/control-api.md).
@@ -89,6 +102,17 @@ export class ControlOperations {
   /** The caller an `Authorization` header names at the apex, or why there is none. */
   callerOf(auth: Authenticator, authorization: string | null) {
     return controlCallerOf({ auth, control: this.control }, authorization);
+  }
+
+  /** The environments a person may open: granted each, or their organization; environment 1 (no organization) to every person. */
+  private async environmentsOfPerson(user: string): Promise<EnvironmentRow[]> {
+    const [grants, envs] = await Promise.all([
+      this.control.grants.list({ userId: user }),
+      this.control.environments.list(),
+    ]);
+    const organizations = new Set(grants.filter((g) => g.environment === 0).map((g) => g.organization));
+    const environments = new Set(grants.map((g) => g.environment));
+    return envs.filter((e) => e.organization === null || organizations.has(e.organization) || environments.has(e.id));
   }
 
   private seesOrganization(caller: ControlCaller, id: number): boolean {
@@ -144,6 +168,7 @@ export class ControlOperations {
     caller: ControlCaller,
     page: ControlPage,
   ): Promise<{ items: OrganizationView[]; next: string | null }> {
+    refusePerson(caller);
     const orgs = (await this.control.organizations.list()).filter((o) => this.seesOrganization(caller, o.id));
     return pageAfter(
       orgs,
@@ -154,12 +179,14 @@ export class ControlOperations {
   }
 
   async createOrganization(caller: ControlCaller, handle: string): Promise<OrganizationView> {
+    refusePerson(caller);
     if (caller.kind !== "operator") throw denied("create organizations (an operator key, SERVICE_KEYS, may)");
     const org = await handled(this.control.organizations.create(handle, Date.now()));
     return { handle: org.handle, createdAt: iso(org.createdAt) };
   }
 
   async organization(caller: ControlCaller, handle: string): Promise<OrganizationView> {
+    refusePerson(caller);
     const org = await this.organizationSeen(caller, handle);
     return { handle: org.handle, createdAt: iso(org.createdAt) };
   }
@@ -171,6 +198,7 @@ export class ControlOperations {
     page: ControlPage,
     organization?: string,
   ): Promise<{ items: EnvironmentView[]; next: string | null }> {
+    if (caller.kind === "person") return this.listEnvironmentsOfPerson(caller.user, page, organization);
     const orgId = organization === undefined ? undefined : (await this.organizationSeen(caller, organization)).id;
     const envs =
       caller.kind === "environment"
@@ -188,7 +216,28 @@ export class ControlOperations {
     );
   }
 
+  /** A person's list: what they may open, `organization` keeping those of the organization so named (none when unknown). */
+  private async listEnvironmentsOfPerson(
+    user: string,
+    page: ControlPage,
+    organization?: string,
+  ): Promise<{ items: EnvironmentView[]; next: string | null }> {
+    const orgs = await this.organizationHandles();
+    const open = (await this.environmentsOfPerson(user)).filter(
+      (e) =>
+        e.handle !== null &&
+        (organization === undefined || (e.organization !== null && orgs.get(e.organization) === organization)),
+    );
+    return pageAfter(
+      open,
+      (e) => e.handle as string,
+      page,
+      (e) => this.environmentView(e, orgs),
+    );
+  }
+
   async createEnvironment(caller: ControlCaller, handle: string, organization: string): Promise<EnvironmentView> {
+    refusePerson(caller);
     if (caller.kind === "environment") throw denied("create environments (an organization key may, in its own)");
     const org = await this.organizationSeen(caller, organization);
     const env = await handled(this.control.environments.create(handle, org.id, Date.now()));
@@ -196,6 +245,7 @@ export class ControlOperations {
   }
 
   async environment(caller: ControlCaller, handle: string): Promise<EnvironmentView> {
+    refusePerson(caller);
     const env = await this.environmentSeen(caller, handle);
     return this.environmentView(env, await this.organizationHandles());
   }
@@ -210,6 +260,7 @@ export class ControlOperations {
     handle: string,
     confirm: boolean,
   ): Promise<{ handle: string; deleted: true; removed: EnvironmentContents }> {
+    refusePerson(caller);
     const env = await this.environmentManaged(caller, handle, "delete its environment");
     refuseDeletingFirst(env.id, handle);
     if (!confirm) {
@@ -234,6 +285,7 @@ export class ControlOperations {
     caller: ControlCaller,
     on: { organization: string } | { environment: string },
   ): Promise<{ scope: Scope; organization: string | null; environment: string | null }> {
+    refusePerson(caller);
     if ("organization" in on) {
       const org = await this.organizationSeen(caller, on.organization);
       return { scope: { organization: org.id }, organization: org.handle, environment: null };
@@ -303,6 +355,7 @@ export class ControlOperations {
     caller: ControlCaller,
     on: { organization: string } | { environment: string },
   ): Promise<{ scope: Scope; organization: string; environment: string | null }> {
+    refusePerson(caller);
     if ("organization" in on) {
       const org = await this.organizationSeen(caller, on.organization);
       return { scope: { organization: org.id }, organization: org.handle, environment: null };
