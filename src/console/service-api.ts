@@ -13,6 +13,34 @@ export interface ServiceOrganization {
   createdAt: string;
 }
 
+/** Who may use an organization's environments (all of them), or one environment. */
+export interface ServiceGrant {
+  user: string;
+  organization: string;
+  environment: string | null;
+  createdAt: string;
+}
+
+/** A stored key, never its secret (shown once, when made: `key`). */
+export interface ServiceKey {
+  id: string;
+  prefix: string;
+  organization: string | null;
+  environment: string | null;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+  key?: string;
+}
+
+/** What grants and keys belong to: an organization or one environment (`/orgs/{h}`, `/environments/{h}`). */
+export type ServiceScope = { organization: string } | { environment: string };
+
+const scopePath = (scope: ServiceScope) =>
+  "organization" in scope
+    ? `/orgs/${encodeURIComponent(scope.organization)}`
+    : `/environments/${encodeURIComponent(scope.environment)}`;
+
 /** A refusal of the control API, with its message (`{ ok:false, error, message }`). */
 export class ServiceError extends Error {
   constructor(
@@ -33,7 +61,7 @@ export async function onServiceApex(): Promise<boolean> {
   return answer.status === 401;
 }
 
-/** A client of the control API as the key signed in. */
+/** A client of the control API as the key (or the person) signed in. */
 export function serviceClient(token: string, onRefused?: () => void) {
   const call = async <T>(path: string, init: RequestInit = {}): Promise<T> => {
     const headers = new Headers(init.headers);
@@ -66,6 +94,16 @@ export function serviceClient(token: string, onRefused?: () => void) {
     organizations: () => all<ServiceOrganization>("/orgs"),
     createEnvironment: (handle: string, organization: string) =>
       call<ServiceEnvironment>("/environments", { method: "POST", body: JSON.stringify({ handle, organization }) }),
+    grants: (scope: ServiceScope) => all<ServiceGrant>(`${scopePath(scope)}/grants`),
+    grant: (scope: ServiceScope, user: string) =>
+      call<ServiceGrant>(`${scopePath(scope)}/grants`, { method: "POST", body: JSON.stringify({ user }) }),
+    revokeGrant: (scope: ServiceScope, user: string) =>
+      call<unknown>(`${scopePath(scope)}/grants/${encodeURIComponent(user)}`, { method: "DELETE" }),
+    keys: (scope: ServiceScope) => all<ServiceKey>(`${scopePath(scope)}/keys`),
+    createKey: (scope: ServiceScope) =>
+      call<ServiceKey & { key: string }>(`${scopePath(scope)}/keys`, { method: "POST" }),
+    revokeKey: (scope: ServiceScope, id: string) =>
+      call<ServiceKey>(`${scopePath(scope)}/keys/${encodeURIComponent(id)}`, { method: "DELETE" }),
   };
 }
 

@@ -2,33 +2,53 @@
 
 import { useCallback, useEffect, useMemo, useState } from "preact/hooks";
 import { Alert, type Outcome, OutcomeLine } from "./alert.tsx";
+import {
+  type AuthorityMetadata,
+  abandonedSignIn,
+  beginSignIn,
+  builtInAuthority,
+  finishSignIn,
+  redirectBack,
+} from "./built-in-sign-in.ts";
+import { ServiceAccess } from "./service-access.tsx";
 import { type ServiceClient, type ServiceEnvironment, serviceClient } from "./service-api.ts";
-import { forgetCredential, storeCredential, storedCredential } from "./session.ts";
+import { type Credential, forgetCredential, storeCredential, storedCredential } from "./session.ts";
 
 const REFUSED = "The service no longer accepts this key (it was revoked). Sign in again.";
+const ENDED = "Your sign-in ended. Sign in again.";
+
+/** A token from the service's sign-in has an end; a pasted key has none. */
+const isPerson = (credential: Credential) => credential.expiresAt !== null;
 
 /**
- * The console on the service's apex (hosting mode): sign in with an operator or organization key (or an
- * environment's), list the environments it may open, each a link to its own console, and make one.
- * People sign in on an environment's console: their tokens are each one environment's.
+ * The console on the service's apex (hosting mode). A person signs in through the service's authority
+ * (resource: the apex) and sees the environments they may open, each a link to its own console, whose
+ * sign-in the same authority then answers without the password. An operator or organization key (or an
+ * environment's) lists the environments it may open, makes one, and administers its people and keys.
  */
 export function ServiceConsole() {
-  const [token, setToken] = useState(() => storedCredential()?.token ?? null);
+  const [credential, setCredential] = useState(() => {
+    const stored = storedCredential();
+    return stored && (stored.expiresAt === null || stored.expiresAt > Date.now()) ? stored : null;
+  });
   const [notice, setNotice] = useState<string | null>(null);
   const signOut = useCallback((why: string | null) => {
     forgetCredential();
     setNotice(why);
-    setToken(null);
+    setCredential(null);
   }, []);
-  const client = useMemo(() => (token ? serviceClient(token, () => signOut(REFUSED)) : null), [token, signOut]);
-  if (!client) {
+  const client = useMemo(
+    () => (credential ? serviceClient(credential.token, () => signOut(isPerson(credential) ? ENDED : REFUSED)) : null),
+    [credential, signOut],
+  );
+  if (!client || !credential) {
     return (
       <ServiceSignIn
         notice={notice}
-        onSignedIn={(key) => {
-          storeCredential({ token: key, expiresAt: null });
+        onSignedIn={(signedIn) => {
+          storeCredential(signedIn);
           setNotice(null);
-          setToken(key);
+          setCredential(signedIn);
         }}
       />
     );
@@ -46,26 +66,57 @@ export function ServiceConsole() {
           Sign out
         </button>
       </header>
-      <EnvironmentsPage client={client} />
+      <EnvironmentsPage client={client} person={isPerson(credential)} />
     </>
   );
 }
 
-function ServiceSignIn(props: { onSignedIn: (key: string) => void; notice: string | null }) {
+function ServiceSignIn(props: { onSignedIn: (credential: Credential) => void; notice: string | null }) {
+  const [redirect] = useState(redirectBack);
   const [key, setKey] = useState("");
   const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const [busy, setBusy] = useState(redirect !== null);
+  const [authority, setAuthority] = useState<AuthorityMetadata | null>(null);
+  // Checked before it is kept: the list the credential may see.
+  const accept = async (candidate: Credential) => {
+    await serviceClient(candidate.token).environments();
+    props.onSignedIn(candidate);
+  };
+
+  // biome-ignore lint/correctness/useExhaustiveDependencies: on mount only: a redirect back is exchanged once
+  useEffect(() => {
+    // The apex's own authority (none with AUTH_ISSUER); the token asked for is the apex's (its issuer).
+    builtInAuthority().then(setAuthority);
+    if (!redirect) {
+      if (abandonedSignIn()) setError("The last sign-in did not come back here. Try again.");
+      return;
+    }
+    finishSignIn(redirect)
+      .then(({ accessToken, expiresAt }) => accept({ token: accessToken, expiresAt }))
+      .catch((e: Error) => setError(e.message))
+      .finally(() => setBusy(false));
+  }, []);
+
   const submit = async (event: Event) => {
     event.preventDefault();
     setBusy(true);
     setError(null);
     try {
-      // Checked before it is kept: the list a key may see.
-      await serviceClient(key.trim()).environments();
-      props.onSignedIn(key.trim());
+      await accept({ token: key.trim(), expiresAt: null });
     } catch (e) {
       setError((e as Error).message);
     } finally {
+      setBusy(false);
+    }
+  };
+  const withAccount = async () => {
+    if (!authority) return;
+    setBusy(true);
+    setError(null);
+    try {
+      await beginSignIn(authority);
+    } catch (e) {
+      setError((e as Error).message);
       setBusy(false);
     }
   };
@@ -78,7 +129,21 @@ function ServiceSignIn(props: { onSignedIn: (key: string) => void; notice: strin
         </p>
       )}
       <Alert message={error} />
+      {authority && (
+        <section aria-labelledby="account-heading">
+          <h2 id="account-heading">With your account</h2>
+          <p>
+            <button type="button" onClick={withAccount} disabled={busy}>
+              Continue to the service's sign-in page
+            </button>
+          </p>
+          <p class="hint">
+            Your user and password on the service's sign-in page; you come back here to the environments you may open.
+          </p>
+        </section>
+      )}
       <form onSubmit={submit} aria-label="Sign in with a key">
+        {authority && <h2>Or with a key</h2>}
         <label for="credential">Token or service key</label>
         <input
           id="credential"
@@ -91,8 +156,7 @@ function ServiceSignIn(props: { onSignedIn: (key: string) => void; notice: strin
         <p class="hint">
           An operator key (<code>SERVICE_KEYS</code>) or an organization's key (
           <code>key create --org &lt;org&gt;</code>
-          ). To use an environment with your account, open its own console. It is kept in this tab only
-          (sessionStorage).
+          ). It is kept in this tab only (sessionStorage).
         </p>
         <button type="submit" disabled={busy}>
           Sign in
@@ -102,7 +166,7 @@ function ServiceSignIn(props: { onSignedIn: (key: string) => void; notice: strin
   );
 }
 
-function EnvironmentsPage(props: { client: ServiceClient }) {
+function EnvironmentsPage(props: { client: ServiceClient; person: boolean }) {
   const [environments, setEnvironments] = useState<ServiceEnvironment[] | null>(null);
   const [organizations, setOrganizations] = useState<string[]>([]);
   const [error, setError] = useState<string | null>(null);
@@ -111,7 +175,8 @@ function EnvironmentsPage(props: { client: ServiceClient }) {
   // biome-ignore lint/correctness/useExhaustiveDependencies: reloaded after a creation (revision)
   useEffect(() => {
     let live = true;
-    Promise.all([props.client.environments(), props.client.organizations()])
+    // A person administers nothing here: only keys read organizations.
+    Promise.all([props.client.environments(), props.person ? [] : props.client.organizations()])
       .then(([envs, orgs]) => {
         if (!live) return;
         setEnvironments(envs);
@@ -131,7 +196,13 @@ function EnvironmentsPage(props: { client: ServiceClient }) {
     <main>
       <h1>Environments</h1>
       <Alert message={error} />
-      {environments && environments.length === 0 && <p>No environment this key may open yet.</p>}
+      {environments && environments.length === 0 && (
+        <p>
+          {props.person
+            ? "No environment was granted to you yet: an administrator of its organization can grant it."
+            : "No environment this key may open yet."}
+        </p>
+      )}
       {environments && environments.length > 0 && (
         <table aria-label="Environments">
           <thead>
@@ -165,6 +236,9 @@ function EnvironmentsPage(props: { client: ServiceClient }) {
           onCreated={created}
           onFailed={setOutcome}
         />
+      )}
+      {environments && organizations.length > 0 && (
+        <ServiceAccess client={props.client} organizations={organizations} environments={environments} />
       )}
     </main>
   );
