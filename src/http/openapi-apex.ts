@@ -45,7 +45,9 @@ const contents = object(Object.fromEntries(ENVIRONMENT_TABLES.map((table) => [ta
 
 const ERRORS = {
   "400": error("invalid_request: a malformed body or query (issues name where)"),
-  "401": error("unauthorized: no operator, organization or environment key (user tokens are an environment's)"),
+  "401": error(
+    "unauthorized: no operator, organization or environment key, nor a person's token for the apex (user tokens are an environment's)",
+  ),
   "503": error("database_unavailable: try again after Retry-After"),
 };
 const notFound = (what: string) => ({ "404": error(`${what}: unknown, or not the caller's to see`) });
@@ -235,7 +237,8 @@ export function apexOpenApiDocument(serviceUrl: string) {
         bearer: {
           type: "http",
           scheme: "bearer",
-          description: "an operator key (SERVICE_KEYS), an organization key (act_o_…) or an environment key (act_e_…)",
+          description:
+            "an operator key (SERVICE_KEYS), an organization key (act_o_…), an environment key (act_e_…), or a person's access token for the apex (resource SERVICE_URL): GET /environments only",
         },
       },
       schemas: {
