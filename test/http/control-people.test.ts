@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { GRANT_CLAIM } from "../../src/auth/sign-ins.ts";
 import { addUser } from "../../src/auth/users.ts";
 import { dialects } from "../support/databases.ts";
 import { type HostingServer, startHostingServer } from "../support/hosting.ts";
@@ -200,6 +201,14 @@ for (const dialect of dialects) {
       // The person's sign-in at the apex stands: the same token lists again what is granted again.
       await h.store.control.grants.grant(dana, { environment: prod }, Date.now());
       expect((await listOf(token)).map((e) => e.handle)).toEqual(["acme-prod", "main"]);
+    });
+
+    test("the apex token ends with the person's sign-in: revoked, it is 401 within the recheck bound", async () => {
+      await addUser(h.store, "erin", PASSWORD);
+      const token = await apexToken(h, "erin");
+      expect((await listOf(token)).map((e) => e.handle)).toEqual(["main"]);
+      await h.store.oauth.revokeGrant(claimsOf(token)[GRANT_CLAIM] as string);
+      await eventually(async () => (await h.fetch(null, "/environments", { token })).status === 401, RECHECK_MS + 500);
     });
   });
 }
