@@ -53,7 +53,9 @@ export async function resourceEnvironment(
   service: ServiceUrl,
   resource: string,
 ): Promise<ResourceEnvironment | null> {
-  if (resource === serviceUrlOf(service)) return { handle: new URL(resource).host, mayUse: async () => true };
+  if (resource === serviceUrlOf(service)) {
+    return { handle: new URL(resource).host, service: true, mayUse: async () => true };
+  }
   const handle = handleOfResource(service, resource);
   const row = handle === null ? null : await store.control.environments.byHandle(handle);
   if (!row) return null;

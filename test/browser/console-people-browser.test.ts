@@ -54,6 +54,9 @@ describe("people at the service's console (hosting mode) in Chromium", () => {
     await page.getByLabel("User").fill("alice");
     await page.getByLabel("Password").fill(PASSWORD);
     await page.getByRole("button", { name: "Sign in" }).click();
+    // The apex's token only lists environments, and its consent says so.
+    await page.getByText("will see which environments of").waitFor();
+    expect(await page.getByText("run actions and read data").count()).toBe(0);
     await page.getByRole("button", { name: "Allow" }).click();
 
     const table = page.getByRole("table", { name: "Environments" });

@@ -40,6 +40,8 @@ export interface AuthorityOptions {
 /** An environment a token may be for, as the authority shows it and checks who may use it. */
 export interface ResourceEnvironment {
   handle: string;
+  /** The service itself (the apex): a token for it lists the environments the person may open, nothing more. */
+  service?: boolean;
   /** Whether the person may use it (hosting mode: granted by an administrator of its organization). */
   mayUse(user: string): Promise<boolean>;
 }
@@ -293,6 +295,7 @@ class Interactions {
           environment: resources ?? environment,
           client: clientName,
           user,
+          listsOnly: asked.length > 0 && asked.every((e) => e.service === true),
         }),
       );
     }

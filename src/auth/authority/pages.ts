@@ -62,12 +62,17 @@ export function consentPage(options: {
   environment: string;
   client: string;
   user: string;
+  /** The service itself was asked for (the apex console): its token only lists the person's environments. */
+  listsOnly?: boolean;
 }): string {
+  const what = options.listsOnly
+    ? `will see which environments of <strong>${html(options.environment)}</strong> you may open`
+    : `will run actions and read data of <strong>${html(options.environment)}</strong> as you`;
   return page(
     `Allow ${options.client}?`,
     `<h1>Allow ${html(options.client)}?</h1>
 <p>Signed in as <strong>${html(options.user)}</strong>.</p>
-<p><strong>${html(options.client)}</strong> will run actions and read data of <strong>${html(options.environment)}</strong> as you, until you revoke it.</p>
+<p><strong>${html(options.client)}</strong> ${what}, until you revoke it.</p>
 <form method="post" action="${html(options.confirm)}">
   <input type="hidden" name="csrf" value="${html(options.csrf)}">
   <button type="submit">Allow</button>
