@@ -40,6 +40,8 @@ export interface DispatcherOptions {
 /** Probes and scrapes reach the process whatever host they name (a load balancer asks by address). */
 const ANY_HOST_PATHS = ["/healthz", "/readyz", "/metrics"];
 const ANY_HOST = new Set(ANY_HOST_PATHS);
+/** Host headers remembered at most (each spelling of a host is one): past it the memory starts over. */
+const MAX_REMEMBERED_HOSTS = 16_384;
 
 /** Whether a request's URL names one of ANY_HOST, read without slicing it (every served request asks). */
 function isAnyHostPath(url: string): boolean {
@@ -66,17 +68,31 @@ export class Dispatcher {
   private readonly served = new Map<string, RequestHandler>();
   /** Runtimes being made (or environments found not served: null), so concurrent first requests make one. */
   private readonly opening = new Map<string, Promise<RequestHandler | null | undefined>>();
+  /**
+   * The handlers of served environments by the Host header as sent, when no X-Forwarded-Host is read: a
+   * request to a host seen before skips the host parse (its slices and lower-casing cost hosting mode's
+   * hot path ~2 µs a request). Emptied whenever `served` loses or replaces an entry.
+   */
+  private readonly byHost = new Map<string, RequestHandler>();
 
   constructor(private readonly options: DispatcherOptions) {}
 
   readonly fetch = (request: Request): Response | Promise<Response> => {
     const { service, trustProxy, apex } = this.options;
+    const sent = trustProxy && request.headers.has("x-forwarded-host") ? null : request.headers.get("host");
+    if (sent !== null) {
+      const known = this.byHost.get(sent);
+      // /metrics holds every environment's series: an environment's own credentials must not reach it
+      // through its app once that is composed (found by the isolation test: an environment key read them).
+      if (known && !isAnyHostPath(request.url)) return known(request);
+    }
     const target = hostTarget(requestHost(request, trustProxy), service);
     if (target.kind === "environment") {
       const handler = this.served.get(target.handle);
-      // /metrics holds every environment's series: an environment's own credentials must not reach it
-      // through its app once that is composed (found by the isolation test: an environment key read them).
-      if (handler && !isAnyHostPath(request.url)) return handler(request);
+      if (handler) {
+        if (sent !== null) this.remember(sent, handler);
+        if (!isAnyHostPath(request.url)) return handler(request);
+      }
     }
     if (target.kind === "apex" || ANY_HOST.has(requestTarget(request).path)) return apex(request);
     if (target.kind === "outside") return notFound("this host is not an environment of this service");
@@ -86,6 +102,7 @@ export class Dispatcher {
   /** Serves an environment ahead of its first request (hosting mode's environment 1, made at start-up). */
   adopt(handle: string, handler: RequestHandler): void {
     this.served.set(handle, handler);
+    this.byHost.clear();
   }
 
   /**
@@ -95,6 +112,12 @@ export class Dispatcher {
   forget(handle: string): void {
     this.served.delete(handle);
     this.opening.delete(handle);
+    this.byHost.clear();
+  }
+
+  private remember(host: string, handler: RequestHandler): void {
+    if (this.byHost.size >= MAX_REMEMBERED_HOSTS) this.byHost.clear();
+    this.byHost.set(host, handler);
   }
 
   private async first(handle: string, request: Request): Promise<Response> {

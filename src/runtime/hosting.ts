@@ -42,7 +42,9 @@ export async function startHosting(
   let dispatcher: Dispatcher | null = null;
   const hosted = new HostedEnvironments({
     compose: async ({ id, handle }: EnvironmentEntry) => {
-      const publicUrl = () => environmentUrl(service, handle);
+      // Made once: the invoke path reads it for every execution's URL.
+      const url = environmentUrl(service, handle);
+      const publicUrl = () => url;
       const runtime = await composeEnvironment(parts, { id, handle, publicUrl }, loops.driver);
       // Its routes reach the shared server through the app (a WebSocket's upgrade, a long wait's timeout).
       runtime.app.server = server;
