@@ -24,6 +24,12 @@ export interface EnvironmentDirectory {
 /** Answers the requests of one site (an environment's app, the service's own). */
 export type RequestHandler = (request: Request) => Response | Promise<Response>;
 
+/** A served environment as remembered by its Host header: its app, and its routes as Bun's router matches them. */
+interface Site {
+  fetch: RequestHandler;
+  route: ((key: string) => RequestHandler | undefined) | undefined;
+}
+
 export interface DispatcherOptions {
   service: ServiceUrl;
   /** TRUST_PROXY: X-Forwarded-Host names the host. */
@@ -35,6 +41,8 @@ export interface DispatcherOptions {
   open(environment: EnvironmentEntry): Promise<RequestHandler>;
   /** The service's own site (the apex), which also answers ANY_HOST on every host. */
   apex: RequestHandler;
+  /** An environment's handlers by route key (native-routes.ts), given the handler `open` made; none: its app routes. */
+  routesOf?: (handler: RequestHandler) => ((key: string) => RequestHandler | undefined) | undefined;
 }
 
 /** Probes and scrapes reach the process whatever host they name (a load balancer asks by address). */
@@ -73,19 +81,37 @@ export class Dispatcher {
    * request to a host seen before skips the host parse (its slices and lower-casing cost hosting mode's
    * hot path ~2 µs a request). Emptied whenever `served` loses or replaces an entry.
    */
-  private readonly byHost = new Map<string, RequestHandler>();
+  private readonly byHost = new Map<string, Site>();
 
   constructor(private readonly options: DispatcherOptions) {}
 
+  /**
+   * Bun.serve's handler of a route Bun's router matched (`key`, native-routes.ts): a known environment's
+   * compiled handler of that route, as single mode's server calls it; anything else goes through `fetch`.
+   */
+  routed(key: string): RequestHandler {
+    return (request) => {
+      const known = this.knownSite(request);
+      if (known) return (known.route?.(key) ?? known.fetch)(request);
+      return this.fetch(request);
+    };
+  }
+
+  private knownSite(request: Request): Site | undefined {
+    const sent =
+      this.options.trustProxy && request.headers.has("x-forwarded-host") ? null : request.headers.get("host");
+    if (sent === null) return undefined;
+    const known = this.byHost.get(sent);
+    // /metrics holds every environment's series: an environment's own credentials must not reach it
+    // through its app once that is composed (found by the isolation test: an environment key read them).
+    return known && !isAnyHostPath(request.url) ? known : undefined;
+  }
+
   readonly fetch = (request: Request): Response | Promise<Response> => {
     const { service, trustProxy, apex } = this.options;
+    const known = this.knownSite(request);
+    if (known) return known.fetch(request);
     const sent = trustProxy && request.headers.has("x-forwarded-host") ? null : request.headers.get("host");
-    if (sent !== null) {
-      const known = this.byHost.get(sent);
-      // /metrics holds every environment's series: an environment's own credentials must not reach it
-      // through its app once that is composed (found by the isolation test: an environment key read them).
-      if (known && !isAnyHostPath(request.url)) return known(request);
-    }
     const target = hostTarget(requestHost(request, trustProxy), service);
     if (target.kind === "environment") {
       const handler = this.served.get(target.handle);
@@ -117,7 +143,7 @@ export class Dispatcher {
 
   private remember(host: string, handler: RequestHandler): void {
     if (this.byHost.size >= MAX_REMEMBERED_HOSTS) this.byHost.clear();
-    this.byHost.set(host, handler);
+    this.byHost.set(host, { fetch: handler, route: this.options.routesOf?.(handler) });
   }
 
   private async first(handle: string, request: Request): Promise<Response> {
