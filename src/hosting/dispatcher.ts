@@ -89,22 +89,24 @@ export class Dispatcher {
    * Bun.serve's handler of a route Bun's router matched (`key`, native-routes.ts): a known environment's
    * compiled handler of that route, as single mode's server calls it; anything else goes through `fetch`.
    */
-  routed(key: string): RequestHandler {
+  routed(key: string, path: string): RequestHandler {
+    // ANY_HOST paths are one segment each: a route of more (the invoke's) never matches one of them.
+    const mayBeAnyHost = path.indexOf("/", 1) === -1;
     return (request) => {
-      const known = this.knownSite(request);
+      const known = this.knownSite(request, mayBeAnyHost);
       if (known) return (known.route?.(key) ?? known.fetch)(request);
       return this.fetch(request);
     };
   }
 
-  private knownSite(request: Request): Site | undefined {
+  private knownSite(request: Request, mayBeAnyHost = true): Site | undefined {
     const sent =
       this.options.trustProxy && request.headers.has("x-forwarded-host") ? null : request.headers.get("host");
     if (sent === null) return undefined;
     const known = this.byHost.get(sent);
     // /metrics holds every environment's series: an environment's own credentials must not reach it
     // through its app once that is composed (found by the isolation test: an environment key read them).
-    return known && !isAnyHostPath(request.url) ? known : undefined;
+    return known && !(mayBeAnyHost && isAnyHostPath(request.url)) ? known : undefined;
   }
 
   readonly fetch = (request: Request): Response | Promise<Response> => {

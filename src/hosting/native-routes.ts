@@ -45,17 +45,17 @@ export function routeLookup(app: AnyElysia): RouteLookup {
   };
 }
 
-/** Bun.serve's `routes` for the routes of `app` (every environment's app has the same), each answered by `routed(its key)`. */
+/** Bun.serve's `routes` for the routes of `app` (every environment's app has the same), each answered by `routed(its key, its path)`. */
 export function nativeRoutes(
   app: AnyElysia,
-  routed: (key: string) => RequestHandler,
+  routed: (key: string, path: string) => RequestHandler,
 ): Record<string, Record<string, RequestHandler>> {
   const table: Record<string, Record<string, RequestHandler>> = {};
   for (const route of nativeOf(app)) {
     const path = encodeURI(route.path);
     const methods = table[path] ?? {};
     table[path] = methods;
-    methods[route.method] ??= routed(routeKey(route.method, route.path));
+    methods[route.method] ??= routed(routeKey(route.method, route.path), route.path);
   }
   return table;
 }

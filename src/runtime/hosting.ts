@@ -136,7 +136,7 @@ export async function startHosting(
       // Every environment's app has the same routes: Bun's router matches them, as in single mode, and the
       // Dispatcher hands each to the compiled handler of the request's environment (its hot path).
       routes: first
-        ? { ...nativeRoutes(first.app, (key) => dispatcher.routed(key)), ...consoleServeRoutes }
+        ? { ...nativeRoutes(first.app, (key, path) => dispatcher.routed(key, path)), ...consoleServeRoutes }
         : consoleServeRoutes,
       // Elysia's handlers (its WebSocket routes upgrade with theirs in the socket's data); its own typing
       // of Bun's socket lags Bun's (binaryType "blob").
