@@ -15,6 +15,8 @@ export const routeKey = (method: string, path: string) => `${method} ${path}`;
  * WebSocket, wildcard, optional parameter or any-method route, which stay with the app's own router.
  */
 function nativeOf(app: AnyElysia): InternalRoute[] {
+  // Elysia's own condition: without ahead-of-time compiling, or with its system router off, Bun routes nothing.
+  if (!app.config.aot || app.config.systemRouter === false) return [];
   const tree = (app as unknown as { routeTree: Record<string, number> }).routeTree;
   return app.router.history.filter(
     (route) =>
