@@ -4,7 +4,8 @@ import { apexAuthenticator } from "../auth/server-auth.ts";
 import { serviceAuthority } from "../auth/service-authority.ts";
 import { environmentUrl, type HostingConfig, localUrl, serviceUrlOf } from "../config.ts";
 import { controlDirectory } from "../hosting/control-directory.ts";
-import { Dispatcher, type EnvironmentEntry } from "../hosting/dispatcher.ts";
+import { Dispatcher, type EnvironmentEntry, type RequestHandler } from "../hosting/dispatcher.ts";
+import { nativeRoutes, type RouteLookup, routeLookup } from "../hosting/native-routes.ts";
 import { serveFilter } from "../hosting/serve-filter.ts";
 import { consoleServeRoutes } from "../http/console.ts";
 import { errorResponse } from "../http/errors.ts";
@@ -40,12 +41,17 @@ export async function startHosting(
   const serves = serveFilter(hosting.serve);
   const entries = environmentEntries(store.control);
   let dispatcher: Dispatcher | null = null;
+  // Each environment's routes as Bun's router serves them, by its app's fetch (what the Dispatcher holds).
+  const routesByApp = new WeakMap<RequestHandler, RouteLookup>();
   const hosted = new HostedEnvironments({
     compose: async ({ id, handle }: EnvironmentEntry) => {
-      const publicUrl = () => environmentUrl(service, handle);
+      // Made once: the invoke path reads it for every execution's URL.
+      const url = environmentUrl(service, handle);
+      const publicUrl = () => url;
       const runtime = await composeEnvironment(parts, { id, handle, publicUrl }, loops.driver);
       // Its routes reach the shared server through the app (a WebSocket's upgrade, a long wait's timeout).
       runtime.app.server = server;
+      routesByApp.set(runtime.app.fetch, routeLookup(runtime.app));
       return runtime;
     },
     entryOf: entries.byId,
@@ -99,6 +105,7 @@ export async function startHosting(
     directory,
     open: async (environment) => (await hosted.open(environment)).app.fetch,
     apex: apex.fetch,
+    routesOf: (handler) => routesByApp.get(handler),
   });
   if (first) dispatcher.adopt(single.handle, first.app.fetch);
   registerServerGauges(telemetry, {
@@ -126,7 +133,11 @@ export async function startHosting(
       development: parts.development,
       reusePort: false,
       // The console's page is the same for every environment: it reads the API of the host it is on.
-      routes: consoleServeRoutes,
+      // Every environment's app has the same routes: Bun's router matches them, as in single mode, and the
+      // Dispatcher hands each to the compiled handler of the request's environment (its hot path).
+      routes: first
+        ? { ...nativeRoutes(first.app, (key, path) => dispatcher.routed(key, path)), ...consoleServeRoutes }
+        : consoleServeRoutes,
       // Elysia's handlers (its WebSocket routes upgrade with theirs in the socket's data); its own typing
       // of Bun's socket lags Bun's (binaryType "blob").
       websocket: elysiaWebSocket as unknown as Bun.WebSocketHandler<unknown>,

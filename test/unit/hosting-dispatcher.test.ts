@@ -8,6 +8,7 @@ const service = { scheme: "http", apex: "actuate.localhost", port: 3000 } as con
 function dispatcherOver(environments: Map<string, EnvironmentEntry>, serve: string[] | null = null) {
   const asked: string[] = [];
   const opened: string[] = [];
+  const handles = new Map<unknown, string>();
   let failNextOpen = false;
   const dispatcher = new Dispatcher({
     service,
@@ -27,15 +28,24 @@ function dispatcherOver(environments: Map<string, EnvironmentEntry>, serve: stri
         throw new Error("the release did not load");
       }
       opened.push(handle);
-      return () => Response.json({ environment: handle });
+      const handler = () => Response.json({ environment: handle });
+      handles.set(handler, handle);
+      return handler;
     },
     apex: () => Response.json({ apex: true }),
+    // Each environment's handler of one route, as native-routes.ts's lookup gives them.
+    routesOf: (handler) => {
+      const handle = handles.get(handler);
+      if (handle === undefined) return undefined;
+      return (key) => (key === INVOKE ? () => Response.json({ environment: handle, route: key }) : undefined);
+    },
   });
   const get = (host: string, path = "/actions") =>
     Promise.resolve(dispatcher.fetch(new Request(`http://${host}${path}`, { headers: { host } })));
   return { dispatcher, asked, opened, get, failOpen: () => (failNextOpen = true) };
 }
 
+const INVOKE = "POST /actions/:name/invoke";
 const entry = (id: number, handle: string, organization: string | null = null) => ({ id, handle, organization });
 
 describe("Dispatcher", () => {
@@ -93,5 +103,52 @@ describe("Dispatcher", () => {
     for (const path of ["/metricsx", "/metrics/x", "/actions/metrics"]) {
       expect(await (await get("main.actuate.localhost", path)).json()).toEqual({ environment: "main" });
     }
+  });
+
+  test("a served environment is remembered by each spelling of its host, until it is forgotten", async () => {
+    const environments = new Map([["acme", entry(2, "acme")]]);
+    const { dispatcher, asked, get } = dispatcherOver(environments);
+    for (const host of [
+      "acme.actuate.localhost:3000",
+      "ACME.actuate.localhost",
+      "acme.actuate.localhost.",
+      "acme.actuate.localhost",
+    ]) {
+      expect(await (await get(host)).json()).toEqual({ environment: "acme" });
+      expect(await (await get(host)).json()).toEqual({ environment: "acme" });
+    }
+    expect(asked).toEqual(["acme"]);
+    // Remembered or not, a probe on its host is the apex's.
+    expect(await (await get("acme.actuate.localhost", "/metrics")).json()).toEqual({ apex: true });
+    environments.delete("acme");
+    dispatcher.forget("acme");
+    expect((await get("acme.actuate.localhost")).status).toBe(404);
+    expect(asked).toEqual(["acme", "acme"]);
+  });
+
+  test("a route Bun matched goes to its environment's handler of it once the host is known; else as fetch sends it", async () => {
+    const { dispatcher, get } = dispatcherOver(new Map([["acme", entry(2, "acme")]]));
+    const routed = (host: string, key: string, path: string, url = path) =>
+      Promise.resolve(
+        dispatcher.routed(key, path)(new Request(`http://${host}${url}`, { method: "POST", headers: { host } })),
+      );
+    const invoke = (host: string) => routed(host, INVOKE, "/actions/:name/invoke", "/actions/math.add/invoke");
+    // Not known yet: its first request composes it, the next finds it served and remembers its host (its app both times).
+    for (const _ of [1, 2]) {
+      expect(await (await invoke("acme.actuate.localhost")).json()).toEqual({ environment: "acme" });
+    }
+    expect(await (await invoke("acme.actuate.localhost")).json()).toEqual({ environment: "acme", route: INVOKE });
+    // A route the environment has no handler of: its app.
+    expect(await (await routed("acme.actuate.localhost", "POST /other", "/other")).json()).toEqual({
+      environment: "acme",
+    });
+    // A one-segment route may be a probe: the apex's.
+    expect(await (await routed("acme.actuate.localhost", "GET /healthz", "/healthz")).json()).toEqual({ apex: true });
+    expect(await (await invoke("actuate.localhost")).json()).toEqual({ apex: true });
+    expect((await invoke("nobody.actuate.localhost")).status).toBe(404);
+    // Forgotten: its app again once it is served again (here: composed anew).
+    dispatcher.forget("acme");
+    expect(await (await invoke("acme.actuate.localhost")).json()).toEqual({ environment: "acme" });
+    expect(await (await get("acme.actuate.localhost")).json()).toEqual({ environment: "acme" });
   });
 });
