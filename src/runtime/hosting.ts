@@ -49,8 +49,9 @@ export async function startHosting(
       const url = environmentUrl(service, handle);
       const publicUrl = () => url;
       const runtime = await composeEnvironment(parts, { id, handle, publicUrl }, loops.driver);
-      // Its routes reach the shared server through the app (a WebSocket's upgrade, a long wait's timeout).
-      runtime.app.server = server;
+      // Its routes reach the shared server through the app (a WebSocket's upgrade, a long wait's timeout),
+      // read when used: the service loops compose environments with due work before the server listens.
+      Object.defineProperty(runtime.app, "server", { get: () => server, configurable: true });
       routesByApp.set(runtime.app.fetch, routeLookup(runtime.app));
       return runtime;
     },
@@ -160,7 +161,6 @@ export async function startHosting(
       "PORT",
     );
   }
-  if (first) first.app.server = server;
   const listening = server;
   const one = first ? `environment ${single.handle} is ${environmentUrl(service, single.handle)}` : "";
   log(`hosting ${serviceUrlOf(service)}${one && `: ${one}`}`);

@@ -5,6 +5,7 @@ import { dirname, join } from "node:path";
 import type { LoopCounts, LoopName } from "../../src/runtime/service-loops.ts";
 import { dialects } from "../support/databases.ts";
 import { type HostingServer, startHostingServer } from "../support/hosting.ts";
+import { LiveClient } from "../support/live-client.ts";
 import { eventually, fixture } from "../support/server.ts";
 
 // Issue #41 §5: one set of loops per hosting process claims the due work of every environment, so an
@@ -305,4 +306,29 @@ for (const dialect of dialects) {
       await serving.stop();
     });
   });
+}
+
+// Found by the contract test (1 run in ~6 on PostgreSQL): an environment the schedule loop composed before the
+// server listened kept no server, so its /session upgrades were refused 400. Several such environments make
+// the race likely; each must upgrade.
+for (const dialect of dialects) {
+  test(`environments composed by the loops at start upgrade /session (${dialect.name})`, async () => {
+    const handles = ["tick-1", "tick-2", "tick-3", "tick-4"];
+    const t = await startHostingServer(dialect, {
+      environments: handles.map((handle) => ({ handle, organization: "acme", release: ticking() })),
+    });
+    try {
+      const environments = t.server.environments as unknown as { ids(): number[] };
+      const ids = await Promise.all(handles.map((handle) => t.id(handle)));
+      await eventually(() => ids.every((id) => environments.ids().includes(id)), 10_000);
+      for (const handle of handles) {
+        const client = await LiveClient.connect(t.at(handle));
+        client.send({ op: "init", "access-token": t.serviceKey });
+        expect((await client.op("init-ok")).op).toBe("init-ok");
+        client.close();
+      }
+    } finally {
+      await t.stop();
+    }
+  }, 30_000);
 }
