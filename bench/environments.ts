@@ -7,7 +7,8 @@
 // (b) the first invoke into a cold environment (not yet composed: its release loaded, engine started,
 //     app built on that request), over COLD environments one after the other, p50 and p99;
 // (c) invoke throughput (math.add, wrk, CONNECTIONS connections) in hosting mode, each request to the
-//     next of the BUSY environments (by Host), against single mode, in alternating rounds, with the server
+//     next of the BUSY environments (by Host), against single mode with as many callers (BUSY service keys,
+//     each request the next one's: the budget's line) and with one caller, in alternating rounds, with the server
 //     CPU a request (steadier on a shared machine); measured in a fresh hosting process with the BUSY
 //     environments composed, then again once the COLD ones are composed too.
 // The environments' releases are published before the servers start: the release is built once and the same
@@ -49,6 +50,8 @@ const BUDGET = { rssMiB: 100, coldP99Ms: 50, ratio: 0.9 };
 const INVOKE_PATH = "/actions/math.add/invoke";
 const BODY = JSON.stringify({ requestId: "{{uuid}}", input: { a: 1, b: 2 } });
 const key = `bench-${crypto.randomUUID()}`;
+/** Single mode's callers when its load comes from as many callers as hosting's busy environments (one key each). */
+const callerKeys = Array.from({ length: BUSY }, (_, i) => (i === 0 ? key : `bench-caller-${i}-${crypto.randomUUID()}`));
 const release = join(ROOT_DIR, "releases", "v1");
 
 if (!Bun.which("wrk")) throw new Error("bench/environments.ts needs wrk (apt-get install wrk)");
@@ -89,7 +92,13 @@ async function prepare(databaseUrl: string, dataDir: string, count: number): Pro
     }
     const publishMs = performance.now() - published;
     return {
-      env: { DATA_DIR: dataDir, DATABASE_URL: databaseUrl, SERVICE_KEYS: key, STORAGE: "disk", HANDLE: "main" },
+      env: {
+        DATA_DIR: dataDir,
+        DATABASE_URL: databaseUrl,
+        SERVICE_KEYS: callerKeys.join(","),
+        STORAGE: "disk",
+        HANDLE: "main",
+      },
       handles,
       createMs,
       publishMs,
@@ -153,7 +162,7 @@ interface Load {
   non2xx: number;
 }
 
-/** wrk with bench/environments.lua: each request to the next of `hosts`. */
+/** wrk with bench/environments.lua: each request to the next of `hosts` (`host` or `host|token`). */
 async function load(server: Server, hosts: string[]): Promise<Load> {
   const cpuBefore = processCpuMs(server.proc.proc.pid) ?? Number.NaN;
   const proc = Bun.spawn(
@@ -221,34 +230,50 @@ async function throughput(
   console.log(`    ${label}, ${await idleCpu(many, postmaster)}`);
   await load(one, [one.host("main")]);
   await load(many, busy.map(many.host));
-  const rounds: { single: Load; hosting: Load; hostingOne: Load }[] = [];
+  // Single mode's load from as many callers as hosting has busy environments (each a principal of its own,
+  // so each writes its own place of the executions' principal index, as each busy environment does).
+  const callers = callerKeys.map((caller) => `${one.host("main")}|${caller}`);
+  await load(one, callers);
+  const rounds: { single: Load; singleCallers: Load; hosting: Load; hostingOne: Load }[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     const a = await load(one, [one.host("main")]);
+    const d = await load(one, callers);
     const b = await load(many, busy.map(many.host));
     // The same process with every request to one environment: the router's cost apart from the environments'.
     const c = await load(many, [many.host("main")]);
-    rounds.push({ single: a, hosting: b, hostingOne: c });
-    const non2xx = a.non2xx + b.non2xx + c.non2xx;
+    rounds.push({ single: a, singleCallers: d, hosting: b, hostingOne: c });
+    const non2xx = a.non2xx + d.non2xx + b.non2xx + c.non2xx;
     console.log(
-      `    round ${round + 1}: single ${show(a)}; hosting ${show(b)}; hosting into one environment ${show(c)}` +
-        `${non2xx > 0 ? `, non-2xx ${a.non2xx}/${b.non2xx}/${c.non2xx}` : ""}`,
+      `    round ${round + 1}: single ${show(a)}; single, ${callers.length} callers ${show(d)}; hosting ${show(b)}; ` +
+        `hosting into one environment ${show(c)}` +
+        `${non2xx > 0 ? `, non-2xx ${a.non2xx}/${d.non2xx}/${b.non2xx}/${c.non2xx}` : ""}`,
     );
   }
   const rps = (pick: (r: (typeof rounds)[number]) => Load) => median(rounds.map((r) => pick(r).rps));
   const cpu = (pick: (r: (typeof rounds)[number]) => Load) => median(rounds.map((r) => pick(r).cpuUs));
   const ratio = rps((r) => r.hosting) / rps((r) => r.single);
+  const ratioCallers = rps((r) => r.hosting) / rps((r) => r.singleCallers);
   console.log(
     `(c) throughput, ${label} (median of ${ROUNDS}): hosting ${fmt(
       rps((r) => r.hosting),
       0,
-    )} rps over ${busy.length} ` +
-      `environments / single ${fmt(
+    )} rps over ` +
+      `${busy.length} environments / single with as many callers ${fmt(
+        rps((r) => r.singleCallers),
+        0,
+      )} rps = ` +
+      `${fmt(ratioCallers, 2)}× (budget ≥ ${BUDGET.ratio}: ${verdict(ratioCallers >= BUDGET.ratio)}); ` +
+      `/ single with one caller ${fmt(
         rps((r) => r.single),
         0,
-      )} rps = ${fmt(ratio, 2)}× (budget ≥ ${BUDGET.ratio}: ` +
-      `${verdict(ratio >= BUDGET.ratio)}); into one environment ${fmt(rps((r) => r.hostingOne) / rps((r) => r.single), 2)}×; ` +
+      )} rps = ${fmt(ratio, 2)}×; ` +
+      `into one environment / single with one caller ${fmt(rps((r) => r.hostingOne) / rps((r) => r.single), 2)}×; ` +
       `server CPU a request: single ${fmt(
         cpu((r) => r.single),
+        0,
+      )} µs, single with ${busy.length} callers ` +
+      `${fmt(
+        cpu((r) => r.singleCallers),
         0,
       )} µs, hosting ${fmt(
         cpu((r) => r.hosting),
