@@ -20,6 +20,8 @@ export class ExecutionFeed {
 
   /** The stored rows of these executions changed (the database says so); their followers read them again. */
   stored(executionIds: Iterable<string>): void {
+    // Every environment's engine hears every environment's changes (PostgreSQL's one channel): most follow none.
+    if (this.listeners.size === 0) return;
     for (const executionId of executionIds) {
       if (this.listeners.has(executionId)) this.publish(executionId, { type: "stored", executionId });
     }

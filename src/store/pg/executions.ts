@@ -123,6 +123,8 @@ const byJson = { maxItems: 500, maxWeight: 4 * 1024 * 1024, weigh: (item: Pendin
 export class PgExecutionWriter {
   private readonly claims = new Lane<PendingClaim>((batch) => this.writeClaims(batch), byJson);
   private readonly settles = new Lane<PendingSettle>((batch) => this.writeSettles(batch), byJson);
+  private readonly changeListeners = new Set<(ids: string[]) => void>();
+  private listening: Promise<void> | null = null;
 
   constructor(
     private readonly client: Sql,
@@ -163,8 +165,25 @@ export class PgExecutionWriter {
     return raw ? parseRow(raw) : null;
   }
 
-  async listen(listener: (ids: string[]) => void): Promise<void> {
-    await this.client.listen(CHANGES_CHANNEL, (payload) => listener(payload.split(",")));
+  /**
+   * Every environment's engine hears the changes (ids are unique across environments): the channel is
+   * listened to once and each notification split once, whatever the number of environments composed.
+   */
+  listen(listener: (ids: string[]) => void): Promise<void> {
+    this.changeListeners.add(listener);
+    this.listening ??= this.client
+      .listen(CHANGES_CHANNEL, (payload) => {
+        const ids = payload.split(",");
+        for (const each of this.changeListeners) each(ids);
+      })
+      .then(
+        () => undefined,
+        (error) => {
+          this.listening = null;
+          throw error;
+        },
+      );
+    return this.listening;
   }
 
   /** The writes and the final status in one transaction; a refused write fails the execution instead. */
