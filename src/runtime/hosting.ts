@@ -1,7 +1,6 @@
 import { websocket as elysiaWebSocket } from "elysia/ws";
 import { HARD_BODY_LIMIT } from "../app.ts";
 import { apexAuthenticator } from "../auth/server-auth.ts";
-import { serviceAuthority } from "../auth/service-authority.ts";
 import { environmentUrl, type HostingConfig, localUrl, serviceUrlOf } from "../config.ts";
 import { controlDirectory } from "../hosting/control-directory.ts";
 import { Dispatcher, type EnvironmentEntry, type RequestHandler } from "../hosting/dispatcher.ts";
@@ -14,7 +13,6 @@ import { loggable, publicErrorOf } from "../lib/database-errors.ts";
 import { PublicError } from "../lib/errors.ts";
 import { registerServerGauges } from "../observe/server-gauges.ts";
 import { StartupError } from "../startup.ts";
-import { createApexApp } from "./apex.ts";
 import { composeEnvironment, type EnvironmentRuntime, type ProcessParts, packageVersion } from "./environment.ts";
 import { ANSWER_MS, DRAIN_MS, type RunningServer } from "./running.ts";
 
@@ -32,10 +30,13 @@ export async function startHosting(
   const { config, store, log, telemetry, storage } = parts;
   const { service } = hosting;
   // Hosting mode's parts, not loaded by a single-mode server (its idle memory).
-  const [{ environmentEntries, HostedEnvironments }, { ServiceLoops }] = await Promise.all([
-    import("./hosted-environments.ts"),
-    import("./service-loops.ts"),
-  ]);
+  const [{ environmentEntries, HostedEnvironments }, { ServiceLoops }, { createApexApp }, { serviceAuthority }] =
+    await Promise.all([
+      import("./hosted-environments.ts"),
+      import("./service-loops.ts"),
+      import("./apex.ts"),
+      import("../auth/service-authority.ts"),
+    ]);
   const directory = controlDirectory(store.control);
   let server: Bun.Server<unknown> | null = null;
   const serves = serveFilter(hosting.serve);

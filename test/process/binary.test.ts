@@ -15,6 +15,7 @@ import { dirname, join } from "node:path";
 import { requestKeysPath } from "../../src/store/sqlite/request-keys/file.ts";
 import { cli, type Launch, repoRoot, serve } from "../support/cli.ts";
 import { checkpointedExecutionIds, dialects, selectRows, type TestDatabase } from "../support/databases.ts";
+import { freePort } from "../support/hosting.ts";
 import { fixture, type TestResponse } from "../support/server.ts";
 
 // `bun run build` bundles ~950 modules and writes a ~115 MB executable: seconds, more on a loaded machine.
@@ -84,6 +85,46 @@ describe("the compiled binary's CLI", () => {
       await server.kill();
       outputs.push(server.output());
       expect(outputs.filter((output) => output.includes("bun run"))).toEqual([]);
+    },
+    RUN_TIMEOUT_MS,
+  );
+});
+
+describe("the compiled binary in hosting mode", () => {
+  // Hosting mode's parts are imported on first use (runtime/hosting.ts): a lazily imported module once failed
+  // to load from the binary's bundle only, so the binary itself serves the apex, its authority and an environment.
+  test(
+    "serves the apex's control API and authority metadata, and an environment by its host",
+    async () => {
+      const port = freePort();
+      const key = `binary-hosting-${crypto.randomUUID()}`;
+      const env = {
+        DATA_DIR: join(folder, "data-hosting"),
+        DATABASE_URL: "",
+        SERVICE_KEYS: key,
+        PORT: String(port),
+        SERVICE_URL: `http://actuate.localhost:${port}`,
+        HANDLE: "main",
+      };
+      const server = await serve(["start", "--release", join(folder, "app")], env, binary);
+      try {
+        const apex = `http://actuate.localhost:${port}`;
+        const listed: TestResponse = await fetch(`${apex}/environments`, {
+          headers: { authorization: `Bearer ${key}` },
+        });
+        expect(listed.status).toBe(200);
+        expect((await listed.json()).items.map((e: { handle: string }) => e.handle)).toEqual(["main"]);
+        const metadata: TestResponse = await fetch(`${apex}/.well-known/oauth-authorization-server`);
+        expect((await metadata.json()).issuer).toBe(apex);
+        const answer = await invoke(`http://main.actuate.localhost:${port}`, key, "test.echo", {
+          text: "hosted",
+          n: 1,
+        });
+        expect(answer.status).toBe(200);
+        expect((await answer.json()).execution.output).toEqual({ text: "hosted", n: 1 });
+      } finally {
+        await server.kill();
+      }
     },
     RUN_TIMEOUT_MS,
   );
