@@ -473,7 +473,10 @@ function serveRules(value: string | undefined): string[] | null {
   const bad = rules.filter((rule) => !SERVE_RULE.test(rule));
   if (bad.length > 0) {
     const named = bad.map((rule) => JSON.stringify(rule)).join(", ");
-    refuse("SERVE_ENVIRONMENTS", `${named}: a rule is a handle glob (acme-*) or org:<handle glob>, either after ! to exclude`);
+    refuse(
+      "SERVE_ENVIRONMENTS",
+      `${named}: a rule is a handle glob (acme-*) or org:<handle glob>, either after ! to exclude`,
+    );
   }
   return rules;
 }

@@ -63,11 +63,7 @@ ${backends.map((backend, i) => `  server i${i} ${backend} check`).join("\n")}
  * HAProxy running `config` (the text of a configuration file), serving once `GET <url>/healthz` through it
  * answers 200 (`init`: e.g. `{ tls: { ca } }` for a frontend with a test certificate).
  */
-export async function runHaproxy(
-  config: string,
-  url: string,
-  init: BunFetchRequestInit = {},
-): Promise<LoadBalancer> {
+export async function runHaproxy(config: string, url: string, init: BunFetchRequestInit = {}): Promise<LoadBalancer> {
   if (!haproxyPath) throw new Error("haproxy is not installed");
   const dir = mkdtempSync(join(tmpdir(), "actuate-haproxy-"));
   const file = join(dir, "haproxy.cfg");

@@ -72,10 +72,13 @@ describe("TRUST_PROXY and SERVE_ENVIRONMENTS", () => {
     expect(hosting(" , ")?.serve).toBeNull();
   });
 
-  test.each(["Acme-*", "acme.prod", "org:", "team:acme", "a b", "!", "!!acme", "org:!acme"])("the rule %p is refused", (rule) => {
-    const message = refusal({ SERVICE_URL: "https://a.example.com", SERVE_ENVIRONMENTS: rule });
-    expect(message).toContain("SERVE_ENVIRONMENTS");
-  });
+  test.each(["Acme-*", "acme.prod", "org:", "team:acme", "a b", "!", "!!acme", "org:!acme"])(
+    "the rule %p is refused",
+    (rule) => {
+      const message = refusal({ SERVICE_URL: "https://a.example.com", SERVE_ENVIRONMENTS: rule });
+      expect(message).toContain("SERVE_ENVIRONMENTS");
+    },
+  );
 
   test("SERVE_ENVIRONMENTS means nothing in single mode and is refused there", () => {
     expect(refusal({ SERVE_ENVIRONMENTS: "acme-*" })).toContain("only with SERVICE_URL");
