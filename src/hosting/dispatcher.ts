@@ -2,6 +2,7 @@ import type { ServiceUrl } from "../config.ts";
 import { hostTarget } from "../config.ts";
 import { errorResponse } from "../http/errors.ts";
 import { requestTarget } from "../http/request-target.ts";
+import { isConsolePath } from "./console-site.ts";
 import { requestHost } from "./host.ts";
 import type { ServedCandidate } from "./serve-filter.ts";
 
@@ -43,6 +44,11 @@ export interface DispatcherOptions {
   apex: RequestHandler;
   /** An environment's handlers by route key (native-routes.ts), given the handler `open` made; none: its app routes. */
   routesOf?: (handler: RequestHandler) => ((key: string) => RequestHandler | undefined) | undefined;
+  /**
+   * The console's page and chunks (console-site.ts), answered on the apex and on an environment served here
+   * once its host is checked like any other path's; none: Bun's router serves them itself.
+   */
+  console?: RequestHandler;
 }
 
 /** Probes and scrapes reach the process whatever host they name (a load balancer asks by address). */
@@ -110,7 +116,8 @@ export class Dispatcher {
   }
 
   readonly fetch = (request: Request): Response | Promise<Response> => {
-    const { service, trustProxy, apex } = this.options;
+    const { service, trustProxy, apex, console } = this.options;
+    if (console && isConsolePath(request.url)) return this.consolePage(request, console);
     const known = this.knownSite(request);
     if (known) return known.fetch(request);
     const sent = trustProxy && request.headers.has("x-forwarded-host") ? null : request.headers.get("host");
@@ -126,6 +133,15 @@ export class Dispatcher {
     if (target.kind === "outside") return notFound("this host is not an environment of this service");
     return this.first(target.handle, request);
   };
+
+  /** The console on the apex or an environment served here (made on first use, as any request makes it). */
+  private consolePage(request: Request, console: RequestHandler): Response | Promise<Response> {
+    const target = hostTarget(requestHost(request, this.options.trustProxy), this.options.service);
+    if (target.kind === "apex") return console(request);
+    if (target.kind === "outside") return notFound("this host is not an environment of this service");
+    if (this.served.has(target.handle)) return console(request);
+    return this.first(target.handle, request, console);
+  }
 
   /** Serves an environment ahead of its first request (hosting mode's environment 1, made at start-up). */
   adopt(handle: string, handler: RequestHandler): void {
@@ -148,7 +164,8 @@ export class Dispatcher {
     this.byHost.set(host, { fetch: handler, route: this.options.routesOf?.(handler) });
   }
 
-  private async first(handle: string, request: Request): Promise<Response> {
+  /** An environment's first request here (its runtime made); `instead` answers it once the environment is. */
+  private async first(handle: string, request: Request, instead?: RequestHandler): Promise<Response> {
     let opening = this.opening.get(handle);
     if (!opening) {
       opening = this.find(handle);
@@ -164,7 +181,7 @@ export class Dispatcher {
     if (handler === null) {
       return errorResponse("environment_not_served", `the environment ${handle} is not served by this instance`);
     }
-    return handler(request);
+    return (instead ?? handler)(request);
   }
 
   /** The runtime of an environment served here, null for one not served here, undefined for no environment. */

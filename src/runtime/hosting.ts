@@ -2,6 +2,7 @@ import { websocket as elysiaWebSocket } from "elysia/ws";
 import { HARD_BODY_LIMIT } from "../app.ts";
 import { apexAuthenticator } from "../auth/server-auth.ts";
 import { environmentUrl, type HostingConfig, localUrl, serviceUrlOf } from "../config.ts";
+import { consoleSite } from "../hosting/console-site.ts";
 import { controlDirectory } from "../hosting/control-directory.ts";
 import { Dispatcher, type EnvironmentEntry, type RequestHandler } from "../hosting/dispatcher.ts";
 import { nativeRoutes, type RouteLookup, routeLookup } from "../hosting/native-routes.ts";
@@ -100,6 +101,9 @@ export async function startHosting(
     evict: (id) => hosted.evict(id),
     authority: authority?.authority,
   });
+  // Outside development the console's page is asked for through the Dispatcher, whose host check it needs;
+  // `bun run dev` keeps Bun's own route of it (its hot reload's socket reaches the server that built it).
+  const consolePages = parts.development ? null : consoleSite(consoleServeRoutes);
   dispatcher = new Dispatcher({
     service,
     trustProxy: config.trustProxy,
@@ -108,6 +112,7 @@ export async function startHosting(
     open: async (environment) => (await hosted.open(environment)).app.fetch,
     apex: apex.fetch,
     routesOf: (handler) => routesByApp.get(handler),
+    console: consolePages?.fetch,
   });
   if (first) dispatcher.adopt(single.handle, first.app.fetch);
   registerServerGauges(telemetry, {
@@ -134,12 +139,13 @@ export async function startHosting(
       idleTimeout: IDLE_TIMEOUT_SECONDS,
       development: parts.development,
       reusePort: false,
-      // The console's page is the same for every environment: it reads the API of the host it is on.
       // Every environment's app has the same routes: Bun's router matches them, as in single mode, and the
-      // Dispatcher hands each to the compiled handler of the request's environment (its hot path).
-      routes: first
-        ? { ...nativeRoutes(first.app, (key, path) => dispatcher.routed(key, path)), ...consoleServeRoutes }
-        : consoleServeRoutes,
+      // Dispatcher hands each to the compiled handler of the request's environment (its hot path). The
+      // console's page is the same for every environment (it reads the API of the host it is on).
+      routes: Object.assign(
+        first ? nativeRoutes(first.app, (key, path) => dispatcher.routed(key, path)) : {},
+        consolePages ? {} : consoleServeRoutes,
+      ),
       // Elysia's handlers (its WebSocket routes upgrade with theirs in the socket's data); its own typing
       // of Bun's socket lags Bun's (binaryType "blob").
       websocket: elysiaWebSocket as unknown as Bun.WebSocketHandler<unknown>,
@@ -182,6 +188,7 @@ export async function startHosting(
       );
       await stopEnvironments(Promise.race([closed, handled, Bun.sleep(DRAIN_MS)]));
       await listening.stop(true);
+      consolePages?.stop();
       await Promise.all([...hosted.all().map((runtime) => runtime.auth.close()), authority?.close()]);
       await telemetry.tracer.shutdown().catch((error) => log(`traces not sent: ${error.message}`, { level: "warn" }));
       if (ownsStore) await store.close();
