@@ -58,17 +58,7 @@ export function serverAuth(
           return [audience, `${audience}/mcp`];
         },
       })
-    : new JwtVerifier({
-        issuer: publicUrl,
-        audiences: () => [publicUrl(), `${publicUrl()}/mcp`],
-        userClaim: "sub",
-        refetchMs: config.jwt.refetchMs,
-        localKeys: async () => {
-          const { authorityKeys, publicKeySet } = await import("./authority/keys.ts");
-          return publicKeySet(await authorityKeys(store.oauth, Date.now()));
-        },
-        signInActive: (user, claims) => signIns.active(user, claims),
-      });
+    : builtInVerifier(config, store, signIns, publicUrl, () => [publicUrl(), `${publicUrl()}/mcp`]);
   // Hosting mode with AUTH_ISSUER: still only the people an environment was granted to.
   const mayUse = config.hosting ? grantedIn(store) : null;
   return {
@@ -93,17 +83,13 @@ function hostedAuth(
   signIns: SignIns,
 ): ServerAuth {
   const issuer = serviceUrlOf(service);
-  const jwt = new JwtVerifier({
-    issuer: () => issuer,
-    audiences: () => [publicUrl(), `${publicUrl()}/mcp`],
-    userClaim: "sub",
-    refetchMs: config.jwt.refetchMs,
-    localKeys: async () => {
-      const { authorityKeys, publicKeySet } = await import("./authority/keys.ts");
-      return publicKeySet(await authorityKeys(store.oauth, Date.now()));
-    },
-    signInActive: (user, claims) => signIns.active(user, claims),
-  });
+  const jwt = builtInVerifier(
+    config,
+    store,
+    signIns,
+    () => issuer,
+    () => [publicUrl(), `${publicUrl()}/mcp`],
+  );
   return {
     authenticator: new Authenticator(store, config.serviceKeys, config.tokenRecheckMs, jwt, Date.now, grantedIn(store)),
     signIns,
@@ -124,9 +110,30 @@ export function apexAuthenticator(config: Config, store: Store): Authenticator {
   if (!service || config.authIssuer) return new Authenticator(store, config.serviceKeys, config.tokenRecheckMs);
   const issuer = serviceUrlOf(service);
   const signIns = new SignIns({ store, resources: () => [issuer] });
-  const jwt = new JwtVerifier({
-    issuer: () => issuer,
-    audiences: () => [issuer],
+  const jwt = builtInVerifier(
+    config,
+    store,
+    signIns,
+    () => issuer,
+    () => [issuer],
+  );
+  return new Authenticator(store, config.serviceKeys, config.tokenRecheckMs, jwt);
+}
+
+/**
+ * The JWTs of our own authority (an environment's, or hosting mode's one): its keys read from the store
+ * on first use, and a token counts only while its sign-in stands.
+ */
+function builtInVerifier(
+  config: Config,
+  store: Store,
+  signIns: SignIns,
+  issuer: () => string,
+  audiences: () => string[],
+): JwtVerifier {
+  return new JwtVerifier({
+    issuer,
+    audiences,
     userClaim: "sub",
     refetchMs: config.jwt.refetchMs,
     localKeys: async () => {
@@ -135,7 +142,6 @@ export function apexAuthenticator(config: Config, store: Store): Authenticator {
     },
     signInActive: (user, claims) => signIns.active(user, claims),
   });
-  return new Authenticator(store, config.serviceKeys, config.tokenRecheckMs, jwt);
 }
 
 /** Whether a person may use the store's environment: its organization, read once, decides whether a grant is needed. */
