@@ -106,7 +106,7 @@ function manifest() {
 
 const readme = () => `# actuate
 
-The client of an [Actuate](https://github.com/actuate) environment: typed action calls, live queries,
+The client of an Actuate environment: typed action calls, live queries,
 workflow runs and files. For browsers, Node ≥ 20, Bun and Deno; no dependencies.
 
 \`\`\`js
@@ -119,8 +119,8 @@ const stop = client.subscribe({ notes: {} }, (result) => console.log(result.note
 
 - Node 20 has no global \`WebSocket\`: pass one, e.g. the \`ws\` package's:
   \`createClient({ url, token, WebSocket })\` with \`import { WebSocket } from "ws"\`.
-- Types: \`createClient<Release>()\` checks calls against a \`Release\` type, which
-  \`actuate release types --out src/actuate.gen.ts\` writes from a release.
+- Types: \`createClient<Release>()\` checks calls against a \`Release\` type, written by hand or by
+  \`bun run release types --out src/actuate.gen.ts\` (in the environment's Actuate checkout).
 - React (optional peer dependency): \`import { useQuery, useAction } from "actuate/react"\`.
 `;
 
