@@ -58,7 +58,9 @@ async function writeJavaScript(dir: string) {
 /**
  * The sources' declarations (and those of the `src/wire/` types they import), by the repository's
  * TypeScript with the DOM's types and none of Bun's or Node's. It keeps `.ts` in relative specifiers,
- * which an app's TypeScript refuses in a .d.ts: they become `.js`, as the files are named once built.
+ * which resolvers before TypeScript 5 refuse: they become `.js`, as the files are named once built. The
+ * options are the repository's (its bodies are not written for exactOptionalPropertyTypes); the emitted
+ * declarations are what an app checks, strictest, in test/process/client-package.test.ts.
  */
 async function writeDeclarations(dir: string) {
   const out = join(dir, "types");
