@@ -9,25 +9,26 @@ export type SubscribeRest = Parameters<LiveConnection["subscribe"]> extends [unk
   ? Rest
   : never;
 
-/**
- * How long a succeeded call's update stays when no server result for a query it changed follows the
- * answer: the write changed nothing those queries show, or its refresh came before the answer.
- */
+/** How long a succeeded call's update stays when no server result for a query it changed comes (the write changed none). */
 export const SETTLE_MS = 1_000;
 
 interface Pending {
   run: (store: OptimisticStore) => void;
   /** The queries the update set, by key, when it last ran. */
   touched: Set<string>;
+  /** A query it set got a new server result since the update began (the server sends only results that changed). */
+  refreshed?: boolean;
   answered?: boolean;
 }
 
 /**
  * The local layer between the session socket's results and the subscribers: each query shows its
  * server result with every pending optimistic update applied on top, in call order. Updates run
- * again on each new server result, so a refresh during a call does not erase them; a failed call's
- * update goes at once, a succeeded one's at the first server result for a query it changed after
- * the answer (that result holds the write), or after SETTLE_MS.
+ * again on each new server result, so a refresh during a call does not erase them. A failed call's
+ * update goes at once. A succeeded call's goes once a query it changed got a new server result, which
+ * likely holds the write: at the answer when one came during the call (the write's refresh often
+ * comes before the answer; keeping the update then would show the row twice), else at the first after
+ * the answer, else after SETTLE_MS. Results carry no transaction ids to be sure.
  */
 export function optimisticLayer(subscribe: (query: Record<string, unknown>, listener: Listener, ...rest: SubscribeRest) => () => void) {
   const server = new Map<string, Result>();
@@ -76,7 +77,8 @@ export function optimisticLayer(subscribe: (query: Record<string, unknown>, list
           // The socket calls each listener of a query with the same result: the first one takes it in.
           if (server.get(key) !== result) {
             server.set(key, result);
-            pending = pending.filter((u) => !(u.answered && u.touched.has(key)));
+            for (const update of pending) if (update.touched.has(key)) update.refreshed = true;
+            pending = pending.filter((u) => !(u.answered && u.refreshed));
             if (local.size > 0 || pending.length > 0) recompute(key);
           }
           listener(view(key) ?? result);
@@ -105,7 +107,8 @@ export function optimisticLayer(subscribe: (query: Record<string, unknown>, list
       return (succeeded: boolean) => {
         if (!succeeded) return drop(entry);
         entry.answered = true;
-        setTimeout(() => drop(entry), SETTLE_MS);
+        if (entry.refreshed) drop(entry);
+        else setTimeout(() => drop(entry), SETTLE_MS);
       };
     },
   };
