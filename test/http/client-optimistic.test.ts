@@ -20,7 +20,7 @@ const listQuery = (list: string) => ({ todos: { $: { where: { list }, order: { s
 const addLocally = (store: OptimisticStore, input: { title: string; list: string }) => {
   const query = listQuery(input.list);
   const current = store.getQuery(query);
-  if (current) store.setQuery(query, { todos: [...current.todos, { id: "local", ...input }] });
+  if (current?.todos) store.setQuery(query, { todos: [...current.todos, { id: "local", ...input }] });
 };
 
 describe("optimistic updates against a real server", () => {
