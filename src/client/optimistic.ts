@@ -5,9 +5,8 @@ type Result = Record<string, unknown[]>;
 type Listener = (result: Result) => void;
 
 /** What `subscribe` takes after the query and the listener (its error path), passed through as it is. */
-export type SubscribeRest = Parameters<LiveConnection["subscribe"]> extends [unknown, unknown, ...infer Rest]
-  ? Rest
-  : never;
+export type SubscribeRest =
+  Parameters<LiveConnection["subscribe"]> extends [unknown, unknown, ...infer Rest] ? Rest : never;
 
 /** How long a succeeded call's update stays when no server result for a query it changed comes (the write changed none). */
 export const SETTLE_MS = 1_000;
@@ -30,7 +29,9 @@ interface Pending {
  * comes before the answer; keeping the update then would show the row twice), else at the first after
  * the answer, else after SETTLE_MS. Results carry no transaction ids to be sure.
  */
-export function optimisticLayer(subscribe: (query: Record<string, unknown>, listener: Listener, ...rest: SubscribeRest) => () => void) {
+export function optimisticLayer(
+  subscribe: (query: Record<string, unknown>, listener: Listener, ...rest: SubscribeRest) => () => void,
+) {
   const server = new Map<string, Result>();
   const listeners = new Map<string, Set<Listener>>();
   let pending: Pending[] = [];

@@ -25,8 +25,9 @@ export interface InvokeOptions<Input = unknown> {
   files?: Record<string, Blob>;
   /**
    * Changes the local results of live queries until the call's answer: run at once, and again on
-   * every server result meanwhile; dropped on failure, and on success once the server's result holds
-   * the write (the first result of a query it changed after the answer, or after 1 s).
+   * every server result meanwhile. Dropped on failure; on success once a query it changed got a new
+   * server result (at the answer if one came during the call, else the first after it, else after 1 s).
+   * A workflow's ends at its admission.
    */
   optimistic?(store: OptimisticStore, input: Input): void;
 }

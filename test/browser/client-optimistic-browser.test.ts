@@ -99,7 +99,9 @@ describe("actuate/react in Chromium: optimistic updates and a paginated live que
       await shows(page, "#pages", "exhausted: p9,p5,p4,p3,p2,p1");
 
       // A row deleted: the last page is one shorter, still exhausted.
-      const { todos } = (await client.query({ todos: { $: { where: { title: "p4" } } } })) as { todos: { id: string }[] };
+      const { todos } = (await client.query({ todos: { $: { where: { title: "p4" } } } })) as {
+        todos: { id: string }[];
+      };
       await client.invoke("todo.remove", { id: todos[0]?.id });
       await shows(page, "#pages", "exhausted: p9,p5,p3,p2,p1");
       expect(errors).toEqual([]);
