@@ -2,6 +2,7 @@ import type { ActionContract, ActionSummary, InvokeAnswer, ReleaseDescription } 
 import type { executionsResource } from "./executions.ts";
 import { settledOrThrow } from "./executions.ts";
 import { request, retried, type Transport } from "./http.ts";
+import type { OptimisticLayer } from "./optimistic.ts";
 import type { ActionCall, InvokeOptions, ReleaseTypes, RunHandle } from "./types.ts";
 
 /** JSON, or with files a form: the JSON as its `request` part and one part per file field. */
@@ -14,9 +15,12 @@ function invocationBody(requestId: string, input: unknown, files: Record<string,
 }
 
 /** Invokes an action by name: a function's answer once it ended, a workflow's run as admitted. */
-export const invoker =
-  (transport: Transport, executions: ReturnType<typeof executionsResource>) =>
-  async (name: string, input: unknown, invokeOptions: InvokeOptions = {}) => {
+export const invoker = (
+  transport: Transport,
+  executions: ReturnType<typeof executionsResource>,
+  optimistic: Pick<OptimisticLayer, "apply">,
+) => {
+  const answerOf = async (name: string, input: unknown, invokeOptions: InvokeOptions) => {
     const requestId = invokeOptions.requestId ?? crypto.randomUUID();
     const { status, body } = await request<InvokeAnswer>(
       transport,
@@ -38,6 +42,19 @@ export const invoker =
       ? executions.result(body.execution.id, { signal: invokeOptions.signal })
       : settledOrThrow(body.execution);
   };
+  return async (name: string, input: unknown, invokeOptions: InvokeOptions = {}) => {
+    // Before the first await, so that subscribers see the local result as the call starts.
+    const settle = invokeOptions.optimistic && optimistic.apply(invokeOptions.optimistic, input);
+    try {
+      const answer = await answerOf(name, input, invokeOptions);
+      settle?.(true);
+      return answer;
+    } catch (error) {
+      settle?.(false);
+      throw error;
+    }
+  };
+};
 
 /** `client.actions["math.add"](input)`: one typed call per action of the release. */
 export const actionCalls = <Release extends ReleaseTypes>(invoke: ReturnType<typeof invoker>) =>

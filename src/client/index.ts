@@ -4,6 +4,7 @@ import { executionsResource } from "./executions.ts";
 import { filesResource } from "./files.ts";
 import { retried, searchOf, transportOf } from "./http.ts";
 import { type ConnectionState, liveSession } from "./live.ts";
+import { optimisticLayer, type SubscribeRest } from "./optimistic.ts";
 import { releasesResource } from "./releases.ts";
 import { runsResource } from "./runs.ts";
 import { signInsResource } from "./sign-ins.ts";
@@ -33,14 +34,23 @@ export type {
 } from "../wire/views.ts";
 export { ActuateError, type Issue } from "./errors.ts";
 export type { ConnectionState, StreamEvent } from "./live.ts";
-export type { ClientOptions, Invocation, InvokeOptions, QueryResult, ReleaseTypes, RunHandle } from "./types.ts";
+export type {
+  ClientOptions,
+  Invocation,
+  InvokeOptions,
+  OptimisticStore,
+  QueryResult,
+  ReleaseTypes,
+  RunHandle,
+} from "./types.ts";
 
 /** A client of one environment, for browsers, Bun, Node ≥ 20 and Deno: no Node-only API. */
 export function createClient<Release extends ReleaseTypes = AnyRelease>(options: ClientOptions) {
   const transport = transportOf(options);
   const live = liveSession(transport, options);
   const executions = executionsResource(transport, live);
-  const invoke = invoker(transport, executions);
+  const optimistic = optimisticLayer((...args) => live.connection().subscribe(...args));
+  const invoke = invoker(transport, executions, optimistic);
   return {
     actions: actionCalls<Release>(invoke),
     /** Invokes an action by name (for names known only at run time). */
@@ -49,11 +59,15 @@ export function createClient<Release extends ReleaseTypes = AnyRelease>(options:
       retried<Record<string, unknown>>(transport, "POST", `/query?format=${queryOptions.format ?? "objects"}`, {
         query: q,
       }),
-    /** Calls `listener` with the query's result now and after every change that alters it; answers how to stop. */
+    /**
+     * Calls `listener` with the query's result now and after every change that alters it (with the
+     * pending calls' optimistic updates applied); answers how to stop.
+     */
     subscribe: <Query extends Record<string, unknown>>(
       query: Query,
       listener: (result: QueryResult<Release, Query>) => void,
-    ) => live.connection().subscribe(query, listener as (result: Record<string, unknown[]>) => void),
+      ...rest: SubscribeRest
+    ) => optimistic.subscribe(query, listener as (result: Record<string, unknown[]>) => void, ...rest),
     onConnectionChange: (listener: (state: ConnectionState) => void) => live.connection().onConnectionChange(listener),
     executions,
     /** The active release as the caller may know it: its entities, links and the actions it may call. */

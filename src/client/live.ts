@@ -28,7 +28,7 @@ interface Stream {
 const MAX_RECONNECT_MS = 10_000;
 
 /** Keys in order, so that two spellings of one query are one subscription (the server matches the same way). */
-const keyOf = (value: unknown): string =>
+export const keyOf = (value: unknown): string =>
   JSON.stringify(value, (_key, v) =>
     v && typeof v === "object" && !Array.isArray(v)
       ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from "react";
-import type { ActuateClient } from "./index.ts";
+import type { ActuateClient, OptimisticStore } from "./index.ts";
 
 /** A live query's state: `undefined` until the first result (and always during server rendering). */
 export interface QueryState<Result> {
@@ -34,16 +34,27 @@ export interface ActionState<Input, Output> {
   running: boolean;
 }
 
-type Call = (input: never) => Promise<unknown>;
+type Call = (input: never, options?: never) => Promise<unknown>;
 type OutputOf<C extends Call> = Awaited<ReturnType<C>> extends { output: infer Output } ? Output : unknown;
 
-/** Runs an action on demand and keeps its last output or error; a late answer after unmount is dropped. */
+export interface ActionOptions<Input> {
+  /** Changes live queries' local results until the answer (see `InvokeOptions.optimistic`). */
+  optimistic?: (store: OptimisticStore, input: Input) => void;
+}
+
+/**
+ * Runs an action on demand and keeps its last output or error; a late answer after unmount is
+ * dropped. `optimistic` is read when `run` is called, so an inline function does not change `run`.
+ */
 export function useAction<Actions extends Record<string, Call>, Name extends keyof Actions & string>(
   client: { actions: Actions },
   name: Name,
+  options: ActionOptions<Parameters<Actions[Name]>[0]> = {},
 ): ActionState<Parameters<Actions[Name]>[0], OutputOf<Actions[Name]>> {
   type Output = OutputOf<Actions[Name]>;
   const [state, setState] = useState<{ data?: Output; error?: Error; running: boolean }>({ running: false });
+  const optimistic = useRef(options.optimistic);
+  optimistic.current = options.optimistic;
   const mounted = useRef(true);
   useEffect(() => {
     mounted.current = true;
@@ -56,7 +67,7 @@ export function useAction<Actions extends Record<string, Call>, Name extends key
       setState((s) => ({ ...s, running: true }));
       try {
         const call = client.actions[name] as Actions[Name];
-        const answer = (await call(input as never)) as { output: Output };
+        const answer = (await call(input as never, { optimistic: optimistic.current } as never)) as { output: Output };
         if (mounted.current) setState({ data: answer.output, running: false });
         return answer.output;
       } catch (error) {
@@ -67,4 +78,75 @@ export function useAction<Actions extends Record<string, Call>, Name extends key
     [client, name],
   );
   return { run, data: state.data, error: state.error, running: state.running };
+}
+
+export type PaginationStatus = "loading" | "canLoadMore" | "loadingMore" | "exhausted";
+
+export interface PaginatedQueryState<Row> {
+  /** The rows of the pages loaded so far, kept current. */
+  results: Row[];
+  status: PaginationStatus;
+  /** Asks for one more page (when `status` is `canLoadMore`). */
+  loadMore: () => void;
+  error: Error | undefined;
+  isLoading: boolean;
+}
+
+type Subscribe = (
+  query: Record<string, unknown>,
+  listener: (result: Record<string, unknown[]>) => void,
+  onError?: (error: Error) => void,
+) => () => void;
+
+/**
+ * A live query read a page at a time: one subscription whose top-level `$.limit` grows by `pageSize`
+ * per `loadMore()` (the query's own `$.offset`, `where` and `order` stay), asking one row more than it
+ * shows to know whether more exist. The pages are one live result, so a row written or deleted while
+ * paginated moves the others along: none twice, none lost. The server caps `limit` at 10,000.
+ */
+export function usePaginatedQuery<Row = Record<string, unknown>>(
+  client: { subscribe: Subscribe },
+  query: Record<string, unknown>,
+  { pageSize }: { pageSize: number },
+): PaginatedQueryState<Row> {
+  const entities = Object.keys(query);
+  if (entities.length !== 1) {
+    throw new Error(`usePaginatedQuery reads one top-level entity; this query has ${entities.length}`);
+  }
+  const entity = entities[0] as string;
+  if ((query[entity] as { $?: { limit?: number } } | undefined)?.$?.limit !== undefined) {
+    throw new Error(`usePaginatedQuery sets ${entity}.$.limit itself (pageSize per page): leave it out`);
+  }
+  const key = JSON.stringify(query);
+  // The pages asked for, per query: another query starts again at one page.
+  const [asked, setAsked] = useState({ key, pages: 1 });
+  const limit = (asked.key === key ? asked.pages : 1) * pageSize;
+  const [shown, setShown] = useState<{ key: string; limit: number; rows?: Row[]; error?: Error }>({ key, limit });
+  useEffect(() => {
+    const [name, node] = Object.entries(JSON.parse(key))[0] as [string, { $?: object }];
+    return client.subscribe(
+      { [name]: { ...node, $: { ...node.$, limit: limit + 1 } } },
+      (result) => setShown({ key, limit, rows: result[name] as Row[] }),
+      (error) => setShown({ key, limit, error }),
+    );
+  }, [client, key, limit]);
+  const rows = shown.key === key ? shown.rows : undefined;
+  const status: PaginationStatus = !rows
+    ? "loading"
+    : shown.limit < limit
+      ? "loadingMore"
+      : rows.length > limit
+        ? "canLoadMore"
+        : "exhausted";
+  const loadMore = useCallback(() => {
+    if (status === "canLoadMore") setAsked({ key, pages: limit / pageSize + 1 });
+  }, [status, key, limit, pageSize]);
+  const error = shown.key === key ? shown.error : undefined;
+  return {
+    results: rows?.slice(0, shown.limit) ?? [],
+    status,
+    loadMore,
+    error,
+    isLoading: status === "loading" && !error,
+  };
 }

@@ -17,12 +17,27 @@ export type AnyRelease = {
   entities: Record<string, unknown>;
 };
 
-export interface InvokeOptions {
+export interface InvokeOptions<Input = unknown> {
   /** The idempotency key; one is drawn per call when absent, and reused on every retry of that call. */
   requestId?: string;
   signal?: AbortSignal;
   /** The action's file inputs by field (sent as multipart/form-data with the JSON input beside them). */
   files?: Record<string, Blob>;
+  /**
+   * Changes the local results of live queries until the call's answer: run at once, and again on
+   * every server result meanwhile. Dropped on failure; on success once a query it changed got a new
+   * server result (at the answer if one came during the call, else the first after it, else after 1 s).
+   * A workflow's ends at its admission.
+   */
+  optimistic?(store: OptimisticStore, input: Input): void;
+}
+
+/** The live queries' local results, as an optimistic update reads and replaces them. */
+export interface OptimisticStore {
+  /** The query's current local result (server's, with earlier updates applied); undefined when the client holds none. */
+  getQuery(query: Record<string, unknown>): Record<string, unknown[]> | undefined;
+  /** Replaces the query's local result: its subscribers see it at once. */
+  setQuery(query: Record<string, unknown>, result: Record<string, unknown[]>): void;
 }
 
 /** An action's answer once it ended: a failed handler is an ActuateError (`action_failed`, …). */
@@ -42,8 +57,8 @@ export interface RunHandle<Output> {
 }
 
 export type ActionCall<A extends { input: unknown; output: unknown; kind?: string }> = A extends { kind: "workflow" }
-  ? (input: A["input"], options?: InvokeOptions) => Promise<RunHandle<A["output"]>>
-  : (input: A["input"], options?: InvokeOptions) => Promise<Invocation<A["output"]>>;
+  ? (input: A["input"], options?: InvokeOptions<A["input"]>) => Promise<RunHandle<A["output"]>>
+  : (input: A["input"], options?: InvokeOptions<A["input"]>) => Promise<Invocation<A["output"]>>;
 
 export interface ClientOptions {
   /** The environment's base URL (PUBLIC_URL). */
