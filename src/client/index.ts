@@ -1,6 +1,7 @@
 import type { EnvironmentStats } from "../wire/views.ts";
 import { actionCalls, contractsResource, describer, invoker } from "./actions.ts";
 import { executionsResource } from "./executions.ts";
+import type { ActuateError } from "./errors.ts";
 import { filesResource } from "./files.ts";
 import { retried, searchOf, transportOf } from "./http.ts";
 import { type ConnectionState, liveSession } from "./live.ts";
@@ -45,15 +46,24 @@ export function createClient<Release extends ReleaseTypes = AnyRelease>(options:
     actions: actionCalls<Release>(invoke),
     /** Invokes an action by name (for names known only at run time). */
     invoke,
-    query: (q: Record<string, unknown>, queryOptions: { format?: "objects" | "triples" } = {}) =>
-      retried<Record<string, unknown>>(transport, "POST", `/query?format=${queryOptions.format ?? "objects"}`, {
-        query: q,
-      }),
-    /** Calls `listener` with the query's result now and after every change that alters it; answers how to stop. */
+    query: (q: Record<string, unknown>, queryOptions: { format?: "objects" | "triples"; signal?: AbortSignal } = {}) =>
+      retried<Record<string, unknown>>(
+        transport,
+        "POST",
+        `/query?format=${queryOptions.format ?? "objects"}`,
+        { query: q },
+        queryOptions.signal,
+      ),
+    /**
+     * Calls `listener` with the query's result now and after every change that alters it; answers how to
+     * stop. A refused query calls `onError` and ends (subscribe again to ask again); a refused or revoked
+     * token calls it too, and the results come back once `token` answers a new one.
+     */
     subscribe: <Query extends Record<string, unknown>>(
       query: Query,
       listener: (result: QueryResult<Release, Query>) => void,
-    ) => live.connection().subscribe(query, listener as (result: Record<string, unknown[]>) => void),
+      onError?: (error: ActuateError) => void,
+    ) => live.connection().subscribe(query, listener as (result: Record<string, unknown[]>) => void, onError),
     onConnectionChange: (listener: (state: ConnectionState) => void) => live.connection().onConnectionChange(listener),
     executions,
     /** The active release as the caller may know it: its entities, links and the actions it may call. */
