@@ -1,7 +1,7 @@
 import type { EnvironmentStats } from "../wire/views.ts";
 import { actionCalls, contractsResource, describer, invoker } from "./actions.ts";
-import { executionsResource } from "./executions.ts";
 import type { ActuateError } from "./errors.ts";
+import { executionsResource } from "./executions.ts";
 import { filesResource } from "./files.ts";
 import { retried, searchOf, transportOf } from "./http.ts";
 import { type ConnectionState, liveSession } from "./live.ts";

@@ -226,7 +226,8 @@ export class LiveConnection {
         return;
       }
       case "error":
-        return this.refused(message);
+        this.refused(message);
+        return;
     }
   }
 
@@ -236,7 +237,10 @@ export class LiveConnection {
    */
   private refused(message: Record<string, unknown>): void {
     const status = Number(message.status);
-    if (status === 401) return this.unauthorized(String(message.message));
+    if (status === 401) {
+      this.unauthorized(String(message.message));
+      return;
+    }
     const original = message["original-event"] as { op?: string; q?: unknown } | undefined;
     if (original?.op !== "add-query") return;
     const key = keyOf(original.q);

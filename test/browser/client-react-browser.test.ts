@@ -69,7 +69,7 @@ describe("actuate/react in Chromium: errors and the connection's state reach the
 
     // A new token from the callback: connected again, and the query's new data clears its error.
     const fresh = await t.userToken("ria");
-    await page.evaluate((value) => Object.assign(window, { freshToken: value }), fresh);
+    await page.evaluate((value) => Object.assign(globalThis, { freshToken: value }), fresh);
     await page.locator("#connection", { hasText: "open" }).waitFor({ timeout: 15_000 });
     await page.locator("#notes", { hasText: "0 notes" }).waitFor();
     expect(errors).toEqual([]);
