@@ -40,25 +40,26 @@ export class ActuateError extends Error {
   }
 }
 
+/** An error body as the server sends it, over HTTP and on the session socket (`{ error, message, … }`). */
+export interface ErrorBody {
+  error?: string;
+  message?: string;
+  details?: { issues?: Issue[] };
+  executionId?: string | null;
+  requestId?: string | null;
+}
+
+export const errorOfBody = (body: ErrorBody | null, status: number, retryAfterMs?: number) =>
+  new ActuateError(body?.error ?? `http_${status}`, body?.message ?? `the server answered ${status}`, status, {
+    issues: body?.details?.issues,
+    executionId: body?.executionId,
+    requestId: body?.requestId,
+    retryAfterMs,
+  });
+
 /** The error an answer carries (every error body is `{ ok: false, error, message, … }`). */
 export async function errorOf(response: Response): Promise<ActuateError> {
-  const body = (await response.json().catch(() => null)) as {
-    error?: string;
-    message?: string;
-    details?: { issues?: Issue[] };
-    executionId?: string | null;
-    requestId?: string | null;
-  } | null;
+  const body = (await response.json().catch(() => null)) as ErrorBody | null;
   const retryAfter = Number(response.headers.get("retry-after"));
-  return new ActuateError(
-    body?.error ?? `http_${response.status}`,
-    body?.message ?? `the server answered ${response.status}`,
-    response.status,
-    {
-      issues: body?.details?.issues,
-      executionId: body?.executionId,
-      requestId: body?.requestId,
-      retryAfterMs: Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined,
-    },
-  );
+  return errorOfBody(body, response.status, retryAfter > 0 ? retryAfter * 1000 : undefined);
 }

@@ -72,7 +72,8 @@ export function executionsResource(transport: Transport, live: LiveSession) {
   const follow = (executionId: string): AsyncIterable<StreamEvent> =>
     live.available() ? followBySocket(live.connection, executionId) : followByResult(transport, executionId);
   return {
-    get: (id: string) => retried<Execution>(transport, "GET", `/executions/${id}`),
+    get: (id: string, o: { signal?: AbortSignal } = {}) =>
+      retried<Execution>(transport, "GET", `/executions/${id}`, undefined, o.signal),
     list: (
       filter: {
         action?: string;
@@ -84,11 +85,12 @@ export function executionsResource(transport: Transport, live: LiveSession) {
         limit?: number;
         cursor?: string;
       } = {},
-    ) => retried<Page<Execution>>(transport, "GET", `/executions${searchOf(filter)}`),
+      o: { signal?: AbortSignal } = {},
+    ) => retried<Page<Execution>>(transport, "GET", `/executions${searchOf(filter)}`, undefined, o.signal),
     result,
     /** The lines the execution logged; `nextCursor` stays non-null while it runs. */
-    logs: (id: string, filter: { limit?: number; cursor?: string } = {}) =>
-      retried<Page<LogLine>>(transport, "GET", `/executions/${id}/logs${searchOf(filter)}`),
+    logs: (id: string, filter: { limit?: number; cursor?: string } = {}, o: { signal?: AbortSignal } = {}) =>
+      retried<Page<LogLine>>(transport, "GET", `/executions/${id}/logs${searchOf(filter)}`, undefined, o.signal),
     follow,
   };
 }

@@ -8,64 +8,91 @@ export interface Transport {
   url: string;
   token: () => Promise<string>;
   fetch: Fetch;
+  /** How long an idempotent call goes on asking, from its first failure (a network error, 502/503/504). */
+  retryBudgetMs: number;
 }
 
 /** Answers that mean "nothing happened, or it is safe to ask again": the gateway or the database was away. */
 const RETRIED_STATUS = new Set([502, 503, 504]);
-const ATTEMPTS = 5;
 const FIRST_BACKOFF_MS = 200;
-const MAX_BACKOFF_MS = 5_000;
+// Low, so that a server back from a restart is noticed within ~2 s; the budget, not the backoff, bounds the wait.
+const MAX_BACKOFF_MS = 2_000;
 
 const tokenGetter = (token: TokenSource) => async () => (typeof token === "string" ? token : await token());
 
 /** The one way every resource reaches the environment: its base URL, a fresh token per request, a fetch. */
-export const transportOf = (options: { url: string; token: TokenSource; fetch?: Fetch }): Transport => ({
+export const transportOf = (options: {
+  url: string;
+  token: TokenSource;
+  fetch?: Fetch;
+  retryBudgetMs?: number;
+}): Transport => ({
   url: options.url.replace(/\/+$/, ""),
   token: tokenGetter(options.token),
   fetch: options.fetch ?? ((input, init) => fetch(input, init)),
+  retryBudgetMs: options.retryBudgetMs ?? 30_000,
 });
 
+export interface CallOptions {
+  /** The request is idempotent (a read, or an invoke with its requestId): it may be sent again. */
+  retry?: boolean;
+  /** Ends the call at once, waiting or asking, with the signal's reason. */
+  signal?: AbortSignal;
+}
+
 /**
- * One JSON request (or a FormData body, sent as multipart). `retry`: the request is idempotent (a read,
- * or an invoke with its requestId), so a network failure or a 502/503/504 is tried again with jittered
- * exponential backoff (or Retry-After).
+ * Sends until an answer that is ok or final: with `retry`, a network failure or a 502/503/504 is sent
+ * again after a jittered exponential backoff (or the answer's Retry-After) until the transport's budget
+ * is spent; the last failure is then thrown as an ActuateError, as is any other refusal at once.
  */
+export async function answered(
+  transport: Transport,
+  send: () => Promise<Response>,
+  { retry, signal }: CallOptions,
+): Promise<Response> {
+  let failingSince = 0;
+  for (let attempt = 1; ; attempt++) {
+    const answer = await send().then(
+      async (response) => (response.ok ? response : await errorOf(response)),
+      (cause: Error) => {
+        if (signal?.aborted) throw signal.reason;
+        return new ActuateError("network_error", cause.message, 0);
+      },
+    );
+    if (answer instanceof Response) return answer;
+    failingSince ||= Date.now();
+    const left = transport.retryBudgetMs - (Date.now() - failingSince);
+    if (!retry || !(answer.status === 0 || RETRIED_STATUS.has(answer.status)) || left <= 0) throw answer;
+    await pause(Math.min(left, answer.details.retryAfterMs ?? backoff(attempt)), signal);
+  }
+}
+
+/** One JSON request (or a FormData body, sent as multipart), its answer parsed. */
 export async function request<T>(
   transport: Transport,
   method: string,
   path: string,
-  options: { body?: unknown; retry?: boolean; signal?: AbortSignal } = {},
+  options: CallOptions & { body?: unknown } = {},
 ): Promise<{ status: number; body: T }> {
-  let lastError: ActuateError | null = null;
-  for (let attempt = 0; attempt < (options.retry ? ATTEMPTS : 1); attempt++) {
-    if (attempt > 0) await pause(lastError?.details.retryAfterMs ?? backoff(attempt), options.signal);
-    let response: Response;
-    try {
+  const { body, signal } = options;
+  // A form sets its own content type (multipart, with its boundary).
+  const form = body instanceof FormData;
+  const response = await answered(
+    transport,
+    async () => {
       const headers: Record<string, string> = { authorization: `Bearer ${await transport.token()}` };
-      // A form sets its own content type (multipart, with its boundary).
-      const form = options.body instanceof FormData;
-      if (options.body !== undefined && !form) headers["content-type"] = "application/json";
-      response = await transport.fetch(`${transport.url}${path}`, {
-        method,
-        headers,
-        body: options.body === undefined ? undefined : form ? (options.body as FormData) : JSON.stringify(options.body),
-        signal: options.signal,
-      });
-    } catch (error) {
-      if (options.signal?.aborted) throw options.signal.reason;
-      lastError = new ActuateError("network_error", (error as Error).message, 0);
-      continue;
-    }
-    if (response.ok) return { status: response.status, body: (await response.json()) as T };
-    lastError = await errorOf(response);
-    if (!RETRIED_STATUS.has(response.status)) throw lastError;
-  }
-  throw lastError ?? new ActuateError("network_error", "no answer", 0);
+      if (body !== undefined && !form) headers["content-type"] = "application/json";
+      const sent = body === undefined || form ? (body as FormData | undefined) : JSON.stringify(body);
+      return transport.fetch(`${transport.url}${path}`, { method, headers, body: sent, signal });
+    },
+    options,
+  );
+  return { status: response.status, body: (await response.json()) as T };
 }
 
 /** An idempotent request's answer body (reads, and writes that are safe to repeat). */
-export const retried = <T>(transport: Transport, method: string, path: string, body?: unknown) =>
-  request<T>(transport, method, path, { body, retry: true }).then((r) => r.body);
+export const retried = <T>(transport: Transport, method: string, path: string, body?: unknown, signal?: AbortSignal) =>
+  request<T>(transport, method, path, { body, retry: true, signal }).then((r) => r.body);
 
 /** A query string of the filter's given values ("" when none). */
 export const searchOf = (filter: Record<string, string | number | undefined>) => {

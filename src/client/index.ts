@@ -1,10 +1,11 @@
 import type { EnvironmentStats } from "../wire/views.ts";
 import { actionCalls, contractsResource, describer, invoker } from "./actions.ts";
+import type { ActuateError } from "./errors.ts";
 import { executionsResource } from "./executions.ts";
 import { filesResource } from "./files.ts";
 import { retried, searchOf, transportOf } from "./http.ts";
 import { type ConnectionState, liveSession } from "./live.ts";
-import { optimisticLayer, type SubscribeRest } from "./optimistic.ts";
+import { optimisticLayer } from "./optimistic.ts";
 import { releasesResource } from "./releases.ts";
 import { runsResource } from "./runs.ts";
 import { signInsResource } from "./sign-ins.ts";
@@ -55,19 +56,24 @@ export function createClient<Release extends ReleaseTypes = AnyRelease>(options:
     actions: actionCalls<Release>(invoke),
     /** Invokes an action by name (for names known only at run time). */
     invoke,
-    query: (q: Record<string, unknown>, queryOptions: { format?: "objects" | "triples" } = {}) =>
-      retried<Record<string, unknown>>(transport, "POST", `/query?format=${queryOptions.format ?? "objects"}`, {
-        query: q,
-      }),
+    query: (q: Record<string, unknown>, queryOptions: { format?: "objects" | "triples"; signal?: AbortSignal } = {}) =>
+      retried<Record<string, unknown>>(
+        transport,
+        "POST",
+        `/query?format=${queryOptions.format ?? "objects"}`,
+        { query: q },
+        queryOptions.signal,
+      ),
     /**
-     * Calls `listener` with the query's result now and after every change that alters it (with the
-     * pending calls' optimistic updates applied); answers how to stop.
+     * Calls `listener` with the query's result now and after every change that alters it; answers how to
+     * stop; the pending calls' optimistic updates are applied to it. A refused query calls `onError` and ends (subscribe again to ask again); a refused or revoked
+     * token calls it too, and the results come back once `token` answers a new one.
      */
     subscribe: <Query extends Record<string, unknown>>(
       query: Query,
       listener: (result: QueryResult<Release, Query>) => void,
-      ...rest: SubscribeRest
-    ) => optimistic.subscribe(query, listener as (result: Record<string, unknown[]>) => void, ...rest),
+      onError?: (error: ActuateError) => void,
+    ) => optimistic.subscribe(query, listener as (result: Record<string, unknown[]>) => void, onError),
     onConnectionChange: (listener: (state: ConnectionState) => void) => live.connection().onConnectionChange(listener),
     executions,
     /** The active release as the caller may know it: its entities, links and the actions it may call. */

@@ -1,7 +1,8 @@
-import { ActuateError } from "./errors.ts";
+import { ActuateError, type ErrorBody, errorOfBody } from "./errors.ts";
 import type { Transport } from "./http.ts";
 
-export type ConnectionState = "connecting" | "open" | "closed";
+/** `unauthorized`: the server refused the token or revoked it; it stays so until `token` answers another. */
+export type ConnectionState = "connecting" | "open" | "closed" | "unauthorized";
 
 export interface StreamEvent {
   status?: string;
@@ -13,9 +14,14 @@ export interface StreamEvent {
   seq?: number;
 }
 
+interface Listener {
+  onResult: (result: Record<string, unknown[]>) => void;
+  onError?: (error: ActuateError) => void;
+}
+
 interface Subscription {
   query: Record<string, unknown>;
-  listeners: Set<(result: Record<string, unknown[]>) => void>;
+  listeners: Set<Listener>;
   last?: Record<string, unknown[]>;
 }
 
@@ -26,6 +32,10 @@ interface Stream {
 }
 
 const MAX_RECONNECT_MS = 10_000;
+/** While unauthorized, `token` is asked again after 1 s, doubling up to this. */
+const MAX_TOKEN_RETRY_MS = 30_000;
+/** The close code of a socket whose token was revoked (src/live/session.ts). */
+const REVOKED = 4001;
 
 /** Keys in order, so that two spellings of one query are one subscription (the server matches the same way). */
 export const keyOf = (value: unknown): string =>
@@ -40,6 +50,7 @@ export const keyOf = (value: unknown): string =>
  * as trees (`return-type: "tree"`), execution streams. It reconnects with jittered backoff and
  * subscribes again to everything it held (a stream from the line after the last it received), so a
  * server restart, or the server closing a socket that fell behind (4013), is a pause, not an end.
+ * A refused or revoked token is an end until `token` answers another one.
  */
 export class LiveConnection {
   private socket: WebSocket | null = null;
@@ -49,8 +60,11 @@ export class LiveConnection {
   private readonly stateListeners = new Set<(state: ConnectionState) => void>();
   private attempts = 0;
   private closedByUser = false;
-  private reconnectTimer: ReturnType<typeof setTimeout> | null = null;
+  private timer: ReturnType<typeof setTimeout> | null = null;
   private reauthTimer: ReturnType<typeof setInterval> | null = null;
+  /** The token the last `init` carried: the one refused, when the server refuses. */
+  private sentToken: string | null = null;
+  private refusal: ActuateError | null = null;
 
   constructor(
     private readonly url: string,
@@ -58,25 +72,31 @@ export class LiveConnection {
     private readonly WebSocketImpl: typeof WebSocket,
     /** How often an open session sends a fresh token (`init` again), before the one it began with expires. */
     private readonly reauthMs: number,
+    /** False for a fixed token: once refused, asking again would answer the same. */
+    private readonly tokenMayChange: boolean,
   ) {}
 
-  subscribe(query: Record<string, unknown>, listener: (result: Record<string, unknown[]>) => void): () => void {
+  subscribe(
+    query: Record<string, unknown>,
+    onResult: (result: Record<string, unknown[]>) => void,
+    onError?: (error: ActuateError) => void,
+  ): () => void {
     const key = keyOf(query);
+    const listener: Listener = { onResult, onError };
     let sub = this.subscriptions.get(key);
     if (!sub) {
       sub = { query, listeners: new Set() };
       this.subscriptions.set(key, sub);
       if (this.state === "open") this.send({ op: "add-query", q: query, "return-type": "tree" });
     } else if (sub.last) {
-      listener(sub.last);
+      onResult(sub.last);
     }
     sub.listeners.add(listener);
+    if (this.refusal) onError?.(this.refusal);
     this.open();
     return () => {
       const current = this.subscriptions.get(key);
-      if (!current) return;
-      current.listeners.delete(listener);
-      if (current.listeners.size > 0) return;
+      if (!current?.listeners.delete(listener) || current.listeners.size > 0) return;
       this.subscriptions.delete(key);
       if (this.state === "open") this.send({ op: "remove-query", q: query });
     };
@@ -92,6 +112,7 @@ export class LiveConnection {
     }
     const { listeners } = stream;
     listeners.add(listener);
+    if (this.refusal) this.endStreams(this.refusal);
     this.open();
     return () => {
       listeners.delete(listener);
@@ -99,38 +120,75 @@ export class LiveConnection {
     };
   }
 
+  /** Calls `listener` with the state now, then on every change. */
   onConnectionChange(listener: (state: ConnectionState) => void): () => void {
     this.stateListeners.add(listener);
+    listener(this.state);
     return () => this.stateListeners.delete(listener);
   }
 
   close(): void {
     this.closedByUser = true;
-    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
-    if (this.reauthTimer) clearInterval(this.reauthTimer);
+    this.stopTimers();
     this.socket?.close();
     this.socket = null;
     this.setState("closed");
   }
 
   private open(): void {
-    if (this.socket || this.closedByUser) return;
+    if (this.socket || this.closedByUser || this.refusal) return;
     this.setState("connecting");
     const socket = new this.WebSocketImpl(`${this.url.replace(/^http/, "ws")}/session`);
     this.socket = socket;
     socket.onopen = async () => {
-      this.send({ op: "init", "access-token": await this.token() });
+      this.sentToken = await this.token();
+      this.send({ op: "init", "access-token": this.sentToken });
     };
     socket.onmessage = (event) => this.receive(JSON.parse(String(event.data)));
-    socket.onclose = () => {
+    socket.onclose = (event) => {
       if (this.socket !== socket) return;
       this.socket = null;
-      if (this.reauthTimer) clearInterval(this.reauthTimer);
+      this.stopTimers();
+      if (event.code === REVOKED) return this.unauthorized(event.reason || "the access token was revoked");
       this.setState("closed");
       if (this.closedByUser || (this.subscriptions.size === 0 && this.streams.size === 0)) return;
       const delay = Math.min(MAX_RECONNECT_MS, 250 * 2 ** this.attempts++) * (0.5 + Math.random() / 2);
-      this.reconnectTimer = setTimeout(() => this.open(), delay);
+      this.timer = setTimeout(() => this.open(), delay);
     };
+  }
+
+  /**
+   * The token was refused or revoked: retrying with it cannot work. Every subscription hears it (and
+   * stays, to be asked again), every stream ends; `token` is asked again until it answers another.
+   */
+  private unauthorized(message: string): void {
+    const socket = this.socket;
+    this.socket = null;
+    socket?.close();
+    this.stopTimers();
+    const refusal = new ActuateError("unauthorized", message, 401);
+    this.refusal = refusal;
+    this.setState("unauthorized");
+    for (const { listeners } of this.subscriptions.values()) for (const l of listeners) l.onError?.(refusal);
+    this.endStreams(refusal);
+    if (!this.tokenMayChange) return;
+    const ask = (delay: number) => {
+      this.timer = setTimeout(async () => {
+        const token = await this.token().catch(() => this.sentToken);
+        if (this.closedByUser || this.refusal !== refusal) return;
+        if (token === this.sentToken) return ask(Math.min(delay * 2, MAX_TOKEN_RETRY_MS));
+        this.refusal = null;
+        this.attempts = 0;
+        this.open();
+      }, delay);
+    };
+    ask(1_000);
+  }
+
+  private endStreams(error: ActuateError): void {
+    for (const { listeners } of this.streams.values())
+      for (const l of listeners) l({ done: true, errorCode: error.code });
+    this.streams.clear();
   }
 
   private receive(message: Record<string, unknown>): void {
@@ -140,10 +198,10 @@ export class LiveConnection {
         if (this.state === "open") return;
         this.attempts = 0;
         this.setState("open");
-        this.reauthTimer = setInterval(
-          async () => this.send({ op: "init", "access-token": await this.token() }),
-          this.reauthMs,
-        );
+        this.reauthTimer = setInterval(async () => {
+          this.sentToken = await this.token();
+          this.send({ op: "init", "access-token": this.sentToken });
+        }, this.reauthMs);
         for (const sub of this.subscriptions.values())
           this.send({ op: "add-query", q: sub.query, "return-type": "tree" });
         for (const [id, { lastSeq }] of this.streams) {
@@ -168,27 +226,47 @@ export class LiveConnection {
         return;
       }
       case "error":
-        // An init refused (a revoked token) will not get better by retrying: stop and say so.
-        if (message.status === 401) {
-          this.closedByUser = true;
-          this.socket?.close();
-          const error = new ActuateError("unauthorized", String(message.message), 401);
-          for (const { listeners } of this.streams.values())
-            for (const l of listeners) l({ done: true, errorCode: error.code });
-        }
+        this.refused(message);
         return;
     }
+  }
+
+  /**
+   * An `init` refused (401) will not get better by retrying: unauthorized. A query refused (an unknown
+   * entity, a result too large, …) neither: its listeners hear why and it is dropped; subscribing again asks again.
+   */
+  private refused(message: Record<string, unknown>): void {
+    const status = Number(message.status);
+    if (status === 401) {
+      this.unauthorized(String(message.message));
+      return;
+    }
+    const original = message["original-event"] as { op?: string; q?: unknown } | undefined;
+    if (original?.op !== "add-query") return;
+    const key = keyOf(original.q);
+    const sub = this.subscriptions.get(key);
+    if (!sub) return;
+    this.subscriptions.delete(key);
+    // A query that had worked is still held by the server: it is let go there too.
+    if (sub.last) this.send({ op: "remove-query", q: sub.query });
+    const error = errorOfBody(message as ErrorBody, status);
+    for (const listener of sub.listeners) listener.onError?.(error);
   }
 
   private deliver(query: unknown, result: unknown): void {
     const sub = this.subscriptions.get(keyOf(query));
     if (!sub) return;
     sub.last = result as Record<string, unknown[]>;
-    for (const listener of sub.listeners) listener(sub.last);
+    for (const listener of sub.listeners) listener.onResult(sub.last);
   }
 
   private send(message: Record<string, unknown>): void {
     if (this.socket?.readyState === this.WebSocketImpl.OPEN) this.socket.send(JSON.stringify(message));
+  }
+
+  private stopTimers(): void {
+    if (this.timer) clearTimeout(this.timer);
+    if (this.reauthTimer) clearInterval(this.reauthTimer);
   }
 
   private setState(state: ConnectionState): void {
@@ -199,13 +277,22 @@ export class LiveConnection {
 }
 
 /** A client's session socket: opened on first use, where a WebSocket exists (given, or the global one). */
-export function liveSession(transport: Transport, options: { WebSocket?: typeof WebSocket; sessionReauthMs?: number }) {
+export function liveSession(
+  transport: Transport,
+  options: { token: unknown; WebSocket?: typeof WebSocket; sessionReauthMs?: number },
+) {
   let live: LiveConnection | null = null;
   const webSocket = () => options.WebSocket ?? globalThis.WebSocket;
   return {
     available: () => webSocket() !== undefined,
     connection: () => {
-      live ??= new LiveConnection(transport.url, transport.token, webSocket(), options.sessionReauthMs ?? 5 * 60_000);
+      live ??= new LiveConnection(
+        transport.url,
+        transport.token,
+        webSocket(),
+        options.sessionReauthMs ?? 5 * 60_000,
+        typeof options.token === "function",
+      );
       return live;
     },
     close: () => live?.close(),

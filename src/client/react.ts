@@ -1,9 +1,15 @@
 import { useCallback, useEffect, useRef, useState } from "react";
-import type { ActuateClient, OptimisticStore } from "./index.ts";
+import type { ActuateError } from "./errors.ts";
+import type { ActuateClient, ConnectionState, OptimisticStore } from "./index.ts";
 
 /** A live query's state: `undefined` until the first result (and always during server rendering). */
 export interface QueryState<Result> {
   data: Result | undefined;
+  /** Why the query was refused, or the token that was (the last data stays); the next data clears it. */
+  error: ActuateError | undefined;
+  /** Neither data nor an error yet. */
+  isLoading: boolean;
+  /** @deprecated `isLoading`; removed in the next release. */
   loading: boolean;
 }
 
@@ -16,15 +22,27 @@ export function useQuery<Result extends Record<string, unknown[]> = Record<strin
   client: Pick<ActuateClient, "subscribe">,
   query: Record<string, unknown> | null,
 ): QueryState<Result> {
-  const [data, setData] = useState<Result | undefined>(undefined);
+  const [state, setState] = useState<{ data?: Result; error?: ActuateError }>({});
   // The query's text, so a new object with the same content does not subscribe again.
   const key = query === null ? null : JSON.stringify(query);
   useEffect(() => {
     if (key === null) return;
-    setData(undefined);
-    return client.subscribe(JSON.parse(key), (result) => setData(result as Result));
+    setState({});
+    return client.subscribe(
+      JSON.parse(key),
+      (result) => setState({ data: result as Result }),
+      (error) => setState((s) => ({ data: s.data, error })),
+    );
   }, [client, key]);
-  return { data, loading: key !== null && data === undefined };
+  const isLoading = key !== null && state.data === undefined && state.error === undefined;
+  return { data: state.data, error: state.error, isLoading, loading: isLoading };
+}
+
+/** The state of the client's live connection, kept current (`closed` during server rendering). */
+export function useConnectionState(client: Pick<ActuateClient, "onConnectionChange">): ConnectionState {
+  const [state, setState] = useState<ConnectionState>("closed");
+  useEffect(() => client.onConnectionChange(setState), [client]);
+  return state;
 }
 
 export interface ActionState<Input, Output> {

@@ -70,6 +70,11 @@ export interface ClientOptions {
   WebSocket?: typeof WebSocket;
   /** How often the live session takes a fresh token from `token` without reconnecting (default 5 min). */
   sessionReauthMs?: number;
+  /**
+   * How long an idempotent call (a read, an invoke with its requestId) goes on retrying network errors
+   * and 502/503/504 from its first failure, to ride out a restart (default 30 s); its signal ends it sooner.
+   */
+  retryBudgetMs?: number;
 }
 
 /** A live query's result: each top-level entity's rows, typed from the release's entities when it has them. */

@@ -87,8 +87,8 @@ describe("actuate/client against a real server", () => {
       const call = client.actions["test.echo"]({ text: "never" }, { signal: stop.signal }).catch((e) => e);
       setTimeout(() => stop.abort(new Error("given up")), 50);
       expect(((await call) as Error).message).toBe("given up");
-      // Without a signal it gives up by itself after its attempts, as a network_error.
-      const unaided = await createClient<Basic>({ url: away.url, token: t.serviceKey })
+      // Without a signal it gives up by itself once its retry budget is spent, as a network_error.
+      const unaided = await createClient<Basic>({ url: away.url, token: t.serviceKey, retryBudgetMs: 500 })
         .actions["test.echo"]({ text: "never" })
         .catch((e) => e);
       expect(unaided).toMatchObject({ code: "network_error", status: 0 });
@@ -273,7 +273,7 @@ describe("live queries through the client", () => {
       await eventually(() => states.filter((s) => s === "open").length >= 2, 20_000);
       await client.invoke("data.add-note", { title: "after", priority: 1 });
       await eventually(() => last() === '["before","after"]', 20_000);
-      expect(states).toContain("closed");
+      expect(states.slice(states.indexOf("open"))).toContain("closed");
     } finally {
       stop();
       stopSecond();
