@@ -34,7 +34,7 @@ export async function request<T>(
   transport: Transport,
   method: string,
   path: string,
-  options: { body?: unknown; retry?: boolean; signal?: AbortSignal } = {},
+  options: { body?: unknown; retry?: boolean; signal?: AbortSignal | undefined } = {},
 ): Promise<{ status: number; body: T }> {
   let lastError: ActuateError | null = null;
   for (let attempt = 0; attempt < (options.retry ? ATTEMPTS : 1); attempt++) {
@@ -48,8 +48,8 @@ export async function request<T>(
       response = await transport.fetch(`${transport.url}${path}`, {
         method,
         headers,
-        body: options.body === undefined ? undefined : form ? (options.body as FormData) : JSON.stringify(options.body),
-        signal: options.signal,
+        body: options.body === undefined ? null : form ? (options.body as FormData) : JSON.stringify(options.body),
+        signal: options.signal ?? null,
       });
     } catch (error) {
       if (options.signal?.aborted) throw options.signal.reason;

@@ -7,7 +7,8 @@ import { type ConnectionState, liveSession } from "./live.ts";
 import { releasesResource } from "./releases.ts";
 import { runsResource } from "./runs.ts";
 import { signInsResource } from "./sign-ins.ts";
-import type { AnyRelease, ClientOptions, QueryResult, ReleaseTypes } from "./types.ts";
+import type { ReadQuery, Subscribe } from "./query-types.ts";
+import type { AnyRelease, ClientOptions, ReleaseTypes } from "./types.ts";
 
 export type { RunStatus } from "../wire/statuses.ts";
 export type {
@@ -33,7 +34,21 @@ export type {
 } from "../wire/views.ts";
 export { ActuateError, type Issue } from "./errors.ts";
 export type { ConnectionState, StreamEvent } from "./live.ts";
-export type { ClientOptions, Invocation, InvokeOptions, QueryResult, ReleaseTypes, RunHandle } from "./types.ts";
+export type {
+  Exact,
+  LinkType,
+  Operators,
+  QueryClient,
+  QueryOf,
+  QueryOptions,
+  QueryResult,
+  ReadQuery,
+  Row,
+  Subscribe,
+  TriplesAnswer,
+  Where,
+} from "./query-types.ts";
+export type { AnyRelease, ClientOptions, Invocation, InvokeOptions, ReleaseTypes, RunHandle } from "./types.ts";
 
 /** A client of one environment, for browsers, Bun, Node ≥ 20 and Deno: no Node-only API. */
 export function createClient<Release extends ReleaseTypes = AnyRelease>(options: ClientOptions) {
@@ -45,15 +60,14 @@ export function createClient<Release extends ReleaseTypes = AnyRelease>(options:
     actions: actionCalls<Release>(invoke),
     /** Invokes an action by name (for names known only at run time). */
     invoke,
-    query: (q: Record<string, unknown>, queryOptions: { format?: "objects" | "triples" } = {}) =>
-      retried<Record<string, unknown>>(transport, "POST", `/query?format=${queryOptions.format ?? "objects"}`, {
+    /** Reads once: `{ <entity>: rows }` typed from the query and the `Release` (or triples, `{ format: "triples" }`). */
+    query: ((q: Record<string, unknown>, queryOptions: { format?: "objects" | "triples" } = {}) =>
+      retried(transport, "POST", `/query?format=${queryOptions.format ?? "objects"}`, {
         query: q,
-      }),
+      })) as ReadQuery<Release>,
     /** Calls `listener` with the query's result now and after every change that alters it; answers how to stop. */
-    subscribe: <Query extends Record<string, unknown>>(
-      query: Query,
-      listener: (result: QueryResult<Release, Query>) => void,
-    ) => live.connection().subscribe(query, listener as (result: Record<string, unknown[]>) => void),
+    subscribe: ((query: Record<string, unknown>, listener: (result: Record<string, unknown[]>) => void) =>
+      live.connection().subscribe(query, listener)) as Subscribe<Release>,
     onConnectionChange: (listener: (state: ConnectionState) => void) => live.connection().onConnectionChange(listener),
     executions,
     /** The active release as the caller may know it: its entities, links and the actions it may call. */
