@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from "react";
-import type { ActuateClient } from "./index.ts";
+import type { Checked, QueryClient, QueryOf, QueryResult } from "./query-types.ts";
+import type { AnyRelease } from "./types.ts";
 
 /** A live query's state: `undefined` until the first result (and always during server rendering). */
 export interface QueryState<Result> {
@@ -12,8 +13,17 @@ export interface QueryState<Result> {
  * the server's markup and the first client render agree), re-subscribes when the query changes,
  * unsubscribes on unmount. No suspense: `loading` says there is nothing yet.
  */
-export function useQuery<Result extends Record<string, unknown[]> = Record<string, unknown[]>>(
-  client: Pick<ActuateClient, "subscribe">,
+export function useQuery<Release, const Q extends QueryOf<Release>>(
+  client: QueryClient<Release>,
+  query: (Q & Checked<Release, Q>) | null,
+): QueryState<QueryResult<Release, Q>>;
+/** With the result's type written by hand (`useQuery<{ notes: Note[] }>(…)`): only when it is written. */
+export function useQuery<Result extends Record<string, unknown[]> = never>(
+  client: QueryClient<AnyRelease>,
+  query: [Result] extends [never] ? never : Record<string, unknown> | null,
+): QueryState<Result>;
+export function useQuery<Result extends Record<string, unknown[]>>(
+  client: QueryClient<AnyRelease>,
   query: Record<string, unknown> | null,
 ): QueryState<Result> {
   const [data, setData] = useState<Result | undefined>(undefined);
@@ -34,7 +44,8 @@ export interface ActionState<Input, Output> {
   running: boolean;
 }
 
-type Call = (input: never) => Promise<unknown>;
+// Any arity: an action with file fields requires its options (the hook runs it with its input alone).
+type Call = (...args: never[]) => Promise<unknown>;
 type OutputOf<C extends Call> = Awaited<ReturnType<C>> extends { output: infer Output } ? Output : unknown;
 
 /** Runs an action on demand and keeps its last output or error; a late answer after unmount is dropped. */
