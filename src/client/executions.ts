@@ -67,8 +67,10 @@ const followBySocket = (live: () => LiveConnection, executionId: string): AsyncI
 
 /** `client.executions`: reads, the long-polled result, and the live stream where a WebSocket exists. */
 export function executionsResource(transport: Transport, live: LiveSession) {
-  const result = async <Output = unknown>(id: string, o: { signal?: AbortSignal | undefined } = {}): Promise<Invocation<Output>> =>
-    settledOrThrow(await ended<Output>(transport, id, o.signal));
+  const result = async <Output = unknown>(
+    id: string,
+    o: { signal?: AbortSignal | undefined } = {},
+  ): Promise<Invocation<Output>> => settledOrThrow(await ended<Output>(transport, id, o.signal));
   const follow = (executionId: string): AsyncIterable<StreamEvent> =>
     live.available() ? followBySocket(live.connection, executionId) : followByResult(transport, executionId);
   return {

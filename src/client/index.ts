@@ -4,10 +4,10 @@ import { executionsResource } from "./executions.ts";
 import { filesResource } from "./files.ts";
 import { retried, searchOf, transportOf } from "./http.ts";
 import { type ConnectionState, liveSession } from "./live.ts";
+import type { ReadQuery, Subscribe } from "./query-types.ts";
 import { releasesResource } from "./releases.ts";
 import { runsResource } from "./runs.ts";
 import { signInsResource } from "./sign-ins.ts";
-import type { ReadQuery, Subscribe } from "./query-types.ts";
 import type { AnyRelease, ClientOptions, ReleaseTypes } from "./types.ts";
 
 export type { RunStatus } from "../wire/statuses.ts";

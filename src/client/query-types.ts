@@ -13,10 +13,13 @@ export interface QueryableRelease {
 }
 
 type Entities<R> = R extends { entities: infer E extends Record<string, unknown> } ? E : Record<string, unknown>;
-type LinksOf<R, E> = R extends { links: infer L } ? (E extends keyof L ? L[E] : {}) : {};
+type NoLinks = Record<never, LinkType>;
+type LinksOf<R, E> = R extends { links: infer L } ? (E extends keyof L ? L[E] : NoLinks) : NoLinks;
 type Attributes<R, E> = E extends keyof Entities<R> ? Entities<R>[E] : never;
 type Target<R, E, Label> = Label extends keyof LinksOf<R, E>
-  ? LinksOf<R, E>[Label] extends { entity: infer T } ? T : never
+  ? LinksOf<R, E>[Label] extends { entity: infer T }
+    ? T
+    : never
   : never;
 
 /** Whether the release names its entities (a generated `Release`); without them, queries stay loose. */
@@ -34,7 +37,7 @@ export type Operators<V, Like extends boolean = [V] extends [string] ? true : fa
   $gte?: V;
   $lt?: V;
   $lte?: V;
-} & (Like extends true ? { $like?: string; $ilike?: string } : {});
+} & (Like extends true ? { $like?: string; $ilike?: string } : unknown);
 
 /** What one `where` key may be: the value, `null` (absent), or operators; a JSON attribute only tests absence. */
 type Condition<V> = unknown extends V ? null | { $isNull?: boolean } : V | null | Operators<V>;
@@ -81,7 +84,7 @@ export type QueryOptions<R, E, Top extends boolean = true> = {
   where?: Where<R, E>;
   limit?: number;
   order?: { [Key in OrderKey<R, E>]: { [K in Key]: "asc" | "desc" } }[OrderKey<R, E>];
-} & (Top extends true ? { offset?: number } : {});
+} & (Top extends true ? { offset?: number } : unknown);
 
 /** One level of a query on entity `E`: its `$` and the links to read. */
 export type QueryNode<R, E, Top extends boolean = false> = { $?: QueryOptions<R, E, Top> } & {
@@ -89,9 +92,8 @@ export type QueryNode<R, E, Top extends boolean = false> = { $?: QueryOptions<R,
 };
 
 /** A query on the release's entities (`{ books: { $: { where: … }, author: {} } }`); any object without a typed release. */
-export type QueryOf<R> = Typed<R> extends true
-  ? { [E in keyof Entities<R>]?: QueryNode<R, E, true> }
-  : Record<string, unknown>;
+export type QueryOf<R> =
+  Typed<R> extends true ? { [E in keyof Entities<R>]?: QueryNode<R, E, true> } : Record<string, unknown>;
 
 type Simplify<T> = { [K in keyof T]: T[K] } & {};
 
@@ -105,9 +107,10 @@ export type Row<R, E, Node> = Simplify<
 >;
 
 /** What a query answers as objects (the default format, and live queries): each entity's rows, nested as asked. */
-export type QueryResult<R, Q> = Typed<R> extends true
-  ? { -readonly [E in keyof Q & keyof Entities<R>]: Row<R, E, Q[E]>[] }
-  : { -readonly [E in keyof Q]: unknown[] };
+export type QueryResult<R, Q> =
+  Typed<R> extends true
+    ? { -readonly [E in keyof Q & keyof Entities<R>]: Row<R, E, Q[E]>[] }
+    : { -readonly [E in keyof Q]: unknown[] };
 
 /** `Actual` with every key the shape does not know of turned into `never`, at every depth (object literals nest). */
 export type Exact<Actual, Shape> = unknown extends Shape
@@ -140,9 +143,10 @@ export interface TriplesAnswer {
 }
 
 /** `client.subscribe`: calls `listener` with the query's result now and after every change; answers how to stop. */
-export interface Subscribe<R> {
-  <const Q extends QueryOf<R>>(query: Q & Checked<R, Q>, listener: (result: QueryResult<R, Q>) => void): () => void;
-}
+export type Subscribe<R> = <const Q extends QueryOf<R>>(
+  query: Q & Checked<R, Q>,
+  listener: (result: QueryResult<R, Q>) => void,
+) => () => void;
 
 /** `client.query`: reads once; objects by default, or triples. */
 export interface ReadQuery<R> {

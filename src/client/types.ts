@@ -46,7 +46,7 @@ export interface RunHandle<Output> {
 
 /** An action's options: with file fields, `files` holds exactly those (and is required when one of them is). */
 type CallOptions<A> = A extends { files: infer Files }
-  ? {} extends Files
+  ? Record<never, never> extends Files
     ? [options?: Omit<InvokeOptions, "files"> & { files?: Files }]
     : [options: Omit<InvokeOptions, "files"> & { files: Files }]
   : [options?: InvokeOptions];

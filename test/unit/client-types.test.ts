@@ -3,10 +3,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cli, repoRoot, runCommand } from "../support/cli.ts";
-import { fixture } from "../support/server.ts";
 
 // The type tests of actuate/client: files of cases that must compile and `@ts-expect-error` cases that must
-// not (an unused one is itself an error), against the Release type generated from a fixture release.
+// not (an unused one is itself an error), against the Release type generated here from a fixture release
+// (committed too: test/http/client-typed-queries.test.ts uses it, and checks that an environment answers the same).
 const typesDir = join(repoRoot, "test", "fixtures", "types");
 const tsc = (project: string) =>
   runCommand(["bun", join(repoRoot, "node_modules", "typescript", "bin", "tsc"), "-p", project], repoRoot);
@@ -16,7 +16,7 @@ describe("actuate/client's types from a generated Release", () => {
   beforeAll(async () => {
     scratch = mkdtempSync(join(tmpdir(), "actuate-client-types-"));
     const generated = await cli(
-      ["release", "types", fixture("typed-client"), "--out", join(typesDir, "release.gen.ts")],
+      ["release", "types", "test/fixtures/releases/typed-client", "--out", join(typesDir, "release.gen.ts")],
       { DATA_DIR: join(scratch, "data") },
     );
     expect(generated.stderr).toBe("");
