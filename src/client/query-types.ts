@@ -6,12 +6,6 @@ export interface LinkType {
   has: "one" | "many";
 }
 
-/** The parts of a release the query types read; anything else of the `Release` is ignored here. */
-export interface QueryableRelease {
-  entities?: Record<string, unknown>;
-  links?: Record<string, Record<string, LinkType>>;
-}
-
 type Entities<R> = R extends { entities: infer E extends Record<string, unknown> } ? E : Record<string, unknown>;
 type NoLinks = Record<never, LinkType>;
 type LinksOf<R, E> = R extends { links: infer L } ? (E extends keyof L ? L[E] : NoLinks) : NoLinks;
@@ -42,7 +36,7 @@ export type Operators<V, Like extends boolean = [V] extends [string] ? true : fa
 /** What one `where` key may be: the value, `null` (absent), or operators; a JSON attribute only tests absence. */
 type Condition<V> = unknown extends V ? null | { $isNull?: boolean } : V | null | Operators<V>;
 
-/** Hops a dotted path may take through links (`"author.profile.bio"`): enough for a query, finite for the checker. */
+/** The hops left to a dotted path through links (`"author.profile.bio"`): up to four, finite for the checker. */
 type Hops = [never, 0, 1, 2];
 
 type Paths<R, E, Depth extends number = 3> =
