@@ -176,9 +176,11 @@ export async function releaseTypesCommand(
       release: { version: string } | null;
       actions: ReleaseDescription["actions"];
       entities: ReleaseDescription["entities"];
+      links: ReleaseDescription["links"];
     }>("/describe");
     if (!described.release) throw new ReleaseError(`${environment.url} has no active release`);
-    description = { version: described.release.version, actions: described.actions, entities: described.entities };
+    const { actions, entities, links } = described;
+    description = { version: described.release.version, actions, entities, links };
     source = environment.url;
   } else {
     const folder = dir ?? "releases/v1";
@@ -186,7 +188,8 @@ export async function releaseTypesCommand(
     const loaded = await loadBundle(built, bundlesDir(config()));
     const version = loaded.declared?.version ?? built.defaultVersion;
     const { manifest } = asRelease(loaded, version);
-    description = { version, actions: manifest.actions, entities: manifest.schema.entities };
+    const { entities, links } = manifest.schema;
+    description = { version, actions: manifest.actions, entities, links };
     source = folder;
   }
   await Bun.write(flags.out, releaseTypes(description, source));

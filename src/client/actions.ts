@@ -34,7 +34,7 @@ export const invoker = (
         runId,
         execution: body.execution,
         follow: () => executions.follow(runId),
-        result: (o: { signal?: AbortSignal } = {}) => executions.result(runId, o),
+        result: (o: { signal?: AbortSignal | undefined } = {}) => executions.result(runId, o),
       } satisfies RunHandle<unknown>;
     }
     // 202 for a function: it outlived the server's wait; its result follows.

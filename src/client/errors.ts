@@ -18,10 +18,10 @@ export class ActuateError extends Error {
     message: string,
     readonly status: number,
     readonly details: {
-      issues?: Issue[];
-      executionId?: string | null;
-      requestId?: string | null;
-      retryAfterMs?: number;
+      issues?: Issue[] | undefined;
+      executionId?: string | null | undefined;
+      requestId?: string | null | undefined;
+      retryAfterMs?: number | undefined;
     } = {},
   ) {
     super(message);

@@ -67,12 +67,14 @@ const followBySocket = (live: () => LiveConnection, executionId: string): AsyncI
 
 /** `client.executions`: reads, the long-polled result, and the live stream where a WebSocket exists. */
 export function executionsResource(transport: Transport, live: LiveSession) {
-  const result = async <Output = unknown>(id: string, o: { signal?: AbortSignal } = {}): Promise<Invocation<Output>> =>
-    settledOrThrow(await ended<Output>(transport, id, o.signal));
+  const result = async <Output = unknown>(
+    id: string,
+    o: { signal?: AbortSignal | undefined } = {},
+  ): Promise<Invocation<Output>> => settledOrThrow(await ended<Output>(transport, id, o.signal));
   const follow = (executionId: string): AsyncIterable<StreamEvent> =>
     live.available() ? followBySocket(live.connection, executionId) : followByResult(transport, executionId);
   return {
-    get: (id: string, o: { signal?: AbortSignal } = {}) =>
+    get: (id: string, o: { signal?: AbortSignal | undefined } = {}) =>
       retried<Execution>(transport, "GET", `/executions/${id}`, undefined, o.signal),
     list: (
       filter: {
@@ -85,12 +87,15 @@ export function executionsResource(transport: Transport, live: LiveSession) {
         limit?: number;
         cursor?: string;
       } = {},
-      o: { signal?: AbortSignal } = {},
+      o: { signal?: AbortSignal | undefined } = {},
     ) => retried<Page<Execution>>(transport, "GET", `/executions${searchOf(filter)}`, undefined, o.signal),
     result,
     /** The lines the execution logged; `nextCursor` stays non-null while it runs. */
-    logs: (id: string, filter: { limit?: number; cursor?: string } = {}, o: { signal?: AbortSignal } = {}) =>
-      retried<Page<LogLine>>(transport, "GET", `/executions/${id}/logs${searchOf(filter)}`, undefined, o.signal),
+    logs: (
+      id: string,
+      filter: { limit?: number; cursor?: string } = {},
+      o: { signal?: AbortSignal | undefined } = {},
+    ) => retried<Page<LogLine>>(transport, "GET", `/executions/${id}/logs${searchOf(filter)}`, undefined, o.signal),
     follow,
   };
 }

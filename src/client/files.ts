@@ -2,7 +2,7 @@ import type { Page, StoredFile } from "../wire/views.ts";
 import { ActuateError } from "./errors.ts";
 import { answered, request, retried, searchOf, type Transport } from "./http.ts";
 
-type Signal = { signal?: AbortSignal };
+type Signal = { signal?: AbortSignal | undefined };
 
 /** `client.files`: the caller's stored files. */
 export const filesResource = (transport: Transport) => {
@@ -17,7 +17,10 @@ export const filesResource = (transport: Transport) => {
   /** The storage's answer through a signed download URL (a GET: safe to ask again). */
   const fetched = async (path: string, o: Signal) => {
     const url = await downloadUrl(path, o);
-    return answered(transport, () => transport.fetch(url, { signal: o.signal }), { retry: true, signal: o.signal });
+    return answered(transport, () => transport.fetch(url, { signal: o.signal ?? null }), {
+      retry: true,
+      signal: o.signal,
+    });
   };
   return {
     /** Uploads through a signed URL: the bytes go to the storage directly (the server signs, then is out of the way). */

@@ -37,7 +37,7 @@ export interface CallOptions {
   /** The request is idempotent (a read, or an invoke with its requestId): it may be sent again. */
   retry?: boolean;
   /** Ends the call at once, waiting or asking, with the signal's reason. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -83,7 +83,12 @@ export async function request<T>(
       const headers: Record<string, string> = { authorization: `Bearer ${await transport.token()}` };
       if (body !== undefined && !form) headers["content-type"] = "application/json";
       const sent = body === undefined || form ? (body as FormData | undefined) : JSON.stringify(body);
-      return transport.fetch(`${transport.url}${path}`, { method, headers, body: sent, signal });
+      return transport.fetch(`${transport.url}${path}`, {
+        method,
+        headers,
+        body: sent ?? null,
+        signal: signal ?? null,
+      });
     },
     options,
   );

@@ -6,10 +6,11 @@ import { filesResource } from "./files.ts";
 import { retried, searchOf, transportOf } from "./http.ts";
 import { type ConnectionState, liveSession } from "./live.ts";
 import { optimisticLayer } from "./optimistic.ts";
+import type { ReadQuery, Subscribe } from "./query-types.ts";
 import { releasesResource } from "./releases.ts";
 import { runsResource } from "./runs.ts";
 import { signInsResource } from "./sign-ins.ts";
-import type { AnyRelease, ClientOptions, QueryResult, ReleaseTypes } from "./types.ts";
+import type { AnyRelease, ClientOptions, ReleaseTypes } from "./types.ts";
 
 export type { RunStatus } from "../wire/statuses.ts";
 export type {
@@ -36,11 +37,25 @@ export type {
 export { ActuateError, type Issue } from "./errors.ts";
 export type { ConnectionState, StreamEvent } from "./live.ts";
 export type {
+  Exact,
+  LinkType,
+  Operators,
+  QueryClient,
+  QueryOf,
+  QueryOptions,
+  QueryResult,
+  ReadQuery,
+  Row,
+  Subscribe,
+  TriplesAnswer,
+  Where,
+} from "./query-types.ts";
+export type {
+  AnyRelease,
   ClientOptions,
   Invocation,
   InvokeOptions,
   OptimisticStore,
-  QueryResult,
   ReleaseTypes,
   RunHandle,
 } from "./types.ts";
@@ -56,24 +71,29 @@ export function createClient<Release extends ReleaseTypes = AnyRelease>(options:
     actions: actionCalls<Release>(invoke),
     /** Invokes an action by name (for names known only at run time). */
     invoke,
-    query: (q: Record<string, unknown>, queryOptions: { format?: "objects" | "triples"; signal?: AbortSignal } = {}) =>
-      retried<Record<string, unknown>>(
+    /** Reads once: `{ <entity>: rows }` typed from the query and the `Release` (or triples, `{ format: "triples" }`). */
+    query: ((
+      q: Record<string, unknown>,
+      queryOptions: { format?: "objects" | "triples"; signal?: AbortSignal | undefined } = {},
+    ) =>
+      retried(
         transport,
         "POST",
         `/query?format=${queryOptions.format ?? "objects"}`,
         { query: q },
         queryOptions.signal,
-      ),
+      )) as ReadQuery<Release>,
     /**
-     * Calls `listener` with the query's result now and after every change that alters it; answers how to
-     * stop; the pending calls' optimistic updates are applied to it. A refused query calls `onError` and ends (subscribe again to ask again); a refused or revoked
-     * token calls it too, and the results come back once `token` answers a new one.
+     * Calls `listener` with the query's result now and after every change that alters it (the pending
+     * calls' optimistic updates applied); answers how to stop. A refused query calls `onError` and ends
+     * (subscribe again to ask again); a refused or revoked token calls it too, and the results come back
+     * once `token` answers a new one.
      */
-    subscribe: <Query extends Record<string, unknown>>(
-      query: Query,
-      listener: (result: QueryResult<Release, Query>) => void,
+    subscribe: ((
+      query: Record<string, unknown>,
+      listener: (result: Record<string, unknown[]>) => void,
       onError?: (error: ActuateError) => void,
-    ) => optimistic.subscribe(query, listener as (result: Record<string, unknown[]>) => void, onError),
+    ) => optimistic.subscribe(query, listener, onError)) as Subscribe<Release>,
     onConnectionChange: (listener: (state: ConnectionState) => void) => live.connection().onConnectionChange(listener),
     executions,
     /** The active release as the caller may know it: its entities, links and the actions it may call. */

@@ -16,7 +16,7 @@ export interface StreamEvent {
 
 interface Listener {
   onResult: (result: Record<string, unknown[]>) => void;
-  onError?: (error: ActuateError) => void;
+  onError?: ((error: ActuateError) => void) | undefined;
 }
 
 interface Subscription {

@@ -1,6 +1,8 @@
 import { useCallback, useEffect, useRef, useState } from "react";
 import type { ActuateError } from "./errors.ts";
 import type { ActuateClient, ConnectionState, OptimisticStore } from "./index.ts";
+import type { Checked, QueryClient, QueryOf, QueryResult } from "./query-types.ts";
+import type { AnyRelease } from "./types.ts";
 
 /** A live query's state: `undefined` until the first result (and always during server rendering). */
 export interface QueryState<Result> {
@@ -18,11 +20,20 @@ export interface QueryState<Result> {
  * the server's markup and the first client render agree), re-subscribes when the query changes,
  * unsubscribes on unmount. No suspense: `loading` says there is nothing yet.
  */
-export function useQuery<Result extends Record<string, unknown[]> = Record<string, unknown[]>>(
-  client: Pick<ActuateClient, "subscribe">,
+export function useQuery<Release, const Q extends QueryOf<Release>>(
+  client: QueryClient<Release>,
+  query: (Q & Checked<Release, Q>) | null,
+): QueryState<QueryResult<Release, Q>>;
+/** With the result's type written by hand (`useQuery<{ notes: Note[] }>(…)`): only when it is written. */
+export function useQuery<Result extends Record<string, unknown[]> = never>(
+  client: QueryClient<AnyRelease>,
+  query: [Result] extends [never] ? never : Record<string, unknown> | null,
+): QueryState<Result>;
+export function useQuery<Result extends Record<string, unknown[]>>(
+  client: QueryClient<AnyRelease>,
   query: Record<string, unknown> | null,
 ): QueryState<Result> {
-  const [state, setState] = useState<{ data?: Result; error?: ActuateError }>({});
+  const [state, setState] = useState<{ data?: Result | undefined; error?: ActuateError | undefined }>({});
   // The query's text, so a new object with the same content does not subscribe again.
   const key = query === null ? null : JSON.stringify(query);
   useEffect(() => {
@@ -52,7 +63,8 @@ export interface ActionState<Input, Output> {
   running: boolean;
 }
 
-type Call = (input: never, options?: never) => Promise<unknown>;
+// Any arity: an action with file fields requires its options (the hook runs it with its input alone).
+type Call = (...args: never[]) => Promise<unknown>;
 type OutputOf<C extends Call> = Awaited<ReturnType<C>> extends { output: infer Output } ? Output : unknown;
 
 export interface ActionOptions<Input> {
@@ -110,11 +122,10 @@ export interface PaginatedQueryState<Row> {
   isLoading: boolean;
 }
 
-type Subscribe = (
-  query: Record<string, unknown>,
-  listener: (result: Record<string, unknown[]>) => void,
-  onError?: (error: Error) => void,
-) => () => void;
+/** The rows a one-entity query answers. */
+type RowOf<Release, Q> = QueryResult<Release, Q>[keyof QueryResult<Release, Q>] extends readonly (infer Row)[]
+  ? Row
+  : unknown;
 
 /**
  * A live query read a page at a time: one subscription whose top-level `$.limit` grows by `pageSize`
@@ -122,8 +133,19 @@ type Subscribe = (
  * shows to know whether more exist. The pages are one live result, so a row written or deleted while
  * paginated moves the others along: none twice, none lost. The server caps `limit` at 10,000.
  */
-export function usePaginatedQuery<Row = Record<string, unknown>>(
-  client: { subscribe: Subscribe },
+export function usePaginatedQuery<Release, const Q extends QueryOf<Release>>(
+  client: QueryClient<Release>,
+  query: Q & Checked<Release, Q>,
+  options: { pageSize: number },
+): PaginatedQueryState<RowOf<Release, Q>>;
+/** With the row's type written by hand (`usePaginatedQuery<Note>(…)`): only when it is written. */
+export function usePaginatedQuery<Row = never>(
+  client: QueryClient<AnyRelease>,
+  query: [Row] extends [never] ? never : Record<string, unknown>,
+  options: { pageSize: number },
+): PaginatedQueryState<Row>;
+export function usePaginatedQuery<Row>(
+  client: QueryClient<AnyRelease>,
   query: Record<string, unknown>,
   { pageSize }: { pageSize: number },
 ): PaginatedQueryState<Row> {

@@ -2,14 +2,17 @@ import type { ActionKind } from "../wire/statuses.ts";
 import type { Execution } from "../wire/views.ts";
 import type { Fetch, TokenSource } from "./http.ts";
 import type { StreamEvent } from "./live.ts";
+import type { LinkType } from "./query-types.ts";
 
 /**
- * What a client knows of a release: its actions' input and output types and its entities (written by
- * hand, or generated). Without one, every action takes and answers `unknown`.
+ * What a client knows of a release: its actions' input, file fields and output types, its entities and
+ * each entity's links (written by hand, or generated). Without one, every action takes and answers
+ * `unknown`, and queries are loose.
  */
 export interface ReleaseTypes {
-  actions: Record<string, { input: unknown; output: unknown; kind?: ActionKind }>;
+  actions: Record<string, { input: unknown; output: unknown; kind?: ActionKind; files?: Record<string, Blob> }>;
   entities?: Record<string, unknown>;
+  links?: Record<string, Record<string, LinkType>>;
 }
 
 export type AnyRelease = {
@@ -19,8 +22,8 @@ export type AnyRelease = {
 
 export interface InvokeOptions<Input = unknown> {
   /** The idempotency key; one is drawn per call when absent, and reused on every retry of that call. */
-  requestId?: string;
-  signal?: AbortSignal;
+  requestId?: string | undefined;
+  signal?: AbortSignal | undefined;
   /** The action's file inputs by field (sent as multipart/form-data with the JSON input beside them). */
   files?: Record<string, Blob>;
   /**
@@ -53,12 +56,19 @@ export interface RunHandle<Output> {
   /** Status changes, log lines, then the end (over the session socket). */
   follow(): AsyncIterable<StreamEvent>;
   /** The run's output once it ended; a failed or canceled run is an ActuateError. */
-  result(options?: { signal?: AbortSignal }): Promise<Invocation<Output>>;
+  result(options?: { signal?: AbortSignal | undefined }): Promise<Invocation<Output>>;
 }
 
+/** An action's options: with file fields, `files` holds exactly those (and is required when one of them is). */
+type CallOptions<A extends { input: unknown }> = A extends { files: infer Files }
+  ? Record<never, never> extends Files
+    ? [options?: Omit<InvokeOptions<A["input"]>, "files"> & { files?: Files }]
+    : [options: Omit<InvokeOptions<A["input"]>, "files"> & { files: Files }]
+  : [options?: InvokeOptions<A["input"]>];
+
 export type ActionCall<A extends { input: unknown; output: unknown; kind?: string }> = A extends { kind: "workflow" }
-  ? (input: A["input"], options?: InvokeOptions<A["input"]>) => Promise<RunHandle<A["output"]>>
-  : (input: A["input"], options?: InvokeOptions<A["input"]>) => Promise<Invocation<A["output"]>>;
+  ? (input: A["input"], ...options: CallOptions<A>) => Promise<RunHandle<A["output"]>>
+  : (input: A["input"], ...options: CallOptions<A>) => Promise<Invocation<A["output"]>>;
 
 export interface ClientOptions {
   /** The environment's base URL (PUBLIC_URL). */
@@ -76,12 +86,3 @@ export interface ClientOptions {
    */
   retryBudgetMs?: number;
 }
-
-/** A live query's result: each top-level entity's rows, typed from the release's entities when it has them. */
-export type QueryResult<Release extends ReleaseTypes, Query> = {
-  [Entity in keyof Query]: Release["entities"] extends Record<string, unknown>
-    ? Entity extends keyof Release["entities"]
-      ? Release["entities"][Entity][]
-      : unknown[]
-    : unknown[];
-};

@@ -1,10 +1,12 @@
 import { schemaType } from "../lib/schema-types.ts";
+import type { FileLimit, LinkEnd } from "../wire/views.ts";
 
 /** What the generated types are made from: a release folder's manifest, or an environment's `GET /describe`. */
 export interface ReleaseDescription {
   version: string;
-  actions: { name: string; kind: "function" | "workflow"; input: unknown; output: unknown }[];
+  actions: { name: string; kind: "function" | "workflow"; input: unknown; output: unknown; files: FileLimit[] }[];
   entities: Record<string, Record<string, { type: string; optional: boolean }>>;
+  links: Record<string, { forward: LinkEnd; reverse: LinkEnd }>;
 }
 
 const ATTRIBUTE_TYPES: Record<string, string> = {
@@ -14,17 +16,46 @@ const ATTRIBUTE_TYPES: Record<string, string> = {
   json: "unknown",
 };
 
+const key = (name: string) => JSON.stringify(name);
+const property = (name: string) => (/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(name) ? name : key(name));
+
+function actionType(action: ReleaseDescription["actions"][number]): string {
+  const lines = [`      kind: ${key(action.kind)};`, `      input: ${schemaType(action.input, "      ")};`];
+  // File fields travel in `options.files`, apart from the JSON input (whose schema has none of them).
+  if (action.files.length > 0) {
+    const fields = action.files.map((f) => `        ${property(f.field)}${f.required ? "" : "?"}: Blob;`);
+    lines.push(`      files: {\n${fields.join("\n")}\n      };`);
+  }
+  lines.push(`      output: ${schemaType(action.output, "      ")};`);
+  return `    ${key(action.name)}: {\n${lines.join("\n")}\n    };`;
+}
+
+/** Each entity's link labels (both ends of every link), in the entities' order so either source writes the same. */
+function linksType(release: ReleaseDescription): string {
+  const labels = new Map<string, string[]>(Object.keys(release.entities).map((name) => [name, []]));
+  for (const { forward, reverse } of Object.values(release.links)) {
+    for (const [end, other] of [
+      [forward, reverse],
+      [reverse, forward],
+    ] as const) {
+      labels.get(end.on)?.push(`      ${end.label}: { entity: ${key(other.on)}; has: ${key(end.has)} };`);
+    }
+  }
+  return [...labels]
+    .filter(([, lines]) => lines.length > 0)
+    .map(([entity, lines]) => `    ${entity}: {\n${lines.join("\n")}\n    };`)
+    .join("\n");
+}
+
+const block = (lines: string) => (lines === "" ? "{}" : `{\n${lines}\n  }`);
+
 /**
- * The `Release` type `actuate/client` takes (`createClient<Release>()`): each action's input and
- * output types from its contract, and each entity's attributes as a query answers them.
+ * The `Release` type `actuate/client` takes (`createClient<Release>()`): each action's input, file
+ * fields and output types from its contract, each entity's attributes as a query answers them, and
+ * each entity's links (`has: "one"` answers an object or null, `"many"` an array).
  */
 export function releaseTypes(release: ReleaseDescription, source: string): string {
-  const actions = release.actions
-    .map(
-      (a) =>
-        `    ${JSON.stringify(a.name)}: {\n      kind: ${JSON.stringify(a.kind)};\n      input: ${schemaType(a.input, "      ")};\n      output: ${schemaType(a.output, "      ")};\n    };`,
-    )
-    .join("\n");
+  const actions = release.actions.map(actionType).join("\n");
   const entities = Object.entries(release.entities)
     .map(([name, attrs]) => {
       const fields = Object.entries(attrs).map(
@@ -39,9 +70,8 @@ export type Release = {
   actions: {
 ${actions}
   };
-  entities: {
-${entities}
-  };
+  entities: ${block(entities)};
+  links: ${block(linksType(release))};
 };
 `;
 }

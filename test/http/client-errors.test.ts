@@ -42,6 +42,7 @@ describe("errors that reach the app", () => {
     try {
       client.subscribe({ notes: {} }, (result) => notes.push(result.notes.length));
       client.subscribe(
+        // @ts-expect-error an entity the release does not have: the types refuse it, and so does the server
         { planets: {} },
         (result) => results.push(result),
         (error) => errors.push(error),
@@ -54,6 +55,7 @@ describe("errors that reach the app", () => {
       expect(results).toEqual([]);
       // Dropped: subscribing again asks the server again (and is refused again).
       client.subscribe(
+        // @ts-expect-error an entity the release does not have: the types refuse it, and so does the server
         { planets: {} },
         () => {},
         (error) => errors.push(error),

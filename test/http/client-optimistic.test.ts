@@ -14,7 +14,7 @@ type Release = {
   entities: { todos: Todo; gates: { id: string; name: string } };
 };
 
-const listQuery = (list: string) => ({ todos: { $: { where: { list }, order: { serverCreatedAt: "asc" } } } });
+const listQuery = (list: string) => ({ todos: { $: { where: { list }, order: { serverCreatedAt: "asc" } } } }) as const;
 
 /** The optimistic update the tests use: the new todo at the end of its list, with an id of its own. */
 const addLocally = (store: OptimisticStore, input: { title: string; list: string }) => {
