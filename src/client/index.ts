@@ -35,7 +35,7 @@ export type {
   Upload,
 } from "../wire/views.ts";
 export { ActuateError, type Issue } from "./errors.ts";
-export type { ConnectionState, StreamEvent } from "./live.ts";
+export type { ConnectionState, SessionSocket, StreamEvent, WebSocketClass } from "./live.ts";
 export type {
   Exact,
   LinkType,

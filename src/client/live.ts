@@ -46,6 +46,25 @@ export const keyOf = (value: unknown): string =>
   );
 
 /**
+ * What the client uses of a WebSocket class, so that the browser's, Bun's, Node ≥ 22's and the `ws`
+ * package's (Node 20) are each accepted as they are typed. The handlers' event is `never` here because
+ * each of those types its events its own way; the client reads only `data`, `code` and `reason`.
+ */
+export interface WebSocketClass {
+  new (url: string): SessionSocket;
+  readonly OPEN: number;
+}
+
+export interface SessionSocket {
+  readonly readyState: number;
+  onopen: ((event: never) => unknown) | null;
+  onmessage: ((event: never) => unknown) | null;
+  onclose: ((event: never) => unknown) | null;
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+}
+
+/**
  * One WebSocket to `/session` per client, opened on first use: `init` with the token, live queries
  * as trees (`return-type: "tree"`), execution streams. It reconnects with jittered backoff and
  * subscribes again to everything it held (a stream from the line after the last it received), so a
@@ -53,7 +72,7 @@ export const keyOf = (value: unknown): string =>
  * A refused or revoked token is an end until `token` answers another one.
  */
 export class LiveConnection {
-  private socket: WebSocket | null = null;
+  private socket: SessionSocket | null = null;
   private state: ConnectionState = "closed";
   private readonly subscriptions = new Map<string, Subscription>();
   private readonly streams = new Map<string, Stream>();
@@ -69,7 +88,7 @@ export class LiveConnection {
   constructor(
     private readonly url: string,
     private readonly token: () => Promise<string>,
-    private readonly WebSocketImpl: typeof WebSocket,
+    private readonly WebSocketImpl: WebSocketClass,
     /** How often an open session sends a fresh token (`init` again), before the one it began with expires. */
     private readonly reauthMs: number,
     /** False for a fixed token: once refused, asking again would answer the same. */
@@ -144,8 +163,8 @@ export class LiveConnection {
       this.sentToken = await this.token();
       this.send({ op: "init", "access-token": this.sentToken });
     };
-    socket.onmessage = (event) => this.receive(JSON.parse(String(event.data)));
-    socket.onclose = (event) => {
+    socket.onmessage = (event: { data: unknown }) => this.receive(JSON.parse(String(event.data)));
+    socket.onclose = (event: { code: number; reason: string }) => {
       if (this.socket !== socket) return;
       this.socket = null;
       this.stopTimers();
@@ -279,7 +298,7 @@ export class LiveConnection {
 /** A client's session socket: opened on first use, where a WebSocket exists (given, or the global one). */
 export function liveSession(
   transport: Transport,
-  options: { token: unknown; WebSocket?: typeof WebSocket; sessionReauthMs?: number },
+  options: { token: unknown; WebSocket?: WebSocketClass | undefined; sessionReauthMs?: number | undefined },
 ) {
   let live: LiveConnection | null = null;
   const webSocket = () => options.WebSocket ?? globalThis.WebSocket;

@@ -57,7 +57,8 @@ export function useConnectionState(client: Pick<ActuateClient, "onConnectionChan
 }
 
 export interface ActionState<Input, Output> {
-  run: (input: Input) => Promise<Output>;
+  /** Runs the action; `files` for an action's file fields (as `client.actions[name](input, { files })`). */
+  run: (input: Input, options?: { files?: Record<string, Blob> }) => Promise<Output>;
   data: Output | undefined;
   error: Error | undefined;
   running: boolean;
@@ -93,11 +94,13 @@ export function useAction<Actions extends Record<string, Call>, Name extends key
     };
   }, []);
   const run = useCallback(
-    async (input: Parameters<Actions[Name]>[0]) => {
+    async (input: Parameters<Actions[Name]>[0], callOptions: { files?: Record<string, Blob> } = {}) => {
       setState((s) => ({ ...s, running: true }));
       try {
         const call = client.actions[name] as Actions[Name];
-        const answer = (await call(input as never, { optimistic: optimistic.current } as never)) as { output: Output };
+        const answer = (await call(input as never, { ...callOptions, optimistic: optimistic.current } as never)) as {
+          output: Output;
+        };
         if (mounted.current) setState({ data: answer.output, running: false });
         return answer.output;
       } catch (error) {

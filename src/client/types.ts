@@ -1,7 +1,7 @@
 import type { ActionKind } from "../wire/statuses.ts";
 import type { Execution } from "../wire/views.ts";
 import type { Fetch, TokenSource } from "./http.ts";
-import type { StreamEvent } from "./live.ts";
+import type { StreamEvent, WebSocketClass } from "./live.ts";
 import type { LinkType } from "./query-types.ts";
 
 /**
@@ -77,7 +77,7 @@ export interface ClientOptions {
   token: TokenSource;
   fetch?: Fetch;
   /** Where no global WebSocket exists (Node 20): the `ws` package's, say. */
-  WebSocket?: typeof WebSocket;
+  WebSocket?: WebSocketClass;
   /** How often the live session takes a fresh token from `token` without reconnecting (default 5 min). */
   sessionReauthMs?: number;
   /**

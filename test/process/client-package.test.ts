@@ -27,6 +27,7 @@ client.close();
 /** A user's TypeScript: typed calls, a live query typed from the entities, and the React hooks. */
 const TYPED = `import { createClient, type ActuateError } from "actuate/client";
 import { useAction, useQuery } from "actuate/react";
+import { WebSocket } from "ws";
 
 type Release = {
   actions: {
@@ -36,6 +37,8 @@ type Release = {
 };
 
 export const client = createClient<Release>({ url: "http://127.0.0.1:1", token: () => "a token" });
+// Node 20's way to live queries: the ws package's WebSocket, as it is typed (@types/ws).
+export const onNode20 = createClient<Release>({ url: "http://127.0.0.1:1", token: "a token", WebSocket });
 export async function addNote(title: string): Promise<string> {
   const { output, execution } = await client.actions["data.add-note"]({ title, priority: 1 }, { requestId: "r-1" });
   return \`\${output.id} \${execution.status}\`;
@@ -76,6 +79,7 @@ describe("actuate/client as an installed package, outside the repository", () =>
     packed = await packedClient();
     project = await projectWithPackage("client-package", packed.tarball, [
       "ws",
+      "@types/ws",
       "react",
       "@types/react",
       "csstype",

@@ -20,7 +20,7 @@ export async function packedClient(): Promise<PackedClient> {
 }
 
 /** Packages of the repository's node_modules an app would install from a registry, copied in after npm ran. */
-export type Borrowed = "ws" | "react" | "@types/react" | "csstype" | "@types/node" | "undici-types";
+export type Borrowed = "ws" | "@types/ws" | "react" | "@types/react" | "csstype" | "@types/node" | "undici-types";
 
 export interface PackageProject {
   dir: string;
