@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cli, repoRoot, runCommand } from "../support/cli.ts";
@@ -45,5 +45,45 @@ describe("actuate/client's types from a generated Release", () => {
     const errors = checked.stdout.split("\n").filter((line) => /error TS\d+/.test(line));
     expect(errors).toHaveLength(1);
     expect(errors[0]).toContain("'readers' does not exist");
+  }, 60_000);
+
+  test("the README's client examples type-check as written against release v1's types (the line meant to fail fails)", async () => {
+    const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
+    const section = readme.slice(
+      readme.indexOf("## From a program: `actuate/client`"),
+      readme.indexOf("## The console"),
+    );
+    const [typed, react] = [...section.matchAll(/```tsx?\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
+    const dir = join(scratch, "readme");
+    mkdirSync(dir, { recursive: true });
+    const generated = await cli(["release", "types", "releases/v1", "--out", join(dir, "actuate.gen.ts")], {
+      DATA_DIR: join(scratch, "data"),
+    });
+    expect(generated.code).toBe(0);
+    // What the examples leave to the reader: where the token comes from, what the component shows.
+    writeFileSync(join(dir, "typed.ts"), `const getToken = () => "a token";\n${typed}`);
+    const shown =
+      "  return `${connection} ${isLoading} ${error?.code} ${data?.notes.length} ${pages.status} ${add.running}`;\n";
+    const preamble = `import { createClient } from "actuate/client";\nimport type { Release } from "./actuate.gen.ts";\nconst client = createClient<Release>({ url: "http://127.0.0.1:3000", token: "t" });\n`;
+    writeFileSync(join(dir, "react.ts"), `${preamble}${react?.replace("  …\n", shown)}`);
+    const types = join(repoRoot, "node_modules", "@types", "react");
+    writeFileSync(
+      join(dir, "tsconfig.json"),
+      JSON.stringify({
+        extends: join(typesDir, "tsconfig.json"),
+        compilerOptions: {
+          paths: {
+            "actuate/client": [join(repoRoot, "src", "client", "index.ts")],
+            "actuate/react": [join(repoRoot, "src", "client", "react.ts")],
+            react: [types],
+          },
+        },
+        include: ["*.ts"],
+      }),
+    );
+    const checked = await tsc(dir);
+    const errors = checked.stdout.split("\n").filter((line) => /error TS\d+/.test(line));
+    expect(errors.join("\n")).toContain("'titel' does not exist");
+    expect(errors).toHaveLength(1);
   }, 60_000);
 });
