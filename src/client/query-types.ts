@@ -1,6 +1,7 @@
 // Types only: what a query may say and what it answers, from a release's entities and links. No runtime code.
 
 import type { ActuateError } from "./errors.ts";
+
 /** One end of a link as the generated `Release` lists it under the entity it starts from. */
 export interface LinkType {
   entity: string;
