@@ -22,6 +22,12 @@ const WAIT_MS = loadConfig({}).waitMs;
 const DRAIN_READY_MS = 5_000;
 const DRAIN_MS = 5_000;
 const ANSWER_MS = 5_000;
+/** The port and DATA_DIR the image sets (deploy/Dockerfile's `ENV` line). */
+const IMAGE = (() => {
+  const env = readFileSync(deploy("Dockerfile"), "utf8").match(/^ENV (.*)$/m)?.[1] ?? "";
+  const value = (name: string) => env.match(new RegExp(`\\b${name}=(\\S+)`))?.[1] as string;
+  return { port: value("PORT"), dataDir: value("DATA_DIR") };
+})();
 
 // biome-ignore lint/suspicious/noExplicitAny: a parsed YAML document is read freely
 type Yaml = any;
@@ -44,7 +50,7 @@ describe("deploy/compose.instances.yaml", () => {
   test("N instances, each with a data volume of its own at DATA_DIR", () => {
     expect(instances.length).toBeGreaterThanOrEqual(2);
     const volumes = instances.map(([name, service]) => {
-      const mounts = (service.volumes as string[]).filter((v) => v.endsWith(":/app/data"));
+      const mounts = (service.volumes as string[]).filter((v) => v.endsWith(`:${IMAGE.dataDir}`));
       expect({ name, mounts: mounts.length }).toEqual({ name, mounts: 1 });
       const volume = (mounts[0] as string).split(":")[0] as string;
       expect(Object.keys(compose.volumes)).toContain(volume);
@@ -79,8 +85,7 @@ describe("deploy/compose.instances.yaml", () => {
   test("HAProxy runs deploy/haproxy/instances.cfg, whose servers are the instances", () => {
     expect(services.haproxy.volumes).toContain("./haproxy/instances.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro");
     const servers = [...haproxyConfig.matchAll(/^ {2}server (\S+) (\S+)$/gm)].map((m) => [m[1], m[2]]);
-    // The Dockerfile's PORT.
-    expect(servers).toEqual(instances.map(([name]) => [name, `${name}:3000`]));
+    expect(servers).toEqual(instances.map(([name]) => [name, `${name}:${IMAGE.port}`]));
     expect([...services.haproxy.depends_on].sort()).toEqual(instances.map(([name]) => name).sort());
     // Only the balancer is published.
     for (const [, service] of instances) expect(service.ports).toBeUndefined();
@@ -148,7 +153,9 @@ describe("deploy/nginx/instances.conf", () => {
     for (const server of servers) expect(server).toMatch(/ max_fails=1 fail_timeout=\d+s$/);
     expect(directives(text, "proxy_next_upstream")).toEqual(["error timeout", "error timeout non_idempotent"]);
     // A POST is sent again after it reached an instance only where it is an invoke (a requestId in it).
-    expect(text).toMatch(/location ~ \^\/actions\/\[\^\/\]\+\/invoke\$ \{\n\s+proxy_request_buffering on;\n\s+proxy_next_upstream error timeout non_idempotent;/);
+    expect(text).toMatch(
+      /location ~ \^\/actions\/\[\^\/\]\+\/invoke\$ \{\n\s+proxy_request_buffering on;\n\s+proxy_next_upstream error timeout non_idempotent;/,
+    );
   });
 });
 
