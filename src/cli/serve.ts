@@ -3,8 +3,8 @@ import { join, relative, resolve } from "node:path";
 import { newSecret, SERVICE_KEY_PREFIX } from "../auth/tokens.ts";
 import { type Config, environmentUrl } from "../config.ts";
 import { loggable } from "../lib/database-errors.ts";
-import type { Log } from "../observe/log.ts";
 import { bundlesDir, type RunningServer, serverLog, startServer } from "../main.ts";
+import type { Log } from "../observe/log.ts";
 import { ReleaseError } from "../release/errors.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import { type PublishResult, publishRelease } from "../release/publish.ts";
@@ -104,9 +104,12 @@ function stopOnSignals(server: RunningServer, log: Log, readyDrainMs: number, cl
     }
     stopping = true;
     if (readyDrainMs > 0) {
-      log(`${signal}: draining (/readyz answers 503) for ${readyDrainMs} ms, then stopping; ${signal} again skips the wait`, {
-        readyDrainMs,
-      });
+      log(
+        `${signal}: draining (/readyz answers 503) for ${readyDrainMs} ms, then stopping; ${signal} again skips the wait`,
+        {
+          readyDrainMs,
+        },
+      );
     }
     await server.stop({ readyDrainMs, hurry: hurry.signal });
     await close();
