@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ServerProcess, serve } from "../support/cli.ts";
 import { freePort } from "../support/hosting.ts";
-import { eventually, fixture } from "../support/server.ts";
+import { eventually, fixture, type TestResponse } from "../support/server.ts";
 
 // Real `start` and `dev` processes stopped by signals, as an orchestrator stops them (docs/decisions/drain.md).
 
@@ -33,7 +33,7 @@ async function started(command: "start" | "dev", env: Record<string, string>): P
   return server;
 }
 
-const invoke = (url: string, action: string, input: unknown) =>
+const invoke = (url: string, action: string, input: unknown): Promise<TestResponse> =>
   fetch(`${url}/actions/${action}/invoke`, {
     method: "POST",
     headers: { authorization: `Bearer ${KEY}` },
@@ -43,6 +43,12 @@ const invoke = (url: string, action: string, input: unknown) =>
 /** The process's exit code, or "running" if it has not exited within `ms` (a bound that proves the stop ends). */
 const exitWithin = (server: ServerProcess, ms: number) =>
   Promise.race([server.proc.exited, Bun.sleep(ms).then(() => "running" as const)]);
+
+interface Ready {
+  status: number;
+  retryAfter: string | null;
+  body: Record<string, unknown>;
+}
 
 const modes = [
   { name: "single mode", env: (_port: number) => ({}), site: (server: ServerProcess) => server.url },
@@ -57,17 +63,17 @@ describe.each(modes)("$name", (mode) => {
   test("SIGTERM: /readyz answers 503 draining while /healthz and invokes are still served, then the process exits 0", async () => {
     // Long enough that the requests below, made once the 503 is seen, land inside the phase on a loaded machine.
     const server = await started("start", { DATA_DIR: dataDir(), DRAIN_READY_MS: "8000", ...mode.env(freePort()) });
-    const readyz = async () => {
-      const res = await fetch(`${server.url}/readyz`);
+    const readyz = async (): Promise<Ready> => {
+      const res: TestResponse = await fetch(`${server.url}/readyz`);
       return { status: res.status, retryAfter: res.headers.get("retry-after"), body: await res.json() };
     };
     expect((await readyz()).status).toBe(200);
 
     server.proc.kill("SIGTERM");
-    const draining = await eventually(async () => {
+    const draining = (await eventually(async () => {
       const answer = await readyz();
-      return answer.status === 503 ? answer : null;
-    }, 10_000);
+      return answer.status === 503 && answer;
+    }, 10_000)) as Ready;
     expect(draining.body).toMatchObject({ ok: false, error: "draining" });
     expect(draining.body.message).toBeString();
     expect(draining.retryAfter).not.toBeNull();
@@ -106,7 +112,7 @@ test("a handler ignoring ctx.signal does not hold the stop beyond DRAIN_READY_MS
   // The next start fails what was left running, as docs/DEPLOY.md says.
   const again = await started("start", env);
   expect(again.output()).toContain("1 execution(s) left running by a stopped server were marked failed");
-  const read = async (id = "") =>
+  const read = async (id = ""): Promise<unknown> =>
     (await fetch(`${again.url}/executions/${id}`, { headers: { authorization: `Bearer ${KEY}` } })).json();
   expect(await read(ids["drain.ignores"])).toMatchObject({ status: "failed", errorCode: "execution_interrupted" });
   // The one that heeded its signal stored how it ended within the grace.
