@@ -104,12 +104,7 @@ function stopOnSignals(server: RunningServer, log: Log, readyDrainMs: number, cl
     }
     stopping = true;
     if (readyDrainMs > 0) {
-      log(
-        `${signal}: draining (/readyz answers 503) for ${readyDrainMs} ms, then stopping; ${signal} again skips the wait`,
-        {
-          readyDrainMs,
-        },
-      );
+      log(`${signal}: draining (/readyz answers 503) for ${readyDrainMs} ms; ${signal} again skips the wait`);
     }
     await server.stop({ readyDrainMs, hurry: hurry.signal });
     await close();
