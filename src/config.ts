@@ -84,6 +84,20 @@ const Env = Type.Object({
     maximum: 60_000,
     description: "how often a server looks for a newly activated release",
   }),
+  DRAIN_READY_MS: Type.Integer({
+    default: 5000,
+    minimum: 0,
+    maximum: 600_000,
+    description:
+      "start, on SIGTERM or SIGINT: how long /readyz answers 503 draining while every request is still served, so a load balancer takes the server out before it stops accepting (dev: 0)",
+  }),
+  DRAIN_MS: Type.Integer({
+    default: 5000,
+    minimum: 0,
+    maximum: 600_000,
+    description:
+      "stopping: how long the requests in flight and their handlers may finish before the handlers' ctx.signal fires",
+  }),
   CORS_ORIGINS: Type.Optional(
     Type.String({
       description: "comma-separated browser origins allowed to call the API and /mcp, or * (any; never /mcp)",
@@ -298,6 +312,10 @@ export interface Config {
   tokenRecheckMs: number;
   waitMs: number;
   releasePollMs: number;
+  /** How long a signalled `start` answers /readyz 503 `draining` while still serving (DRAIN_READY_MS). */
+  drainReadyMs: number;
+  /** How long a stopping server lets requests and handlers finish before their ctx.signal fires (DRAIN_MS). */
+  drainMs: number;
   /** Browser origins allowed to call the API (CORS) and /mcp. */
   cors: CorsOrigins;
   maxFileBytes: number;
@@ -383,6 +401,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     tokenRecheckMs: parsed.TOKEN_RECHECK_MS,
     waitMs: parsed.WAIT_MS,
     releasePollMs: parsed.RELEASE_POLL_MS,
+    drainReadyMs: parsed.DRAIN_READY_MS,
+    drainMs: parsed.DRAIN_MS,
     cors:
       parsed.CORS_ORIGINS === undefined
         ? corsOrigins("ALLOWED_ORIGINS", parsed.ALLOWED_ORIGINS)

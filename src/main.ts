@@ -8,7 +8,7 @@ import { Telemetry } from "./observe/telemetry.ts";
 import { NO_TRACER, type Tracer } from "./observe/tracing.ts";
 import { ANONYMOUS, composeEnvironment, type ProcessParts, packageVersion } from "./runtime/environment.ts";
 import { startHosting } from "./runtime/hosting.ts";
-import { ANSWER_MS, DRAIN_MS, type RunningServer } from "./runtime/running.ts";
+import { ANSWER_MS, type RunningServer, SIGNAL_GRACE_MS, waitUnlessHurried } from "./runtime/running.ts";
 import { openConfiguredStorage, openConfiguredStore, StartupError, signingSecret } from "./startup.ts";
 import type { Store } from "./store/store.ts";
 
@@ -68,6 +68,7 @@ export async function startServer(
     log(`${interrupted} execution(s) left running by a stopped server were marked failed (execution_interrupted)`, {
       level: "warn",
     });
+  let draining = false;
   const parts: ProcessParts = {
     config,
     store,
@@ -80,6 +81,7 @@ export async function startServer(
     followPoll: options.followPoll,
     development: options.development ?? false,
     now: options.now,
+    draining: () => draining,
   };
   if (options.insecureNoAuth) {
     log(
@@ -124,15 +126,18 @@ export async function startServer(
     releases,
     engine,
     routes: app.routes,
-    async stop() {
+    async stop({ readyDrainMs = 0, hurry } = {}) {
+      // The ready drain: /readyz says so while everything is served as usual (see StopOptions).
+      draining = true;
+      await waitUnlessHurried(readyDrainMs, hurry);
       halt();
       // No new connections from now on. The requests in flight get their answers: all of them if they
       // end within DRAIN_MS; else, once the handlers running here have ended, ANSWER_MS to send theirs
       // (a request that waits for something else, or a client still sending, does not hold the stop up).
       const closed = app.server?.stop(false);
       const handled = engine.idle().then(() => Bun.sleep(ANSWER_MS));
-      const drained = Promise.race([closed, handled, Bun.sleep(DRAIN_MS)]);
-      await engine.shutdown(DRAIN_MS, drained);
+      const drained = Promise.race([closed, handled, waitUnlessHurried(config.drainMs, hurry)]);
+      await engine.shutdown(SIGNAL_GRACE_MS, drained);
       // Then close what is left (idle keep-alive connections, live sockets, waits still running).
       await app.stop(true);
       await auth.close();

@@ -4,6 +4,7 @@ import { newSecret, SERVICE_KEY_PREFIX } from "../auth/tokens.ts";
 import { type Config, environmentUrl } from "../config.ts";
 import { loggable } from "../lib/database-errors.ts";
 import { bundlesDir, type RunningServer, serverLog, startServer } from "../main.ts";
+import type { Log } from "../observe/log.ts";
 import { ReleaseError } from "../release/errors.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import { type PublishResult, publishRelease } from "../release/publish.ts";
@@ -84,14 +85,33 @@ export async function serveCommand(
     log(`watching ${shown(dir)} for changes`);
   }
 
-  const shutdown = async () => {
-    await server.stop();
-    await store.close();
+  stopOnSignals(server, log, options.watch ? 0 : config.drainReadyMs, () => store.close());
+  return -1; // keep serving
+}
+
+/**
+ * SIGTERM or SIGINT stops the server, after the ready drain (`start`; `dev` stops at once), and exits 0.
+ * Another signal meanwhile cuts the waits left short (the ready drain, DRAIN_MS), as operators expect.
+ */
+function stopOnSignals(server: RunningServer, log: Log, readyDrainMs: number, close: () => Promise<void>) {
+  const hurry = new AbortController();
+  let stopping = false;
+  const onSignal = async (signal: NodeJS.Signals) => {
+    if (stopping) {
+      log(`${signal} again: stopping without waiting any longer`);
+      hurry.abort();
+      return;
+    }
+    stopping = true;
+    if (readyDrainMs > 0) {
+      log(`${signal}: draining (/readyz answers 503) for ${readyDrainMs} ms; ${signal} again skips the wait`);
+    }
+    await server.stop({ readyDrainMs, hurry: hurry.signal });
+    await close();
     process.exit(0);
   };
-  process.once("SIGINT", shutdown);
-  process.once("SIGTERM", shutdown);
-  return -1; // keep serving
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
 }
 
 type Candidate = { base: string; version: string; stored: boolean };

@@ -4,6 +4,8 @@ import { Elysia } from "elysia";
 export interface ReadinessChecks {
   database: () => Promise<void>;
   storage: () => Promise<void>;
+  /** Whether the server is stopping: it still serves, but a load balancer should send requests elsewhere. */
+  draining?: () => boolean;
 }
 
 /** A check that has not answered by then counts as down: a load balancer must not wait on a hung database. */
@@ -26,16 +28,23 @@ async function passes(check: () => Promise<void>): Promise<boolean> {
 /**
  * For load balancers and orchestrators, no credentials. `/healthz` is liveness (the process answers;
  * no store access). `/readyz` is readiness: the database and the file store can be reached now; 503
- * with what is down otherwise, so traffic goes elsewhere until it recovers.
+ * with what is down otherwise, so traffic goes elsewhere until it recovers; 503 `draining` once the server
+ * is stopping (everything else is still served then, for DRAIN_READY_MS), without asking the checks.
  */
 export const healthRoutes = (checks: ReadinessChecks) =>
   new Elysia({ name: "health" })
     .get("/healthz", () => ({ ok: true }))
     .get("/readyz", async ({ set }) => {
+      if (checks.draining?.()) {
+        set.status = 503;
+        set.headers["retry-after"] = "5";
+        return { ok: false, error: "draining", message: "this server is stopping: send requests to another" };
+      }
       const [database, storage] = await Promise.all([passes(checks.database), passes(checks.storage)]);
       const state = { database: database ? "ok" : "unavailable", storage: storage ? "ok" : "unavailable" };
       if (database && storage) return { ok: true, ...state };
       set.status = 503;
       set.headers["retry-after"] = "5";
-      return { ok: false, error: "not_ready", ...state };
+      const down = [database ? "" : "the database", storage ? "" : "the file store"].filter(Boolean).join(" and ");
+      return { ok: false, error: "not_ready", message: `${down} cannot be reached`, ...state };
     });

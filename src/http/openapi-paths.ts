@@ -291,7 +291,10 @@ const environmentPaths = {
     get: {
       operationId: "ready",
       security: [],
-      responses: { "200": { description: "database and storage answer" }, "503": error("not ready") },
+      responses: {
+        "200": { description: "database and storage answer" },
+        "503": error("not_ready (what is down), or draining (stopping)"),
+      },
     },
   },
 };

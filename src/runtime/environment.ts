@@ -41,6 +41,8 @@ export interface ProcessParts {
   followPoll?: PollBackoff;
   development: boolean;
   now?: () => number;
+  /** Whether the process is stopping (its /readyz answers 503 `draining`). */
+  draining?: () => boolean;
 }
 
 /** Which environment a runtime serves, and where its callers reach it. */
@@ -172,7 +174,7 @@ export async function composeEnvironment(
     metadata: { handle: site.handle, authIssuer: config.authIssuer, serviceAuthority: auth.serviceAuthority },
     authority: auth.authority,
     cors: config.cors,
-    readiness: { database: () => store.ping(), storage: () => storage.check() },
+    readiness: { database: () => store.ping(), storage: () => storage.check(), draining: parts.draining },
     development: parts.development,
     mcp: {
       endpoint,

@@ -15,7 +15,7 @@ import { PublicError } from "../lib/errors.ts";
 import { registerServerGauges } from "../observe/server-gauges.ts";
 import { StartupError } from "../startup.ts";
 import { composeEnvironment, type EnvironmentRuntime, type ProcessParts, packageVersion } from "./environment.ts";
-import { ANSWER_MS, DRAIN_MS, type RunningServer } from "./running.ts";
+import { ANSWER_MS, type RunningServer, SIGNAL_GRACE_MS, waitUnlessHurried } from "./running.ts";
 
 /**
  * Hosting mode (SERVICE_URL): one Bun server for every environment, its requests routed by host through
@@ -60,7 +60,7 @@ export async function startHosting(
     entryOf: entries.byId,
     serves,
     forget: (handle) => dispatcher?.forget(handle),
-    graceMs: DRAIN_MS,
+    graceMs: SIGNAL_GRACE_MS,
   });
   const loops = new ServiceLoops(
     { store, storage, log, now: parts.now ?? Date.now },
@@ -87,11 +87,12 @@ export async function startHosting(
         throw error;
       })
     : null;
+  let draining = false;
   const authority = config.authIssuer ? null : serviceAuthority({ store, service, log });
   const apex = createApexApp({
     auth: apexAuthenticator(config, store),
     serviceUrl: () => serviceUrlOf(service),
-    readiness: { database: () => store.ping(), storage: () => storage.check() },
+    readiness: { database: () => store.ping(), storage: () => storage.check(), draining: () => draining },
     telemetry,
     metricsToken: config.metricsToken,
     log,
@@ -128,7 +129,7 @@ export async function startHosting(
     await loops.halt();
     const runtimes = hosted.all();
     for (const runtime of runtimes) runtime.halt();
-    await Promise.all(runtimes.map((runtime) => runtime.engine.shutdown(DRAIN_MS, drained)));
+    await Promise.all(runtimes.map((runtime) => runtime.engine.shutdown(SIGNAL_GRACE_MS, drained)));
     await loops.retire();
   };
   try {
@@ -180,13 +181,15 @@ export async function startHosting(
     routes: (first?.app ?? apex).routes,
     environments: hosted,
     serviceLoops: loops,
-    async stop() {
-      // As single mode's stop (main.ts), for every environment at once.
+    async stop({ readyDrainMs = 0, hurry } = {}) {
+      // As single mode's stop (main.ts), for every environment at once; /readyz answers on every host.
+      draining = true;
+      await waitUnlessHurried(readyDrainMs, hurry);
       const closed = listening.stop(false);
       const handled = Promise.all(hosted.all().map((runtime) => runtime.engine.idle())).then(() =>
         Bun.sleep(ANSWER_MS),
       );
-      await stopEnvironments(Promise.race([closed, handled, Bun.sleep(DRAIN_MS)]));
+      await stopEnvironments(Promise.race([closed, handled, waitUnlessHurried(config.drainMs, hurry)]));
       await listening.stop(true);
       consolePages?.stop();
       await Promise.all([...hosted.all().map((runtime) => runtime.auth.close()), authority?.close()]);

@@ -22,7 +22,22 @@ export interface RunningServer {
   environments?: EnvironmentRuntimes;
   /** Hosting mode: the process's loops (their counts of statements, for tests and figures). */
   serviceLoops?: ServiceLoops;
-  stop(): Promise<void>;
+  /**
+   * Stops: the ready drain (`readyDrainMs`, 0 by default), then no new connections; requests in flight and
+   * their handlers have DRAIN_MS, then the handlers' ctx.signal fires and they have SIGNAL_GRACE_MS to end.
+   */
+  stop(options?: StopOptions): Promise<void>;
+}
+
+/** How a server stops; none: at once (tests stopping a server in-process, `dev`). */
+export interface StopOptions {
+  /**
+   * First, for this long, /readyz answers 503 `draining` while every request is served as usual, so a load
+   * balancer's health check takes the server out before it stops accepting (a signalled `start`: DRAIN_READY_MS).
+   */
+  readyDrainMs?: number;
+  /** Aborted (a second signal): the waits left, the ready drain and DRAIN_MS, end at once. */
+  hurry?: AbortSignal;
 }
 
 /** A server that serves environment 1: every single-mode one, a hosting one whose SERVE_ENVIRONMENTS takes it. */
@@ -34,7 +49,24 @@ export function servingSingle(server: RunningServer): ServingSingle {
   return { ...server, releases, engine };
 }
 
-/** How long a stopping server lets requests in flight finish, then handlers store how they ended. */
-export const DRAIN_MS = 5_000;
 /** How long a stopping server gives the answers of its last handlers to be sent, once they have ended. */
 export const ANSWER_MS = 100;
+/**
+ * How long handlers have, once their ctx.signal fired, to end and store how they ended (and workflow passes,
+ * once halted, to stop before their leases are let go). One still running is failed later as interrupted.
+ */
+export const SIGNAL_GRACE_MS = 1_000;
+
+/** Resolves after `ms`, or as soon as `hurry` aborts. */
+export function waitUnlessHurried(ms: number, hurry?: AbortSignal): Promise<void> {
+  if (ms <= 0 || hurry?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      hurry?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    hurry?.addEventListener("abort", done);
+  });
+}

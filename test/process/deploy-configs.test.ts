@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { durationMs, loadConfig } from "../../src/config.ts";
+import { SIGNAL_GRACE_MS } from "../../src/runtime/running.ts";
 import { repoRoot } from "../support/cli.ts";
 import { haproxyPath } from "../support/haproxy.ts";
 import { checkNginx, nginxPath } from "../support/nginx.ts";
@@ -16,12 +17,13 @@ const deploy = (...path: string[]) => join(repoRoot, "deploy", ...path);
 const HAPROXY = deploy("haproxy", "instances.cfg");
 const NGINX = deploy("nginx", "instances.conf");
 const COMPOSE = deploy("compose.instances.yaml");
-const WAIT_MS = loadConfig({}).waitMs;
+const defaults = loadConfig({});
+const WAIT_MS = defaults.waitMs;
 // The drain's defaults (docs/DEPLOY.md, "Stopping"), and the time handlers still running get to store how
 // they ended once their signal fired.
-const DRAIN_READY_MS = 5_000;
-const DRAIN_MS = 5_000;
-const ANSWER_MS = 5_000;
+const DRAIN_READY_MS = defaults.drainReadyMs;
+const DRAIN_MS = defaults.drainMs;
+const ANSWER_MS = SIGNAL_GRACE_MS;
 /** The port and DATA_DIR the image sets (deploy/Dockerfile's `ENV` line). */
 const IMAGE = (() => {
   const env = readFileSync(deploy("Dockerfile"), "utf8").match(/^ENV (.*)$/m)?.[1] ?? "";

@@ -50,7 +50,8 @@ export async function serve(
 ): Promise<ServerProcess> {
   const proc = Bun.spawn([...launch.command, ...args], {
     cwd: launch.cwd,
-    env: { ...process.env, PORT: "0", ...env },
+    // A test's SIGTERM stops at once unless it asks for the ready drain (test/process/drain.test.ts).
+    env: { ...process.env, PORT: "0", DRAIN_READY_MS: "0", ...env },
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",
