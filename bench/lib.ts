@@ -76,7 +76,8 @@ export function startProcess(options: {
   const logPath = join(tempDir("actuate-bench-log-"), options.name.replace(/\W+/g, "-"));
   const proc = Bun.spawn(options.cmd, {
     cwd: options.cwd ?? ROOT_DIR,
-    env: { ...process.env, ...options.env },
+    // No ready drain on SIGTERM (nothing routes by /readyz here): a stopped server goes at once.
+    env: { ...process.env, DRAIN_READY_MS: "0", ...options.env },
     stdin: "ignore",
     stdout: Bun.file(`${logPath}.out`),
     stderr: Bun.file(`${logPath}.err`),
