@@ -29,9 +29,10 @@ export interface FollowOptions {
   /** Stop following when aborted (a socket closed, a caller went away). */
   signal?: AbortSignal;
   /**
-   * Also the log lines stored by whichever instance runs it, read whenever the row is read again
-   * (each poll, each word of a change), and the last ones before the end; this process's lines come
-   * from the feed at once. Off for followers that only want the end (`/result`, replays).
+   * Also the log lines stored by whichever instance runs it, read when word comes that lines past the
+   * last one yielded are stored (PostgreSQL NOTIFY), whenever the row is read again (each poll, each
+   * word of a change), and the last ones before the end; this process's lines come from the feed at
+   * once. Off for followers that only want the end (`/result`, replays).
    */
   storedLogs?: boolean;
   /**
@@ -44,8 +45,8 @@ export interface FollowOptions {
 /**
  * The events of one execution, wherever it runs: its status as first read, then every status change
  * and log line, ending with its end (or at the deadline, or when aborted). Events of this process come
- * from the feed at once, and so does word (PostgreSQL NOTIFY) that another instance changed the row,
- * which is then read at once. Otherwise the row is read again with backoff (`poll`): that covers SQLite
+ * from the feed at once, and so does word (PostgreSQL NOTIFY) that another instance changed the row or
+ * stored lines, which are then read at once. Otherwise the row is read again with backoff (`poll`): that covers SQLite
  * runs resumed after a restart and a missed notification (a listening connection being re-established).
  * A poll that finds the database away is tried again at the next one: following outlives an outage.
  * The feed is listened to before the first read, so nothing between the two is missed. `first` reads the
@@ -105,10 +106,32 @@ export async function* followExecution(
       current = row;
       return [...lines, { type: "status", execution: row }];
     };
+    /** The stored lines up to `seq` not yet yielded; those read before the database went away (the next poll reads on). */
+    const linesUpTo = async (seq: number): Promise<ExecutionEvent[]> => {
+      const lines: ExecutionEvent[] = [];
+      const begun = failures.begin();
+      try {
+        while (lastSeq < seq) {
+          const page = await storedLines();
+          if (page.length === 0) break;
+          lines.push(...page);
+        }
+      } catch (error) {
+        if (!isDatabaseUnavailable(error)) throw error;
+        failures.failed(error, { begun });
+        return lines;
+      }
+      failures.worked();
+      return lines;
+    };
     while (!isTerminal(current.status) && !options.signal?.aborted) {
       const event = pending.shift();
       if (event?.type === "stored") {
         yield* await reread();
+        continue;
+      }
+      if (event?.type === "logged") {
+        if (options.storedLogs && event.seq > lastSeq) yield* await linesUpTo(event.seq);
         continue;
       }
       if (event?.type === "log") {

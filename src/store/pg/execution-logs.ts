@@ -1,4 +1,5 @@
 import type { Sql } from "postgres";
+import type { LoggedUpTo } from "../executions.ts";
 import type { LogRow } from "../rows.ts";
 import { Lane, type WriteLoad } from "./lane.ts";
 
@@ -15,7 +16,28 @@ export const insertLogLines = (
   order by l."executionId", l.seq
   on conflict do nothing`;
 
-const INSERT = insertLogLines("$1");
+/** Notified by the append path's statement (below): `<execution id>:<highest seq>` entries, comma-separated. */
+export const LOGS_CHANNEL = "actuate_execution_logs";
+
+/**
+ * Lines of executions still running, and word of them to followers on other instances: one NOTIFY per
+ * statement (not per line), naming each execution with the highest seq just stored, 150 a message (a
+ * payload stays under 8000 bytes). A follower reads the lines it lacks; the text never travels in it.
+ * Lines stored with a settlement need none: the status change notifies (drizzle/pg/0007).
+ */
+const APPEND = `with logged as (${insertLogLines("$1")} returning execution_id, seq)
+  select pg_notify('${LOGS_CHANNEL}', string_agg(entry, ','))
+  from (select execution_id || ':' || max(seq) as entry, (row_number() over ()) / 150 as chunk
+    from logged group by execution_id) as upto
+  group by chunk`;
+
+/** A LOGS_CHANNEL payload: which executions have lines stored up to which seq. */
+export function parseLogged(payload: string): LoggedUpTo[] {
+  return payload.split(",").map((entry) => {
+    const colon = entry.lastIndexOf(":");
+    return { executionId: entry.slice(0, colon), seq: Number(entry.slice(colon + 1)) };
+  });
+}
 
 interface PendingLines {
   json: string;
@@ -57,7 +79,7 @@ export class PgLogWriter {
 
   private async write(batch: PendingLines[]): Promise<void> {
     try {
-      await this.client.unsafe(INSERT, [`[${batch.map((item) => item.json).join(",")}]`], { prepare: true });
+      await this.client.unsafe(APPEND, [`[${batch.map((item) => item.json).join(",")}]`], { prepare: true });
     } catch (error) {
       for (const item of batch) item.reject(error);
       return;

@@ -2,14 +2,14 @@ import type { ParameterOrJSON, Sql } from "postgres";
 import { selectList } from "../drizzle/columns.ts";
 import type { SharedDatabase, SharedTables } from "../drizzle/database.ts";
 import { listExecutions } from "../drizzle/lists.ts";
-import type { ExecutionFilter, ExecutionSettlement, ExecutionStore } from "../executions.ts";
+import type { ExecutionChanges, ExecutionFilter, ExecutionSettlement, ExecutionStore } from "../executions.ts";
 import { type ExecutionRow, STORED_SIZES } from "../rows.ts";
 import { executions } from "../schema/pg.ts";
 import type { PrincipalKind } from "../statuses.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
 import type { BatchRetries } from "./batch-retries.ts";
 import { applyDataWrites } from "./data-writes.ts";
-import { insertLogLines, logLinesJson } from "./execution-logs.ts";
+import { insertLogLines, LOGS_CHANNEL, logLinesJson, parseLogged } from "./execution-logs.ts";
 import { Lane, totalLoad, type WriteLoad } from "./lane.ts";
 import { byText, requestKey } from "./lock-order.ts";
 
@@ -123,7 +123,7 @@ const byJson = { maxItems: 500, maxWeight: 4 * 1024 * 1024, weigh: (item: Pendin
 export class PgExecutionWriter {
   private readonly claims = new Lane<PendingClaim>((batch) => this.writeClaims(batch), byJson);
   private readonly settles = new Lane<PendingSettle>((batch) => this.writeSettles(batch), byJson);
-  private readonly changeListeners = new Set<(ids: string[]) => void>();
+  private readonly changeListeners = new Set<ExecutionChanges>();
   private listening: Promise<void> | null = null;
 
   constructor(
@@ -166,23 +166,27 @@ export class PgExecutionWriter {
   }
 
   /**
-   * Every environment's engine hears the changes (ids are unique across environments): the channel is
+   * Every environment's engine hears the changes (ids are unique across environments): the channels are
    * listened to once and each notification split once, whatever the number of environments composed.
    */
-  listen(listener: (ids: string[]) => void): Promise<void> {
-    this.changeListeners.add(listener);
-    this.listening ??= this.client
-      .listen(CHANGES_CHANNEL, (payload) => {
+  listen(changes: ExecutionChanges): Promise<void> {
+    this.changeListeners.add(changes);
+    this.listening ??= Promise.all([
+      this.client.listen(CHANGES_CHANNEL, (payload) => {
         const ids = payload.split(",");
-        for (const each of this.changeListeners) each(ids);
-      })
-      .then(
-        () => undefined,
-        (error) => {
-          this.listening = null;
-          throw error;
-        },
-      );
+        for (const each of this.changeListeners) each.stored(ids);
+      }),
+      this.client.listen(LOGS_CHANNEL, (payload) => {
+        const lines = parseLogged(payload);
+        for (const each of this.changeListeners) each.logged(lines);
+      }),
+    ]).then(
+      () => undefined,
+      (error) => {
+        this.listening = null;
+        throw error;
+      },
+    );
     return this.listening;
   }
 
@@ -410,8 +414,8 @@ export class PgExecutionStore implements ExecutionStore {
     return this.writer.settle(this.environment, id, settlement);
   }
 
-  /** Ids of every environment's executions: a follower knows which it waits for. */
-  listen(listener: (ids: string[]) => void) {
-    return this.writer.listen(listener);
+  /** Of every environment's executions: a follower knows which it waits for. */
+  listen(changes: ExecutionChanges) {
+    return this.writer.listen(changes);
   }
 }
