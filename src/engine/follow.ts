@@ -68,6 +68,17 @@ export async function* followExecution(
   const aborted = () => wake?.();
   options.signal?.addEventListener("abort", aborted);
   let lastSeq = options.afterSeq ?? -1;
+  let announced = false;
+  /** Says that lines of this execution are followed here; whether it was said (the database may be away: polls read on). */
+  const announce = async (following: boolean): Promise<boolean> => {
+    try {
+      await $.store.executions.followLogs(id, following);
+      return true;
+    } catch (error) {
+      if (!isDatabaseUnavailable(error)) throw error;
+      return false;
+    }
+  };
   /** Lines stored since the last one yielded (none unless `storedLogs`). */
   const storedLines = async (): Promise<ExecutionEvent[]> => {
     if (!options.storedLogs) return [];
@@ -85,6 +96,9 @@ export async function* followExecution(
       yield { type: "status", execution: current };
       return;
     }
+    // Before the first status (a caller may act on it) and the first read of the lines: lines stored
+    // after that read are told of by whichever instance runs the execution.
+    if (options.storedLogs) announced = await announce(true);
     yield { type: "status", execution: current };
     yield* await storedLines();
     let delay = poll.minMs;
@@ -169,6 +183,7 @@ export async function* followExecution(
     }
   } finally {
     stop();
+    if (announced) void announce(false).catch(() => {});
     options.signal?.removeEventListener("abort", aborted);
   }
 }

@@ -82,6 +82,12 @@ export interface ExecutionStore {
    * SQLite has one process, so this does nothing there.
    */
   listen(changes: ExecutionChanges): Promise<void>;
+  /**
+   * Tells the writers sharing the database that a follower here starts (or stops) following this
+   * execution's log lines, so that whichever runs it sends word of each batch it stores (PostgreSQL:
+   * NOTIFY, only for followed executions). SQLite has one process: nothing to tell.
+   */
+  followLogs(id: string, following: boolean): Promise<void>;
 }
 
 /** An execution whose log lines are stored up to `seq` (those of other instances included). */
@@ -94,6 +100,6 @@ export interface LoggedUpTo {
 export interface ExecutionChanges {
   /** These executions' stored rows changed (a status). */
   stored(ids: string[]): void;
-  /** These executions' log lines were stored (by the append path; those stored with a status come with `stored`). */
+  /** These followed executions' log lines were stored (by the append path; those stored with a status come with `stored`). */
   logged(lines: LoggedUpTo[]): void;
 }

@@ -2,6 +2,7 @@ import type { Sql } from "postgres";
 import type { LoggedUpTo } from "../executions.ts";
 import type { LogRow } from "../rows.ts";
 import { Lane, type WriteLoad } from "./lane.ts";
+import { ENTRIES_PER_NOTIFY, LOGS_CHANNEL, type LogFollows } from "./log-follows.ts";
 
 /**
  * Lines travel as one JSON text, like executions (see pg/executions.ts); `$N` is that parameter. Inserted
@@ -16,18 +17,18 @@ export const insertLogLines = (
   order by l."executionId", l.seq
   on conflict do nothing`;
 
-/** Notified by the append path's statement (below): `<execution id>:<highest seq>` entries, comma-separated. */
-export const LOGS_CHANNEL = "actuate_execution_logs";
+const INSERT = insertLogLines("$1");
 
 /**
- * Lines of executions still running, and word of them to followers on other instances: one NOTIFY per
- * statement (not per line), naming each execution with the highest seq just stored, 150 a message (a
- * payload stays under 8000 bytes). A follower reads the lines it lacks; the text never travels in it.
- * Lines stored with a settlement need none: the status change notifies (drizzle/pg/0007).
+ * Lines of executions still running, and word of them to their followers (on any instance), taken when
+ * someone follows one of them (LogFollows): one NOTIFY per statement, not per line, naming each execution
+ * with the highest seq just stored, 150 a message (a payload stays under 8000 bytes). A follower reads
+ * the lines it lacks; their text never travels in it. Lines stored with a settlement need none: the
+ * status change notifies (drizzle/pg/0007).
  */
-const APPEND = `with logged as (${insertLogLines("$1")} returning execution_id, seq)
+export const APPEND_LINES = `with logged as (${insertLogLines("$1")} returning execution_id, seq)
   select pg_notify('${LOGS_CHANNEL}', string_agg(entry, ','))
-  from (select execution_id || ':' || max(seq) as entry, (row_number() over ()) / 150 as chunk
+  from (select execution_id || ':' || max(seq) as entry, (row_number() over ()) / ${ENTRIES_PER_NOTIFY} as chunk
     from logged group by execution_id) as upto
   group by chunk`;
 
@@ -41,6 +42,8 @@ export function parseLogged(payload: string): LoggedUpTo[] {
 
 interface PendingLines {
   json: string;
+  /** The highest seq of the item's lines, per execution. */
+  upTo: Map<string, number>;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
@@ -51,7 +54,7 @@ export const logLinesJson = (environment: number, lines: LogRow[]) =>
 
 /**
  * The lines of executions still running, of every environment (each line carries its own): those queued in one turn go out as one INSERT (one commit),
- * one batch in flight at a time. A settling execution's last lines go with its settlement instead.
+ * one batch in flight at a time; with word of them (APPEND_LINES) when someone follows one of them. A settling execution's last lines go with its settlement instead.
  */
 export class PgLogWriter {
   private readonly lane = new Lane<PendingLines>((batch) => this.write(batch), {
@@ -60,7 +63,10 @@ export class PgLogWriter {
     weigh: (item) => item.json.length,
   });
 
-  constructor(private readonly client: Sql) {}
+  constructor(
+    private readonly client: Sql,
+    private readonly follows: LogFollows,
+  ) {}
 
   get load(): WriteLoad {
     return this.lane.load;
@@ -70,7 +76,10 @@ export class PgLogWriter {
     if (lines.length === 0) return Promise.resolve();
     // Each item is an array's contents, so a batch joins them into one array.
     const json = logLinesJson(environment, lines).slice(1, -1);
-    return new Promise((resolve, reject) => this.lane.push({ json, resolve, reject }));
+    const upTo = new Map<string, number>();
+    for (const { executionId, seq } of lines) upTo.set(executionId, Math.max(seq, upTo.get(executionId) ?? -1));
+    for (const [executionId, seq] of upTo) this.follows.appended(executionId, seq);
+    return new Promise((resolve, reject) => this.lane.push({ json, upTo, resolve, reject }));
   }
 
   drain(): Promise<void> {
@@ -79,7 +88,11 @@ export class PgLogWriter {
 
   private async write(batch: PendingLines[]): Promise<void> {
     try {
-      await this.client.unsafe(APPEND, [`[${batch.map((item) => item.json).join(",")}]`], { prepare: true });
+      const followed = batch.some((item) => [...item.upTo.keys()].some((id) => this.follows.followed(id)));
+      const lines = `[${batch.map((item) => item.json).join(",")}]`;
+      await this.client.unsafe(followed ? APPEND_LINES : INSERT, [lines], { prepare: true });
+      // A follower announced while the batch was on its way: word of it now.
+      if (!followed) this.follows.stored(new Map(batch.flatMap((item) => [...item.upTo])));
     } catch (error) {
       for (const item of batch) item.reject(error);
       return;

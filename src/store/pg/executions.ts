@@ -9,9 +9,10 @@ import type { PrincipalKind } from "../statuses.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
 import type { BatchRetries } from "./batch-retries.ts";
 import { applyDataWrites } from "./data-writes.ts";
-import { insertLogLines, LOGS_CHANNEL, logLinesJson, parseLogged } from "./execution-logs.ts";
+import { insertLogLines, logLinesJson, parseLogged } from "./execution-logs.ts";
 import { Lane, totalLoad, type WriteLoad } from "./lane.ts";
 import { byText, requestKey } from "./lock-order.ts";
+import { FOLLOWS_CHANNEL, LOGS_CHANNEL, type LogFollows } from "./log-follows.ts";
 
 export interface Claim {
   row: ExecutionRow;
@@ -130,6 +131,7 @@ export class PgExecutionWriter {
     private readonly client: Sql,
     private readonly instance: string,
     private readonly retries: BatchRetries,
+    private readonly follows: LogFollows,
   ) {}
 
   /** Inserts the row unless its (principal, requestId) is taken; resolves, once committed, to the holder. */
@@ -149,6 +151,7 @@ export class PgExecutionWriter {
     const json = settlementJson(environment, id, settlement);
     const logs = lines.length === 0 ? "" : logLinesJson(environment, lines).slice(1, -1);
     await new Promise<void>((resolve, reject) => this.settles.push({ id, json, logs, resolve, reject }));
+    this.follows.ended(id);
     const { logs: _, ...stored } = settlement;
     return stored;
   }
@@ -180,6 +183,7 @@ export class PgExecutionWriter {
         const lines = parseLogged(payload);
         for (const each of this.changeListeners) each.logged(lines);
       }),
+      this.client.listen(FOLLOWS_CHANNEL, (payload) => this.follows.heard(payload)),
     ]).then(
       () => undefined,
       (error) => {
@@ -188,6 +192,10 @@ export class PgExecutionWriter {
       },
     );
     return this.listening;
+  }
+
+  followLogs(id: string, following: boolean): Promise<void> {
+    return this.follows.announce(id, following);
   }
 
   /** The writes and the final status in one transaction; a refused write fails the execution instead. */
@@ -208,6 +216,7 @@ export class PgExecutionWriter {
         if (updated.count === 0) throw new Error(`execution ${id} is not stored`);
         if (logs.length > 0) await tx.unsafe(insertLogLines("$1"), [logLinesJson(environment, logs)], PREPARED);
       });
+      this.follows.ended(id);
       return settlement;
     } catch (error) {
       const reason = writeFailure(error);
@@ -412,6 +421,10 @@ export class PgExecutionStore implements ExecutionStore {
 
   settle(id: string, settlement: ExecutionSettlement) {
     return this.writer.settle(this.environment, id, settlement);
+  }
+
+  followLogs(id: string, following: boolean) {
+    return this.writer.followLogs(id, following);
   }
 
   /** Of every environment's executions: a follower knows which it waits for. */

@@ -406,4 +406,6 @@ export class SqliteExecutionStore implements ExecutionStore {
 
   /** One process serves a SQLite database: there is nobody else to hear from. */
   async listen(_changes: ExecutionChanges): Promise<void> {}
+
+  async followLogs(_id: string, _following: boolean): Promise<void> {}
 }
