@@ -46,8 +46,9 @@ export interface FollowOptions {
  * The events of one execution, wherever it runs: its status as first read, then every status change
  * and log line, ending with its end (or at the deadline, or when aborted). Events of this process come
  * from the feed at once, and so does word (PostgreSQL NOTIFY) that another instance changed the row or
- * stored lines, which are then read at once. Otherwise the row is read again with backoff (`poll`): that covers SQLite
- * runs resumed after a restart and a missed notification (a listening connection being re-established).
+ * stored lines, which are then read at once. Otherwise the row is read again with backoff (`poll`):
+ * that covers SQLite runs resumed after a restart and a missed notification (a listening connection
+ * being re-established).
  * A poll that finds the database away is tried again at the next one: following outlives an outage.
  * The feed is listened to before the first read, so nothing between the two is missed. `first` reads the
  * row and may refuse (not the caller's).
@@ -69,7 +70,7 @@ export async function* followExecution(
   options.signal?.addEventListener("abort", aborted);
   let lastSeq = options.afterSeq ?? -1;
   let announced = false;
-  /** Says that lines of this execution are followed here; whether it was said (the database may be away: polls read on). */
+  /** Says that this execution's lines are followed here; whether it was said (the database away: polls read on). */
   const announce = async (following: boolean): Promise<boolean> => {
     try {
       await $.store.executions.followLogs(id, following);
@@ -120,7 +121,7 @@ export async function* followExecution(
       current = row;
       return [...lines, { type: "status", execution: row }];
     };
-    /** The stored lines up to `seq` not yet yielded; those read before the database went away (the next poll reads on). */
+    /** The stored lines up to `seq` not yet yielded (or those read before the database went away: polls read on). */
     const linesUpTo = async (seq: number): Promise<ExecutionEvent[]> => {
       const lines: ExecutionEvent[] = [];
       const begun = failures.begin();

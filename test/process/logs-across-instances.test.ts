@@ -125,9 +125,9 @@ describe.skipIf(!pg)("log lines across instances (postgres)", () => {
       await eventually(() => heardOf("actuate_execution_logs", early).length > 0);
       expect(heardOf("actuate_execution_logs", early).map((h) => h.payload)).toEqual([`${early}:3`]);
       // The batch left unannounced: word of it after its commit, once a follower is known.
-      follows.stored(new Map([[inFlight, 7]]));
+      follows.stored([new Map([[inFlight, 7]])]);
       follows.heard(`+${inFlight}`);
-      follows.stored(new Map([[inFlight, 9]]));
+      follows.stored([new Map([[inFlight, 9]])]);
       await eventually(() => heardOf("actuate_execution_logs", inFlight).length >= 2);
       expect(heardOf("actuate_execution_logs", inFlight).map((h) => h.payload)).toEqual([
         `${inFlight}:7`,

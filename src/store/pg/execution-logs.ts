@@ -53,8 +53,10 @@ export const logLinesJson = (environment: number, lines: LogRow[]) =>
   JSON.stringify(lines.map((line) => ({ environment, ...line })));
 
 /**
- * The lines of executions still running, of every environment (each line carries its own): those queued in one turn go out as one INSERT (one commit),
- * one batch in flight at a time; with word of them (APPEND_LINES) when someone follows one of them. A settling execution's last lines go with its settlement instead.
+ * The lines of executions still running, of every environment (each line carries its own): those queued
+ * in one turn go out as one INSERT (one commit), one batch in flight at a time, with word of them
+ * (APPEND_LINES) when someone follows one of them. A settling execution's last lines go with its
+ * settlement instead.
  */
 export class PgLogWriter {
   private readonly lane = new Lane<PendingLines>((batch) => this.write(batch), {
@@ -92,7 +94,7 @@ export class PgLogWriter {
       const lines = `[${batch.map((item) => item.json).join(",")}]`;
       await this.client.unsafe(followed ? APPEND_LINES : INSERT, [lines], { prepare: true });
       // A follower announced while the batch was on its way: word of it now.
-      if (!followed) this.follows.stored(new Map(batch.flatMap((item) => [...item.upTo])));
+      if (!followed) this.follows.stored(batch.map((item) => item.upTo));
     } catch (error) {
       for (const item of batch) item.reject(error);
       return;

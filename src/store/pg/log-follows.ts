@@ -56,9 +56,10 @@ export class LogFollows {
     remember(this.handed, executionId, seq);
   }
 
-  /** Word of stored lines (`<id>:<seq>` entries) for those followed now: lines stored without it (see above). */
-  stored(entries: Map<string, number>): void {
-    const told = [...entries].filter(([id]) => this.followed(id)).map(([id, seq]) => `${id}:${seq}`);
+  /** Lines stored without word (the highest seq per execution, per item): word now for those followed since. */
+  stored(items: Map<string, number>[]): void {
+    if (this.followers.size === 0) return;
+    const told = items.flatMap((upTo) => [...upTo].filter(([id]) => this.followed(id)).map(([id, s]) => `${id}:${s}`));
     if (told.length > 0) this.tell(told);
   }
 
