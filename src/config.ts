@@ -98,6 +98,12 @@ const Env = Type.Object({
     description:
       "stopping: how long the requests in flight and their handlers may finish before the handlers' ctx.signal fires",
   }),
+  FOLLOW_POLL_MS: Type.String({
+    default: "25-1000",
+    pattern: "^[1-9][0-9]{0,7}(-[1-9][0-9]{0,7})?$",
+    description:
+      "how long a follower of an execution waits before reading it again when nothing told it of a change (a missed notification): <first>-<longest> ms, doubling, or one value for both",
+  }),
   CORS_ORIGINS: Type.Optional(
     Type.String({
       description: "comma-separated browser origins allowed to call the API and /mcp, or * (any; never /mcp)",
@@ -316,6 +322,8 @@ export interface Config {
   drainReadyMs: number;
   /** How long a stopping server lets requests and handlers finish before their ctx.signal fires (DRAIN_MS). */
   drainMs: number;
+  /** FOLLOW_POLL_MS: a follower's backoff between reads of an execution nothing told it of (NOTIFY is the fast path). */
+  followPoll: { minMs: number; maxMs: number };
   /** Browser origins allowed to call the API (CORS) and /mcp. */
   cors: CorsOrigins;
   maxFileBytes: number;
@@ -403,6 +411,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     releasePollMs: parsed.RELEASE_POLL_MS,
     drainReadyMs: parsed.DRAIN_READY_MS,
     drainMs: parsed.DRAIN_MS,
+    followPoll: backoff("FOLLOW_POLL_MS", parsed.FOLLOW_POLL_MS),
     cors:
       parsed.CORS_ORIGINS === undefined
         ? corsOrigins("ALLOWED_ORIGINS", parsed.ALLOWED_ORIGINS)
@@ -499,6 +508,13 @@ function serveRules(value: string | undefined): string[] | null {
     );
   }
   return rules;
+}
+
+/** `25-1000` (first and longest wait) or `60000` (both); the pattern above has already checked the form. */
+function backoff(name: EnvName, text: string): { minMs: number; maxMs: number } {
+  const [minMs, maxMs = minMs] = text.split("-").map(Number) as [number, number?];
+  if (minMs > maxMs) refuse(name, `${JSON.stringify(text)}: the first wait is longer than the longest`);
+  return { minMs, maxMs };
 }
 
 const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;

@@ -35,7 +35,7 @@ export async function startServer(
     log?: Log;
     store?: Store;
     insecureNoAuth?: boolean;
-    /** How followers re-read executions nothing told them about (tests lengthen it to prove NOTIFY). */
+    /** How followers re-read executions nothing told them about; default FOLLOW_POLL_MS (tests lengthen it to prove NOTIFY). */
     followPoll?: PollBackoff;
     /**
      * Bun's development server for the console (`bun run dev`): rebuilt and reloaded on change, with a
@@ -78,7 +78,7 @@ export async function startServer(
     log,
     telemetry,
     insecureNoAuth: options.insecureNoAuth ?? false,
-    followPoll: options.followPoll,
+    followPoll: options.followPoll ?? config.followPoll,
     development: options.development ?? false,
     now: options.now,
     draining: () => draining,

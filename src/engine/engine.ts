@@ -90,11 +90,11 @@ export class Engine {
 
   /**
    * Starts this process's workflow workers, its heartbeat among the instances sharing the database,
-   * hearing their changes to executions (so a follower here learns of an end there at once), and firing
-   * the active release's schedules.
+   * hearing their changes to executions (so a follower here learns of an end or a log line there at
+   * once), and firing the active release's schedules.
    */
   async start(): Promise<void> {
-    await this.$.store.executions.listen((ids) => this.feed.stored(ids));
+    await this.$.store.executions.listen(this.feed);
     if (this.driven) {
       this.workflows.start();
       return;

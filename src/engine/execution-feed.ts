@@ -1,17 +1,25 @@
+import type { ExecutionChanges, LoggedUpTo } from "../store/executions.ts";
 import type { ExecutionRow } from "../store/rows.ts";
 
 export type ExecutionEvent =
   | { type: "status"; execution: ExecutionRow }
   | { type: "log"; executionId: string; line: string; at: number; seq: number };
 
-/** What a follower hears: an event of this process, or that the stored row changed (to be read again). */
-export type FeedEvent = ExecutionEvent | { type: "stored"; executionId: string };
+/**
+ * What a follower hears: an event of this process, that the stored row changed (to be read again), or
+ * that lines up to `seq` are stored (to be read if it lacks them).
+ */
+export type FeedEvent =
+  | ExecutionEvent
+  | { type: "stored"; executionId: string }
+  | { type: "logged"; executionId: string; seq: number };
 
 /**
  * What happens to executions, per execution: status changes and `ctx.log` lines of those running in
- * this process, and word that another writer (another instance) changed an execution's stored row.
+ * this process, and word that another writer (another instance) changed an execution's stored row or
+ * stored its lines.
  */
-export class ExecutionFeed {
+export class ExecutionFeed implements ExecutionChanges {
   private readonly listeners = new Map<string, Set<(event: FeedEvent) => void>>();
 
   publish(executionId: string, event: FeedEvent): void {
@@ -24,6 +32,14 @@ export class ExecutionFeed {
     if (this.listeners.size === 0) return;
     for (const executionId of executionIds) {
       if (this.listeners.has(executionId)) this.publish(executionId, { type: "stored", executionId });
+    }
+  }
+
+  /** Lines of these executions were stored (by whichever instance runs them); their followers read those they lack. */
+  logged(lines: LoggedUpTo[]): void {
+    if (this.listeners.size === 0) return;
+    for (const { executionId, seq } of lines) {
+      if (this.listeners.has(executionId)) this.publish(executionId, { type: "logged", executionId, seq });
     }
   }
 

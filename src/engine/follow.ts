@@ -29,9 +29,10 @@ export interface FollowOptions {
   /** Stop following when aborted (a socket closed, a caller went away). */
   signal?: AbortSignal;
   /**
-   * Also the log lines stored by whichever instance runs it, read whenever the row is read again
-   * (each poll, each word of a change), and the last ones before the end; this process's lines come
-   * from the feed at once. Off for followers that only want the end (`/result`, replays).
+   * Also the log lines stored by whichever instance runs it, read when word comes that lines past the
+   * last one yielded are stored (PostgreSQL NOTIFY), whenever the row is read again (each poll, each
+   * word of a change), and the last ones before the end; this process's lines come from the feed at
+   * once. Off for followers that only want the end (`/result`, replays).
    */
   storedLogs?: boolean;
   /**
@@ -44,9 +45,10 @@ export interface FollowOptions {
 /**
  * The events of one execution, wherever it runs: its status as first read, then every status change
  * and log line, ending with its end (or at the deadline, or when aborted). Events of this process come
- * from the feed at once, and so does word (PostgreSQL NOTIFY) that another instance changed the row,
- * which is then read at once. Otherwise the row is read again with backoff (`poll`): that covers SQLite
- * runs resumed after a restart and a missed notification (a listening connection being re-established).
+ * from the feed at once, and so does word (PostgreSQL NOTIFY) that another instance changed the row or
+ * stored lines, which are then read at once. Otherwise the row is read again with backoff (`poll`):
+ * that covers SQLite runs resumed after a restart and a missed notification (a listening connection
+ * being re-established).
  * A poll that finds the database away is tried again at the next one: following outlives an outage.
  * The feed is listened to before the first read, so nothing between the two is missed. `first` reads the
  * row and may refuse (not the caller's).
@@ -67,6 +69,17 @@ export async function* followExecution(
   const aborted = () => wake?.();
   options.signal?.addEventListener("abort", aborted);
   let lastSeq = options.afterSeq ?? -1;
+  let announced = false;
+  /** Says that this execution's lines are followed here; whether it was said (the database away: polls read on). */
+  const announce = async (following: boolean): Promise<boolean> => {
+    try {
+      await $.store.executions.followLogs(id, following);
+      return true;
+    } catch (error) {
+      if (!isDatabaseUnavailable(error)) throw error;
+      return false;
+    }
+  };
   /** Lines stored since the last one yielded (none unless `storedLogs`). */
   const storedLines = async (): Promise<ExecutionEvent[]> => {
     if (!options.storedLogs) return [];
@@ -84,6 +97,9 @@ export async function* followExecution(
       yield { type: "status", execution: current };
       return;
     }
+    // Before the first status (a caller may act on it) and the first read of the lines: lines stored
+    // after that read are told of by whichever instance runs the execution.
+    if (options.storedLogs) announced = await announce(true);
     yield { type: "status", execution: current };
     yield* await storedLines();
     let delay = poll.minMs;
@@ -105,10 +121,32 @@ export async function* followExecution(
       current = row;
       return [...lines, { type: "status", execution: row }];
     };
+    /** The stored lines up to `seq` not yet yielded (or those read before the database went away: polls read on). */
+    const linesUpTo = async (seq: number): Promise<ExecutionEvent[]> => {
+      const lines: ExecutionEvent[] = [];
+      const begun = failures.begin();
+      try {
+        while (lastSeq < seq) {
+          const page = await storedLines();
+          if (page.length === 0) break;
+          lines.push(...page);
+        }
+      } catch (error) {
+        if (!isDatabaseUnavailable(error)) throw error;
+        failures.failed(error, { begun });
+        return lines;
+      }
+      failures.worked();
+      return lines;
+    };
     while (!isTerminal(current.status) && !options.signal?.aborted) {
       const event = pending.shift();
       if (event?.type === "stored") {
         yield* await reread();
+        continue;
+      }
+      if (event?.type === "logged") {
+        if (options.storedLogs && event.seq > lastSeq) yield* await linesUpTo(event.seq);
         continue;
       }
       if (event?.type === "log") {
@@ -146,6 +184,7 @@ export async function* followExecution(
     }
   } finally {
     stop();
+    if (announced) void announce(false).catch(() => {});
     options.signal?.removeEventListener("abort", aborted);
   }
 }

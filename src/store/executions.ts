@@ -76,10 +76,30 @@ export interface ExecutionStore {
    */
   settle(id: string, settlement: ExecutionSettlement): Promise<ExecutionSettlement>;
   /**
-   * Hears the ids of executions whose status another writer sharing the database changed (this
-   * process's own changes too), of every environment (ids are unique across them), so followers need not
-   * wait for their next poll. PostgreSQL: LISTEN on
-   * what a trigger on `executions` notifies; SQLite has one process, so this does nothing there.
+   * Hears what writers sharing the database changed (this process's own changes too), of every
+   * environment (ids are unique across them), so followers need not wait for their next poll.
+   * PostgreSQL: LISTEN on what a trigger on `executions` and the log lines' append statement notify;
+   * SQLite has one process, so this does nothing there.
    */
-  listen(listener: (ids: string[]) => void): Promise<void>;
+  listen(changes: ExecutionChanges): Promise<void>;
+  /**
+   * Tells the writers sharing the database that a follower here starts (or stops) following this
+   * execution's log lines, so that whichever runs it sends word of each batch it stores (PostgreSQL:
+   * NOTIFY, only for followed executions). SQLite has one process: nothing to tell.
+   */
+  followLogs(id: string, following: boolean): Promise<void>;
+}
+
+/** An execution whose log lines are stored up to `seq` (those of other instances included). */
+export interface LoggedUpTo {
+  executionId: string;
+  seq: number;
+}
+
+/** What `ExecutionStore.listen` tells. */
+export interface ExecutionChanges {
+  /** These executions' stored rows changed (a status). */
+  stored(ids: string[]): void;
+  /** These followed executions' log lines were stored (by the append path; those stored with a status come with `stored`). */
+  logged(lines: LoggedUpTo[]): void;
 }

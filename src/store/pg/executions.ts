@@ -2,16 +2,17 @@ import type { ParameterOrJSON, Sql } from "postgres";
 import { selectList } from "../drizzle/columns.ts";
 import type { SharedDatabase, SharedTables } from "../drizzle/database.ts";
 import { listExecutions } from "../drizzle/lists.ts";
-import type { ExecutionFilter, ExecutionSettlement, ExecutionStore } from "../executions.ts";
+import type { ExecutionChanges, ExecutionFilter, ExecutionSettlement, ExecutionStore } from "../executions.ts";
 import { type ExecutionRow, STORED_SIZES } from "../rows.ts";
 import { executions } from "../schema/pg.ts";
 import type { PrincipalKind } from "../statuses.ts";
 import { failedWrites, writeFailure } from "../write-failure.ts";
 import type { BatchRetries } from "./batch-retries.ts";
 import { applyDataWrites } from "./data-writes.ts";
-import { insertLogLines, logLinesJson } from "./execution-logs.ts";
+import { insertLogLines, logLinesJson, parseLogged } from "./execution-logs.ts";
 import { Lane, totalLoad, type WriteLoad } from "./lane.ts";
 import { byText, requestKey } from "./lock-order.ts";
+import { FOLLOWS_CHANNEL, LOGS_CHANNEL, type LogFollows } from "./log-follows.ts";
 
 export interface Claim {
   row: ExecutionRow;
@@ -123,13 +124,14 @@ const byJson = { maxItems: 500, maxWeight: 4 * 1024 * 1024, weigh: (item: Pendin
 export class PgExecutionWriter {
   private readonly claims = new Lane<PendingClaim>((batch) => this.writeClaims(batch), byJson);
   private readonly settles = new Lane<PendingSettle>((batch) => this.writeSettles(batch), byJson);
-  private readonly changeListeners = new Set<(ids: string[]) => void>();
+  private readonly changeListeners = new Set<ExecutionChanges>();
   private listening: Promise<void> | null = null;
 
   constructor(
     private readonly client: Sql,
     private readonly instance: string,
     private readonly retries: BatchRetries,
+    private readonly follows: LogFollows,
   ) {}
 
   /** Inserts the row unless its (principal, requestId) is taken; resolves, once committed, to the holder. */
@@ -149,6 +151,7 @@ export class PgExecutionWriter {
     const json = settlementJson(environment, id, settlement);
     const logs = lines.length === 0 ? "" : logLinesJson(environment, lines).slice(1, -1);
     await new Promise<void>((resolve, reject) => this.settles.push({ id, json, logs, resolve, reject }));
+    this.follows.ended(id);
     const { logs: _, ...stored } = settlement;
     return stored;
   }
@@ -166,24 +169,33 @@ export class PgExecutionWriter {
   }
 
   /**
-   * Every environment's engine hears the changes (ids are unique across environments): the channel is
+   * Every environment's engine hears the changes (ids are unique across environments): the channels are
    * listened to once and each notification split once, whatever the number of environments composed.
    */
-  listen(listener: (ids: string[]) => void): Promise<void> {
-    this.changeListeners.add(listener);
-    this.listening ??= this.client
-      .listen(CHANGES_CHANNEL, (payload) => {
+  listen(changes: ExecutionChanges): Promise<void> {
+    this.changeListeners.add(changes);
+    this.listening ??= Promise.all([
+      this.client.listen(CHANGES_CHANNEL, (payload) => {
         const ids = payload.split(",");
-        for (const each of this.changeListeners) each(ids);
-      })
-      .then(
-        () => undefined,
-        (error) => {
-          this.listening = null;
-          throw error;
-        },
-      );
+        for (const each of this.changeListeners) each.stored(ids);
+      }),
+      this.client.listen(LOGS_CHANNEL, (payload) => {
+        const lines = parseLogged(payload);
+        for (const each of this.changeListeners) each.logged(lines);
+      }),
+      this.client.listen(FOLLOWS_CHANNEL, (payload) => this.follows.heard(payload)),
+    ]).then(
+      () => undefined,
+      (error) => {
+        this.listening = null;
+        throw error;
+      },
+    );
     return this.listening;
+  }
+
+  followLogs(id: string, following: boolean): Promise<void> {
+    return this.follows.announce(id, following);
   }
 
   /** The writes and the final status in one transaction; a refused write fails the execution instead. */
@@ -204,6 +216,7 @@ export class PgExecutionWriter {
         if (updated.count === 0) throw new Error(`execution ${id} is not stored`);
         if (logs.length > 0) await tx.unsafe(insertLogLines("$1"), [logLinesJson(environment, logs)], PREPARED);
       });
+      this.follows.ended(id);
       return settlement;
     } catch (error) {
       const reason = writeFailure(error);
@@ -410,8 +423,12 @@ export class PgExecutionStore implements ExecutionStore {
     return this.writer.settle(this.environment, id, settlement);
   }
 
-  /** Ids of every environment's executions: a follower knows which it waits for. */
-  listen(listener: (ids: string[]) => void) {
-    return this.writer.listen(listener);
+  followLogs(id: string, following: boolean) {
+    return this.writer.followLogs(id, following);
+  }
+
+  /** Of every environment's executions: a follower knows which it waits for. */
+  listen(changes: ExecutionChanges) {
+    return this.writer.listen(changes);
   }
 }

@@ -23,6 +23,7 @@ import { PgLogWriter } from "./execution-logs.ts";
 import { PgExecutionStore, PgExecutionWriter } from "./executions.ts";
 import { PgInstanceStore } from "./instances.ts";
 import { totalLoad } from "./lane.ts";
+import { LogFollows } from "./log-follows.ts";
 import { PgRuns } from "./runs.ts";
 
 const migrations = readMigrations("pg");
@@ -42,9 +43,10 @@ export async function openPostgresStore(url: string): Promise<Store> {
   const lists = { db, tables: schema };
   const instances = new PgInstanceStore(client);
   const retries = new BatchRetries();
-  const executions = new PgExecutionWriter(client, instances.id, retries);
+  const follows = new LogFollows(client);
+  const executions = new PgExecutionWriter(client, instances.id, retries, follows);
   const runs = new PgRuns(client, retries);
-  const logWriter = new PgLogWriter(client);
+  const logWriter = new PgLogWriter(client, follows);
   const dataOf = postgresData(client, instances.id);
   const tokensOf = drizzleTokenStores(db, schema);
   const service = {

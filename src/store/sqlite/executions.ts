@@ -3,7 +3,7 @@ import type { DataWrite } from "../data.ts";
 import { selectList } from "../drizzle/columns.ts";
 import type { SharedDatabase, SharedTables } from "../drizzle/database.ts";
 import { listExecutions } from "../drizzle/lists.ts";
-import type { ExecutionFilter, ExecutionSettlement, ExecutionStore } from "../executions.ts";
+import type { ExecutionChanges, ExecutionFilter, ExecutionSettlement, ExecutionStore } from "../executions.ts";
 import { type ExecutionRow, type LogRow, STORED_SIZES } from "../rows.ts";
 import { executions } from "../schema/sqlite.ts";
 import type { PrincipalKind } from "../statuses.ts";
@@ -405,5 +405,7 @@ export class SqliteExecutionStore implements ExecutionStore {
   }
 
   /** One process serves a SQLite database: there is nobody else to hear from. */
-  async listen(_listener: (ids: string[]) => void): Promise<void> {}
+  async listen(_changes: ExecutionChanges): Promise<void> {}
+
+  async followLogs(_id: string, _following: boolean): Promise<void> {}
 }
