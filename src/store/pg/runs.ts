@@ -222,7 +222,7 @@ export class PgRuns {
     limit: number,
   ): Promise<ClaimedRun[]> {
     const rows = await this.client.unsafe(CLAIM, [now, owner, leaseUntil, limit, environment], PREPARED);
-    return rows.map((raw) => ({ ...parseRun(raw), environment: raw.environment as number }));
+    return rows.map(parseClaimed);
   }
 
   /** Due runs of every environment but `skip`'s (hosting mode's one worker poll for the process). */
@@ -234,7 +234,7 @@ export class PgRuns {
     skip: readonly number[],
   ): Promise<ClaimedRun[]> {
     const rows = await this.client.unsafe(CLAIM_ACROSS, [now, owner, leaseUntil, limit, skip.join(",")], PREPARED);
-    return rows.map((raw) => ({ ...parseRun(raw), environment: raw.environment as number }));
+    return rows.map(parseClaimed);
   }
 
   async renew(owner: string, ids: string[], leaseUntil: number) {
@@ -494,6 +494,11 @@ function parseRun(raw: Row): RunRow {
     updatedAt: Number(raw.updatedAt),
     finishedAt: millis(raw.finishedAt),
   };
+}
+
+/** A claimed run; `takenFrom` only when the claim took it over from another owner's expired lease. */
+function parseClaimed({ takenFrom, ...raw }: Row): ClaimedRun {
+  return { ...parseRun(raw), environment: raw.environment as number, ...(takenFrom ? { takenFrom } : {}) };
 }
 
 function parseStep(raw: Row): StepRow {
