@@ -6,6 +6,7 @@ import type { Config } from "../config.ts";
 import { DataService } from "../data/service.ts";
 import { Engine } from "../engine/engine.ts";
 import type { PollBackoff } from "../engine/follow.ts";
+import { liveInstances } from "../engine/fleet.ts";
 import { ReleaseAdmin } from "../engine/releases.ts";
 import { StatsReader } from "../engine/stats.ts";
 import type { WorkflowDriver } from "../engine/workflows/worker.ts";
@@ -174,6 +175,11 @@ export async function composeEnvironment(
     cors: config.cors,
     readiness: { database: () => store.ping(), storage: () => storage.check() },
     development: parts.development,
+    fleet: {
+      instance: store.instances.id,
+      // Hosting mode: the fleet is the operator's, listed on the apex (http/control.ts).
+      list: config.hosting ? null : () => liveInstances(store),
+    },
     mcp: {
       endpoint,
       allowedOrigins: config.cors.listed,
