@@ -91,6 +91,10 @@ describe.skipIf(!pg)("the fleet seen by its survivor (postgres)", () => {
     expect(aId).not.toBe(bId);
     const listed = async () => ((await get(a.url, "/instances")).items as { id: string }[]).map((i) => i.id).sort();
     expect(await listed()).toEqual([aId, bId].sort());
+    // `actuate instances` reads the same rows from the database.
+    const local = await cli(["instances"], { DATABASE_URL: database.url });
+    expect(local.code).toBe(0);
+    for (const id of [aId, bId]) expect(local.stdout).toContain(id);
 
     // A run admitted on B, held there (its second step waits for a gate file).
     const gate = join(work, "gate");
@@ -134,6 +138,10 @@ describe.skipIf(!pg)("the fleet seen by its survivor (postgres)", () => {
     await eventually(async () => (await listed()).length === 1, 15_000);
     expect(await listed()).toEqual([aId]);
     expect((await scrape(a.url)).get("actuate_instances_live")).toBe(1);
+    const asked = await cli(["instances", "--url", a.url], { ACTUATE_TOKEN: KEY });
+    expect(asked.code).toBe(0);
+    expect(asked.stdout).toContain(`${aId} *`);
+    expect(asked.stdout).not.toContain(bId);
 
     // The run goes on from its checkpoint on A.
     writeFileSync(gate, "");
