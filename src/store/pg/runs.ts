@@ -4,7 +4,7 @@ import { selectList } from "../drizzle/columns.ts";
 import type { SharedDatabase, SharedTables } from "../drizzle/database.ts";
 import { DrizzleRunReads } from "../drizzle/lists.ts";
 import type { ExecutionStore } from "../executions.ts";
-import { type ExecutionRow, type InEnvironment, type RunRow, STORED_SIZES, type StepRow } from "../rows.ts";
+import { type ExecutionRow, type RunRow, STORED_SIZES, type StepRow } from "../rows.ts";
 import {
   type ClaimedRun,
   type Fenced,
