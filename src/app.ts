@@ -11,6 +11,7 @@ import type { HttpDeps } from "./http/deps.ts";
 import { errorHandling } from "./http/errors.ts";
 import { executionRoutes } from "./http/executions.ts";
 import { healthRoutes, type ReadinessChecks } from "./http/health.ts";
+import { type FleetDeps, INSTANCE_HEADER, instanceRoutes } from "./http/instances.ts";
 import { IDLE_TIMEOUT_SECONDS } from "./http/long-wait.ts";
 import { type McpRouteOptions, mcpRoutes } from "./http/mcp.ts";
 import type { Route } from "./http/methods.ts";
@@ -57,6 +58,8 @@ export interface AppDeps extends HttpDeps {
   metricsToken?: string;
   /** The built-in authority, when the environment is its own (no AUTH_ISSUER). */
   authority?: OAuthRouteOptions["authority"];
+  /** This instance (named on every response) and the fleet's list (`GET /instances`). */
+  fleet: FleetDeps;
 }
 
 export const createApp = (deps: AppDeps) => {
@@ -71,6 +74,8 @@ export const createApp = (deps: AppDeps) => {
       reusePort: false,
     },
   })
+    // Default headers: set once here, copied into each response's headers Elysia makes anyway.
+    .headers({ [INSTANCE_HEADER]: deps.fleet.instance })
     .use(observeRequests(deps.telemetry, deps.log))
     .use(errorHandling(deps.log, (): readonly Route[] => app.routes))
     .use(cors(deps.cors))
@@ -99,6 +104,7 @@ export const createApp = (deps: AppDeps) => {
     .use(scheduleRoutes(deps))
     .use(releaseRoutes(deps))
     .use(statsRoutes(deps))
+    .use(instanceRoutes(deps))
     .use(signInRoutes(deps))
     .use(queryRoutes(deps))
     .use(sessionRoutes({ hub: deps.hub, auth: deps.auth, publicUrl: deps.publicUrl }))

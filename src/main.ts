@@ -102,6 +102,7 @@ export async function startServer(
     live: () => hub.counts(),
     activeRuns: () => store.runs.countActive(),
     pool: () => store.pool(),
+    liveInstances: async () => (await store.instances.live(Date.now())).length,
     releaseVersion: () => releases.current()?.version,
     serverVersion: packageVersion,
   });

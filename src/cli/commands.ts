@@ -1,6 +1,7 @@
 import { ENV_NAMES, type EnvName } from "../config.ts";
 import type { Command, Flag } from "./command.ts";
 import { envCreate, envDelete, envGrant, envGrants, envList, envRevoke } from "./env.ts";
+import { instancesList } from "./instances.ts";
 import { keyCreate, keyCreateStored, keyList, keyRevoke } from "./key.ts";
 import { orgCreate, orgList } from "./org.ts";
 import { releaseActivate, releaseList, releasePublish, releaseTypesCommand } from "./release.ts";
@@ -332,5 +333,17 @@ Without --yes nothing is deleted: it prints what would be and exits 1, so a scri
     env: STORE_ENV,
     examples: ["bun run env grants", "bun run env grants acme-prod", "bun run env grants --org acme"],
     run: (config, [environment], flags) => envGrants(config(), environment, string(flags.org)),
+  },
+  {
+    name: "instances",
+    summary: "the live server processes on the database: id, host, pid, version, started, last heartbeat, expires",
+    details: `Read from the database's instances table (PostgreSQL: each server's heartbeat row; a killed one stays
+listed until its heartbeat expires, WORKFLOW_LEASE_MS after its last beat). With --url a server answers it
+(GET /instances, ACTUATE_TOKEN a service key; in hosting mode the service's URL and an operator key); * marks
+the instance that answered.`,
+    flags: { url: urlFlag("ask this server (GET /instances) with ACTUATE_TOKEN instead of reading the database") },
+    env: STORE_ENV,
+    examples: ["bun run instances", "ACTUATE_TOKEN=$KEY bun run instances --url https://api.example.com"],
+    run: (config, _, flags) => instancesList(config, { url: string(flags.url) }),
   },
 ];

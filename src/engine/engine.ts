@@ -106,7 +106,7 @@ export class Engine {
   }
 
   /** Driven (hosting mode): runs a run the process's service loops claimed for this environment; false once stopped. */
-  runClaimed(run: RunRow): boolean {
+  runClaimed(run: RunRow & { takenFrom?: string | null }): boolean {
     return this.workflows.adopt(run);
   }
 

@@ -58,6 +58,16 @@ export function toExecutionView(row: ExecutionRow, uploads: Upload[] = []): Exec
   return view;
 }
 
+/** The view with the instance that ran it, for a service key (an instance id names a host; users see none). */
+export function withInstance<View extends ExecutionView>(
+  view: View,
+  row: Pick<ExecutionRow, "instance">,
+  principal: Principal,
+): View {
+  if (principal.kind === "service" && row.instance) view.instance = row.instance;
+  return view;
+}
+
 /** The stored sizes a list reads beside the values it may leave out (executions and runs alike). */
 export interface ListedSizes {
   inputBytes: number;

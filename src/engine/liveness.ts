@@ -1,7 +1,17 @@
 import { LoopFailures } from "../lib/loop-failures.ts";
+import type { Telemetry } from "../observe/telemetry.ts";
 import type { EngineResources } from "./resources.ts";
 
 const MAX_BEAT_MS = 2_000;
+/** The sweep's log line names this many executions, then counts the rest: a mass failure stays one readable line. */
+const NAMED_IDS = 20;
+
+/** "3 execution(s) …: a, b, c", the ids past NAMED_IDS counted. */
+export function interruptedLine(ids: readonly string[]): string {
+  const named = ids.slice(0, NAMED_IDS).join(", ");
+  const more = ids.length > NAMED_IDS ? ` and ${ids.length - NAMED_IDS} more` : "";
+  return `${ids.length} execution(s) of a stopped server were marked failed (execution_interrupted): ${named}${more}`;
+}
 
 /**
  * Keeps this server process known as alive to the other instances sharing the database, and fails the
@@ -13,7 +23,7 @@ export class Liveness {
   private readonly failures: LoopFailures;
 
   constructor(
-    private readonly $: Pick<EngineResources, "store" | "log" | "now">,
+    private readonly $: Pick<EngineResources, "store" | "log" | "now"> & { telemetry?: Telemetry },
     private readonly ttlMs: number,
   ) {
     this.failures = new LoopFailures("instance heartbeat", $.log);
@@ -39,10 +49,9 @@ export class Liveness {
       .keepAlive(now, now + this.ttlMs)
       .then((failed) => {
         this.failures.worked();
-        if (failed > 0)
-          this.$.log(`${failed} execution(s) of a stopped server were marked failed (execution_interrupted)`, {
-            level: "warn",
-          });
+        if (failed.length === 0) return;
+        this.$.telemetry?.executionsInterrupted(failed.length);
+        this.$.log(interruptedLine(failed), { level: "warn" });
       })
       .catch((error) => this.failures.failed(error, { begun }));
   }

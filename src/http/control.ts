@@ -81,6 +81,7 @@ export function controlRoutes(deps: ControlDeps & { auth: Authenticator; service
       return ops.createEnvironment(caller, handle, organization);
     })
     .get("/environments/:handle", ({ params, caller }) => ops.environment(caller, params.handle))
+    .get("/instances", async ({ caller }) => ({ items: await ops.instances(caller) }))
     .delete(
       "/environments/:handle",
       ({ params, query, caller }) => ops.deleteEnvironment(caller, params.handle, query.confirm === true),

@@ -1,13 +1,15 @@
 import { Elysia } from "elysia";
 import type { CorsOrigins } from "../config.ts";
 import { MCP_REQUEST_HEADERS } from "../mcp/headers.ts";
+import { INSTANCE_HEADER } from "./instances.ts";
 import { requestTarget } from "./request-target.ts";
 
 // Request headers our endpoints read (storage's `path`) and MCP clients of either era send; the rest
 // are CORS-safelisted.
 const ALLOWED_HEADERS = ["authorization", "content-type", "path", ...MCP_REQUEST_HEADERS].join(", ");
-// Response headers a browser script needs beyond the safelisted ones: challenges, 405's Allow, sizes.
-const EXPOSED_HEADERS = "www-authenticate, allow, retry-after, mcp-session-id, content-length";
+// Response headers a browser script needs beyond the safelisted ones: challenges, 405's Allow, sizes,
+// and the instance that answered.
+const EXPOSED_HEADERS = `www-authenticate, allow, retry-after, mcp-session-id, content-length, ${INSTANCE_HEADER}`;
 const API_METHODS = "GET, POST, PUT, DELETE";
 // Chromium caps a cached preflight at two hours; the policy only changes with a restart.
 const MAX_AGE = "7200";

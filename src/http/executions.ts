@@ -9,6 +9,7 @@ import {
   type ExecutionView,
   toExecutionSummary,
   toExecutionView,
+  withInstance,
 } from "../engine/executions.ts";
 import type { FileService } from "../files/service.ts";
 import { PublicError } from "../lib/errors.ts";
@@ -66,14 +67,18 @@ function uuidOrNotFound(value: string): string {
 
 export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
   /** Views of executions with their uploads, looked up in one query for the lot. */
-  const views = async <R extends Execution>(rows: R[], toView: (row: R, uploads?: Upload[]) => ExecutionView) => {
+  const views = async <R extends Execution>(
+    rows: R[],
+    toView: (row: R, uploads?: Upload[]) => ExecutionView,
+    principal: Principal,
+  ) => {
     const uploads = await deps.files.uploadsOf(rows.map((r) => r.id));
     return rows.map((row) => ({
-      ...toView(row, uploads.get(row.id)),
+      ...withInstance(toView(row, uploads.get(row.id)), row, principal),
       statusUrl: executionUrl(deps.publicUrl(), row.id),
     }));
   };
-  const view = async (row: Execution) => (await views([row], toExecutionView))[0];
+  const view = async (row: Execution, principal: Principal) => (await views([row], toExecutionView, principal))[0];
   return new Elysia({ name: "executions" })
     .use(authenticated(deps.auth, deps.publicUrl))
     .get(
@@ -87,17 +92,17 @@ export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
           caller: q.caller === undefined ? undefined : callerOf(q.caller),
         });
         return {
-          items: await views(page.items, toExecutionSummary),
+          items: await views(page.items, toExecutionSummary, principal),
           nextCursor: nextCursor(page),
         };
       },
       { query: ListQuery },
     )
     .get("/executions/requests/:requestId", async ({ params, principal }) =>
-      view(await deps.engine.executions.getByRequest(principal, uuidOrNotFound(params.requestId))),
+      view(await deps.engine.executions.getByRequest(principal, uuidOrNotFound(params.requestId)), principal),
     )
     .get("/executions/:id", async ({ params, principal }) =>
-      view(await deps.engine.executions.get(principal, uuidOrNotFound(params.id))),
+      view(await deps.engine.executions.get(principal, uuidOrNotFound(params.id)), principal),
     )
     .get(
       "/executions/:id/logs",
@@ -127,6 +132,6 @@ export const executionRoutes = (deps: HttpDeps & { files: FileService }) => {
           statusUrl: executionUrl(deps.publicUrl(), execution.id),
         });
       }
-      return view(execution);
+      return view(execution, principal);
     });
 };

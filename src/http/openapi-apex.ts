@@ -220,6 +220,19 @@ const PATHS = {
       },
     },
   },
+  "/instances": {
+    get: {
+      operationId: "listInstances",
+      responses: {
+        "200": ok(
+          "the service's server processes whose heartbeat is current, oldest first",
+          object({ items: { type: "array", items: ref("Instance") } }),
+        ),
+        ...ERRORS,
+        "403": error("access_denied: an operator key (SERVICE_KEYS) only"),
+      },
+    },
+  },
   ...scopedPaths("/orgs", "Org", "organization_not_found"),
   ...scopedPaths("/environments", "Environment", "environment_not_found"),
 };
@@ -248,6 +261,7 @@ export function apexOpenApiDocument(serviceUrl: string) {
         Key: key,
         Grant: grant,
         EnvironmentContents: contents,
+        Instance: COMPONENTS.schemas.Instance,
       },
     },
   };

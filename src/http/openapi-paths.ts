@@ -286,6 +286,21 @@ const environmentPaths = {
       },
     },
   },
+  "/instances": {
+    get: {
+      operationId: "listInstances",
+      responses: {
+        "200": {
+          description: "the server processes sharing the database whose heartbeat is current, oldest first",
+          content: json(ref("InstanceList")),
+        },
+        ...COMMON_ERRORS,
+        "403": error(
+          "access_denied: service keys only; in hosting mode every environment's key (GET /instances on the apex, an operator key)",
+        ),
+      },
+    },
+  },
   "/healthz": { get: { operationId: "health", security: [], responses: { "200": { description: "alive" } } } },
   "/readyz": {
     get: {

@@ -82,6 +82,10 @@ const execution = object(
     uploads: arrayOf(ref("Upload")),
     statusUrl: text,
     scheduledBy: { ...uuid, description: "a delayed invocation's: the execution whose ctx.schedule made it" },
+    instance: {
+      type: "string",
+      description: "service keys only: the instance that ran a function execution (PostgreSQL; GET /instances)",
+    },
     createdAt: instant,
     startedAt: nullable("string", { format: "date-time" }),
     finishedAt: nullable("string", { format: "date-time" }),
@@ -178,8 +182,40 @@ const step = object(
 
 const run = {
   description: "a workflow run: status, input, output or error, and its steps",
-  allOf: [ref("RunSummary"), object(["logs", "steps"], { logs: runLogs, steps: arrayOf(ref("RunStep")) })],
+  allOf: [
+    ref("RunSummary"),
+    object(["logs", "steps"], {
+      logs: runLogs,
+      steps: arrayOf(ref("RunStep")),
+      leaseHolder: nullable("string", {
+        description: "service keys only: the instance holding the run's lease (null: none holds it now)",
+      }),
+      leaseExpiresAt: nullable("string", {
+        format: "date-time",
+        description:
+          "service keys only: when that lease runs out unless renewed (then another instance may take the run over)",
+      }),
+    }),
+  ],
 };
+
+const instance = object(
+  ["id", "host", "pid", "startedAt", "lastHeartbeatAt", "expiresAt", "version", "self"],
+  {
+    id: { type: "string", description: "`<host>:<pid>:<random>`, as X-Actuate-Instance names it" },
+    host: text,
+    pid: { type: "integer" },
+    startedAt: instant,
+    lastHeartbeatAt: nullable("string", { format: "date-time" }),
+    expiresAt: nullable("string", {
+      format: "date-time",
+      description: "taken for dead once this passes without a heartbeat; null on SQLite (one process)",
+    }),
+    version: nullable("string", { description: "the server version it runs" }),
+    self: { type: "boolean", description: "the instance that answered" },
+  },
+  { description: "a server process sharing the database" },
+);
 
 const signIn = object(
   ["id", "user", "client", "signedInAt", "lastRefreshAt", "expiresAt"],
@@ -287,5 +323,7 @@ export const COMPONENTS = {
     ReleaseContracts: releaseContracts,
     ReleaseUpload: releaseUpload,
     PublishAnswer: publishAnswer,
+    Instance: instance,
+    InstanceList: object(["items"], { items: arrayOf(ref("Instance")) }),
   },
 };

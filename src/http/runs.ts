@@ -1,7 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import { runNotFound } from "../engine/errors.ts";
-import { RUN_STATUSES, type RunStatus, toRunListItem, toRunView } from "../engine/workflows/view.ts";
+import { RUN_STATUSES, type RunStatus, toRunListItem, toRunView, withLease } from "../engine/workflows/view.ts";
 import { uuidOrNull } from "../lib/ids.ts";
 import { authenticated } from "./auth.ts";
 import { type HttpDeps, runUrl } from "./deps.ts";
@@ -46,9 +46,9 @@ export const runRoutes = (deps: HttpDeps) =>
     )
     .get("/runs/:id", async ({ params, principal }) => {
       const { run, steps, logs } = await deps.engine.runs.get(principal, runId(params.id));
-      return toRunView(run, steps, logs);
+      return withLease(toRunView(run, steps, logs), run, principal);
     })
     .post("/runs/:id/cancel", async ({ params, principal }) => {
       const { run, steps, logs } = await deps.engine.runs.cancel(principal, runId(params.id));
-      return toRunView(run, steps, logs);
+      return withLease(toRunView(run, steps, logs), run, principal);
     });

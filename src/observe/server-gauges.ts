@@ -8,6 +8,8 @@ export interface GaugeReaders {
   activeRuns(): Promise<Record<string, number>>;
   /** The database pool of this server. */
   pool(): { size: number; queued: number; inFlight: number };
+  /** How many instances share the database now (their heartbeats not expired; SQLite: 1). */
+  liveInstances(): Promise<number>;
   /** The active release's version; undefined while none is active. */
   releaseVersion(): string | undefined;
   serverVersion: string;
@@ -39,6 +41,16 @@ export function registerServerGauges(telemetry: Telemetry, readers: GaugeReaders
   telemetry.registry.refreshing(async () => {
     runs = await readers.activeRuns().catch(() => ({}));
   });
+  let instances = Number.NaN;
+  telemetry.registry.refreshing(async () => {
+    instances = await readers.liveInstances().catch(() => Number.NaN);
+  });
+  telemetry.gauge(
+    "actuate_instances_live",
+    "Server processes sharing the database whose heartbeat has not expired (the whole database)",
+    [],
+    () => instances,
+  );
   telemetry.gauge("actuate_workflow_runs", "Workflow runs not ended, by status (the whole database)", ["status"], () =>
     Object.entries(runs).map(([status, count]) => [[status], count]),
   );

@@ -56,6 +56,8 @@ export class Telemetry {
   private readonly batchRetries: Counter;
   private readonly liveResultsDelivered: Counter;
   private readonly liveSocketsBehind: Counter;
+  private readonly takeovers: Counter;
+  private readonly interrupted: Counter;
   /** The handle that labels this view's execution counters (hosting mode's `forEnvironment`), else null. */
   private readonly environment: string | null = null;
   private readonly labelled: boolean;
@@ -126,6 +128,23 @@ export class Telemetry {
         [],
       ),
     );
+    this.takeovers = r.register(
+      new Counter(
+        "actuate_workflow_takeovers_total",
+        "Workflow runs this instance claimed from another whose lease had expired (a dead or stalled instance)",
+        [],
+      ),
+    );
+    this.interrupted = r.register(
+      new Counter(
+        "actuate_interrupted_executions_total",
+        "Function executions of dead instances this instance's heartbeat failed (execution_interrupted)",
+        [],
+      ),
+    );
+    // Shown at 0 from the start, so a rate over them needs no first event.
+    this.takeovers.inc([], 0);
+    this.interrupted.inc([], 0);
     this.processMetrics();
   }
 
@@ -167,6 +186,14 @@ export class Telemetry {
 
   batchRetried(store: string, reason: string): void {
     this.batchRetries.inc([store, reason]);
+  }
+
+  workflowTakenOver(): void {
+    this.takeovers.inc();
+  }
+
+  executionsInterrupted(count: number): void {
+    this.interrupted.inc([], count);
   }
 
   liveResults(delivery: "sent" | "held" | "sent_late", count: number): void {

@@ -4,6 +4,7 @@ import type { Storage } from "../files/storage.ts";
 import { controlRoutes } from "../http/control.ts";
 import { errorHandling } from "../http/errors.ts";
 import { healthRoutes, type ReadinessChecks } from "../http/health.ts";
+import { INSTANCE_HEADER } from "../http/instances.ts";
 import type { Route } from "../http/methods.ts";
 import { metricsRoutes } from "../http/metrics.ts";
 import { type OAuthRouteOptions, oauthRoutes } from "../http/oauth.ts";
@@ -43,6 +44,7 @@ export interface ApexDeps {
  */
 export function createApexApp(deps: ApexDeps) {
   const app = new Elysia()
+    .headers({ [INSTANCE_HEADER]: deps.store.instances.id })
     .use(observeRequests(deps.telemetry, deps.log))
     .use(errorHandling(deps.log, (): readonly Route[] => app.routes))
     .use(healthRoutes(deps.readiness))

@@ -5,6 +5,7 @@ import { type ServerAuth, serverAuth } from "../auth/server-auth.ts";
 import type { Config } from "../config.ts";
 import { DataService } from "../data/service.ts";
 import { Engine } from "../engine/engine.ts";
+import { liveInstances } from "../engine/fleet.ts";
 import type { PollBackoff } from "../engine/follow.ts";
 import { ReleaseAdmin } from "../engine/releases.ts";
 import { StatsReader } from "../engine/stats.ts";
@@ -176,6 +177,11 @@ export async function composeEnvironment(
     cors: config.cors,
     readiness: { database: () => store.ping(), storage: () => storage.check(), draining: parts.draining },
     development: parts.development,
+    fleet: {
+      instance: store.instances.id,
+      // Hosting mode: the fleet is the operator's, listed on the apex (http/control.ts).
+      list: config.hosting ? null : () => liveInstances(store),
+    },
     mcp: {
       endpoint,
       allowedOrigins: config.cors.listed,

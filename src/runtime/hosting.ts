@@ -63,7 +63,7 @@ export async function startHosting(
     graceMs: SIGNAL_GRACE_MS,
   });
   const loops = new ServiceLoops(
-    { store, storage, log, now: parts.now ?? Date.now },
+    { store, storage, log, now: parts.now ?? Date.now, telemetry },
     {
       all: () => hosted.all(),
       runtimeOf: (id) => hosted.runtimeOf(id),
@@ -120,6 +120,7 @@ export async function startHosting(
     live: () => sumOf(hosted.all().map((runtime) => runtime.hub.counts())),
     activeRuns: () => store.runs.countActiveAcross(),
     pool: () => store.pool(),
+    liveInstances: async () => (await store.instances.live(Date.now())).length,
     // One gauge for one release: the service's environments have one each.
     releaseVersion: () => undefined,
     serverVersion: packageVersion,

@@ -5,6 +5,7 @@ import { storageFor } from "../files/environment-storage.ts";
 import type { Storage } from "../files/storage.ts";
 import { LoopFailures } from "../lib/loop-failures.ts";
 import type { Log } from "../observe/log.ts";
+import type { Telemetry } from "../observe/telemetry.ts";
 import type { EnvironmentRow, InEnvironment } from "../store/rows.ts";
 import type { Store } from "../store/store.ts";
 import type { EnvironmentRuntime } from "./environment.ts";
@@ -90,14 +91,14 @@ export class ServiceLoops {
   private readonly failures: Record<"changes" | "workflows" | "retention", LoopFailures>;
 
   constructor(
-    private readonly $: { store: Store; storage: Storage; log: Log; now: () => number },
+    private readonly $: { store: Store; storage: Storage; log: Log; now: () => number; telemetry?: Telemetry },
     private readonly host: LoopHost,
     private readonly settings: ServiceLoopSettings,
   ) {
     this.owner = $.store.instances.id;
     const counted = this.counted("heartbeat", $.store.instances, ["keepAlive"]);
     this.liveness = new Liveness(
-      { store: { instances: counted } as Store, log: $.log, now: $.now },
+      { store: { instances: counted } as Store, log: $.log, now: $.now, telemetry: $.telemetry },
       settings.workflows.leaseMs,
     );
     this.delayed = new PassLoop("delayed invocations", $.log, () => this.delayedPass(), settings.workflows.pollMs);

@@ -22,7 +22,13 @@ export type InEnvironment<T> = T & { environment: number };
  * milliseconds. The types come from the PostgreSQL schema; `Agree` below fails to compile when the
  * SQLite schema reads a different shape.
  */
-export type ExecutionRow = Omit<InferSelectModel<typeof pg.executions>, "instance" | StoredSizes | "environment">;
+export type ExecutionRow = Omit<InferSelectModel<typeof pg.executions>, "instance" | StoredSizes | "environment"> & {
+  /**
+   * The instance that claimed a function execution (PostgreSQL; instances.ts), as reads answer it: written
+   * by the store with the claim, so rows the engine makes leave it out. Null on SQLite (one process).
+   */
+  instance?: string | null;
+};
 export type RunRow = Omit<InferSelectModel<typeof pg.workflowRuns>, StoredSizes | "environment">;
 export type StepRow = Omit<InferSelectModel<typeof pg.workflowSteps>, StoredSizes | "environment">;
 export type ReleaseRow = Row<InferSelectModel<typeof pg.releases>>;

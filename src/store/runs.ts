@@ -62,6 +62,12 @@ export interface Suspension {
 export const SAVED = { saved: true } as const;
 export const LEASE_LOST = { leaseLost: true } as const;
 
+/**
+ * A run as a claim answers it. `takenFrom`: the owner whose lease had expired when this claim took the run
+ * over (a dead or stalled instance), absent when no one held it (new, woken, released) or on SQLite.
+ */
+export type ClaimedRun = InEnvironment<RunRow> & { takenFrom?: string | null };
+
 /** A run that has not ended (the due index covers exactly these). */
 export type ActiveRunStatus = Exclude<RunStatus, RunSettlement["status"]>;
 export const ACTIVE_RUN_STATUSES = RUN_STATUSES.filter((status): status is ActiveRunStatus => !isRunTerminal(status));
@@ -107,7 +113,7 @@ export interface RunStore {
    * `now`; the runs become `running` (their executions too, when queued). Concurrent claims never hand
    * one run to two owners. Runs of this environment only, each naming it.
    */
-  claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<InEnvironment<RunRow>[]>;
+  claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<ClaimedRun[]>;
   /**
    * `claim` over every environment but those in `skip` (the same in every view): hosting mode's one
    * worker poll for a process, which hands each run to its environment's runtime.
@@ -118,7 +124,7 @@ export interface RunStore {
     leaseUntil: number,
     limit: number,
     skip?: readonly number[],
-  ): Promise<InEnvironment<RunRow>[]>;
+  ): Promise<ClaimedRun[]>;
   /**
    * Extends the leases `owner` still holds among `ids` (of any environment: run ids are unique); answers
    * those, with whether a cancel was asked.

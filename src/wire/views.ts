@@ -63,6 +63,8 @@ export interface Execution<Output = unknown> extends Truncations {
   finishedAt: string | null;
   /** A delayed invocation's: the execution whose `ctx.schedule` made it. */
   scheduledBy?: string;
+  /** The instance that ran a function execution (PostgreSQL): to service keys only, an instance id names a host. */
+  instance?: string;
 }
 
 /** `POST /actions/{name}/invoke`'s answer (a workflow's names its run). */
@@ -230,6 +232,26 @@ export interface RunStep {
 export interface Run extends RunSummary {
   logs: Omit<LogLine, "step">[];
   steps: RunStep[];
+  /** To service keys only: the instance holding the run's lease now (null: none, it waits or has ended). */
+  leaseHolder?: string | null;
+  /** When that lease runs out unless renewed: another instance may take the run over after it. */
+  leaseExpiresAt?: string | null;
+}
+
+/** A server process sharing the database, as `GET /instances` lists it (times ISO 8601). */
+export interface Instance {
+  /** `<host>:<pid>:<random>`: what executions' `instance`, runs' `leaseHolder` and `X-Actuate-Instance` name. */
+  id: string;
+  host: string;
+  pid: number;
+  startedAt: string;
+  /** Null: a server older than this field wrote its row. */
+  lastHeartbeatAt: string | null;
+  /** Taken for dead once this passes without a heartbeat; null on SQLite (one process, no heartbeat). */
+  expiresAt: string | null;
+  version: string | null;
+  /** The instance that answered this request. */
+  self: boolean;
 }
 
 /** A delayed invocation (`ctx.schedule`) as `GET /scheduled` shows it. */

@@ -6,6 +6,8 @@ import { HandleError } from "../../lib/handles.ts";
 import { type EnvironmentContents, HandleTaken, type Scope, type ScopedKeyListRow } from "../../store/control.ts";
 import type { EnvironmentRow, GrantRow, OrganizationRow } from "../../store/rows.ts";
 import type { Store } from "../../store/store.ts";
+import type { Instance } from "../../wire/views.ts";
+import { liveInstances } from "../fleet.ts";
 import { type ControlCaller, controlCallerOf } from "./caller.ts";
 import { deleteEnvironment, refuseDeletingFirst } from "./delete-environment.ts";
 import { type ControlPage, pageAfter } from "./paging.ts";
@@ -176,6 +178,13 @@ export class ControlOperations {
       page,
       (o) => ({ handle: o.handle, createdAt: iso(o.createdAt) }),
     );
+  }
+
+  /** The server processes of the service (an instance id names a host): an operator's only. */
+  async instances(caller: ControlCaller): Promise<Instance[]> {
+    refusePerson(caller);
+    if (caller.kind !== "operator") throw denied("list the service's instances (an operator key, SERVICE_KEYS, may)");
+    return liveInstances(this.deps.store);
   }
 
   async createOrganization(caller: ControlCaller, handle: string): Promise<OrganizationView> {

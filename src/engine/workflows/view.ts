@@ -1,4 +1,5 @@
 import { iso } from "../../lib/values.ts";
+import type { Principal } from "../../sdk/index.ts";
 import type { LogRow, RunRow, StepRow } from "../../store/rows.ts";
 import { BOUNDED_STEP_VALUES, type BoundedStep, type RunListRow } from "../../store/runs.ts";
 import type { Run, RunStep, RunSummary } from "../../wire/views.ts";
@@ -18,6 +19,12 @@ export function toRunView(run: RunRow, steps: StepRow[], logs: LogRow[]): Run {
     logs: byStep.get(null) ?? [],
     steps: steps.map((step) => toStepView(step, byStep.get(step.name) ?? [])),
   };
+}
+
+/** The run's view with who holds its lease, for a service key (an instance id names a host; users see none). */
+export function withLease(view: Run, run: Pick<RunRow, "leaseOwner" | "leaseExpiresAt">, principal: Principal): Run {
+  if (principal.kind !== "service") return view;
+  return { ...view, leaseHolder: run.leaseOwner, leaseExpiresAt: iso(run.leaseExpiresAt) };
 }
 
 /** Lines by the step that logged them (null: outside steps); a step's line does not repeat its name. */

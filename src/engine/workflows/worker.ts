@@ -24,6 +24,9 @@ export interface WorkflowDriver {
   freed(): void;
 }
 
+/** A claimed run, with the instance whose expired lease the claim took over (store/runs.ts `ClaimedRun`). */
+type TakenRun = RunRow & { takenFrom?: string | null };
+
 /** Timers further off than this are left to the poll: a run may sleep for days. */
 const MAX_TIMER_MS = 60_000;
 const MAX_HEARTBEAT_MS = 2_000;
@@ -76,10 +79,22 @@ export class WorkflowWorker {
   }
 
   /** Runs a run the process's service loops claimed for this environment; false once stopped (its lease runs out). */
-  adopt(run: RunRow): boolean {
+  adopt(run: TakenRun): boolean {
     if (this.stopped) return false;
+    this.noteTakeover(run);
     if (!this.active.has(run.id)) this.begin(run);
     return true;
+  }
+
+  /** A claim that took a run over from another instance's expired lease: told in the log and counted. */
+  private noteTakeover(run: TakenRun): void {
+    if (!run.takenFrom || run.takenFrom === this.owner) return;
+    this.$.telemetry.workflowTakenOver();
+    this.$.log(`workflow run ${run.id} taken over from instance ${run.takenFrom}, whose lease had expired`, {
+      level: "warn",
+      runId: run.id,
+      takenFrom: run.takenFrom,
+    });
   }
 
   leaseUntil(now: number): number {
@@ -161,7 +176,10 @@ export class WorkflowWorker {
       this.failures.worked();
       this.backlog = runs.length === free;
       // A run whose lease ran out while its pass here went on (a stalled heartbeat) is ours again: let the pass go on.
-      for (const run of runs) if (!this.active.has(run.id)) this.begin(run);
+      for (const run of runs) {
+        this.noteTakeover(run);
+        if (!this.active.has(run.id)) this.begin(run);
+      }
     } while (this.claimAgain && !this.stopped);
   }
 

@@ -15,10 +15,10 @@ import { type SharedDatabase, type SharedTables, textBytes } from "./database.ts
 type Listable = SharedTables["executions"] | SharedTables["workflowRuns"];
 
 /**
- * Read through their bounds below; `instance` is the executions' bookkeeping (instances.ts) and
- * `environment` the store's own (rows.ts), not part of a row; the stored sizes are read as the row's `*Bytes`.
+ * Read through their bounds below; `environment` is the store's own (rows.ts), not part of a row; the
+ * stored sizes are read as the row's `*Bytes`.
  */
-const READ_BOUNDED = new Set([...LISTED_VALUES, "environment", "instance", ...STORED_SIZES]);
+const READ_BOUNDED = new Set([...LISTED_VALUES, "environment", ...STORED_SIZES]);
 
 type Sized = Record<string, { value: AnyColumn; bytes: SQL | AnyColumn }>;
 

@@ -66,7 +66,7 @@ export const INSERT_CLAIMS = `insert into executions (environment, id, request_i
   on conflict (environment, principal_kind, principal_id, request_id) do nothing
   returning id`;
 
-const COLUMNS = selectList(executions, "e", ["environment", "instance", ...STORED_SIZES]);
+const COLUMNS = selectList(executions, "e", ["environment", ...STORED_SIZES]);
 
 const BY_ID = `select ${COLUMNS} from executions e where e.id = $1 and e.environment = $2`;
 
@@ -255,7 +255,12 @@ export class PgExecutionWriter {
     const inserted = await this.client.unsafe<{ id: string }[]>(INSERT_CLAIMS, [rows, this.instance], PREPARED);
     const ids = new Set(inserted.map((r) => r.id));
     const conflicted = groups.filter((group) => !ids.has(group.claims[0].row.id));
-    for (const group of groups) if (ids.has(group.claims[0].row.id)) resolveCreated(group);
+    for (const group of groups) {
+      if (!ids.has(group.claims[0].row.id)) continue;
+      // Answered as stored: it names its instance, as reads of it do.
+      group.claims[0].row.instance = this.instance;
+      resolveCreated(group);
+    }
     if (conflicted.length > 0) await this.resolveConflicts(conflicted, retried);
   }
 
@@ -375,10 +380,14 @@ function failGroup(group: ClaimGroup, error: unknown) {
   for (const claim of group.claims) claim.reject(error);
 }
 
-/** postgres-js returns bigint as text; drizzle's schema reads these columns as numbers. */
-function parseRow(raw: RawRow): ExecutionRow {
+/**
+ * postgres-js returns bigint as text; drizzle's schema reads these columns as numbers. `instance` only
+ * where one claimed it (a function execution), as rows the engine makes leave it out.
+ */
+function parseRow({ instance, ...raw }: RawRow): ExecutionRow {
   return {
     ...raw,
+    ...(instance ? { instance } : {}),
     createdAt: Number(raw.createdAt),
     startedAt: raw.startedAt === null ? null : Number(raw.startedAt),
     finishedAt: raw.finishedAt === null ? null : Number(raw.finishedAt),

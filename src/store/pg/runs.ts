@@ -4,8 +4,9 @@ import { selectList } from "../drizzle/columns.ts";
 import type { SharedDatabase, SharedTables } from "../drizzle/database.ts";
 import { DrizzleRunReads } from "../drizzle/lists.ts";
 import type { ExecutionStore } from "../executions.ts";
-import { type ExecutionRow, type InEnvironment, type RunRow, STORED_SIZES, type StepRow } from "../rows.ts";
+import { type ExecutionRow, type RunRow, STORED_SIZES, type StepRow } from "../rows.ts";
 import {
+  type ClaimedRun,
   type Fenced,
   LEASE_LOST,
   type RunSettlement,
@@ -80,8 +81,9 @@ const UPSERT_STEP = `with held as (
 
 // Skip locked: two instances claiming at once take different runs instead of waiting on each other.
 // Service-wide: the due runs of every environment, each answered with its environment.
+// `takenFrom`: the owner of an expired lease this claim took over (read before the update, in `due`).
 const CLAIM = `with due as (
-    select id, environment from workflow_runs
+    select id, environment, lease_owner as taken_from from workflow_runs
     where ${RUN_WAITING} and (wake_at <= $1 or cancel_requested)
       and (lease_expires_at is null or lease_expires_at < $1) and environment = $5
     order by wake_at
@@ -90,12 +92,12 @@ const CLAIM = `with due as (
   ), leased as (
     update workflow_runs r set lease_owner = $2, lease_expires_at = $3, status = 'running', updated_at = $1
     from due where r.id = due.id
-    returning r.*
+    returning r.*, due.taken_from
   ), started as (
     update executions x set status = 'running', started_at = $1
     from due where x.id = due.id and x.environment = due.environment and x.status = 'queued'
   )
-  select ${CLAIMED_RUN_COLUMNS} from leased`;
+  select ${CLAIMED_RUN_COLUMNS}, taken_from as "takenFrom" from leased`;
 
 /** CLAIM over every environment but those listed in $5 (comma-separated ids): the hosting process's one claim. */
 const CLAIM_ACROSS = CLAIM.replace("and environment = $5", "and environment <> all(string_to_array($5, ',')::int[])");
@@ -218,9 +220,9 @@ export class PgRuns {
     now: number,
     leaseUntil: number,
     limit: number,
-  ): Promise<InEnvironment<RunRow>[]> {
+  ): Promise<ClaimedRun[]> {
     const rows = await this.client.unsafe(CLAIM, [now, owner, leaseUntil, limit, environment], PREPARED);
-    return rows.map((raw) => ({ ...parseRun(raw), environment: raw.environment as number }));
+    return rows.map(parseClaimed);
   }
 
   /** Due runs of every environment but `skip`'s (hosting mode's one worker poll for the process). */
@@ -230,9 +232,9 @@ export class PgRuns {
     leaseUntil: number,
     limit: number,
     skip: readonly number[],
-  ): Promise<InEnvironment<RunRow>[]> {
+  ): Promise<ClaimedRun[]> {
     const rows = await this.client.unsafe(CLAIM_ACROSS, [now, owner, leaseUntil, limit, skip.join(",")], PREPARED);
-    return rows.map((raw) => ({ ...parseRun(raw), environment: raw.environment as number }));
+    return rows.map(parseClaimed);
   }
 
   async renew(owner: string, ids: string[], leaseUntil: number) {
@@ -381,7 +383,7 @@ class PgRunStore extends DrizzleRunReads implements RunStore {
     return rows.map(parseStep);
   }
 
-  claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<InEnvironment<RunRow>[]> {
+  claim(owner: string, now: number, leaseUntil: number, limit: number): Promise<ClaimedRun[]> {
     return this.runs.claim(this.environment, owner, now, leaseUntil, limit);
   }
 
@@ -492,6 +494,11 @@ function parseRun(raw: Row): RunRow {
     updatedAt: Number(raw.updatedAt),
     finishedAt: millis(raw.finishedAt),
   };
+}
+
+/** A claimed run; `takenFrom` only when the claim took it over from another owner's expired lease. */
+function parseClaimed({ takenFrom, ...raw }: Row): ClaimedRun {
+  return { ...parseRun(raw), environment: raw.environment as number, ...(takenFrom ? { takenFrom } : {}) };
 }
 
 function parseStep(raw: Row): StepRow {

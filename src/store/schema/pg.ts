@@ -168,6 +168,10 @@ export const instances = pgTable("instances", {
   id: text("id").primaryKey(),
   startedAt: millis("started_at").notNull(),
   expiresAt: millis("expires_at").notNull(),
+  /** Its last heartbeat (null: written by a server older than this column). */
+  beatAt: millis("beat_at"),
+  /** The server version it runs (package.json), so an operator sees a rolling upgrade. */
+  version: text("version"),
 });
 
 /** People who sign in with a password (the built-in authority); `id` is the user id their tokens act as. */

@@ -167,6 +167,10 @@ export const instances = sqliteTable("instances", {
   id: text("id").primaryKey(),
   startedAt: integer("started_at").notNull(),
   expiresAt: integer("expires_at").notNull(),
+  /** Its last heartbeat (null: written by a server older than this column). */
+  beatAt: integer("beat_at"),
+  /** The server version it runs (package.json), so an operator sees a rolling upgrade. */
+  version: text("version"),
 });
 
 /** See pg.ts. */
