@@ -63,7 +63,7 @@ describe("actuate/client's types from a generated Release", () => {
     // What the examples leave to the reader: where the token comes from, what the component shows.
     writeFileSync(join(dir, "typed.ts"), `const getToken = () => "a token";\n${typed}`);
     const shown =
-      "  return `${connection} ${isLoading} ${error?.code} ${data?.notes.length} ${pages.status} ${add.running}`;\n";
+      "  return [connection, isLoading, error?.code, data?.notes.length, pages.status, add.running].join();\n";
     const preamble = `import { createClient } from "actuate/client";\nimport type { Release } from "./actuate.gen.ts";\nconst client = createClient<Release>({ url: "http://127.0.0.1:3000", token: "t" });\n`;
     writeFileSync(join(dir, "react.ts"), `${preamble}${react?.replace("  …\n", shown)}`);
     const types = join(repoRoot, "node_modules", "@types", "react");
