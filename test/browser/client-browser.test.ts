@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
+import { launchChromium, openPage, type PageSite, servePages } from "../support/browser.ts";
 import { dialects } from "../support/databases.ts";
 import { fixture, startTestServer, type TestServer } from "../support/server.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 const [sqlite] = dialects;
 
 const PAGE = `<!doctype html>
@@ -24,44 +23,25 @@ const REACT_PAGE = `<!doctype html>
 
 describe("actuate/client in Chromium, from another origin", () => {
   let t: TestServer;
-  let site: ReturnType<typeof Bun.serve>;
+  let site: PageSite;
   let browser: Browser;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (.ci/run does)`);
-    const bundle = async (file: string) => {
-      const built = await Bun.build({
-        entrypoints: [join(import.meta.dir, "..", "fixtures", "browser", file)],
-        target: "browser",
-      });
-      if (!built.success) throw new AggregateError(built.logs, `${file} did not build`);
-      return (built.outputs[0] as Blob).text();
-    };
-    const [script, reactScript] = await Promise.all([bundle("app.ts"), bundle("react-app.tsx")]);
-    const javascript = (text: string) => new Response(text, { headers: { "content-type": "text/javascript" } });
-    const html = (text: string) => new Response(text, { headers: { "content-type": "text/html" } });
-    site = Bun.serve({
-      port: 0,
-      hostname: "127.0.0.1",
-      fetch: (request) => {
-        const { pathname } = new URL(request.url);
-        if (pathname === "/app.js") return javascript(script);
-        if (pathname === "/react.js") return javascript(reactScript);
-        return html(pathname === "/react" ? REACT_PAGE : PAGE);
-      },
-    });
-    // The page is served from localhost, the API from 127.0.0.1: two origins.
-    const origin = `http://localhost:${site.port}`;
+    const fixtures = join(import.meta.dir, "..", "fixtures", "browser");
+    site = await servePages(
+      { "/app.js": join(fixtures, "app.ts"), "/react.js": join(fixtures, "react-app.tsx") },
+      { "/": PAGE, "/react": REACT_PAGE },
+    );
     t = await startTestServer(sqlite as (typeof dialects)[number], {
       release: fixture("data"),
-      env: { CORS_ORIGINS: origin },
+      env: { CORS_ORIGINS: site.origin },
     });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+    browser = await launchChromium();
   }, 60_000);
 
   afterAll(async () => {
     await browser?.close();
-    site?.stop(true);
+    site?.stop();
     await t?.stop();
   });
 
@@ -77,10 +57,7 @@ describe("actuate/client in Chromium, from another origin", () => {
 
   test("the page subscribes, invokes, uploads through a signed URL, and sees its write come back live", async () => {
     const token = await t.userToken("bea");
-    const page = await browser.newPage();
-    const errors: string[] = [];
-    page.on("pageerror", (error) => errors.push(error.message));
-    await page.goto(`http://localhost:${site.port}/?api=${encodeURIComponent(t.url)}&token=${token}`);
+    const { page, errors } = await openPage(browser, `${site.origin}/?api=${encodeURIComponent(t.url)}&token=${token}`);
     await page.locator("#connection", { hasText: "open" }).waitFor();
     await page.getByRole("button", { name: "Add a note" }).click();
     await page.locator("#added", { hasText: /^[0-9a-f-]{36}$/ }).waitFor();
@@ -95,10 +72,10 @@ describe("actuate/client in Chromium, from another origin", () => {
 
   test("actuate/react: useQuery shows the live result, useAction runs the action, the list follows", async () => {
     const token = await t.userToken("rita");
-    const page = await browser.newPage();
-    const errors: string[] = [];
-    page.on("pageerror", (error) => errors.push(error.message));
-    await page.goto(`http://localhost:${site.port}/react?api=${encodeURIComponent(t.url)}&token=${token}`);
+    const { page, errors } = await openPage(
+      browser,
+      `${site.origin}/react?api=${encodeURIComponent(t.url)}&token=${token}`,
+    );
     await page.locator("#state", { hasText: "0 notes" }).waitFor();
     await page.getByRole("button", { name: "Add from React" }).click();
     await page.locator("#added").waitFor();

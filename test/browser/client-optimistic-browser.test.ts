@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { createClient } from "../../src/client/index.ts";
+import { launchChromium, openPage, type PageSite, servePages } from "../support/browser.ts";
 import { dialects } from "../support/databases.ts";
 import { fixture, startTestServer, type TestServer } from "../support/server.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 const [sqlite] = dialects;
 
 const PAGE = `<!doctype html>
@@ -15,47 +14,29 @@ const PAGE = `<!doctype html>
 
 describe("actuate/react in Chromium: optimistic updates and a paginated live query", () => {
   let t: TestServer;
-  let site: ReturnType<typeof Bun.serve>;
+  let site: PageSite;
   let browser: Browser;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (.ci/run does)`);
-    const built = await Bun.build({
-      entrypoints: [join(import.meta.dir, "..", "fixtures", "browser", "react-optimistic.tsx")],
-      target: "browser",
-    });
-    if (!built.success) throw new AggregateError(built.logs, "react-optimistic.tsx did not build");
-    const script = await (built.outputs[0] as Blob).text();
-    site = Bun.serve({
-      port: 0,
-      hostname: "127.0.0.1",
-      fetch: (request) =>
-        new URL(request.url).pathname === "/react-optimistic.js"
-          ? new Response(script, { headers: { "content-type": "text/javascript" } })
-          : new Response(PAGE, { headers: { "content-type": "text/html" } }),
-    });
-    // The page is served from localhost, the API from 127.0.0.1: two origins.
+    const entry = join(import.meta.dir, "..", "fixtures", "browser", "react-optimistic.tsx");
+    site = await servePages({ "/react-optimistic.js": entry }, { "/": PAGE });
     t = await startTestServer(sqlite as (typeof dialects)[number], {
       release: fixture("optimistic"),
-      env: { CORS_ORIGINS: `http://localhost:${site.port}` },
+      env: { CORS_ORIGINS: site.origin },
     });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+    browser = await launchChromium();
   }, 60_000);
 
   afterAll(async () => {
     await browser?.close();
-    site?.stop(true);
+    site?.stop();
     await t?.stop();
   });
 
   /** The page for one list of its own, and the page's errors. */
   const open = async (list: string): Promise<{ page: Page; errors: string[] }> => {
     const token = await t.userToken("olga");
-    const page = await browser.newPage();
-    const errors: string[] = [];
-    page.on("pageerror", (error) => errors.push(error.message));
-    await page.goto(`http://localhost:${site.port}/?api=${encodeURIComponent(t.url)}&token=${token}&list=${list}`);
-    return { page, errors };
+    return openPage(browser, `${site.origin}/?api=${encodeURIComponent(t.url)}&token=${token}&list=${list}`);
   };
   /** Waits until the element's whole text is `text`. */
   const shows = (page: Page, selector: string, text: string) =>

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import type { Browser } from "playwright-core";
-import { launchChromium } from "../support/browser.ts";
+import { launchChromium, openPage, type PageSite, servePages } from "../support/browser.ts";
 import { type PackageProject, type PackedClient, packedClient, projectWithPackage } from "../support/client-package.ts";
 import { dialects } from "../support/databases.ts";
 import { fixture, startTestServer, type TestServer } from "../support/server.ts";
@@ -40,53 +40,38 @@ document.getElementById("add").onclick = async () => {
 describe("actuate/client installed from its tarball, bundled for a page, in Chromium", () => {
   let packed: PackedClient;
   let project: PackageProject;
-  let script: string;
   let t: TestServer;
-  let site: ReturnType<typeof Bun.serve>;
+  let site: PageSite;
   let browser: Browser;
 
   beforeAll(async () => {
     packed = await packedClient();
     project = await projectWithPackage("client-package-page", packed.tarball);
     project.write("src/app.js", APP);
-    const built = await Bun.build({ entrypoints: [join(project.dir, "src", "app.js")], target: "browser" });
-    if (!built.success) throw new AggregateError(built.logs, "the page did not build");
-    script = await (built.outputs[0] as Blob).text();
-    site = Bun.serve({
-      port: 0,
-      hostname: "127.0.0.1",
-      fetch: (request) =>
-        new URL(request.url).pathname === "/app.js"
-          ? new Response(script, { headers: { "content-type": "text/javascript" } })
-          : new Response(PAGE, { headers: { "content-type": "text/html" } }),
-    });
-    // The page is served from localhost, the API from 127.0.0.1: two origins.
+    site = await servePages({ "/app.js": join(project.dir, "src", "app.js") }, { "/": PAGE });
     t = await startTestServer(sqlite as (typeof dialects)[number], {
       release: fixture("data"),
-      env: { CORS_ORIGINS: `http://localhost:${site.port}` },
+      env: { CORS_ORIGINS: site.origin },
     });
     browser = await launchChromium();
   }, 120_000);
 
   afterAll(async () => {
     await browser?.close();
-    site?.stop(true);
+    site?.stop();
     await t?.stop();
     project?.remove();
     packed?.remove();
   });
 
   test("the bundle takes the client from the package's exports, not the repository's sources", () => {
-    expect(script).toContain("node_modules/actuate/client.js");
-    expect(script).not.toContain("src/client/");
+    expect(site.scripts["/app.js"]).toContain("node_modules/actuate/client.js");
+    expect(site.scripts["/app.js"]).not.toContain("src/client/");
   });
 
   test("the page invokes, and sees its write come back through a live query", async () => {
     const token = await t.userToken("pia");
-    const page = await browser.newPage();
-    const errors: string[] = [];
-    page.on("pageerror", (error) => errors.push(error.message));
-    await page.goto(`http://localhost:${site.port}/?api=${encodeURIComponent(t.url)}&token=${token}`);
+    const { page, errors } = await openPage(browser, `${site.origin}/?api=${encodeURIComponent(t.url)}&token=${token}`);
     await page.getByRole("button", { name: "Add a note" }).click();
     await page.locator("#added", { hasText: /^[0-9a-f-]{36}$/ }).waitFor();
     await page.locator("#notes", { hasText: "from the package" }).waitFor();

@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { revokeUserToken } from "../../src/auth/tokens.ts";
+import { launchChromium, openPage, type PageSite, servePages } from "../support/browser.ts";
 import { dialects } from "../support/databases.ts";
 import { fixture, startTestServer, type TestServer } from "../support/server.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 const [sqlite] = dialects;
 const FIXTURE = join(import.meta.dir, "..", "fixtures", "browser", "react-errors");
 
@@ -16,33 +15,21 @@ const PAGE = `<!doctype html>
 
 describe("actuate/react in Chromium: errors and the connection's state reach the page", () => {
   let t: TestServer;
-  let site: ReturnType<typeof Bun.serve>;
+  let site: PageSite;
   let browser: Browser;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install chromium (.ci/run does)`);
-    const built = await Bun.build({ entrypoints: [join(FIXTURE, "page.tsx")], target: "browser" });
-    if (!built.success) throw new AggregateError(built.logs, "page.tsx did not build");
-    const script = await (built.outputs[0] as Blob).text();
-    site = Bun.serve({
-      port: 0,
-      hostname: "127.0.0.1",
-      fetch: (request) =>
-        new URL(request.url).pathname === "/page.js"
-          ? new Response(script, { headers: { "content-type": "text/javascript" } })
-          : new Response(PAGE, { headers: { "content-type": "text/html" } }),
-    });
-    // The page is served from localhost, the API from 127.0.0.1: two origins.
+    site = await servePages({ "/page.js": join(FIXTURE, "page.tsx") }, { "/": PAGE });
     t = await startTestServer(sqlite as (typeof dialects)[number], {
       release: fixture("data"),
-      env: { CORS_ORIGINS: `http://localhost:${site.port}` },
+      env: { CORS_ORIGINS: site.origin },
     });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+    browser = await launchChromium();
   }, 60_000);
 
   afterAll(async () => {
     await browser?.close();
-    site?.stop(true);
+    site?.stop();
     await t?.stop();
   });
 
@@ -55,10 +42,7 @@ describe("actuate/react in Chromium: errors and the connection's state reach the
 
   test("a refused useQuery shows its error; a revoked token shows unauthorized until a new one comes", async () => {
     const token = await t.userToken("ria");
-    const page = await browser.newPage();
-    const errors: string[] = [];
-    page.on("pageerror", (error) => errors.push(error.message));
-    await page.goto(`http://localhost:${site.port}/?api=${encodeURIComponent(t.url)}&token=${token}`);
+    const { page, errors } = await openPage(browser, `${site.origin}/?api=${encodeURIComponent(t.url)}&token=${token}`);
     await page.locator("#connection", { hasText: "open" }).waitFor();
     await page.locator("#notes", { hasText: "0 notes" }).waitFor();
     await page.locator("#planets", { hasText: "error: data_provider_rejected" }).waitFor();

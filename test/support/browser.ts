@@ -31,3 +31,47 @@ export async function consoleSignedIn(
   await page.getByRole("navigation", { name: "Pages" }).waitFor();
   return page;
 }
+
+/** A page's site: served from 127.0.0.1 and reached as `localhost`, another origin than an API on 127.0.0.1. */
+export interface PageSite {
+  /** The origin a page is opened at (give it to the API's CORS_ORIGINS). */
+  origin: string;
+  /** Each script as bundled, by the path the site serves it at. */
+  scripts: Record<string, string>;
+  stop(): void;
+}
+
+/**
+ * Bundles each script for the browser (`entries`: the path it is served at → its entry file) and serves them
+ * beside the pages (`pages`: path → HTML; any other path answers the page at `/`).
+ */
+export async function servePages(entries: Record<string, string>, pages: Record<string, string>): Promise<PageSite> {
+  const bundled = await Promise.all(
+    Object.entries(entries).map(async ([path, entry]) => {
+      const built = await Bun.build({ entrypoints: [entry], target: "browser" });
+      if (!built.success) throw new AggregateError(built.logs, `${entry} did not build`);
+      return [path, await (built.outputs[0] as Blob).text()] as const;
+    }),
+  );
+  const scripts = Object.fromEntries(bundled);
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: (request) => {
+      const { pathname } = new URL(request.url);
+      const script = scripts[pathname];
+      if (script !== undefined) return new Response(script, { headers: { "content-type": "text/javascript" } });
+      return new Response(pages[pathname] ?? pages["/"], { headers: { "content-type": "text/html" } });
+    },
+  });
+  return { origin: `http://localhost:${server.port}`, scripts, stop: () => server.stop(true) };
+}
+
+/** A new tab at `url`, collecting the page's errors. */
+export async function openPage(browser: Browser, url: string): Promise<{ page: Page; errors: string[] }> {
+  const page = await browser.newPage();
+  const errors: string[] = [];
+  page.on("pageerror", (error) => errors.push(error.message));
+  await page.goto(url);
+  return { page, errors };
+}
