@@ -68,8 +68,22 @@ export async function runHaproxy(config: string, url: string, init: BunFetchRequ
   const dir = mkdtempSync(join(tmpdir(), "actuate-haproxy-"));
   const file = join(dir, "haproxy.cfg");
   writeFileSync(file, config);
-  const proc = Bun.spawn([haproxyPath, "-f", file], { stdin: "ignore", stdout: "ignore", stderr: "pipe" });
-  // Read all along: HAProxy writes a line each time a backend goes down or up, and a pipe nobody reads
+  return supervised("haproxy", [haproxyPath, "-f", file], dir, url, init);
+}
+
+/**
+ * A balancer process (`command`, its files in `dir`, removed when it stops), serving once `GET <url>/healthz`
+ * through it answers 200 within 10 s.
+ */
+export async function supervised(
+  name: string,
+  command: string[],
+  dir: string,
+  url: string,
+  init: BunFetchRequestInit = {},
+): Promise<LoadBalancer> {
+  const proc = Bun.spawn(command, { stdin: "ignore", stdout: "ignore", stderr: "pipe" });
+  // Read all along: a balancer writes a line each time a backend goes down or up, and a pipe nobody reads
   // would fill. The last lines tell why it stopped, should it stop before `stop`.
   const said = tail(proc.stderr);
   let stopping = false;
@@ -84,7 +98,7 @@ export async function runHaproxy(config: string, url: string, init: BunFetchRequ
   for (;;) {
     if (proc.exitCode !== null) {
       rmSync(dir, { recursive: true, force: true });
-      throw new Error(`haproxy exited (${proc.exitCode}): ${await said()}`);
+      throw new Error(`${name} exited (${proc.exitCode}): ${await said()}`);
     }
     const answered = await fetch(`${url}/healthz`, init).then(
       (r) => r.ok,
@@ -93,13 +107,13 @@ export async function runHaproxy(config: string, url: string, init: BunFetchRequ
     if (answered) {
       // Told once serving: an exit before `stop` is the balancer failing the tests that follow.
       void proc.exited.then(async (code) => {
-        if (!stopping) console.error(`haproxy exited before stop (${proc.signalCode ?? code}): ${await said()}`);
+        if (!stopping) console.error(`${name} exited before stop (${proc.signalCode ?? code}): ${await said()}`);
       });
       return { url, stop };
     }
     if (Date.now() > deadline) {
       await stop();
-      throw new Error("haproxy did not serve within 10 s");
+      throw new Error(`${name} did not serve within 10 s: ${await said()}`);
     }
     await Bun.sleep(50);
   }

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { LoadBalancer } from "./haproxy.ts";
+import { type LoadBalancer, supervised } from "./haproxy.ts";
 
 /** nginx's path, or null when it is not installed (.ci/run installs it). */
 export const nginxPath = Bun.which("nginx") ?? Bun.which("nginx", { PATH: "/usr/sbin:/usr/local/sbin" });
@@ -58,54 +58,5 @@ export function checkNginx(httpConfig: string): { code: number; output: string }
 export async function runNginx(httpConfig: string, url: string): Promise<LoadBalancer> {
   if (!nginxPath) throw new Error("nginx is not installed");
   const { dir, file } = nginxFolder(httpConfig);
-  const proc = Bun.spawn([nginxPath, "-e", "stderr", "-p", dir, "-c", file, "-g", "daemon off;"], {
-    stdin: "ignore",
-    stdout: "ignore",
-    stderr: "pipe",
-  });
-  // Read all along: nginx writes a line each time an instance fails, and a pipe nobody reads would fill.
-  const said = tail(proc.stderr);
-  let stopping = false;
-  const stop = async () => {
-    stopping = true;
-    proc.kill("SIGTERM");
-    await proc.exited;
-    rmSync(dir, { recursive: true, force: true });
-  };
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    if (proc.exitCode !== null) {
-      rmSync(dir, { recursive: true, force: true });
-      throw new Error(`nginx exited (${proc.exitCode}): ${await said()}`);
-    }
-    const answered = await fetch(`${url}/healthz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (answered) {
-      // Told once serving: an exit before `stop` is the balancer failing the tests that follow.
-      void proc.exited.then(async (code) => {
-        if (!stopping) console.error(`nginx exited before stop (${proc.signalCode ?? code}): ${await said()}`);
-      });
-      return { url, stop };
-    }
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`nginx did not serve within 10 s: ${await said()}`);
-    }
-    await Bun.sleep(50);
-  }
-}
-
-/** Reads a stream to its end, keeping its last 4 KiB: the function resolves to them once it has ended. */
-function tail(stream: ReadableStream<Uint8Array>): () => Promise<string> {
-  let text = "";
-  const ended = (async () => {
-    const decoder = new TextDecoder();
-    for await (const chunk of stream) text = (text + decoder.decode(chunk, { stream: true })).slice(-4096);
-  })().catch(() => {});
-  return async () => {
-    await ended;
-    return text;
-  };
+  return supervised("nginx", [nginxPath, "-e", "stderr", "-p", dir, "-c", file, "-g", "daemon off;"], dir, url);
 }
