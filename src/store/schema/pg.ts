@@ -72,11 +72,18 @@ export const environments = pgTable(
      * instance that runs the pass (hosting mode's one query for every environment's schedules).
      */
     nextTickAt: millis("next_tick_at"),
+    /** The handle of the environment this one was forked from (kept as it was: the source may be deleted since). */
+    forkedFrom: text("forked_from"),
+    /** When the service deletes this environment (a fork's `--ttl`); null: never. */
+    expiresAt: millis("expires_at"),
+    /** Its release's schedules do not tick (a fork's schedules start paused). */
+    schedulesPaused: boolean("schedules_paused").notNull().default(false),
   },
   (t) => [
     index("environments_changed_idx").on(t.changed),
     index("environments_organization_idx").on(t.organization),
     index("environments_next_tick_idx").on(t.nextTickAt),
+    index("environments_expires_idx").on(t.expiresAt),
   ],
 );
 
@@ -290,9 +297,15 @@ export const files = pgTable(
     executionId: text("execution_id"),
     field: text("field"),
     filename: text("filename"),
+    /**
+     * The environment whose storage holds the bytes when it is not this one: a fork shares its source's
+     * bytes (same path) until either side changes or deletes them. Null: this environment's own.
+     */
+    blobEnvironment: integer("blob_environment"),
   },
   (t) => [
     primaryKey({ columns: [t.environment, t.path] }),
+    index("files_blob_idx").on(t.blobEnvironment, t.path),
     index("files_execution_idx").on(t.executionId),
     // A caller's files in path order (GET /storage/files).
     index("files_owner_path_idx").on(t.environment, t.ownerKind, t.ownerId, t.path),
@@ -443,4 +456,22 @@ export const scheduledInvocations = pgTable(
     index("scheduled_due_idx").on(t.dueAt).where(sql`status = 'pending'`),
     index("scheduled_principal_id_idx").on(t.environment, t.principalKind, t.principalId, t.id),
   ],
+);
+
+export const variables = pgTable(
+  "variables",
+  {
+    /** The environment the row belongs to (environments.id; 1 in single mode). */
+    environment: integer("environment").notNull().default(1),
+    name: text("name").notNull(),
+    secret: boolean("secret").notNull().default(false),
+    /** A plain variable's value; a secret's sealed value (AES-256-GCM under the key `keyId` names), never plaintext. */
+    value: text("value").notNull(),
+    /** A secret's key (a fingerprint of SECRETS_KEY); null for a plain variable. */
+    keyId: text("key_id"),
+    updatedAt: millis("updated_at").notNull(),
+    /** Who set it: `service:<key id>`, `user:<id>`, or the CLI's OS user@host. */
+    updatedBy: text("updated_by"),
+  },
+  (t) => [primaryKey({ columns: [t.environment, t.name] }), index("variables_key_idx").on(t.keyId)],
 );
