@@ -7,6 +7,7 @@ import type { Store } from "../store/store.ts";
 import { ExecutionFeed } from "./execution-feed.ts";
 import { DEFAULT_LOG_LIMITS, type LogLimits } from "./execution-log.ts";
 import { DEFAULT_MAX_OUTPUT_BYTES } from "./executions.ts";
+import { NO_VARIABLES, type VariableSnapshot } from "./variable-snapshot.ts";
 
 /**
  * What the engine's subsystems share, built once per engine: each takes the part it uses
@@ -30,12 +31,14 @@ export interface EngineResources {
   logLimits: LogLimits;
   /** The largest output (or step result) an execution may return, as JSON (MAX_OUTPUT_BYTES). */
   maxOutputBytes: number;
+  /** The environment's variables and secrets now (`ctx.env`, redaction); none unless the server gives them. */
+  variables: () => VariableSnapshot;
 }
 
 /** The resources a server gives; the rest have defaults (a fresh, unread telemetry; 1,000 lines, 256 KiB of log; 8 MiB of output). */
 export type GivenResources = Omit<EngineResources, Defaulted | "feed"> & Partial<Pick<EngineResources, Defaulted>>;
 
-type Defaulted = "now" | "telemetry" | "logLimits" | "maxOutputBytes";
+type Defaulted = "now" | "telemetry" | "logLimits" | "maxOutputBytes" | "variables";
 
 export function engineResources(given: GivenResources): EngineResources {
   return {
@@ -50,5 +53,6 @@ export function engineResources(given: GivenResources): EngineResources {
     releaseVersion: given.releaseVersion,
     logLimits: given.logLimits ?? DEFAULT_LOG_LIMITS,
     maxOutputBytes: given.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
+    variables: given.variables ?? (() => NO_VARIABLES),
   };
 }
