@@ -195,6 +195,7 @@ export class FileService {
         executionId,
         field,
         filename,
+        blobEnvironment: null,
       };
       await this.$.store.files.put(row);
       handles[field] = this.handle(principal, row);

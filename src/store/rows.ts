@@ -45,7 +45,7 @@ export type LogRow = Row<InferSelectModel<typeof pg.executionLogs>>;
 export type ScheduleTickRow = Row<InferSelectModel<typeof pg.scheduleTicks>>;
 export type ScheduledRow = Row<InferSelectModel<typeof pg.scheduledInvocations>>;
 /** A file's metadata as written: its upload fields may be left out (a file not sent as an input). */
-type UploadFields = "executionId" | "field" | "filename";
+type UploadFields = "executionId" | "field" | "filename" | "blobEnvironment";
 export type NewFileRow = Omit<FileRow, UploadFields> & Partial<Pick<FileRow, UploadFields>>;
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;

@@ -158,6 +158,7 @@ for (const dialect of dialects) {
       executionId: null,
       field: null,
       filename: null,
+      blobEnvironment: null,
       ...overrides,
     });
 

@@ -25,6 +25,7 @@ for (const dialect of dialects) {
         executionId,
         field,
         filename: "p.png",
+        blobEnvironment: null,
       });
       await store.files.put(upload("photo_a"));
       await store.files.put(upload("photoB"));
