@@ -4,7 +4,6 @@ import { HandleTaken } from "../../src/store/control.ts";
 import { FORKING } from "../../src/store/drizzle/fork-tables.ts";
 import { openStore } from "../../src/store/open.ts";
 import type { EnvironmentRow } from "../../src/store/rows.ts";
-import { FORK_SLICE } from "../../src/store/sqlite/fork.ts";
 import type { Store } from "../../src/store/store.ts";
 import { dialects, executeStatements, selectRows, type TestDatabase } from "../support/databases.ts";
 import { at, unbounded } from "./fixture.ts";
@@ -325,7 +324,7 @@ for (const dialect of dialects) {
 
     test("one snapshot: a change committed into the source during the fork is wholly in it or wholly out", async () => {
       // Enough rows that the copy takes several slices (SQLite) or a while (PostgreSQL).
-      const n = FORK_SLICE * 5;
+      const n = 5_000;
       const series =
         dialect.name === "postgres"
           ? `generate_series(1, ${n}) as g(i)`

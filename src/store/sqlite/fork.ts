@@ -2,17 +2,19 @@ import { Database, type Statement } from "bun:sqlite";
 import { FORKING, type ForkCopier, type ForkedTable, noneCopied } from "../drizzle/fork-tables.ts";
 
 /**
- * Rows a slice of a SQLite fork writes in one transaction of the serving connection: every other write
- * of the database waits one slice at most (docs/decisions/forks.md has the figures that chose it).
+ * How long a slice of a SQLite fork writes, in one transaction of the serving connection, and how long it
+ * then leaves the event loop to everything else: a request waits a slice at most at each of its turns of
+ * the loop (docs/decisions/forks.md has the figures that chose them).
  */
-export const FORK_SLICE = 1_000;
+export const FORK_SLICE_MS = 2;
+export const FORK_PAUSE_MS = 2;
 
 /**
  * SQLite's fork. One `INSERT … SELECT` would hold the database's one write lock for its whole length
  * (0.6-0.8 s for 100,000 entities: every environment's writes wait that long), so the rows are read by a
  * second connection holding one read transaction (WAL: one snapshot of the source for the whole copy,
- * whatever is written meanwhile) and written by the serving connection in slices, each its own short
- * transaction, with the event loop free between them. The fork's row stays `FORKING` until the caller
+ * whatever is written meanwhile) and written by the serving connection in slices of a few milliseconds, each
+ * its own transaction, with the event loop left to the requests between them. The fork's row stays `FORKING` until the caller
  * shows it; each slice refreshes its `updated_at`, so a copy that stopped is told from one under way.
  * An in-memory database has no second connection: it is copied in one transaction.
  */
@@ -68,24 +70,33 @@ async function copyInSlices(
     columns.map((column) =>
       column === "environment" ? target : column === "blob_environment" ? (row[column] ?? source) : row[column],
     ) as never[];
-  const write = client.transaction((rows: Record<string, unknown>[]) => {
-    for (const row of rows) insert.run(...valuesOf(row));
+  const rows = (read.iterate(source) as IterableIterator<Record<string, unknown>>)[Symbol.iterator]();
+  let done = false;
+  const slice = client.transaction(() => {
+    const until = performance.now() + FORK_SLICE_MS;
+    let n = 0;
+    for (;;) {
+      const next = rows.next();
+      if (next.done) {
+        done = true;
+        break;
+      }
+      insert.run(...valuesOf(next.value));
+      n += 1;
+      if (n % 32 === 0 && performance.now() >= until) break;
+    }
     heartbeat.run(Date.now(), target);
+    return n;
   });
-  let slice: Record<string, unknown>[] = [];
   let total = 0;
   try {
-    for (const row of read.iterate(source) as IterableIterator<Record<string, unknown>>) {
-      slice.push(row);
-      if (slice.length < FORK_SLICE) continue;
-      write(slice);
-      total += slice.length;
-      slice = [];
-      // Between two slices whatever else waits to run does.
-      await new Promise((resolve) => setImmediate(resolve));
+    for (;;) {
+      total += slice();
+      if (done) return total;
+      // A pause, not one turn of the loop: a request takes several turns (its claim's group commit, its
+      // settlement's), each of which would otherwise wait for a slice.
+      await Bun.sleep(FORK_PAUSE_MS);
     }
-    if (slice.length > 0) write(slice);
-    return total + slice.length;
   } finally {
     read.finalize();
     insert.finalize();
