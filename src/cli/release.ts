@@ -125,7 +125,9 @@ export const releaseActivate = async (config: () => Config, version: string, fla
     try {
       await activateRelease(store, version, Date.now());
     } catch (error) {
-      if (error instanceof PublicError) throw new ReleaseError(`${error.message}; see ${commandLine("release list")}`);
+      if (error instanceof PublicError && error.code === "release_not_found") {
+        throw new ReleaseError(`${error.message}; see ${commandLine("release list")}`);
+      }
       throw error;
     }
     console.log(`release ${version} is now active`);
