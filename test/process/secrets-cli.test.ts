@@ -157,6 +157,40 @@ describe("start and dev with variables (sqlite)", () => {
     }
   }, 60_000);
 
+  test("release activate refuses a release whose required variables are unset, naming them and the command", async () => {
+    const database = await sqlite.create();
+    const dataDir = mkdtempSync(join(scratch, "data-"));
+    const store = await openStore(database.url);
+    const config = loadConfig({ DATABASE_URL: database.url, DATA_DIR: dataDir });
+    const dir = fixture("variables");
+    await publishRelease({
+      store,
+      bundlesDir: bundlesDir(config),
+      dir,
+      whenTaken: "refuse",
+      shouldActivate: () => false,
+    });
+    await store.close();
+    try {
+      const env = { DATABASE_URL: database.url, DATA_DIR: dataDir };
+      const activated = await cliWithInput(["release", "activate", "vars1"], env);
+      expect(activated.code).toBe(1);
+      expect(activated.stderr).toBe(
+        [
+          "error: release vars1 needs variables that are not set: API_URL, STRIPE_KEY. Set them (the value is read from stdin):",
+          "  actuate vars set API_URL",
+          "  actuate vars set STRIPE_KEY --secret",
+          "",
+        ].join("\n"),
+      );
+      const published = await cliWithInput(["release", "publish", dir, "--version", "vars2"], env);
+      expect(published.code).toBe(1);
+      expect(published.stderr).toContain("release vars2 needs variables that are not set: API_URL, STRIPE_KEY");
+    } finally {
+      await database.drop();
+    }
+  }, 60_000);
+
   test("dev prints the missing variables and keeps serving the last release; its key file is 0600", async () => {
     const database = await sqlite.create();
     const dataDir = mkdtempSync(join(scratch, "data-"));
