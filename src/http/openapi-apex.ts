@@ -5,6 +5,7 @@ import { PAGE_LIMIT } from "../wire/paging.ts";
 import { CreateEnvironmentBody, CreateOrganizationBody, GrantBody } from "./control.ts";
 import { error, json } from "./openapi-paths.ts";
 import { COMPONENTS, pageOf, ref, type Schema } from "./openapi-schemas.ts";
+import { variablePaths } from "./openapi-variables.ts";
 
 const text = { type: "string" };
 const instant = { type: "string", format: "date-time" };
@@ -235,6 +236,16 @@ const PATHS = {
   },
   ...scopedPaths("/orgs", "Org", "organization_not_found"),
   ...scopedPaths("/environments", "Environment", "environment_not_found"),
+  ...variablePaths({
+    prefix: "/environments/{handle}",
+    parameters: [handle],
+    errors: {
+      ...ERRORS,
+      "403": error("access_denied: a person; variables take the environment's, its organization's or an operator key"),
+      ...notFound("environment_not_found"),
+    },
+    operation: (verb) => `${verb}OfEnvironment`,
+  }),
 };
 
 /** The OpenAPI 3.1 document of the control API at `serviceUrl` (the same for every caller). */
@@ -262,6 +273,7 @@ export function apexOpenApiDocument(serviceUrl: string) {
         Grant: grant,
         EnvironmentContents: contents,
         Instance: COMPONENTS.schemas.Instance,
+        Variable: COMPONENTS.schemas.Variable,
       },
     },
   };
