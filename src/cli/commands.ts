@@ -9,6 +9,7 @@ import { serveCommand } from "./serve.ts";
 import { userRevokeSession, userSessions } from "./sign-ins.ts";
 import { tokenCreate, tokenList, tokenRevoke } from "./token.ts";
 import { userAdd, userDisable, userEnable, userList } from "./user.ts";
+import { varsList, varsSet, varsUnset } from "./vars.ts";
 
 const STORE_ENV: EnvName[] = ["DATABASE_URL", "DATA_DIR"];
 /** The database and the file storage (a command that removes files' bytes). */
@@ -333,6 +334,51 @@ Without --yes nothing is deleted: it prints what would be and exits 1, so a scri
     env: STORE_ENV,
     examples: ["bun run env grants", "bun run env grants acme-prod", "bun run env grants --org acme"],
     run: (config, [environment], flags) => envGrants(config(), environment, string(flags.org)),
+  },
+  // Variables and secrets (issue #44): `vars set|list|unset`.
+  {
+    name: "vars set",
+    args: ["[environment]", "<NAME>"],
+    tooManyArguments:
+      "the value is read from standard input, never from the command line (shell history, ps): pipe it, e.g. printf %s \"$VALUE\" | bun run vars set NAME",
+    summary: "set a variable (--secret: a secret, stored encrypted, never shown) from standard input",
+    details: `The value is all of standard input, one trailing newline trimmed; never an argument. A secret is
+stored encrypted with SECRETS_KEY and no command, page or API shows it again; it is at least 8 characters.
+In single mode the environment is left out; in hosting mode it is named (its handle).
+Every server uses the new value from its next invocation (within RELEASE_POLL_MS), without republishing.
+With --url the environment's API is used with ACTUATE_TOKEN (a service key): its host (/variables), or the
+service's apex with the environment named (/environments/<environment>/variables).`,
+    flags: {
+      secret: { type: "boolean", description: "store it as a secret: encrypted, write-only, redacted from logs and outputs" },
+      url: urlFlag("set it over HTTP (PUT /variables/NAME) with ACTUATE_TOKEN instead of writing to the database"),
+    },
+    env: STORE_ENV,
+    examples: [
+      'printf %s "$STRIPE_KEY" | bun run vars set acme-prod STRIPE_KEY --secret',
+      "echo eu | bun run vars set REGION",
+      'printf %s "$V" | ACTUATE_TOKEN=$KEY bun run vars set REGION --url https://api.example.com',
+    ],
+    run: (config, args, flags) => varsSet(config, args, { secret: flags.secret === true, url: string(flags.url) }),
+  },
+  {
+    name: "vars list",
+    args: ["[environment]"],
+    summary: "the variables set or declared: name, secret, value (plain ones only), updated, by, state",
+    details: `STATE says what the active release makes of it: required (declared without a default), declared,
+undeclared (set before any release declares it), or MISSING (required and unset: publishing is refused).`,
+    flags: { url: urlFlag("list them over HTTP (GET /variables) with ACTUATE_TOKEN") },
+    env: STORE_ENV,
+    examples: ["bun run vars list", "bun run vars list acme-prod"],
+    run: (config, args, flags) => varsList(config, args, { url: string(flags.url) }),
+  },
+  {
+    name: "vars unset",
+    args: ["[environment]", "<NAME>"],
+    summary: "remove a variable (a declared default applies again; exit 1: no such variable)",
+    flags: { url: urlFlag("unset it over HTTP (DELETE /variables/NAME) with ACTUATE_TOKEN") },
+    env: STORE_ENV,
+    examples: ["bun run vars unset REGION", "bun run vars unset acme-prod STRIPE_KEY"],
+    run: (config, args, flags) => varsUnset(config, args, { url: string(flags.url) }),
   },
   {
     name: "instances",

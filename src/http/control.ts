@@ -5,6 +5,7 @@ import { USER_ID } from "../auth/users.ts";
 import { type ControlDeps, ControlOperations } from "../engine/control/operations.ts";
 import { unauthorized } from "./auth.ts";
 import { checkedBody, readJsonBody } from "./body.ts";
+import { readVariableBody, variableName } from "./variables.ts";
 import { DEFAULT_PAGE, pageParams } from "./paging.ts";
 import { queryString } from "./query-string.ts";
 
@@ -117,5 +118,20 @@ export function controlRoutes(deps: ControlDeps & { auth: Authenticator; service
         ops.revokeGrant(caller, scopeOf(params), decodeURIComponent(params.user)),
       );
   }
+  // Variables (issue #44): `/environments/{handle}/variables[/{name}]`, the environment's as seen from the apex.
+  const variables = "/environments/:handle/variables";
+  app
+    .get(variables, async ({ params, caller }) => ({ items: await ops.listVariables(caller, params.handle) }))
+    .get(`${variables}/:name`, ({ params, caller }) => ops.variable(caller, params.handle, variableName(params.name)))
+    .put(`${variables}/:name`, async ({ params, request, caller, set }) => {
+      const name = variableName(params.name);
+      const { variable, created } = await ops.setVariable(caller, params.handle, name, await readVariableBody(request));
+      set.status = created ? 201 : 200;
+      return variable;
+    })
+    .delete(`${variables}/:name`, async ({ params, caller }) => {
+      await ops.unsetVariable(caller, params.handle, variableName(params.name));
+      return { ok: true };
+    });
   return app;
 }

@@ -8,6 +8,7 @@ import type { EnvironmentRow, GrantRow, OrganizationRow } from "../../store/rows
 import type { Store } from "../../store/store.ts";
 import type { Instance } from "../../wire/views.ts";
 import { liveInstances } from "../fleet.ts";
+import type { VariableAdmin, VariableView } from "../variables.ts";
 import { type ControlCaller, controlCallerOf } from "./caller.ts";
 import { deleteEnvironment, refuseDeletingFirst } from "./delete-environment.ts";
 import { type ControlPage, pageAfter } from "./paging.ts";
@@ -23,6 +24,8 @@ export interface ControlDeps {
   environmentUrl: (handle: string) => string;
   /** Ends an environment's sockets and running work on this instance before its rows go. */
   evict?: (id: number) => Promise<void>;
+  /** An environment's variables, over `store.environment(id)` (the apex composes no environment for them). */
+  variables: (id: number) => VariableAdmin;
 }
 
 export interface OrganizationView {
@@ -437,5 +440,44 @@ export class ControlOperations {
     const { revoked, tokens } = await this.control.grants.revoke(user, owner.scope, Date.now());
     if (!revoked) throw new PublicError("grant_not_found", `${user} has no such grant here`);
     return { user, organization: owner.organization, environment: owner.environment, revokedTokens: tokens };
+  }
+
+  // Variables (issue #44): an environment's own key, its organization's, or an operator's.
+
+  /** The environment's variables as the caller may use them, and who the caller is in their listing. */
+  private async variablesOf(
+    caller: ControlCaller,
+    handle: string,
+  ): Promise<{ admin: VariableAdmin; as: { kind: "service"; id: string }; by: string }> {
+    refusePerson(caller);
+    const env = await this.environmentSeen(caller, handle);
+    const id = caller.kind === "operator" ? "operator" : caller.kind === "person" ? caller.user : (caller.key ?? caller.kind);
+    const key = caller.kind === "operator" ? "operator" : `key-${id}`;
+    return { admin: this.deps.variables(env.id), as: { kind: "service", id: key }, by: `service:${key}` };
+  }
+
+  async listVariables(caller: ControlCaller, handle: string): Promise<VariableView[]> {
+    const { admin, as } = await this.variablesOf(caller, handle);
+    return admin.list(as);
+  }
+
+  async variable(caller: ControlCaller, handle: string, name: string): Promise<VariableView> {
+    const { admin, as } = await this.variablesOf(caller, handle);
+    return admin.get(as, name);
+  }
+
+  async setVariable(
+    caller: ControlCaller,
+    handle: string,
+    name: string,
+    change: { value: string; secret?: boolean },
+  ): Promise<{ variable: VariableView; created: boolean }> {
+    const { admin, as, by } = await this.variablesOf(caller, handle);
+    return admin.set(as, name, change, by);
+  }
+
+  async unsetVariable(caller: ControlCaller, handle: string, name: string): Promise<void> {
+    const { admin, as } = await this.variablesOf(caller, handle);
+    await admin.unset(as, name);
   }
 }
