@@ -19,7 +19,7 @@ interface VariablesTarget {
 
 /** A handle is a DNS label (lowercase); a variable's name is an identifier. */
 const HANDLE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
-const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const NAME = /^[A-Z_][A-Z0-9_]{0,127}$/;
 
 const PIPE_IT = (name: string, environment?: string) =>
   `a value is read from standard input, never from the command line (shell history, ps): printf %s "$VALUE" | ${commandLine(

@@ -138,7 +138,7 @@ export function VariablesPage() {
           id="variable-name"
           type="text"
           required
-          pattern="[A-Za-z_][A-Za-z0-9_]*"
+          pattern="[A-Z_][A-Z0-9_]*"
           autocomplete="off"
           value={name}
           onInput={(e) => setName(e.currentTarget.value)}

@@ -61,7 +61,7 @@ const nameParameter = {
   name: "name",
   in: "path",
   required: true,
-  schema: { type: "string", pattern: "^[A-Za-z_][A-Za-z0-9_]*$" },
+  schema: { type: "string", pattern: "^[A-Z_][A-Z0-9_]{0,127}$" },
 };
 
 /**
@@ -78,7 +78,7 @@ export function variablePaths(options: {
   const notFound = { "404": error("variable_not_found: no such variable is set here") };
   const invalid = {
     "400": error(
-      "invalid_variable (a name not [A-Za-z_][A-Za-z0-9_]*, a secret shorter than 8 characters) or invalid_request (a malformed body)",
+      "invalid_variable (a name not [A-Z_][A-Z0-9_]*, a secret shorter than 8 characters) or invalid_request (a malformed body)",
     ),
   };
   return {
@@ -118,7 +118,7 @@ export function variablePaths(options: {
           ...errors,
           ...invalid,
           "413": error("payload_too_large: the body is over 65 KiB"),
-          "503": error("secrets_key_required: no SECRETS_KEY to encrypt a secret with (or database_unavailable)"),
+          "409": error("secrets_key_required: the server has no SECRETS_KEY to encrypt a secret with"),
         },
       },
       delete: {
