@@ -1,5 +1,9 @@
 import type { Config } from "../config.ts";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { secretOrAsItIs, variableAdminOver } from "../engine/control/variables.ts";
 import type { VariableView } from "../engine/variables.ts";
+import { secretsSealer } from "../startup.ts";
 import { PublicError } from "../lib/errors.ts";
 import type { Store } from "../store/store.ts";
 import { commandLine } from "./invocation.ts";
@@ -7,7 +11,6 @@ import { environmentNamed } from "./org.ts";
 import { publisher } from "./release.ts";
 import { remote } from "./remote.ts";
 import { printTable } from "./token.ts";
-import { openVariableAdmin } from "./vars-local.ts";
 import { withStore } from "./with-store.ts";
 
 /** What `vars` does to one environment's variables, in the database or over HTTP. */
@@ -95,11 +98,16 @@ function remoteTarget(url: string, environment: string | undefined): VariablesTa
 
 async function localTarget(config: Config, store: Store, environment: string | undefined): Promise<VariablesTarget> {
   const id = environment === undefined ? 1 : (await environmentNamed(store, environment)).id;
-  const admin = await openVariableAdmin(config, store.environment(id));
+  // SECRETS_KEY, else the development key `dev` keeps in DATA_DIR when there is one (never made here).
+  const sealer = await secretsSealer(config, { keyFile: existsSync(join(config.dataDir, "secrets-key")) });
+  const admin = await variableAdminOver(store.environment(id), sealer);
   const cli = { kind: "service", id: "cli" } as const;
   return {
     list: () => admin.list(cli),
-    set: (name, change) => admin.set(cli, name, change, publisher()),
+    set: async (name, change) => {
+      const secret = await secretOrAsItIs(admin, cli, name, change.secret);
+      return admin.set(cli, name, { value: change.value, secret }, publisher());
+    },
     unset: (name) => admin.unset(cli, name),
   };
 }

@@ -1,5 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
+import { secretOrAsItIs } from "../engine/control/variables.ts";
 import { PublicError } from "../lib/errors.ts";
 import type { Principal } from "../sdk/index.ts";
 import { authenticated } from "./auth.ts";
@@ -42,12 +43,9 @@ export const variableRoutes = (deps: HttpDeps) =>
     .put("/variables/:name", async ({ params, request, principal, set }) => {
       const name = variableName(params.name);
       const body = await readVariableBody(request);
-      const { variable, created } = await deps.engine.variables.set(
-        principal,
-        name,
-        { value: body.value, secret: body.secret },
-        setterOf(principal),
-      );
+      const admin = deps.engine.variables;
+      const secret = await secretOrAsItIs(admin, principal, name, body.secret);
+      const { variable, created } = await admin.set(principal, name, { value: body.value, secret }, setterOf(principal));
       set.status = created ? 201 : 200;
       return variable;
     })

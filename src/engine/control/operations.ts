@@ -8,10 +8,12 @@ import type { EnvironmentRow, GrantRow, OrganizationRow } from "../../store/rows
 import type { Store } from "../../store/store.ts";
 import type { Instance } from "../../wire/views.ts";
 import { liveInstances } from "../fleet.ts";
+import type { Sealer } from "../../variables/sealing.ts";
 import type { VariableAdmin, VariableView } from "../variables.ts";
 import { type ControlCaller, controlCallerOf } from "./caller.ts";
 import { deleteEnvironment, refuseDeletingFirst } from "./delete-environment.ts";
 import { type ControlPage, pageAfter } from "./paging.ts";
+import { secretOrAsItIs, variableAdminOver } from "./variables.ts";
 
 export { ENVIRONMENT_TABLES } from "../../store/control.ts";
 export type { ControlCaller } from "./caller.ts";
@@ -24,8 +26,8 @@ export interface ControlDeps {
   environmentUrl: (handle: string) => string;
   /** Ends an environment's sockets and running work on this instance before its rows go. */
   evict?: (id: number) => Promise<void>;
-  /** An environment's variables, over `store.environment(id)` (the apex composes no environment for them). */
-  variables: (id: number) => VariableAdmin;
+  /** What seals secrets set from the apex (SECRETS_KEY); none: a secret is refused (secrets_key_required). */
+  sealer?: Sealer | null;
 }
 
 export interface OrganizationView {
@@ -451,9 +453,10 @@ export class ControlOperations {
   ): Promise<{ admin: VariableAdmin; as: { kind: "service"; id: string }; by: string }> {
     refusePerson(caller);
     const env = await this.environmentSeen(caller, handle);
-    const id = caller.kind === "operator" ? "operator" : caller.kind === "person" ? caller.user : (caller.key ?? caller.kind);
-    const key = caller.kind === "operator" ? "operator" : `key-${id}`;
-    return { admin: this.deps.variables(env.id), as: { kind: "service", id: key }, by: `service:${key}` };
+    // As the environment's host names a stored key's principal (auth/scoped-keys.ts).
+    const id = caller.kind === "operator" || caller.kind === "person" ? "operator" : `key-${caller.key ?? caller.kind}`;
+    const admin = await variableAdminOver(this.deps.store.environment(env.id), this.deps.sealer ?? null);
+    return { admin, as: { kind: "service", id }, by: `service:${id}` };
   }
 
   async listVariables(caller: ControlCaller, handle: string): Promise<VariableView[]> {
@@ -473,7 +476,8 @@ export class ControlOperations {
     change: { value: string; secret?: boolean },
   ): Promise<{ variable: VariableView; created: boolean }> {
     const { admin, as, by } = await this.variablesOf(caller, handle);
-    return admin.set(as, name, change, by);
+    const secret = await secretOrAsItIs(admin, as, name, change.secret);
+    return admin.set(as, name, { value: change.value, secret }, by);
   }
 
   async unsetVariable(caller: ControlCaller, handle: string, name: string): Promise<void> {
