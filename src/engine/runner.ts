@@ -25,7 +25,7 @@ export class Runner {
   constructor(
     private readonly $: Pick<
       EngineResources,
-      "store" | "data" | "feed" | "log" | "now" | "telemetry" | "logLimits" | "maxOutputBytes"
+      "store" | "data" | "feed" | "log" | "now" | "telemetry" | "logLimits" | "maxOutputBytes" | "variables"
     >,
   ) {}
 

@@ -14,6 +14,7 @@ import { ExecutionLog } from "../execution-log.ts";
 import { logger, thrownLine } from "../log-line.ts";
 import type { EngineResources } from "../resources.ts";
 import { type ScheduleTools, scheduleTools } from "../schedules/delayed-context.ts";
+import type { VariableSnapshot } from "../variable-snapshot.ts";
 
 /** Why a run stops short of an end of its own: asked to, the server is going away, or another worker took it. */
 export type Halt = "canceled" | "shutdown" | "lease_lost";
@@ -72,6 +73,8 @@ export class RunExecution {
   /** Likewise the step's `ctx.schedule` and `ctx.cancelScheduled`. */
   private readonly stepTools = new AsyncLocalStorage<ScheduleTools>();
   private span: Span = NO_SPAN;
+  /** The environment's variables as this pass started (`ctx.env`; the secrets to redact). */
+  readonly variables: VariableSnapshot;
   /** For the worker's failures: this pass's store calls begin with it. */
   private readonly begun: number;
 
@@ -83,13 +86,23 @@ export class RunExecution {
     private readonly failures: LoopFailures,
     private readonly $: Pick<
       EngineResources,
-      "store" | "data" | "feed" | "releaseVersion" | "log" | "now" | "telemetry" | "logLimits" | "maxOutputBytes"
+      | "store"
+      | "data"
+      | "feed"
+      | "releaseVersion"
+      | "log"
+      | "now"
+      | "telemetry"
+      | "logLimits"
+      | "maxOutputBytes"
+      | "variables"
     >,
     private readonly fresh = false,
     /** The span of the request that admitted the run, for the pass started at admission. */
     private readonly parent?: SpanParent,
   ) {
     this.begun = failures.begin();
+    this.variables = $.variables();
     this.principal = {
       kind: run.principalKind,
       id: run.principalId,
@@ -381,6 +394,7 @@ export class RunExecution {
     const { run } = this;
     return {
       auth: this.principal,
+      env: this.variables.env,
       db: writesInSteps(this.$.data.forExecution(this.principal, release, this.$.now).db, () => this.stepDb.getStore()),
       execution: { id: run.id, requestId: run.requestId },
       run: { id: run.id },
