@@ -101,6 +101,7 @@ export async function startHosting(
     environmentUrl: (handle) => environmentUrl(service, handle),
     evict: (id) => hosted.evict(id),
     authority: authority?.authority,
+    sealer: parts.sealer,
   });
   // Outside development the console's page is asked for through the Dispatcher, whose host check it needs;
   // `bun run dev` keeps Bun's own route of it (its hot reload's socket reaches the server that built it).
