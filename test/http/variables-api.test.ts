@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { dialects } from "../support/databases.ts";
 import { type HostingServer, startHostingServer } from "../support/hosting.ts";
-import { fixture, startTestServer, type TestResponse, type TestServer } from "../support/server.ts";
+import { eventually, fixture, startTestServer, type TestResponse, type TestServer } from "../support/server.ts";
 
 // Issue #44: variables and secrets over HTTP, on an environment's host (/variables) and on the apex
 // (/environments/{handle}/variables). A secret's value is in no answer.
@@ -146,7 +146,11 @@ for (const dialect of dialects) {
     test("a release's declarations show as declared and required", async () => {
       await t.fetch("/variables/STRIPE_KEY", json({ value: SECRET, secret: true }));
       await t.publish(fixture("vars-surface"));
-      const { items } = await (await t.fetch("/variables")).json();
+      // The server follows the publish within RELEASE_POLL_MS.
+      const { items } = await eventually(async () => {
+        const list = await (await t.fetch("/variables")).json();
+        return list.items.some((v: { name: string }) => v.name === "REGION") && list;
+      });
       const byName = Object.fromEntries(items.map((v: { name: string }) => [v.name, v]));
       expect(byName.REGION).toMatchObject({ declared: true, required: false, set: false, secret: false });
       expect(byName.STRIPE_KEY).toMatchObject({ declared: true, required: true, set: true, secret: true });
