@@ -1,5 +1,6 @@
 import { ENV_NAMES, type EnvName } from "../config.ts";
 import type { Command, Flag } from "./command.ts";
+import { commandLine } from "./invocation.ts";
 import { envCreate, envDelete, envGrant, envGrants, envList, envRevoke } from "./env.ts";
 import { instancesList } from "./instances.ts";
 import { keyCreate, keyCreateStored, keyList, keyRevoke } from "./key.ts";
@@ -12,6 +13,8 @@ import { userAdd, userDisable, userEnable, userList } from "./user.ts";
 import { varsList, varsSet, varsUnset } from "./vars.ts";
 
 const STORE_ENV: EnvName[] = ["DATABASE_URL", "DATA_DIR"];
+/** The database and the key of secrets (`vars`). */
+const VARS_ENV: EnvName[] = [...STORE_ENV, "SECRETS_KEY", "SECRETS_KEY_PREVIOUS"];
 /** The database and the file storage (a command that removes files' bytes). */
 const STORAGE_ENV: EnvName[] = [
   ...STORE_ENV,
@@ -339,8 +342,7 @@ Without --yes nothing is deleted: it prints what would be and exits 1, so a scri
   {
     name: "vars set",
     args: ["[environment]", "<NAME>"],
-    tooManyArguments:
-      "the value is read from standard input, never from the command line (shell history, ps): pipe it, e.g. printf %s \"$VALUE\" | bun run vars set NAME",
+    tooManyArguments: `the value is read from standard input, never from the command line (shell history, ps): pipe it, e.g. printf %s "$VALUE" | ${commandLine("vars set NAME")}`,
     summary: "set a variable (--secret: a secret, stored encrypted, never shown) from standard input",
     details: `The value is all of standard input, one trailing newline trimmed; never an argument. A secret is
 stored encrypted with SECRETS_KEY and no command, page or API shows it again; it is at least 8 characters.
@@ -352,7 +354,7 @@ service's apex with the environment named (/environments/<environment>/variables
       secret: { type: "boolean", description: "store it as a secret: encrypted, write-only, redacted from logs and outputs" },
       url: urlFlag("set it over HTTP (PUT /variables/NAME) with ACTUATE_TOKEN instead of writing to the database"),
     },
-    env: STORE_ENV,
+    env: VARS_ENV,
     examples: [
       'printf %s "$STRIPE_KEY" | bun run vars set acme-prod STRIPE_KEY --secret',
       "echo eu | bun run vars set REGION",
@@ -367,7 +369,7 @@ service's apex with the environment named (/environments/<environment>/variables
     details: `STATE says what the active release makes of it: required (declared without a default), declared,
 undeclared (set before any release declares it), or MISSING (required and unset: publishing is refused).`,
     flags: { url: urlFlag("list them over HTTP (GET /variables) with ACTUATE_TOKEN") },
-    env: STORE_ENV,
+    env: VARS_ENV,
     examples: ["bun run vars list", "bun run vars list acme-prod"],
     run: (config, args, flags) => varsList(config, args, { url: string(flags.url) }),
   },
@@ -376,7 +378,7 @@ undeclared (set before any release declares it), or MISSING (required and unset:
     args: ["[environment]", "<NAME>"],
     summary: "remove a variable (a declared default applies again; exit 1: no such variable)",
     flags: { url: urlFlag("unset it over HTTP (DELETE /variables/NAME) with ACTUATE_TOKEN") },
-    env: STORE_ENV,
+    env: VARS_ENV,
     examples: ["bun run vars unset REGION", "bun run vars unset acme-prod STRIPE_KEY"],
     run: (config, args, flags) => varsUnset(config, args, { url: string(flags.url) }),
   },
