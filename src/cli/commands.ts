@@ -1,8 +1,8 @@
 import { ENV_NAMES, type EnvName } from "../config.ts";
 import type { Command, Flag } from "./command.ts";
-import { commandLine } from "./invocation.ts";
 import { envCreate, envDelete, envGrant, envGrants, envList, envRevoke } from "./env.ts";
 import { instancesList } from "./instances.ts";
+import { commandLine } from "./invocation.ts";
 import { keyCreate, keyCreateStored, keyList, keyRevoke } from "./key.ts";
 import { orgCreate, orgList } from "./org.ts";
 import { releaseActivate, releaseList, releasePublish, releaseTypesCommand } from "./release.ts";
@@ -351,7 +351,10 @@ Every server uses the new value from its next invocation (within RELEASE_POLL_MS
 With --url the environment's API is used with ACTUATE_TOKEN (a service key): its host (/variables), or the
 service's apex with the environment named (/environments/<environment>/variables).`,
     flags: {
-      secret: { type: "boolean", description: "store it as a secret: encrypted, write-only, redacted from logs and outputs" },
+      secret: {
+        type: "boolean",
+        description: "store it as a secret: encrypted, write-only, redacted from logs and outputs",
+      },
       url: urlFlag("set it over HTTP (PUT /variables/NAME) with ACTUATE_TOKEN instead of writing to the database"),
     },
     env: VARS_ENV,

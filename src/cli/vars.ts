@@ -1,10 +1,10 @@
-import type { Config } from "../config.ts";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import type { Config } from "../config.ts";
 import { secretOrAsItIs, variableAdminOver } from "../engine/control/variables.ts";
 import type { VariableView } from "../engine/variables.ts";
-import { secretsSealer } from "../startup.ts";
 import { PublicError } from "../lib/errors.ts";
+import { secretsSealer } from "../startup.ts";
 import type { Store } from "../store/store.ts";
 import { commandLine } from "./invocation.ts";
 import { environmentNamed } from "./org.ts";

@@ -105,7 +105,7 @@ export function VariablesPage() {
                     <code>{v.name}</code>
                   </td>
                   <td>{v.secret ? "secret" : "plain"}</td>
-                  <td>{v.secret ? (v.set ? "••••" : "—") : v.set ? <code>{v.value}</code> : "—"}</td>
+                  <td>{v.secret ? v.set ? "••••" : "—" : v.set ? <code>{v.value}</code> : "—"}</td>
                   <td>{when(v.updatedAt)}</td>
                   <td>{v.updatedBy ?? "—"}</td>
                   <td>
@@ -143,10 +143,17 @@ export function VariablesPage() {
           value={name}
           onInput={(e) => setName(e.currentTarget.value)}
         />
-        <label>
-          <input type="checkbox" checked={secret} onChange={(e) => setSecret(e.currentTarget.checked)} /> Secret
-          (encrypted, write-only, at least 8 characters)
-        </label>
+        <p>
+          <input
+            id="variable-secret"
+            type="checkbox"
+            checked={secret}
+            onChange={(e) => setSecret(e.currentTarget.checked)}
+          />{" "}
+          <label for="variable-secret" style={{ display: "inline" }}>
+            Secret: encrypted, write-only, at least 8 characters
+          </label>
+        </p>
         <label for="variable-value">Value</label>
         {secret ? (
           <input

@@ -5,9 +5,9 @@ import { USER_ID } from "../auth/users.ts";
 import { type ControlDeps, ControlOperations } from "../engine/control/operations.ts";
 import { unauthorized } from "./auth.ts";
 import { checkedBody, readJsonBody } from "./body.ts";
-import { readVariableBody, variableName } from "./variables.ts";
 import { DEFAULT_PAGE, pageParams } from "./paging.ts";
 import { queryString } from "./query-string.ts";
+import { readVariableBody, variableName } from "./variables.ts";
 
 /** A control API body is a handle or a user id: a few bytes. */
 const BODY_LIMIT = 16 * 1024;

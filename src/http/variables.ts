@@ -45,7 +45,12 @@ export const variableRoutes = (deps: HttpDeps) =>
       const body = await readVariableBody(request);
       const admin = deps.engine.variables;
       const secret = await secretOrAsItIs(admin, principal, name, body.secret);
-      const { variable, created } = await admin.set(principal, name, { value: body.value, secret }, setterOf(principal));
+      const { variable, created } = await admin.set(
+        principal,
+        name,
+        { value: body.value, secret },
+        setterOf(principal),
+      );
       set.status = created ? 201 : 200;
       return variable;
     })

@@ -53,7 +53,7 @@ describe("the console's Variables page, in Chromium", () => {
 
     // A secret: typed into a password field, sent once, shown as •••• after.
     await page.getByLabel("Name").fill("API_TOKEN");
-    await page.getByLabel(/^Secret/).check();
+    await page.getByRole("checkbox", { name: /^Secret/ }).check();
     const value = page.getByLabel("Value", { exact: true });
     expect(await value.getAttribute("type")).toBe("password");
     await value.fill(TYPED);

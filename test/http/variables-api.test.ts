@@ -129,7 +129,15 @@ for (const dialect of dialects) {
         "invalid_variable",
       );
       expect(JSON.stringify(short)).not.toContain("1234567");
-      for (const body of ["{", "null", "[]", { value: 5 }, { value: "x", secret: "yes" }, { value: "x", extra: 1 }, {}]) {
+      for (const body of [
+        "{",
+        "null",
+        "[]",
+        { value: 5 },
+        { value: "x", secret: "yes" },
+        { value: "x", extra: 1 },
+        {},
+      ]) {
         await refused(await t.fetch("/variables/REGION", json(body)), 400, "invalid_request");
       }
       await refused(await t.fetch("/variables/REGION", { method: "PUT" }), 400, "invalid_request");
@@ -195,7 +203,8 @@ for (const dialect of dialects) {
       expect(beta.items.map((v: { name: string }) => v.name)).not.toContain("REGION");
     });
 
-    const apex = (path: string, token: string | null, init: RequestInit = {}) => t.fetch(null, path, { ...init, token });
+    const apex = (path: string, token: string | null, init: RequestInit = {}) =>
+      t.fetch(null, path, { ...init, token });
 
     test("on the apex: operator, the organization's and the environment's keys; others 401/404", async () => {
       const base = "/environments/acme-prod/variables";
@@ -235,7 +244,11 @@ for (const dialect of dialects) {
       const seen = await (await t.fetch("acme-prod", "/variables/STRIPE_KEY", { token: keys.acmeEnv })).json();
       expect(seen).toMatchObject({ secret: true, set: true });
       expect(seen).not.toHaveProperty("value");
-      await refused(await apex(`${base}/SHORT`, t.serviceKey, json({ value: "short", secret: true })), 400, "invalid_variable");
+      await refused(
+        await apex(`${base}/SHORT`, t.serviceKey, json({ value: "short", secret: true })),
+        400,
+        "invalid_variable",
+      );
       await refused(await apex(`${base}/REGION`, t.serviceKey, json("{")), 400, "invalid_request");
       const gone = await apex(`${base}/STRIPE_KEY`, keys.acmeEnv, { method: "DELETE" });
       expect(await gone.json()).toEqual({ ok: true });
