@@ -117,7 +117,7 @@ export function variablePaths(options: {
           "201": { description: "set for the first time", content: json(ref, PLAIN_EXAMPLE) },
           ...errors,
           ...invalid,
-          "413": error("payload_too_large: the body is over 65 KiB"),
+          "413": error("payload_too_large: the body is over 385 KiB (a 64 KiB value, escaped, and its envelope)"),
           "409": error("secrets_key_required: the server has no SECRETS_KEY to encrypt a secret with"),
         },
       },
