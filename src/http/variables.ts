@@ -27,7 +27,7 @@ export function variableName(raw: string): string {
   try {
     return decodeURIComponent(raw);
   } catch {
-    throw new PublicError("invalid_variable", `${JSON.stringify(raw)} is not a variable name`);
+    throw new PublicError("invalid_variable", `${JSON.stringify(raw.slice(0, 140))} is not a variable name`);
   }
 }
 
