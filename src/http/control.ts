@@ -23,6 +23,26 @@ export const GrantBody = Type.Object(
   { additionalProperties: false },
 );
 
+// Previews (docs/decisions/previews.md): a fork, its schedules, promote.
+export const PatchEnvironmentBody = Type.Object(
+  { schedulesPaused: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false },
+);
+export const PromoteBody = Type.Object(
+  { from: Handle, force: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false },
+);
+export const ForkBody = Type.Object(
+  {
+    handle: Handle,
+    organization: Type.Optional(Handle),
+    data: Type.Optional(Type.Boolean()),
+    secrets: Type.Optional(Type.Boolean()),
+    ttl: Type.Optional(Type.String({ minLength: 2, maxLength: 16 })),
+  },
+  { additionalProperties: false },
+);
+
 const ListQuery = queryString(Type.Object(pageParams, { additionalProperties: false }));
 const EnvironmentsQuery = queryString(
   Type.Object({ ...pageParams, organization: Type.Optional(Handle) }, { additionalProperties: false }),
@@ -87,6 +107,15 @@ export function controlRoutes(deps: ControlDeps & { auth: Authenticator; service
       ({ params, query, caller }) => ops.deleteEnvironment(caller, params.handle, query.confirm === true),
       { query: DeleteQuery },
     );
+  // Previews: their own block.
+  app
+    .patch("/environments/:handle", async ({ params, request, caller }) =>
+      ops.patchEnvironment(caller, params.handle, await body(PatchEnvironmentBody, request)),
+    )
+    .post("/environments/:handle/promote", async ({ params, request, caller }) => {
+      const { from, force } = await body(PromoteBody, request);
+      return ops.promote(caller, params.handle, from, force === true);
+    });
   for (const [prefix, scopeOf] of [
     ["/orgs", scopes.org],
     ["/environments", scopes.env],

@@ -40,6 +40,8 @@ export const ERROR_STATUS = {
   // The control API: an organization's or environment's handle in use; a delete sent without ?confirm=true.
   handle_taken: 409,
   confirmation_required: 409,
+  // A fork of an environment whose active release declares secrets, asked for without copying them.
+  secrets_required: 409,
   payload_too_large: 413,
   // Hosting mode: the environment exists, but SERVE_ENVIRONMENTS leaves it to other instances.
   environment_not_served: 421,

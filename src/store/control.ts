@@ -89,6 +89,19 @@ export interface EnvironmentStore {
    * crash), calling it again finishes the job.
    */
   delete(id: number, dropFiles: (paths: string[]) => Promise<void>): Promise<EnvironmentContents | null>;
+  /**
+   * Pauses or resumes its release's schedules (hosting mode's schedule loop skips a paused environment).
+   * Resuming makes its next tick due at `at` (the pass then applies each schedule's catch-up rule, as after
+   * downtime). Answers the row, null for an unknown id.
+   */
+  setSchedulesPaused(id: number, paused: boolean, at: number): Promise<EnvironmentRow | null>;
+  /**
+   * Takes up to `limit` environments whose `expires_at` passed by `now` (never environment 1), moving it to
+   * `leaseUntil` so one instance deletes each (if it dies, the environment is due again then). Answers them.
+   */
+  claimExpired(now: number, leaseUntil: number, limit: number): Promise<EnvironmentRow[]>;
+  /** Sets or clears when the service deletes the environment. */
+  setExpiresAt(id: number, expiresAt: number | null): Promise<void>;
 }
 
 /**

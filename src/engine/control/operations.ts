@@ -6,11 +6,13 @@ import { HandleError } from "../../lib/handles.ts";
 import { type EnvironmentContents, HandleTaken, type Scope, type ScopedKeyListRow } from "../../store/control.ts";
 import type { EnvironmentRow, GrantRow, OrganizationRow } from "../../store/rows.ts";
 import type { Store } from "../../store/store.ts";
-import type { Instance } from "../../wire/views.ts";
+import { publishAnswer } from "../../release/publish.ts";
+import type { Instance, PublishAnswer } from "../../wire/views.ts";
 import { liveInstances } from "../fleet.ts";
 import { type ControlCaller, controlCallerOf } from "./caller.ts";
 import { deleteEnvironment, refuseDeletingFirst } from "./delete-environment.ts";
 import { type ControlPage, pageAfter } from "./paging.ts";
+import { promoteRelease } from "./promote.ts";
 
 export { ENVIRONMENT_TABLES } from "../../store/control.ts";
 export type { ControlCaller } from "./caller.ts";
@@ -23,6 +25,10 @@ export interface ControlDeps {
   environmentUrl: (handle: string) => string;
   /** Ends an environment's sockets and running work on this instance before its rows go. */
   evict?: (id: number) => Promise<void>;
+  /** The process's bundles folder: a promoted release's code is loaded and checked there, as a publish's. */
+  bundlesDir?: string;
+  /** One look at the environments' rows now (the service loops' poll): a change served here at once. */
+  changed?: () => Promise<void>;
 }
 
 export interface OrganizationView {
@@ -36,6 +42,12 @@ export interface EnvironmentView {
   url: string;
   activeVersion: string | null;
   createdAt: string;
+  /** The handle of the environment it was forked from (kept when that one is deleted), else null. */
+  forkedFrom: string | null;
+  /** When the service deletes it (a fork's TTL), else null. */
+  expiresAt: string | null;
+  /** Its release's schedules do not tick (a fork's start paused). */
+  schedulesPaused: boolean;
 }
 
 export interface KeyView {
@@ -75,6 +87,9 @@ const noOrganization = (handle: string) =>
 const noEnvironment = (handle: string) =>
   new PublicError("environment_not_found", `no environment ${JSON.stringify(handle)} that this key may see`);
 const denied = (what: string) => new PublicError("access_denied", `this key may not ${what}`);
+/** Who did it, as a release's history shows it (a label: the key's kind). */
+const callerLabel = (caller: ControlCaller) =>
+  caller.kind === "operator" ? "operator" : caller.kind === "organization" ? "organization key" : "environment key";
 
 /**
  * A person's only question at the apex is which environments they may open: anything else is 403 for
@@ -161,6 +176,9 @@ export class ControlOperations {
       url: this.deps.environmentUrl(handle),
       activeVersion: env.activeVersion,
       createdAt: iso(env.createdAt),
+      forkedFrom: env.forkedFrom,
+      expiresAt: isoOrNull(env.expiresAt),
+      schedulesPaused: env.schedulesPaused,
     };
   }
 
@@ -437,5 +455,56 @@ export class ControlOperations {
     const { revoked, tokens } = await this.control.grants.revoke(user, owner.scope, Date.now());
     if (!revoked) throw new PublicError("grant_not_found", `${user} has no such grant here`);
     return { user, organization: owner.organization, environment: owner.environment, revokedTokens: tokens };
+  }
+
+  // Previews: paused schedules, promote, forks (docs/decisions/previews.md).
+
+  /**
+   * An environment a preview operation acts on: the operator's, its organization key's, or its own
+   * environment key's. Another environment's key is refused (403) whether that one exists or not.
+   */
+  private async environmentActedOn(caller: ControlCaller, handle: string, what: string): Promise<EnvironmentRow> {
+    refusePerson(caller);
+    if (caller.kind === "environment") {
+      const env = await this.control.environments.byHandle(handle);
+      if (!env || env.id !== caller.environment) throw denied(`${what} of another environment`);
+      return env;
+    }
+    return this.environmentSeen(caller, handle);
+  }
+
+  /** Pauses or resumes the environment's schedules (resuming makes its next tick due now). */
+  async patchEnvironment(
+    caller: ControlCaller,
+    handle: string,
+    patch: { schedulesPaused?: boolean },
+  ): Promise<EnvironmentView> {
+    let env = await this.environmentActedOn(caller, handle, "change the schedules");
+    if (patch.schedulesPaused !== undefined) {
+      env = (await this.control.environments.setSchedulesPaused(env.id, patch.schedulesPaused, Date.now())) ?? env;
+    }
+    return this.environmentView(env, await this.organizationHandles());
+  }
+
+  /**
+   * Publishes `from`'s active release to `to` and activates it, as `release promote` does: the caller
+   * acts on both (the operator, their organization's key, or never an environment key, which has one).
+   */
+  async promote(
+    caller: ControlCaller,
+    to: string,
+    from: string,
+    force: boolean,
+  ): Promise<PublishAnswer & { from: string; to: string }> {
+    const target = await this.environmentActedOn(caller, to, "promote into the release");
+    const source = await this.environmentActedOn(caller, from, "promote the release");
+    if (!this.deps.bundlesDir) throw new Error("promote needs the process's bundles folder (ControlDeps.bundlesDir)");
+    const result = await promoteRelease(this.deps.store, source, target, {
+      bundlesDir: this.deps.bundlesDir,
+      force,
+      publishedBy: `${callerLabel(caller)} (promoted from ${from})`,
+    });
+    if (result.activated) await this.deps.changed?.();
+    return { from, to, ...publishAnswer(result) };
   }
 }

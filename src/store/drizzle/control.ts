@@ -1,4 +1,4 @@
-import { and, asc, type Column, count, eq, inArray, isNull, ne, or, type SQL, sql } from "drizzle-orm";
+import { and, asc, type Column, count, eq, inArray, isNull, lte, ne, or, type SQL, sql } from "drizzle-orm";
 import { PublicError } from "../../lib/errors.ts";
 import { checkHandle } from "../../lib/handles.ts";
 import {
@@ -252,6 +252,37 @@ class DrizzleEnvironmentStore implements EnvironmentStore {
       );
     await this.db.delete(e).where(eq(e.id, id));
     return removed;
+  }
+
+  async setSchedulesPaused(id: number, paused: boolean, at: number): Promise<EnvironmentRow | null> {
+    const e = this.t.environments;
+    const rows = await this.db
+      .update(e)
+      .set(paused ? { schedulesPaused: true } : { schedulesPaused: false, nextTickAt: at })
+      .where(eq(e.id, id))
+      .returning();
+    return rows[0] ?? null;
+  }
+
+  async claimExpired(now: number, leaseUntil: number, limit: number): Promise<EnvironmentRow[]> {
+    const e = this.t.environments;
+    const due = this.db
+      .select({ id: e.id })
+      .from(e)
+      .where(and(lte(e.expiresAt, now), ne(e.id, 1)))
+      .orderBy(asc(e.expiresAt))
+      .limit(limit);
+    // The condition again in the update: an instance that took the row meanwhile moved it past `now`.
+    return this.db
+      .update(e)
+      .set({ expiresAt: leaseUntil })
+      .where(and(inArray(e.id, due), lte(e.expiresAt, now)))
+      .returning();
+  }
+
+  async setExpiresAt(id: number, expiresAt: number | null): Promise<void> {
+    const e = this.t.environments;
+    await this.db.update(e).set({ expiresAt }).where(eq(e.id, id));
   }
 
   /** Deletes the environment's rows of a table, DELETE_BATCH at a time by `key` (its primary key). */
