@@ -88,7 +88,8 @@ const Env = Type.Object({
     default: 60_000,
     minimum: 100,
     maximum: 3_600_000,
-    description: "hosting mode: how often the service looks for environments whose TTL passed (a fork's --ttl) and deletes them",
+    description:
+      "hosting mode: how often the service looks for environments whose TTL passed (a fork's --ttl) and deletes them",
   }),
   DRAIN_READY_MS: Type.Integer({
     default: 5000,

@@ -30,12 +30,15 @@ export const envList = (config: Config, org: string | undefined) =>
     }
     const orgs = new Map((await store.control.organizations.list()).map((o) => [o.id, o.handle]));
     printTable([
-      ["ENVIRONMENT", "ORGANIZATION", "ACTIVE", "CREATED"],
+      ["ENVIRONMENT", "ORGANIZATION", "ACTIVE", "CREATED", "FORKED FROM", "EXPIRES", "SCHEDULES"],
       ...environments.map((e) => [
         e.handle ?? "(single mode)",
         e.organization === null ? "-" : (orgs.get(e.organization) ?? "-"),
         e.activeVersion ?? "-",
         iso(e.createdAt),
+        e.forkedFrom ?? "-",
+        e.expiresAt === null ? "-" : iso(e.expiresAt),
+        e.schedulesPaused ? "paused" : "on",
       ]),
     ]);
     return 0;
@@ -154,5 +157,19 @@ export const envGrants = (config: Config, environment: string | undefined, org: 
         iso(g.createdAt),
       ]),
     ]);
+    return 0;
+  });
+
+/** Pauses or resumes an environment's schedules (resuming: its next tick is due at once, catch-up rules apply). */
+export const envSchedules = (config: Config, handle: string, options: { pause: boolean; resume: boolean }) =>
+  withStore(config, async (store) => {
+    if (options.pause === options.resume) throw new UserError("give --pause or --resume");
+    const env = await environmentNamed(store, handle);
+    await store.control.environments.setSchedulesPaused(env.id, options.pause, Date.now());
+    console.log(
+      options.pause
+        ? `schedules of ${handle} paused: no tick runs until ${commandLine(`env schedules ${handle} --resume`)}`
+        : `schedules of ${handle} resumed: the next tick is due now (missed ticks follow each schedule's catchUp)`,
+    );
     return 0;
   });
