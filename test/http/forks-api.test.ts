@@ -207,7 +207,7 @@ for (const dialect of dialects) {
         const page = await executionsOf("acme-paused");
         return page.length > 0 ? page : null;
       }, 15_000);
-      expect(ticked[0]).toMatchObject({ action: "sched.ping", principalId: "schedule:beat" });
+      expect(ticked?.[0]).toMatchObject({ action: "sched.ping", principalId: "schedule:beat" });
       expect(loops().counts.schedules.turns).toBeGreaterThan(0);
     }, 40_000);
 
