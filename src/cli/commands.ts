@@ -1,6 +1,6 @@
 import { ENV_NAMES, type EnvName } from "../config.ts";
 import type { Command, Flag } from "./command.ts";
-import { envCreate, envDelete, envGrant, envGrants, envList, envRevoke, envSchedules } from "./env.ts";
+import { envCreate, envDelete, envFork, envGrant, envGrants, envList, envRevoke, envSchedules } from "./env.ts";
 import { instancesList } from "./instances.ts";
 import { keyCreate, keyCreateStored, keyList, keyRevoke } from "./key.ts";
 import { orgCreate, orgList } from "./org.ts";
@@ -322,6 +322,31 @@ Without --yes nothing is deleted: it prints what would be and exits 1, so a scri
     env: STORAGE_ENV,
     examples: ["bun run env delete acme-staging", "bun run env delete acme-staging --yes"],
     run: (config, [handle], flags) => envDelete(config(), handle as string, { yes: flags.yes === true }),
+  },
+  {
+    name: "env fork",
+    args: ["<source>", "<handle>"],
+    summary: "make a preview environment: a copy of <source>'s release, history and variables, its data with --data",
+    details: `The fork has the source's active release and release history and its plain variables; --secrets
+copies its secrets too (refused without it when the release declares secrets), --data its entities, links
+and files (the files' bytes are shared until one side changes them). Executions, runs, logs, tokens, keys
+and grants are not copied; its schedules start paused (env schedules <handle> --resume). --ttl deletes it
+when that time has passed (30m, 12h, 7d; at most 90d). It is served at once, with keys of its own.`,
+    flags: {
+      data: { type: "boolean", description: "copy the entities, links and files" },
+      secrets: { type: "boolean", description: "copy the secret variables too" },
+      ttl: { type: "string", value: "<30m|12h|7d>", description: "delete the fork after this long (at most 90d)" },
+      org: { type: "string", value: "<org>", description: "the fork's organization (default: the source's)" },
+    },
+    env: STORE_ENV,
+    examples: ["bun run env fork acme-prod acme-pr-42 --data --ttl 7d", "bun run env fork acme-prod acme-try"],
+    run: (config, [source, handle], flags) =>
+      envFork(config(), source as string, handle as string, {
+        data: flags.data === true,
+        secrets: flags.secrets === true,
+        ttl: string(flags.ttl),
+        org: string(flags.org),
+      }),
   },
   {
     name: "env schedules",

@@ -1,6 +1,8 @@
 import { USER_ID, UserError } from "../auth/users.ts";
 import type { Config } from "../config.ts";
 import { deleteEnvironment, refuseDeletingFirst } from "../engine/control/delete-environment.ts";
+import { forkEnvironment } from "../engine/control/fork.ts";
+import { parseTtl } from "../engine/control/ttl.ts";
 import { iso } from "../lib/values.ts";
 import { openConfiguredStorage } from "../startup.ts";
 import type { EnvironmentContents, Scope } from "../store/control.ts";
@@ -171,5 +173,47 @@ export const envSchedules = (config: Config, handle: string, options: { pause: b
         ? `schedules of ${handle} paused: no tick runs until ${commandLine(`env schedules ${handle} --resume`)}`
         : `schedules of ${handle} resumed: the next tick is due now (missed ticks follow each schedule's catchUp)`,
     );
+    return 0;
+  });
+
+/**
+ * Forks an environment (hosting mode): a new one with the source's active release and history, its
+ * variables (secrets with --secrets), with --data its entities, links and files; schedules paused.
+ */
+export const envFork = (
+  config: Config,
+  source: string,
+  handle: string,
+  options: { data: boolean; secrets: boolean; ttl?: string; org?: string },
+) =>
+  withStore(config, async (store) => {
+    const from = await environmentNamed(store, source);
+    const ttlMs = options.ttl === undefined ? null : parseTtl(options.ttl);
+    const organization =
+      options.org !== undefined
+        ? await organizationNamed(store, options.org)
+        : from.organization === null
+          ? null
+          : await store.control.organizations.byId(from.organization);
+    if (!organization) throw new UserError(`environment ${source} belongs to no organization: give --org <org>`);
+    const started = performance.now();
+    const { environment, copied } = await forkEnvironment(store, from, {
+      handle,
+      organization: organization.id,
+      data: options.data,
+      secrets: options.secrets,
+      ttlMs,
+      at: Date.now(),
+    });
+    const ms = Math.round(performance.now() - started);
+    const version = environment.activeVersion ?? "no release";
+    console.log(`environment ${handle} forked from ${source} in ${organization.handle} (${version}) in ${ms} ms:`);
+    console.log(
+      `  ${copied.releases} releases, ${copied.variables} variables${options.data ? `, ${copied.entities} entities, ${copied.links} links, ${copied.files} files` : " (no data: --data copies it)"}`,
+    );
+    if (environment.expiresAt !== null) console.log(`  deleted by the service at ${iso(environment.expiresAt)}`);
+    console.log(`  schedules paused: ${commandLine(`env schedules ${handle} --resume`)} lets them tick`);
+    console.error(`it is served now, with keys of its own (the source's do not open it): ${commandLine(`key create --env ${handle}`)}
+promote its release back later: ${commandLine(`release promote ${handle} ${source}`)}`);
     return 0;
   });

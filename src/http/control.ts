@@ -115,6 +115,11 @@ export function controlRoutes(deps: ControlDeps & { auth: Authenticator; service
     .post("/environments/:handle/promote", async ({ params, request, caller }) => {
       const { from, force } = await body(PromoteBody, request);
       return ops.promote(caller, params.handle, from, force === true);
+    })
+    .post("/environments/:handle/fork", async ({ params, request, caller, set }) => {
+      const fork = await ops.fork(caller, params.handle, await body(ForkBody, request));
+      set.status = 201;
+      return fork;
     });
   for (const [prefix, scopeOf] of [
     ["/orgs", scopes.org],

@@ -227,5 +227,163 @@ for (const dialect of dialects) {
         async () => (await t.invoke("acme-temp", "data.add-note", { title: "t", priority: 1 })).status === 404,
       );
     }, 30_000);
+
+    test("POST /environments/{handle}/fork: 401 without a key, another environment's key 403, another organization's 404; its own key, its organization's and the operator's 201", async () => {
+      const expected: Record<Caller, [number, string?]> = {
+        none: [401, "unauthorized"],
+        operator: [201],
+        org: [201],
+        otherOrg: [404, "environment_not_found"],
+        env: [201],
+        otherEnv: [403, "access_denied"],
+      };
+      for (const caller of CALLERS) {
+        const res = await apex("/environments/acme-prod/fork", {
+          method: "POST",
+          token: tokens[caller],
+          json: { handle: `acme-by-${caller.toLowerCase()}` },
+        });
+        const [status, code] = expected[caller];
+        if (code) await refused(res, status, code);
+        else {
+          expect(res.status).toBe(status);
+          expect(await res.json()).toMatchObject({
+            handle: `acme-by-${caller.toLowerCase()}`,
+            organization: "acme",
+            forkedFrom: "acme-prod",
+            expiresAt: null,
+            schedulesPaused: true,
+          });
+        }
+      }
+      // Another environment's key may not fork a handle that does not exist either (403, nothing learnt).
+      await refused(
+        await apex("/environments/nowhere/fork", { method: "POST", token: tokens.otherEnv, json: { handle: "x-1" } }),
+        403,
+        "access_denied",
+      );
+      // An environment key forks within its organization only.
+      await refused(
+        await apex("/environments/acme-prod/fork", {
+          method: "POST",
+          token: tokens.env,
+          json: { handle: "acme-elsewhere", organization: "beta" },
+        }),
+        403,
+        "access_denied",
+      );
+    }, 30_000);
+
+    test("a fork's refusals: a taken handle, a bad TTL, an unknown field", async () => {
+      await refused(
+        await apex("/environments/acme-prod/fork", { method: "POST", json: { handle: "acme-stage" } }),
+        409,
+        "handle_taken",
+      );
+      await refused(
+        await apex("/environments/acme-prod/fork", { method: "POST", json: { handle: "acme-ttl", ttl: "91d" } }),
+        400,
+        "invalid_request",
+      );
+      await refused(
+        await apex("/environments/acme-prod/fork", { method: "POST", json: { handle: "acme-ttl", ttl: "soon" } }),
+        400,
+        "invalid_request",
+      );
+      await refused(
+        await apex("/environments/acme-prod/fork", { method: "POST", json: { handle: "acme-ttl", copy: true } }),
+        400,
+        "invalid_request",
+      );
+      expect(await t.store.control.environments.byHandle("acme-ttl")).toBeNull();
+    });
+
+    const notesOf = async (handle: string): Promise<string[]> => {
+      const res = await t.invoke(handle, "data.query", { query: { notes: {} } });
+      expect(res.status).toBe(200);
+      const { result } = (await res.json()).execution.output;
+      return (result.notes as { title: string }[]).map((n) => n.title).sort();
+    };
+
+    test("a fork with data serves at once with the source's data; afterwards their writes are their own", async () => {
+      await t.invoke("acme-prod", "data.add-note", { title: "before the fork", priority: 1 });
+      const res = await apex("/environments/acme-prod/fork", {
+        method: "POST",
+        json: { handle: "acme-pr-1", data: true, ttl: "7d" },
+      });
+      expect(res.status).toBe(201);
+      const fork = await res.json();
+      expect(fork).toMatchObject({ handle: "acme-pr-1", forkedFrom: "acme-prod", url: t.at("acme-pr-1") });
+      expect(fork.copied.entities).toBeGreaterThanOrEqual(1);
+      expect(fork.copied.releases).toBeGreaterThanOrEqual(2);
+      const expiresIn = Date.parse(fork.expiresAt) - Date.now();
+      expect(expiresIn).toBeGreaterThan(7 * 86_400_000 - 60_000);
+      expect(expiresIn).toBeLessThanOrEqual(7 * 86_400_000);
+      const source = await (await apex("/environments/acme-prod")).json();
+      expect(fork.activeVersion).toBe(source.activeVersion);
+      expect(await notesOf("acme-pr-1")).toContain("before the fork");
+      await t.invoke("acme-pr-1", "data.add-note", { title: "in the fork", priority: 2 });
+      await t.invoke("acme-prod", "data.add-note", { title: "in the source", priority: 3 });
+      const [inFork, inSource] = [await notesOf("acme-pr-1"), await notesOf("acme-prod")];
+      expect(inFork).toContain("in the fork");
+      expect(inFork).not.toContain("in the source");
+      expect(inSource).toContain("in the source");
+      expect(inSource).not.toContain("in the fork");
+      // The listing shows where it came from.
+      const listed = await (await apex("/environments?organization=acme")).json();
+      expect(listed.items.find((e: { handle: string }) => e.handle === "acme-pr-1")).toMatchObject({
+        forkedFrom: "acme-prod",
+        expiresAt: fork.expiresAt,
+      });
+    }, 30_000);
+
+    test("a fork without data has the release and no entities", async () => {
+      const res = await apex("/environments/acme-prod/fork", { method: "POST", json: { handle: "acme-pr-2" } });
+      expect(res.status).toBe(201);
+      const fork = await res.json();
+      expect(fork.copied).toMatchObject({ entities: 0, links: 0, files: 0 });
+      expect(await notesOf("acme-pr-2")).toEqual([]);
+    }, 30_000);
+
+    test("a fork of a release that declares secrets is refused without secrets, naming them", async () => {
+      // A release whose manifest declares a secret, stored as a publish stores it.
+      const id = await t.create({ handle: "acme-secret", organization: "acme" });
+      const prod = t.store.environment(await t.id("acme-prod")).releases;
+      const row = await prod.get((await prod.active()).version as string);
+      if (!row) throw new Error("acme-prod has no active release");
+      const releases = t.store.environment(id).releases;
+      const manifest = {
+        ...(row.manifest as object),
+        env: { STRIPE_KEY: { secret: true }, REGION: { secret: false } },
+      };
+      await releases.insert({ ...row, version: "s1", manifest, createdAt: Date.now() });
+      await releases.activate("s1", Date.now(), false);
+      const res = await apex("/environments/acme-secret/fork", { method: "POST", json: { handle: "acme-secret-pr" } });
+      await refused(res.clone() as TestResponse, 409, "secrets_required");
+      const body = await res.json();
+      expect(body.message).toContain("STRIPE_KEY");
+      expect(body.secrets).toEqual(["STRIPE_KEY"]);
+      expect(await t.store.control.environments.byHandle("acme-secret-pr")).toBeNull();
+      const allowed = await apex("/environments/acme-secret/fork", {
+        method: "POST",
+        json: { handle: "acme-secret-pr", secrets: true },
+      });
+      expect(allowed.status).toBe(201);
+    }, 30_000);
+
+    test("a fork whose TTL passed is deleted; its source stays whole", async () => {
+      const res = await apex("/environments/acme-prod/fork", {
+        method: "POST",
+        json: { handle: "acme-pr-3", data: true, ttl: "30m" },
+      });
+      expect(res.status).toBe(201);
+      const id = await t.id("acme-pr-3");
+      await t.store.control.environments.setExpiresAt(id, Date.now());
+      await eventually(async () => (await apex("/environments/acme-pr-3")).status === 404, 15_000);
+      expect(
+        logged.some((line) => line.startsWith("expiry: deleted environment acme-pr-3 (forked from acme-prod)")),
+      ).toBe(true);
+      expect(await notesOf("acme-prod")).toContain("before the fork");
+    }, 30_000);
   });
 }

@@ -4,15 +4,23 @@ import type { Storage } from "../../files/storage.ts";
 import { PublicError } from "../../lib/errors.ts";
 import { HandleError } from "../../lib/handles.ts";
 import { publishAnswer } from "../../release/publish.ts";
-import { type EnvironmentContents, HandleTaken, type Scope, type ScopedKeyListRow } from "../../store/control.ts";
+import {
+  type EnvironmentContents,
+  type ForkCopied,
+  HandleTaken,
+  type Scope,
+  type ScopedKeyListRow,
+} from "../../store/control.ts";
 import type { EnvironmentRow, GrantRow, OrganizationRow } from "../../store/rows.ts";
 import type { Store } from "../../store/store.ts";
 import type { Instance, PublishAnswer } from "../../wire/views.ts";
 import { liveInstances } from "../fleet.ts";
 import { type ControlCaller, controlCallerOf } from "./caller.ts";
 import { deleteEnvironment, refuseDeletingFirst } from "./delete-environment.ts";
+import { forkEnvironment } from "./fork.ts";
 import { type ControlPage, pageAfter } from "./paging.ts";
 import { promoteRelease } from "./promote.ts";
+import { parseTtl } from "./ttl.ts";
 
 export { ENVIRONMENT_TABLES } from "../../store/control.ts";
 export type { ControlCaller } from "./caller.ts";
@@ -506,5 +514,52 @@ export class ControlOperations {
     });
     if (result.activated) await this.deps.changed?.();
     return { from, to, ...publishAnswer(result) };
+  }
+
+  /**
+   * Forks `source` into a new environment (`env fork`): the source's own key, its organization's or the
+   * operator may; in the source's organization unless `organization` names another the caller sees.
+   * This instance learns of the fork at once (it serves it on its first request).
+   */
+  async fork(
+    caller: ControlCaller,
+    source: string,
+    request: { handle: string; organization?: string; data?: boolean; secrets?: boolean; ttl?: string },
+  ): Promise<EnvironmentView & { copied: ForkCopied }> {
+    const from = await this.environmentActedOn(caller, source, "fork the environment");
+    const ttlMs = request.ttl === undefined ? null : parseTtl(request.ttl);
+    const organization = await this.forkOrganization(caller, from, request.organization);
+    const { environment, copied } = await handled(
+      forkEnvironment(this.deps.store, from, {
+        handle: request.handle,
+        organization: organization.id,
+        data: request.data === true,
+        secrets: request.secrets === true,
+        ttlMs,
+        at: Date.now(),
+      }),
+    );
+    await this.deps.changed?.();
+    return { ...this.environmentView(environment, new Map([[organization.id, organization.handle]])), copied };
+  }
+
+  /** The fork's organization: the source's, or another the caller may make environments in. */
+  private async forkOrganization(
+    caller: ControlCaller,
+    source: EnvironmentRow,
+    handle: string | undefined,
+  ): Promise<OrganizationRow> {
+    if (handle !== undefined) {
+      if (caller.kind === "environment") throw denied("fork into another organization");
+      return this.organizationSeen(caller, handle);
+    }
+    const own = source.organization === null ? null : await this.control.organizations.byId(source.organization);
+    if (!own) {
+      throw new PublicError(
+        "invalid_request",
+        `environment ${source.handle} belongs to no organization: name the fork's (organization)`,
+      );
+    }
+    return own;
   }
 }
