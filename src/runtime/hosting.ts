@@ -112,7 +112,7 @@ export async function startHosting(
     environmentUrl: (handle) => environmentUrl(service, handle),
     evict: (id) => hosted.evict(id),
     bundlesDir: bundlesDir(config),
-    changed: () => loops.pollChanges(),
+    changed: () => loops.pollChangesFresh(),
     authority: authority?.authority,
   });
   // Outside development the console's page is asked for through the Dispatcher, whose host check it needs;

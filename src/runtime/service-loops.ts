@@ -193,6 +193,12 @@ export class ServiceLoops {
     return this.changing;
   }
 
+  /** A look that starts after now (one under way may have read before a change this instance just made). */
+  async pollChangesFresh(): Promise<void> {
+    await this.changing;
+    await this.pollChanges();
+  }
+
   /**
    * The environments' rows changed since the last look: a composed environment's new active release is
    * loaded, one being deleted (no active release) or gone is evicted, and what is served here is noted.
