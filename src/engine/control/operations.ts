@@ -496,7 +496,7 @@ export class ControlOperations {
 
   /**
    * Publishes `from`'s active release to `to` and activates it, as `release promote` does: the caller
-   * acts on both (the operator, their organization's key, or never an environment key, which has one).
+   * must act on both (the operator, or their organization's key; an environment key acts on one only).
    */
   async promote(
     caller: ControlCaller,
