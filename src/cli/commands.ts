@@ -1,11 +1,11 @@
 import { ENV_NAMES, type EnvName } from "../config.ts";
 import type { Command, Flag } from "./command.ts";
-import { envCreate, envDelete, envGrant, envGrants, envList, envRevoke } from "./env.ts";
+import { envCreate, envDelete, envFork, envGrant, envGrants, envList, envRevoke, envSchedules } from "./env.ts";
 import { instancesList } from "./instances.ts";
 import { commandLine } from "./invocation.ts";
 import { keyCreate, keyCreateStored, keyList, keyRevoke } from "./key.ts";
 import { orgCreate, orgList } from "./org.ts";
-import { releaseActivate, releaseList, releasePublish, releaseTypesCommand } from "./release.ts";
+import { releaseActivate, releaseList, releasePromote, releasePublish, releaseTypesCommand } from "./release.ts";
 import { secretsRotateKey } from "./secrets.ts";
 import { serveCommand } from "./serve.ts";
 import { userRevokeSession, userSessions } from "./sign-ins.ts";
@@ -125,6 +125,23 @@ in ACTUATE_TOKEN; the environment checks it as a local publish does and answers 
       "ACTUATE_TOKEN=$KEY bun run release activate v1 --url https://api.example.com",
     ],
     run: (config, [version], flags) => releaseActivate(config, version as string, { url: string(flags.url) }),
+  },
+  {
+    name: "release promote",
+    args: ["<from-env>", "<to-env>"],
+    summary: "publish one environment's active release to another and activate it (hosting mode)",
+    details: `The release <from-env> serves (its stored bundle, under its version) is published to <to-env> as
+release publish would publish it: the same contract changes printed, the same refusals (a version <to-env>
+holds with other content, a schema change that orphans its data without --force, its required variables
+unset). The same version with the same content there is only activated.`,
+    flags: {
+      force: { type: "boolean", description: "publish even if the schema change orphans data stored in <to-env>" },
+      by: { type: "string", value: "<name>", description: "who promotes, as the history shows it" },
+    },
+    env: STORE_ENV,
+    examples: ["bun run release promote acme-pr-42 acme-prod"],
+    run: (config, [from, to], flags) =>
+      releasePromote(config, from as string, to as string, { force: flags.force === true, by: string(flags.by) }),
   },
   {
     name: "release types",
@@ -324,6 +341,46 @@ Without --yes nothing is deleted: it prints what would be and exits 1, so a scri
     env: STORAGE_ENV,
     examples: ["bun run env delete acme-staging", "bun run env delete acme-staging --yes"],
     run: (config, [handle], flags) => envDelete(config(), handle as string, { yes: flags.yes === true }),
+  },
+  {
+    name: "env fork",
+    args: ["<source>", "<handle>"],
+    summary: "make a preview environment: a copy of <source>'s release, history and variables, its data with --data",
+    details: `The fork has the source's active release and release history and its plain variables; --secrets
+copies its secrets too (refused without it when the release declares secrets), --data its entities, links
+and files (the files' bytes are shared until one side changes them). Executions, runs, logs, tokens, keys
+and grants are not copied; its schedules start paused (env schedules <handle> --resume). --ttl deletes it
+when that time has passed (30m, 12h, 7d; at most 90d). It is served at once, with keys of its own.`,
+    flags: {
+      data: { type: "boolean", description: "copy the entities, links and files" },
+      secrets: { type: "boolean", description: "copy the secret variables too" },
+      ttl: { type: "string", value: "<30m|12h|7d>", description: "delete the fork after this long (at most 90d)" },
+      org: { type: "string", value: "<org>", description: "the fork's organization (default: the source's)" },
+    },
+    env: STORE_ENV,
+    examples: ["bun run env fork acme-prod acme-pr-42 --data --ttl 7d", "bun run env fork acme-prod acme-try"],
+    run: (config, [source, handle], flags) =>
+      envFork(config(), source as string, handle as string, {
+        data: flags.data === true,
+        secrets: flags.secrets === true,
+        ttl: string(flags.ttl),
+        org: string(flags.org),
+      }),
+  },
+  {
+    name: "env schedules",
+    args: ["<handle>"],
+    summary: "pause or resume an environment's schedules (a fork's start paused)",
+    details: `Paused, none of its release's schedules ticks. Resumed, its next tick is due at once: missed ticks
+follow each schedule's catchUp, as after downtime (at most 24 h back).`,
+    flags: {
+      pause: { type: "boolean", description: "stop its schedules from ticking" },
+      resume: { type: "boolean", description: "let them tick again" },
+    },
+    env: STORE_ENV,
+    examples: ["bun run env schedules acme-pr-42 --resume", "bun run env schedules acme-prod --pause"],
+    run: (config, [handle], flags) =>
+      envSchedules(config(), handle as string, { pause: flags.pause === true, resume: flags.resume === true }),
   },
   {
     name: "env grant",

@@ -24,6 +24,26 @@ export const GrantBody = Type.Object(
   { additionalProperties: false },
 );
 
+// Previews (docs/decisions/previews.md): a fork, its schedules, promote.
+export const PatchEnvironmentBody = Type.Object(
+  { schedulesPaused: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false },
+);
+export const PromoteBody = Type.Object(
+  { from: Handle, force: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false },
+);
+export const ForkBody = Type.Object(
+  {
+    handle: Handle,
+    organization: Type.Optional(Handle),
+    data: Type.Optional(Type.Boolean()),
+    secrets: Type.Optional(Type.Boolean()),
+    ttl: Type.Optional(Type.String({ minLength: 2, maxLength: 16 })),
+  },
+  { additionalProperties: false },
+);
+
 const ListQuery = queryString(Type.Object(pageParams, { additionalProperties: false }));
 const EnvironmentsQuery = queryString(
   Type.Object({ ...pageParams, organization: Type.Optional(Handle) }, { additionalProperties: false }),
@@ -88,6 +108,20 @@ export function controlRoutes(deps: ControlDeps & { auth: Authenticator; service
       ({ params, query, caller }) => ops.deleteEnvironment(caller, params.handle, query.confirm === true),
       { query: DeleteQuery },
     );
+  // Previews: their own block.
+  app
+    .patch("/environments/:handle", async ({ params, request, caller }) =>
+      ops.patchEnvironment(caller, params.handle, await body(PatchEnvironmentBody, request)),
+    )
+    .post("/environments/:handle/promote", async ({ params, request, caller }) => {
+      const { from, force } = await body(PromoteBody, request);
+      return ops.promote(caller, params.handle, from, force === true);
+    })
+    .post("/environments/:handle/fork", async ({ params, request, caller, set }) => {
+      const fork = await ops.fork(caller, params.handle, await body(ForkBody, request));
+      set.status = 201;
+      return fork;
+    });
   for (const [prefix, scopeOf] of [
     ["/orgs", scopes.org],
     ["/environments", scopes.env],

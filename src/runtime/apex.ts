@@ -34,6 +34,9 @@ export interface ApexDeps {
    * /environments/{handle}?confirm=true` before the environment's rows go.
    */
   evict?: (id: number) => Promise<void>;
+  /** The process's bundles folder (a promoted release is loaded there) and the poll of changes, run now. */
+  bundlesDir?: string;
+  changed?: () => Promise<void>;
   /** The service's one authorization authority (auth/service-authority.ts), unless AUTH_ISSUER is the authority. */
   authority?: OAuthRouteOptions["authority"];
   /** What seals the secrets set through `/environments/{handle}/variables`; null: none (refused). */
