@@ -81,7 +81,7 @@ describe("json", () => {
       nested: { deep: [1, true, null, `Bearer ${STRIPE}`, { [STRIPE]: "tok-12345678" }] },
       n: 42,
     };
-    expect(redactor.json(value)).toEqual({
+    expect(redactor.json(value) as unknown).toEqual({
       plain: "[secret STRIPE_KEY]",
       nested: { deep: [1, true, null, "Bearer [secret STRIPE_KEY]", { "[secret STRIPE_KEY]": "[secret TOKEN]" }] },
       n: 42,
