@@ -56,6 +56,7 @@ const WHAT: Record<keyof EnvironmentContents, string> = {
   apiTokens: "user tokens",
   grants: "grants",
   scopedKeys: "environment keys",
+  variables: "variables and secrets",
 };
 
 function printContents(contents: EnvironmentContents) {

@@ -11,6 +11,7 @@ import { FunctionContext } from "./function-context.ts";
 import { thrownLine } from "./log-line.ts";
 import { type Redactor, redactorFor, redactText } from "./redaction.ts";
 import type { EngineResources } from "./resources.ts";
+import type { VariableSnapshot } from "./variable-snapshot.ts";
 
 const SETTLE_ATTEMPTS = 5;
 
@@ -20,8 +21,9 @@ const SETTLE_ATTEMPTS = 5;
  */
 export class Runner {
   private readonly inFlight = new Map<string, { done: Promise<ExecutionRow>; context: FunctionContext }>();
-  /** Opens a handler's log: one function for the runner, not one per invoke. */
-  private readonly openLog = (row: ExecutionRow) => this.executionLog(row);
+  /** Opens a handler's log, redacting the secrets of its variables: one function for the runner, not one per invoke. */
+  private readonly openLog = (row: ExecutionRow, variables: VariableSnapshot) =>
+    this.executionLog(row, redactorFor(variables));
 
   constructor(
     private readonly $: Pick<
@@ -38,10 +40,9 @@ export class Runner {
     input: unknown,
     parent?: SpanParent,
   ): Promise<ExecutionRow> {
-    // Read once: the invocation keeps these variables (and so which secrets it redacts) until it ends.
-    const redactor = redactorFor(this.$.variables());
-    const openLog = redactor === null ? this.openLog : (opened: ExecutionRow) => this.executionLog(opened, redactor);
-    const context = new FunctionContext(row, release, principal, this.$, openLog);
+    const context = new FunctionContext(row, release, principal, this.$, this.openLog);
+    // The variables the context read once (its ctx.env): the invocation redacts their secrets until it ends.
+    const redactor = redactorFor(context.variables);
     const done = this.run(row, action, input, context, redactor, parent);
     this.inFlight.set(row.id, { done, context });
     return done;

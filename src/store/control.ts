@@ -48,6 +48,7 @@ export const ENVIRONMENT_TABLES = [
   "apiTokens",
   "grants",
   "scopedKeys",
+  "variables",
 ] as const;
 export type EnvironmentTable = (typeof ENVIRONMENT_TABLES)[number];
 

@@ -15,7 +15,7 @@ import { logger, thrownLine } from "../log-line.ts";
 import { type Redactor, redactorFor, redactText } from "../redaction.ts";
 import type { EngineResources } from "../resources.ts";
 import { type ScheduleTools, scheduleTools } from "../schedules/delayed-context.ts";
-import { NO_VARIABLES, type VariableSnapshot } from "../variable-snapshot.ts";
+import type { VariableSnapshot } from "../variable-snapshot.ts";
 
 /** Why a run stops short of an end of its own: asked to, the server is going away, or another worker took it. */
 export type Halt = "canceled" | "shutdown" | "lease_lost";
@@ -74,12 +74,12 @@ export class RunExecution {
   /** Likewise the step's `ctx.schedule` and `ctx.cancelScheduled`. */
   private readonly stepTools = new AsyncLocalStorage<ScheduleTools>();
   private span: Span = NO_SPAN;
+  /** The environment's variables as this pass started (`ctx.env`; the secrets to redact). */
+  readonly variables: VariableSnapshot;
   /** For the worker's failures: this pass's store calls begin with it. */
   private readonly begun: number;
-  /** The environment's variables as this pass reads them at its start (`ctx.env`), kept until it ends. */
-  private variables: VariableSnapshot = NO_VARIABLES;
   /** Their secrets' redactor (null without secrets): step results, the output, errors and log lines pass through it. */
-  private redactor: Redactor | null = null;
+  private readonly redactor: Redactor | null;
 
   /** `fresh`: the run was just admitted by this process, so it has no checkpoints to read yet. */
   constructor(
@@ -105,6 +105,8 @@ export class RunExecution {
     private readonly parent?: SpanParent,
   ) {
     this.begun = failures.begin();
+    this.variables = $.variables();
+    this.redactor = redactorFor(this.variables);
     this.principal = {
       kind: run.principalKind,
       id: run.principalId,
@@ -143,8 +145,6 @@ export class RunExecution {
   }
 
   private async pass(): Promise<PassOutcome> {
-    this.variables = this.$.variables();
-    this.redactor = redactorFor(this.variables);
     let release: LoadedRelease;
     try {
       release = await this.$.releaseVersion(this.run.releaseVersion);
@@ -419,6 +419,7 @@ export class RunExecution {
     const { run } = this;
     return {
       auth: this.principal,
+      env: this.variables.env,
       db: writesInSteps(this.$.data.forExecution(this.principal, release, this.$.now).db, () => this.stepDb.getStore()),
       execution: { id: run.id, requestId: run.requestId },
       run: { id: run.id },

@@ -232,6 +232,7 @@ class DrizzleEnvironmentStore implements EnvironmentStore {
       ["dataAttrs", [t.dataAttrs.environment, t.dataAttrs.id]],
       ["releases", [t.releases.environment, t.releases.version]],
       ["apiTokens", [t.apiTokens.id]],
+      ["variables", [t.variables.environment, t.variables.name]],
     ];
     for (const [name, key] of batches) removed[name] += await this.removeInBatches(name, key, id);
     removed.grants = await this.removed(t.grants, eq(t.grants.environment, id));
