@@ -7,9 +7,12 @@
 // BENCH_LOAD=wrk|bun (load tool; default wrk when on PATH), BENCH_ONLY (a regular expression: measure
 // only the scenarios whose names match, e.g. "bare|floor|invoke \\(sqlite").
 import { availableParallelism, loadavg } from "node:os";
+import { join } from "node:path";
 import postgres from "postgres";
 import { redactorFor } from "../src/engine/redaction.ts";
 import { NO_VARIABLES } from "../src/engine/variable-snapshot.ts";
+import { openStore } from "../src/store/open.ts";
+import { createSealer, generateKey } from "../src/variables/sealing.ts";
 import { cpuPerRequest, postmasterOf, readCpu } from "./cpu.ts";
 import {
   cleanup,
@@ -178,6 +181,41 @@ async function startFloor(label: string, database?: PgDatabase): Promise<Scenari
 async function startQuiet(): Promise<Scenario> {
   const [invoke] = await startActuate("sqlite", undefined, { LOG_LEVEL: "warn" });
   return { ...(invoke as Scenario), name: "invoke, log off (sqlite)" };
+}
+
+/** The two secrets of the secrets scenario's environment: as long as real keys, used by no action of releases/v1. */
+const BENCH_SECRETS = {
+  STRIPE_KEY: `sk_live_${crypto.randomUUID().replaceAll("-", "")}`,
+  WEBHOOK_SECRET: `whsec_${crypto.randomUUID().replaceAll("-", "")}`,
+};
+
+/**
+ * The SQLite server again, its environment holding two secrets (sealed into its database before it
+ * starts, under its SECRETS_KEY) that math.add does not use: what an environment with secrets pays per
+ * invoke (its output scanned, nothing matching), against `invoke (sqlite)` in the same run.
+ */
+async function startSecrets(): Promise<Scenario> {
+  const dataDir = tempDir("actuate-bench-secrets-");
+  const key = generateKey();
+  const store = await openStore(`sqlite:${join(dataDir, "actuate.db")}`);
+  try {
+    const sealer = await createSealer(key);
+    for (const [name, value] of Object.entries(BENCH_SECRETS)) {
+      const sealed = await sealer.seal(name, value);
+      await store.variables.set({
+        name,
+        secret: true,
+        value: sealed,
+        keyId: sealer.keyId,
+        updatedAt: Date.now(),
+        updatedBy: "bench",
+      });
+    }
+  } finally {
+    await store.close();
+  }
+  const [invoke] = await startActuate("sqlite-secrets", undefined, { DATA_DIR: dataDir, SECRETS_KEY: key });
+  return { ...(invoke as Scenario), name: "invoke, secrets (sqlite)", baseline: "invoke (sqlite)", target: 0.95 };
 }
 
 /** An Actuate server and its scenarios: HTTP invoke against the bare echo; with a user token, and MCP tools/call, against invoke. */
@@ -428,12 +466,14 @@ async function main(): Promise<void> {
     await startFloor("sqlite"),
     ...(await startActuate("sqlite")),
     await startQuiet(),
+    await startSecrets(),
   ];
   const pg = process.env.BENCH_ONLY && !/postgres/.test(process.env.BENCH_ONLY) ? null : await createPgDatabase();
   if (pg) scenarios.push(await startFloor("postgres", pg), ...(await startActuate("postgres", pg)));
   const only = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
   const chosen = only ? scenarios.filter((s) => only.test(s.name)) : scenarios;
   for (const s of chosen) await s.verify();
+  if (chosen.some((s) => s.name.includes("secrets"))) redactorCost();
   const results = await runRounds(chosen, seconds);
   printTable(chosen, results);
 }
