@@ -215,7 +215,29 @@ async function startSecrets(): Promise<Scenario> {
     await store.close();
   }
   const [invoke] = await startActuate("sqlite-secrets", undefined, { DATA_DIR: dataDir, SECRETS_KEY: key });
-  return { ...(invoke as Scenario), name: "invoke, secrets (sqlite)", baseline: "invoke (sqlite)", target: 0.95 };
+  const scenario = invoke as Scenario;
+  const base = new URL(scenario.load.url).origin;
+  return {
+    ...scenario,
+    name: "invoke, secrets (sqlite)",
+    baseline: "invoke (sqlite)",
+    target: 0.95,
+    verify: async () => {
+      await scenario.verify();
+      await verifyRedacting(base);
+    },
+  };
+}
+
+/** The server holds the secrets: a greeting given one answers and logs it redacted. */
+async function verifyRedacting(base: string): Promise<void> {
+  const body = JSON.stringify({ requestId: crypto.randomUUID(), input: { name: BENCH_SECRETS.STRIPE_KEY } });
+  const res = await fetch(`${base}${LOGGING_PATH}`, { method: "POST", headers, body });
+  const answer = (await res.json()) as { execution?: { id: string; output?: { message?: string } } };
+  const logs = await (await fetch(`${base}/executions/${answer.execution?.id}/logs`, { headers })).text();
+  if (answer.execution?.output?.message !== "Hello, [secret STRIPE_KEY]!" || !logs.includes("[secret STRIPE_KEY]")) {
+    throw new Error(`the secrets scenario's server does not redact its secrets: ${JSON.stringify(answer)} ${logs}`);
+  }
 }
 
 /** An Actuate server and its scenarios: HTTP invoke against the bare echo; with a user token, and MCP tools/call, against invoke. */
