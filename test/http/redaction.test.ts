@@ -115,6 +115,16 @@ for (const dialect of dialects) {
       expectNoPlaintext(JSON.stringify(await (await t.fetch(`/executions/${execution.id}`)).json()), "the failure");
     });
 
+    test("a failure's last log line is redacted before it is cut to 16 KiB (no start of a secret is left)", async () => {
+      // "the handler threw: Error: " and the padding put the secret across the cut at 16,384 bytes.
+      const pad = 16_384 - "the handler threw: Error: ".length - 10;
+      const { execution } = await (await t.invoke("vault.throws", { pad })).json();
+      expect(execution.errorMessage).toBe(`${"x".repeat(pad)}${S}`);
+      const [last] = (await logsOf(execution.id)).slice(-1);
+      expect(last.line).toEndWith(`${"x".repeat(10)}${S.slice(0, 10)}…`);
+      expect(last.line).not.toContain(STRIPE.slice(0, 8));
+    });
+
     test("a workflow: the step's result (as the next code sees it too), its log, the run's output and error", async () => {
       const { runId } = await (await t.invoke("vault.flow", {})).json();
       const result = await (await t.fetch(`/executions/${runId}/result`)).json();
