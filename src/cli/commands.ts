@@ -5,6 +5,7 @@ import { instancesList } from "./instances.ts";
 import { keyCreate, keyCreateStored, keyList, keyRevoke } from "./key.ts";
 import { orgCreate, orgList } from "./org.ts";
 import { releaseActivate, releaseList, releasePublish, releaseTypesCommand } from "./release.ts";
+import { secretsRotateKey } from "./secrets.ts";
 import { serveCommand } from "./serve.ts";
 import { userRevokeSession, userSessions } from "./sign-ins.ts";
 import { tokenCreate, tokenList, tokenRevoke } from "./token.ts";
@@ -292,6 +293,20 @@ unique across the service. The environment starts with no release: publish one w
     env: STORE_ENV,
     examples: ["bun run env list", "bun run env list --org acme"],
     run: (config, _, flags) => envList(config(), string(flags.org)),
+  },
+  {
+    name: "secrets rotate-key",
+    summary: "re-seal every secret of every environment under a new SECRETS_KEY",
+    details: `The new key is read from SECRETS_KEY_NEW, else from stdin (never from the command line); the secrets
+open with SECRETS_KEY (unset: the development key in DATA_DIR/secrets-key) or a key of SECRETS_KEY_PREVIOUS.
+Prints how many were re-sealed; then set SECRETS_KEY to the new key on every instance and restart them.
+A secret set while it runs keeps its new value. Generate a key with: openssl rand -base64 32`,
+    env: [...STORE_ENV, "SECRETS_KEY", "SECRETS_KEY_PREVIOUS"],
+    examples: [
+      "SECRETS_KEY_NEW=$(openssl rand -base64 32) bun run secrets rotate-key",
+      "openssl rand -base64 32 | tee new.key | bun run secrets rotate-key",
+    ],
+    run: (config) => secretsRotateKey(config()),
   },
   {
     name: "env delete",

@@ -189,7 +189,7 @@ export async function releaseTypesCommand(
     const version = loaded.declared?.version ?? built.defaultVersion;
     const { manifest } = asRelease(loaded, version);
     const { entities, links } = manifest.schema;
-    description = { version, actions: manifest.actions, entities, links };
+    description = { version, actions: manifest.actions, entities, links, env: manifest.env };
     source = folder;
   }
   await Bun.write(flags.out, releaseTypes(description, source));
