@@ -4,8 +4,11 @@ import { join } from "node:path";
 import { bundlesDir, type RunningServer, startServer } from "../../src/main.ts";
 import { publishRelease } from "../../src/release/publish.ts";
 import type { Principal } from "../../src/sdk/index.ts";
+import { secretsKeyFile } from "../../src/startup.ts";
 import { openStore, sqliteUrlParts } from "../../src/store/open.ts";
+import { createSealer } from "../../src/variables/sealing.ts";
 import { dialects, selectRows } from "../support/databases.ts";
+import { startHostingServer } from "../support/hosting.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "../support/server.ts";
 
 const SERVICE: Principal = { kind: "service", id: "test" };
@@ -283,3 +286,60 @@ describe.if(pg !== undefined)("two instances on PostgreSQL", () => {
     }
   }, 20_000);
 });
+
+for (const dialect of dialects) {
+  describe(`variables in hosting mode (${dialect.name})`, () => {
+    test("each environment has its own; a change reaches the service loops' next invocation; the refusal names the handle", async () => {
+      const hosting = await startHostingServer(dialect, {
+        environments: [
+          { handle: "acme-prod", organization: "acme" },
+          { handle: "acme-dev", organization: "acme" },
+        ],
+      });
+      const second = dialect.name === "postgres" ? await hosting.another() : null;
+      try {
+        const refused = await hosting.publish("acme-prod", fixture("variables")).catch((error) => error);
+        expect(refused).toMatchObject({ code: "variables_missing" });
+        expect(refused.message).toContain("not set in acme-prod: API_URL, STRIPE_KEY");
+        expect(refused.message).toContain("actuate vars set acme-prod STRIPE_KEY --secret");
+
+        // Set as the CLI does: the store and the sealer of the shared key (dev's key file here).
+        const sealer = await createSealer(secretsKeyFile(hosting.dataDir));
+        const setIn = async (handle: string, name: string, value: string, secret = false) =>
+          hosting.store.environment(await hosting.id(handle)).variables.set({
+            name,
+            secret,
+            value: secret ? await sealer.seal(name, value) : value,
+            keyId: secret ? sealer.keyId : null,
+            updatedAt: Date.now(),
+            updatedBy: "cli",
+          });
+        for (const handle of ["acme-prod", "acme-dev"]) {
+          await setIn(handle, "STRIPE_KEY", `${STRIPE_KEY}-${handle}`, true);
+          await setIn(handle, "API_URL", `https://${handle}.example`);
+          await hosting.publish(handle, fixture("variables"));
+        }
+        const readIn = async (server: typeof hosting, handle: string) => {
+          const res = await server.invoke(handle, "vars.read", {});
+          return (await res.json()).execution.output;
+        };
+        for (const server of second ? [hosting, second] : [hosting]) {
+          await eventually(async () => (await readIn(server, "acme-dev"))?.apiUrl === "https://acme-dev.example");
+          expect(await readIn(server, "acme-prod")).toEqual({
+            region: "eu",
+            apiUrl: "https://acme-prod.example",
+            extra: null,
+            stripeKeySha256: sha256(`${STRIPE_KEY}-acme-prod`),
+          });
+        }
+        await setIn("acme-prod", "REGION", "us");
+        for (const server of second ? [hosting, second] : [hosting]) {
+          await eventually(async () => (await readIn(server, "acme-prod")).region === "us");
+          expect((await readIn(server, "acme-dev")).region).toBe("eu");
+        }
+      } finally {
+        await hosting.stop();
+      }
+    }, 30_000);
+  });
+}
