@@ -84,6 +84,13 @@ const Env = Type.Object({
     maximum: 60_000,
     description: "how often a server looks for a newly activated release",
   }),
+  EXPIRY_SWEEP_MS: Type.Integer({
+    default: 60_000,
+    minimum: 100,
+    maximum: 3_600_000,
+    description:
+      "hosting mode: how often the service looks for environments whose TTL passed (a fork's --ttl) and deletes them",
+  }),
   DRAIN_READY_MS: Type.Integer({
     default: 5000,
     minimum: 0,
@@ -331,6 +338,8 @@ export interface Config {
   tokenRecheckMs: number;
   waitMs: number;
   releasePollMs: number;
+  /** EXPIRY_SWEEP_MS: how often hosting mode deletes the environments whose TTL passed. */
+  expirySweepMs: number;
   /** How long a signalled `start` answers /readyz 503 `draining` while still serving (DRAIN_READY_MS). */
   drainReadyMs: number;
   /** How long a stopping server lets requests and handlers finish before their ctx.signal fires (DRAIN_MS). */
@@ -428,6 +437,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     tokenRecheckMs: parsed.TOKEN_RECHECK_MS,
     waitMs: parsed.WAIT_MS,
     releasePollMs: parsed.RELEASE_POLL_MS,
+    expirySweepMs: parsed.EXPIRY_SWEEP_MS,
     drainReadyMs: parsed.DRAIN_READY_MS,
     drainMs: parsed.DRAIN_MS,
     followPoll: backoff("FOLLOW_POLL_MS", parsed.FOLLOW_POLL_MS),

@@ -1,5 +1,6 @@
 import { hostname, userInfo } from "node:os";
 import type { Config } from "../config.ts";
+import { promoteRelease } from "../engine/control/promote.ts";
 import { PublicError } from "../lib/errors.ts";
 import { bundlesDir } from "../main.ts";
 import { activateRelease } from "../release/activate.ts";
@@ -10,6 +11,7 @@ import { buildRelease, publishRelease } from "../release/publish.ts";
 import { describeDatabase } from "../store/open.ts";
 import type { Page, PublishAnswer, PublishedRelease } from "../wire/views.ts";
 import { commandLine } from "./invocation.ts";
+import { environmentNamed } from "./org.ts";
 import { type Remote, remote } from "./remote.ts";
 import { withStore } from "./with-store.ts";
 
@@ -198,3 +200,26 @@ export async function releaseTypesCommand(
   console.log(`wrote ${flags.out}: ${description.actions.length} actions of release ${description.version}`);
   return 0;
 }
+
+/**
+ * Publishes one environment's active release to another (hosting mode): its stored bundle, checked and
+ * diffed as `release publish` does, then activated.
+ */
+export const releasePromote = (
+  config: () => Config,
+  from: string,
+  to: string,
+  flags: { force?: boolean; by?: string },
+) =>
+  withStore(config(), async (store) => {
+    const [source, target] = [await environmentNamed(store, from), await environmentNamed(store, to)];
+    const result = await promoteRelease(store, source, target, {
+      bundlesDir: bundlesDir(config()),
+      force: flags.force,
+      publishedBy: `${publisher(flags.by)} (promoted from ${from})`,
+    });
+    console.log(`promoting ${from}'s release ${result.version} to ${to}:`);
+    printPublish(result);
+    console.log(followers(config()));
+    return 0;
+  });

@@ -31,8 +31,8 @@ export class FunctionContext {
     private readonly release: LoadedRelease,
     private readonly principal: Principal,
     private readonly $: Pick<EngineResources, "data" | "now" | "maxOutputBytes" | "variables">,
-    /** The runner's: the log opens when the handler first writes to it. */
-    private readonly openLog: (row: ExecutionRow) => ExecutionLog,
+    /** The runner's: the log opens when the handler first writes to it (redacting these variables' secrets). */
+    private readonly openLog: (row: ExecutionRow, variables: VariableSnapshot) => ExecutionLog,
   ) {
     const self = this;
     let log: ActionContext["log"] | null = null;
@@ -70,7 +70,7 @@ export class FunctionContext {
 
   /** The execution's log, opened on first use. */
   get log(): ExecutionLog {
-    this.executionLog ??= this.openLog(this.row);
+    this.executionLog ??= this.openLog(this.row, this.variables);
     return this.executionLog;
   }
 

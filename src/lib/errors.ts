@@ -47,6 +47,8 @@ export const ERROR_STATUS = {
   variables_missing: 409,
   // A secret set on a server with no SECRETS_KEY.
   secrets_key_required: 409,
+  // A fork of an environment whose active release declares secrets, asked for without copying them.
+  secrets_required: 409,
   payload_too_large: 413,
   // Hosting mode: the environment exists, but SERVE_ENVIRONMENTS leaves it to other instances.
   environment_not_served: 421,

@@ -52,6 +52,21 @@ export const ENVIRONMENT_TABLES = [
 ] as const;
 export type EnvironmentTable = (typeof ENVIRONMENT_TABLES)[number];
 
+/** What `EnvironmentStore.fork` copied, rows by kind (a fork of no data copies no entity, link or file). */
+export type ForkCopied = { releases: number; variables: number; entities: number; links: number; files: number };
+
+/** What a fork is made as: its handle and organization, and what it takes of the source. */
+export interface ForkTarget {
+  handle: string;
+  organization: number;
+  at: number;
+  /** The entities, links, attributes and file rows (the file bytes stay the source's: `blob_environment`). */
+  data: boolean;
+  /** Secret variables too (their sealed values as they are); plain variables are always copied. */
+  secrets: boolean;
+  expiresAt: number | null;
+}
+
 export interface EnvironmentStore {
   /**
    * A new environment of an organization, with no active release. Its `changed` takes the next number of
@@ -90,6 +105,30 @@ export interface EnvironmentStore {
    * crash), calling it again finishes the job.
    */
   delete(id: number, dropFiles: (paths: string[]) => Promise<void>): Promise<EnvironmentContents | null>;
+  /**
+   * Pauses or resumes its release's schedules (hosting mode's schedule loop skips a paused environment).
+   * Resuming makes its next tick due at `at` (the pass then applies each schedule's catch-up rule, as after
+   * downtime). Answers the row, null for an unknown id.
+   */
+  setSchedulesPaused(id: number, paused: boolean, at: number): Promise<EnvironmentRow | null>;
+  /**
+   * Takes up to `limit` environments whose `expires_at` passed by `now` (never environment 1), moving it to
+   * `leaseUntil` so one instance deletes each (if it dies, the environment is due again then). Answers them.
+   */
+  claimExpired(now: number, leaseUntil: number, limit: number): Promise<EnvironmentRow[]>;
+  /** Sets or clears when the service deletes the environment. */
+  setExpiresAt(id: number, expiresAt: number | null): Promise<void>;
+  /**
+   * A new environment copied from `source` (docs/decisions/forks.md): its release history with the
+   * source's active release active (revision 1, activated `at`, schedules paused, no tick due), its plain
+   * variables (and secrets when asked), and with `data` its entities, links, attributes and file rows, the
+   * file rows naming the environment whose storage holds their bytes. Everything from one snapshot of the
+   * source, which is not stopped meanwhile; executions, runs, logs, schedule ticks, delayed invocations,
+   * tokens, grants and keys are not copied. The fork is seen (`byHandle`, `changedSince`, `list`) only
+   * once complete; one interrupted is cleaned by a later call. Throws HandleError, HandleTaken, and
+   * `environment_not_found` for an unknown source.
+   */
+  fork(source: number, target: ForkTarget): Promise<{ environment: EnvironmentRow; copied: ForkCopied }>;
 }
 
 /**
