@@ -1,5 +1,5 @@
 import type { Config } from "../config.ts";
-import { secretsKeyFile, StartupError } from "../startup.ts";
+import { StartupError, secretsKeyFile } from "../startup.ts";
 import type { Resealed } from "../store/variables.ts";
 import { createSealer, parseKey, type Sealer, SealingError } from "../variables/sealing.ts";
 import { withStore } from "./with-store.ts";
