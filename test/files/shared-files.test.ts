@@ -1,0 +1,277 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "minio";
+import { DiskStorage } from "../../src/files/disk.ts";
+import { S3Storage } from "../../src/files/s3.ts";
+import { type FileService, fileServiceOf } from "../../src/files/service.ts";
+import type { Storage } from "../../src/files/storage.ts";
+import { deleteEnvironment } from "../../src/engine/control/delete-environment.ts";
+import type { Principal } from "../../src/sdk/index.ts";
+import { openStore } from "../../src/store/open.ts";
+import type { Store } from "../../src/store/store.ts";
+import { dialects, type TestDatabase } from "../support/databases.ts";
+import { holdS3rver, releaseS3rver, S3_KEY } from "../support/storages.ts";
+
+/**
+ * Files a fork shares with its source (docs/decisions/shared-files.md): no byte copied at fork time, each
+ * side's writes and deletes never seen by the other, on both databases and both drivers.
+ */
+
+const scratch = mkdtempSync(join(tmpdir(), "actuate-shared-files-"));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+const service: Principal = { kind: "service", id: "key" };
+const body = (text: string) => new Blob([text]).stream();
+const tokenOf = (url: string) => url.slice(url.indexOf("/storage/signed/") + "/storage/signed/".length);
+
+/** A driver under test, and a count of the objects it holds (every environment's). */
+interface Driver {
+  name: string;
+  open(): Promise<{ storage: Storage; objects(): Promise<number> }>;
+  close(): Promise<void>;
+}
+
+const disk: Driver = {
+  name: "disk",
+  async open() {
+    const root = mkdtempSync(join(scratch, "disk-"));
+    const objects = async () =>
+      readdirSync(root, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).length;
+    return { storage: new DiskStorage(root), objects };
+  },
+  close: async () => {},
+};
+
+const s3: Driver = {
+  name: "s3",
+  async open() {
+    const endPoint = await holdS3rver();
+    const bucket = `actuate-shared-${crypto.randomUUID().slice(0, 8)}`;
+    const storage = await S3Storage.open({ endPoint, region: "us-east-1", bucket, accessKey: S3_KEY, secretKey: S3_KEY });
+    const url = new URL(endPoint);
+    const client = new Client({
+      endPoint: url.hostname,
+      port: Number(url.port),
+      useSSL: false,
+      region: "us-east-1",
+      accessKey: S3_KEY,
+      secretKey: S3_KEY,
+    });
+    const objects = async () => {
+      let n = 0;
+      for await (const _ of client.listObjectsV2(bucket, "", true)) n++;
+      return n;
+    };
+    return { storage, objects };
+  },
+  close: releaseS3rver,
+};
+
+for (const dialect of dialects) {
+  for (const driver of [disk, s3]) {
+    describe(`files shared with a fork (${dialect.name}, ${driver.name})`, () => {
+      let database: TestDatabase;
+      let store: Store;
+      let storage: Storage;
+      let objects: () => Promise<number>;
+      let organization: number;
+      let environments = 0;
+
+      beforeAll(async () => {
+        database = await dialect.create();
+        store = await openStore(database.url);
+        ({ storage, objects } = await driver.open());
+        organization = (await store.control.organizations.create("acme", 0)).id;
+      });
+      afterAll(async () => {
+        await store.close();
+        await database.drop();
+        await driver.close();
+      });
+
+      const filesOf = (environment: number): FileService =>
+        fileServiceOf(
+          { store, storage, secret: "secret", maxBytes: 1024 * 1024 },
+          environment,
+          () => `https://env-${environment}.example`,
+        );
+
+      const newEnvironment = async () =>
+        (await store.control.environments.create(`env-${++environments}`, organization, 0)).id;
+
+      /**
+       * What the fork store does with the file rows (helper fork-store's `environments.fork`): each row
+       * copied, reading the bytes its source reads.
+       */
+      const fork = async (source: number) => {
+        const id = await newEnvironment();
+        const rows = await store.environment(source).files.list({ prefix: "", limit: 10_000 });
+        for (const row of rows) {
+          await store.environment(id).files.put({ ...row, blobEnvironment: row.blobEnvironment ?? source });
+        }
+        return id;
+      };
+
+      /** The file's text as a browser gets it: through a signed download URL (ours, or the store's). */
+      const read = async (environment: number, path: string): Promise<string | null> => {
+        const files = filesOf(environment);
+        const signed = await files.signDownload(service, path).catch(() => null);
+        if (!signed) return null;
+        if (signed.url.includes("/storage/signed/")) {
+          const file = await files.signedDownload(tokenOf(signed.url)).catch(() => null);
+          return file ? new Response(file.body).text() : null;
+        }
+        const response = await fetch(signed.url);
+        return response.ok ? response.text() : null;
+      };
+
+      const write = (environment: number, path: string, text: string) =>
+        filesOf(environment).upload(service, path, "text/plain", body(text));
+
+      /** Puts through an upload URL: the server's own (disk), or the store's presigned one (S3). */
+      const putSigned = async (environment: number, path: string, text: string, url: string) => {
+        if (url.includes("/storage/signed/")) {
+          await filesOf(environment).signedUpload(tokenOf(url), "text/plain", body(text));
+          return;
+        }
+        const response = await fetch(url, { method: "PUT", body: text, headers: { "content-type": "text/plain" } });
+        expect(response.ok).toBe(true);
+      };
+
+      test("a fork reads its source's bytes, none copied; a source overwrite hands the old ones to the fork", async () => {
+        const source = await newEnvironment();
+        await write(source, "reports/q1.txt", "source v1");
+        await write(source, "reports/q2.txt", "only in source");
+        const before = await objects();
+        const forked = await fork(source);
+        expect(await objects()).toBe(before);
+        expect(await read(forked, "reports/q1.txt")).toBe("source v1");
+        expect(await read(forked, "reports/q2.txt")).toBe("only in source");
+
+        await write(source, "reports/q1.txt", "source v2");
+        expect(await read(source, "reports/q1.txt")).toBe("source v2");
+        expect(await read(forked, "reports/q1.txt")).toBe("source v1");
+        // The fork owns the old bytes now; the file nobody changed is still shared.
+        expect((await store.environment(forked).files.get("reports/q1.txt"))?.blobEnvironment).toBeNull();
+        expect((await store.environment(forked).files.get("reports/q2.txt"))?.blobEnvironment).toBe(source);
+        expect(await objects()).toBe(before + 1);
+      });
+
+      test("a fork's overwrite and delete leave the source as it was", async () => {
+        const source = await newEnvironment();
+        await write(source, "a.txt", "source's");
+        await write(source, "b.txt", "source's b");
+        const forked = await fork(source);
+        await write(forked, "a.txt", "fork's");
+        expect(await read(forked, "a.txt")).toBe("fork's");
+        expect(await read(source, "a.txt")).toBe("source's");
+        await filesOf(forked).delete(service, "b.txt");
+        expect(await read(forked, "b.txt")).toBeNull();
+        expect(await read(source, "b.txt")).toBe("source's b");
+        await filesOf(forked).delete(service, "a.txt");
+        expect(await read(source, "a.txt")).toBe("source's");
+      });
+
+      test("a source's delete leaves the fork whole, and drops the bytes once nobody reads them", async () => {
+        const source = await newEnvironment();
+        await write(source, "c.txt", "shared");
+        const before = await objects();
+        const forked = await fork(source);
+        await filesOf(source).delete(service, "c.txt");
+        expect(await read(source, "c.txt")).toBeNull();
+        expect(await read(forked, "c.txt")).toBe("shared");
+        // Handed over (copied to the fork, the source's copy deleted): one object, as before.
+        expect(await objects()).toBe(before);
+        await filesOf(forked).delete(service, "c.txt");
+        expect(await objects()).toBe(before - 1);
+      });
+
+      test("deleting the source environment leaves its forks whole, a fork of a fork included", async () => {
+        const source = await newEnvironment();
+        await write(source, "d.txt", "from source");
+        await write(source, "e.txt", "e from source");
+        const first = await fork(source);
+        const second = await fork(first);
+        expect((await store.environment(second).files.get("d.txt"))?.blobEnvironment).toBe(source);
+        await write(first, "e.txt", "e from first");
+        const third = await fork(first);
+        expect((await store.environment(third).files.get("e.txt"))?.blobEnvironment).toBe(first);
+
+        expect(await deleteEnvironment(store, storage, source)).not.toBeNull();
+        for (const id of [first, second, third]) expect(await read(id, "d.txt")).toBe("from source");
+        expect(await read(second, "e.txt")).toBe("e from source");
+        expect(await read(third, "e.txt")).toBe("e from first");
+
+        // The fork that got the bytes hands them on again when it deletes them itself.
+        expect(await deleteEnvironment(store, storage, first)).not.toBeNull();
+        expect(await read(second, "d.txt")).toBe("from source");
+        expect(await read(third, "d.txt")).toBe("from source");
+        expect(await read(third, "e.txt")).toBe("e from first");
+        await write(third, "d.txt", "third's");
+        expect(await read(second, "d.txt")).toBe("from source");
+        expect(await read(third, "d.txt")).toBe("third's");
+      });
+
+      test("a fork of a fork: the first's write is handed to none but itself, the source's to both", async () => {
+        const source = await newEnvironment();
+        await write(source, "f.txt", "v1");
+        const first = await fork(source);
+        const second = await fork(first);
+        await write(source, "f.txt", "v2");
+        expect([await read(source, "f.txt"), await read(first, "f.txt"), await read(second, "f.txt")]).toEqual([
+          "v2",
+          "v1",
+          "v1",
+        ]);
+        await write(first, "f.txt", "first's");
+        expect([await read(source, "f.txt"), await read(first, "f.txt"), await read(second, "f.txt")]).toEqual([
+          "v2",
+          "first's",
+          "v1",
+        ]);
+      });
+
+      test("an upload URL signed in the source hands the bytes over before the browser puts", async () => {
+        const source = await newEnvironment();
+        await write(source, "photo.txt", "old photo");
+        const forked = await fork(source);
+        const upload = await filesOf(source).signUpload(service, "photo.txt", "text/plain");
+        await putSigned(source, "photo.txt", "new photo", upload.url);
+        expect(await read(source, "photo.txt")).toBe("new photo");
+        expect(await read(forked, "photo.txt")).toBe("old photo");
+
+        const forkUpload = await filesOf(forked).signUpload(service, "photo.txt", "text/plain");
+        await putSigned(forked, "photo.txt", "fork's photo", forkUpload.url);
+        expect(await read(forked, "photo.txt")).toBe("fork's photo");
+        expect(await read(source, "photo.txt")).toBe("new photo");
+      });
+
+      test("retention's drop of a source upload's bytes leaves the fork's copy readable", async () => {
+        const source = await newEnvironment();
+        await write(source, "executions/x1/doc/a.txt", "an upload");
+        const forked = await fork(source);
+        await filesOf(source).deleteBytes(["executions/x1/doc/a.txt"]);
+        await store.environment(source).files.delete("executions/x1/doc/a.txt");
+        expect(await read(forked, "executions/x1/doc/a.txt")).toBe("an upload");
+      });
+
+      test("writers at once on both sides lose no bytes", async () => {
+        const source = await newEnvironment();
+        await write(source, "g.txt", "original");
+        const forks = [await fork(source), await fork(source), await fork(source)];
+        await Promise.all([
+          write(source, "g.txt", "source A"),
+          write(source, "g.txt", "source B"),
+          write(forks[0] as number, "g.txt", "fork 0's"),
+          filesOf(forks[1] as number).delete(service, "g.txt"),
+        ]);
+        expect(["source A", "source B"]).toContain((await read(source, "g.txt")) ?? "");
+        expect(await read(forks[0] as number, "g.txt")).toBe("fork 0's");
+        expect(await read(forks[1] as number, "g.txt")).toBeNull();
+        expect(await read(forks[2] as number, "g.txt")).toBe("original");
+      });
+    });
+  }
+}
