@@ -3,11 +3,11 @@ import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "minio";
+import { deleteEnvironment } from "../../src/engine/control/delete-environment.ts";
 import { DiskStorage } from "../../src/files/disk.ts";
 import { S3Storage } from "../../src/files/s3.ts";
 import { type FileService, fileServiceOf } from "../../src/files/service.ts";
 import type { Storage } from "../../src/files/storage.ts";
-import { deleteEnvironment } from "../../src/engine/control/delete-environment.ts";
 import type { Principal } from "../../src/sdk/index.ts";
 import { openStore } from "../../src/store/open.ts";
 import type { Store } from "../../src/store/store.ts";
@@ -49,7 +49,13 @@ const s3: Driver = {
   async open() {
     const endPoint = await holdS3rver();
     const bucket = `actuate-shared-${crypto.randomUUID().slice(0, 8)}`;
-    const storage = await S3Storage.open({ endPoint, region: "us-east-1", bucket, accessKey: S3_KEY, secretKey: S3_KEY });
+    const storage = await S3Storage.open({
+      endPoint,
+      region: "us-east-1",
+      bucket,
+      accessKey: S3_KEY,
+      secretKey: S3_KEY,
+    });
     const url = new URL(endPoint);
     const client = new Client({
       endPoint: url.hostname,

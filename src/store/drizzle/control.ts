@@ -3,8 +3,8 @@ import { PublicError } from "../../lib/errors.ts";
 import { checkHandle } from "../../lib/handles.ts";
 import {
   type ControlStore,
-  ENVIRONMENT_TABLES,
   type DroppedFile,
+  ENVIRONMENT_TABLES,
   type EnvironmentContents,
   type EnvironmentStore,
   type GrantStore,
