@@ -137,7 +137,7 @@ for (const dialect of dialects) {
         filesOf(environment).upload(service, path, "text/plain", body(text));
 
       /** Puts through an upload URL: the server's own (disk), or the store's presigned one (S3). */
-      const putSigned = async (environment: number, path: string, text: string, url: string) => {
+      const putSigned = async (environment: number, text: string, url: string) => {
         if (url.includes("/storage/signed/")) {
           await filesOf(environment).signedUpload(tokenOf(url), "text/plain", body(text));
           return;
@@ -244,12 +244,12 @@ for (const dialect of dialects) {
         await write(source, "photo.txt", "old photo");
         const forked = await fork(source);
         const upload = await filesOf(source).signUpload(service, "photo.txt", "text/plain");
-        await putSigned(source, "photo.txt", "new photo", upload.url);
+        await putSigned(source, "new photo", upload.url);
         expect(await read(source, "photo.txt")).toBe("new photo");
         expect(await read(forked, "photo.txt")).toBe("old photo");
 
         const forkUpload = await filesOf(forked).signUpload(service, "photo.txt", "text/plain");
-        await putSigned(forked, "photo.txt", "fork's photo", forkUpload.url);
+        await putSigned(forked, "fork's photo", forkUpload.url);
         expect(await read(forked, "photo.txt")).toBe("fork's photo");
         expect(await read(source, "photo.txt")).toBe("new photo");
       });
@@ -261,6 +261,43 @@ for (const dialect of dialects) {
         await filesOf(source).deleteBytes(["executions/x1/doc/a.txt"]);
         await store.environment(source).files.delete("executions/x1/doc/a.txt");
         expect(await read(forked, "executions/x1/doc/a.txt")).toBe("an upload");
+      });
+
+      test("environment 1 (single mode's keys, no prefix) as a source: its fork reads and keeps its bytes", async () => {
+        await write(1, "single/h.txt", "single's");
+        const forked = await fork(1);
+        await write(1, "single/h.txt", "single's v2");
+        expect(await read(forked, "single/h.txt")).toBe("single's");
+        expect(await read(1, "single/h.txt")).toBe("single's v2");
+      });
+
+      test("a source upload deleted: the fork keeps its bytes, the source's handle finds none", async () => {
+        const source = await newEnvironment();
+        const { handles } = await filesOf(source).storeUploads(
+          service,
+          "x2",
+          new Map([
+            ["doc", { filename: "a.txt", contentType: "text/plain", size: 3, sha256: "", stream: () => body("one") }],
+          ]),
+        );
+        const forked = await fork(source);
+        const forkRow = await store.environment(forked).files.get("executions/x2/doc/a.txt");
+        expect(forkRow?.blobEnvironment).toBe(source);
+        await filesOf(source).delete(service, "executions/x2/doc/a.txt");
+        expect(await read(forked, "executions/x2/doc/a.txt")).toBe("one");
+        // The source's handle: its row is gone, its bytes with it (handed to the fork).
+        await expect(handles.doc?.text() ?? Promise.resolve("")).rejects.toThrow("no such file");
+      });
+
+      test("a lease on shared bytes is one holder's until released or run out", async () => {
+        const files = store.environment(await newEnvironment()).files;
+        expect(await files.leaseBytes("l.txt", 1000, 2000)).toBe(true);
+        expect(await files.leaseBytes("l.txt", 1500, 2500)).toBe(false);
+        expect(await files.leaseBytes("other.txt", 1500, 2500)).toBe(true);
+        // Its holder died: past its end it is taken over.
+        expect(await files.leaseBytes("l.txt", 2001, 3000)).toBe(true);
+        await files.releaseBytes("l.txt");
+        expect(await files.leaseBytes("l.txt", 2002, 3000)).toBe(true);
       });
 
       test("writers at once on both sides lose no bytes", async () => {
