@@ -51,6 +51,21 @@ export const ENVIRONMENT_TABLES = [
 ] as const;
 export type EnvironmentTable = (typeof ENVIRONMENT_TABLES)[number];
 
+/** What `EnvironmentStore.fork` copied, rows by kind (a fork of no data copies no entity, link or file). */
+export type ForkCopied = { releases: number; variables: number; entities: number; links: number; files: number };
+
+/** What a fork is made as: its handle and organization, and what it takes of the source. */
+export interface ForkTarget {
+  handle: string;
+  organization: number;
+  at: number;
+  /** The entities, links, attributes and file rows (the file bytes stay the source's: `blob_environment`). */
+  data: boolean;
+  /** Secret variables too (their sealed values as they are); plain variables are always copied. */
+  secrets: boolean;
+  expiresAt: number | null;
+}
+
 export interface EnvironmentStore {
   /**
    * A new environment of an organization, with no active release. Its `changed` takes the next number of
@@ -90,6 +105,17 @@ export interface EnvironmentStore {
    * calling it again finishes the job.
    */
   delete(id: number, dropFiles: (files: DroppedFile[]) => Promise<void>): Promise<EnvironmentContents | null>;
+  /**
+   * A new environment copied from `source` (docs/decisions/forks.md): its release history with the
+   * source's active release active (revision 1, activated `at`, schedules paused, no tick due), its plain
+   * variables (and secrets when asked), and with `data` its entities, links, attributes and file rows, the
+   * file rows naming the environment whose storage holds their bytes. Everything from one snapshot of the
+   * source, which is not stopped meanwhile; executions, runs, logs, schedule ticks, delayed invocations,
+   * tokens, grants and keys are not copied. The fork is seen (`byHandle`, `changedSince`, `list`) only
+   * once complete; one interrupted is cleaned by a later call. Throws HandleError, HandleTaken, and
+   * `environment_not_found` for an unknown source.
+   */
+  fork(source: number, target: ForkTarget): Promise<{ environment: EnvironmentRow; copied: ForkCopied }>;
 }
 
 /** A file row of an environment being deleted: `blobEnvironment` non-null when its bytes are another's. */

@@ -7,6 +7,8 @@ import {
   ENVIRONMENT_TABLES,
   type EnvironmentContents,
   type EnvironmentStore,
+  type ForkCopied,
+  type ForkTarget,
   type GrantStore,
   HandleTaken,
   type OrganizationStore,
@@ -17,6 +19,7 @@ import {
 } from "../control.ts";
 import type { EnvironmentRow, GrantRow, OrganizationRow } from "../rows.ts";
 import { prepared, type SharedDatabase, type SharedTables } from "./database.ts";
+import { ABANDONED_FORK_MS, FORKING, type ForkCopier, forkedTables } from "./fork-tables.ts";
 
 /** Rows a statement of an environment's delete removes at most: other writers wait one such statement. */
 export const DELETE_BATCH = 2_000;
@@ -25,10 +28,10 @@ export const LAST_USED_RESOLUTION_MS = 60_000;
 /** A grant of every environment of its organization. */
 const WHOLE_ORGANIZATION = 0;
 
-export function drizzleControlStore(db: SharedDatabase, t: SharedTables): ControlStore {
+export function drizzleControlStore(db: SharedDatabase, t: SharedTables, forks: ForkCopier): ControlStore {
   return {
     organizations: new DrizzleOrganizationStore(db, t),
-    environments: new DrizzleEnvironmentStore(db, t),
+    environments: new DrizzleEnvironmentStore(db, t, forks),
     keys: new DrizzleScopedKeyStore(db, t),
     grants: new DrizzleGrantStore(db, t),
   };
@@ -68,6 +71,8 @@ class DrizzleOrganizationStore implements OrganizationStore {
 
 /** The next number of the service-wide sequence of environment changes. */
 const nextChanged = sql`(select coalesce(max(changed), 0) + 1 from environments)`;
+/** Not a fork still being copied. */
+const shown = (e: SharedTables["environments"]) => ne(e.changed, FORKING);
 
 class DrizzleEnvironmentStore implements EnvironmentStore {
   /** Polled by every instance every RELEASE_POLL_MS; looked up by host. Prepared once. */
@@ -78,6 +83,7 @@ class DrizzleEnvironmentStore implements EnvironmentStore {
   constructor(
     private readonly db: SharedDatabase,
     private readonly t: SharedTables,
+    private readonly forks: ForkCopier,
   ) {
     const e = t.environments;
     this.changedAfter = prepared(
@@ -92,14 +98,14 @@ class DrizzleEnvironmentStore implements EnvironmentStore {
       db
         .select()
         .from(e)
-        .where(eq(e.handle, sql.placeholder("handle"))),
+        .where(and(eq(e.handle, sql.placeholder("handle")), shown(e))),
       "environments_by_handle",
     );
     this.withId = prepared(
       db
         .select()
         .from(e)
-        .where(eq(e.id, sql.placeholder("id"))),
+        .where(and(eq(e.id, sql.placeholder("id")), shown(e))),
       "environments_by_id",
     );
   }
@@ -128,7 +134,7 @@ class DrizzleEnvironmentStore implements EnvironmentStore {
     return this.db
       .select()
       .from(e)
-      .where(organization === undefined ? undefined : eq(e.organization, organization))
+      .where(and(organization === undefined ? undefined : eq(e.organization, organization), shown(e)))
       .orderBy(sql`${e.handle} is null`, e.handle);
   }
 
@@ -153,7 +159,10 @@ class DrizzleEnvironmentStore implements EnvironmentStore {
   async present(ids: number[]): Promise<number[]> {
     if (ids.length === 0) return [];
     const e = this.t.environments;
-    const rows = await this.db.select({ id: e.id }).from(e).where(inArray(e.id, ids));
+    const rows = await this.db
+      .select({ id: e.id })
+      .from(e)
+      .where(and(inArray(e.id, ids), shown(e)));
     return rows.map((row) => row.id);
   }
 
@@ -234,6 +243,8 @@ class DrizzleEnvironmentStore implements EnvironmentStore {
       ["apiTokens", [t.apiTokens.id]],
     ];
     for (const [name, key] of batches) removed[name] += await this.removeInBatches(name, key, id);
+    // Not counted among the contents (yet): a fork's copy that stopped must not leave them behind either.
+    await this.db.delete(t.variables).where(eq(t.variables.environment, id));
     removed.grants = await this.removed(t.grants, eq(t.grants.environment, id));
     removed.scopedKeys = await this.removed(t.scopedKeys, eq(t.scopedKeys.environment, id));
     // The sequence of changes must not go back when its largest goes: pollers ask for what is past the
@@ -252,6 +263,64 @@ class DrizzleEnvironmentStore implements EnvironmentStore {
       );
     await this.db.delete(e).where(eq(e.id, id));
     return removed;
+  }
+
+  async fork(source: number, target: ForkTarget): Promise<{ environment: EnvironmentRow; copied: ForkCopied }> {
+    const e = this.t.environments;
+    const handle = checkHandle(target.handle);
+    await this.removeAbandonedForks();
+    const from = await this.byId(source);
+    if (!from) throw new PublicError("environment_not_found", `environment ${source} does not exist`);
+    // Made first, out of sight, so its id keys the copied rows and its handle is taken meanwhile.
+    const made = await this.db
+      .insert(e)
+      .values({
+        handle,
+        organization: target.organization,
+        updatedAt: Date.now(),
+        createdAt: target.at,
+        changed: FORKING,
+        forkedFrom: from.handle,
+        expiresAt: target.expiresAt,
+        schedulesPaused: true,
+      })
+      .onConflictDoNothing()
+      .returning({ id: e.id });
+    const id = made[0]?.id;
+    if (id === undefined) throw new HandleTaken(handle, "environment");
+    try {
+      const tables = forkedTables(this.t, { data: target.data, secrets: target.secrets });
+      const { sourceFound, activeVersion, copied } = await this.forks.copy(source, id, tables);
+      if (!sourceFound) throw new PublicError("environment_not_found", `environment ${source} was deleted meanwhile`);
+      // Shown: the next number of the sequence is taken now, after the copy, so no poller has passed it.
+      const shownRows = await this.db
+        .update(e)
+        .set({
+          activeVersion,
+          revision: activeVersion === null ? 0 : 1,
+          updatedAt: target.at,
+          nextTickAt: null,
+          changed: nextChanged,
+        })
+        .where(and(eq(e.id, id), eq(e.changed, FORKING)))
+        .returning();
+      const environment = shownRows[0];
+      if (!environment) throw new Error(`the fork ${handle} was removed while it was copied`);
+      return { environment, copied };
+    } catch (error) {
+      await this.removeFork(id);
+      throw error;
+    }
+  }
+
+  /** Forks whose copy stopped (a crash): removed as any environment is, their rows first. */
+  private async removeAbandonedForks(): Promise<void> {
+    for (const id of await this.forks.abandoned(Date.now() - ABANDONED_FORK_MS)) await this.removeFork(id);
+  }
+
+  /** A fork's file rows name bytes of another environment's storage (`blob_environment`): none is dropped. */
+  private async removeFork(id: number): Promise<void> {
+    await this.delete(id, async () => {});
   }
 
   /** Deletes the environment's rows of a table, DELETE_BATCH at a time by `key` (its primary key). */

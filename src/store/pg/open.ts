@@ -52,7 +52,13 @@ export async function openPostgresStore(url: string): Promise<Store> {
   const service = {
     users: new DrizzleUserStore(db, schema),
     oauth: new DrizzleOAuthStore(db, schema),
-    control: loadedOnFirstUse(async () => (await import("../drizzle/control.ts")).drizzleControlStore(db, schema)),
+    control: loadedOnFirstUse(async () => {
+      const [{ drizzleControlStore }, { postgresForkCopier }] = await Promise.all([
+        import("../drizzle/control.ts"),
+        import("./fork.ts"),
+      ]);
+      return drizzleControlStore(db, schema, postgresForkCopier(client));
+    }),
     instances,
     pool: () => ({ size: options.max, ...totalLoad([executions.load, runs.load, logWriter.load]) }),
     // Every write is the database's own: nothing runs behind the requests that could fail unseen.

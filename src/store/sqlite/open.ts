@@ -63,7 +63,13 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
   const service = {
     users: new DrizzleUserStore(db, tables),
     oauth: new DrizzleOAuthStore(db, tables),
-    control: loadedOnFirstUse(async () => (await import("../drizzle/control.ts")).drizzleControlStore(db, tables)),
+    control: loadedOnFirstUse(async () => {
+      const [{ drizzleControlStore }, { sqliteForkCopier }] = await Promise.all([
+        import("../drizzle/control.ts"),
+        import("./fork.ts"),
+      ]);
+      return drizzleControlStore(db, tables, sqliteForkCopier(client, path));
+    }),
     instances,
     // One connection, written synchronously: what waits is the next group commit.
     pool: () => ({ size: 1, queued: executions.queued, inFlight: 0 }),

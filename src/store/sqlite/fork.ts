@@ -1,0 +1,116 @@
+import { Database, type Statement } from "bun:sqlite";
+import { FORKING, type ForkCopier, type ForkedTable, noneCopied } from "../drizzle/fork-tables.ts";
+
+/**
+ * Rows a slice of a SQLite fork writes in one transaction of the serving connection: every other write
+ * of the database waits one slice at most (docs/decisions/forks.md has the figures that chose it).
+ */
+export const FORK_SLICE = 1_000;
+
+/**
+ * SQLite's fork. One `INSERT … SELECT` would hold the database's one write lock for its whole length
+ * (0.6-0.8 s for 100,000 entities: every environment's writes wait that long), so the rows are read by a
+ * second connection holding one read transaction (WAL: one snapshot of the source for the whole copy,
+ * whatever is written meanwhile) and written by the serving connection in slices, each its own short
+ * transaction, with the event loop free between them. The fork's row stays `FORKING` until the caller
+ * shows it; each slice refreshes its `updated_at`, so a copy that stopped is told from one under way.
+ * An in-memory database has no second connection: it is copied in one transaction.
+ */
+export function sqliteForkCopier(client: Database, path: string): ForkCopier {
+  return {
+    async copy(source, target, tables) {
+      if (path === ":memory:") return copyAtOnce(client, source, target, tables);
+      const reader = new Database(path, { readonly: true, strict: true });
+      try {
+        reader.exec("PRAGMA busy_timeout = 5000");
+        reader.exec("BEGIN");
+        // The snapshot is taken by the transaction's first read.
+        const row = reader.query("select active_version from environments where id = ?").get(source) as {
+          active_version: string | null;
+        } | null;
+        const copied = noneCopied();
+        if (!row) return { sourceFound: false, activeVersion: null, copied };
+        const heartbeat = client.prepare("update environments set updated_at = ? where id = ?");
+        for (const table of tables) {
+          const n = await copyInSlices(reader, client, heartbeat, table, source, target);
+          if (table.counted) copied[table.counted] = n;
+        }
+        return { sourceFound: true, activeVersion: row.active_version, copied };
+      } finally {
+        reader.close();
+      }
+    },
+
+    async abandoned(before) {
+      const rows = client
+        .query("select id from environments where changed = ? and updated_at < ?")
+        .all(FORKING, before) as { id: number }[];
+      return rows.map((row) => row.id);
+    },
+  };
+}
+
+async function copyInSlices(
+  reader: Database,
+  client: Database,
+  heartbeat: Statement,
+  { table, columns, only }: ForkedTable,
+  source: number,
+  target: number,
+): Promise<number> {
+  const read = reader.query(
+    `select ${columns.join(", ")} from ${table} where environment = ?${only ? ` and ${only}` : ""}`,
+  );
+  const insert = client.prepare(
+    `insert into ${table} (${columns.join(", ")}) values (${columns.map(() => "?").join(", ")})`,
+  );
+  const valuesOf = (row: Record<string, unknown>) =>
+    columns.map((column) =>
+      column === "environment" ? target : column === "blob_environment" ? (row[column] ?? source) : row[column],
+    ) as never[];
+  const write = client.transaction((rows: Record<string, unknown>[]) => {
+    for (const row of rows) insert.run(...valuesOf(row));
+    heartbeat.run(Date.now(), target);
+  });
+  let slice: Record<string, unknown>[] = [];
+  let total = 0;
+  try {
+    for (const row of read.iterate(source) as IterableIterator<Record<string, unknown>>) {
+      slice.push(row);
+      if (slice.length < FORK_SLICE) continue;
+      write(slice);
+      total += slice.length;
+      slice = [];
+      // Between two slices whatever else waits to run does.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    if (slice.length > 0) write(slice);
+    return total + slice.length;
+  } finally {
+    read.finalize();
+    insert.finalize();
+  }
+}
+
+function copyAtOnce(client: Database, source: number, target: number, tables: ForkedTable[]) {
+  return client.transaction(() => {
+    const row = client.query("select active_version from environments where id = ?").get(source) as {
+      active_version: string | null;
+    } | null;
+    const copied = noneCopied();
+    if (!row) return { sourceFound: false, activeVersion: null, copied };
+    for (const { table, columns, only, counted } of tables) {
+      const values = columns.map((column) =>
+        column === "environment" ? "?2" : column === "blob_environment" ? "coalesce(blob_environment, ?1)" : column,
+      );
+      const result = client
+        .query(
+          `insert into ${table} (${columns.join(", ")}) select ${values.join(", ")} from ${table}
+            where environment = ?1${only ? ` and ${only}` : ""}`,
+        )
+        .run(source, target);
+      if (counted) copied[counted] = result.changes;
+    }
+    return { sourceFound: true, activeVersion: row.active_version, copied };
+  })();
+}
