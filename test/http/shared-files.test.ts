@@ -13,18 +13,13 @@ for (const dialect of dialects) {
     describe(`files shared with a fork over HTTP (${dialect.name}, ${storage.name})`, () => {
       let t: HostingServer;
       let source: number;
-      let forked: number;
 
       beforeAll(async () => {
         t = await startHostingServer(dialect, {
           env: await storage.env(),
-          environments: [
-            { handle: "acme-prod", organization: "acme", release: fixture("basic") },
-            { handle: "acme-pr-42", organization: "acme", release: fixture("basic") },
-          ],
+          environments: [{ handle: "acme-prod", organization: "acme", release: fixture("basic") }],
         });
         source = await t.id("acme-prod");
-        forked = await t.id("acme-pr-42");
       });
       afterAll(async () => {
         await t.stop();
@@ -47,17 +42,24 @@ for (const dialect of dialects) {
         expect(response.status).toBe(200);
         return response.text();
       };
-      /** The fork store's copy of the source's file rows (helper fork-store's `environments.fork` does this). */
-      const forkFiles = async () => {
-        for (const row of await t.store.environment(source).files.list({ prefix: "", limit: 1000 })) {
-          await t.store.environment(forked).files.put({ ...row, blobEnvironment: row.blobEnvironment ?? source });
-        }
+      /** `env fork acme-prod acme-pr-42 --data`, as the store makes it. */
+      const fork = async () => {
+        const organization = (await t.store.control.organizations.byHandle("acme"))?.id as number;
+        const target = {
+          handle: "acme-pr-42",
+          organization,
+          at: Date.now(),
+          data: true,
+          secrets: false,
+          expiresAt: null,
+        };
+        await t.store.control.environments.fork(source, target);
       };
 
       test("the fork downloads the source's bytes; each side's writes stay its own; the source's delete leaves the fork whole", async () => {
         expect((await upload("acme-prod", "docs/a.txt", "prod v1")).status).toBe(200);
         expect((await upload("acme-prod", "docs/b.txt", "prod b")).status).toBe(200);
-        await forkFiles();
+        await fork();
         expect(await download("acme-pr-42", "docs/a.txt")).toBe("prod v1");
 
         expect((await upload("acme-prod", "docs/a.txt", "prod v2")).status).toBe(200);
