@@ -81,7 +81,7 @@ export class FileService {
   ): Promise<StoredFile> {
     const checked = checkFilePath(path);
     const existing = await this.owned(principal, checked, true);
-    await this.$.shared.beforeWrite(this.environment, checked);
+    await this.$.shared.beforeWrite(this.environment, checked, existing);
     const stored = await this.$.storage.put(checked, body, { contentType, maxBytes: this.$.maxBytes, size });
     return this.record(checked, contentType, stored, existing, principal);
   }
@@ -100,7 +100,7 @@ export class FileService {
       // The bytes go straight to the store: the size and checksum are unknown until the file is next
       // asked for (see known()). The owner is recorded now: the browser carries no credential. The
       // bytes change without the server: any sharing of them with another environment ends now.
-      await this.$.shared.beforeWrite(this.environment, checked);
+      await this.$.shared.beforeWrite(this.environment, checked, existing);
       await this.record(checked, contentType, { size: null, sha256: null }, existing, principal);
       return answer(await this.$.storage.signPut(checked, Math.ceil(expiresInMs / 1000)));
     }
@@ -271,7 +271,7 @@ export class FileService {
     if (!(await this.$.store.files.spendUploadGrant(used, grant.exp, now)))
       throw new SignedUrlRefused("signed_url_used");
     try {
-      await this.$.shared.beforeWrite(this.environment, grant.p);
+      await this.$.shared.beforeWrite(this.environment, grant.p, existing);
       const stored = await this.$.storage.put(grant.p, body, {
         contentType: grant.ct ?? "",
         maxBytes: this.$.maxBytes,

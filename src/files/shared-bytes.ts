@@ -33,10 +33,13 @@ export class SharedBytes {
    * a presigned PUT): its row, if it read another's bytes, owns a copy of them; rows of other
    * environments reading its bytes read a copy of them from then on.
    */
-  async beforeWrite(environment: number, path: string): Promise<void> {
+  async beforeWrite(environment: number, path: string, row?: Pick<FileRow, "blobEnvironment"> | null): Promise<void> {
     const files = this.filesOf(environment);
-    const row = await files.get(path);
-    if (row && row.blobEnvironment !== null) await this.ownCopy(environment, path, row.blobEnvironment);
+    // Again until it owns its bytes: meanwhile its owner may have handed them to yet another environment.
+    for (let current = row === undefined ? await files.get(path) : row; current?.blobEnvironment != null; ) {
+      await this.ownCopy(environment, path, current.blobEnvironment);
+      current = await files.get(path);
+    }
     if ((await files.referencing(path)).length > 0) {
       await this.leased(environment, path, () => this.handOverLeased(environment, path));
     }
@@ -95,10 +98,17 @@ export class SharedBytes {
    * environment reads them: they are handed over instead (and this environment's copy deleted).
    */
   private async dropOwn(environment: number, path: string, removeRow: () => Promise<void>): Promise<void> {
+    const bytes = storageFor(this.driver, environment);
+    // Nobody reads them: no lease (a reader appears only by a fork, which no lease orders either).
+    if ((await this.filesOf(environment).referencing(path)).length === 0) {
+      await bytes.delete(path);
+      await removeRow();
+      return;
+    }
     await this.leased(environment, path, async () => {
       await this.handOverLeased(environment, path);
       await removeRow();
-      await storageFor(this.driver, environment).delete(path);
+      await bytes.delete(path);
     });
   }
 
