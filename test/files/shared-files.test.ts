@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "minio";
@@ -74,6 +74,26 @@ const s3: Driver = {
   },
   close: releaseS3rver,
 };
+
+describe("Storage.copy on disk", () => {
+  test("a hard link: the same file until one side is written, which leaves the other as it was", async () => {
+    const root = mkdtempSync(join(scratch, "copy-"));
+    const disk = new DiskStorage(root);
+    const options = { contentType: "text/plain", maxBytes: 1024 };
+    await disk.put("a/one.txt", body("first"), options);
+    expect(await disk.copy("a/one.txt", "environments/2/a/one.txt")).toBe(true);
+    const [from, to] = [join(root, "a/one.txt"), join(root, "environments/2/a/one.txt")];
+    expect(statSync(to).ino).toBe(statSync(from).ino);
+    await disk.put("a/one.txt", body("second"), options);
+    expect(readFileSync(to, "utf8")).toBe("first");
+    expect(readFileSync(from, "utf8")).toBe("second");
+    // Over bytes already there, and from nothing (false, nothing made).
+    expect(await disk.copy("a/one.txt", "environments/2/a/one.txt")).toBe(true);
+    expect(readFileSync(to, "utf8")).toBe("second");
+    expect(await disk.copy("a/none.txt", "environments/2/a/none.txt")).toBe(false);
+    expect(readdirSync(join(root, "environments/2/a"))).toEqual(["one.txt"]);
+  });
+});
 
 for (const dialect of dialects) {
   for (const driver of [disk, s3]) {
@@ -282,6 +302,51 @@ for (const dialect of dialects) {
         expect(await read(forked, "executions/x2/doc/a.txt")).toBe("one");
         // The source's handle: its row is gone, its bytes with it (handed to the fork).
         await expect(handles.doc?.text() ?? Promise.resolve("")).rejects.toThrow("no such file");
+      });
+
+      test("the store: readers of a path, a hand-over conditioned on its target still reading, owning a copy", async () => {
+        const [owner, first, second, third] = [
+          await newEnvironment(),
+          await newEnvironment(),
+          await newEnvironment(),
+          await newEnvironment(),
+        ];
+        const row = {
+          path: "s.txt",
+          contentType: "text/plain",
+          size: 1,
+          sha256: "x",
+          ownerKind: "service" as const,
+          ownerId: "key",
+          createdAt: 0,
+          updatedAt: 0,
+        };
+        await store.environment(owner).files.put({ ...row, blobEnvironment: null });
+        for (const id of [first, second, third]) {
+          await store.environment(id).files.put({ ...row, blobEnvironment: owner });
+        }
+        await store.environment(first).files.put({ ...row, path: "other.txt", blobEnvironment: owner });
+        const files = store.environment(owner).files;
+        const blob = async (id: number) => (await store.environment(id).files.get("s.txt"))?.blobEnvironment;
+        expect(await files.referencing("s.txt")).toEqual([first, second, third]);
+
+        // `second` took its own copy meanwhile: the hand-over to it changes nothing.
+        expect(await store.environment(second).files.ownBytes("s.txt", owner)).toBe(true);
+        expect(await store.environment(second).files.ownBytes("s.txt", owner)).toBe(false);
+        expect(await files.handOver("s.txt", second)).toBe(false);
+        expect([await blob(first), await blob(third)]).toEqual([owner, owner]);
+
+        expect(await files.handOver("s.txt", first)).toBe(true);
+        expect([await blob(owner), await blob(first), await blob(second), await blob(third)]).toEqual([
+          null,
+          null,
+          null,
+          first,
+        ]);
+        expect(await files.referencing("s.txt")).toEqual([]);
+        expect(await store.environment(first).files.referencing("s.txt")).toEqual([third]);
+        // Only that path: the other file of `first` still reads the owner's bytes.
+        expect((await store.environment(first).files.get("other.txt"))?.blobEnvironment).toBe(owner);
       });
 
       test("a lease on shared bytes is one holder's until released or run out", async () => {
