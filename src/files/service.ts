@@ -140,7 +140,9 @@ export class FileService {
     const reading = metered(object.body, Number.POSITIVE_INFINITY);
     for await (const _ of reading.chunks());
     const learned = { ...row, ...reading.stored(), updatedAt: this.now() };
-    await this.$.store.files.put(learned);
+    // Whose bytes it reads is left as it is now: a hand-over may have changed it since the row was read.
+    const { blobEnvironment: _, ...sizes } = learned;
+    await this.$.store.files.put(sizes);
     return learned;
   }
 
@@ -167,8 +169,9 @@ export class FileService {
 
   async delete(principal: Principal, path: unknown): Promise<void> {
     const checked = checkFilePath(path);
-    if (!(await this.owned(principal, checked, false))) throw new FileNotFound();
-    await this.$.shared.drop(this.environment, checked);
+    const row = await this.owned(principal, checked, false);
+    if (!row) throw new FileNotFound();
+    await this.$.shared.drop(this.environment, checked, row);
   }
 
   /**

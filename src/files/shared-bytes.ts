@@ -49,10 +49,9 @@ export class SharedBytes {
    * Removes environment `environment`'s file at `path`: its row, and its bytes unless another row still
    * reads them (then that row owns them, the others read it). A row reading another's bytes goes alone.
    */
-  async drop(environment: number, path: string): Promise<void> {
+  async drop(environment: number, path: string, known?: FileRow | null): Promise<void> {
     const files = this.filesOf(environment);
-    for (;;) {
-      const row = await files.get(path);
+    for (let row = known === undefined ? await files.get(path) : known; ; row = await files.get(path)) {
       if (!row) return;
       const blob = row.blobEnvironment;
       if (blob === null) {
