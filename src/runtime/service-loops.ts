@@ -2,7 +2,7 @@ import { deleteEnvironment } from "../engine/control/delete-environment.ts";
 import { Liveness } from "../engine/liveness.ts";
 import { PassLoop } from "../engine/schedules/pass-loop.ts";
 import type { WorkflowDriver } from "../engine/workflows/worker.ts";
-import { storageFor } from "../files/environment-storage.ts";
+import { SharedBytes } from "../files/shared-bytes.ts";
 import type { Storage } from "../files/storage.ts";
 import { LoopFailures } from "../lib/loop-failures.ts";
 import type { Log } from "../observe/log.ts";
@@ -383,10 +383,9 @@ export class ServiceLoops {
 
   private async pruneAllCounted(keepMs: number, query: () => void): Promise<void> {
     const before = this.$.now() - keepMs;
-    const drop = async (environment: number, paths: string[]) => {
-      const storage = storageFor(this.$.storage, environment);
-      for (const path of paths) await storage.delete(path);
-    };
+    // Bytes a fork (or its source) still reads are handed to it, not deleted.
+    const shared = new SharedBytes(this.$.store, this.$.storage);
+    const drop = (environment: number, paths: string[]) => shared.dropBytesAt(environment, paths);
     let total = 0;
     for (;;) {
       query();

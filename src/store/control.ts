@@ -100,11 +100,12 @@ export interface EnvironmentStore {
    * of `changedSince` is to read, docs/decisions/hosting-runtime.md), removes every row of it, a few
    * thousand rows a statement (so other environments' writes wait one batch at most), then its grants and
    * scoped keys, then its row; answers what it removed, null for an unknown id. `dropFiles` is handed each
-   * batch of file paths before their rows go (the bytes before their records: a delete stopped in between
-   * finds those paths again); the caller drops the bytes from the environment's storage. Stopped midway (a
-   * crash), calling it again finishes the job.
+   * batch of file rows (path, blobEnvironment) before they go (the bytes before their records: a delete
+   * stopped in between finds those rows again); the caller drops the bytes from the environment's storage
+   * (those it owns and no other environment reads: files/shared-bytes.ts). Stopped midway (a crash),
+   * calling it again finishes the job.
    */
-  delete(id: number, dropFiles: (paths: string[]) => Promise<void>): Promise<EnvironmentContents | null>;
+  delete(id: number, dropFiles: (files: DroppedFile[]) => Promise<void>): Promise<EnvironmentContents | null>;
   /**
    * Pauses or resumes its release's schedules (hosting mode's schedule loop skips a paused environment).
    * Resuming makes its next tick due at `at` (the pass then applies each schedule's catch-up rule, as after
@@ -129,6 +130,12 @@ export interface EnvironmentStore {
    * `environment_not_found` for an unknown source.
    */
   fork(source: number, target: ForkTarget): Promise<{ environment: EnvironmentRow; copied: ForkCopied }>;
+}
+
+/** A file row of an environment being deleted: `blobEnvironment` non-null when its bytes are another's. */
+export interface DroppedFile {
+  path: string;
+  blobEnvironment: number | null;
 }
 
 /**

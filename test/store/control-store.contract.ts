@@ -131,8 +131,8 @@ export function controlStoreContract(dialect: Dialect) {
       const seen = Math.max(...(await control().environments.list()).map((e) => e.changed));
       const dropped: string[] = [];
       const duringDelete: unknown[] = [];
-      const removed = await control().environments.delete(two.id, async (paths) => {
-        dropped.push(...paths);
+      const removed = await control().environments.delete(two.id, async (files) => {
+        dropped.push(...files.map((file) => file.path));
         // Midway, pollers see it out of service.
         duringDelete.push(...(await control().environments.changedSince(seen)));
       });

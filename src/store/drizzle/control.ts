@@ -3,6 +3,7 @@ import { PublicError } from "../../lib/errors.ts";
 import { checkHandle } from "../../lib/handles.ts";
 import {
   type ControlStore,
+  type DroppedFile,
   ENVIRONMENT_TABLES,
   type EnvironmentContents,
   type EnvironmentStore,
@@ -181,7 +182,7 @@ class DrizzleEnvironmentStore implements EnvironmentStore {
     return Object.fromEntries(counts) as EnvironmentContents;
   }
 
-  async delete(id: number, dropFiles: (paths: string[]) => Promise<void>): Promise<EnvironmentContents | null> {
+  async delete(id: number, dropFiles: (files: DroppedFile[]) => Promise<void>): Promise<EnvironmentContents | null> {
     const t = this.t;
     const e = t.environments;
     // First out of service: no active release, and a change for the poll of changedSince to read.
@@ -221,15 +222,14 @@ class DrizzleEnvironmentStore implements EnvironmentStore {
       );
     }
     for (;;) {
-      const paths = (
-        await this.db
-          .select({ path: t.files.path })
-          .from(t.files)
-          .where(eq(t.files.environment, id))
-          .limit(DELETE_BATCH)
-      ).map((row) => row.path);
-      if (paths.length === 0) break;
-      await dropFiles(paths);
+      const files = await this.db
+        .select({ path: t.files.path, blobEnvironment: t.files.blobEnvironment })
+        .from(t.files)
+        .where(eq(t.files.environment, id))
+        .limit(DELETE_BATCH);
+      if (files.length === 0) break;
+      await dropFiles(files);
+      const paths = files.map((file) => file.path);
       removed.files += await this.removed(t.files, and(eq(t.files.environment, id), inArray(t.files.path, paths)));
     }
     // The rest by their primary keys, each led by the environment or unique alone.
