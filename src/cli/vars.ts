@@ -31,14 +31,15 @@ const PIPE_IT = (name: string, environment?: string) =>
 
 /**
  * `vars set [<environment>] NAME`: the positionals as the environment and the name. A second positional
- * where the environment cannot be one (single mode, or not a handle) is a value typed on the command
- * line: refused before anything is read or sent.
+ * where the first cannot be a handle or the second a name is a value typed on the command line: refused
+ * before anything is read or sent. (The mode does not decide: the CLI reaches a hosting database's
+ * environments without SERVICE_URL, as `env create` does.)
  */
-export function setArguments(args: string[], hosting: boolean | null): { environment?: string; name: string } {
+export function setArguments(args: string[]): { environment?: string; name: string } {
   if (args.length >= 3) throw new PublicError("invalid_request", PIPE_IT(args[1] as string, args[0]));
   if (args.length === 2) {
     const [first, second] = args as [string, string];
-    if (hosting === false || !HANDLE.test(first) || !NAME.test(second)) {
+    if (!HANDLE.test(first) || !NAME.test(second)) {
       throw new PublicError("invalid_request", PIPE_IT(first));
     }
     return { environment: first, name: second };
@@ -117,8 +118,7 @@ export async function varsSet(
   args: string[],
   flags: VarsFlags & { secret: boolean },
 ): Promise<number> {
-  const hosting = flags.url ? null : config().hosting !== undefined;
-  const { environment, name } = setArguments(args, hosting);
+  const { environment, name } = setArguments(args);
   const value = await valueFromStdin(name);
   return withTarget(config, environment, flags, async (target) => {
     const { variable, created } = await target.set(name, { value, secret: flags.secret || undefined });
