@@ -7,7 +7,12 @@
 // BENCH_LOAD=wrk|bun (load tool; default wrk when on PATH), BENCH_ONLY (a regular expression: measure
 // only the scenarios whose names match, e.g. "bare|floor|invoke \\(sqlite").
 import { availableParallelism, loadavg } from "node:os";
+import { join } from "node:path";
 import postgres from "postgres";
+import { redactorFor } from "../src/engine/redaction.ts";
+import { NO_VARIABLES } from "../src/engine/variable-snapshot.ts";
+import { openStore } from "../src/store/open.ts";
+import { createSealer, generateKey } from "../src/variables/sealing.ts";
 import { cpuPerRequest, postmasterOf, readCpu } from "./cpu.ts";
 import {
   cleanup,
@@ -176,6 +181,63 @@ async function startFloor(label: string, database?: PgDatabase): Promise<Scenari
 async function startQuiet(): Promise<Scenario> {
   const [invoke] = await startActuate("sqlite", undefined, { LOG_LEVEL: "warn" });
   return { ...(invoke as Scenario), name: "invoke, log off (sqlite)" };
+}
+
+/** The two secrets of the secrets scenario's environment: as long as real keys, used by no action of releases/v1. */
+const BENCH_SECRETS = {
+  STRIPE_KEY: `sk_live_${crypto.randomUUID().replaceAll("-", "")}`,
+  WEBHOOK_SECRET: `whsec_${crypto.randomUUID().replaceAll("-", "")}`,
+};
+
+/**
+ * The SQLite server again, its environment holding two secrets (sealed into its database before it
+ * starts, under its SECRETS_KEY) that math.add does not use: what an environment with secrets pays per
+ * invoke (its output scanned, nothing matching), against `invoke (sqlite)` in the same run.
+ */
+async function startSecrets(): Promise<Scenario> {
+  const dataDir = tempDir("actuate-bench-secrets-");
+  const key = generateKey();
+  const store = await openStore(`sqlite:${join(dataDir, "actuate.db")}`);
+  try {
+    const sealer = await createSealer(key);
+    for (const [name, value] of Object.entries(BENCH_SECRETS)) {
+      const sealed = await sealer.seal(name, value);
+      await store.variables.set({
+        name,
+        secret: true,
+        value: sealed,
+        keyId: sealer.keyId,
+        updatedAt: Date.now(),
+        updatedBy: "bench",
+      });
+    }
+  } finally {
+    await store.close();
+  }
+  const [invoke] = await startActuate("sqlite-secrets", undefined, { DATA_DIR: dataDir, SECRETS_KEY: key });
+  const scenario = invoke as Scenario;
+  const base = new URL(scenario.load.url).origin;
+  return {
+    ...scenario,
+    name: "invoke, secrets (sqlite)",
+    baseline: "invoke (sqlite)",
+    target: 0.95,
+    verify: async () => {
+      await scenario.verify();
+      await verifyRedacting(base);
+    },
+  };
+}
+
+/** The server holds the secrets: a greeting given one answers and logs it redacted. */
+async function verifyRedacting(base: string): Promise<void> {
+  const body = JSON.stringify({ requestId: crypto.randomUUID(), input: { name: BENCH_SECRETS.STRIPE_KEY } });
+  const res = await fetch(`${base}${LOGGING_PATH}`, { method: "POST", headers, body });
+  const answer = (await res.json()) as { execution?: { id: string; output?: { message?: string } } };
+  const logs = await (await fetch(`${base}/executions/${answer.execution?.id}/logs`, { headers })).text();
+  if (answer.execution?.output?.message !== "Hello, [secret STRIPE_KEY]!" || !logs.includes("[secret STRIPE_KEY]")) {
+    throw new Error(`the secrets scenario's server does not redact its secrets: ${JSON.stringify(answer)} ${logs}`);
+  }
 }
 
 /** An Actuate server and its scenarios: HTTP invoke against the bare echo; with a user token, and MCP tools/call, against invoke. */
@@ -384,6 +446,34 @@ function printTable(scenarios: Scenario[], results: Map<string, Measured[]>): vo
   }
 }
 
+/**
+ * What redaction adds to one invoke, in this process (no HTTP): an environment without secrets (the
+ * snapshot's length check, `redactorFor` answering null) and one with two secrets scanning math.add's
+ * output (nothing matches). Printed with the secrets scenario.
+ */
+function redactorCost(): void {
+  const perCall = (fn: () => unknown, calls = 2_000_000) => {
+    for (let i = 0; i < 100_000; i++) fn(); // warm-up
+    const started = Bun.nanoseconds();
+    for (let i = 0; i < calls; i++) fn();
+    return (Bun.nanoseconds() - started) / calls;
+  };
+  const two = {
+    env: {},
+    secrets: [
+      { name: "STRIPE_KEY", value: `sk_live_${crypto.randomUUID()}` },
+      { name: "WEBHOOK_SECRET", value: `whsec_${crypto.randomUUID()}` },
+    ],
+  };
+  const output = { sum: 3 };
+  const none = perCall(() => redactorFor(NO_VARIABLES));
+  const scanned = perCall(() => redactorFor(two)?.json(output));
+  const line = perCall(() => redactorFor(two)?.text("a log line of about sixty characters, which holds no secret"));
+  console.log(
+    `redaction per invoke: no secrets ${fmt(none, 1)} ns; two secrets, {sum:3} output ${fmt(scanned, 1)} ns, a 60-character log line ${fmt(line, 1)} ns`,
+  );
+}
+
 async function main(): Promise<void> {
   const seconds = durationS();
   const load = loadavg()
@@ -398,12 +488,14 @@ async function main(): Promise<void> {
     await startFloor("sqlite"),
     ...(await startActuate("sqlite")),
     await startQuiet(),
+    await startSecrets(),
   ];
   const pg = process.env.BENCH_ONLY && !/postgres/.test(process.env.BENCH_ONLY) ? null : await createPgDatabase();
   if (pg) scenarios.push(await startFloor("postgres", pg), ...(await startActuate("postgres", pg)));
   const only = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
   const chosen = only ? scenarios.filter((s) => only.test(s.name)) : scenarios;
   for (const s of chosen) await s.verify();
+  if (chosen.some((s) => s.name.includes("secrets"))) redactorCost();
   const results = await runRounds(chosen, seconds);
   printTable(chosen, results);
 }

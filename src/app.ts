@@ -27,6 +27,7 @@ import { sessionRoutes } from "./http/session.ts";
 import { signInRoutes } from "./http/sign-ins.ts";
 import { statsRoutes } from "./http/stats.ts";
 import { storageRoutes } from "./http/storage.ts";
+import { variableRoutes } from "./http/variables.ts";
 import { type ResourceMetadataOptions, wellKnownRoutes } from "./http/well-known.ts";
 import type { SessionHub } from "./live/session.ts";
 import type { Telemetry } from "./observe/telemetry.ts";
@@ -109,6 +110,7 @@ export const createApp = (deps: AppDeps) => {
     .use(queryRoutes(deps))
     .use(sessionRoutes({ hub: deps.hub, auth: deps.auth, publicUrl: deps.publicUrl }))
     .use(storageRoutes(deps))
+    .use(variableRoutes(deps))
     .use(mcpRoutes({ ...deps.mcp, auth: deps.auth, publicUrl: deps.publicUrl }));
   return app;
 };

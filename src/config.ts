@@ -84,6 +84,13 @@ const Env = Type.Object({
     maximum: 60_000,
     description: "how often a server looks for a newly activated release",
   }),
+  EXPIRY_SWEEP_MS: Type.Integer({
+    default: 60_000,
+    minimum: 100,
+    maximum: 3_600_000,
+    description:
+      "hosting mode: how often the service looks for environments whose TTL passed (a fork's --ttl) and deletes them",
+  }),
   DRAIN_READY_MS: Type.Integer({
     default: 5000,
     minimum: 0,
@@ -145,6 +152,19 @@ const Env = Type.Object({
     Type.String({
       minLength: 32,
       description: "key of signed storage URLs, the same on every instance; unset: kept in DATA_DIR",
+    }),
+  ),
+  SECRETS_KEY: Type.Optional(
+    Type.String({
+      pattern: "^\\s*([0-9a-fA-F]{64}|[A-Za-z0-9+/_-]{43}=?)\\s*$",
+      description:
+        "32-byte key (base64 or hex) sealing secrets at rest, the same on every instance; unset: dev keeps one in DATA_DIR, start stores no secret",
+    }),
+  ),
+  SECRETS_KEY_PREVIOUS: Type.Optional(
+    Type.String({
+      description:
+        "keys (comma-separated) secrets may still be sealed under during `actuate secrets rotate-key`; they are opened, never sealed with",
     }),
   ),
   AUTH_ISSUER: Type.Optional(
@@ -318,6 +338,8 @@ export interface Config {
   tokenRecheckMs: number;
   waitMs: number;
   releasePollMs: number;
+  /** EXPIRY_SWEEP_MS: how often hosting mode deletes the environments whose TTL passed. */
+  expirySweepMs: number;
   /** How long a signalled `start` answers /readyz 503 `draining` while still serving (DRAIN_READY_MS). */
   drainReadyMs: number;
   /** How long a stopping server lets requests and handlers finish before their ctx.signal fires (DRAIN_MS). */
@@ -337,6 +359,8 @@ export interface Config {
   queryLimits: { maxRows: number; maxBytes: number };
   /** HMAC key of signed storage URLs; kept under DATA_DIR when unset. */
   signingSecret?: string;
+  /** SECRETS_KEY, and SECRETS_KEY_PREVIOUS's keys (opened during a rotation, never sealed with). */
+  secretsKey?: { current: string; previous: string[] };
   /** The identity provider whose JWTs are accepted, named in the protected-resource metadata. */
   authIssuer?: string;
   /** How its JWTs are checked: audience (default the public URL), the user claim, where its keys are. */
@@ -372,6 +396,9 @@ export interface CorsOrigins {
   any: boolean;
 }
 
+/** Settings whose value a refusal does not repeat: the keys of secrets. */
+const HIDDEN_VALUES = new Set(["SECRETS_KEY", "SECRETS_KEY_PREVIOUS"]);
+
 export class ConfigError extends Error {
   override name = "ConfigError";
 }
@@ -389,7 +416,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (problems.length > 0) {
     const lines = problems.map((p) => {
       const name = p.path.slice(1);
-      return `  ${name}=${JSON.stringify(env[name] ?? defaultOf(name as EnvName))}: ${p.message}`;
+      const shown = HIDDEN_VALUES.has(name) ? "(hidden)" : JSON.stringify(env[name] ?? defaultOf(name as EnvName));
+      return `  ${name}=${shown}: ${p.message}`;
     });
     throw new ConfigError(`invalid configuration:\n${lines.join("\n")}`);
   }
@@ -409,6 +437,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     tokenRecheckMs: parsed.TOKEN_RECHECK_MS,
     waitMs: parsed.WAIT_MS,
     releasePollMs: parsed.RELEASE_POLL_MS,
+    expirySweepMs: parsed.EXPIRY_SWEEP_MS,
     drainReadyMs: parsed.DRAIN_READY_MS,
     drainMs: parsed.DRAIN_MS,
     followPoll: backoff("FOLLOW_POLL_MS", parsed.FOLLOW_POLL_MS),
@@ -429,6 +458,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxOutputBytes: parsed.MAX_OUTPUT_BYTES,
     queryLimits: { maxRows: parsed.QUERY_MAX_ROWS, maxBytes: parsed.QUERY_MAX_BYTES },
     signingSecret: parsed.SIGNING_SECRET,
+    secretsKey:
+      parsed.SECRETS_KEY === undefined
+        ? undefined
+        : {
+            current: parsed.SECRETS_KEY.trim(),
+            previous: (parsed.SECRETS_KEY_PREVIOUS ?? "")
+              .split(",")
+              .map((key) => key.trim())
+              .filter((key) => key !== ""),
+          },
     storage: storageConfig(parsed, dataDir),
     workflows: {
       concurrency: parsed.WORKFLOW_CONCURRENCY,

@@ -9,8 +9,9 @@ import { NO_TRACER, type Tracer } from "./observe/tracing.ts";
 import { ANONYMOUS, composeEnvironment, type ProcessParts, packageVersion } from "./runtime/environment.ts";
 import { startHosting } from "./runtime/hosting.ts";
 import { ANSWER_MS, type RunningServer, SIGNAL_GRACE_MS, waitUnlessHurried } from "./runtime/running.ts";
-import { openConfiguredStorage, openConfiguredStore, StartupError, signingSecret } from "./startup.ts";
+import { openConfiguredStorage, openConfiguredStore, StartupError, secretsSealer, signingSecret } from "./startup.ts";
 import type { Store } from "./store/store.ts";
+import type { Sealer } from "./variables/sealing.ts";
 
 export { bundlesDir } from "./runtime/environment.ts";
 
@@ -44,6 +45,8 @@ export async function startServer(
     development?: boolean;
     /** The engine's clock (executions, runs, schedules); tests move it. Default: Date.now. */
     now?: () => number;
+    /** What seals secrets (`start` decides it); default: SECRETS_KEY, else a key file in DATA_DIR. */
+    sealer?: Sealer | null;
   } = {},
 ): Promise<RunningServer> {
   if (options.insecureNoAuth && !isLoopbackHost(config.host)) {
@@ -74,6 +77,7 @@ export async function startServer(
     store,
     storage,
     secret: config.signingSecret ?? signingSecret(config.dataDir),
+    sealer: options.sealer !== undefined ? options.sealer : await secretsSealer(config, { keyFile: true }),
     spoolDir,
     log,
     telemetry,

@@ -7,6 +7,7 @@ import { isDatabaseUnavailable } from "./lib/database-errors.ts";
 import { randomBase64url } from "./lib/ids.ts";
 import { describeDatabase, openStore, sqliteUrlParts } from "./store/open.ts";
 import type { Store } from "./store/store.ts";
+import { createSealer, generateKey, type Sealer, SealingError } from "./variables/sealing.ts";
 
 /**
  * Start-up stopped by what a setting points at, not by a bug: a database or a bucket that cannot be
@@ -93,6 +94,46 @@ export function signingSecret(dataDir: string): string {
   const secret = randomBase64url(32);
   writeFileSync(path, `${secret}\n`, { mode: 0o600 });
   return secret;
+}
+
+/**
+ * What seals secrets: SECRETS_KEY (with SECRETS_KEY_PREVIOUS during a rotation); unset, a key kept in
+ * DATA_DIR (`secrets-key`, mode 0600) when `keyFile` (dev, tests' servers), else none: `start` stores no
+ * secret without a key the operator holds (a key beside the database protects nothing from its backups).
+ */
+export async function secretsSealer(config: Config, options: { keyFile: boolean }): Promise<Sealer | null> {
+  try {
+    if (config.secretsKey) return await createSealer(config.secretsKey.current, config.secretsKey.previous);
+    if (!options.keyFile) return null;
+    return await createSealer(secretsKeyFile(config.dataDir));
+  } catch (error) {
+    if (error instanceof SealingError) throw new StartupError(error.message, "SECRETS_KEY");
+    throw error;
+  }
+}
+
+/** The development key of secrets, created once (mode 0600) beside the signing secret. */
+export function secretsKeyFile(dataDir: string): string {
+  const path = join(dataDir, "secrets-key");
+  if (existsSync(path)) return readFileSync(path, "utf8").trim();
+  mkdirSync(dataDir, { recursive: true });
+  const key = generateKey();
+  writeFileSync(path, `${key}\n`, { mode: 0o600 });
+  return key;
+}
+
+/**
+ * `start` without SECRETS_KEY on a database that holds secrets: refused, since none of them would open.
+ */
+export async function refuseSecretsWithoutKey(store: Store, sealer: Sealer | null): Promise<void> {
+  if (sealer) return;
+  const [secret] = await store.variables.sealedUnder("", 1);
+  if (secret) {
+    throw new StartupError(
+      "this database holds secrets and SECRETS_KEY is not set: set SECRETS_KEY to the key they were sealed with",
+      "SECRETS_KEY",
+    );
+  }
 }
 
 /**

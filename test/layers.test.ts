@@ -23,6 +23,7 @@ const LAYERS: Record<string, number> = {
   data: 2,
   files: 2,
   release: 2,
+  variables: 2, // variables and secrets: names, a release's declarations, sealing (AES-256-GCM)
   engine: 3,
   http: 4,
   mcp: 4,

@@ -18,6 +18,8 @@ export interface Command {
   name: string;
   /** Positional arguments, all required, e.g. `["<dir>"]`. */
   args?: string[];
+  /** Why more positionals than `args` are refused, when not only a usage slip (a value that must not be typed). */
+  tooManyArguments?: string;
   summary: string;
   /** More about what it does, shown by --help. Written, as the examples, with `bun run` (see asInvoked). */
   details?: string;
@@ -64,7 +66,9 @@ export function parseCommand(command: Command, argv: string[]): { args: string[]
   // `[name]` is optional.
   const required = expected.filter((arg) => !arg.startsWith("["));
   if (positionals.length < required.length) throw fail(`missing ${required[positionals.length]}`);
-  if (positionals.length > expected.length) throw fail(`unexpected argument ${JSON.stringify(positionals.at(-1))}`);
+  if (positionals.length > expected.length) {
+    throw fail(command.tooManyArguments ?? `unexpected argument ${JSON.stringify(positionals.at(-1))}`);
+  }
   return { args: positionals, flags: values, help: false };
 }
 

@@ -1,16 +1,21 @@
 import { ENV_NAMES, type EnvName } from "../config.ts";
 import type { Command, Flag } from "./command.ts";
-import { envCreate, envDelete, envGrant, envGrants, envList, envRevoke } from "./env.ts";
+import { envCreate, envDelete, envFork, envGrant, envGrants, envList, envRevoke, envSchedules } from "./env.ts";
 import { instancesList } from "./instances.ts";
+import { commandLine } from "./invocation.ts";
 import { keyCreate, keyCreateStored, keyList, keyRevoke } from "./key.ts";
 import { orgCreate, orgList } from "./org.ts";
-import { releaseActivate, releaseList, releasePublish, releaseTypesCommand } from "./release.ts";
+import { releaseActivate, releaseList, releasePromote, releasePublish, releaseTypesCommand } from "./release.ts";
+import { secretsRotateKey } from "./secrets.ts";
 import { serveCommand } from "./serve.ts";
 import { userRevokeSession, userSessions } from "./sign-ins.ts";
 import { tokenCreate, tokenList, tokenRevoke } from "./token.ts";
 import { userAdd, userDisable, userEnable, userList } from "./user.ts";
+import { varsList, varsSet, varsUnset } from "./vars.ts";
 
 const STORE_ENV: EnvName[] = ["DATABASE_URL", "DATA_DIR"];
+/** The database and the key of secrets (`vars`). */
+const VARS_ENV: EnvName[] = [...STORE_ENV, "SECRETS_KEY", "SECRETS_KEY_PREVIOUS"];
 /** The database and the file storage (a command that removes files' bytes). */
 const STORAGE_ENV: EnvName[] = [
   ...STORE_ENV,
@@ -120,6 +125,23 @@ in ACTUATE_TOKEN; the environment checks it as a local publish does and answers 
       "ACTUATE_TOKEN=$KEY bun run release activate v1 --url https://api.example.com",
     ],
     run: (config, [version], flags) => releaseActivate(config, version as string, { url: string(flags.url) }),
+  },
+  {
+    name: "release promote",
+    args: ["<from-env>", "<to-env>"],
+    summary: "publish one environment's active release to another and activate it (hosting mode)",
+    details: `The release <from-env> serves (its stored bundle, under its version) is published to <to-env> as
+release publish would publish it: the same contract changes printed, the same refusals (a version <to-env>
+holds with other content, a schema change that orphans its data without --force, its required variables
+unset). The same version with the same content there is only activated.`,
+    flags: {
+      force: { type: "boolean", description: "publish even if the schema change orphans data stored in <to-env>" },
+      by: { type: "string", value: "<name>", description: "who promotes, as the history shows it" },
+    },
+    env: STORE_ENV,
+    examples: ["bun run release promote acme-pr-42 acme-prod"],
+    run: (config, [from, to], flags) =>
+      releasePromote(config, from as string, to as string, { force: flags.force === true, by: string(flags.by) }),
   },
   {
     name: "release types",
@@ -294,6 +316,20 @@ unique across the service. The environment starts with no release: publish one w
     run: (config, _, flags) => envList(config(), string(flags.org)),
   },
   {
+    name: "secrets rotate-key",
+    summary: "re-seal every secret of every environment under a new SECRETS_KEY",
+    details: `The new key is read from SECRETS_KEY_NEW, else from stdin (never from the command line); the secrets
+open with SECRETS_KEY (unset: the development key in DATA_DIR/secrets-key) or a key of SECRETS_KEY_PREVIOUS.
+Prints how many were re-sealed; then set SECRETS_KEY to the new key on every instance and restart them.
+A secret set while it runs keeps its new value. Generate a key with: openssl rand -base64 32`,
+    env: [...STORE_ENV, "SECRETS_KEY", "SECRETS_KEY_PREVIOUS"],
+    examples: [
+      "SECRETS_KEY_NEW=$(openssl rand -base64 32) bun run secrets rotate-key",
+      "openssl rand -base64 32 | tee new.key | bun run secrets rotate-key",
+    ],
+    run: (config) => secretsRotateKey(config()),
+  },
+  {
     name: "env delete",
     args: ["<handle>"],
     summary: "delete an environment and everything in it; without --yes, say what that removes and exit 1",
@@ -305,6 +341,46 @@ Without --yes nothing is deleted: it prints what would be and exits 1, so a scri
     env: STORAGE_ENV,
     examples: ["bun run env delete acme-staging", "bun run env delete acme-staging --yes"],
     run: (config, [handle], flags) => envDelete(config(), handle as string, { yes: flags.yes === true }),
+  },
+  {
+    name: "env fork",
+    args: ["<source>", "<handle>"],
+    summary: "make a preview environment: a copy of <source>'s release, history and variables, its data with --data",
+    details: `The fork has the source's active release and release history and its plain variables; --secrets
+copies its secrets too (refused without it when the release declares secrets), --data its entities, links
+and files (the files' bytes are shared until one side changes them). Executions, runs, logs, tokens, keys
+and grants are not copied; its schedules start paused (env schedules <handle> --resume). --ttl deletes it
+when that time has passed (30m, 12h, 7d; at most 90d). It is served at once, with keys of its own.`,
+    flags: {
+      data: { type: "boolean", description: "copy the entities, links and files" },
+      secrets: { type: "boolean", description: "copy the secret variables too" },
+      ttl: { type: "string", value: "<30m|12h|7d>", description: "delete the fork after this long (at most 90d)" },
+      org: { type: "string", value: "<org>", description: "the fork's organization (default: the source's)" },
+    },
+    env: STORE_ENV,
+    examples: ["bun run env fork acme-prod acme-pr-42 --data --ttl 7d", "bun run env fork acme-prod acme-try"],
+    run: (config, [source, handle], flags) =>
+      envFork(config(), source as string, handle as string, {
+        data: flags.data === true,
+        secrets: flags.secrets === true,
+        ttl: string(flags.ttl),
+        org: string(flags.org),
+      }),
+  },
+  {
+    name: "env schedules",
+    args: ["<handle>"],
+    summary: "pause or resume an environment's schedules (a fork's start paused)",
+    details: `Paused, none of its release's schedules ticks. Resumed, its next tick is due at once: missed ticks
+follow each schedule's catchUp, as after downtime (at most 24 h back).`,
+    flags: {
+      pause: { type: "boolean", description: "stop its schedules from ticking" },
+      resume: { type: "boolean", description: "let them tick again" },
+    },
+    env: STORE_ENV,
+    examples: ["bun run env schedules acme-pr-42 --resume", "bun run env schedules acme-prod --pause"],
+    run: (config, [handle], flags) =>
+      envSchedules(config(), handle as string, { pause: flags.pause === true, resume: flags.resume === true }),
   },
   {
     name: "env grant",
@@ -333,6 +409,53 @@ Without --yes nothing is deleted: it prints what would be and exits 1, so a scri
     env: STORE_ENV,
     examples: ["bun run env grants", "bun run env grants acme-prod", "bun run env grants --org acme"],
     run: (config, [environment], flags) => envGrants(config(), environment, string(flags.org)),
+  },
+  // Variables and secrets (issue #44): `vars set|list|unset`.
+  {
+    name: "vars set",
+    args: ["[environment]", "<NAME>"],
+    tooManyArguments: `the value is read from standard input, never from the command line (shell history, ps): pipe it, e.g. printf %s "$VALUE" | ${commandLine("vars set NAME")}`,
+    summary: "set a variable (--secret: a secret, stored encrypted, never shown) from standard input",
+    details: `The value is all of standard input, one trailing newline trimmed; never an argument. A secret is
+stored encrypted with SECRETS_KEY and no command, page or API shows it again; it is at least 8 characters.
+In single mode the environment is left out; in hosting mode it is named (its handle).
+Every server uses the new value from its next invocation (within RELEASE_POLL_MS), without republishing.
+With --url the environment's API is used with ACTUATE_TOKEN (a service key): its host (/variables), or the
+service's apex with the environment named (/environments/<environment>/variables).`,
+    flags: {
+      secret: {
+        type: "boolean",
+        description: "store it as a secret: encrypted, write-only, redacted from logs and outputs",
+      },
+      url: urlFlag("set it over HTTP (PUT /variables/NAME) with ACTUATE_TOKEN instead of writing to the database"),
+    },
+    env: VARS_ENV,
+    examples: [
+      'printf %s "$STRIPE_KEY" | bun run vars set acme-prod STRIPE_KEY --secret',
+      "echo eu | bun run vars set REGION",
+      'printf %s "$V" | ACTUATE_TOKEN=$KEY bun run vars set REGION --url https://api.example.com',
+    ],
+    run: (config, args, flags) => varsSet(config, args, { secret: flags.secret === true, url: string(flags.url) }),
+  },
+  {
+    name: "vars list",
+    args: ["[environment]"],
+    summary: "the variables set or declared: name, secret, value (plain ones only), updated, by, state",
+    details: `STATE says what the active release makes of it: required (declared without a default), declared,
+undeclared (set before any release declares it), or MISSING (required and unset: publishing is refused).`,
+    flags: { url: urlFlag("list them over HTTP (GET /variables) with ACTUATE_TOKEN") },
+    env: VARS_ENV,
+    examples: ["bun run vars list", "bun run vars list acme-prod"],
+    run: (config, args, flags) => varsList(config, args, { url: string(flags.url) }),
+  },
+  {
+    name: "vars unset",
+    args: ["[environment]", "<NAME>"],
+    summary: "remove a variable (a declared default applies again; exit 1: no such variable)",
+    flags: { url: urlFlag("unset it over HTTP (DELETE /variables/NAME) with ACTUATE_TOKEN") },
+    env: VARS_ENV,
+    examples: ["bun run vars unset REGION", "bun run vars unset acme-prod STRIPE_KEY"],
+    run: (config, args, flags) => varsUnset(config, args, { url: string(flags.url) }),
   },
   {
     name: "instances",

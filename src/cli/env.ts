@@ -1,6 +1,8 @@
 import { USER_ID, UserError } from "../auth/users.ts";
 import type { Config } from "../config.ts";
 import { deleteEnvironment, refuseDeletingFirst } from "../engine/control/delete-environment.ts";
+import { forkEnvironment } from "../engine/control/fork.ts";
+import { parseTtl } from "../engine/control/ttl.ts";
 import { iso } from "../lib/values.ts";
 import { openConfiguredStorage } from "../startup.ts";
 import type { EnvironmentContents, Scope } from "../store/control.ts";
@@ -30,12 +32,15 @@ export const envList = (config: Config, org: string | undefined) =>
     }
     const orgs = new Map((await store.control.organizations.list()).map((o) => [o.id, o.handle]));
     printTable([
-      ["ENVIRONMENT", "ORGANIZATION", "ACTIVE", "CREATED"],
+      ["ENVIRONMENT", "ORGANIZATION", "ACTIVE", "CREATED", "FORKED FROM", "EXPIRES", "SCHEDULES"],
       ...environments.map((e) => [
         e.handle ?? "(single mode)",
         e.organization === null ? "-" : (orgs.get(e.organization) ?? "-"),
         e.activeVersion ?? "-",
         iso(e.createdAt),
+        e.forkedFrom ?? "-",
+        e.expiresAt === null ? "-" : iso(e.expiresAt),
+        e.schedulesPaused ? "paused" : "on",
       ]),
     ]);
     return 0;
@@ -56,6 +61,7 @@ const WHAT: Record<keyof EnvironmentContents, string> = {
   apiTokens: "user tokens",
   grants: "grants",
   scopedKeys: "environment keys",
+  variables: "variables and secrets",
 };
 
 function printContents(contents: EnvironmentContents) {
@@ -154,5 +160,61 @@ export const envGrants = (config: Config, environment: string | undefined, org: 
         iso(g.createdAt),
       ]),
     ]);
+    return 0;
+  });
+
+/** Pauses or resumes an environment's schedules (resuming: its next tick is due at once, catch-up rules apply). */
+export const envSchedules = (config: Config, handle: string, options: { pause: boolean; resume: boolean }) =>
+  withStore(config, async (store) => {
+    if (options.pause === options.resume) throw new UserError("give --pause or --resume");
+    const env = await environmentNamed(store, handle);
+    await store.control.environments.setSchedulesPaused(env.id, options.pause, Date.now());
+    console.log(
+      options.pause
+        ? `schedules of ${handle} paused: no tick runs until ${commandLine(`env schedules ${handle} --resume`)}`
+        : `schedules of ${handle} resumed: the next tick is due now (missed ticks follow each schedule's catchUp)`,
+    );
+    return 0;
+  });
+
+/**
+ * Forks an environment (hosting mode): a new one with the source's active release and history, its
+ * variables (secrets with --secrets), with --data its entities, links and files; schedules paused.
+ */
+export const envFork = (
+  config: Config,
+  source: string,
+  handle: string,
+  options: { data: boolean; secrets: boolean; ttl?: string; org?: string },
+) =>
+  withStore(config, async (store) => {
+    const from = await environmentNamed(store, source);
+    const ttlMs = options.ttl === undefined ? null : parseTtl(options.ttl);
+    const organization =
+      options.org !== undefined
+        ? await organizationNamed(store, options.org)
+        : from.organization === null
+          ? null
+          : await store.control.organizations.byId(from.organization);
+    if (!organization) throw new UserError(`environment ${source} belongs to no organization: give --org <org>`);
+    const started = performance.now();
+    const { environment, copied } = await forkEnvironment(store, from, {
+      handle,
+      organization: organization.id,
+      data: options.data,
+      secrets: options.secrets,
+      ttlMs,
+      at: Date.now(),
+    });
+    const ms = Math.round(performance.now() - started);
+    const version = environment.activeVersion ?? "no release";
+    console.log(`environment ${handle} forked from ${source} in ${organization.handle} (${version}) in ${ms} ms:`);
+    console.log(
+      `  ${copied.releases} releases, ${copied.variables} variables${options.data ? `, ${copied.entities} entities, ${copied.links} links, ${copied.files} files` : " (no data: --data copies it)"}`,
+    );
+    if (environment.expiresAt !== null) console.log(`  deleted by the service at ${iso(environment.expiresAt)}`);
+    console.log(`  schedules paused: ${commandLine(`env schedules ${handle} --resume`)} lets them tick`);
+    console.error(`it is served now, with keys of its own (the source's do not open it): ${commandLine(`key create --env ${handle}`)}
+promote its release back later: ${commandLine(`release promote ${handle} ${source}`)}`);
     return 0;
   });

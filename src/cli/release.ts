@@ -1,5 +1,6 @@
 import { hostname, userInfo } from "node:os";
 import type { Config } from "../config.ts";
+import { promoteRelease } from "../engine/control/promote.ts";
 import { PublicError } from "../lib/errors.ts";
 import { bundlesDir } from "../main.ts";
 import { activateRelease } from "../release/activate.ts";
@@ -10,6 +11,7 @@ import { buildRelease, publishRelease } from "../release/publish.ts";
 import { describeDatabase } from "../store/open.ts";
 import type { Page, PublishAnswer, PublishedRelease } from "../wire/views.ts";
 import { commandLine } from "./invocation.ts";
+import { environmentNamed } from "./org.ts";
 import { type Remote, remote } from "./remote.ts";
 import { withStore } from "./with-store.ts";
 
@@ -125,7 +127,9 @@ export const releaseActivate = async (config: () => Config, version: string, fla
     try {
       await activateRelease(store, version, Date.now());
     } catch (error) {
-      if (error instanceof PublicError) throw new ReleaseError(`${error.message}; see ${commandLine("release list")}`);
+      if (error instanceof PublicError && error.code === "release_not_found") {
+        throw new ReleaseError(`${error.message}; see ${commandLine("release list")}`);
+      }
       throw error;
     }
     console.log(`release ${version} is now active`);
@@ -189,10 +193,33 @@ export async function releaseTypesCommand(
     const version = loaded.declared?.version ?? built.defaultVersion;
     const { manifest } = asRelease(loaded, version);
     const { entities, links } = manifest.schema;
-    description = { version, actions: manifest.actions, entities, links };
+    description = { version, actions: manifest.actions, entities, links, env: manifest.env };
     source = folder;
   }
   await Bun.write(flags.out, releaseTypes(description, source));
   console.log(`wrote ${flags.out}: ${description.actions.length} actions of release ${description.version}`);
   return 0;
 }
+
+/**
+ * Publishes one environment's active release to another (hosting mode): its stored bundle, checked and
+ * diffed as `release publish` does, then activated.
+ */
+export const releasePromote = (
+  config: () => Config,
+  from: string,
+  to: string,
+  flags: { force?: boolean; by?: string },
+) =>
+  withStore(config(), async (store) => {
+    const [source, target] = [await environmentNamed(store, from), await environmentNamed(store, to)];
+    const result = await promoteRelease(store, source, target, {
+      bundlesDir: bundlesDir(config()),
+      force: flags.force,
+      publishedBy: `${publisher(flags.by)} (promoted from ${from})`,
+    });
+    console.log(`promoting ${from}'s release ${result.version} to ${to}:`);
+    printPublish(result);
+    console.log(followers(config()));
+    return 0;
+  });

@@ -3,12 +3,13 @@ import { join, relative, resolve } from "node:path";
 import { newSecret, SERVICE_KEY_PREFIX } from "../auth/tokens.ts";
 import { type Config, environmentUrl } from "../config.ts";
 import { loggable } from "../lib/database-errors.ts";
+import { PublicError } from "../lib/errors.ts";
 import { bundlesDir, type RunningServer, serverLog, startServer } from "../main.ts";
 import type { Log } from "../observe/log.ts";
 import { ReleaseError } from "../release/errors.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import { type PublishResult, publishRelease } from "../release/publish.ts";
-import { openConfiguredStore } from "../startup.ts";
+import { openConfiguredStore, refuseSecretsWithoutKey, secretsSealer } from "../startup.ts";
 import { describeDatabase } from "../store/open.ts";
 import type { ActiveRelease } from "../store/releases.ts";
 import { commandLine } from "./invocation.ts";
@@ -47,9 +48,19 @@ export async function serveCommand(
       console.log(followers(config));
     }
   };
-  await publish();
+  const sealer = await secretsSealer(config, { keyFile: options.watch });
+  // start: secrets stored and no key to open them would be a server whose handlers miss them.
+  if (!options.watch) await refuseSecretsWithoutKey(store, sealer);
+  try {
+    await publish();
+  } catch (error) {
+    // dev keeps serving the last release while variables are missing; start refuses to start.
+    if (!(options.watch && isVariablesMissing(error))) throw error;
+    printVariablesMissing(log, dir, error);
+  }
 
   const server = await startServer(serving, {
+    sealer,
     store,
     log,
     insecureNoAuth: options.insecureNoAuth,
@@ -77,6 +88,7 @@ export async function serveCommand(
         await server.releases?.refresh();
         printSchedules(server.releases?.current() ?? null);
       } catch (error) {
+        if (isVariablesMissing(error)) return printVariablesMissing(log, dir, error);
         // A release's own mistake is the developer's to read; anything else may be a failed statement with its parameters.
         const why = error instanceof ReleaseError ? error.message : loggable(error);
         log(`release ${dir} not republished: ${why}`, { level: "error" });
@@ -112,6 +124,19 @@ function stopOnSignals(server: RunningServer, log: Log, readyDrainMs: number, cl
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+}
+
+const isVariablesMissing = (error: unknown): error is PublicError =>
+  error instanceof PublicError && error.code === "variables_missing";
+
+/** dev: the release waits for its variables; the one served before goes on being served. */
+function printVariablesMissing(log: Log, dir: string | undefined, error: PublicError) {
+  const missing = (error.fields.missing as string[] | undefined) ?? [];
+  log(`release ${dir ? shown(dir) : ""} not made live: variables missing: ${missing.join(", ")}`, {
+    level: "warn",
+    missing,
+  });
+  console.log(`${error.message}\nthen save a file of ${dir ? shown(dir) : "the release"} to publish it again`);
 }
 
 type Candidate = { base: string; version: string; stored: boolean };

@@ -16,6 +16,7 @@ import { SignIn } from "./sign-in.tsx";
 import { SignInsPage } from "./sign-ins.tsx";
 import { useSignedIn } from "./signed-in.ts";
 import { useCallerKind } from "./use-caller-kind.ts";
+import { VariablesPage } from "./variables.tsx";
 
 // A user is refused what `serviceKeys` pages show: their links wait until the caller is known to be a key.
 const PAGES: { route: Route; label: string; serviceKeys?: true }[] = [
@@ -26,6 +27,7 @@ const PAGES: { route: Route; label: string; serviceKeys?: true }[] = [
   { route: { page: "data" }, label: "Data" },
   { route: { page: "files" }, label: "Files" },
   { route: { page: "releases" }, label: "Releases", serviceKeys: true },
+  { route: { page: "variables" }, label: "Variables", serviceKeys: true },
   { route: { page: "sign-ins" }, label: "Signed-in apps" },
 ];
 
@@ -64,6 +66,7 @@ function Console() {
       {route.page === "data" && <DataPage client={client} entity={route.entity} />}
       {route.page === "files" && <FilesPage client={client} />}
       {route.page === "sign-ins" && <SignInsPage client={client} />}
+      {route.page === "variables" && <VariablesPage />}
     </>
   );
 }

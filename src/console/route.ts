@@ -15,7 +15,8 @@ export type Route =
   | { page: "releases" }
   | { page: "data"; entity?: string }
   | { page: "files" }
-  | { page: "sign-ins" };
+  | { page: "sign-ins" }
+  | { page: "variables" };
 
 const FILTERS = ["action", "status", "caller", "since", "until"] as const;
 
@@ -31,7 +32,7 @@ export function routeOf(hash: string): Route {
   }
   if (page === "runs") return { page, id: id || undefined };
   if (page === "data") return { page, entity: id || undefined };
-  if (page === "releases" || page === "files" || page === "sign-ins") return { page };
+  if (page === "releases" || page === "files" || page === "sign-ins" || page === "variables") return { page };
   if (page === "actions") return { page, action: id || undefined, from: search.get("from") ?? undefined };
   return { page: "overview" };
 }
@@ -42,7 +43,13 @@ const queryOf = (params: Record<string, string | undefined>) => {
 };
 
 export const hrefOf = (route: Route) => {
-  if (route.page === "releases" || route.page === "overview" || route.page === "files" || route.page === "sign-ins")
+  if (
+    route.page === "releases" ||
+    route.page === "overview" ||
+    route.page === "files" ||
+    route.page === "sign-ins" ||
+    route.page === "variables"
+  )
     return `#/${route.page}`;
   const id = route.page === "actions" ? route.action : route.page === "data" ? route.entity : route.id;
   const query =

@@ -6,6 +6,15 @@ export interface ServiceEnvironment {
   url: string;
   activeVersion: string | null;
   createdAt: string;
+  /** The environment it was forked from, and when the service deletes it (docs/API.md, "Forks"). */
+  forkedFrom?: string | null;
+  expiresAt?: string | null;
+  schedulesPaused?: boolean;
+}
+
+/** A fork as `POST /environments/{handle}/fork` answers it. */
+export interface ServiceFork extends ServiceEnvironment {
+  copied: { releases: number; variables: number; entities: number; links: number; files: number };
 }
 
 export interface ServiceOrganization {
@@ -94,6 +103,11 @@ export function serviceClient(token: string, onRefused?: () => void) {
     organizations: () => all<ServiceOrganization>("/orgs"),
     createEnvironment: (handle: string, organization: string) =>
       call<ServiceEnvironment>("/environments", { method: "POST", body: JSON.stringify({ handle, organization }) }),
+    fork: (source: string, body: { handle: string; data: boolean; secrets: boolean; ttl?: string }) =>
+      call<ServiceFork>(`/environments/${encodeURIComponent(source)}/fork`, {
+        method: "POST",
+        body: JSON.stringify(body),
+      }),
     grants: (scope: ServiceScope) => all<ServiceGrant>(`${scopePath(scope)}/grants`),
     grant: (scope: ServiceScope, user: string) =>
       call<ServiceGrant>(`${scopePath(scope)}/grants`, { method: "POST", body: JSON.stringify({ user }) }),

@@ -10,8 +10,9 @@ import {
   finishSignIn,
   redirectBack,
 } from "./built-in-sign-in.ts";
+import { ForkEnvironment, forkOutcome } from "./fork-environment.tsx";
 import { ServiceAccess } from "./service-access.tsx";
-import { type ServiceClient, type ServiceEnvironment, serviceClient } from "./service-api.ts";
+import { type ServiceClient, type ServiceEnvironment, type ServiceFork, serviceClient } from "./service-api.ts";
 import { type Credential, forgetCredential, storeCredential, storedCredential } from "./session.ts";
 
 const REFUSED = "The service no longer accepts this key (it was revoked). Sign in again.";
@@ -172,6 +173,7 @@ function EnvironmentsPage(props: { client: ServiceClient; person: boolean }) {
   const [error, setError] = useState<string | null>(null);
   const [revision, setRevision] = useState(0);
   const [outcome, setOutcome] = useState<Outcome>(null);
+  const [forking, setForking] = useState<ServiceEnvironment | null>(null);
   // biome-ignore lint/correctness/useExhaustiveDependencies: reloaded after a creation (revision)
   useEffect(() => {
     let live = true;
@@ -190,6 +192,11 @@ function EnvironmentsPage(props: { client: ServiceClient; person: boolean }) {
   }, [props.client, revision]);
   const created = (env: ServiceEnvironment) => {
     setOutcome({ text: `${env.handle} created (no release yet)`, error: false });
+    setRevision((r) => r + 1);
+  };
+  const forked = (fork: ServiceFork, data: boolean) => {
+    setForking(null);
+    setOutcome({ text: forkOutcome(fork, data), error: false });
     setRevision((r) => r + 1);
   };
   return (
@@ -211,6 +218,9 @@ function EnvironmentsPage(props: { client: ServiceClient; person: boolean }) {
               <th scope="col">Organization</th>
               <th scope="col">Active release</th>
               <th scope="col">Created</th>
+              <th scope="col">Forked from</th>
+              <th scope="col">Expires</th>
+              {!props.person && <th scope="col">Fork</th>}
             </tr>
           </thead>
           <tbody>
@@ -223,12 +233,31 @@ function EnvironmentsPage(props: { client: ServiceClient; person: boolean }) {
                 <td>{e.activeVersion ?? "none"}</td>
                 {/* Environment 1 (single mode's database) has no creation time: its row predates hosting. */}
                 <td>{Date.parse(e.createdAt) > 0 ? new Date(e.createdAt).toLocaleString() : "—"}</td>
+                <td>{e.forkedFrom ?? "—"}</td>
+                <td>{e.expiresAt ? new Date(e.expiresAt).toLocaleString() : "—"}</td>
+                {!props.person && (
+                  <td>
+                    <button type="button" aria-label={`Fork ${e.handle}`} onClick={() => setForking(e)}>
+                      Fork
+                    </button>
+                  </td>
+                )}
               </tr>
             ))}
           </tbody>
         </table>
       )}
       <OutcomeLine outcome={outcome} />
+      {forking && (
+        <ForkEnvironment
+          key={forking.handle}
+          client={props.client}
+          source={forking}
+          onForked={forked}
+          onFailed={setOutcome}
+          onClose={() => setForking(null)}
+        />
+      )}
       {organizations.length > 0 && (
         <CreateEnvironment
           client={props.client}

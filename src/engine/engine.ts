@@ -9,6 +9,7 @@ import type { Principal } from "../sdk/index.ts";
 import type { ExecutionRow, RunRow } from "../store/rows.ts";
 import { isTerminal } from "../store/statuses.ts";
 import type { Store } from "../store/store.ts";
+import type { Sealer } from "../variables/sealing.ts";
 import type { Upload } from "../wire/views.ts";
 import { mayKnow, mayRun } from "./access.ts";
 import { Deadlines } from "./deadlines.ts";
@@ -23,6 +24,7 @@ import { type EngineResources, engineResources, type GivenResources } from "./re
 import { Retention, type RetentionSettings } from "./retention.ts";
 import { Runner } from "./runner.ts";
 import { Scheduling } from "./schedules/scheduling.ts";
+import { VariableAdmin } from "./variables.ts";
 import { newRun } from "./workflows/new-run.ts";
 import { Runs } from "./workflows/runs.ts";
 import { type WorkerSettings, type WorkflowDriver, WorkflowWorker } from "./workflows/worker.ts";
@@ -42,6 +44,11 @@ export interface EngineOptions extends GivenResources {
    * (`runClaimed`, `scheduling.startClaimed`, `scheduling.passNow`), and beat once for the process.
    */
   loops?: "own" | WorkflowDriver;
+  /**
+   * What `engine.variables` seals secrets with (null: no SECRETS_KEY, a secret is refused), and how a change
+   * reaches this process's invocations at once (default: none, and no sealer).
+   */
+  variableAdmin?: { sealer: Sealer | null; changed: () => Promise<void> };
 }
 
 async function refuseUnless(allowed: boolean | Promise<boolean>, action: string): Promise<void> {
@@ -65,6 +72,8 @@ export class Engine {
   readonly scheduling: Scheduling;
   /** Status changes and log lines of the executions running in this process (for subscribe-stream). */
   readonly feed: ExecutionFeed;
+  /** The environment's variables and secrets, for service keys. */
+  readonly variables: VariableAdmin;
   private readonly waitMs: number;
   private readonly driven: boolean;
 
@@ -86,6 +95,13 @@ export class Engine {
     };
     this.executions = new ExecutionReads($, following, options.waitMs);
     this.runs = new Runs($, this.workflows);
+    this.variables = new VariableAdmin({
+      store: $.store,
+      sealer: options.variableAdmin?.sealer ?? null,
+      release: $.release,
+      changed: options.variableAdmin?.changed ?? (() => Promise.resolve()),
+      now: $.now,
+    });
   }
 
   /**

@@ -2,6 +2,7 @@ import type { LogTally } from "../store/execution-logs.ts";
 import type { LogRow } from "../store/rows.ts";
 import type { LogLevel } from "../store/statuses.ts";
 import type { LogLine } from "../wire/views.ts";
+import type { Redactor } from "./redaction.ts";
 import type { EngineResources } from "./resources.ts";
 
 /** How much of its log one execution keeps (EXECUTION_LOG_LINES, EXECUTION_LOG_BYTES); then one `truncated` line. */
@@ -34,7 +35,8 @@ export class ExecutionLog {
   /**
    * Each line written is told to the server log (named by the execution's `action` or workflow) and to
    * this process's followers at once, and stored at the end of the turn; `failed` is told when storing
-   * lines failed (the execution goes on, its log misses them).
+   * lines failed (the execution goes on, its log misses them). With a `redactor` (the environment has
+   * secrets) every line is redacted before anything else sees it, its bounds included.
    */
   constructor(
     private readonly executionId: string,
@@ -42,6 +44,7 @@ export class ExecutionLog {
     private readonly $: Pick<EngineResources, "store" | "feed" | "log" | "now" | "logLimits">,
     private readonly failed: (error: unknown) => void,
     start: LogTally = { lines: 0, bytes: 0, nextSeq: 0 },
+    private readonly redactor: Redactor | null = null,
   ) {
     this.lines = start.lines;
     this.bytes = start.bytes;
@@ -49,8 +52,9 @@ export class ExecutionLog {
     this.truncated = start.lines > $.logLimits.lines || start.bytes > $.logLimits.bytes;
   }
 
-  write(level: LogLevel, text: string, step: string | null = null): void {
+  write(level: LogLevel, written: string, step: string | null = null): void {
     if (this.truncated || this.closed) return;
+    const text = this.redactor === null ? written : this.redactor.text(written);
     const size = Buffer.byteLength(text);
     if (this.lines >= this.$.logLimits.lines || this.bytes + size > this.$.logLimits.bytes) {
       this.truncated = true;
@@ -64,8 +68,10 @@ export class ExecutionLog {
   }
 
   /** The error line a failed execution's log ends with: kept past the bounds, cut to FINAL_LINE_BYTES. */
-  writeFinal(text: string, step: string | null = null): void {
+  writeFinal(written: string, step: string | null = null): void {
     if (this.closed) return;
+    // Redacted before the cut: a cut through a secret's value would leave its start unrecognised.
+    const text = this.redactor === null ? written : this.redactor.text(written);
     const cut = Buffer.byteLength(text) > FINAL_LINE_BYTES ? `${cutUtf8(text, FINAL_LINE_BYTES)}…` : text;
     this.add("error", cut, step);
   }

@@ -7,6 +7,7 @@ import type { ExecutionLog } from "./execution-log.ts";
 import { logger } from "./log-line.ts";
 import type { EngineResources } from "./resources.ts";
 import { type ScheduleTools, scheduleTools } from "./schedules/delayed-context.ts";
+import type { VariableSnapshot } from "./variable-snapshot.ts";
 
 type ExecutionData = ReturnType<DataService["forExecution"]>;
 
@@ -22,14 +23,16 @@ export class FunctionContext {
   private abortedWith: unknown = undefined;
   private aborted = false;
   readonly ctx: ActionContext;
+  /** The environment's variables as the invocation started: `ctx.env`, and the secrets to redact. */
+  readonly variables: VariableSnapshot;
 
   constructor(
     private readonly row: ExecutionRow,
     private readonly release: LoadedRelease,
     private readonly principal: Principal,
-    private readonly $: Pick<EngineResources, "data" | "now" | "maxOutputBytes">,
-    /** The runner's: the log opens when the handler first writes to it. */
-    private readonly openLog: (row: ExecutionRow) => ExecutionLog,
+    private readonly $: Pick<EngineResources, "data" | "now" | "maxOutputBytes" | "variables">,
+    /** The runner's: the log opens when the handler first writes to it (redacting these variables' secrets). */
+    private readonly openLog: (row: ExecutionRow, variables: VariableSnapshot) => ExecutionLog,
   ) {
     const self = this;
     let log: ActionContext["log"] | null = null;
@@ -45,8 +48,10 @@ export class FunctionContext {
       });
       return tools;
     };
+    this.variables = $.variables();
     this.ctx = {
       auth: principal,
+      env: this.variables.env,
       execution: { id: row.id, requestId: row.requestId },
       get db() {
         return self.dataContext().db;
@@ -65,7 +70,7 @@ export class FunctionContext {
 
   /** The execution's log, opened on first use. */
   get log(): ExecutionLog {
-    this.executionLog ??= this.openLog(this.row);
+    this.executionLog ??= this.openLog(this.row, this.variables);
     return this.executionLog;
   }
 

@@ -9,7 +9,9 @@ import type { ExecutionRow } from "../store/rows.ts";
 import { ExecutionLog } from "./execution-log.ts";
 import { FunctionContext } from "./function-context.ts";
 import { thrownLine } from "./log-line.ts";
+import { type Redactor, redactorFor, redactText } from "./redaction.ts";
 import type { EngineResources } from "./resources.ts";
+import type { VariableSnapshot } from "./variable-snapshot.ts";
 
 const SETTLE_ATTEMPTS = 5;
 
@@ -19,13 +21,14 @@ const SETTLE_ATTEMPTS = 5;
  */
 export class Runner {
   private readonly inFlight = new Map<string, { done: Promise<ExecutionRow>; context: FunctionContext }>();
-  /** Opens a handler's log: one function for the runner, not one per invoke. */
-  private readonly openLog = (row: ExecutionRow) => this.executionLog(row);
+  /** Opens a handler's log, redacting the secrets of its variables: one function for the runner, not one per invoke. */
+  private readonly openLog = (row: ExecutionRow, variables: VariableSnapshot) =>
+    this.executionLog(row, redactorFor(variables));
 
   constructor(
     private readonly $: Pick<
       EngineResources,
-      "store" | "data" | "feed" | "log" | "now" | "telemetry" | "logLimits" | "maxOutputBytes"
+      "store" | "data" | "feed" | "log" | "now" | "telemetry" | "logLimits" | "maxOutputBytes" | "variables"
     >,
   ) {}
 
@@ -38,7 +41,9 @@ export class Runner {
     parent?: SpanParent,
   ): Promise<ExecutionRow> {
     const context = new FunctionContext(row, release, principal, this.$, this.openLog);
-    const done = this.run(row, action, input, context, parent);
+    // The variables the context read once (its ctx.env): the invocation redacts their secrets until it ends.
+    const redactor = redactorFor(context.variables);
+    const done = this.run(row, action, input, context, redactor, parent);
     this.inFlight.set(row.id, { done, context });
     return done;
   }
@@ -48,6 +53,7 @@ export class Runner {
     action: LoadedFunction,
     input: unknown,
     context: FunctionContext,
+    redactor: Redactor | null,
     parent: SpanParent | undefined,
   ): Promise<ExecutionRow> {
     const { telemetry } = this.$;
@@ -56,7 +62,7 @@ export class Runner {
       ? tracer.start(`execute ${row.action}`, parent, { "actuate.action": row.action, "actuate.execution_id": row.id })
       : NO_SPAN;
     try {
-      const settlement = await this.execute(action, input, context);
+      const settlement = await this.execute(action, input, context, redactor);
       // The lines not stored yet commit with the status: no round trip of their own. Lines stored
       // while it ran commit first, so whoever sees the end can read every line.
       const log = context.openedLog;
@@ -101,47 +107,62 @@ export class Runner {
     await Promise.race([Promise.allSettled(pending.map((p) => p.done)), Bun.sleep(graceMs)]);
   }
 
-  private executionLog(row: ExecutionRow): ExecutionLog {
-    return new ExecutionLog(row.id, row.action, this.$, (error) =>
-      this.$.log(`could not store log lines of execution ${row.id}: ${loggable(error)}`, {
-        level: "warn",
-        executionId: row.id,
-      }),
+  private executionLog(row: ExecutionRow, redactor: Redactor | null = null): ExecutionLog {
+    return new ExecutionLog(
+      row.id,
+      row.action,
+      this.$,
+      (error) =>
+        this.$.log(`could not store log lines of execution ${row.id}: ${loggable(error)}`, {
+          level: "warn",
+          executionId: row.id,
+        }),
+      undefined,
+      redactor,
     );
   }
 
-  /** Runs the handler; a failure's log ends with why (the stack when it threw), its errorMessage stays the message. */
+  /**
+   * Runs the handler; a failure's log ends with why (the stack when it threw), its errorMessage stays the
+   * message. The output is checked as returned and stored redacted: the stored output is the answer.
+   */
   private async execute(
     action: LoadedFunction,
     input: unknown,
     context: FunctionContext,
+    redactor: Redactor | null,
   ): Promise<ExecutionSettlement> {
     let returned: unknown;
     try {
       returned = await action.definition.handler(input as never, context.ctx);
     } catch (error) {
-      return this.failed(context, messageOf(error), `the handler threw: ${thrownLine(error)}`);
+      return this.failed(context, redactor, messageOf(error), `the handler threw: ${thrownLine(error)}`);
     }
     const stored = storableJson(returned, "/output", this.$.maxOutputBytes);
-    if ("problem" in stored) return this.failed(context, `the action's output ${stored.problem}`);
-    const output = stored.value;
-    const issues = action.checkOutput(output);
+    if ("problem" in stored) return this.failed(context, redactor, `the action's output ${stored.problem}`);
+    const issues = action.checkOutput(stored.value);
     if (issues.length > 0) {
       const first = issues[0];
       const message = `the action's output does not match its output schema: ${first?.where} ${first?.message}`;
-      return this.failed(context, message);
+      return this.failed(context, redactor, message);
     }
+    const output = redactor === null ? stored.value : redactor.json(stored.value);
     return { status: "succeeded", output, errorCode: null, errorMessage: null, finishedAt: this.$.now() };
   }
 
-  /** A failed end: `message` is its errorMessage, `line` (the stack, when it threw) ends its log. */
-  private failed(context: FunctionContext, message: string, line = message): ExecutionSettlement {
+  /** A failed end: `message` is its errorMessage, `line` (the stack, when it threw) ends its log; both redacted. */
+  private failed(
+    context: FunctionContext,
+    redactor: Redactor | null,
+    message: string,
+    line = message,
+  ): ExecutionSettlement {
     context.log.writeFinal(line);
     return {
       status: "failed",
       output: null,
       errorCode: "action_failed",
-      errorMessage: message,
+      errorMessage: redactText(redactor, message),
       finishedAt: this.$.now(),
     };
   }

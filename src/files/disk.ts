@@ -80,6 +80,52 @@ export class DiskStorage implements Storage {
   }
 
   /**
+   * A hard link: the two paths name one file until either is written (a write renames a new file into
+   * place) or deleted, so nothing is copied. A file system without hard links gets a copy.
+   */
+  async copy(from: string, to: string): Promise<boolean> {
+    const source = this.resolve(from);
+    const target = this.resolve(to);
+    const { copyFile, link, rename, rm, stat } = await fsp();
+    const isFile = () =>
+      stat(source).then(
+        (found) => found.isFile(),
+        () => false,
+      );
+    if (!(await isFile())) return false;
+    const temporary = `${target}.${crypto.randomUUID()}.part`;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.folderOf(temporary, to);
+        await link(source, temporary).catch((error: NodeJS.ErrnoException) => {
+          if (error.code === "ENOENT") throw error;
+          return copyFile(source, temporary);
+        });
+        break;
+      } catch (error) {
+        // ENOENT: the source went (nothing to copy), or the new folder did (a delete emptied it).
+        if ((error as NodeJS.ErrnoException).code !== "ENOENT" || !(await isFile())) return false;
+        if (attempt === 3) throw error;
+      }
+    }
+    try {
+      await rename(temporary, target);
+    } catch (error) {
+      await rm(temporary, { force: true });
+      throw clashOr(error, to);
+    }
+    return true;
+  }
+
+  /** Creates the folders of `file`, the caller's `path`. */
+  private async folderOf(file: string, path: string): Promise<void> {
+    const { mkdir } = await fsp();
+    await mkdir(dirname(file), { recursive: true }).catch((error) => {
+      throw clashOr(error, path);
+    });
+  }
+
+  /**
    * Creates `file` and its folders. The file holds its folder from then on; before, a delete may
    * remove the folder, emptied, so that is tried again.
    */

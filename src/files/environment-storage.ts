@@ -11,17 +11,23 @@ export const ENVIRONMENTS_FOLDER = "environments";
  * A path that starts with that folder is refused in every environment, so none reaches another's bytes.
  */
 export function storageFor(storage: Storage, environment: number): Storage {
-  const prefix = environment === 1 ? "" : `${ENVIRONMENTS_FOLDER}/${environment}/`;
-  const key = (path: string) => prefix + checkOwnPath(path);
+  const key = (path: string) => keyOf(environment, path);
   const { signPut, signGet } = storage;
   return {
     put: async (path, body, options) => storage.put(key(path), body, options),
     get: async (path) => storage.get(key(path)),
     delete: async (path) => storage.delete(key(path)),
+    copy: async (from, to) => storage.copy(key(from), key(to)),
     check: () => storage.check(),
     signPut: signPut && (async (path, expiresInSeconds) => signPut.call(storage, key(path), expiresInSeconds)),
     signGet: signGet && (async (path, expiresInSeconds) => signGet.call(storage, key(path), expiresInSeconds)),
   };
+}
+
+/** The driver's key of `path` in environment `environment`'s bytes. */
+export function keyOf(environment: number, path: string): string {
+  const prefix = environment === 1 ? "" : `${ENVIRONMENTS_FOLDER}/${environment}/`;
+  return prefix + checkOwnPath(path);
 }
 
 /** A caller's path (already checked by `checkPath`) unless it runs into the environments' folder. */

@@ -1,5 +1,5 @@
 import { Readable } from "node:stream";
-import { Client } from "minio";
+import { Client, CopyDestinationOptions, CopySourceOptions } from "minio";
 import { checkPath } from "./paths.ts";
 import { metered, type PutOptions, type Storage, type StoredBytes, type StoredObject, TooLarge } from "./storage.ts";
 
@@ -138,6 +138,20 @@ export class S3Storage implements Storage {
 
   signGet(path: string, expiresInSeconds: number): Promise<string> {
     return this.client.presignedGetObject(this.bucket, checkPath(path), expiresInSeconds);
+  }
+
+  /** CopyObject: the store copies the bytes itself (up to 5 GiB, the largest object put here in one go). */
+  async copy(from: string, to: string): Promise<boolean> {
+    try {
+      await this.client.copyObject(
+        new CopySourceOptions({ Bucket: this.bucket, Object: checkPath(from) }),
+        new CopyDestinationOptions({ Bucket: this.bucket, Object: checkPath(to) }),
+      );
+      return true;
+    } catch (error) {
+      if (isNotFound(error)) return false;
+      throw error;
+    }
   }
 
   async delete(path: string): Promise<void> {

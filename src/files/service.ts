@@ -5,6 +5,7 @@ import type { Store } from "../store/store.ts";
 import type { StoredFile, Upload } from "../wire/views.ts";
 import { checkOwnPath, storageFor } from "./environment-storage.ts";
 import { checkPath, checkPrefix } from "./paths.ts";
+import { SharedBytes } from "./shared-bytes.ts";
 import { grantHash, SignedUrlRefused, signGrant, verifyGrant } from "./signing.ts";
 import { metered, type Storage } from "./storage.ts";
 
@@ -22,6 +23,8 @@ export const MAX_EXPIRY_MS = 7 * 24 * HOUR;
 export interface FileSettings {
   store: Store;
   storage: Storage;
+  /** Every environment's bytes: a file of a fork reads its source's until one side changes them. */
+  shared: SharedBytes;
   secret: string;
   maxBytes: number;
   publicUrl: () => string;
@@ -34,7 +37,7 @@ export interface FileSettings {
  * the secret and the database are the process's. `settings.store` may be any environment's view.
  */
 export function fileServiceOf(
-  settings: Omit<FileSettings, "publicUrl">,
+  settings: Omit<FileSettings, "publicUrl" | "shared">,
   environment: number,
   publicUrl: () => string,
 ): FileService {
@@ -42,6 +45,7 @@ export function fileServiceOf(
     ...settings,
     store: settings.store.environment(environment),
     storage: storageFor(settings.storage, environment),
+    shared: new SharedBytes(settings.store, settings.storage),
     publicUrl,
   });
 }
@@ -63,6 +67,11 @@ export class FileService {
     return (this.$.now ?? Date.now)();
   }
 
+  /** Where `row`'s bytes are: this environment's own, or those of the environment it shares them with. */
+  private bytesOf(row: FileRow): Storage {
+    return this.$.shared.of(this.environment, row);
+  }
+
   async upload(
     principal: Principal,
     path: unknown,
@@ -72,6 +81,7 @@ export class FileService {
   ): Promise<StoredFile> {
     const checked = checkFilePath(path);
     const existing = await this.owned(principal, checked, true);
+    await this.$.shared.beforeWrite(this.environment, checked, existing);
     const stored = await this.$.storage.put(checked, body, { contentType, maxBytes: this.$.maxBytes, size });
     return this.record(checked, contentType, stored, existing, principal);
   }
@@ -88,7 +98,9 @@ export class FileService {
     });
     if (this.$.storage.signPut) {
       // The bytes go straight to the store: the size and checksum are unknown until the file is next
-      // asked for (see known()). The owner is recorded now: the browser carries no credential.
+      // asked for (see known()). The owner is recorded now: the browser carries no credential. The
+      // bytes change without the server: any sharing of them with another environment ends now.
+      await this.$.shared.beforeWrite(this.environment, checked, existing);
       await this.record(checked, contentType, { size: null, sha256: null }, existing, principal);
       return answer(await this.$.storage.signPut(checked, Math.ceil(expiresInMs / 1000)));
     }
@@ -103,8 +115,9 @@ export class FileService {
     const row = await this.owned(principal, checked, false);
     if (!row || !(await this.known(row))) throw new FileNotFound();
     const expiresAt = this.now() + expiresInMs;
-    const url = this.$.storage.signGet
-      ? await this.$.storage.signGet(checked, Math.ceil(expiresInMs / 1000))
+    const bytes = this.bytesOf(row);
+    const url = bytes.signGet
+      ? await bytes.signGet(checked, Math.ceil(expiresInMs / 1000))
       : `${this.$.publicUrl()}/storage/signed/${signGrant({ e: this.environment, p: checked, m: "GET", exp: expiresAt }, this.$.secret)}`;
     return { url, expiresAt: new Date(expiresAt).toISOString() };
   }
@@ -117,17 +130,19 @@ export class FileService {
    */
   private async known(row: FileRow): Promise<FileRow | null> {
     if (row.size !== null) return row;
-    const object = await this.$.storage.get(row.path);
+    const object = await this.bytesOf(row).get(row.path);
     if (!object) return null;
     if (object.size > this.$.maxBytes) {
       await object.body.cancel();
-      await this.$.storage.delete(row.path);
+      if (row.blobEnvironment === null) await this.$.storage.delete(row.path);
       return null;
     }
     const reading = metered(object.body, Number.POSITIVE_INFINITY);
     for await (const _ of reading.chunks());
     const learned = { ...row, ...reading.stored(), updatedAt: this.now() };
-    await this.$.store.files.put(learned);
+    // Whose bytes it reads is left as it is now: a hand-over may have changed it since the row was read.
+    const { blobEnvironment: _, ...sizes } = learned;
+    await this.$.store.files.put(sizes);
     return learned;
   }
 
@@ -154,17 +169,17 @@ export class FileService {
 
   async delete(principal: Principal, path: unknown): Promise<void> {
     const checked = checkFilePath(path);
-    if (!(await this.owned(principal, checked, false))) throw new FileNotFound();
-    await this.$.storage.delete(checked);
-    await this.$.store.files.delete(checked);
+    const row = await this.owned(principal, checked, false);
+    if (!row) throw new FileNotFound();
+    await this.$.shared.drop(this.environment, checked, row);
   }
 
   /**
    * Deletes the bytes at these paths, one after another (a background sweep's pace); their records are
-   * the caller's to delete, after.
+   * the caller's to delete, after. Bytes another environment reads are handed to it instead.
    */
   async deleteBytes(paths: string[]): Promise<void> {
-    for (const path of paths) await this.$.storage.delete(path);
+    await this.$.shared.dropBytesAt(this.environment, paths);
   }
 
   /**
@@ -220,7 +235,9 @@ export class FileService {
 
   private handle(principal: Principal, row: FileRow): FileHandle {
     const read = async () => {
-      const object = await this.$.storage.get(row.path);
+      // The row as it is now: a hand-over may have moved its bytes since the handle was made.
+      const current = (await this.$.store.files.get(row.path)) ?? row;
+      const object = await this.bytesOf(current).get(row.path);
       if (!object) throw new FileNotFound();
       return object.body;
     };
@@ -257,6 +274,7 @@ export class FileService {
     if (!(await this.$.store.files.spendUploadGrant(used, grant.exp, now)))
       throw new SignedUrlRefused("signed_url_used");
     try {
+      await this.$.shared.beforeWrite(this.environment, grant.p, existing);
       const stored = await this.$.storage.put(grant.p, body, {
         contentType: grant.ct ?? "",
         maxBytes: this.$.maxBytes,
@@ -273,7 +291,8 @@ export class FileService {
   /** GET of a signed download URL (as often as asked until it expires: a download changes nothing). */
   async signedDownload(token: string) {
     const grant = verifyGrant(token, "GET", this.$.secret, this.environment, this.now());
-    const [row, object] = await Promise.all([this.$.store.files.get(grant.p), this.$.storage.get(grant.p)]);
+    const row = await this.$.store.files.get(grant.p);
+    const object = row && (await this.bytesOf(row).get(grant.p));
     if (!row || !object) throw new FileNotFound();
     return { ...object, contentType: row.contentType };
   }
@@ -308,6 +327,8 @@ export class FileService {
       ownerId: existing?.ownerId ?? owner.id,
       createdAt: existing?.createdAt ?? now,
       updatedAt: now,
+      // Written at this environment's own key (after SharedBytes.beforeWrite).
+      blobEnvironment: null,
     };
     await this.$.store.files.put(row);
     return toFileView(row);

@@ -7,6 +7,12 @@ export interface Storage {
   /** The bytes, streamed; null when there is no such file. */
   get(path: string): Promise<StoredBytes | null>;
   delete(path: string): Promise<void>;
+  /**
+   * Makes `to` hold the bytes `from` holds now, replacing what `to` held, without sending them through
+   * the server (a hard link on disk, CopyObject on S3); later writes to either leave the other as it is
+   * (a disk write renames a new file into place). False when `from` holds nothing.
+   */
+  copy(from: string, to: string): Promise<boolean>;
   /** Throws unless the store can be reached now (for /readyz). */
   check(): Promise<void>;
   /**

@@ -7,6 +7,7 @@ import { unauthorized } from "./auth.ts";
 import { checkedBody, readJsonBody } from "./body.ts";
 import { DEFAULT_PAGE, pageParams } from "./paging.ts";
 import { queryString } from "./query-string.ts";
+import { readVariableBody, variableName } from "./variables.ts";
 
 /** A control API body is a handle or a user id: a few bytes. */
 const BODY_LIMIT = 16 * 1024;
@@ -20,6 +21,26 @@ export const CreateEnvironmentBody = Type.Object(
 );
 export const GrantBody = Type.Object(
   { user: Type.String({ pattern: USER_ID.source }) },
+  { additionalProperties: false },
+);
+
+// Previews (docs/decisions/previews.md): a fork, its schedules, promote.
+export const PatchEnvironmentBody = Type.Object(
+  { schedulesPaused: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false },
+);
+export const PromoteBody = Type.Object(
+  { from: Handle, force: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false },
+);
+export const ForkBody = Type.Object(
+  {
+    handle: Handle,
+    organization: Type.Optional(Handle),
+    data: Type.Optional(Type.Boolean()),
+    secrets: Type.Optional(Type.Boolean()),
+    ttl: Type.Optional(Type.String({ minLength: 2, maxLength: 16 })),
+  },
   { additionalProperties: false },
 );
 
@@ -87,6 +108,20 @@ export function controlRoutes(deps: ControlDeps & { auth: Authenticator; service
       ({ params, query, caller }) => ops.deleteEnvironment(caller, params.handle, query.confirm === true),
       { query: DeleteQuery },
     );
+  // Previews: their own block.
+  app
+    .patch("/environments/:handle", async ({ params, request, caller }) =>
+      ops.patchEnvironment(caller, params.handle, await body(PatchEnvironmentBody, request)),
+    )
+    .post("/environments/:handle/promote", async ({ params, request, caller }) => {
+      const { from, force } = await body(PromoteBody, request);
+      return ops.promote(caller, params.handle, from, force === true);
+    })
+    .post("/environments/:handle/fork", async ({ params, request, caller, set }) => {
+      const fork = await ops.fork(caller, params.handle, await body(ForkBody, request));
+      set.status = 201;
+      return fork;
+    });
   for (const [prefix, scopeOf] of [
     ["/orgs", scopes.org],
     ["/environments", scopes.env],
@@ -117,5 +152,20 @@ export function controlRoutes(deps: ControlDeps & { auth: Authenticator; service
         ops.revokeGrant(caller, scopeOf(params), decodeURIComponent(params.user)),
       );
   }
+  // Variables (issue #44): `/environments/{handle}/variables[/{name}]`, the environment's as seen from the apex.
+  const variables = "/environments/:handle/variables";
+  app
+    .get(variables, async ({ params, caller }) => ({ items: await ops.listVariables(caller, params.handle) }))
+    .get(`${variables}/:name`, ({ params, caller }) => ops.variable(caller, params.handle, variableName(params.name)))
+    .put(`${variables}/:name`, async ({ params, request, caller, set }) => {
+      const name = variableName(params.name);
+      const { variable, created } = await ops.setVariable(caller, params.handle, name, await readVariableBody(request));
+      set.status = created ? 201 : 200;
+      return variable;
+    })
+    .delete(`${variables}/:name`, async ({ params, caller }) => {
+      await ops.unsetVariable(caller, params.handle, variableName(params.name));
+      return { ok: true };
+    });
   return app;
 }

@@ -2,9 +2,17 @@
 
 import { ENVIRONMENT_TABLES } from "../engine/control/operations.ts";
 import { PAGE_LIMIT } from "../wire/paging.ts";
-import { CreateEnvironmentBody, CreateOrganizationBody, GrantBody } from "./control.ts";
+import {
+  CreateEnvironmentBody,
+  CreateOrganizationBody,
+  ForkBody,
+  GrantBody,
+  PatchEnvironmentBody,
+  PromoteBody,
+} from "./control.ts";
 import { error, json } from "./openapi-paths.ts";
 import { COMPONENTS, pageOf, ref, type Schema } from "./openapi-schemas.ts";
+import { variablePaths } from "./openapi-variables.ts";
 
 const text = { type: "string" };
 const instant = { type: "string", format: "date-time" };
@@ -22,6 +30,22 @@ const environment = object({
   url: { type: "string", description: "`<scheme>://<handle>.<apex>[:port]`: the environment's API and console" },
   activeVersion: orNull(text),
   createdAt: instant,
+  forkedFrom: {
+    ...orNull(text),
+    description: "the handle of the environment it was forked from (kept when that one is gone)",
+  },
+  expiresAt: { ...orNull(instant), description: "when the service deletes it (a fork's ttl); null: never" },
+  schedulesPaused: { type: "boolean", description: "its release's schedules do not tick (a fork's start paused)" },
+});
+const forkCopied = object({
+  releases: { type: "integer" },
+  variables: { type: "integer" },
+  entities: { type: "integer" },
+  links: { type: "integer" },
+  files: {
+    type: "integer",
+    description: "file rows; their bytes stay shared with the source until one side changes them",
+  },
 });
 const key = object({
   id: text,
@@ -145,6 +169,56 @@ function scopedPaths(prefix: string, what: "Org" | "Environment", missing: strin
   };
 }
 
+/** Previews (docs/decisions/previews.md): paused schedules, promote, forks. */
+function previewPaths() {
+  const actsOn =
+    "the operator, the environment's organization key, or its own environment key (another environment's: 403)";
+  return {
+    "/environments/{handle}/fork": {
+      post: {
+        operationId: "forkEnvironment",
+        description: `A new environment with the source's active release and history, its variables (secrets with secrets: true), with data: true its entities, links and files (bytes shared until one side changes them); schedules paused; ttl (30m, 12h, 7d; at most 90d) deletes it then. Served at once, with keys of its own. Who may: ${actsOn}; organization (another than the source's) takes a key that sees it.`,
+        parameters: [handle],
+        requestBody: { required: true, content: json(ForkBody as unknown as Schema) },
+        responses: {
+          "201": ok("forked: the new environment and what was copied", {
+            allOf: [ref("Environment"), object({ copied: forkCopied })],
+          }),
+          ...ERRORS,
+          "400": error("invalid_request (a ttl that is not 30m, 12h, 7d or is over 90d) or invalid_handle"),
+          "403": error("access_denied: another environment's key, or an environment key naming another organization"),
+          ...notFound("environment_not_found or organization_not_found"),
+          "409": {
+            description:
+              "handle_taken, or secrets_required: the source's active release declares secrets and secrets is not true (secrets names them)",
+            content: json({ allOf: [ref("Error"), object({ secrets: { type: "array", items: text } }, [])] }),
+          },
+        },
+      },
+    },
+    "/environments/{handle}/promote": {
+      post: {
+        operationId: "promoteRelease",
+        description: `Publishes the active release of from to this environment through the publish path (the same contract diff and refusals), then activates it; the same version with the same content is only activated. Who may: a caller that acts on both environments (${actsOn}).`,
+        parameters: [handle],
+        requestBody: { required: true, content: json(PromoteBody as unknown as Schema) },
+        responses: {
+          "200": ok("published (or found stored) and activated: what release publish answers", {
+            allOf: [ref("PublishAnswer"), object({ from: text, to: text })],
+          }),
+          ...ERRORS,
+          "400": error("invalid_request: the release does not load here (issues name why)"),
+          ...forbidden,
+          ...notFound("environment_not_found, or release_not_found: from has no active release"),
+          "409": error(
+            "release_conflict: this environment holds that version with other content, or the schema change would orphan its data (force accepts it), or its required variables are unset",
+          ),
+        },
+      },
+    },
+  };
+}
+
 const PATHS = {
   "/orgs": {
     get: list("listOrganizations", "the organizations the caller may see, by handle", ref("Organization")),
@@ -194,6 +268,19 @@ const PATHS = {
       parameters: [handle],
       responses: { "200": ok("the environment", ref("Environment")), ...ERRORS, ...notFound("environment_not_found") },
     },
+    patch: {
+      operationId: "patchEnvironment",
+      description:
+        "schedulesPaused: true stops its release's schedules from ticking; false resumes them, the next tick due at once (missed ticks follow each schedule's catchUp, as after downtime). Who may: the operator, its organization key or its own environment key.",
+      parameters: [handle],
+      requestBody: { required: true, content: json(PatchEnvironmentBody as unknown as Schema) },
+      responses: {
+        "200": ok("the environment as changed", ref("Environment")),
+        ...ERRORS,
+        "403": error("access_denied: another environment's key"),
+        ...notFound("environment_not_found"),
+      },
+    },
     delete: {
       operationId: "deleteEnvironment",
       parameters: [
@@ -220,6 +307,7 @@ const PATHS = {
       },
     },
   },
+  ...previewPaths(),
   "/instances": {
     get: {
       operationId: "listInstances",
@@ -235,6 +323,16 @@ const PATHS = {
   },
   ...scopedPaths("/orgs", "Org", "organization_not_found"),
   ...scopedPaths("/environments", "Environment", "environment_not_found"),
+  ...variablePaths({
+    prefix: "/environments/{handle}",
+    parameters: [handle],
+    errors: {
+      ...ERRORS,
+      "403": error("access_denied: a person; variables take the environment's, its organization's or an operator key"),
+      ...notFound("environment_not_found"),
+    },
+    operation: (verb) => `${verb}OfEnvironment`,
+  }),
 };
 
 /** The OpenAPI 3.1 document of the control API at `serviceUrl` (the same for every caller). */
@@ -262,6 +360,8 @@ export function apexOpenApiDocument(serviceUrl: string) {
         Grant: grant,
         EnvironmentContents: contents,
         Instance: COMPONENTS.schemas.Instance,
+        Variable: COMPONENTS.schemas.Variable,
+        PublishAnswer: COMPONENTS.schemas.PublishAnswer,
       },
     },
   };

@@ -3,6 +3,7 @@
 import { PAGE_LIMIT } from "../wire/paging.ts";
 import { EXECUTION_STATUSES, SCHEDULED_STATUSES } from "../wire/statuses.ts";
 import { oneOf, pageOf, ref, type Schema, uuid } from "./openapi-schemas.ts";
+import { variablePaths } from "./openapi-variables.ts";
 
 export const json = (schema: Schema) => ({ "application/json": { schema } });
 export const error = (description: string) => ({ description, content: json(ref("Error")) });
@@ -323,4 +324,13 @@ export const SHARED_PATHS = {
   ...storagePaths,
   ...releasePaths,
   ...environmentPaths,
+  ...variablePaths({
+    prefix: "",
+    parameters: [],
+    errors: {
+      ...COMMON_ERRORS,
+      "403": error("access_denied: service keys only (this environment's, its organization's, or an operator's)"),
+    },
+    operation: (verb) => verb,
+  }),
 };

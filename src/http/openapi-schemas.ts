@@ -11,6 +11,7 @@ import {
   STEP_KINDS,
   STEP_STATUSES,
 } from "../wire/statuses.ts";
+import { VARIABLE_SCHEMA } from "./openapi-variables.ts";
 
 export type Schema = Record<string, unknown>;
 
@@ -325,5 +326,6 @@ export const COMPONENTS = {
     PublishAnswer: publishAnswer,
     Instance: instance,
     InstanceList: object(["items"], { items: arrayOf(ref("Instance")) }),
+    Variable: VARIABLE_SCHEMA,
   },
 };

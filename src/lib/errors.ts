@@ -13,6 +13,8 @@ export const ERROR_STATUS = {
   invalid_handle: 400,
   // An MCP tool cannot take files; over HTTP they are sent as multipart, so HTTP never answers this.
   execution_files_required: 400,
+  // A variable's name, value or size refused (a secret shorter than 8 characters).
+  invalid_variable: 400,
   unauthorized: 401,
   access_denied: 403,
   signed_url_invalid: 403,
@@ -32,6 +34,7 @@ export const ERROR_STATUS = {
   organization_not_found: 404,
   key_not_found: 404,
   grant_not_found: 404,
+  variable_not_found: 404,
   method_not_allowed: 405,
   REQUEST_CONFLICT: 409,
   run_not_cancelable: 409,
@@ -40,6 +43,12 @@ export const ERROR_STATUS = {
   // The control API: an organization's or environment's handle in use; a delete sent without ?confirm=true.
   handle_taken: 409,
   confirmation_required: 409,
+  // A release whose required variables are unset in the environment is not activated (`missing` names them).
+  variables_missing: 409,
+  // A secret set on a server with no SECRETS_KEY.
+  secrets_key_required: 409,
+  // A fork of an environment whose active release declares secrets, asked for without copying them.
+  secrets_required: 409,
   payload_too_large: 413,
   // Hosting mode: the environment exists, but SERVE_ENVIRONMENTS leaves it to other instances.
   environment_not_served: 421,

@@ -1,4 +1,5 @@
 import { schemaType } from "../lib/schema-types.ts";
+import type { VariableDeclarations } from "../variables/declarations.ts";
 import type { FileLimit, LinkEnd } from "../wire/views.ts";
 
 /** What the generated types are made from: a release folder's manifest, or an environment's `GET /describe`. */
@@ -7,6 +8,8 @@ export interface ReleaseDescription {
   actions: { name: string; kind: "function" | "workflow"; input: unknown; output: unknown; files: FileLimit[] }[];
   entities: Record<string, Record<string, { type: string; optional: boolean }>>;
   links: Record<string, { forward: LinkEnd; reverse: LinkEnd }>;
+  /** The variables it declares (a folder's manifest; an environment's describe answers none). */
+  env?: VariableDeclarations;
 }
 
 const ATTRIBUTE_TYPES: Record<string, string> = {
@@ -73,5 +76,30 @@ ${actions}
   entities: ${block(entities)};
   links: ${block(linksType(release))};
 };
+${envTypes(release.env)}`;
+}
+
+/**
+ * The release's variables as `ctx.env` types them (SDK's `Env`, augmented): each declared name is a
+ * string, since a required one is set wherever the release is live and the others have a default.
+ */
+function envTypes(env: VariableDeclarations | undefined): string {
+  const names = Object.keys(env ?? {}).sort();
+  if (names.length === 0) return "";
+  const lines = names.map((name) => {
+    const description = env?.[name]?.description;
+    const comment = description
+      ? `    /** ${description.replaceAll("*/", "* /")} */
+`
+      : "";
+    return `${comment}    ${name}: string;`;
+  });
+  return `
+// The variables it declares, as ctx.env types them in the release's code.
+declare module "actuate" {
+  interface Env {
+${lines.join("\n")}
+  }
+}
 `;
 }

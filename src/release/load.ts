@@ -11,6 +11,7 @@ import {
   isDefinedAction,
   isDefinedRelease,
 } from "../sdk/index.ts";
+import { compileDeclarations, type VariableDeclarations } from "../variables/declarations.ts";
 import type { BuiltBundle } from "./build.ts";
 import { BUNDLE_FILE_PATTERN } from "./bundle-format.ts";
 import { type ActionContract, type CompiledContract, compileContract } from "./contract.ts";
@@ -44,6 +45,8 @@ export interface LoadedBundle {
   data: DataSchema;
   /** The release's schedules by name, checked against its actions. */
   schedules: ReadonlyMap<string, LoadedSchedule>;
+  /** The variables it declares (`ctx.env`), checked. */
+  env: VariableDeclarations;
 }
 
 export interface ReleaseManifest {
@@ -54,6 +57,8 @@ export interface ReleaseManifest {
   schema: SchemaManifest;
   /** Absent in releases stored before schedules existed. */
   schedules?: ScheduleManifest[];
+  /** The variables it declares; a name without `default` is required. Absent when it declares none. */
+  env?: VariableDeclarations;
 }
 
 export interface LoadedRelease extends LoadedBundle {
@@ -109,7 +114,13 @@ async function importBundle(bundle: BuiltBundle, path: string, bundlesDir: strin
   checkToolNames([...actions.entries()].map(([name, action]) => ({ name, mcpName: action.mcpName })));
   const declared = (exported.release as DefinedRelease | undefined) ?? null;
   const schedules = compileSchedules(declared, actions);
-  return { hash: bundle.hash, declared, actions, data: releaseSchema(declared), schedules };
+  return { hash: bundle.hash, declared, actions, data: releaseSchema(declared), schedules, env: releaseEnv(declared) };
+}
+
+function releaseEnv(declared: DefinedRelease | null): VariableDeclarations {
+  const compiled = compileDeclarations(declared?.env);
+  if ("problems" in compiled) throw new ReleaseError(`release.ts: ${compiled.problems.join("; ")}`);
+  return compiled.declarations;
 }
 
 function releaseSchema(declared: DefinedRelease | null): DataSchema {
@@ -133,6 +144,7 @@ export function asRelease(bundle: LoadedBundle, version: string): LoadedRelease 
       schema: schemaManifest(bundle.data),
       // Left out when there are none, so manifests of releases without schedules read as before.
       ...(bundle.schedules.size > 0 ? { schedules: [...bundle.schedules.values()].map(scheduleManifest) } : {}),
+      ...(Object.keys(bundle.env).length > 0 ? { env: bundle.env } : {}),
     },
   };
 }

@@ -9,6 +9,7 @@ import { ReleaseConflict, ReleaseError } from "./errors.ts";
 import { asRelease, type LoadedRelease, loadBundle, type ReleaseManifest } from "./load.ts";
 import { diffSchedules } from "./schedules.ts";
 import { folderVersion, readReleaseSource } from "./source.ts";
+import { refuseMissingVariables } from "./variables.ts";
 
 /** A release folder built into a bundle: everything a publish needs of the source (the server never builds). */
 export interface BuiltRelease extends BuiltBundle {
@@ -97,6 +98,11 @@ export async function publishBuiltRelease(built: BuiltRelease, options: PublishB
   const release = asRelease(bundle, version);
   const active = await store.releases.active();
   const previous = active.version ? await store.releases.get(active.version) : null;
+  const activated =
+    active.version === version ||
+    (options.shouldActivate?.(active, { base, version, stored: existing !== null }) ?? true);
+  // Before it is stored: a release refused for its variables is published again once they are set.
+  if (activated && active.version !== version) await refuseMissingVariables(store, release.manifest);
   if (!existing) {
     if (!options.force)
       await refuseOrphaning(store, (previous?.manifest as ReleaseManifest | undefined)?.schema, release);
@@ -117,9 +123,6 @@ export async function publishBuiltRelease(built: BuiltRelease, options: PublishB
       if (raced?.bundleHash !== bundle.hash) throw error;
     }
   }
-  const activated =
-    active.version === version ||
-    (options.shouldActivate?.(active, { base, version, stored: existing !== null }) ?? true);
   if (activated && active.version !== version) {
     await store.releases.activate(version, now(), (release.manifest.schedules ?? []).length > 0);
   }

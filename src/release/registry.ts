@@ -16,6 +16,8 @@ export class ReleaseRegistry {
   private refreshing: Promise<void> | null = null;
   private timer: ReturnType<typeof setInterval> | null = null;
   private readonly polls: LoopFailures;
+  /** Told of each new revision before it is served (the environment's variables are read again). */
+  private readonly followers: ((release: LoadedRelease | null) => Promise<void>)[] = [];
 
   constructor(
     private readonly store: Store,
@@ -23,6 +25,14 @@ export class ReleaseRegistry {
     private readonly log: Log = () => {},
   ) {
     this.polls = new LoopFailures("loading the active release", log);
+  }
+
+  /**
+   * `follower` is awaited on every change of the environment's revision (an activation, a variable set or
+   * unset), with the release about to be served, before it is; if it throws, the revision is looked at again.
+   */
+  follow(follower: (release: LoadedRelease | null) => Promise<void>): void {
+    this.followers.push(follower);
   }
 
   current(): LoadedRelease | null {
@@ -88,16 +98,22 @@ export class ReleaseRegistry {
     }
   }
 
+  private async tell(release: LoadedRelease | null): Promise<void> {
+    for (const follower of this.followers) await follower(release);
+  }
+
   private async load(): Promise<void> {
     const { version, revision } = await this.store.releases.active();
     if (revision === this.revision) return;
     if (!version) {
+      await this.tell(this.active);
       this.revision = revision;
       return;
     }
     const release = await this.version(version);
     const switched = this.active?.version !== version;
     if (switched) await this.ensureIndexes(release);
+    await this.tell(release);
     this.active = release;
     this.revision = revision;
     if (switched) this.log(`release ${version} is live (${release.actions.size} actions)`);

@@ -12,6 +12,7 @@ import { observeRequests } from "../http/observe.ts";
 import type { Log } from "../observe/log.ts";
 import type { Telemetry } from "../observe/telemetry.ts";
 import type { Store } from "../store/store.ts";
+import type { Sealer } from "../variables/sealing.ts";
 
 export interface ApexDeps {
   /** Who may read /metrics: the service keys (and METRICS_TOKEN); the operators of the control API. */
@@ -33,8 +34,13 @@ export interface ApexDeps {
    * /environments/{handle}?confirm=true` before the environment's rows go.
    */
   evict?: (id: number) => Promise<void>;
+  /** The process's bundles folder (a promoted release is loaded there) and the poll of changes, run now. */
+  bundlesDir?: string;
+  changed?: () => Promise<void>;
   /** The service's one authorization authority (auth/service-authority.ts), unless AUTH_ISSUER is the authority. */
   authority?: OAuthRouteOptions["authority"];
+  /** What seals the secrets set through `/environments/{handle}/variables`; null: none (refused). */
+  sealer?: Sealer | null;
 }
 
 /**

@@ -9,6 +9,7 @@ import { liveInstances } from "../engine/fleet.ts";
 import type { PollBackoff } from "../engine/follow.ts";
 import { ReleaseAdmin } from "../engine/releases.ts";
 import { StatsReader } from "../engine/stats.ts";
+import { EnvironmentVariables } from "../engine/variables.ts";
 import type { WorkflowDriver } from "../engine/workflows/worker.ts";
 import { fileServiceOf } from "../files/service.ts";
 import type { Storage } from "../files/storage.ts";
@@ -21,6 +22,7 @@ import { type Log, withFields } from "../observe/log.ts";
 import type { Telemetry } from "../observe/telemetry.ts";
 import { ReleaseRegistry } from "../release/registry.ts";
 import type { Store } from "../store/store.ts";
+import type { Sealer } from "../variables/sealing.ts";
 
 export const packageVersion = packageJson.version;
 export const ANONYMOUS = { kind: "user", id: "anonymous" } as const;
@@ -35,6 +37,8 @@ export interface ProcessParts {
   storage: Storage;
   /** The HMAC key of signed storage URLs. */
   secret: string;
+  /** What seals and opens secrets (SECRETS_KEY, or dev's key file); null: none, a secret is refused. */
+  sealer: Sealer | null;
   spoolDir: string;
   log: Log;
   telemetry: Telemetry;
@@ -112,6 +116,9 @@ export async function composeEnvironment(
   const telemetry = parts.telemetry.forEnvironment(site.handle);
   const store = parts.store.environment(site.id);
   const releases = new ReleaseRegistry(store, bundlesDir(config), log);
+  // Read again on every revision (a variable set anywhere bumps it), before the release is served.
+  const variables = new EnvironmentVariables({ store, sealer: parts.sealer, log });
+  releases.follow((release) => variables.refresh(release));
   await releases.refresh();
   const data = new DataService(store.data, config.queryLimits);
   await data.changes.relay();
@@ -136,6 +143,8 @@ export async function composeEnvironment(
     followPoll: parts.followPoll,
     now: parts.now,
     loops: driver,
+    variables: () => variables.snapshot(),
+    variableAdmin: { sealer: parts.sealer, changed: () => releases.reload() },
   });
   await engine.start();
   // Polled from here on: an environment whose start failed above (hosting mode tries it again on its next

@@ -14,7 +14,13 @@ import { loggable, publicErrorOf } from "../lib/database-errors.ts";
 import { PublicError } from "../lib/errors.ts";
 import { registerServerGauges } from "../observe/server-gauges.ts";
 import { StartupError } from "../startup.ts";
-import { composeEnvironment, type EnvironmentRuntime, type ProcessParts, packageVersion } from "./environment.ts";
+import {
+  bundlesDir,
+  composeEnvironment,
+  type EnvironmentRuntime,
+  type ProcessParts,
+  packageVersion,
+} from "./environment.ts";
 import { ANSWER_MS, type RunningServer, SIGNAL_GRACE_MS, waitUnlessHurried } from "./running.ts";
 
 /**
@@ -70,7 +76,12 @@ export async function startHosting(
       evict: (id) => hosted.evict(id),
       served: async (row) => row.handle !== null && serves(await entries.ofRow(row)),
     },
-    { changesMs: config.releasePollMs, workflows: config.workflows, retentionMs: config.executionRetentionMs },
+    {
+      changesMs: config.releasePollMs,
+      workflows: config.workflows,
+      retentionMs: config.executionRetentionMs,
+      expiryMs: config.expirySweepMs,
+    },
   );
   const single = await directory.nameSingle(config.handle).catch((error) => {
     if (!(error instanceof PublicError)) throw error;
@@ -100,7 +111,10 @@ export async function startHosting(
     storage,
     environmentUrl: (handle) => environmentUrl(service, handle),
     evict: (id) => hosted.evict(id),
+    bundlesDir: bundlesDir(config),
+    changed: () => loops.pollChangesFresh(),
     authority: authority?.authority,
+    sealer: parts.sealer,
   });
   // Outside development the console's page is asked for through the Dispatcher, whose host check it needs;
   // `bun run dev` keeps Bun's own route of it (its hot reload's socket reaches the server that built it).

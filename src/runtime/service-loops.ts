@@ -1,7 +1,8 @@
+import { deleteEnvironment } from "../engine/control/delete-environment.ts";
 import { Liveness } from "../engine/liveness.ts";
 import { PassLoop } from "../engine/schedules/pass-loop.ts";
 import type { WorkflowDriver } from "../engine/workflows/worker.ts";
-import { storageFor } from "../files/environment-storage.ts";
+import { SharedBytes } from "../files/shared-bytes.ts";
 import type { Storage } from "../files/storage.ts";
 import { LoopFailures } from "../lib/loop-failures.ts";
 import type { Log } from "../observe/log.ts";
@@ -12,7 +13,15 @@ import type { EnvironmentRuntime } from "./environment.ts";
 import type { EnvironmentRuntimes } from "./hosted-environments.ts";
 
 /** The loops of a hosting process, each polling the database for every environment at once. */
-export type LoopName = "changes" | "workflows" | "leases" | "delayed" | "schedules" | "retention" | "heartbeat";
+export type LoopName =
+  | "changes"
+  | "workflows"
+  | "leases"
+  | "delayed"
+  | "schedules"
+  | "retention"
+  | "expiry"
+  | "heartbeat";
 
 /** Per loop: how many turns it took, and how many database statements those turns sent. */
 export type LoopCounts = Record<LoopName, { turns: number; queries: number }>;
@@ -24,6 +33,8 @@ export interface ServiceLoopSettings {
   workflows: { concurrency: number; leaseMs: number; pollMs: number };
   /** EXECUTION_RETENTION; null: executions are kept. */
   retentionMs: number | null;
+  /** EXPIRY_SWEEP_MS: how often the environments whose TTL passed are looked for (and deleted); default a minute. */
+  expiryMs?: number;
 }
 
 /** What the loops need of the hosting process. */
@@ -44,6 +55,9 @@ const deleting = (row: EnvironmentRow) => row.activeVersion === null && row.revi
 const DELAYED_BATCH = 256;
 const SCHEDULE_BATCH = 16;
 const RETENTION_BATCH = 500;
+/** Expired environments one sweep takes at most, and how long one instance holds them while it deletes them. */
+const EXPIRY_BATCH = 16;
+const EXPIRY_LEASE_MS = 10 * 60_000;
 /** The longest wait between two renewals of the leases held (as the own worker's heartbeat). */
 const MAX_HEARTBEAT_MS = 2_000;
 
@@ -64,6 +78,7 @@ export class ServiceLoops {
     delayed: { turns: 0, queries: 0 },
     schedules: { turns: 0, queries: 0 },
     retention: { turns: 0, queries: 0 },
+    expiry: { turns: 0, queries: 0 },
     heartbeat: { turns: 0, queries: 0 },
   };
   /** The driver every environment's workflow worker is given. */
@@ -86,9 +101,10 @@ export class ServiceLoops {
   private backlog = false;
   private changing: Promise<void> | null = null;
   private sweeping: Promise<void> | null = null;
+  private expiring: Promise<void> | null = null;
   private readonly delayed: PassLoop;
   private readonly schedules: PassLoop;
-  private readonly failures: Record<"changes" | "workflows" | "retention", LoopFailures>;
+  private readonly failures: Record<"changes" | "workflows" | "retention" | "expiry", LoopFailures>;
 
   constructor(
     private readonly $: { store: Store; storage: Storage; log: Log; now: () => number; telemetry?: Telemetry },
@@ -107,6 +123,7 @@ export class ServiceLoops {
       changes: new LoopFailures("environment changes", $.log),
       workflows: new LoopFailures("workflow worker", $.log),
       retention: new LoopFailures("execution retention", $.log),
+      expiry: new LoopFailures("environment expiry", $.log),
     };
   }
 
@@ -135,6 +152,7 @@ export class ServiceLoops {
       every(Math.min(Math.max(retentionMs / 10, 1_000), 3_600_000), () => this.sweep());
       this.sweep();
     }
+    every(this.settings.expiryMs ?? 60_000, () => this.expire());
     this.claimRuns();
     this.delayed.start();
     this.schedules.start();
@@ -150,6 +168,7 @@ export class ServiceLoops {
       this.claiming,
       this.changing,
       this.sweeping,
+      this.expiring,
       this.renewing,
     ]);
   }
@@ -172,6 +191,12 @@ export class ServiceLoops {
         this.changing = null;
       });
     return this.changing;
+  }
+
+  /** A look that starts after now (one under way may have read before a change this instance just made). */
+  async pollChangesFresh(): Promise<void> {
+    await this.changing;
+    await this.pollChanges();
   }
 
   /**
@@ -358,10 +383,9 @@ export class ServiceLoops {
 
   private async pruneAllCounted(keepMs: number, query: () => void): Promise<void> {
     const before = this.$.now() - keepMs;
-    const drop = async (environment: number, paths: string[]) => {
-      const storage = storageFor(this.$.storage, environment);
-      for (const path of paths) await storage.delete(path);
-    };
+    // Bytes a fork (or its source) still reads are handed to it, not deleted.
+    const shared = new SharedBytes(this.$.store, this.$.storage);
+    const drop = (environment: number, paths: string[]) => shared.dropBytesAt(environment, paths);
     let total = 0;
     for (;;) {
       query();
@@ -372,6 +396,38 @@ export class ServiceLoops {
     }
     if (total > 0)
       this.$.log(`retention: forgot ${total} executions that ended before ${new Date(before).toISOString()}`);
+  }
+
+  /**
+   * Deletes the environments whose TTL passed (a fork's `--ttl`), as `env delete --yes` does: each one
+   * claimed for a while first (`claimExpired`), so one instance deletes it; stopped midway, it is due again
+   * once that claim runs out, and the delete finishes the job.
+   */
+  private expire(): void {
+    if (this.stopped || this.expiring) return;
+    this.expiring = this.counting("expiry", (query) => this.expireCounted(query))
+      .then(
+        () => this.failures.expiry.worked(),
+        (error) => this.failures.expiry.failed(error),
+      )
+      .finally(() => {
+        this.expiring = null;
+      });
+  }
+
+  private async expireCounted(query: () => void): Promise<void> {
+    const at = this.$.now();
+    query();
+    const expired = await this.$.store.control.environments.claimExpired(at, at + EXPIRY_LEASE_MS, EXPIRY_BATCH);
+    for (const row of expired) {
+      if (this.stopped) return;
+      await this.evict(row.id);
+      const removed = await deleteEnvironment(this.$.store, this.$.storage, row.id);
+      if (!removed) continue;
+      const rows = Object.values(removed).reduce((sum, n) => sum + n, 0);
+      const forked = row.forkedFrom === null ? "" : ` (forked from ${row.forkedFrom})`;
+      this.$.log(`expiry: deleted environment ${row.handle}${forked}, its time to live over: ${rows} rows removed`);
+    }
   }
 
   /**

@@ -73,8 +73,27 @@ export interface Logger {
   error(...args: unknown[]): void;
 }
 
+/**
+ * The environment's variables and secrets, as `ctx.env` gives them: what is set in the environment, then
+ * the release's defaults. Augmented by `release types` with the release's declarations
+ * (`declare module "actuate" { interface Env { STRIPE_KEY: string } }`).
+ */
+export interface Env {
+  [name: string]: string | undefined;
+}
+
+/** A variable a release declares (`defineRelease({ env: { … } })`): without `default` it is required. */
+export interface VariableDefinition {
+  /** Sealed at rest, never shown, redacted from logs, errors and outputs. A secret has no default. */
+  secret?: boolean;
+  default?: string;
+  description?: string;
+}
+
 export interface ActionContext {
   auth: Principal;
+  /** The environment's variables as this invocation started (a change reaches the next invocation). */
+  env: Env;
   db: DataContext;
   execution: { id: string; requestId: string };
   /**
@@ -200,6 +219,11 @@ export interface ReleaseDefinition {
    * instances, as the service principal `schedule:<name>`.
    */
   schedules?: Record<string, ScheduleDefinition>;
+  /**
+   * The variables the release reads as `ctx.env`: `{ STRIPE_KEY: { secret: true }, REGION: { default: "eu" } }`.
+   * One without a default is required: the release is not activated where it is unset.
+   */
+  env?: Record<string, VariableDefinition>;
 }
 
 /** What missed ticks (the server was down) become: none, the most recent one, or each (at most 100). */

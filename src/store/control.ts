@@ -48,6 +48,7 @@ export const ENVIRONMENT_TABLES = [
   "apiTokens",
   "grants",
   "scopedKeys",
+  "variables",
 ] as const;
 export type EnvironmentTable = (typeof ENVIRONMENT_TABLES)[number];
 
@@ -99,11 +100,25 @@ export interface EnvironmentStore {
    * of `changedSince` is to read, docs/decisions/hosting-runtime.md), removes every row of it, a few
    * thousand rows a statement (so other environments' writes wait one batch at most), then its grants and
    * scoped keys, then its row; answers what it removed, null for an unknown id. `dropFiles` is handed each
-   * batch of file paths before their rows go (the bytes before their records: a delete stopped in between
-   * finds those paths again); the caller drops the bytes from the environment's storage. Stopped midway (a
-   * crash), calling it again finishes the job.
+   * batch of file rows (path, blobEnvironment) before they go (the bytes before their records: a delete
+   * stopped in between finds those rows again); the caller drops the bytes from the environment's storage
+   * (those it owns and no other environment reads: files/shared-bytes.ts). Stopped midway (a crash),
+   * calling it again finishes the job.
    */
-  delete(id: number, dropFiles: (paths: string[]) => Promise<void>): Promise<EnvironmentContents | null>;
+  delete(id: number, dropFiles: (files: DroppedFile[]) => Promise<void>): Promise<EnvironmentContents | null>;
+  /**
+   * Pauses or resumes its release's schedules (hosting mode's schedule loop skips a paused environment).
+   * Resuming makes its next tick due at `at` (the pass then applies each schedule's catch-up rule, as after
+   * downtime). Answers the row, null for an unknown id.
+   */
+  setSchedulesPaused(id: number, paused: boolean, at: number): Promise<EnvironmentRow | null>;
+  /**
+   * Takes up to `limit` environments whose `expires_at` passed by `now` (never environment 1), moving it to
+   * `leaseUntil` so one instance deletes each (if it dies, the environment is due again then). Answers them.
+   */
+  claimExpired(now: number, leaseUntil: number, limit: number): Promise<EnvironmentRow[]>;
+  /** Sets or clears when the service deletes the environment. */
+  setExpiresAt(id: number, expiresAt: number | null): Promise<void>;
   /**
    * A new environment copied from `source` (docs/decisions/forks.md): its release history with the
    * source's active release active (revision 1, activated `at`, schedules paused, no tick due), its plain
@@ -115,6 +130,12 @@ export interface EnvironmentStore {
    * `environment_not_found` for an unknown source.
    */
   fork(source: number, target: ForkTarget): Promise<{ environment: EnvironmentRow; copied: ForkCopied }>;
+}
+
+/** A file row of an environment being deleted: `blobEnvironment` non-null when its bytes are another's. */
+export interface DroppedFile {
+  path: string;
+  blobEnvironment: number | null;
 }
 
 /**

@@ -14,6 +14,7 @@ export type EnvironmentParts = Pick<
   | "schedules"
   | "delayedInvocations"
   | "stats"
+  | "variables"
 >;
 
 /** What every view shares: the service-wide parts and the database's own handles. */

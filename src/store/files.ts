@@ -28,4 +28,27 @@ export interface FileStore {
   spendUploadGrant(grantHash: string, expiresAt: number, now: number): Promise<boolean>;
   /** Makes a grant usable again: the upload it was used for stored nothing. */
   refundUploadGrant(grantHash: string): Promise<void>;
+
+  // Bytes shared with forks (docs/decisions/shared-files.md): a row whose blobEnvironment is B reads
+  // environment B's bytes at its path. "This environment" below is the one the store is bound to.
+
+  /** The other environments whose row at `path` reads this environment's bytes, by id. */
+  referencing(path: string): Promise<number[]>;
+  /**
+   * After this environment's bytes at `path` were copied to environment `to`'s own: `to`'s row owns them
+   * (blobEnvironment null) and every other row that read this environment's reads `to`'s, in one
+   * statement. False (nothing changed) when `to`'s row no longer reads this environment's bytes.
+   */
+  handOver(path: string, to: number): Promise<boolean>;
+  /**
+   * After environment `from`'s bytes at `path` were copied to this environment's own: this environment's
+   * row owns them. False when it no longer read `from`'s.
+   */
+  ownBytes(path: string, from: number): Promise<boolean>;
+  /**
+   * Takes the service-wide lease on the bytes of (this environment, `path`) until `until`, or false
+   * when someone holds it (a lease past its end is taken over): copies of shared bytes are made under it.
+   */
+  leaseBytes(path: string, now: number, until: number): Promise<boolean>;
+  releaseBytes(path: string): Promise<void>;
 }

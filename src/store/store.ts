@@ -13,6 +13,7 @@ import type { ScheduleStore } from "./schedules.ts";
 import type { StatsStore } from "./stats.ts";
 import type { TokenStore } from "./tokens.ts";
 import type { UserStore } from "./users.ts";
+import type { VariableStore } from "./variables.ts";
 
 /** A batch of writes that failed as a whole and was written again one write at a time, so only a bad one fails. */
 export interface BatchRetry {
@@ -59,6 +60,8 @@ export interface Store {
   readonly schedules: ScheduleStore;
   readonly delayedInvocations: DelayedInvocationStore;
   readonly stats: StatsStore;
+  /** The environment's variables and sealed secrets. */
+  readonly variables: VariableStore;
 
   /**
    * The connections and what waits on them (`/metrics`: actuate_db_pool_*): how many connections may be

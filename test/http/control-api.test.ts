@@ -176,6 +176,9 @@ for (const dialect of dialects) {
         url: t.at("acme-prod"),
         activeVersion: "t1",
         createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+        forkedFrom: null,
+        expiresAt: null,
+        schedulesPaused: false,
       });
     });
 

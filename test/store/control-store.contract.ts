@@ -121,6 +121,7 @@ export function controlStoreContract(dialect: Dialect) {
         apiTokens: 1,
         grants: 1,
         scopedKeys: 1,
+        variables: 1,
       };
       expect(await control().environments.describeDelete(two.id)).toEqual(expected);
       expect(await control().environments.describeDelete(three.id)).toEqual(expected);
@@ -130,8 +131,8 @@ export function controlStoreContract(dialect: Dialect) {
       const seen = Math.max(...(await control().environments.list()).map((e) => e.changed));
       const dropped: string[] = [];
       const duringDelete: unknown[] = [];
-      const removed = await control().environments.delete(two.id, async (paths) => {
-        dropped.push(...paths);
+      const removed = await control().environments.delete(two.id, async (files) => {
+        dropped.push(...files.map((file) => file.path));
         // Midway, pollers see it out of service.
         duringDelete.push(...(await control().environments.changedSince(seen)));
       });
@@ -360,7 +361,8 @@ export function controlStoreContract(dialect: Dialect) {
          (${env}, 'a/one.txt', 'text/plain', 'user', 'alice', 0, 0),
          (${env}, 'b/two.txt', 'text/plain', 'user', 'alice', 0, 0);
        insert into api_tokens (environment, id, token_hash, prefix, user_id, created_at) values
-         (${env}, '${x("t")}', 'hash-${env}', 'act_u_${env}', 'alice', 0);`,
+         (${env}, '${x("t")}', 'hash-${env}', 'act_u_${env}', 'alice', 0);
+       insert into variables (environment, name, secret, value, updated_at) values (${env}, 'REGION', false, 'eu', 0);`,
     );
   }
 
@@ -381,6 +383,7 @@ export function controlStoreContract(dialect: Dialect) {
       apiTokens: "api_tokens",
       grants: "grants",
       scopedKeys: "scoped_keys",
+      variables: "variables",
     };
     const counts: Partial<EnvironmentContents> = {};
     for (const [name, table] of Object.entries(tables)) {

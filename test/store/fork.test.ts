@@ -281,8 +281,8 @@ for (const dialect of dialects) {
       expect(await blobs(second.environment.id)).toEqual([source.id, source.id]);
 
       const dropped: string[] = [];
-      await environments().delete(source.id, async (paths) => {
-        dropped.push(...paths);
+      await environments().delete(source.id, async (files) => {
+        dropped.push(...files.map((file) => file.path));
       });
       expect(dropped.sort()).toEqual(["a/one.txt", "b/two.txt"]);
       expect(await environments().byId(source.id)).toBeNull();

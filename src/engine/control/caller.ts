@@ -11,8 +11,8 @@ import type { ControlStore } from "../../store/control.ts";
  */
 export type ControlCaller =
   | { kind: "operator" }
-  | { kind: "organization"; organization: number }
-  | { kind: "environment"; environment: number }
+  | { kind: "organization"; organization: number; key?: string }
+  | { kind: "environment"; environment: number; key?: string }
   | { kind: "person"; user: string };
 
 /**
@@ -29,8 +29,10 @@ export async function controlCallerOf(
   if (!token) return { refused: "missing" };
   if (isScopedKey(token)) {
     const key = await deps.control.keys.verify(hashSecret(token), Date.now());
-    if (key?.organization != null) return { caller: { kind: "organization", organization: key.organization } };
-    if (key?.environment != null) return { caller: { kind: "environment", environment: key.environment } };
+    if (key?.organization != null) {
+      return { caller: { kind: "organization", organization: key.organization, key: key.id } };
+    }
+    if (key?.environment != null) return { caller: { kind: "environment", environment: key.environment, key: key.id } };
     return { refused: "invalid_token" };
   }
   // The apex's authenticator knows the service keys and the apex's JWTs; a user token it names is environment 1's.

@@ -1,4 +1,4 @@
-import { storageFor } from "../../files/environment-storage.ts";
+import { SharedBytes } from "../../files/shared-bytes.ts";
 import type { Storage } from "../../files/storage.ts";
 import { PublicError } from "../../lib/errors.ts";
 import type { EnvironmentContents } from "../../store/control.ts";
@@ -7,13 +7,13 @@ import type { Store } from "../../store/store.ts";
 /**
  * Deletes an environment with its file bytes: `env delete --yes` and `DELETE /environments/{handle}`
  * (the control API). The bytes of each batch of files go from the environment's storage before their
- * rows (a delete stopped in between finds those paths again). Null when it was deleted meanwhile.
+ * rows (a delete stopped in between finds those paths again). Bytes a fork (or a source) still reads
+ * are handed to it, not deleted, and a file that reads another environment's bytes drops none: its
+ * forks and its source stay whole. Null when it was deleted meanwhile.
  */
 export function deleteEnvironment(store: Store, storage: Storage, id: number): Promise<EnvironmentContents | null> {
-  const bytes = storageFor(storage, id);
-  return store.control.environments.delete(id, async (paths) => {
-    for (const path of paths) await bytes.delete(path);
-  });
+  const shared = new SharedBytes(store, storage);
+  return store.control.environments.delete(id, (files) => shared.dropBytesOf(id, files));
 }
 
 /** Environment 1: single mode's database, named HANDLE by every start in hosting mode (nameSingle). */

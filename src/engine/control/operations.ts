@@ -3,14 +3,27 @@ import { createScopedKey } from "../../auth/scoped-keys.ts";
 import type { Storage } from "../../files/storage.ts";
 import { PublicError } from "../../lib/errors.ts";
 import { HandleError } from "../../lib/handles.ts";
-import { type EnvironmentContents, HandleTaken, type Scope, type ScopedKeyListRow } from "../../store/control.ts";
+import { publishAnswer } from "../../release/publish.ts";
+import {
+  type EnvironmentContents,
+  type ForkCopied,
+  HandleTaken,
+  type Scope,
+  type ScopedKeyListRow,
+} from "../../store/control.ts";
 import type { EnvironmentRow, GrantRow, OrganizationRow } from "../../store/rows.ts";
 import type { Store } from "../../store/store.ts";
-import type { Instance } from "../../wire/views.ts";
+import type { Sealer } from "../../variables/sealing.ts";
+import type { Instance, PublishAnswer } from "../../wire/views.ts";
 import { liveInstances } from "../fleet.ts";
+import type { VariableAdmin, VariableView } from "../variables.ts";
 import { type ControlCaller, controlCallerOf } from "./caller.ts";
 import { deleteEnvironment, refuseDeletingFirst } from "./delete-environment.ts";
+import { forkEnvironment } from "./fork.ts";
 import { type ControlPage, pageAfter } from "./paging.ts";
+import { promoteRelease } from "./promote.ts";
+import { parseTtl } from "./ttl.ts";
+import { secretOrAsItIs, variableAdminOver } from "./variables.ts";
 
 export { ENVIRONMENT_TABLES } from "../../store/control.ts";
 export type { ControlCaller } from "./caller.ts";
@@ -23,6 +36,12 @@ export interface ControlDeps {
   environmentUrl: (handle: string) => string;
   /** Ends an environment's sockets and running work on this instance before its rows go. */
   evict?: (id: number) => Promise<void>;
+  /** What seals secrets set from the apex (SECRETS_KEY); none: a secret is refused (secrets_key_required). */
+  sealer?: Sealer | null;
+  /** The process's bundles folder: a promoted release's code is loaded and checked there, as a publish's. */
+  bundlesDir?: string;
+  /** One look at the environments' rows now (the service loops' poll): a change served here at once. */
+  changed?: () => Promise<void>;
 }
 
 export interface OrganizationView {
@@ -36,6 +55,12 @@ export interface EnvironmentView {
   url: string;
   activeVersion: string | null;
   createdAt: string;
+  /** The handle of the environment it was forked from (kept when that one is deleted), else null. */
+  forkedFrom: string | null;
+  /** When the service deletes it (a fork's TTL), else null. */
+  expiresAt: string | null;
+  /** Its release's schedules do not tick (a fork's start paused). */
+  schedulesPaused: boolean;
 }
 
 export interface KeyView {
@@ -75,6 +100,9 @@ const noOrganization = (handle: string) =>
 const noEnvironment = (handle: string) =>
   new PublicError("environment_not_found", `no environment ${JSON.stringify(handle)} that this key may see`);
 const denied = (what: string) => new PublicError("access_denied", `this key may not ${what}`);
+/** Who did it, as a release's history shows it (a label: the key's kind). */
+const callerLabel = (caller: ControlCaller) =>
+  caller.kind === "operator" ? "operator" : caller.kind === "organization" ? "organization key" : "environment key";
 
 /**
  * A person's only question at the apex is which environments they may open: anything else is 403 for
@@ -161,6 +189,9 @@ export class ControlOperations {
       url: this.deps.environmentUrl(handle),
       activeVersion: env.activeVersion,
       createdAt: iso(env.createdAt),
+      forkedFrom: env.forkedFrom,
+      expiresAt: isoOrNull(env.expiresAt),
+      schedulesPaused: env.schedulesPaused,
     };
   }
 
@@ -437,5 +468,144 @@ export class ControlOperations {
     const { revoked, tokens } = await this.control.grants.revoke(user, owner.scope, Date.now());
     if (!revoked) throw new PublicError("grant_not_found", `${user} has no such grant here`);
     return { user, organization: owner.organization, environment: owner.environment, revokedTokens: tokens };
+  }
+
+  // Variables (issue #44): an environment's own key, its organization's, or an operator's.
+
+  /** The environment's variables as the caller may use them, and who the caller is in their listing. */
+  private async variablesOf(
+    caller: ControlCaller,
+    handle: string,
+  ): Promise<{ admin: VariableAdmin; as: { kind: "service"; id: string }; by: string }> {
+    refusePerson(caller);
+    const env = await this.environmentSeen(caller, handle);
+    // As the environment's host names a stored key's principal (auth/scoped-keys.ts).
+    const id = caller.kind === "operator" || caller.kind === "person" ? "operator" : `key-${caller.key ?? caller.kind}`;
+    const admin = await variableAdminOver(this.deps.store.environment(env.id), this.deps.sealer ?? null);
+    return { admin, as: { kind: "service", id }, by: `service:${id}` };
+  }
+
+  async listVariables(caller: ControlCaller, handle: string): Promise<VariableView[]> {
+    const { admin, as } = await this.variablesOf(caller, handle);
+    return admin.list(as);
+  }
+
+  async variable(caller: ControlCaller, handle: string, name: string): Promise<VariableView> {
+    const { admin, as } = await this.variablesOf(caller, handle);
+    return admin.get(as, name);
+  }
+
+  async setVariable(
+    caller: ControlCaller,
+    handle: string,
+    name: string,
+    change: { value: string; secret?: boolean },
+  ): Promise<{ variable: VariableView; created: boolean }> {
+    const { admin, as, by } = await this.variablesOf(caller, handle);
+    const secret = await secretOrAsItIs(admin, as, name, change.secret);
+    return admin.set(as, name, { value: change.value, secret }, by);
+  }
+
+  async unsetVariable(caller: ControlCaller, handle: string, name: string): Promise<void> {
+    const { admin, as } = await this.variablesOf(caller, handle);
+    await admin.unset(as, name);
+  }
+
+  // Previews: paused schedules, promote, forks (docs/decisions/previews.md).
+
+  /**
+   * An environment a preview operation acts on: the operator's, its organization key's, or its own
+   * environment key's. Another environment's key is refused (403) whether that one exists or not.
+   */
+  private async environmentActedOn(caller: ControlCaller, handle: string, what: string): Promise<EnvironmentRow> {
+    refusePerson(caller);
+    if (caller.kind === "environment") {
+      const env = await this.control.environments.byHandle(handle);
+      if (!env || env.id !== caller.environment) throw denied(`${what} of another environment`);
+      return env;
+    }
+    return this.environmentSeen(caller, handle);
+  }
+
+  /** Pauses or resumes the environment's schedules (resuming makes its next tick due now). */
+  async patchEnvironment(
+    caller: ControlCaller,
+    handle: string,
+    patch: { schedulesPaused?: boolean },
+  ): Promise<EnvironmentView> {
+    let env = await this.environmentActedOn(caller, handle, "change the schedules");
+    if (patch.schedulesPaused !== undefined) {
+      env = (await this.control.environments.setSchedulesPaused(env.id, patch.schedulesPaused, Date.now())) ?? env;
+    }
+    return this.environmentView(env, await this.organizationHandles());
+  }
+
+  /**
+   * Publishes `from`'s active release to `to` and activates it, as `release promote` does: the caller
+   * must act on both (the operator, or their organization's key; an environment key acts on one only).
+   */
+  async promote(
+    caller: ControlCaller,
+    to: string,
+    from: string,
+    force: boolean,
+  ): Promise<PublishAnswer & { from: string; to: string }> {
+    const target = await this.environmentActedOn(caller, to, "promote into the release");
+    const source = await this.environmentActedOn(caller, from, "promote the release");
+    if (!this.deps.bundlesDir) throw new Error("promote needs the process's bundles folder (ControlDeps.bundlesDir)");
+    const result = await promoteRelease(this.deps.store, source, target, {
+      bundlesDir: this.deps.bundlesDir,
+      force,
+      publishedBy: `${callerLabel(caller)} (promoted from ${from})`,
+    });
+    if (result.activated) await this.deps.changed?.();
+    return { from, to, ...publishAnswer(result) };
+  }
+
+  /**
+   * Forks `source` into a new environment (`env fork`): the source's own key, its organization's or the
+   * operator may; in the source's organization unless `organization` names another the caller sees.
+   * This instance learns of the fork at once (it serves it on its first request).
+   */
+  async fork(
+    caller: ControlCaller,
+    source: string,
+    request: { handle: string; organization?: string; data?: boolean; secrets?: boolean; ttl?: string },
+  ): Promise<EnvironmentView & { copied: ForkCopied }> {
+    const from = await this.environmentActedOn(caller, source, "fork the environment");
+    const ttlMs = request.ttl === undefined ? null : parseTtl(request.ttl);
+    const organization = await this.forkOrganization(caller, from, request.organization);
+    const { environment, copied } = await handled(
+      forkEnvironment(this.deps.store, from, {
+        handle: request.handle,
+        organization: organization.id,
+        data: request.data === true,
+        secrets: request.secrets === true,
+        ttlMs,
+        at: Date.now(),
+      }),
+    );
+    await this.deps.changed?.();
+    return { ...this.environmentView(environment, new Map([[organization.id, organization.handle]])), copied };
+  }
+
+  /** The fork's organization: the source's, or another the caller may make environments in. */
+  private async forkOrganization(
+    caller: ControlCaller,
+    source: EnvironmentRow,
+    handle: string | undefined,
+  ): Promise<OrganizationRow> {
+    if (handle !== undefined) {
+      if (caller.kind === "environment") throw denied("fork into another organization");
+      return this.organizationSeen(caller, handle);
+    }
+    const own = source.organization === null ? null : await this.control.organizations.byId(source.organization);
+    if (!own) {
+      throw new PublicError(
+        "invalid_request",
+        `environment ${source.handle} belongs to no organization: name the fork's (organization)`,
+      );
+    }
+    return own;
   }
 }

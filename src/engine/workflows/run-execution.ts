@@ -12,8 +12,10 @@ import type { RunRow, StepRow } from "../../store/rows.ts";
 import { type Fenced, type RunSettlement, runCanceled, type StepSaved } from "../../store/runs.ts";
 import { ExecutionLog } from "../execution-log.ts";
 import { logger, thrownLine } from "../log-line.ts";
+import { type Redactor, redactorFor, redactText } from "../redaction.ts";
 import type { EngineResources } from "../resources.ts";
 import { type ScheduleTools, scheduleTools } from "../schedules/delayed-context.ts";
+import type { VariableSnapshot } from "../variable-snapshot.ts";
 
 /** Why a run stops short of an end of its own: asked to, the server is going away, or another worker took it. */
 export type Halt = "canceled" | "shutdown" | "lease_lost";
@@ -72,8 +74,12 @@ export class RunExecution {
   /** Likewise the step's `ctx.schedule` and `ctx.cancelScheduled`. */
   private readonly stepTools = new AsyncLocalStorage<ScheduleTools>();
   private span: Span = NO_SPAN;
+  /** The environment's variables as this pass started (`ctx.env`; the secrets to redact). */
+  readonly variables: VariableSnapshot;
   /** For the worker's failures: this pass's store calls begin with it. */
   private readonly begun: number;
+  /** Their secrets' redactor (null without secrets): step results, the output, errors and log lines pass through it. */
+  private readonly redactor: Redactor | null;
 
   /** `fresh`: the run was just admitted by this process, so it has no checkpoints to read yet. */
   constructor(
@@ -83,13 +89,24 @@ export class RunExecution {
     private readonly failures: LoopFailures,
     private readonly $: Pick<
       EngineResources,
-      "store" | "data" | "feed" | "releaseVersion" | "log" | "now" | "telemetry" | "logLimits" | "maxOutputBytes"
+      | "store"
+      | "data"
+      | "feed"
+      | "releaseVersion"
+      | "log"
+      | "now"
+      | "telemetry"
+      | "logLimits"
+      | "maxOutputBytes"
+      | "variables"
     >,
     private readonly fresh = false,
     /** The span of the request that admitted the run, for the pass started at admission. */
     private readonly parent?: SpanParent,
   ) {
     this.begun = failures.begin();
+    this.variables = $.variables();
+    this.redactor = redactorFor(this.variables);
     this.principal = {
       kind: run.principalKind,
       id: run.principalId,
@@ -174,14 +191,20 @@ export class RunExecution {
     if (thrown !== null) return this.end(failed(messageOf(thrown), now));
     const stored = storableJson(returned, "/output", this.$.maxOutputBytes);
     if ("problem" in stored) return this.end(failed(`the workflow's output ${stored.problem}`, now));
-    const output = stored.value;
-    const [issue] = action.checkOutput(output);
+    const [issue] = action.checkOutput(stored.value);
     if (issue) {
       return this.end(
         failed(`the workflow's output does not match its output schema: ${issue.where} ${issue.message}`, now),
       );
     }
-    return this.end({ status: "succeeded", output, errorCode: null, errorMessage: null, finishedAt: now });
+    // Checked as returned, stored redacted (end redacts it): the stored output is the answer.
+    return this.end({
+      status: "succeeded",
+      output: stored.value,
+      errorCode: null,
+      errorMessage: null,
+      finishedAt: now,
+    });
   }
 
   private async step<T>(
@@ -235,16 +258,19 @@ export class RunExecution {
         this.stepTools.run(tools, () => this.stepDb.run(data.db, () => fn({ ...ctx, db: data.db, ...tools, attempt }))),
       );
     } catch (error) {
-      span.fail(messageOf(error));
+      const message = redactText(this.redactor, messageOf(error));
+      span.fail(message);
       span.end();
       if (this.halted !== null) throw new Unwind();
       this.logThrown(`step "${name}" attempt ${attempt}`, error, name);
-      return this.attemptFailed(row, messageOf(error), retries, backoffMs);
+      return this.attemptFailed(row, message, retries, backoffMs);
     }
     span.end();
     const stored = storableJson(value, "", this.$.maxOutputBytes);
     if ("problem" in stored) throw this.misused(`step "${name}"'s result ${stored.problem}`);
-    const output = stored.value;
+    // The checkpoint is the answer, on this pass as on every replay of it: the workflow's code gets the
+    // redacted result both times, so it takes the same path (a secret is read from ctx.env, not passed on).
+    const output = this.redactor === null ? stored.value : this.redactor.json(stored.value);
 
     const done: StepRow = { ...row, status: "succeeded", output, finishedAt: this.$.now() };
     const refused = await this.save(done, data.writes());
@@ -257,7 +283,8 @@ export class RunExecution {
   }
 
   /** Retries after a backoff (the run is suspended meanwhile), or records the failure and throws it. */
-  private async attemptFailed(row: StepRow, message: string, retries: number, backoffMs: number): Promise<never> {
+  private async attemptFailed(row: StepRow, reason: string, retries: number, backoffMs: number): Promise<never> {
+    const message = redactText(this.redactor, reason);
     const now = this.$.now();
     if (row.attempts <= retries) {
       const wakeAt = now + backoffMs * 2 ** (row.attempts - 1);
@@ -370,17 +397,29 @@ export class RunExecution {
     return this.end(failed(reason, this.$.now()));
   }
 
-  private async end(settlement: RunSettlement): Promise<PassOutcome> {
+  private async end(outcome: RunSettlement): Promise<PassOutcome> {
+    const settlement = this.redacted(outcome);
     // Lease lost: another worker holds the run now, or a cancel ended it while it waited; either way not ours.
     const ended = await this.$.store.runs.finish(this.owner, this.run.id, settlement);
     if ("leaseLost" in ended) return { kind: "released" };
     return { kind: "ended", settlement };
   }
 
+  /** The run's end as stored and told: its output and error message redacted. */
+  private redacted(settlement: RunSettlement): RunSettlement {
+    const { redactor } = this;
+    if (redactor === null) return settlement;
+    const output = redactor.json(settlement.output);
+    const errorMessage = settlement.errorMessage === null ? null : redactor.text(settlement.errorMessage);
+    if (output === settlement.output && errorMessage === settlement.errorMessage) return settlement;
+    return { ...settlement, output, errorMessage };
+  }
+
   private context(release: LoadedRelease): WorkflowContext {
     const { run } = this;
     return {
       auth: this.principal,
+      env: this.variables.env,
       db: writesInSteps(this.$.data.forExecution(this.principal, release, this.$.now).db, () => this.stepDb.getStore()),
       execution: { id: run.id, requestId: run.requestId },
       run: { id: run.id },
@@ -415,12 +454,19 @@ export class RunExecution {
   }
 
   private executionLog(tally: LogTally | undefined): ExecutionLog {
-    return new ExecutionLog(this.run.id, this.run.workflow, this.$, (error) => this.logStoreError(error), tally);
+    return new ExecutionLog(
+      this.run.id,
+      this.run.workflow,
+      this.$,
+      (error) => this.logStoreError(error),
+      tally,
+      this.redactor,
+    );
   }
 
   /** Into the run's log (kept past its bounds) and so the server log: what threw, with its stack. */
   private logThrown(what: string, error: unknown, step: string | null = null) {
-    const line = `${what} threw: ${thrownLine(error)}`;
+    const line = redactText(this.redactor, `${what} threw: ${thrownLine(error)}`);
     if (this.log) this.log.writeFinal(line, step);
     else
       this.$.log(`[${this.run.workflow} ${this.run.id}] ${line}`, {

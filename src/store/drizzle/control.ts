@@ -1,8 +1,9 @@
-import { and, asc, type Column, count, eq, inArray, isNull, ne, or, type SQL, sql } from "drizzle-orm";
+import { and, asc, type Column, count, eq, inArray, isNull, lte, ne, or, type SQL, sql } from "drizzle-orm";
 import { PublicError } from "../../lib/errors.ts";
 import { checkHandle } from "../../lib/handles.ts";
 import {
   type ControlStore,
+  type DroppedFile,
   ENVIRONMENT_TABLES,
   type EnvironmentContents,
   type EnvironmentStore,
@@ -181,7 +182,7 @@ class DrizzleEnvironmentStore implements EnvironmentStore {
     return Object.fromEntries(counts) as EnvironmentContents;
   }
 
-  async delete(id: number, dropFiles: (paths: string[]) => Promise<void>): Promise<EnvironmentContents | null> {
+  async delete(id: number, dropFiles: (files: DroppedFile[]) => Promise<void>): Promise<EnvironmentContents | null> {
     const t = this.t;
     const e = t.environments;
     // First out of service: no active release, and a change for the poll of changedSince to read.
@@ -221,15 +222,14 @@ class DrizzleEnvironmentStore implements EnvironmentStore {
       );
     }
     for (;;) {
-      const paths = (
-        await this.db
-          .select({ path: t.files.path })
-          .from(t.files)
-          .where(eq(t.files.environment, id))
-          .limit(DELETE_BATCH)
-      ).map((row) => row.path);
-      if (paths.length === 0) break;
-      await dropFiles(paths);
+      const files = await this.db
+        .select({ path: t.files.path, blobEnvironment: t.files.blobEnvironment })
+        .from(t.files)
+        .where(eq(t.files.environment, id))
+        .limit(DELETE_BATCH);
+      if (files.length === 0) break;
+      await dropFiles(files);
+      const paths = files.map((file) => file.path);
       removed.files += await this.removed(t.files, and(eq(t.files.environment, id), inArray(t.files.path, paths)));
     }
     // The rest by their primary keys, each led by the environment or unique alone.
@@ -241,6 +241,7 @@ class DrizzleEnvironmentStore implements EnvironmentStore {
       ["dataAttrs", [t.dataAttrs.environment, t.dataAttrs.id]],
       ["releases", [t.releases.environment, t.releases.version]],
       ["apiTokens", [t.apiTokens.id]],
+      ["variables", [t.variables.environment, t.variables.name]],
     ];
     for (const [name, key] of batches) removed[name] += await this.removeInBatches(name, key, id);
     // Not counted among the contents (yet): a fork's copy that stopped must not leave them behind either.
@@ -263,6 +264,37 @@ class DrizzleEnvironmentStore implements EnvironmentStore {
       );
     await this.db.delete(e).where(eq(e.id, id));
     return removed;
+  }
+
+  async setSchedulesPaused(id: number, paused: boolean, at: number): Promise<EnvironmentRow | null> {
+    const e = this.t.environments;
+    const rows = await this.db
+      .update(e)
+      .set(paused ? { schedulesPaused: true } : { schedulesPaused: false, nextTickAt: at })
+      .where(eq(e.id, id))
+      .returning();
+    return rows[0] ?? null;
+  }
+
+  async claimExpired(now: number, leaseUntil: number, limit: number): Promise<EnvironmentRow[]> {
+    const e = this.t.environments;
+    const due = this.db
+      .select({ id: e.id })
+      .from(e)
+      .where(and(lte(e.expiresAt, now), ne(e.id, 1)))
+      .orderBy(asc(e.expiresAt))
+      .limit(limit);
+    // The condition again in the update: an instance that took the row meanwhile moved it past `now`.
+    return this.db
+      .update(e)
+      .set({ expiresAt: leaseUntil })
+      .where(and(inArray(e.id, due), lte(e.expiresAt, now)))
+      .returning();
+  }
+
+  async setExpiresAt(id: number, expiresAt: number | null): Promise<void> {
+    const e = this.t.environments;
+    await this.db.update(e).set({ expiresAt }).where(eq(e.id, id));
   }
 
   async fork(source: number, target: ForkTarget): Promise<{ environment: EnvironmentRow; copied: ForkCopied }> {

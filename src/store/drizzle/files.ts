@@ -98,4 +98,67 @@ export class DrizzleFileStore implements FileStore {
   async refundUploadGrant(grantHash: string): Promise<void> {
     await this.db.delete(this.t.usedUploadGrants).where(eq(this.t.usedUploadGrants.grantHash, grantHash));
   }
+
+  async referencing(path: string): Promise<number[]> {
+    const f = this.t.files;
+    const rows = await this.db
+      .select({ environment: f.environment })
+      .from(f)
+      .where(and(eq(f.blobEnvironment, this.environment), eq(f.path, path)))
+      .orderBy(asc(f.environment));
+    return rows.map((row) => row.environment);
+  }
+
+  async handOver(path: string, to: number): Promise<boolean> {
+    const f = this.t.files;
+    // One statement, so no reader finds the bytes owned by nobody; the subquery makes it a no-op when
+    // `to` stopped reading them (its own write, its delete) since the caller looked.
+    const changed = await this.db
+      .update(f)
+      .set({ blobEnvironment: sql`case when ${f.environment} = ${to} then null else cast(${to} as integer) end` })
+      .where(
+        and(
+          eq(f.blobEnvironment, this.environment),
+          eq(f.path, path),
+          sql`exists (select 1 from ${f} as target where target.environment = ${to} and target.path = ${path} and target.blob_environment = ${this.environment})`,
+        ),
+      )
+      .returning({ environment: f.environment });
+    return changed.length > 0;
+  }
+
+  async ownBytes(path: string, from: number): Promise<boolean> {
+    const f = this.t.files;
+    const changed = await this.db
+      .update(f)
+      .set({ blobEnvironment: null })
+      .where(this.mine(and(eq(f.path, path), eq(f.blobEnvironment, from))))
+      .returning({ path: f.path });
+    return changed.length > 0;
+  }
+
+  async leaseBytes(path: string, now: number, until: number): Promise<boolean> {
+    const g = this.t.usedUploadGrants;
+    const key = this.leaseKey(path);
+    await this.db.delete(g).where(and(eq(g.grantHash, key), lt(g.expiresAt, now)));
+    const added = await this.db
+      .insert(g)
+      .values({ grantHash: key, expiresAt: until })
+      .onConflictDoNothing({ target: g.grantHash })
+      .returning({ grantHash: g.grantHash });
+    return added.length > 0;
+  }
+
+  async releaseBytes(path: string): Promise<void> {
+    const g = this.t.usedUploadGrants;
+    await this.db.delete(g).where(eq(g.grantHash, this.leaseKey(path)));
+  }
+
+  /**
+   * A lease is a row of used_upload_grants (a unique key with an end, forgotten after it like a grant):
+   * its key is no grant's hash (those are hex alone).
+   */
+  private leaseKey(path: string): string {
+    return `bytes:${new Bun.CryptoHasher("sha256").update(`${this.environment}\0${path}`).digest("hex")}`;
+  }
 }

@@ -59,7 +59,7 @@ export class DrizzleScheduleStore implements ScheduleStore {
     const due = this.db
       .select({ id: e.id })
       .from(e)
-      .where(and(lte(e.nextTickAt, now), this.notIn(skip)))
+      .where(and(lte(e.nextTickAt, now), eq(e.schedulesPaused, false), this.notIn(skip)))
       .orderBy(asc(e.nextTickAt))
       .limit(limit);
     // The condition again in the update: an instance that took the row meanwhile moved it past `now`.
@@ -76,7 +76,7 @@ export class DrizzleScheduleStore implements ScheduleStore {
     const rows = await this.db
       .select({ next: min(e.nextTickAt) })
       .from(e)
-      .where(and(isNotNull(e.nextTickAt), this.notIn(skip)));
+      .where(and(isNotNull(e.nextTickAt), eq(e.schedulesPaused, false), this.notIn(skip)));
     const next = rows[0]?.next;
     return next === null || next === undefined ? null : Number(next);
   }

@@ -12,6 +12,7 @@ import { DrizzleScheduleStore } from "../drizzle/schedules.ts";
 import { DrizzleStatsStore } from "../drizzle/stats.ts";
 import { drizzleTokenStores } from "../drizzle/tokens.ts";
 import { DrizzleUserStore } from "../drizzle/users.ts";
+import { DrizzleVariableStore } from "../drizzle/variables.ts";
 import { storeWithEnvironments } from "../environment-views.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
 import * as schema from "../schema/pg.ts";
@@ -25,6 +26,7 @@ import { PgInstanceStore } from "./instances.ts";
 import { totalLoad } from "./lane.ts";
 import { LogFollows } from "./log-follows.ts";
 import { PgRuns } from "./runs.ts";
+import { pgVariableWriter } from "./variables.ts";
 
 const migrations = readMigrations("pg");
 /** Serializes migrations when several instances start at once on one database. */
@@ -49,6 +51,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
   const logWriter = new PgLogWriter(client, follows);
   const dataOf = postgresData(client, instances.id);
   const tokensOf = drizzleTokenStores(db, schema);
+  const variableWriter = pgVariableWriter(db, schema);
   const service = {
     users: new DrizzleUserStore(db, schema),
     oauth: new DrizzleOAuthStore(db, schema),
@@ -88,6 +91,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
       delayedInvocations: new DrizzleDelayedInvocationStore(db, postgresDialect, schema, environment),
       stats: new DrizzleStatsStore(db, schema, environment),
       data: dataOf.environment(environment),
+      variables: new DrizzleVariableStore(db, schema, environment, variableWriter),
     };
   });
 }

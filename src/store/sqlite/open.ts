@@ -15,6 +15,7 @@ import { DrizzleScheduleStore } from "../drizzle/schedules.ts";
 import { DrizzleStatsStore } from "../drizzle/stats.ts";
 import { drizzleTokenStores } from "../drizzle/tokens.ts";
 import { DrizzleUserStore } from "../drizzle/users.ts";
+import { DrizzleVariableStore } from "../drizzle/variables.ts";
 import { storeWithEnvironments } from "../environment-views.ts";
 import { readMigrations } from "../migrations.ts" with { type: "macro" };
 import * as schema from "../schema/sqlite.ts";
@@ -27,6 +28,7 @@ import { SqliteExecutionStore, SqliteExecutionWriter } from "./executions.ts";
 import { SqliteInstanceStore } from "./instances.ts";
 import { requestKeysPath } from "./request-keys/file.ts";
 import { SqliteRuns } from "./runs.ts";
+import { sqliteVariableWriter } from "./variables.ts";
 
 const migrations = readMigrations("sqlite");
 type MigrationSession = Parameters<SQLiteSyncDialect["migrate"]>[1];
@@ -60,6 +62,7 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
   const instances = new SqliteInstanceStore(executions, runs);
   const dataOf = sqliteData(client, instances.id);
   const tokensOf = drizzleTokenStores(db, tables);
+  const variableWriter = sqliteVariableWriter(sqlite, schema);
   const service = {
     users: new DrizzleUserStore(db, tables),
     oauth: new DrizzleOAuthStore(db, tables),
@@ -98,5 +101,6 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
     delayedInvocations: new DrizzleDelayedInvocationStore(db, sqliteDialect, tables, environment),
     stats: new DrizzleStatsStore(db, tables, environment),
     data: dataOf.environment(environment),
+    variables: new DrizzleVariableStore(db, tables, environment, variableWriter),
   }));
 }
