@@ -244,8 +244,6 @@ class DrizzleEnvironmentStore implements EnvironmentStore {
       ["variables", [t.variables.environment, t.variables.name]],
     ];
     for (const [name, key] of batches) removed[name] += await this.removeInBatches(name, key, id);
-    // Not counted among the contents (yet): a fork's copy that stopped must not leave them behind either.
-    await this.db.delete(t.variables).where(eq(t.variables.environment, id));
     removed.grants = await this.removed(t.grants, eq(t.grants.environment, id));
     removed.scopedKeys = await this.removed(t.scopedKeys, eq(t.scopedKeys.environment, id));
     // The sequence of changes must not go back when its largest goes: pollers ask for what is past the
