@@ -1,17 +1,6 @@
 import { errorOfBody } from "../client/errors.ts";
+import type { VariableView } from "../wire/views.ts";
 import { storedCredential } from "./session.ts";
-
-/** A variable as `GET /variables` answers it: a secret never carries its value. */
-export interface Variable {
-  name: string;
-  secret: boolean;
-  value?: string;
-  updatedAt: string | null;
-  updatedBy: string | null;
-  declared: boolean;
-  required: boolean;
-  set: boolean;
-}
 
 /**
  * `/variables` of the environment serving the console, as whoever signed in (service keys only). Not in
@@ -31,8 +20,8 @@ async function call<T>(path: string, init: RequestInit = {}): Promise<T> {
 const one = (name: string) => `/variables/${encodeURIComponent(name)}`;
 
 export const variablesApi = {
-  list: async () => (await call<{ items: Variable[] }>("/variables")).items,
+  list: async () => (await call<{ items: VariableView[] }>("/variables")).items,
   set: (name: string, value: string, secret: boolean) =>
-    call<Variable>(one(name), { method: "PUT", body: JSON.stringify({ value, secret }) }),
+    call<VariableView>(one(name), { method: "PUT", body: JSON.stringify({ value, secret }) }),
   unset: (name: string) => call<{ ok: true }>(one(name), { method: "DELETE" }),
 };

@@ -1,16 +1,17 @@
 /** @jsxImportSource preact */
 
 import { useState } from "preact/hooks";
+import type { VariableView } from "../wire/views.ts";
 import { LoadFailure, type Outcome, OutcomeLine } from "./alert.tsx";
 import { when } from "./format.ts";
 import { ScrollBox } from "./scroll-box.tsx";
 import { usePoll } from "./use-poll.ts";
-import { type Variable, variablesApi } from "./variables-api.ts";
+import { variablesApi } from "./variables-api.ts";
 
 const never = () => false;
 
 /** What the active release makes of a variable: the badges of its row. */
-function badges(v: Variable): string[] {
+function badges(v: VariableView): string[] {
   const out: string[] = [];
   if (v.declared) out.push("declared");
   if (v.required) out.push("required");
@@ -54,12 +55,12 @@ export function VariablesPage() {
       setSecret(false);
     }
   };
-  const unset = (v: Variable) => {
+  const unset = (v: VariableView) => {
     if (!confirm(`Unset ${v.name}?${v.required ? " The release requires it: publishing will be refused." : ""}`))
       return;
     void act(() => variablesApi.unset(v.name), `${v.name} is unset`);
   };
-  const edit = (v: Variable) => {
+  const edit = (v: VariableView) => {
     setName(v.name);
     setSecret(v.secret);
     setValue(v.secret ? "" : (v.value ?? ""));

@@ -9,24 +9,10 @@ import type { VariableRow } from "../store/variables.ts";
 import { defaultsOf, type VariableDeclarations } from "../variables/declarations.ts";
 import { checkVariableName, checkVariableValue } from "../variables/names.ts";
 import type { Sealer } from "../variables/sealing.ts";
+import type { VariableView } from "../wire/views.ts";
 import { NO_VARIABLES, type SecretValue, type VariableSnapshot } from "./variable-snapshot.ts";
 
-/** A variable as an administrator sees it: never a secret's value. */
-export interface VariableView {
-  name: string;
-  secret: boolean;
-  /** A plain variable's value; absent for a secret (write-only) and for a declared name not set. */
-  value?: string;
-  /** When it was last set (ISO), null when it is not set. */
-  updatedAt: string | null;
-  /** Who set it (`service:<id>`, the CLI's user@host), null when unknown or not set. */
-  updatedBy: string | null;
-  /** Whether the active release declares it. */
-  declared: boolean;
-  /** Whether the active release declares it without a default. */
-  required: boolean;
-  set: boolean;
-}
+export type { VariableView };
 
 export interface VariableAdminParts {
   /** The environment's view of the store. */

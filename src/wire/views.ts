@@ -296,3 +296,20 @@ export interface SignIn {
   /** When it ends unless revoked before; the app must sign the person in again then. */
   expiresAt: string | null;
 }
+
+/** A variable as an administrator sees it: never a secret's value. */
+export interface VariableView {
+  name: string;
+  secret: boolean;
+  /** A plain variable's value; absent for a secret (write-only) and for a declared name not set. */
+  value?: string;
+  /** When it was last set (ISO), null when it is not set. */
+  updatedAt: string | null;
+  /** Who set it (`service:<id>`, the CLI's user@host), null when unknown or not set. */
+  updatedBy: string | null;
+  /** Whether the active release declares it. */
+  declared: boolean;
+  /** Whether the active release declares it without a default. */
+  required: boolean;
+  set: boolean;
+}
