@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config.ts";
-import { secretOrAsItIs, variableAdminOver } from "../engine/control/variables.ts";
+import { variableAdminOver } from "../engine/control/variables.ts";
 import type { VariableView } from "../engine/variables.ts";
 import { PublicError } from "../lib/errors.ts";
 import { secretsSealer } from "../startup.ts";
@@ -105,10 +105,7 @@ async function localTarget(config: Config, store: Store, environment: string | u
   const cli = { kind: "service", id: "cli" } as const;
   return {
     list: () => admin.list(cli),
-    set: async (name, change) => {
-      const secret = await secretOrAsItIs(admin, cli, name, change.secret);
-      return admin.set(cli, name, { value: change.value, secret }, publisher());
-    },
+    set: (name, change) => admin.set(cli, name, change, publisher()),
     unset: (name) => admin.unset(cli, name),
   };
 }

@@ -80,19 +80,21 @@ export class VariableAdmin {
 
   /**
    * Sets (creates or replaces) a variable. A secret is sealed under SECRETS_KEY (secrets_key_required
-   * without one); a name the active release declares a secret cannot be set as a plain variable.
+   * without one); a name the active release declares a secret cannot be set as a plain variable. Without
+   * `secret`, it stays what it is (or what the release declares), so a secret replaced without saying so
+   * stays one; a new name is plain.
    */
   async set(
     principal: Principal,
     name: string,
-    given: { value: string; secret: boolean },
+    given: { value: string; secret?: boolean },
     by: string,
   ): Promise<{ variable: VariableView; created: boolean }> {
     serviceOnly(principal);
     checkVariableName(name);
-    const secret = given.secret === true;
-    const value = checkVariableValue(name, given.value, secret);
     const declared = this.declared();
+    const secret = given.secret ?? (await this.$.store.variables.get(name))?.secret ?? declared[name]?.secret ?? false;
+    const value = checkVariableValue(name, given.value, secret);
     if (!secret && declared[name]?.secret) {
       throw new PublicError(
         "invalid_variable",

@@ -1,6 +1,5 @@
 import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
-import { secretOrAsItIs } from "../engine/control/variables.ts";
 import { PublicError } from "../lib/errors.ts";
 import type { Principal } from "../sdk/index.ts";
 import { authenticated } from "./auth.ts";
@@ -46,14 +45,7 @@ export const variableRoutes = (deps: HttpDeps) =>
     .put("/variables/:name", async ({ params, request, principal, set }) => {
       const name = variableName(params.name);
       const body = await readVariableBody(request);
-      const admin = deps.engine.variables;
-      const secret = await secretOrAsItIs(admin, principal, name, body.secret);
-      const { variable, created } = await admin.set(
-        principal,
-        name,
-        { value: body.value, secret },
-        setterOf(principal),
-      );
+      const { variable, created } = await deps.engine.variables.set(principal, name, body, setterOf(principal));
       set.status = created ? 201 : 200;
       return variable;
     })

@@ -23,7 +23,7 @@ import { forkEnvironment } from "./fork.ts";
 import { type ControlPage, pageAfter } from "./paging.ts";
 import { promoteRelease } from "./promote.ts";
 import { parseTtl } from "./ttl.ts";
-import { secretOrAsItIs, variableAdminOver } from "./variables.ts";
+import { variableAdminOver } from "./variables.ts";
 
 export { ENVIRONMENT_TABLES } from "../../store/control.ts";
 export type { ControlCaller } from "./caller.ts";
@@ -502,8 +502,7 @@ export class ControlOperations {
     change: { value: string; secret?: boolean },
   ): Promise<{ variable: VariableView; created: boolean }> {
     const { admin, as, by } = await this.variablesOf(caller, handle);
-    const secret = await secretOrAsItIs(admin, as, name, change.secret);
-    return admin.set(as, name, { value: change.value, secret }, by);
+    return admin.set(as, name, change, by);
   }
 
   async unsetVariable(caller: ControlCaller, handle: string, name: string): Promise<void> {
