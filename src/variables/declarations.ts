@@ -59,6 +59,14 @@ export function requiredNames(declared: VariableDeclarations | undefined): strin
     .sort();
 }
 
+/** The names declared secret, by name. */
+export function secretNames(declared: VariableDeclarations | undefined): string[] {
+  return Object.entries(declared ?? {})
+    .filter(([, d]) => d.secret)
+    .map(([name]) => name)
+    .sort();
+}
+
 /** The declared defaults, by name. */
 export function defaultsOf(declared: VariableDeclarations | undefined): Record<string, string> {
   const defaults: Record<string, string> = {};

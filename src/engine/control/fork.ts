@@ -1,7 +1,9 @@
 import { PublicError } from "../../lib/errors.ts";
+import type { ReleaseManifest } from "../../release/load.ts";
 import type { ForkCopied } from "../../store/control.ts";
 import type { EnvironmentRow } from "../../store/rows.ts";
 import type { Store } from "../../store/store.ts";
+import { secretNames } from "../../variables/declarations.ts";
 
 export interface ForkRequest {
   handle: string;
@@ -14,14 +16,6 @@ export interface ForkRequest {
   /** How long the fork lives (parseTtl), null: until deleted. */
   ttlMs: number | null;
   at: number;
-}
-
-/** The variables a release declares secret (`defineRelease({ env: { NAME: { secret: true } } })`). */
-export function declaredSecrets(manifest: unknown): string[] {
-  const env = (manifest as { env?: Record<string, { secret?: boolean }> } | null)?.env ?? {};
-  return Object.keys(env)
-    .filter((name) => env[name]?.secret === true)
-    .sort();
 }
 
 /**
@@ -37,7 +31,7 @@ export async function forkEnvironment(
 ): Promise<{ environment: EnvironmentRow; copied: ForkCopied }> {
   if (!request.secrets && source.activeVersion !== null) {
     const release = await store.environment(source.id).releases.published(source.activeVersion);
-    const secrets = declaredSecrets(release?.manifest);
+    const secrets = secretNames((release?.manifest as ReleaseManifest | undefined)?.env);
     if (secrets.length > 0) {
       throw new PublicError(
         "secrets_required",
