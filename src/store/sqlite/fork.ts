@@ -36,10 +36,13 @@ export function sqliteForkCopier(client: Database, path: string): ForkCopier {
       removeStaleScratch(folder, Date.now() - ABANDONED_FORK_MS);
       const scratch = join(folder, `${SCRATCH_PREFIX}${target}-${crypto.randomUUID()}.db`);
       try {
+        const t0 = performance.now();
         const filled = await fillScratch({ path, scratch, source, target, tables });
+        const t1 = performance.now();
         const copied = noneCopied();
         if (!filled.sourceFound) return { sourceFound: false, activeVersion: null, copied };
         const n = await copyFromScratch(client, scratch, target, tables, filled.rows);
+        if (process.env.FORK_TRACE) console.error(`TRACE scratch ${(t1 - t0).toFixed(0)} ms, copy ${(performance.now() - t1).toFixed(0)} ms`);
         tables.forEach((table, i) => {
           if (table.counted) copied[table.counted] = n[i] ?? 0;
         });
@@ -140,6 +143,7 @@ async function copyFromScratch(
           const began = performance.now();
           n += slice(from, to);
           const took = performance.now() - began;
+          if (process.env.FORK_TRACE) (globalThis as any).sliceLog = [...((globalThis as any).sliceLog ?? []), [table.table, to - from, +took.toFixed(2)]];
           // Sized to fill FORK_SLICE_MS, growing at most twofold a slice (a first slice may be cold).
           sliceRows = Math.max(
             16,
@@ -154,6 +158,7 @@ async function copyFromScratch(
         insert.finalize();
       }
       copied.push(n);
+      if (process.env.FORK_TRACE) { const l = (globalThis as any).sliceLog ?? []; (globalThis as any).sliceLog = []; const ts = l.map((x: any) => x[2]).sort((a: number, b: number) => a - b); console.error(`TRACE ${table.table}: ${l.length} slices, rows median ${l.map((x: any) => x[1]).sort((a: number, b: number) => a - b)[l.length >> 1]}, ms p50 ${ts[ts.length >> 1]} p90 ${ts[Math.floor(ts.length * 0.9)]} max ${ts[ts.length - 1]} sum ${ts.reduce((a: number, b: number) => a + b, 0).toFixed(0)}`); }
       if (total > 0) await Bun.sleep(FORK_PAUSE_MS);
     }
     heartbeat.finalize();
