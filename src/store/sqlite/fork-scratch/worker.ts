@@ -54,7 +54,7 @@ function fill({ path, scratch, source, target, tables }: ScratchRequest): Scratc
       // Integers from the store, not input: written into the statement, as CREATE … AS takes no parameters.
       db.run(
         `create table scratch.${table.table} as select ${forkedColumns(table, source, target)} from main.${table.table}
-          where environment = ${source}${table.only ? ` and ${table.only}` : ""}`,
+          where environment = ${source}${table.only ? ` and ${table.only}` : ""}${table.columns.includes("id") ? " order by id" : ""}`,
       );
       return (db.query(`select count(*) as n from scratch.${table.table}`).get() as { n: number }).n;
     });
