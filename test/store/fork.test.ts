@@ -1,12 +1,9 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { HandleError } from "../../src/lib/handles.ts";
 import { HandleTaken } from "../../src/store/control.ts";
-import { ABANDONED_FORK_MS, FORKING } from "../../src/store/drizzle/fork-tables.ts";
+import { FORKING } from "../../src/store/drizzle/fork-tables.ts";
 import { openStore } from "../../src/store/open.ts";
 import type { EnvironmentRow } from "../../src/store/rows.ts";
-import { SCRATCH_PREFIX, scratchFolder } from "../../src/store/sqlite/fork.ts";
 import type { Store } from "../../src/store/store.ts";
 import { dialects, executeStatements, selectRows, type TestDatabase } from "../support/databases.ts";
 import { at, unbounded } from "./fixture.ts";
@@ -379,42 +376,5 @@ for (const dialect of dialects) {
       // The source has the move.
       expect(await store.environment(source.id).data.readDoc("item", "e1")).toEqual({ owner: "c2" });
     }, 30_000);
-
-    if (dialect.name === "sqlite") {
-      const scratchFiles = () => {
-        const folder = scratchFolder(database.url.slice("sqlite:".length));
-        return existsSync(folder) ? readdirSync(folder) : [];
-      };
-
-      test("the scratch copy is gone after a fork, and after a fork that failed", async () => {
-        await fillSource();
-        const { copied } = await fork("acme-pr-10");
-        expect(copied).toMatchObject({ entities: 3, links: 1, files: 2 });
-        expect(scratchFiles()).toEqual([]);
-        // A copy that fails midway, in the serving connection's slices (after the scratch copy was made).
-        await executeStatements(
-          database.url,
-          `create trigger refuse_fork_links before insert on data_links when new.environment <> ${source.id}
-             begin select raise(abort, 'links refused'); end;`,
-        );
-        await expect(fork("acme-pr-11")).rejects.toThrow("links refused");
-        expect(scratchFiles()).toEqual([]);
-        expect(await environments().byHandle("acme-pr-11")).toBeNull();
-      });
-
-      test("a scratch file a stopped fork left is removed by the next fork; one of a fork under way is not", async () => {
-        await fillSource();
-        const folder = scratchFolder(database.url.slice("sqlite:".length));
-        mkdirSync(folder, { recursive: true });
-        const stale = join(folder, `${SCRATCH_PREFIX}500-left.db`);
-        const fresh = join(folder, `${SCRATCH_PREFIX}501-under-way.db`);
-        writeFileSync(stale, "left by a crash");
-        writeFileSync(fresh, "another process's");
-        const old = (Date.now() - ABANDONED_FORK_MS - 1_000) / 1000;
-        utimesSync(stale, old, old);
-        await fork("acme-pr-12");
-        expect(scratchFiles()).toEqual([`${SCRATCH_PREFIX}501-under-way.db`]);
-      });
-    }
   });
 }
