@@ -151,7 +151,7 @@ async function copyFromScratch(
           // Sized to fill FORK_SLICE_MS, growing at most twofold a slice (a first slice may be cold).
           sliceRows = Math.max(
             16,
-            Math.min(sliceRows * 2, Math.round(((to - from) * FORK_SLICE_MS) / Math.max(took, 0.05))),
+            Math.min(sliceRows * 2, Math.round(((to - from) * (FORK_SLICE_MS / 2)) / Math.max(took, 0.05))),
           );
           from = to;
           // A pause, not one turn of the loop: a request takes several turns (its claim's group commit, its
