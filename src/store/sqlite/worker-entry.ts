@@ -4,7 +4,7 @@
  * sources' common root, while this file's code sits in a shared chunk elsewhere, so a path relative to
  * this file would miss it (`test/process/binary.test.ts` starts both threads).
  */
-export const workerEntry = (folder: "request-keys" | "checkpoints" | "fork-scratch"): string =>
+export const workerEntry = (folder: "request-keys" | "checkpoints"): string =>
   import.meta.url.startsWith("file:///$bunfs/")
     ? `./store/sqlite/${folder}/worker.ts`
     : new URL(`./${folder}/worker.ts`, import.meta.url).href;
