@@ -1,32 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { Browser, Page } from "playwright-core";
-import { consoleSignedIn, launchChromium, PHONE } from "../support/browser.ts";
+import type { Browser } from "playwright-core";
+import { axeViolations, consoleSignedIn, launchChromium, PHONE } from "../support/browser.ts";
 import { dialects } from "../support/databases.ts";
 import { fixture, startTestServer, type TestServer } from "../support/server.ts";
 
 // Issue #19 asks for an accessible console (labels, keyboard, contrast). axe-core, the engine browsers'
 // accessibility tools use, checks every page as a service key sees it, on a desktop and a phone: no
 // violation of serious or critical impact (missing labels and names, colour contrast, landmarks, ARIA).
-const AXE = require.resolve("axe-core/axe.min.js");
 const [sqlite] = dialects;
-
-interface Violation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: { target: unknown[] }[];
-}
-
-async function violations(page: Page): Promise<string[]> {
-  await page.addScriptTag({ path: AXE });
-  const found = (await page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } }).axe;
-    return (await axe.run()).violations;
-  })) as Violation[];
-  return found
-    .filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => JSON.stringify(n.target)).join(", ")}`);
-}
 
 describe("the console's accessibility (axe-core in Chromium)", () => {
   let t: TestServer;
@@ -72,16 +53,16 @@ describe("the console's accessibility (axe-core in Chromium)", () => {
           await page.getByRole("link", { name: "notes.add" }).click();
           await page.getByRole("heading", { name: "notes.add" }).waitFor();
         }
-        for (const v of await violations(page)) found.push(`${link}: ${v}`);
+        for (const v of await axeViolations(page)) found.push(`${link}: ${v}`);
       }
       // A load that failed: its reason and the button that asks again.
       await page.goto(`${t.url}/console#/runs/${crypto.randomUUID()}`);
       await page.getByRole("button", { name: "Try again" }).waitFor();
-      for (const v of await violations(page)) found.push(`A failed load: ${v}`);
+      for (const v of await axeViolations(page)) found.push(`A failed load: ${v}`);
       // The sign-in page, signed out.
       await page.getByRole("button", { name: "Sign out" }).click();
       await page.getByLabel("Token or service key").waitFor();
-      for (const v of await violations(page)) found.push(`Sign in: ${v}`);
+      for (const v of await axeViolations(page)) found.push(`Sign in: ${v}`);
       expect(found).toEqual([]);
       expect(errors).toEqual([]);
       await page.close();

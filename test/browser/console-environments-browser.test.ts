@@ -1,23 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
-import { DESKTOP, launchChromium, PHONE, SCREENSHOTS } from "../support/browser.ts";
+import { axeViolations, DESKTOP, launchChromium, PHONE, SCREENSHOTS } from "../support/browser.ts";
 import { dialects } from "../support/databases.ts";
 import { type HostingServer, startHostingServer } from "../support/hosting.ts";
 import { fixture } from "../support/server.ts";
 
 const [sqlite] = dialects;
-const AXE = require.resolve("axe-core/axe.min.js");
-
-/** axe-core's violations of serious or critical impact on the page (as console-a11y-browser.test.ts). */
-async function violations(page: Page): Promise<string[]> {
-  await page.addScriptTag({ path: AXE });
-  const found = (await page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } }).axe;
-    return (await axe.run()).violations;
-  })) as { id: string; impact: string | null; help: string }[];
-  return found.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id}: ${v.help}`);
-}
 
 // Issue #41 §1: the console on the service's apex lists the environments a key may open, links to their
 // consoles, and lets an operator or organization key make one (docs/decisions/control-api.md).
@@ -144,10 +133,10 @@ describe("the service's console on the apex (hosting mode) in Chromium", () => {
     test(`its pages have no serious or critical accessibility violation (${viewport === PHONE ? "phone" : "desktop"})`, async () => {
       const errors: string[] = [];
       const page = await signedIn(t.serviceKey, errors, viewport);
-      const found = (await violations(page)).map((v) => `Environments: ${v}`);
+      const found = (await axeViolations(page)).map((v) => `Environments: ${v}`);
       await page.getByRole("button", { name: "Sign out" }).click();
       await page.getByRole("heading", { name: "Sign in to the Actuate service" }).waitFor();
-      found.push(...(await violations(page)).map((v) => `Sign in: ${v}`));
+      found.push(...(await axeViolations(page)).map((v) => `Sign in: ${v}`));
       expect(found).toEqual([]);
       expect(errors).toEqual([]);
       await page.close();

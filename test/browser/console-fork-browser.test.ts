@@ -1,22 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
-import { DESKTOP, launchChromium } from "../support/browser.ts";
+import { axeViolations, DESKTOP, launchChromium } from "../support/browser.ts";
 import { dialects } from "../support/databases.ts";
 import { type HostingServer, startHostingServer } from "../support/hosting.ts";
 import { fixture } from "../support/server.ts";
 
 const [sqlite] = dialects;
-const AXE = require.resolve("axe-core/axe.min.js");
-
-/** axe-core's violations of serious or critical impact on the page (as console-a11y-browser.test.ts). */
-async function violations(page: Page): Promise<string[]> {
-  await page.addScriptTag({ path: AXE });
-  const found = (await page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } }).axe;
-    return (await axe.run()).violations;
-  })) as { id: string; impact: string | null; help: string }[];
-  return found.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id}: ${v.help}`);
-}
 
 // Issue #44 §2: the "Fork" button of an environment in the service's console (docs/API.md, "Forks").
 describe("forking an environment from the service's console in Chromium", () => {
@@ -51,7 +40,7 @@ describe("forking an environment from the service's console in Chromium", () => 
     const page = await signedIn(await t.key({ organization: "acme" }), errors);
     await page.getByRole("button", { name: "Fork acme-prod" }).click();
     await page.getByRole("heading", { name: "Fork acme-prod" }).waitFor();
-    expect(await violations(page)).toEqual([]);
+    expect(await axeViolations(page)).toEqual([]);
 
     // A refusal is said, and nothing is made.
     await page.getByLabel("New handle").fill("acme-pr-7");

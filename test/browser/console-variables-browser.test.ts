@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import type { Browser, Page } from "playwright-core";
-import { consoleSignedIn, launchChromium, PHONE, SCREENSHOTS } from "../support/browser.ts";
+import type { Browser } from "playwright-core";
+import { axeViolations, consoleSignedIn, launchChromium, PHONE, SCREENSHOTS } from "../support/browser.ts";
 import { dialects } from "../support/databases.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "../support/server.ts";
 
@@ -11,17 +11,6 @@ const [sqlite] = dialects;
 const SECRETS_KEY = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64");
 const STRIPE = `sk_live_${crypto.randomUUID().replaceAll("-", "")}`;
 const TYPED = `typed_${crypto.randomUUID().replaceAll("-", "")}`;
-const AXE = require.resolve("axe-core/axe.min.js");
-
-/** axe-core's violations of serious or critical impact (as console-a11y-browser.test.ts checks every page). */
-async function violations(page: Page): Promise<string[]> {
-  await page.addScriptTag({ path: AXE });
-  const found = (await page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } }).axe;
-    return (await axe.run()).violations;
-  })) as { id: string; impact: string | null; help: string }[];
-  return found.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id}: ${v.help}`);
-}
 
 describe("the console's Variables page, in Chromium", () => {
   let t: TestServer;
@@ -119,7 +108,7 @@ describe("the console's Variables page, in Chromium", () => {
     const page = await consoleSignedIn(browser, t.url, t.serviceKey, errors, PHONE);
     await page.getByRole("link", { name: "Variables", exact: true }).click();
     await page.getByRole("table", { name: "Variables" }).waitFor();
-    expect(await violations(page)).toEqual([]);
+    expect(await axeViolations(page)).toEqual([]);
     expect(await page.evaluate<boolean>("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
     expect(errors).toEqual([]);
     await page.close();

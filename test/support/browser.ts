@@ -75,3 +75,20 @@ export async function openPage(browser: Browser, url: string): Promise<{ page: P
   await page.goto(url);
   return { page, errors };
 }
+
+const AXE = require.resolve("axe-core/axe.min.js");
+
+/**
+ * axe-core's violations of serious or critical impact on the page as it is now (missing labels and names,
+ * colour contrast, landmarks, ARIA), each as `id (impact): help at <targets>`.
+ */
+export async function axeViolations(page: Page): Promise<string[]> {
+  await page.addScriptTag({ path: AXE });
+  const found = (await page.evaluate(async () => {
+    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } }).axe;
+    return (await axe.run()).violations;
+  })) as { id: string; impact: string | null; help: string; nodes: { target: unknown[] }[] }[];
+  return found
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => JSON.stringify(n.target)).join(", ")}`);
+}
