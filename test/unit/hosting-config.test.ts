@@ -1,17 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { ConfigError, loadConfig } from "../../src/config.ts";
+import { loadSettings as load, refusalOf as refusal } from "../support/config.ts";
 
 // Issue #41 §1, §5: SERVICE_URL switches hosting mode on; TRUST_PROXY, SERVE_ENVIRONMENTS.
-const load = (env: Record<string, string>) => loadConfig({ DATA_DIR: "/tmp/actuate-unused", ...env });
-const refusal = (env: Record<string, string>) => {
-  try {
-    load(env);
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return (error as Error).message;
-  }
-  throw new Error("the configuration was accepted");
-};
 
 describe("SERVICE_URL", () => {
   test("unset: single mode, as today", () => {

@@ -1,17 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { ConfigError, loadConfig } from "../../src/config.ts";
+import { loadSettings as load, refusalOf as refusal } from "../support/config.ts";
 
 // Issue #43: DRAIN_READY_MS and DRAIN_MS (stopping), FOLLOW_POLL_MS (a follower's fallback poll).
-const load = (env: Record<string, string>) => loadConfig({ DATA_DIR: "/tmp/actuate-unused", ...env });
-const refusal = (env: Record<string, string>) => {
-  try {
-    load(env);
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return (error as Error).message;
-  }
-  throw new Error("the configuration was accepted");
-};
 
 describe("DRAIN_READY_MS and DRAIN_MS", () => {
   test("5 s each by default; 0 allowed; a negative or a word refused, naming the setting", () => {
