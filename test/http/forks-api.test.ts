@@ -183,6 +183,12 @@ for (const dialect of dialects) {
       const word = async () => (await (await t.invoke("acme-stage", "data.hello", {})).json()).execution.output.word;
       await eventually(async () => (await word()) === "stage's d3");
       expect(await word()).toBe("stage's d3");
+      // Into itself: refused (it would only bump the revision).
+      await refused(
+        await apex("/environments/acme-stage/promote", { method: "POST", json: { from: "acme-stage" } }),
+        400,
+        "invalid_request",
+      );
       // An environment with no active release has nothing to promote.
       await refused(
         await apex("/environments/acme-stage/promote", { method: "POST", json: { from: "beta-prod" } }),

@@ -19,7 +19,7 @@ export interface PromoteOptions {
  * publish path (`publishBuiltRelease`): the same contract diff and refusals as `release publish` (a
  * version `to` holds with other content, a schema change that orphans its data without `force`, its
  * required variables unset), then activated. The same version with the same content in `to` is only
- * activated. Refusals are PublicErrors (409 `release_conflict`, 400 `invalid_request`).
+ * activated. An environment is not promoted into itself. Refusals are PublicErrors (409 `release_conflict`, 400 `invalid_request`).
  */
 export async function promoteRelease(
   store: Store,
@@ -27,6 +27,12 @@ export async function promoteRelease(
   to: EnvironmentRow,
   options: PromoteOptions,
 ): Promise<PublishResult> {
+  if (from.id === to.id) {
+    throw new PublicError(
+      "invalid_request",
+      `promote publishes one environment's release to another: ${to.handle} is both`,
+    );
+  }
   const source = store.environment(from.id).releases;
   const active = await source.active();
   const row = active.version === null ? null : await source.get(active.version);
