@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { foreground } from "../lib/foreground.ts";
 import type { Log } from "../observe/log.ts";
 import type { Telemetry } from "../observe/telemetry.ts";
 import { NO_SPAN, type Span } from "../observe/tracing.ts";
@@ -7,6 +8,8 @@ import type { Principal } from "../sdk/index.ts";
 /** What the server notes about a request in flight, for its log line, its metrics and its span. */
 interface InFlight {
   start: number;
+  /** Its entry in the process's foreground gauge (lib/foreground.ts). */
+  foreground: number;
   span: Span;
   /** The request's id in the log: the caller's `X-Request-Id` when it looks like one, else a number. */
   reqId: string;
@@ -64,13 +67,14 @@ export const observeRequests = (telemetry: Telemetry, log: Log) =>
         : NO_SPAN;
       const header = request.headers.get("x-request-id");
       const reqId = header && REQUEST_ID.test(header) ? header : `r${(++served).toString(36)}`;
-      inFlight.set(request, { start: performance.now(), span, reqId });
+      inFlight.set(request, { start: performance.now(), foreground: foreground.begin(), span, reqId });
     })
     .onAfterResponse({ as: "global" }, (context) => {
       const { request, set } = context;
       const noted = inFlight.get(request);
       if (!noted) return;
       inFlight.delete(request);
+      foreground.end(noted.foreground);
       const route = (context as { route?: string }).route || "unmatched";
       const status = statusOf(noted, (context as { responseValue?: unknown }).responseValue, set);
       const seconds = (performance.now() - noted.start) / 1000;

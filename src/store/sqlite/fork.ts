@@ -1,13 +1,16 @@
 import { Database, type Statement } from "bun:sqlite";
+import { foreground } from "../../lib/foreground.ts";
 import { FORKING, type ForkCopier, type ForkedTable, noneCopied } from "../drizzle/fork-tables.ts";
 
 /**
- * How long a slice of a SQLite fork writes, in one transaction of the serving connection, and how long it
- * then leaves the event loop to everything else: a request waits a slice at most at each of its turns of
- * the loop (docs/decisions/forks.md has the figures that chose them).
+ * How long a slice of a SQLite fork runs, its commit included, in one transaction of the serving
+ * connection; then the fork leaves the event loop to requests: a pause, and then until no young request
+ * is being answered (lib/foreground.ts), for FORK_MAX_WAIT_MS at most. docs/decisions/forks.md has the
+ * figures that chose them.
  */
 export const FORK_SLICE_MS = 2;
-export const FORK_PAUSE_MS = 2;
+export const FORK_PAUSE_MS = 1;
+export const FORK_MAX_WAIT_MS = 4;
 
 /**
  * SQLite's fork. One `INSERT … SELECT` would hold the database's one write lock for its whole length
@@ -72,10 +75,9 @@ async function copyInSlices(
     ) as never[];
   const rows = (read.iterate(source) as IterableIterator<Record<string, unknown>>)[Symbol.iterator]();
   let done = false;
-  const slice = client.transaction(() => {
-    const until = performance.now() + FORK_SLICE_MS;
+  const slice = client.transaction((budget: number) => {
     let n = 0;
-    for (;;) {
+    while (n < budget) {
       const next = rows.next();
       if (next.done) {
         done = true;
@@ -83,19 +85,26 @@ async function copyInSlices(
       }
       insert.run(...valuesOf(next.value));
       n += 1;
-      if (n % 32 === 0 && performance.now() >= until) break;
     }
     heartbeat.run(Date.now(), target);
     return n;
   });
+  // Rows a slice: sized from the last slices' time a row, commit included (a commit writes every page
+  // the slice's rows dirtied, as long again as the inserts when they land all over an index).
+  let msPerRow = 0.05;
   let total = 0;
   try {
     for (;;) {
-      total += slice();
+      const budget = Math.max(8, Math.min(4096, Math.round(FORK_SLICE_MS / msPerRow)));
+      const started = performance.now();
+      const n = slice(budget);
+      total += n;
       if (done) return total;
-      // A pause, not one turn of the loop: a request takes several turns (its claim's group commit, its
-      // settlement's), each of which would otherwise wait for a slice.
+      msPerRow = (msPerRow + (performance.now() - started) / n) / 2;
+      // A pause, not one turn of the loop: a request that arrived during the slice is read from its
+      // socket before the next begins; then none begins while one is being answered.
       await Bun.sleep(FORK_PAUSE_MS);
+      await foreground.quiet(FORK_MAX_WAIT_MS);
     }
   } finally {
     read.finalize();
