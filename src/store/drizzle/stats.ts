@@ -104,7 +104,7 @@ export class DrizzleStatsStore implements StatsStore {
         ),
       })
       .from(ranked)
-      .groupBy(ranked.bucket);
+      .groupBy(sql`${ranked.bucket}`);
   }
 
   private async countByStatus<S extends string>(
