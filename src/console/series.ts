@@ -1,23 +1,13 @@
 // No preact and no DOM here: test/unit/console-series.test.ts runs it under Bun.
 import type { Execution } from "../client/index.ts";
+import type { StatsBucket, StatsSeries } from "../wire/views.ts";
 
 export type ExecutionStatus = Execution["status"];
 export const EXECUTION_STATUSES: ExecutionStatus[] = ["queued", "running", "succeeded", "failed", "canceled"];
 
-/** One bucket of `GET /stats/series`: executions created in [at, at + stepMs), by their status now. */
-export interface SeriesBucket {
-  at: string;
-  executions: Partial<Record<ExecutionStatus, number>>;
-  failureRate: number | null;
-  durationMs: { p50: number; p95: number } | null;
-}
-
-export interface Series {
-  window: { since: string; until: string };
-  stepMs: number;
-  action: string | null;
-  buckets: SeriesBucket[];
-}
+/** `GET /stats/series`: executions created in each [at, at + stepMs), by their status now. */
+export type Series = StatsSeries;
+export type SeriesBucket = StatsBucket;
 
 /** The overview's two spans, and the bucket each is read in (60 and 96 points: readable at any width). */
 export const SPANS = {

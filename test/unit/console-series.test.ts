@@ -3,13 +3,14 @@ import type { RunStep } from "../../src/client/index.ts";
 import { failurePercentOf, type Series, seriesPath, stackedOf, totalsOf } from "../../src/console/series.ts";
 import { timelineOf } from "../../src/console/timeline-layout.ts";
 
+const none = { queued: 0, running: 0, succeeded: 0, failed: 0, canceled: 0 };
 const series: Series = {
   window: { since: "2026-11-29T10:00:00.000Z", until: "2026-11-29T10:02:00.000Z" },
   stepMs: 60_000,
   action: null,
   buckets: [
-    { at: "2026-11-29T10:00:00.000Z", executions: { succeeded: 3, failed: 1 }, failureRate: 0.25, durationMs: null },
-    { at: "2026-11-29T10:01:00.000Z", executions: {}, failureRate: null, durationMs: null },
+    { at: "2026-11-29T10:00:00.000Z", executions: { ...none, succeeded: 3, failed: 1 }, failureRate: 0.25, durationMs: null },
+    { at: "2026-11-29T10:01:00.000Z", executions: none, failureRate: null, durationMs: null },
   ],
 };
 
