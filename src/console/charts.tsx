@@ -97,6 +97,7 @@ export function ActionCharts(props: { action: string }) {
           <Chart
             title={`Executions ${SPANS[span].per}`}
             testId="throughput-chart"
+            attributes={{ "data-total": String(data.buckets.reduce((n, b) => n + totalOf(b), 0)) }}
             data={[x, data.buckets.map(totalOf)]}
             series={[{ label: "executions", stroke: colour("queued"), fill: fillOf("queued") }]}
           />

@@ -83,7 +83,7 @@ export function Search(props: { client: ActuateClient }) {
         placeholder="Search (/)"
         autocomplete="off"
         aria-describedby="search-hint"
-        aria-controls={listId}
+        aria-controls={found ? listId : undefined}
         value={text}
         onInput={(e) => setText(e.currentTarget.value)}
         onKeyDown={keys}
