@@ -24,6 +24,8 @@ import { usePoll } from "./use-poll.ts";
 // Read again as often as a bucket of the span fills: sooner would redraw the same points.
 const EVERY_MS: Record<Span, number> = { "1h": 15_000, "24h": 60_000 };
 const HEIGHT = 180;
+// Served apart from the console's bundle (src/http/console.ts): a variable, so the bundler leaves it be.
+const UPLOT: string = "/console/uplot-1.6.32.js";
 
 /** The series, or null for a caller `/stats/series` refuses (a user): the charts are then not shown. */
 const seriesOrNull = async (span: Span, action?: string) => {
@@ -168,7 +170,7 @@ function Chart(props: {
     let chart: uPlot | null = null;
     let gone = false;
     const resize = new ResizeObserver(() => chart?.setSize({ width: element.clientWidth, height: HEIGHT }));
-    import("uplot").then(({ default: UPlot }) => {
+    (import(UPLOT) as Promise<{ default: typeof uPlot }>).then(({ default: UPlot }) => {
       if (gone) return;
       const options: uPlot.Options = {
         width: element.clientWidth,
