@@ -25,7 +25,7 @@ import { usePoll } from "./use-poll.ts";
 const EVERY_MS: Record<Span, number> = { "1h": 15_000, "24h": 60_000 };
 const HEIGHT = 180;
 // Served apart from the console's bundle (src/http/console.ts): a variable, so the bundler leaves it be.
-const UPLOT: string = "/console/uplot-1.6.32.js";
+const UPLOT: string = "/chunk-uplot1632.js";
 
 /** The series, or null for a caller `/stats/series` refuses (a user): the charts are then not shown. */
 const seriesOrNull = async (span: Span, action?: string) => {
@@ -163,6 +163,7 @@ function Chart(props: {
   attributes?: Record<string, string>;
 }) {
   const box = useRef<HTMLDivElement>(null);
+  const [failed, setFailed] = useState<string | null>(null);
   const { data, series, range } = props;
   useEffect(() => {
     const element = box.current;
@@ -170,20 +171,22 @@ function Chart(props: {
     let chart: uPlot | null = null;
     let gone = false;
     const resize = new ResizeObserver(() => chart?.setSize({ width: element.clientWidth, height: HEIGHT }));
-    (import(UPLOT) as Promise<{ default: typeof uPlot }>).then(({ default: UPlot }) => {
-      if (gone) return;
-      const options: uPlot.Options = {
-        width: element.clientWidth,
-        height: HEIGHT,
-        series: [{}, ...series],
-        scales: range ? { y: { range } } : {},
-        axes: [{}, { size: 50 }],
-        legend: { live: true },
-      };
-      chart = new UPlot(options, data, element);
-      element.dataset.drawn = "true";
-      resize.observe(element);
-    });
+    (import(UPLOT) as Promise<{ default: typeof uPlot }>).then(
+      ({ default: UPlot }) => {
+        if (gone) return;
+        const options: uPlot.Options = {
+          width: element.clientWidth,
+          height: HEIGHT,
+          series: [{}, ...series],
+          scales: range ? { y: { range } } : {},
+          axes: [{}, { size: 50 }],
+          legend: { live: true },
+        };
+        chart = new UPlot(options, data, element);
+        resize.observe(element);
+      },
+      (error: Error) => setFailed(`The chart did not load: ${error.message}`),
+    );
     return () => {
       gone = true;
       resize.disconnect();
@@ -194,6 +197,7 @@ function Chart(props: {
     <figure class="chart" data-testid={props.testId} {...props.attributes}>
       <figcaption>{props.title}</figcaption>
       <div ref={box} class="chart-canvas" aria-hidden="true" />
+      {failed && <p class="error">{failed}</p>}
     </figure>
   );
 }
