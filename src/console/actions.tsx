@@ -3,6 +3,7 @@
 import { useState } from "preact/hooks";
 import { type ActuateClient, ActuateError, type Execution, type Issue } from "../client/index.ts";
 import { LoadFailure } from "./alert.tsx";
+import { ActionCharts } from "./charts.tsx";
 import { fieldsOf } from "./fields.ts";
 import { valuesOf } from "./prefill.ts";
 import { hrefOf } from "./route.ts";
@@ -96,6 +97,7 @@ function ActionDetail(props: { client: ActuateClient; name: string; from?: strin
           <code>{c.contractHash}</code>
         </dd>
       </dl>
+      <ActionCharts action={c.name} />
       <h3>Run it</h3>
       {again && (
         <p role="status">

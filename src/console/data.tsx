@@ -3,8 +3,9 @@
 import { useState } from "preact/hooks";
 import type { ActuateClient, AttributeSchema, ReleaseDescription } from "../client/index.ts";
 import { Alert, LoadFailure } from "./alert.tsx";
+import { browseFiltersOf, browseSettingsOf } from "./browse-route.ts";
 import { type BrowseSettings, browseQuery, cellText, parseQuery } from "./data-query.ts";
-import { hrefOf } from "./route.ts";
+import { type BrowseFilters, hrefOf } from "./route.ts";
 import { ScrollBox } from "./scroll-box.tsx";
 import { usePoll } from "./use-poll.ts";
 
@@ -12,7 +13,7 @@ const never = () => false;
 const PAGE = 50;
 
 /** The release's entities (from `GET /describe`), a table browser per entity, and a query playground. */
-export function DataPage(props: { client: ActuateClient; entity?: string }) {
+export function DataPage(props: { client: ActuateClient; entity?: string; browse?: BrowseFilters }) {
   const { client } = props;
   const description = usePoll(() => client.describe(), [client], 0, never);
   const entities = Object.keys(description.data?.entities ?? {});
@@ -49,6 +50,7 @@ export function DataPage(props: { client: ActuateClient; entity?: string }) {
             name={props.entity}
             attributes={chosen}
             links={description.data.links}
+            browse={props.browse}
           />
         )}
         {description.data && <Playground client={client} example={props.entity ?? entities[0]} />}
@@ -62,6 +64,7 @@ function Entity(props: {
   name: string;
   attributes: Record<string, AttributeSchema>;
   links: ReleaseDescription["links"];
+  browse?: BrowseFilters;
 }) {
   const { name, attributes } = props;
   const labels = Object.keys(attributes);
@@ -109,15 +112,25 @@ function Entity(props: {
           </ul>
         </>
       )}
-      <TableBrowser client={props.client} entity={name} labels={labels} />
+      <TableBrowser
+        key={JSON.stringify(props.browse ?? {})}
+        client={props.client}
+        entity={name}
+        labels={labels}
+        browse={props.browse}
+      />
     </article>
   );
 }
 
-function TableBrowser(props: { client: ActuateClient; entity: string; labels: string[] }) {
+function TableBrowser(props: { client: ActuateClient; entity: string; labels: string[]; browse?: BrowseFilters }) {
   const { client, entity, labels } = props;
-  const [draft, setDraft] = useState<BrowseSettings>({ where: "", orderBy: "", direction: "asc", limit: PAGE });
-  const [applied, setApplied] = useState(draft);
+  // What is applied lives in the hash: a link shows the same rows, back and forward go through them.
+  const [applied] = useState(() => browseSettingsOf(props.browse, PAGE));
+  const [draft, setDraft] = useState<BrowseSettings>(applied);
+  const setApplied = (settings: BrowseSettings) => {
+    location.hash = hrefOf({ page: "data", entity, browse: browseFiltersOf(settings, PAGE) });
+  };
   const rows = usePoll(
     async () => {
       const answer = await client.query(browseQuery(entity, applied));

@@ -140,7 +140,8 @@ function FilterForm(props: { filters: ExecutionFilters; actionNames: string[]; b
         <select id="filter-status" name="status" defaultValue={filters.status ?? ""}>
           <option value="">any</option>
           {STATUSES.map((s) => (
-            <option key={s} value={s}>
+            // `selected`: a select's defaultValue is set before its options exist, so it would show "any".
+            <option key={s} value={s} selected={filters.status === s}>
               {s}
             </option>
           ))}

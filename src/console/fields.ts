@@ -12,6 +12,10 @@ export type Field = {
   name: string;
   required: boolean;
   description?: string;
+  /** What the schema says a value must be, checked before sending (only when it says anything). */
+  limits?: Limits;
+  /** A number's unit, from its name (`timeoutMs` → ms). */
+  unit?: string;
 } & (
   | { kind: "string" | "number" | "integer" | "boolean" | "json" }
   | { kind: "enum"; options: string[] }
@@ -35,12 +39,15 @@ const constsOf = (schema: Schema): string[] | null => {
 const MAX_DEPTH = 4;
 
 function fieldOf(name: string, schema: Schema, required: boolean, depth: number): Field {
-  const base = { name, required, description: schema.description as string | undefined };
+  const base = { name, required, description: schema.description as string | undefined, ...limitsOf(schema) };
   const options = constsOf(schema);
   if (options) return { ...base, kind: "enum", options };
   const type = schema.type;
-  if (type === "string" || type === "number" || type === "integer" || type === "boolean")
-    return { ...base, kind: type };
+  if (type === "number" || type === "integer") {
+    const unit = unitOf(name);
+    return unit ? { ...base, kind: type, unit } : { ...base, kind: type };
+  }
+  if (type === "string" || type === "boolean") return { ...base, kind: type };
   if (depth < MAX_DEPTH && type === "object" && schema.properties && !schema.patternProperties)
     return { ...base, kind: "object", fields: fieldsAt(schema, depth + 1) };
   if (depth < MAX_DEPTH && type === "array" && schema.items && !Array.isArray(schema.items))
@@ -121,3 +128,142 @@ export function fileLimitsOf(file: FileField): string {
       : `${(file.maxBytes / 1024 ** 2).toFixed(1)} MiB`;
   return `${types}, up to ${size}`;
 }
+
+/** The JSON Schema keywords the form checks; the server checks them all again. */
+export type Limits = Partial<{
+  minLength: number;
+  maxLength: number;
+  pattern: string;
+  minimum: number;
+  maximum: number;
+  exclusiveMinimum: number;
+  exclusiveMaximum: number;
+}>;
+
+const LIMIT_KEYWORDS = [
+  "minLength",
+  "maxLength",
+  "pattern",
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+] as const;
+
+const limitsOf = (schema: Schema): { limits?: Limits } => {
+  const limits: Record<string, unknown> = {};
+  for (const keyword of LIMIT_KEYWORDS)
+    if (typeof schema[keyword] === (keyword === "pattern" ? "string" : "number")) limits[keyword] = schema[keyword];
+  return Object.keys(limits).length > 0 ? { limits: limits as Limits } : {};
+};
+
+/** A numeric field's unit, as its name says it: `…Ms`, `…Seconds` or `…S`, `…Bytes`. */
+export function unitOf(name: string): string | undefined {
+  if (/.Ms$/.test(name)) return "ms";
+  if (/.(Seconds|S)$/.test(name)) return "s";
+  if (/.Bytes$/.test(name)) return "bytes";
+  return undefined;
+}
+
+/**
+ * What is wrong with the form's values by the schema, before anything is sent: a message per field,
+ * keyed by its path (`shipTo-name`, `lines-0-qty`: the form's ids after its own). Empty: send it.
+ */
+export function problemsOf(fields: Field[], values: Drafts, path: string[] = []): Record<string, string> {
+  const problems: Record<string, string> = {};
+  for (const field of fields) Object.assign(problems, fieldProblems(field, values[field.name], [...path, field.name]));
+  return problems;
+}
+
+function fieldProblems(field: Field, draft: Draft | undefined, path: string[]): Record<string, string> {
+  const key = path.join("-");
+  if (field.kind === "object") {
+    if (!field.required && blank(draft)) return {};
+    return problemsOf(field.fields, isDrafts(draft) ? draft : {}, path);
+  }
+  if (field.kind === "array") {
+    const items = Array.isArray(draft) ? draft : [];
+    return Object.assign({}, ...items.map((item, i) => fieldProblems(field.item, item, [...path, String(i)])));
+  }
+  if (field.kind === "boolean") return {};
+  const text = typeof draft === "string" ? draft : "";
+  if (text === "") {
+    // An empty required string is a value (""), checked by its limits below; anything else is missing.
+    if (!field.required) return {};
+    if (field.kind !== "string") return { [key]: field.kind === "enum" ? "Choose one." : "Required." };
+  }
+  const problem = valueProblem(field, text);
+  return problem ? { [key]: problem } : {};
+}
+
+function valueProblem(field: Field, text: string): string | null {
+  const limits = field.limits ?? {};
+  if (field.kind === "json") {
+    try {
+      JSON.parse(text);
+      return null;
+    } catch (error) {
+      return `Not JSON: ${(error as Error).message}`;
+    }
+  }
+  if (field.kind === "number" || field.kind === "integer") {
+    const n = Number(text);
+    if (text.trim() === "" || !Number.isFinite(n)) return "Not a number.";
+    if (field.kind === "integer" && !Number.isInteger(n)) return "A whole number.";
+    const unit = field.unit ? ` ${field.unit}` : "";
+    if (limits.minimum !== undefined && n < limits.minimum) return `At least ${limits.minimum}${unit}.`;
+    if (limits.maximum !== undefined && n > limits.maximum) return `At most ${limits.maximum}${unit}.`;
+    if (limits.exclusiveMinimum !== undefined && n <= limits.exclusiveMinimum)
+      return `More than ${limits.exclusiveMinimum}${unit}.`;
+    if (limits.exclusiveMaximum !== undefined && n >= limits.exclusiveMaximum)
+      return `Less than ${limits.exclusiveMaximum}${unit}.`;
+    return null;
+  }
+  if (field.kind !== "string") return null;
+  // JSON Schema counts characters (code points), not UTF-16 units.
+  const length = [...text].length;
+  if (limits.minLength !== undefined && length < limits.minLength)
+    return field.required && length === 0 ? "Required." : `At least ${plural(limits.minLength, "character")}.`;
+  if (limits.maxLength !== undefined && length > limits.maxLength)
+    return `At most ${plural(limits.maxLength, "character")} (${length} now).`;
+  if (limits.pattern !== undefined && !matches(limits.pattern, text)) return `Must match ${limits.pattern}.`;
+  return null;
+}
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+/** A pattern the browser cannot compile is left to the server. */
+const matches = (pattern: string, text: string) => {
+  try {
+    return new RegExp(pattern, "u").test(text);
+  } catch {
+    return true;
+  }
+};
+
+/** What is wrong with the chosen files by the contract: a missing required one, too large, of a type it refuses. */
+export function fileProblemsOf(
+  fileFields: FileField[],
+  chosen: Record<string, { size: number; type: string } | undefined>,
+): Record<string, string> {
+  const problems: Record<string, string> = {};
+  for (const field of fileFields) {
+    const file = chosen[field.field];
+    if (!file) {
+      if (field.required) problems[field.field] = "Choose a file.";
+      continue;
+    }
+    if (field.maxBytes !== null && file.size > field.maxBytes)
+      problems[field.field] = `Too large: ${file.size} bytes, at most ${field.maxBytes}.`;
+    else if (field.contentTypes.length > 0 && !field.contentTypes.some((t) => typeMatches(t, file.type)))
+      problems[field.field] = `Of type ${file.type || "unknown"}; must be ${field.contentTypes.join(" or ")}.`;
+  }
+  return problems;
+}
+
+/** `image/*` takes any image; a type's parameters (`; charset=…`) do not count. */
+const typeMatches = (allowed: string, type: string) => {
+  const bare = type.split(";")[0]?.trim().toLowerCase() ?? "";
+  const wanted = allowed.toLowerCase();
+  return wanted.endsWith("/*") ? bare.startsWith(wanted.slice(0, -1)) : bare === wanted;
+};

@@ -3,6 +3,7 @@
 import { useState } from "preact/hooks";
 import type { ActuateClient } from "../client/index.ts";
 import { Alert, LoadFailure, type Outcome, OutcomeLine } from "./alert.tsx";
+import { hrefOf } from "./route.ts";
 import { ScrollBox } from "./scroll-box.tsx";
 import { download, sizeText } from "./uploads.tsx";
 import { usePoll } from "./use-poll.ts";
@@ -11,9 +12,13 @@ const never = () => false;
 const PAGE = 50;
 
 /** The caller's files (a service key's: everyone's), a page at a time; upload, download, delete. */
-export function FilesPage(props: { client: ActuateClient }) {
+export function FilesPage(props: { client: ActuateClient; prefix?: string }) {
   const { client } = props;
-  const [prefix, setPrefix] = useState("");
+  // The prefix lives in the hash: a link shows the same files, back and forward go through them.
+  const prefix = props.prefix ?? "";
+  const setPrefix = (next: string) => {
+    location.hash = hrefOf({ page: "files", prefix: next || undefined });
+  };
   // The cursors of the pages before this one, to go back.
   const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
   const [revision, setRevision] = useState(0);
@@ -55,7 +60,8 @@ export function FilesPage(props: { client: ActuateClient }) {
         <input
           id="files-prefix"
           type="text"
-          value={prefix}
+          defaultValue={prefix}
+          key={prefix}
           onChange={(e) => {
             setPrefix(e.currentTarget.value.trim());
             setCursors([undefined]);

@@ -6,10 +6,12 @@ import { takeRedirect } from "./built-in-sign-in.ts";
 import { DataPage } from "./data.tsx";
 import { ExecutionsPage } from "./executions.tsx";
 import { FilesPage } from "./files.tsx";
+import { useListKeys } from "./keyboard.ts";
 import { OverviewPage } from "./overview.tsx";
 import { ReleasesPage } from "./releases.tsx";
 import { hrefOf, type Route, useRoute } from "./route.ts";
 import { RunsPage } from "./runs.tsx";
+import { Search } from "./search.tsx";
 import { ServiceConsole } from "./service.tsx";
 import { onServiceApex } from "./service-api.ts";
 import { SignIn } from "./sign-in.tsx";
@@ -35,6 +37,7 @@ function Console() {
   const { client, signIn, signOut, notice } = useSignedIn();
   const route = useRoute();
   const kind = useCallerKind(client);
+  useListKeys();
   if (!client) return <SignIn onSignedIn={signIn} notice={notice} />;
   return (
     <>
@@ -52,6 +55,7 @@ function Console() {
             </a>
           ))}
         </nav>
+        <Search client={client} />
         <button type="button" class="secondary who" onClick={() => signOut(null)}>
           Sign out
         </button>
@@ -61,10 +65,10 @@ function Console() {
       {route.page === "executions" && (
         <ExecutionsPage client={client} id={route.id} filters={route.filters ?? {}} byCaller={kind === "service"} />
       )}
-      {route.page === "runs" && <RunsPage client={client} id={route.id} />}
+      {route.page === "runs" && <RunsPage client={client} id={route.id} filters={route.filters} />}
       {route.page === "releases" && <ReleasesPage client={client} />}
-      {route.page === "data" && <DataPage client={client} entity={route.entity} />}
-      {route.page === "files" && <FilesPage client={client} />}
+      {route.page === "data" && <DataPage client={client} entity={route.entity} browse={route.browse} />}
+      {route.page === "files" && <FilesPage key={route.prefix} client={client} prefix={route.prefix} />}
       {route.page === "sign-ins" && <SignInsPage client={client} />}
       {route.page === "variables" && <VariablesPage />}
     </>

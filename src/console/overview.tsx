@@ -9,6 +9,7 @@ import {
   type RunSummary,
 } from "../client/index.ts";
 import { LoadFailure } from "./alert.tsx";
+import { OverviewCharts } from "./charts.tsx";
 import { duration, spanMs, when } from "./format.ts";
 import { hrefOf } from "./route.ts";
 import { usePoll } from "./use-poll.ts";
@@ -74,6 +75,7 @@ export function OverviewPage(props: { client: ActuateClient }) {
           <RunsInProgress runs={data.inProgress} counts={data.kind === "environment" ? data.stats.activeRuns : null} />
         </div>
       )}
+      <OverviewCharts />
     </main>
   );
 }
@@ -176,7 +178,9 @@ function FailingActions(props: { items: { action: string; failed: number }[] }) 
             {props.items.map((a) => (
               <tr key={a.action}>
                 <td>
-                  <a href={hrefOf({ page: "actions", action: a.action })}>{a.action}</a>
+                  <a href={hrefOf({ page: "executions", filters: { action: a.action, status: "failed" } })}>
+                    {a.action}
+                  </a>
                 </td>
                 <td>{a.failed}</td>
               </tr>

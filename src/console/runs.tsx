@@ -4,7 +4,8 @@ import { useState } from "preact/hooks";
 import type { ActuateClient, Run, RunStatus, RunStep } from "../client/index.ts";
 import { LoadFailure } from "./alert.tsx";
 import { duration, spanMs, when } from "./format.ts";
-import { hrefOf } from "./route.ts";
+import { hrefOf, type RunFilters } from "./route.ts";
+import { RunTimeline } from "./run-timeline.tsx";
 import { ScrollBox } from "./scroll-box.tsx";
 import { usePoll } from "./use-poll.ts";
 
@@ -17,13 +18,21 @@ const STATUSES: RunStatus[] = ["queued", "running", "sleeping", "succeeded", "fa
 
 const runEnded = (run: { finishedAt: string | null }) => run.finishedAt !== null;
 
-export function RunsPage(props: { client: ActuateClient; id?: string }) {
-  return props.id ? <RunDetail client={props.client} id={props.id} /> : <RunList client={props.client} />;
+export function RunsPage(props: { client: ActuateClient; id?: string; filters?: RunFilters }) {
+  return props.id ? (
+    <RunDetail client={props.client} id={props.id} />
+  ) : (
+    <RunList client={props.client} filters={props.filters ?? {}} />
+  );
 }
 
-function RunList(props: { client: ActuateClient }) {
-  const [workflow, setWorkflow] = useState("");
-  const [status, setStatus] = useState<RunStatus | "">("");
+function RunList(props: { client: ActuateClient; filters: RunFilters }) {
+  // The filters live in the hash: a link shows what its sender saw, back and forward go through them.
+  const workflow = props.filters.workflow ?? "";
+  const status = (props.filters.status ?? "") as RunStatus | "";
+  const filter = (change: RunFilters) => {
+    location.hash = hrefOf({ page: "runs", filters: { ...props.filters, ...change } });
+  };
   const list = usePoll(
     () => props.client.runs.list({ workflow: workflow || undefined, status: status || undefined, limit: 50 }),
     [props.client, workflow, status],
@@ -37,15 +46,12 @@ function RunList(props: { client: ActuateClient }) {
         <input
           id="filter-workflow"
           type="text"
-          value={workflow}
-          onChange={(e) => setWorkflow(e.currentTarget.value.trim())}
+          defaultValue={workflow}
+          key={workflow}
+          onChange={(e) => filter({ workflow: e.currentTarget.value.trim() })}
         />
         <label for="filter-run-status">Status</label>
-        <select
-          id="filter-run-status"
-          value={status}
-          onChange={(e) => setStatus(e.currentTarget.value as RunStatus | "")}
-        >
+        <select id="filter-run-status" value={status} onChange={(e) => filter({ status: e.currentTarget.value })}>
           <option value="">any</option>
           {STATUSES.map((s) => (
             <option key={s} value={s}>
@@ -162,6 +168,7 @@ function RunDetail(props: { client: ActuateClient; id: string }) {
             </p>
           )}
           <h2 id="steps-heading">Steps</h2>
+          <RunTimeline run={run} />
           <Timeline run={run} headingId="steps-heading" />
           <RunEnd run={run} Heading="h2" />
           <h2>Input</h2>

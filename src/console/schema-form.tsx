@@ -11,9 +11,13 @@ import {
   type FileField,
   fieldsOf,
   fileLimitsOf,
+  fileProblemsOf,
   inputOf,
+  problemsOf,
   type Schema,
 } from "./fields.ts";
+
+type Problems = Record<string, string>;
 
 export function SchemaForm(props: {
   id: string;
@@ -33,8 +37,27 @@ export function SchemaForm(props: {
   const choose = (field: string, file: File | undefined) =>
     setFiles(({ [field]: _, ...others }) => (file ? { ...others, [field]: file } : others));
   const [error, setError] = useState<string | null>(null);
+  // Checked once a send was tried, then at every change: no message before anything was typed.
+  const [tried, setTried] = useState(false);
+  const problems: Problems = tried
+    ? {
+        ...problemsOf(fields, values, [props.id]),
+        ...prefixed(props.id, fileProblemsOf(fileFields, files)),
+      }
+    : {};
   const submit = (event: Event) => {
     event.preventDefault();
+    setTried(true);
+    const found = {
+      ...problemsOf(fields, values, [props.id]),
+      ...prefixed(props.id, fileProblemsOf(fileFields, files)),
+    };
+    const first = Object.keys(found)[0];
+    if (first) {
+      setError(`${plural(Object.keys(found).length)} to correct before sending.`);
+      document.getElementById(first)?.focus();
+      return;
+    }
     try {
       setError(null);
       props.onSubmit(inputOf(fields, values), files);
@@ -43,7 +66,8 @@ export function SchemaForm(props: {
     }
   };
   return (
-    <form onSubmit={submit} aria-label={props.submitLabel}>
+    // The schema's checks, not the browser's: each message beside its field, in words a screen reader reads.
+    <form onSubmit={submit} aria-label={props.submitLabel} noValidate>
       {fields.length === 0 && fileFields.length === 0 && <p class="hint">This action takes no input.</p>}
       {fields.map((field) => (
         <FieldEditor
@@ -51,6 +75,7 @@ export function SchemaForm(props: {
           field={field}
           id={`${props.id}-${field.name}`}
           label={field.name}
+          problems={problems}
           draft={values[field.name]}
           onChange={(draft) => setValues((v) => ({ ...v, [field.name]: draft }))}
         />
@@ -64,13 +89,15 @@ export function SchemaForm(props: {
               id={id}
               type="file"
               accept={acceptOf(file) || undefined}
-              aria-describedby={`${id}-limits`}
+              aria-describedby={describedBy(id, problems, `${id}-limits`)}
+              aria-invalid={problems[id] ? true : undefined}
               onChange={(e) => choose(file.field, e.currentTarget.files?.[0])}
             />
             <span class="hint" id={`${id}-limits`}>
               {" "}
               {fileLimitsOf(file)}
             </span>
+            <Problem id={id} problems={problems} />
           </div>
         );
       })}
@@ -89,10 +116,16 @@ function FieldEditor(props: {
   field: Field;
   id: string;
   label: string;
+  problems: Problems;
   draft: Draft | undefined;
   onChange: (draft: Draft) => void;
 }) {
-  const { field, id, draft, onChange } = props;
+  const { field, id, draft, onChange, problems } = props;
+  const checked = {
+    "aria-invalid": problems[id] ? true : undefined,
+    "aria-describedby": describedBy(id, problems, field.unit ? `${id}-unit` : undefined),
+  };
+  const problem = <Problem id={id} problems={problems} />;
   const label = `${props.label}${field.required ? "" : " (optional)"}`;
   const hint = field.description ? <span class="hint"> {field.description}</span> : null;
   const text = typeof draft === "string" ? draft : "";
@@ -109,6 +142,7 @@ function FieldEditor(props: {
               field={child}
               id={`${id}-${child.name}`}
               label={child.name}
+              problems={problems}
               draft={group[child.name]}
               onChange={(value) => onChange({ ...group, [child.name]: value })}
             />
@@ -130,6 +164,7 @@ function FieldEditor(props: {
                 field={field.item}
                 id={`${id}-${i}`}
                 label={`${props.label} ${i + 1}`}
+                problems={problems}
                 draft={item}
                 onChange={(value) => onChange(items.map((old, j) => (j === i ? value : old)))}
               />
@@ -165,7 +200,7 @@ function FieldEditor(props: {
       return (
         <div>
           <label for={id}>{label}</label>
-          <select id={id} value={text} onChange={(e) => onChange(e.currentTarget.value)}>
+          <select id={id} value={text} onChange={(e) => onChange(e.currentTarget.value)} {...checked}>
             <option value="">{field.required ? "choose…" : "(none)"}</option>
             {field.options.map((option) => (
               <option key={option} value={option}>
@@ -173,6 +208,7 @@ function FieldEditor(props: {
               </option>
             ))}
           </select>
+          {problem}
           {hint}
         </div>
       );
@@ -180,7 +216,8 @@ function FieldEditor(props: {
       return (
         <div>
           <label for={id}>{`${label} (JSON)`}</label>
-          <textarea id={id} rows={3} value={text} onInput={(e) => onChange(e.currentTarget.value)} />
+          <textarea id={id} rows={3} value={text} onInput={(e) => onChange(e.currentTarget.value)} {...checked} />
+          {problem}
           {hint}
         </div>
       );
@@ -194,7 +231,9 @@ function FieldEditor(props: {
             required={field.required}
             value={text}
             onInput={(e) => onChange(e.currentTarget.value)}
+            {...checked}
           />
+          {problem}
           {hint}
         </div>
       );
@@ -207,14 +246,42 @@ function FieldEditor(props: {
             type="number"
             step={field.kind === "integer" ? 1 : "any"}
             required={field.required}
+            min={field.limits?.minimum}
+            max={field.limits?.maximum}
             value={text}
             onInput={(e) => onChange(e.currentTarget.value)}
+            {...checked}
           />
+          {field.unit && (
+            <span class="unit" id={`${id}-unit`}>
+              {" "}
+              {field.unit}
+            </span>
+          )}
+          {problem}
           {hint}
         </div>
       );
   }
 }
+
+/** A field's message, by it and named by its `aria-describedby`. */
+function Problem(props: { id: string; problems: Problems }) {
+  const message = props.problems[props.id];
+  return message ? (
+    <span class="field-error" id={`${props.id}-error`}>
+      {message}
+    </span>
+  ) : null;
+}
+
+const describedBy = (id: string, problems: Problems, also?: string) =>
+  [problems[id] ? `${id}-error` : undefined, also].filter(Boolean).join(" ") || undefined;
+
+const prefixed = (formId: string, problems: Problems): Problems =>
+  Object.fromEntries(Object.entries(problems).map(([field, message]) => [`${formId}-${field}`, message]));
+
+const plural = (n: number) => (n === 1 ? "1 field" : `${n} fields`);
 
 /** A new list item: an empty group for objects, an unticked box, or empty text. */
 const emptyDraft = (field: Field): Draft =>

@@ -261,6 +261,24 @@ const environmentPaths = {
     { type: "object" },
     { parameters: [{ name: "window", in: "query", schema: { type: "string", pattern: "^[1-9][0-9]{0,5}[smh]$" } }] },
   ),
+  "/stats/series": get(
+    "statsSeries",
+    "executions over time in buckets of a step: created by status, failure rate and p50/p95 duration of those finished (service keys; an extension of the contract)",
+    ref("StatsSeries"),
+    {
+      parameters: [
+        { name: "window", in: "query", schema: { type: "string", pattern: "^[1-9][0-9]{0,5}[smh]$" } },
+        {
+          name: "step",
+          in: "query",
+          description:
+            "the bucket's length, at most the window and at least the window / 1440; default the window / 60 in whole minutes (at least 1m)",
+          schema: { type: "string", pattern: "^[1-9][0-9]{0,5}[smh]$" },
+        },
+        { name: "action", in: "query", description: "one action's executions only", schema: { type: "string" } },
+      ],
+    },
+  ),
   "/sign-ins": get(
     "listSignIns",
     "the caller's signed-in apps (the built-in sign-in); a service key sees one user's, or everyone's",

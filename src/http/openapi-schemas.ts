@@ -300,6 +300,26 @@ const publishAnswer = object(["version", "status", "activated", "previous", "cha
   scheduleChanges: arrayOf(object(["name", "change"], { name: text, change })),
 });
 
+const countsByStatus = object(
+  [...EXECUTION_STATUSES],
+  Object.fromEntries(EXECUTION_STATUSES.map((s) => [s, { type: "integer" }])),
+);
+const statsSeries = object(["window", "stepMs", "action", "buckets"], {
+  window: object(["since", "until"], { since: instant, until: instant }),
+  stepMs: { type: "integer" },
+  action: nullable("string"),
+  buckets: arrayOf(
+    object(["at", "executions", "failureRate", "durationMs"], {
+      at: instant,
+      executions: countsByStatus,
+      failureRate: nullable("number", { minimum: 0, maximum: 1 }),
+      durationMs: {
+        oneOf: [{ type: "null" }, object(["p50", "p95"], { p50: { type: "number" }, p95: { type: "number" } })],
+      },
+    }),
+  ),
+});
+
 export const COMPONENTS = {
   securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "a service key, a user token or a JWT" } },
   schemas: {
@@ -327,5 +347,6 @@ export const COMPONENTS = {
     Instance: instance,
     InstanceList: object(["items"], { items: arrayOf(ref("Instance")) }),
     Variable: VARIABLE_SCHEMA,
+    StatsSeries: statsSeries,
   },
 };

@@ -284,6 +284,34 @@ export interface EnvironmentStats {
   liveSockets: number;
 }
 
+/**
+ * `GET /stats/series` (service keys): executions over time, in buckets of `stepMs` aligned to the step
+ * (epoch milliseconds), oldest first, every bucket present, the last the one holding `window.until` (now).
+ */
+export interface StatsSeries {
+  /** `since`: the start of the first bucket; `until`: now. */
+  window: { since: string; until: string };
+  stepMs: number;
+  /** The action the series is of (the `action` filter), null for all. */
+  action: string | null;
+  buckets: StatsBucket[];
+}
+
+/** One bucket of `StatsSeries`. */
+export interface StatsBucket {
+  /** The bucket's start. */
+  at: string;
+  /** Executions created in the bucket, by status (every status present, 0 when none). */
+  executions: Record<ExecutionStatus, number>;
+  /** Of the executions that finished in the bucket, the share that failed; null when none finished. */
+  failureRate: number | null;
+  /**
+   * Of the executions that finished in the bucket, the nearest-rank p50 and p95 of their durations (created
+   * to finished: what their callers waited); null when none finished.
+   */
+  durationMs: { p50: number; p95: number } | null;
+}
+
 /** An app a person signed in to through the built-in sign-in (one grant: a client, a person). */
 export interface SignIn {
   /** The grant's id. */

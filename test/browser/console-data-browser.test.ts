@@ -267,7 +267,7 @@ describe("the console's Data and Files pages, and file inputs, in Chromium", () 
     expect(await filesOf(ben)).not.toContain(path);
     expect((await t.fetch(`/executions/${execution.id}`, { token: ben })).status).toBe(404);
 
-    // A file of a type the contract does not allow: the server's refusal, shown at the form.
+    // A file of a type the contract does not allow: refused by the form before sending, said by the picker.
     await page.getByRole("link", { name: "Actions", exact: true }).click();
     await page.getByRole("link", { name: "photos.caption" }).click();
     await page.getByLabel("caption", { exact: true }).fill("not a png");
@@ -275,7 +275,8 @@ describe("the console's Data and Files pages, and file inputs, in Chromium", () 
       .getByLabel("picture (file)")
       .setInputFiles({ name: "cat.gif", mimeType: "image/gif", buffer: Buffer.from("GIF89a") });
     await page.getByRole("button", { name: "Run photos.caption" }).click();
-    await page.getByRole("alert").filter({ hasText: "/input/picture: the file must be one of image/png" }).waitFor();
+    await page.getByText("Of type image/gif; must be image/png.").waitFor();
+    expect(await page.getByLabel("picture (file)").getAttribute("aria-invalid")).toBe("true");
     expect(errors).toEqual([]);
     await page.close();
   }, 90_000);
