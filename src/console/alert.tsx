@@ -29,7 +29,7 @@ export function LoadFailure(props: { loaded: Polled<unknown> }) {
   const { error, againInMs, retry } = props.loaded;
   if (!error) return null;
   return (
-    <div class="error" role="alert">
+    <div class="state state-error error" role="alert">
       <p>
         {error}
         {againInMs !== null && ` Trying again in ${Math.round(againInMs / 1000)} s.`}

@@ -42,12 +42,7 @@ function Console() {
         <strong>Actuate</strong>
         <nav aria-label="Pages">
           {PAGES.filter((p) => !p.serviceKeys || kind === "service").map((p) => (
-            <a
-              key={p.label}
-              href={hrefOf(p.route)}
-              aria-current={route.page === p.route.page ? "page" : undefined}
-              style={{ marginRight: "1rem" }}
-            >
+            <a key={p.label} href={hrefOf(p.route)} aria-current={route.page === p.route.page ? "page" : undefined}>
               {p.label}
             </a>
           ))}
