@@ -4,6 +4,7 @@ import { useState } from "preact/hooks";
 import type { ActuateClient } from "../client/index.ts";
 import { Alert, LoadFailure, type Outcome, OutcomeLine } from "./alert.tsx";
 import { ScrollBox } from "./scroll-box.tsx";
+import { EmptyState, LoadingState, When } from "./ui.tsx";
 import { download, sizeText } from "./uploads.tsx";
 import { usePoll } from "./use-poll.ts";
 
@@ -70,7 +71,9 @@ export function FilesPage(props: { client: ActuateClient }) {
             <tr>
               <th scope="col">Path</th>
               <th scope="col">Type</th>
-              <th scope="col">Size</th>
+              <th scope="col" class="num">
+                Size
+              </th>
               <th scope="col">Owner</th>
               <th scope="col">Updated</th>
               <th scope="col">
@@ -83,11 +86,13 @@ export function FilesPage(props: { client: ActuateClient }) {
               <tr key={file.path}>
                 <td>{file.path}</td>
                 <td>{file.contentType}</td>
-                <td>{sizeText(file.size)}</td>
+                <td class="num">{sizeText(file.size)}</td>
                 <td>
                   {file.owner.kind}:{file.owner.id}
                 </td>
-                <td>{new Date(file.updatedAt).toLocaleString()}</td>
+                <td>
+                  <When at={file.updatedAt} />
+                </td>
                 <td class="actions">
                   <button
                     type="button"
@@ -111,7 +116,10 @@ export function FilesPage(props: { client: ActuateClient }) {
           </tbody>
         </table>
       </ScrollBox>
-      {page.data?.items.length === 0 && <p>No files{prefix ? ` under ${prefix}` : ""}.</p>}
+      {!page.data && !page.error && <LoadingState what="files" />}
+      {page.data?.items.length === 0 && (
+        <EmptyState title={`No files${prefix ? ` under ${prefix}` : ""}.`}>Upload one below.</EmptyState>
+      )}
       <p>
         {cursors.length > 1 && (
           <button type="button" class="secondary" onClick={() => setCursors((c) => c.slice(0, -1))}>
