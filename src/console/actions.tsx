@@ -9,6 +9,7 @@ import { valuesOf } from "./prefill.ts";
 import { hrefOf } from "./route.ts";
 import { RunProgress } from "./runs.tsx";
 import { SchemaForm } from "./schema-form.tsx";
+import { EmptyState, LoadingState, ShortId, StatusBadge } from "./ui.tsx";
 import { Uploads } from "./uploads.tsx";
 import { usePoll } from "./use-poll.ts";
 
@@ -22,7 +23,8 @@ export function ActionsPage(props: { client: ActuateClient; action?: string; fro
       <nav aria-label="Actions">
         <h1>Actions</h1>
         <LoadFailure loaded={actions} />
-        <ul>
+        {!actions.data && !actions.error && <LoadingState what="actions" />}
+        <ul class="nav-list">
           {actions.data?.map((action) => (
             <li key={action.name}>
               <a
@@ -35,13 +37,13 @@ export function ActionsPage(props: { client: ActuateClient; action?: string; fro
             </li>
           ))}
         </ul>
-        {actions.data?.length === 0 && <p>The active release has no action you may call.</p>}
+        {actions.data?.length === 0 && <EmptyState title="The active release has no action you may call." />}
       </nav>
       <section>
         {props.action ? (
           <ActionDetail key={`${props.action} ${props.from}`} client={client} name={props.action} from={props.from} />
         ) : (
-          <p>Choose an action.</p>
+          <EmptyState title="Choose an action.">Its contract and a form to run it open here.</EmptyState>
         )}
       </section>
     </main>
@@ -81,7 +83,7 @@ function ActionDetail(props: { client: ActuateClient; name: string; from?: strin
 
   if (contract.error) return <LoadFailure loaded={contract} />;
   const c = contract.data;
-  if (!c || (from && !previous.data && !previous.error)) return <p>Loading…</p>;
+  if (!c || (from && !previous.data && !previous.error)) return <LoadingState what={name} />;
   const again = previous.data?.action === name ? previous.data : null;
   return (
     <article>
@@ -94,7 +96,7 @@ function ActionDetail(props: { client: ActuateClient; name: string; from?: strin
         <dd>{c.access}</dd>
         <dt>Contract hash</dt>
         <dd>
-          <code>{c.contractHash}</code>
+          <ShortId id={c.contractHash} label="contract hash" />
         </dd>
       </dl>
       <ActionCharts action={c.name} />
@@ -138,8 +140,13 @@ function ActionDetail(props: { client: ActuateClient; name: string; from?: strin
           {outcome.runId && <RunProgress client={client} id={outcome.runId} />}
           {outcome.execution && !outcome.runId && (
             <p>
-              Execution <a href={hrefOf({ page: "executions", id: outcome.execution.id })}>{outcome.execution.id}</a>:{" "}
-              <span class={`status-${outcome.execution.status}`}>{outcome.execution.status}</span>
+              Execution{" "}
+              <ShortId
+                id={outcome.execution.id}
+                href={hrefOf({ page: "executions", id: outcome.execution.id })}
+                label="Execution"
+              />
+              : <StatusBadge status={outcome.execution.status} />
             </p>
           )}
           {outcome.execution?.uploads && outcome.execution.uploads.length > 0 && (

@@ -1,4 +1,5 @@
 /** @jsxImportSource preact */
+import { ErrorState } from "./ui.tsx";
 import type { Polled } from "./use-poll.ts";
 
 /** A failure to show where it happened, announced to screen readers; nothing when there is none. */
@@ -28,15 +29,12 @@ export function OutcomeLine(props: { outcome: Outcome }) {
 export function LoadFailure(props: { loaded: Polled<unknown> }) {
   const { error, againInMs, retry } = props.loaded;
   if (!error) return null;
+  const again = againInMs === null ? "" : ` Trying again in ${Math.round(againInMs / 1000)} s.`;
   return (
-    <div class="error" role="alert">
-      <p>
-        {error}
-        {againInMs !== null && ` Trying again in ${Math.round(againInMs / 1000)} s.`}
-      </p>
+    <ErrorState message={`${error}${again}`}>
       <button type="button" class="secondary" onClick={retry}>
         Try again
       </button>
-    </div>
+    </ErrorState>
   );
 }

@@ -7,6 +7,7 @@ import { browseFiltersOf, browseSettingsOf } from "./browse-route.ts";
 import { type BrowseSettings, browseQuery, cellText, parseQuery } from "./data-query.ts";
 import { type BrowseFilters, hrefOf } from "./route.ts";
 import { ScrollBox } from "./scroll-box.tsx";
+import { EmptyState } from "./ui.tsx";
 import { usePoll } from "./use-poll.ts";
 
 const never = () => false;
@@ -35,7 +36,7 @@ export function DataPage(props: { client: ActuateClient; entity?: string; browse
             </li>
           ))}
         </ul>
-        {description.data && entities.length === 0 && <p>The active release has no entities.</p>}
+        {description.data && entities.length === 0 && <EmptyState title="The active release has no entities." />}
       </nav>
       <section>
         {props.entity && description.data && !chosen && (
@@ -228,7 +229,7 @@ function TableBrowser(props: { client: ActuateClient; entity: string; labels: st
           </tbody>
         </table>
       </ScrollBox>
-      {rows.data?.length === 0 && <p>No rows you may see.</p>}
+      {rows.data?.length === 0 && <EmptyState title="No rows you may see." />}
     </section>
   );
 }

@@ -2,8 +2,9 @@
 
 import type { ActuateClient } from "../client/index.ts";
 import { Alert } from "./alert.tsx";
-import { durationOf, sizeOf, when } from "./format.ts";
+import { durationOf, sizeOf } from "./format.ts";
 import { hrefOf } from "./route.ts";
+import { EmptyState, LoadingState, ShortId, StatusBadge, When } from "./ui.tsx";
 import { useFollowedExecution } from "./use-followed-execution.ts";
 
 /** An execution's files sent as inputs, as `/executions/{id}` lists them. */
@@ -26,8 +27,11 @@ export function ExecutionDetail(props: { client: ActuateClient; id: string }) {
       <p>
         <a href={hrefOf({ page: "executions" })}>← Executions</a>
       </p>
-      <h1>Execution {id}</h1>
+      <h1>
+        Execution <code>{id}</code>
+      </h1>
       <Alert message={detail.error} />
+      {!e && !detail.error && <LoadingState what="the execution" />}
       {e && (
         <>
           <p>
@@ -41,8 +45,8 @@ export function ExecutionDetail(props: { client: ActuateClient; id: string }) {
               <a href={hrefOf({ page: "actions", action: e.action })}>{e.action}</a> ({e.kind})
             </dd>
             <dt>Status</dt>
-            <dd class={`status-${e.status}`} data-testid="status">
-              {e.status}
+            <dd>
+              <StatusBadge status={e.status} testId="status" />
             </dd>
             <dt>Caller</dt>
             <dd>
@@ -52,12 +56,19 @@ export function ExecutionDetail(props: { client: ActuateClient; id: string }) {
             <dd>{e.releaseVersion}</dd>
             <dt>Contract hash</dt>
             <dd>
-              <code>{e.contractHash}</code>
+              <ShortId id={e.contractHash} label="contract hash" />
             </dd>
-            <dt>Timing</dt>
+            <dt>Created</dt>
             <dd>
-              created {when(e.createdAt)}, started {when(e.startedAt)} (waited {durationOf(e.createdAt, e.startedAt)}),
-              finished {when(e.finishedAt)} (ran {durationOf(e.startedAt, e.finishedAt)})
+              <When at={e.createdAt} />
+            </dd>
+            <dt>Started</dt>
+            <dd>
+              <When at={e.startedAt} /> <span class="hint">waited {durationOf(e.createdAt, e.startedAt)}</span>
+            </dd>
+            <dt>Finished</dt>
+            <dd>
+              <When at={e.finishedAt} /> <span class="hint">ran {durationOf(e.startedAt, e.finishedAt)}</span>
             </dd>
           </dl>
           <h2>Input</h2>
@@ -71,7 +82,9 @@ export function ExecutionDetail(props: { client: ActuateClient; id: string }) {
                     <th scope="col">Field</th>
                     <th scope="col">File</th>
                     <th scope="col">Type</th>
-                    <th scope="col">Size</th>
+                    <th scope="col" class="num">
+                      Size
+                    </th>
                     <th scope="col">Stored at</th>
                   </tr>
                 </thead>
@@ -81,7 +94,7 @@ export function ExecutionDetail(props: { client: ActuateClient; id: string }) {
                       <td>{u.field}</td>
                       <td>{u.filename}</td>
                       <td>{u.contentType}</td>
-                      <td>{sizeOf(u.size)}</td>
+                      <td class="num">{sizeOf(u.size)}</td>
                       <td>
                         <code>{u.path}</code>
                       </td>
@@ -108,7 +121,7 @@ export function ExecutionDetail(props: { client: ActuateClient; id: string }) {
         </>
       )}
       <h2>Logs</h2>
-      {logs && logs.length === 0 && <p>No lines.</p>}
+      {logs && logs.length === 0 && <EmptyState title="No lines." />}
       {logs && logs.length > 0 && (
         <pre data-testid="logs">
           {logs.map((l) => `${l.at} ${l.level.padEnd(5)} ${l.step ? `[${l.step}] ` : ""}${l.line}`).join("\n")}

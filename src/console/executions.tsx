@@ -3,9 +3,10 @@
 import type { ActuateClient } from "../client/index.ts";
 import { LoadFailure } from "./alert.tsx";
 import { ExecutionDetail } from "./execution-detail.tsx";
-import { durationOf, when } from "./format.ts";
+import { durationOf } from "./format.ts";
 import { type ExecutionFilters, hrefOf } from "./route.ts";
 import { ScrollBox } from "./scroll-box.tsx";
+import { EmptyState, LoadingState, ShortId, StatusBadge, When } from "./ui.tsx";
 import { usePoll } from "./use-poll.ts";
 import { useVisible } from "./use-visible.ts";
 
@@ -69,7 +70,9 @@ function ExecutionList(props: { client: ActuateClient; filters: ExecutionFilters
               <th scope="col">Status</th>
               <th scope="col">Caller</th>
               <th scope="col">Created</th>
-              <th scope="col">Took</th>
+              <th scope="col" class="num">
+                Took
+              </th>
               <th scope="col">Id</th>
             </tr>
           </thead>
@@ -77,23 +80,31 @@ function ExecutionList(props: { client: ActuateClient; filters: ExecutionFilters
             {list.data?.items.map((e) => (
               <tr key={e.id}>
                 <td>{e.action}</td>
-                <td class={`status-${e.status}`}>{e.status}</td>
+                <td>
+                  <StatusBadge status={e.status} />
+                </td>
                 <td>
                   {e.principal.kind}:{e.principal.id}
                 </td>
-                <td>{when(e.createdAt)}</td>
-                <td>{durationOf(e.startedAt, e.finishedAt)}</td>
                 <td>
-                  <a href={hrefOf({ page: "executions", id: e.id })}>{e.id}</a>
+                  <When at={e.createdAt} />
+                </td>
+                <td class="num">{durationOf(e.startedAt, e.finishedAt)}</td>
+                <td>
+                  <ShortId id={e.id} href={hrefOf({ page: "executions", id: e.id })} label="Execution" />
                 </td>
               </tr>
             ))}
           </tbody>
         </table>
       </ScrollBox>
-      {list.data?.items.length === 0 && (
-        <p>{filtered ? "No execution matches these filters." : "No executions yet."}</p>
-      )}
+      {!list.data && !list.error && <LoadingState what="executions" />}
+      {list.data?.items.length === 0 &&
+        (filtered ? (
+          <EmptyState title="No execution matches these filters.">Clear them to see every execution.</EmptyState>
+        ) : (
+          <EmptyState title="No executions yet.">Run an action from the Actions page and it is listed here.</EmptyState>
+        ))}
     </main>
   );
 }

@@ -5,6 +5,7 @@ import type { ActuateClient } from "../client/index.ts";
 import { Alert, LoadFailure, type Outcome, OutcomeLine } from "./alert.tsx";
 import { hrefOf } from "./route.ts";
 import { ScrollBox } from "./scroll-box.tsx";
+import { EmptyState, LoadingState, When } from "./ui.tsx";
 import { download, sizeText } from "./uploads.tsx";
 import { usePoll } from "./use-poll.ts";
 
@@ -76,7 +77,9 @@ export function FilesPage(props: { client: ActuateClient; prefix?: string }) {
             <tr>
               <th scope="col">Path</th>
               <th scope="col">Type</th>
-              <th scope="col">Size</th>
+              <th scope="col" class="num">
+                Size
+              </th>
               <th scope="col">Owner</th>
               <th scope="col">Updated</th>
               <th scope="col">
@@ -89,11 +92,13 @@ export function FilesPage(props: { client: ActuateClient; prefix?: string }) {
               <tr key={file.path}>
                 <td>{file.path}</td>
                 <td>{file.contentType}</td>
-                <td>{sizeText(file.size)}</td>
+                <td class="num">{sizeText(file.size)}</td>
                 <td>
                   {file.owner.kind}:{file.owner.id}
                 </td>
-                <td>{new Date(file.updatedAt).toLocaleString()}</td>
+                <td>
+                  <When at={file.updatedAt} />
+                </td>
                 <td class="actions">
                   <button
                     type="button"
@@ -117,7 +122,10 @@ export function FilesPage(props: { client: ActuateClient; prefix?: string }) {
           </tbody>
         </table>
       </ScrollBox>
-      {page.data?.items.length === 0 && <p>No files{prefix ? ` under ${prefix}` : ""}.</p>}
+      {!page.data && !page.error && <LoadingState what="files" />}
+      {page.data?.items.length === 0 && (
+        <EmptyState title={`No files${prefix ? ` under ${prefix}` : ""}.`}>Upload one below.</EmptyState>
+      )}
       <p>
         {cursors.length > 1 && (
           <button type="button" class="secondary" onClick={() => setCursors((c) => c.slice(0, -1))}>

@@ -17,6 +17,7 @@ import { onServiceApex } from "./service-api.ts";
 import { SignIn } from "./sign-in.tsx";
 import { SignInsPage } from "./sign-ins.tsx";
 import { useSignedIn } from "./signed-in.ts";
+import { LoadingState } from "./ui.tsx";
 import { useCallerKind } from "./use-caller-kind.ts";
 import { VariablesPage } from "./variables.tsx";
 
@@ -45,12 +46,7 @@ function Console() {
         <strong>Actuate</strong>
         <nav aria-label="Pages">
           {PAGES.filter((p) => !p.serviceKeys || kind === "service").map((p) => (
-            <a
-              key={p.label}
-              href={hrefOf(p.route)}
-              aria-current={route.page === p.route.page ? "page" : undefined}
-              style={{ marginRight: "1rem" }}
-            >
+            <a key={p.label} href={hrefOf(p.route)} aria-current={route.page === p.route.page ? "page" : undefined}>
               {p.label}
             </a>
           ))}
@@ -75,13 +71,19 @@ function Console() {
   );
 }
 
-/** The service's console on the apex (hosting mode), an environment's anywhere else; nothing until known. */
+/** The service's console on the apex (hosting mode), an environment's anywhere else; a loading state until known. */
 function Site() {
   const [apex, setApex] = useState<boolean | null>(null);
   useEffect(() => {
     onServiceApex().then(setApex, () => setApex(false));
   }, []);
-  if (apex === null) return null;
+  // The same markup index.html paints before the script runs: the first paint is not a blank page.
+  if (apex === null)
+    return (
+      <main>
+        <LoadingState what="the console" />
+      </main>
+    );
   return apex ? <ServiceConsole /> : <Console />;
 }
 

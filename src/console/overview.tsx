@@ -10,8 +10,9 @@ import {
 } from "../client/index.ts";
 import { LoadFailure } from "./alert.tsx";
 import { OverviewCharts } from "./charts.tsx";
-import { duration, spanMs, when } from "./format.ts";
+import { duration, spanMs } from "./format.ts";
 import { hrefOf } from "./route.ts";
+import { EmptyState, LoadingState, StatusBadge, When } from "./ui.tsx";
 import { usePoll } from "./use-poll.ts";
 
 // Every 5 s: an overview is glanced at, and each pass is a handful of indexed reads.
@@ -45,6 +46,7 @@ export function OverviewPage(props: { client: ActuateClient }) {
     <main>
       <h1>Overview</h1>
       <LoadFailure loaded={overview} />
+      {!data && !overview.error && <LoadingState what="the overview" />}
       {data?.kind === "own" && (
         <p class="hint" data-testid="own-figures">
           Signed in as a user: these are your own executions and runs. The active release, the whole environment's
@@ -141,14 +143,18 @@ function ReleaseTile(props: { release: PublishedRelease | null; liveSockets: num
           <dt>Version</dt>
           <dd data-testid="active-version">{release.version}</dd>
           <dt>Published</dt>
-          <dd>{when(release.publishedAt)}</dd>
+          <dd>
+            <When at={release.publishedAt} />
+          </dd>
           <dt>Published by</dt>
           <dd data-testid="published-by">{release.publishedBy ?? "not recorded"}</dd>
           <dt>Active since</dt>
-          <dd>{when(release.activatedAt)}</dd>
+          <dd>
+            <When at={release.activatedAt} />
+          </dd>
         </dl>
       ) : (
-        <p>No release is active.</p>
+        <EmptyState title="No release is active." />
       )}
       <p>
         <span class="count" data-testid="live-sockets">
@@ -165,13 +171,15 @@ function FailingActions(props: { items: { action: string; failed: number }[] }) 
     <section aria-labelledby="failing-heading">
       <h2 id="failing-heading">Failing actions</h2>
       {props.items.length === 0 ? (
-        <p>Nothing failed in the last hour.</p>
+        <EmptyState title="Nothing failed in the last hour." />
       ) : (
         <table aria-labelledby="failing-heading">
           <thead>
             <tr>
               <th scope="col">Action</th>
-              <th scope="col">Failed</th>
+              <th scope="col" class="num">
+                Failed
+              </th>
             </tr>
           </thead>
           <tbody>
@@ -182,7 +190,7 @@ function FailingActions(props: { items: { action: string; failed: number }[] }) 
                     {a.action}
                   </a>
                 </td>
-                <td>{a.failed}</td>
+                <td class="num">{a.failed}</td>
               </tr>
             ))}
           </tbody>
@@ -203,13 +211,12 @@ function RunsInProgress(props: { runs: RunSummary[]; counts: EnvironmentStats["a
         </p>
       )}
       {props.runs.length === 0 ? (
-        <p>No run in progress.</p>
+        <EmptyState title="No run in progress." />
       ) : (
         <ul>
           {props.runs.map((run) => (
             <li key={run.id}>
-              <a href={hrefOf({ page: "runs", id: run.id })}>{run.workflow}</a>{" "}
-              <span class={`status-${run.status}`}>{run.status}</span>{" "}
+              <a href={hrefOf({ page: "runs", id: run.id })}>{run.workflow}</a> <StatusBadge status={run.status} />{" "}
               <span class="hint">for {duration(spanMs(run.createdAt, null))}</span>
             </li>
           ))}

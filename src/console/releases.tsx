@@ -4,6 +4,7 @@ import { useState } from "preact/hooks";
 import type { ActuateClient } from "../client/index.ts";
 import { LoadFailure } from "./alert.tsx";
 import { ReleaseDiffView } from "./release-diff.tsx";
+import { LoadingState, When } from "./ui.tsx";
 import { usePoll } from "./use-poll.ts";
 
 export function ReleasesPage(props: { client: ActuateClient }) {
@@ -31,6 +32,7 @@ export function ReleasesPage(props: { client: ActuateClient }) {
     <main>
       <h1>Releases</h1>
       <LoadFailure loaded={releases} />
+      {!releases.data && !releases.error && <LoadingState what="releases" />}
       {message && (
         <p role="status" class={message.error ? "error" : undefined}>
           {message.text}
@@ -51,14 +53,18 @@ export function ReleasesPage(props: { client: ActuateClient }) {
             {releases.data.items.map((r) => (
               <tr key={r.version}>
                 <td>{r.version}</td>
-                <td>{new Date(r.publishedAt).toLocaleString()}</td>
+                <td>
+                  <When at={r.publishedAt} />
+                </td>
                 <td>{r.publishedBy ?? "—"}</td>
                 <td>
                   <code>{r.bundleHash.slice(0, 12)}</code>
                 </td>
                 <td>
                   {r.active ? (
-                    <strong>active since {r.activatedAt ? new Date(r.activatedAt).toLocaleString() : "—"}</strong>
+                    <strong>
+                      active since <When at={r.activatedAt} />
+                    </strong>
                   ) : (
                     <button type="button" class="secondary" onClick={() => activate(r.version)}>
                       Activate {r.version}

@@ -7,6 +7,7 @@ import { duration, spanMs, when } from "./format.ts";
 import { hrefOf, type RunFilters } from "./route.ts";
 import { RunTimeline } from "./run-timeline.tsx";
 import { ScrollBox } from "./scroll-box.tsx";
+import { EmptyState, LoadingState, ShortId, StatusBadge, When } from "./ui.tsx";
 import { usePoll } from "./use-poll.ts";
 
 // Polling, as on the executions page: the session socket's stream of a run carries its log lines and
@@ -68,7 +69,9 @@ function RunList(props: { client: ActuateClient; filters: RunFilters }) {
               <th scope="col">Workflow</th>
               <th scope="col">Status</th>
               <th scope="col">Started</th>
-              <th scope="col">Duration</th>
+              <th scope="col" class="num">
+                Duration
+              </th>
               <th scope="col">Id</th>
             </tr>
           </thead>
@@ -76,21 +79,28 @@ function RunList(props: { client: ActuateClient; filters: RunFilters }) {
             {list.data?.items.map((run) => (
               <tr key={run.id}>
                 <td>{run.workflow}</td>
-                <td class={`status-${run.status}`}>{run.status}</td>
-                <td>{when(run.createdAt)}</td>
                 <td>
+                  <StatusBadge status={run.status} />
+                </td>
+                <td>
+                  <When at={run.createdAt} />
+                </td>
+                <td class="num">
                   {duration(spanMs(run.createdAt, run.finishedAt))}
                   {runEnded(run) ? "" : " so far"}
                 </td>
                 <td>
-                  <a href={hrefOf({ page: "runs", id: run.id })}>{run.id}</a>
+                  <ShortId id={run.id} href={hrefOf({ page: "runs", id: run.id })} label="Run" />
                 </td>
               </tr>
             ))}
           </tbody>
         </table>
       </ScrollBox>
-      {list.data?.items.length === 0 && <p>No runs yet.</p>}
+      {!list.data && !list.error && <LoadingState what="runs" />}
+      {list.data?.items.length === 0 && (
+        <EmptyState title="No runs yet.">A workflow action started from the Actions page is listed here.</EmptyState>
+      )}
     </main>
   );
 }
@@ -125,8 +135,11 @@ function RunDetail(props: { client: ActuateClient; id: string }) {
       <p>
         <a href={hrefOf({ page: "runs" })}>← Runs</a>
       </p>
-      <h1>Run {id}</h1>
+      <h1>
+        Run <code>{id}</code>
+      </h1>
       <LoadFailure loaded={detail} />
+      {!run && !detail.error && <LoadingState what="the run" />}
       {run && (
         <>
           <dl>
@@ -136,18 +149,33 @@ function RunDetail(props: { client: ActuateClient; id: string }) {
               {run.releaseVersion})
             </dd>
             <dt>Status</dt>
-            <dd class={`status-${run.status}`} data-testid="run-status">
-              {run.status}
+            <dd data-testid="run-status">
+              <StatusBadge status={run.status} />
               {run.cancelRequested && !runEnded(run) ? " (cancel requested)" : ""}
             </dd>
-            <dt>Timing</dt>
+            <dt>Started</dt>
             <dd>
-              started {when(run.createdAt)}, {runEnded(run) ? `finished ${when(run.finishedAt)}, took` : "running for"}{" "}
-              {duration(spanMs(run.createdAt, run.finishedAt))}
+              <When at={run.createdAt} />
+            </dd>
+            <dt>{runEnded(run) ? "Finished" : "Running for"}</dt>
+            <dd>
+              {runEnded(run) && (
+                <>
+                  <When at={run.finishedAt} />{" "}
+                </>
+              )}
+              <span class="hint">
+                {runEnded(run) ? "took " : ""}
+                {duration(spanMs(run.createdAt, run.finishedAt))}
+              </span>
             </dd>
             <dt>Execution</dt>
             <dd>
-              <a href={hrefOf({ page: "executions", id: run.executionId })}>{run.executionId}</a>
+              <ShortId
+                id={run.executionId}
+                href={hrefOf({ page: "executions", id: run.executionId })}
+                label="Execution"
+              />
             </dd>
           </dl>
           {!runEnded(run) && (
@@ -204,10 +232,8 @@ export function RunProgress(props: { client: ActuateClient; id: string }) {
       {run && (
         <>
           <p role="status">
-            Run <a href={hrefOf({ page: "runs", id })}>{id}</a>:{" "}
-            <span class={`status-${run.status}`} data-testid="run-status">
-              {run.status}
-            </span>
+            Run <ShortId id={id} href={hrefOf({ page: "runs", id })} label="Run" />:{" "}
+            <StatusBadge status={run.status} testId="run-status" />
           </p>
           <h4 id="progress-steps-heading">Steps</h4>
           <Timeline run={run} headingId="progress-steps-heading" />
@@ -247,7 +273,7 @@ function RunEnd(props: { run: Run; Heading: "h2" | "h4" }) {
  */
 function Timeline(props: { run: Run; headingId: string }) {
   const { run } = props;
-  if (run.steps.length === 0) return <p>No step has started yet.</p>;
+  if (run.steps.length === 0) return <EmptyState title="No step has started yet." />;
   const now = Date.now();
   const start = Date.parse(run.createdAt);
   const total = Math.max(1, spanMs(run.createdAt, run.finishedAt, now));
@@ -260,8 +286,7 @@ function Timeline(props: { run: Run; headingId: string }) {
         return (
           <li key={step.name} data-testid={`step-${step.name}`} data-status={step.status}>
             <div class="step-head">
-              <strong>{step.name}</strong> <span class="hint">{step.kind}</span>{" "}
-              <span class={`status-${step.status}`}>{step.status}</span>
+              <strong>{step.name}</strong> <span class="hint">{step.kind}</span> <StatusBadge status={step.status} />
               <span class="hint"> · {stepFacts(step, now)}</span>
             </div>
             <div class="bar-track" aria-hidden="true">

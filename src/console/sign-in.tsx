@@ -66,7 +66,7 @@ export function SignIn(props: { onSignedIn: (credential: Credential) => void; no
     }
   };
   return (
-    <main>
+    <main class="sign-in">
       <h1>Sign in to the Actuate console</h1>
       {props.notice && !error && (
         <p class="notice" role="status">

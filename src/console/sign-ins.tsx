@@ -3,8 +3,8 @@
 import { useState } from "preact/hooks";
 import type { ActuateClient, SignIn } from "../client/index.ts";
 import { LoadFailure, type Outcome, OutcomeLine } from "./alert.tsx";
-import { when } from "./format.ts";
 import { ScrollBox } from "./scroll-box.tsx";
+import { EmptyState, When } from "./ui.tsx";
 import { usePoll } from "./use-poll.ts";
 
 const never = () => false;
@@ -56,7 +56,7 @@ export function SignInsPage(props: { client: ActuateClient }) {
       </form>
       <OutcomeLine outcome={message} />
       <LoadFailure loaded={signIns} />
-      {signIns.data && signIns.data.length === 0 && <p>No app is signed in.</p>}
+      {signIns.data && signIns.data.length === 0 && <EmptyState title="No app is signed in." />}
       {signIns.data && signIns.data.length > 0 && (
         <ScrollBox label="Signed-in apps, scrolled">
           <table aria-label="Signed-in apps">
@@ -77,9 +77,15 @@ export function SignInsPage(props: { client: ActuateClient }) {
                 <tr key={s.id}>
                   <td>{s.client.name}</td>
                   <td>{s.user}</td>
-                  <td>{when(s.signedInAt)}</td>
-                  <td>{when(s.lastRefreshAt)}</td>
-                  <td>{when(s.expiresAt)}</td>
+                  <td>
+                    <When at={s.signedInAt} />
+                  </td>
+                  <td>
+                    <When at={s.lastRefreshAt} />
+                  </td>
+                  <td>
+                    <When at={s.expiresAt} />
+                  </td>
                   <td>
                     <button
                       type="button"

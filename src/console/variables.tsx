@@ -3,8 +3,8 @@
 import { useState } from "preact/hooks";
 import type { VariableView } from "../wire/views.ts";
 import { LoadFailure, type Outcome, OutcomeLine } from "./alert.tsx";
-import { when } from "./format.ts";
 import { ScrollBox } from "./scroll-box.tsx";
+import { EmptyState, When } from "./ui.tsx";
 import { usePoll } from "./use-poll.ts";
 import { variablesApi } from "./variables-api.ts";
 
@@ -82,7 +82,7 @@ export function VariablesPage() {
       )}
       <OutcomeLine outcome={outcome} />
       <LoadFailure loaded={variables} />
-      {variables.data && variables.data.length === 0 && <p>No variable is set or declared.</p>}
+      {variables.data && variables.data.length === 0 && <EmptyState title="No variable is set or declared." />}
       {variables.data && variables.data.length > 0 && (
         <ScrollBox label="Variables, scrolled">
           <table aria-label="Variables">
@@ -107,7 +107,9 @@ export function VariablesPage() {
                   </td>
                   <td>{v.secret ? "secret" : "plain"}</td>
                   <td>{v.secret ? v.set ? "••••" : "—" : v.set ? <code>{v.value}</code> : "—"}</td>
-                  <td>{when(v.updatedAt)}</td>
+                  <td>
+                    <When at={v.updatedAt} />
+                  </td>
                   <td>{v.updatedBy ?? "—"}</td>
                   <td>
                     {badges(v).map((b) => (
@@ -151,7 +153,7 @@ export function VariablesPage() {
             checked={secret}
             onChange={(e) => setSecret(e.currentTarget.checked)}
           />{" "}
-          <label for="variable-secret" style={{ display: "inline" }}>
+          <label for="variable-secret" class="inline">
             Secret: encrypted, write-only, at least 8 characters
           </label>
         </p>
@@ -176,7 +178,9 @@ export function VariablesPage() {
             onInput={(e) => setValue(e.currentTarget.value)}
           />
         )}
-        <button type="submit">Set</button>
+        <p>
+          <button type="submit">Set</button>
+        </p>
       </form>
     </main>
   );
