@@ -9,7 +9,12 @@ const series: Series = {
   stepMs: 60_000,
   action: null,
   buckets: [
-    { at: "2026-11-29T10:00:00.000Z", executions: { ...none, succeeded: 3, failed: 1 }, failureRate: 0.25, durationMs: null },
+    {
+      at: "2026-11-29T10:00:00.000Z",
+      executions: { ...none, succeeded: 3, failed: 1 },
+      failureRate: 0.25,
+      durationMs: null,
+    },
     { at: "2026-11-29T10:01:00.000Z", executions: none, failureRate: null, durationMs: null },
   ],
 };
