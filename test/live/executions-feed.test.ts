@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type ActuateError, createClient } from "../../src/client/index.ts";
 import { loadConfig } from "../../src/config.ts";
 import { startServer } from "../../src/main.ts";
 import { openStore } from "../../src/store/open.ts";
@@ -148,6 +149,39 @@ for (const dialect of dialects) {
       const id = (await (await t.invoke("test.echo", { text: "after" })).json()).execution.id;
       await pushedUntil(client, "kept", id);
       expect(client.pending().filter((m) => m["subscription-id"] === "dropped")).toEqual([]);
+    });
+  });
+
+  describe(`client.executions.subscribe (${dialect.name})`, () => {
+    let t: TestServer;
+    beforeAll(async () => {
+      t = await startTestServer(dialect, { release: fixture("basic") });
+    });
+    afterAll(() => t.stop());
+
+    test("hands over each new execution the filter keeps until stopped; a refused filter calls onError", async () => {
+      const client = createClient({ url: t.url, token: t.serviceKey });
+      try {
+        const seen: { id: string; action: string }[] = [];
+        let arrived: (() => void) | null = null;
+        const stop = client.executions.subscribe({ action: "test.echo" }, (items) => {
+          seen.push(...(items as { id: string; action: string }[]));
+          arrived?.();
+        });
+        const refused = new Promise<ActuateError>((resolve) =>
+          client.runs.subscribe({ status: "nope" as never }, () => {}, resolve),
+        );
+        expect(await refused).toMatchObject({ code: "invalid_request", status: 400 });
+        const here = new Promise<void>((resolve) => (arrived = resolve));
+        await t.invoke("test.fail", { message: "left out" });
+        const { output, execution } = (await client.invoke("test.echo", { text: "pushed" })) as Invocation<unknown>;
+        expect(output).toEqual({ text: "pushed" });
+        await here;
+        expect(seen.map((item) => item.id)).toEqual([execution.id]);
+        stop();
+      } finally {
+        client.close();
+      }
     });
   });
 
