@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ActuateError, createClient } from "../../src/client/index.ts";
+import { type ActuateError, createClient, type Invocation } from "../../src/client/index.ts";
 import { loadConfig } from "../../src/config.ts";
 import { startServer } from "../../src/main.ts";
 import { openStore } from "../../src/store/open.ts";
