@@ -11,6 +11,7 @@ import {
 import { LoadFailure } from "./alert.tsx";
 import { duration, spanMs, when } from "./format.ts";
 import { hrefOf } from "./route.ts";
+import { useRefreshOnExecutions } from "./use-live-list.ts";
 import { usePoll } from "./use-poll.ts";
 
 // Every 5 s: an overview is glanced at, and each pass is a handful of indexed reads.
@@ -39,6 +40,7 @@ type Overview =
 
 export function OverviewPage(props: { client: ActuateClient }) {
   const overview = usePoll(() => readOverview(props.client), [props.client], EVERY_MS);
+  useRefreshOnExecutions(props.client, overview.retry);
   const data = overview.data;
   return (
     <main>

@@ -6,12 +6,12 @@ import { LoadFailure } from "./alert.tsx";
 import { duration, spanMs, when } from "./format.ts";
 import { hrefOf } from "./route.ts";
 import { ScrollBox } from "./scroll-box.tsx";
+import { useLiveList } from "./use-live-list.ts";
 import { usePoll } from "./use-poll.ts";
 
-// Polling, as on the executions page: the session socket's stream of a run carries its log lines and
-// status, not its steps' rows, so the timeline reads `GET /runs/{id}` again (one read per second while
-// the run has not ended; none after).
-const LIST_EVERY_MS = 2_000;
+// The list is kept current by the session socket (subscribe-runs). A run's stream carries its log lines
+// and status, not its steps' rows, so the timeline reads `GET /runs/{id}` again (one read per second
+// while the run has not ended; none after).
 const RUN_EVERY_MS = 1_000;
 const STATUSES: RunStatus[] = ["queued", "running", "sleeping", "succeeded", "failed", "canceled"];
 
@@ -24,11 +24,12 @@ export function RunsPage(props: { client: ActuateClient; id?: string }) {
 function RunList(props: { client: ActuateClient }) {
   const [workflow, setWorkflow] = useState("");
   const [status, setStatus] = useState<RunStatus | "">("");
-  const list = usePoll(
-    () => props.client.runs.list({ workflow: workflow || undefined, status: status || undefined, limit: 50 }),
-    [props.client, workflow, status],
-    LIST_EVERY_MS,
-  );
+  const filters = { workflow: workflow || undefined, status: status || undefined };
+  const list = useLiveList(props.client, "runs", filters, () => props.client.runs.list({ ...filters, limit: 50 }), [
+    props.client,
+    workflow,
+    status,
+  ]);
   return (
     <main>
       <h1>Runs</h1>
