@@ -4,7 +4,7 @@ import type { ExecutionRow } from "../store/rows.ts";
 import type { RunListRow } from "../store/runs.ts";
 import type { Upload } from "../wire/views.ts";
 import type { ExecutionChange } from "./execution-feed.ts";
-import { LIST_VALUE_BYTES } from "./executions.ts";
+import { isTerminal, LIST_VALUE_BYTES } from "./executions.ts";
 import type { EngineResources } from "./resources.ts";
 
 /** The rows of the executions and runs lists that are new or changed since the last batch, with the executions' uploads. */
@@ -23,8 +23,10 @@ export const LIST_POLL_MS = 250;
  */
 const LOOKBACK_MS = 5_000;
 
-/** Rows read per list at most, and executions read one by one per pass (changed ones older than the lookback). */
+/** Executions read per poll at most, and read one by one per pass of the feed's changes. */
 const ROWS_PER_READ = 500;
+/** Runs a poll reads (newest first), of which those updated within the lookback count: a list page shows 50. */
+const RUNS_PER_READ = 100;
 
 const bytes = (value: unknown) =>
   value === null || value === undefined ? 0 : Buffer.byteLength(JSON.stringify(value));
@@ -40,23 +42,39 @@ const listed = (row: ExecutionRow): ExecutionListRow => ({
 const executionState = (row: ExecutionRow) => `${row.status}\u0000${row.startedAt}\u0000${row.finishedAt}`;
 const runState = (row: RunListRow) => `${row.status}\u0000${row.updatedAt}`;
 
+/** How far an execution has come: a list never shows it going back (a slower read answering an older state). */
+const executionProgress = (row: ExecutionRow) => (isTerminal(row.status) ? 2 : row.status === "running" ? 1 : 0);
+
+/** A row's state as last sent, and how far it had come. */
+interface Sent {
+  state: string;
+  progress: number;
+}
+
+/** A lane of passes: one at a time, and what arrives during one is read by one more right after. */
+interface Lane {
+  passing: boolean;
+  again: boolean;
+}
+
 /**
  * What changes in the environment's executions and runs lists, for live lists (`subscribe-executions`,
- * `subscribe-runs`). Idle, and costing nothing, while nobody listens; while someone does, each pass reads
- * the executions made in the last LOOKBACK_MS (the list's index, newest first) and the newest runs updated
- * in it every LIST_POLL_MS, and at once
- * the rows the feed says changed: this process's status changes come with their row, other instances'
- * (PostgreSQL NOTIFY on every update of `executions`) as ids to read. A row goes out once per state.
+ * `subscribe-runs`). Idle, and costing nothing, while nobody listens. While someone does, two lanes of
+ * passes: every LIST_POLL_MS the executions made in the last LOOKBACK_MS (the list's index, newest first)
+ * and the newest runs updated in it are read (rows made on another instance, claims nothing announces);
+ * and at once, the rows the feed says changed: this process's status changes come with their row (no
+ * read), other instances' (PostgreSQL NOTIFY on every update of `executions`) as ids to read. A row goes
+ * out once per state, and never back to an earlier one.
  */
 export class ListFeed {
   private readonly listeners = new Set<(changes: ListChanges) => void>();
   private readonly changed = new Map<string, ExecutionRow | null>();
-  private readonly sentExecutions = new Map<string, string>();
-  private readonly sentRuns = new Map<string, string>();
+  private readonly sentExecutions = new Map<string, Sent>();
+  private readonly sentRuns = new Map<string, Sent>();
+  private readonly polls: Lane = { passing: false, again: false };
+  private readonly changes: Lane = { passing: false, again: false };
   private stopWatching: (() => void) | null = null;
   private timer: Timer | null = null;
-  private passing: Promise<void> | null = null;
-  private again = false;
   private seeded = false;
 
   constructor(
@@ -74,8 +92,8 @@ export class ListFeed {
 
   private start() {
     this.stopWatching = this.$.feed.watchAll((change) => this.heard(change));
-    this.timer = setInterval(() => this.pass(), this.pollMs).unref();
-    this.pass();
+    this.timer = setInterval(() => this.pass(this.polls, () => this.poll()), this.pollMs).unref();
+    this.pass(this.polls, () => this.poll());
   }
 
   private stop() {
@@ -92,64 +110,82 @@ export class ListFeed {
   private heard({ id, row }: ExecutionChange) {
     // A row given by this process is the newest; an id alone must not replace it with "read it".
     if (row || !this.changed.has(id)) this.changed.set(id, row ?? null);
-    this.pass();
+    this.pass(this.changes, () => this.readChanged());
   }
 
-  /** One pass at a time; what arrives during one is read by one more right after. */
-  private pass() {
-    if (this.passing) {
-      this.again = true;
+  private pass(lane: Lane, read: () => Promise<void>) {
+    if (lane.passing) {
+      lane.again = true;
       return;
     }
-    this.passing = this.read()
+    lane.passing = true;
+    read()
       .catch((error) => this.$.log(`live lists: a read failed: ${String(error)}`, { level: "warn" }))
       .finally(() => {
-        this.passing = null;
-        if (this.again && this.listeners.size > 0) {
-          this.again = false;
-          this.pass();
+        lane.passing = false;
+        if (lane.again && this.listeners.size > 0) {
+          lane.again = false;
+          this.pass(lane, read);
         }
       });
   }
 
-  private async read() {
-    // The first pass only learns what exists: a subscriber lists that itself, only changes are news.
-    const announce = this.seeded;
-    this.seeded = true;
-    const { store, now } = this.$;
-    const sinceId = uuidV7Floor(now() - LOOKBACK_MS);
+  /** The rows the feed named: this process's as given, the others read by id. */
+  private async readChanged() {
+    const { store } = this.$;
     const given = new Map(this.changed);
     this.changed.clear();
-    const bounded = { limit: ROWS_PER_READ, maxValueBytes: LIST_VALUE_BYTES };
-    const [recent, runs] = await Promise.all([
-      store.executions.list({ sinceId, ...bounded }),
-      store.runs.list(bounded),
-    ]);
-    const executions = new Map(recent.map((row) => [row.id, row]));
+    const executions = new Map<string, ExecutionListRow>();
     let reads = 0;
     for (const [id, row] of given) {
       if (row) executions.set(id, listed(row));
-      else if (!executions.has(id) && reads++ < ROWS_PER_READ) {
+      else if (reads++ < ROWS_PER_READ) {
         // Of every environment on PostgreSQL: another's id reads nothing here.
         const read = await store.executions.get(id);
         if (read) executions.set(id, listed(read));
       }
     }
+    await this.announce(executions, await this.runsOf(executions, new Map()), this.seeded);
+  }
+
+  /** The recent rows of both lists; the first poll only learns what exists (a subscriber lists that itself). */
+  private async poll() {
+    const { store, now } = this.$;
     const since = now() - LOOKBACK_MS;
-    const runRows = new Map(
-      runs.filter((run) => run.updatedAt >= since || given.has(run.id)).map((run) => [run.id, run]),
+    const bounded = { limit: ROWS_PER_READ, maxValueBytes: LIST_VALUE_BYTES };
+    const [recent, runs] = await Promise.all([
+      store.executions.list({ sinceId: uuidV7Floor(since), ...bounded }),
+      store.runs.list({ ...bounded, limit: RUNS_PER_READ }),
+    ]);
+    const executions = new Map(recent.map((row) => [row.id, row]));
+    const runRows = await this.runsOf(
+      executions,
+      new Map(runs.filter((run) => run.updatedAt >= since).map((run) => [run.id, run])),
     );
-    for (const row of executions.values()) {
-      if (row.kind !== "workflow" || runRows.has(row.id)) continue;
-      const run = await store.runs.getBounded(row.id, LIST_VALUE_BYTES);
-      if (run) runRows.set(run.id, run);
-    }
-    const newExecutions = [...executions.values()].filter((row) =>
-      fresh(this.sentExecutions, row.id, executionState(row)),
-    );
-    const newRuns = [...runRows.values()].filter((row) => fresh(this.sentRuns, row.id, runState(row)));
+    const announce = this.seeded;
+    this.seeded = true;
+    await this.announce(executions, runRows, announce);
     forgetOthers(this.sentExecutions, executions);
     forgetOthers(this.sentRuns, runRows);
+  }
+
+  /** The runs of the workflow executions among these that `runs` lacks, read by id, added to it. */
+  private async runsOf(executions: Map<string, ExecutionListRow>, runs: Map<string, RunListRow>) {
+    for (const row of executions.values()) {
+      if (row.kind !== "workflow" || runs.has(row.id)) continue;
+      const run = await this.$.store.runs.getBounded(row.id, LIST_VALUE_BYTES);
+      if (run) runs.set(run.id, run);
+    }
+    return runs;
+  }
+
+  private async announce(executions: Map<string, ExecutionListRow>, runs: Map<string, RunListRow>, announce: boolean) {
+    const newExecutions = [...executions.values()].filter((row) =>
+      fresh(this.sentExecutions, row.id, { state: executionState(row), progress: executionProgress(row) }),
+    );
+    const newRuns = [...runs.values()].filter((row) =>
+      fresh(this.sentRuns, row.id, { state: runState(row), progress: row.updatedAt }),
+    );
     if (!announce || (newExecutions.length === 0 && newRuns.length === 0) || this.listeners.size === 0) return;
     const uploads = await this.$.files.uploadsOf(newExecutions.map((row) => row.id));
     const changes = { executions: newExecutions, uploads, runs: newRuns };
@@ -157,14 +193,15 @@ export class ListFeed {
   }
 }
 
-/** Whether this state of the row was not sent yet (and notes it as sent). */
-function fresh(sent: Map<string, string>, id: string, state: string): boolean {
-  if (sent.get(id) === state) return false;
-  sent.set(id, state);
+/** Whether this state of the row was not sent yet and is no older than the last sent (and notes it as sent). */
+function fresh(sent: Map<string, Sent>, id: string, now: Sent): boolean {
+  const before = sent.get(id);
+  if (before && (before.state === now.state || now.progress < before.progress)) return false;
+  sent.set(id, now);
   return true;
 }
 
-/** Rows this pass did not read have left the lookback: a later change of theirs comes by the feed (or a newer `updatedAt`). */
-function forgetOthers(sent: Map<string, string>, read: Map<string, unknown>) {
+/** Rows a poll did not read have left the lookback: a later change of theirs comes by the feed (or a newer `updatedAt`). */
+function forgetOthers(sent: Map<string, Sent>, read: Map<string, unknown>) {
   for (const id of sent.keys()) if (!read.has(id)) sent.delete(id);
 }
