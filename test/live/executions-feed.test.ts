@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import fc from "fast-check";
 import { type ActuateError, createClient, type Invocation } from "../../src/client/index.ts";
 import { loadConfig } from "../../src/config.ts";
 import { startServer } from "../../src/main.ts";
@@ -138,6 +139,33 @@ for (const dialect of dialects) {
       expect(await client.op("error")).toMatchObject({ status: 400, error: "invalid_request" });
       const id = (await (await t.invoke("test.echo", { text: "still" }, { token: alice })).json()).execution.id;
       await pushedUntil(client, "x", id);
+    });
+
+    test("arbitrary subscribe and unsubscribe messages are each answered, none with a 500; the socket stays usable", async () => {
+      const client = await signedIn(t.url, alice, clients);
+      const messages = fc.sample(
+        fc.record(
+          {
+            op: fc.constantFrom("subscribe-executions", "subscribe-runs", "unsubscribe"),
+            "subscription-id": fc.oneof(fc.string({ maxLength: 300 }), fc.jsonValue()),
+            "execution-id": fc.oneof(fc.uuid(), fc.string()),
+            filter: fc.oneof(
+              fc.jsonValue(),
+              fc.dictionary(fc.constantFrom("action", "status", "caller", "workflow", "since"), fc.jsonValue()),
+            ),
+          },
+          { requiredKeys: ["op"] },
+        ),
+        { numRuns: 200 },
+      );
+      for (const [n, message] of messages.entries()) {
+        client.send({ ...message, "client-event-id": `fuzz-${n}` });
+        const answer = await client.next((m) => m["client-event-id"] === `fuzz-${n}`);
+        if (answer.op === "error") expect([400, 403, 429]).toContain(answer.status);
+        else expect(answer.op).toBe(`${message.op}-ok`);
+      }
+      expect(client.closed).toBeNull();
+      await subscribe(client, "executions", "after the fuzz");
     });
 
     test("unsubscribe stops the pushes of that list only", async () => {
