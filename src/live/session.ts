@@ -169,8 +169,11 @@ export class SessionHub {
     }
     for (const stop of session.streams.values()) stop();
     this.sessions.delete(session);
-    session.lists.clear();
-    this.listsChanged();
+    // Only a socket that held lists can change whether any is held (closeAll closes thousands at once).
+    if (session.lists.size > 0) {
+      session.lists.clear();
+      this.listsChanged();
+    }
   }
 
   /**
