@@ -102,7 +102,7 @@ export function createClient<Release extends ReleaseTypes = AnyRelease>(options:
     contracts: contractsResource(transport),
     /** The release history and activation (service keys only). */
     releases: releasesResource(transport),
-    runs: runsResource(transport),
+    runs: runsResource(transport, live),
     /** An overview of the environment over `window` (`15m`, `1h`, at most `24h`; service keys only). */
     stats: (window = "1h") => retried<EnvironmentStats>(transport, "GET", `/stats${searchOf({ window })}`),
     /** The apps signed in as the caller through the built-in sign-in (a service key: one `user`'s, or everyone's). */

@@ -31,6 +31,17 @@ interface Stream {
   lastSeq?: number;
 }
 
+/** Which list a live list follows (`subscribe-executions`, `subscribe-runs`). */
+export type ListKind = "executions" | "runs";
+
+/** A live list held: sent again on every reconnect under the same id. */
+interface LiveList {
+  kind: ListKind;
+  filter: Record<string, string>;
+  onChange: (items: unknown[]) => void;
+  onError?: ((error: ActuateError) => void) | undefined;
+}
+
 const MAX_RECONNECT_MS = 10_000;
 /** While unauthorized, `token` is asked again after 1 s, doubling up to this. */
 const MAX_TOKEN_RETRY_MS = 30_000;
@@ -76,6 +87,8 @@ export class LiveConnection {
   private state: ConnectionState = "closed";
   private readonly subscriptions = new Map<string, Subscription>();
   private readonly streams = new Map<string, Stream>();
+  private readonly lists = new Map<string, LiveList>();
+  private listCount = 0;
   private readonly stateListeners = new Set<(state: ConnectionState) => void>();
   private attempts = 0;
   private closedByUser = false;
@@ -139,6 +152,26 @@ export class LiveConnection {
     };
   }
 
+  /**
+   * The list's new and changed rows (as its list endpoint shows them) as they happen, from now on;
+   * answers a function that stops it. A filter the server refuses calls `onError` and ends it.
+   */
+  watchList(
+    kind: ListKind,
+    filter: Record<string, string>,
+    onChange: (items: unknown[]) => void,
+    onError?: (error: ActuateError) => void,
+  ): () => void {
+    const id = `${kind}-${++this.listCount}`;
+    this.lists.set(id, { kind, filter, onChange, onError });
+    if (this.state === "open") this.sendList(id);
+    if (this.refusal) onError?.(this.refusal);
+    this.open();
+    return () => {
+      if (this.lists.delete(id) && this.state === "open") this.send({ op: "unsubscribe", "subscription-id": id });
+    };
+  }
+
   /** Calls `listener` with the state now, then on every change. */
   onConnectionChange(listener: (state: ConnectionState) => void): () => void {
     this.stateListeners.add(listener);
@@ -170,7 +203,8 @@ export class LiveConnection {
       this.stopTimers();
       if (event.code === REVOKED) return this.unauthorized(event.reason || "the access token was revoked");
       this.setState("closed");
-      if (this.closedByUser || (this.subscriptions.size === 0 && this.streams.size === 0)) return;
+      if (this.closedByUser || (this.subscriptions.size === 0 && this.streams.size === 0 && this.lists.size === 0))
+        return;
       const delay = Math.min(MAX_RECONNECT_MS, 250 * 2 ** this.attempts++) * (0.5 + Math.random() / 2);
       this.timer = setTimeout(() => this.open(), delay);
     };
@@ -189,6 +223,7 @@ export class LiveConnection {
     this.refusal = refusal;
     this.setState("unauthorized");
     for (const { listeners } of this.subscriptions.values()) for (const l of listeners) l.onError?.(refusal);
+    for (const list of this.lists.values()) list.onError?.(refusal);
     this.endStreams(refusal);
     if (!this.tokenMayChange) return;
     const ask = (delay: number) => {
@@ -227,6 +262,7 @@ export class LiveConnection {
           const resume = lastSeq === undefined ? {} : { "after-seq": lastSeq };
           this.send({ op: "subscribe-stream", "execution-id": id, ...resume });
         }
+        for (const id of this.lists.keys()) this.sendList(id);
         return;
       case "add-query-ok":
         this.deliver(message.q, message.result);
@@ -244,6 +280,10 @@ export class LiveConnection {
         for (const listener of stream.listeners) listener(event as StreamEvent);
         return;
       }
+      case "executions-changed":
+      case "runs-changed":
+        this.lists.get(String(message["subscription-id"]))?.onChange(message.items as unknown[]);
+        return;
       case "error":
         this.refused(message);
         return;
@@ -261,6 +301,14 @@ export class LiveConnection {
       return;
     }
     const original = message["original-event"] as { op?: string; q?: unknown } | undefined;
+    const listId = (original as { "subscription-id"?: unknown } | undefined)?.["subscription-id"];
+    const list =
+      typeof listId === "string" && original?.op?.startsWith("subscribe-") ? this.lists.get(listId) : undefined;
+    if (list) {
+      this.lists.delete(listId as string);
+      list.onError?.(errorOfBody(message as ErrorBody, status));
+      return;
+    }
     if (original?.op !== "add-query") return;
     const key = keyOf(original.q);
     const sub = this.subscriptions.get(key);
@@ -277,6 +325,11 @@ export class LiveConnection {
     if (!sub) return;
     sub.last = result as Record<string, unknown[]>;
     for (const listener of sub.listeners) listener.onResult(sub.last);
+  }
+
+  private sendList(id: string): void {
+    const list = this.lists.get(id);
+    if (list) this.send({ op: `subscribe-${list.kind}`, "subscription-id": id, filter: list.filter });
   }
 
   private send(message: Record<string, unknown>): void {

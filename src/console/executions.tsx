@@ -7,15 +7,9 @@ import { durationOf } from "./format.ts";
 import { type ExecutionFilters, hrefOf } from "./route.ts";
 import { ScrollBox } from "./scroll-box.tsx";
 import { EmptyState, LoadingState, ShortId, StatusBadge, When } from "./ui.tsx";
+import { useLiveList } from "./use-live-list.ts";
 import { usePoll } from "./use-poll.ts";
-import { useVisible } from "./use-visible.ts";
 
-// The session socket follows one execution (or a query), not "every execution this caller may see", so
-// the list is read again: one page read per interval per tab, and none while the tab is hidden. A filter
-// the indexes do not serve (an action few executions ran, with no `since`) scans the table: a read that
-// took long is followed by a longer pause, so one tab keeps the database busy at most ~5 % of the time.
-const LIST_EVERY_MS = 2_000;
-const listPause = (tookMs: number) => Math.max(LIST_EVERY_MS, 20 * tookMs);
 const STATUSES = ["queued", "running", "succeeded", "failed", "canceled"];
 
 /** `byCaller`: the caller filter is offered (service keys; a user sending it is refused). */
@@ -34,14 +28,12 @@ export function ExecutionsPage(props: {
 
 function ExecutionList(props: { client: ActuateClient; filters: ExecutionFilters; byCaller: boolean }) {
   const { client, filters } = props;
-  const visible = useVisible();
   const filterKey = JSON.stringify(filters);
-  const list = usePoll(
-    () => client.executions.list({ ...filters, limit: 50 }),
-    [client, filterKey, visible],
-    listPause,
-    () => !document.hidden,
-  );
+  // Read once, then kept current by the session socket (subscribe-executions): no polling.
+  const list = useLiveList(client, "executions", filters, () => client.executions.list({ ...filters, limit: 50 }), [
+    client,
+    filterKey,
+  ]);
   const actions = usePoll(
     () => client.contracts.list(),
     [client],
@@ -59,9 +51,7 @@ function ExecutionList(props: { client: ActuateClient; filters: ExecutionFilters
         byCaller={props.byCaller}
       />
       <LoadFailure loaded={list} />
-      <p class="hint">
-        Live: read again every {LIST_EVERY_MS / 1000} s (longer after a slow read) while this tab is in view.
-      </p>
+      <p class="hint">Live: new and changed executions appear as they happen.</p>
       <ScrollBox label="Executions, scrolled">
         <table aria-label="Executions">
           <thead>

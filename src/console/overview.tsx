@@ -13,6 +13,7 @@ import { OverviewCharts } from "./charts.tsx";
 import { duration, spanMs } from "./format.ts";
 import { hrefOf } from "./route.ts";
 import { EmptyState, LoadingState, StatusBadge, When } from "./ui.tsx";
+import { useRefreshOnExecutions } from "./use-live-list.ts";
 import { usePoll } from "./use-poll.ts";
 
 // Every 5 s: an overview is glanced at, and each pass is a handful of indexed reads.
@@ -41,6 +42,7 @@ type Overview =
 
 export function OverviewPage(props: { client: ActuateClient }) {
   const overview = usePoll(() => readOverview(props.client), [props.client], EVERY_MS);
+  useRefreshOnExecutions(props.client, overview.retry);
   const data = overview.data;
   return (
     <main>

@@ -8,12 +8,12 @@ import { hrefOf, type RunFilters } from "./route.ts";
 import { RunTimeline } from "./run-timeline.tsx";
 import { ScrollBox } from "./scroll-box.tsx";
 import { EmptyState, LoadingState, ShortId, StatusBadge, When } from "./ui.tsx";
+import { useLiveList } from "./use-live-list.ts";
 import { usePoll } from "./use-poll.ts";
 
-// Polling, as on the executions page: the session socket's stream of a run carries its log lines and
-// status, not its steps' rows, so the timeline reads `GET /runs/{id}` again (one read per second while
-// the run has not ended; none after).
-const LIST_EVERY_MS = 2_000;
+// The list is kept current by the session socket (subscribe-runs). A run's stream carries its log lines
+// and status, not its steps' rows, so the timeline reads `GET /runs/{id}` again (one read per second
+// while the run has not ended; none after).
 const RUN_EVERY_MS = 1_000;
 const STATUSES: RunStatus[] = ["queued", "running", "sleeping", "succeeded", "failed", "canceled"];
 
@@ -34,11 +34,12 @@ function RunList(props: { client: ActuateClient; filters: RunFilters }) {
   const filter = (change: RunFilters) => {
     location.hash = hrefOf({ page: "runs", filters: { ...props.filters, ...change } });
   };
-  const list = usePoll(
-    () => props.client.runs.list({ workflow: workflow || undefined, status: status || undefined, limit: 50 }),
-    [props.client, workflow, status],
-    LIST_EVERY_MS,
-  );
+  const filters = { workflow: workflow || undefined, status: status || undefined };
+  const list = useLiveList(props.client, "runs", filters, () => props.client.runs.list({ ...filters, limit: 50 }), [
+    props.client,
+    workflow,
+    status,
+  ]);
   return (
     <main>
       <h1>Runs</h1>

@@ -32,8 +32,8 @@ export function forgetCredential(): void {
  * A client of the server that serves the console, as whoever signed in. `onRefused` hears of any 401:
  * the credential expired or was revoked, and no page can go on with it.
  */
-export const clientFor = (token: string, onRefused?: () => void): ActuateClient =>
-  createClient({
+export const clientFor = (token: string, onRefused?: () => void): ActuateClient => {
+  const client = createClient({
     url: location.origin,
     token,
     fetch: async (input, init) => {
@@ -42,3 +42,7 @@ export const clientFor = (token: string, onRefused?: () => void): ActuateClient 
       return answer;
     },
   });
+  // Live lists read nothing after their first page: a revoked token is heard on the socket (closed with 4001).
+  client.onConnectionChange((state) => state === "unauthorized" && onRefused?.());
+  return client;
+};

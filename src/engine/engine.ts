@@ -19,6 +19,7 @@ import { ExecutionReads } from "./execution-reads.ts";
 import { inputFingerprint } from "./executions.ts";
 import { DEFAULT_POLL, type PollBackoff } from "./follow.ts";
 import { fileFields, type InvokeOutcome, type InvokeRequest, invocationIssues, NO_FILES } from "./invocation.ts";
+import { ListFeed } from "./list-feed.ts";
 import { Liveness } from "./liveness.ts";
 import { type EngineResources, engineResources, type GivenResources } from "./resources.ts";
 import { Retention, type RetentionSettings } from "./retention.ts";
@@ -72,6 +73,8 @@ export class Engine {
   readonly scheduling: Scheduling;
   /** Status changes and log lines of the executions running in this process (for subscribe-stream). */
   readonly feed: ExecutionFeed;
+  /** The executions and runs lists' new and changed rows, while someone watches them (live lists). */
+  readonly lists: ListFeed;
   /** The environment's variables and secrets, for service keys. */
   readonly variables: VariableAdmin;
   private readonly waitMs: number;
@@ -95,6 +98,7 @@ export class Engine {
     };
     this.executions = new ExecutionReads($, following, options.waitMs);
     this.runs = new Runs($, this.workflows);
+    this.lists = new ListFeed($);
     this.variables = new VariableAdmin({
       store: $.store,
       sealer: options.variableAdmin?.sealer ?? null,

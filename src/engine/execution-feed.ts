@@ -5,6 +5,12 @@ export type ExecutionEvent =
   | { type: "status"; execution: ExecutionRow }
   | { type: "log"; executionId: string; line: string; at: number; seq: number };
 
+/** An execution whose status changed: with its row when this process changed it (no read needed). */
+export interface ExecutionChange {
+  id: string;
+  row?: ExecutionRow;
+}
+
 /**
  * What a follower hears: an event of this process, that the stored row changed (to be read again), or
  * that lines up to `seq` are stored (to be read if it lacks them).
@@ -21,13 +27,21 @@ export type FeedEvent =
  */
 export class ExecutionFeed implements ExecutionChanges {
   private readonly listeners = new Map<string, Set<(event: FeedEvent) => void>>();
+  /** Told of every status change, of any execution (live lists); empty unless someone watches a list. */
+  private readonly watchers = new Set<(change: ExecutionChange) => void>();
 
   publish(executionId: string, event: FeedEvent): void {
     for (const listener of this.listeners.get(executionId) ?? []) listener(event);
+    if (event.type === "status" && this.watchers.size > 0) {
+      for (const watcher of this.watchers) watcher({ id: executionId, row: event.execution });
+    }
   }
 
   /** The stored rows of these executions changed (the database says so); their followers read them again. */
   stored(executionIds: Iterable<string>): void {
+    if (this.watchers.size > 0) {
+      for (const id of executionIds) for (const watcher of this.watchers) watcher({ id });
+    }
     // Every environment's engine hears every environment's changes (PostgreSQL's one channel): most follow none.
     if (this.listeners.size === 0) return;
     for (const executionId of executionIds) {
@@ -46,6 +60,12 @@ export class ExecutionFeed implements ExecutionChanges {
   /** Whether anyone follows this execution (so work done only for followers can be skipped). */
   watched(executionId: string): boolean {
     return this.listeners.has(executionId);
+  }
+
+  /** Hears every execution whose status changed: the row when this process changed it, else its id alone. */
+  watchAll(watcher: (change: ExecutionChange) => void): () => void {
+    this.watchers.add(watcher);
+    return () => this.watchers.delete(watcher);
   }
 
   subscribe(executionId: string, listener: (event: FeedEvent) => void): () => void {

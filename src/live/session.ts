@@ -4,6 +4,7 @@ import type { DataService } from "../data/service.ts";
 import type { Engine } from "../engine/engine.ts";
 import type { ExecutionEvent } from "../engine/execution-feed.ts";
 import { type Execution, isTerminal } from "../engine/executions.ts";
+import type { ListChanges } from "../engine/list-feed.ts";
 import { canonicalJson } from "../lib/canonical-json.ts";
 import { loggable, publicErrorOf } from "../lib/database-errors.ts";
 import { type ErrorCode, PublicError } from "../lib/errors.ts";
@@ -14,6 +15,7 @@ import type { Log } from "../observe/log.ts";
 import type { Telemetry } from "../observe/telemetry.ts";
 import type { LoadedRelease } from "../release/load.ts";
 import type { Principal } from "../sdk/index.ts";
+import { type ListFilter, type ListKind, listFilterOf, listItems } from "./lists.ts";
 
 /** The socket as the hub sees it; http/session.ts adapts Elysia's (Bun's). */
 export interface LiveSocket {
@@ -40,6 +42,8 @@ export interface HubDeps {
   log: Log;
   limits: LiveLimits;
   telemetry: Telemetry;
+  /** The server's public URL: live lists' rows carry `statusUrl` as the list endpoints do. */
+  publicUrl: () => string;
 }
 
 /** What one caller holds on this server, across its sockets. */
@@ -79,6 +83,8 @@ interface Session {
   /** Subscriptions whose latest result is to be sent, held while the socket has unsent bytes (`pump`). */
   due: Map<string, DueResult>;
   streams: Map<string, () => void>;
+  /** Live lists (`subscribe-executions`, `subscribe-runs`) by the client's `subscription-id`. */
+  lists: Map<string, { kind: ListKind; filter: ListFilter }>;
   /** Streams whose next line waits for the socket to have sent everything. */
   drainWaiters: (() => void)[];
   initTimer: Timer;
@@ -112,6 +118,8 @@ export class SessionHub {
   private readonly stopFeed: () => void;
   private readonly revocationTimer: Timer;
   private readonly tokenChecks: LoopFailures;
+  /** Hearing the engine's list changes: only while some socket holds a live list. */
+  private stopLists: (() => void) | null = null;
 
   constructor(
     private readonly $: HubDeps,
@@ -138,6 +146,7 @@ export class SessionHub {
       subscriptions: new Map(),
       due: new Map(),
       streams: new Map(),
+      lists: new Map(),
       drainWaiters: [],
       initTimer: setTimeout(() => {
         socket.close(4008, `no valid init within ${this.initTimeoutMs / 1000} s`);
@@ -160,6 +169,11 @@ export class SessionHub {
     }
     for (const stop of session.streams.values()) stop();
     this.sessions.delete(session);
+    // Only a socket that held lists can change whether any is held (closeAll closes thousands at once).
+    if (session.lists.size > 0) {
+      session.lists.clear();
+      this.listsChanged();
+    }
   }
 
   /**
@@ -189,6 +203,8 @@ export class SessionHub {
   stop(): void {
     this.stopped = true;
     this.stopFeed();
+    this.stopLists?.();
+    this.stopLists = null;
     clearInterval(this.revocationTimer);
   }
 
@@ -230,6 +246,12 @@ export class SessionHub {
       }
       case "subscribe-stream":
         return this.subscribeStream(session, message);
+      case "subscribe-executions":
+        return this.subscribeList(session, message, "executions");
+      case "subscribe-runs":
+        return this.subscribeList(session, message, "runs");
+      case "unsubscribe":
+        return this.unsubscribe(session, message);
       case "transact":
         return this.error(session, message, "writes are not accepted on this socket: run an action");
       default:
@@ -372,6 +394,81 @@ export class SessionHub {
         session.streams.delete(key);
       }
     })();
+  }
+
+  /**
+   * A live list: every new or changed row of the executions (or runs) list that the caller may see and
+   * the filter keeps, pushed as `executions-changed` (`runs-changed`) under the client's `subscription-id`.
+   */
+  private subscribeList(session: Session, message: Message, kind: ListKind) {
+    const id = message["subscription-id"];
+    if (typeof id !== "string" || id.length === 0 || id.length > 200) {
+      return this.error(
+        session,
+        message,
+        `subscribe-${kind} needs a subscription-id (a string of 1 to 200 characters)`,
+      );
+    }
+    if (session.lists.has(id)) return this.error(session, message, `subscription-id ${JSON.stringify(id)} is in use`);
+    const limit = this.$.limits.subscriptionsPerSocket;
+    if (session.lists.size >= limit) {
+      return this.error(
+        session,
+        message,
+        `at most ${limit} live lists per socket (LIVE_MAX_SUBSCRIPTIONS_PER_SOCKET)`,
+        "limit_reached",
+      );
+    }
+    const filter = listFilterOf(kind, session.principal as Principal, message.filter);
+    session.lists.set(id, { kind, filter });
+    this.listsChanged();
+    this.send(session, {
+      op: `subscribe-${kind}-ok`,
+      "subscription-id": id,
+      "client-event-id": message["client-event-id"],
+    });
+  }
+
+  /** Ends a live list (by `subscription-id`) or an execution stream (by `execution-id`); unknown ones too, quietly. */
+  private unsubscribe(session: Session, message: Message) {
+    const id = message["subscription-id"];
+    const executionId = message["execution-id"];
+    if (typeof id === "string") {
+      session.lists.delete(id);
+      this.listsChanged();
+    } else if (typeof executionId === "string") {
+      session.streams.get(executionId.toLowerCase())?.();
+    } else {
+      return this.error(session, message, "unsubscribe needs a subscription-id or an execution-id");
+    }
+    this.send(session, {
+      op: "unsubscribe-ok",
+      "subscription-id": id,
+      "execution-id": executionId,
+      "client-event-id": message["client-event-id"],
+    });
+  }
+
+  /** Hears the engine's list changes while some socket holds a live list, and stops when none does (no work for nobody). */
+  private listsChanged() {
+    const wanted = !this.stopped && [...this.sessions].some((session) => session.lists.size > 0);
+    if (wanted && !this.stopLists) this.stopLists = this.$.engine.lists.subscribe((changes) => this.pushLists(changes));
+    if (!wanted && this.stopLists) {
+      this.stopLists();
+      this.stopLists = null;
+    }
+  }
+
+  private pushLists(changes: ListChanges) {
+    const publicUrl = this.$.publicUrl();
+    for (const session of this.sessions) {
+      const principal = session.principal;
+      if (!principal) continue;
+      for (const [id, { kind, filter }] of session.lists) {
+        const items = listItems(kind, principal, filter, changes, publicUrl);
+        if (items.length > 0) this.send(session, { op: `${kind}-changed`, "subscription-id": id, items });
+      }
+    }
   }
 
   private load(principal: Principal): CallerLoad {

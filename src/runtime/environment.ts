@@ -164,7 +164,10 @@ export async function composeEnvironment(
     },
     packageVersion,
   );
-  const hub = new SessionHub({ auth: auth.authenticator, data, engine, log, limits: config.live, telemetry });
+  const hub = new SessionHub({
+    ...{ auth: auth.authenticator, data, engine, log, limits: config.live, telemetry },
+    publicUrl: site.publicUrl,
+  });
   const app = createApp({
     files,
     releases: new ReleaseAdmin({ store, bundlesDir: bundlesDir(config), refresh: () => releases.reload() }),

@@ -218,6 +218,8 @@ describe("the console, live, in Chromium", () => {
     const errors: string[] = [];
     const page = await newPage(errors);
     const erin = await t.userToken("erin");
+    // Opened on signing in (the overview's figures follow executions live); this page uses it too.
+    const socket = page.waitForEvent("websocket", (ws) => ws.url().endsWith("/session"));
     await page.goto(`${t.url}/console`);
     await page.getByLabel("Token or service key").fill(erin);
     await page.getByRole("button", { name: "Sign in", exact: true }).click();
@@ -229,7 +231,6 @@ describe("the console, live, in Chromium", () => {
       const listed = await (await t.fetch("/executions?action=shop.pack&status=running", { token: erin })).json();
       return listed.items[0]?.id as string | undefined;
     });
-    const socket = page.waitForEvent("websocket", (ws) => ws.url().endsWith("/session"));
     await page.goto(`${t.url}/console#/executions/${running}`);
     await page.getByTestId("status").filter({ hasText: "running" }).waitFor();
     await page.getByTestId("logs").filter({ hasText: "packing" }).waitFor();
@@ -290,7 +291,7 @@ describe("the console, live, in Chromium", () => {
     await page.getByLabel("Token or service key").fill(token);
     await page.getByRole("button", { name: "Sign in", exact: true }).click();
     await page.getByRole("navigation", { name: "Pages" }).waitFor();
-    // The executions list reads again while it is open: its next read after the revocation is refused.
+    // The executions list follows the session socket while it is open: the server closes it (4001) once revoked.
     await page.getByRole("link", { name: "Executions" }).click();
     await page.getByRole("table", { name: "Executions" }).waitFor();
     await revokeUserToken(t.store, token);

@@ -1,0 +1,207 @@
+import { uuidV7Floor } from "../lib/ids.ts";
+import type { ExecutionListRow } from "../store/executions.ts";
+import type { ExecutionRow } from "../store/rows.ts";
+import type { RunListRow } from "../store/runs.ts";
+import type { Upload } from "../wire/views.ts";
+import type { ExecutionChange } from "./execution-feed.ts";
+import { isTerminal, LIST_VALUE_BYTES } from "./executions.ts";
+import type { EngineResources } from "./resources.ts";
+
+/** The rows of the executions and runs lists that are new or changed since the last batch, with the executions' uploads. */
+export interface ListChanges {
+  executions: ExecutionListRow[];
+  uploads: Map<string, Upload[]>;
+  runs: RunListRow[];
+}
+
+/** How often the lists are read again while someone watches them: the bound for rows made on another instance. */
+export const LIST_POLL_MS = 250;
+
+/**
+ * How far back each read looks: a row committed late (a group commit, another instance's clock) still
+ * has an id this recent, so it is not missed for having an id older than the last read.
+ */
+const LOOKBACK_MS = 5_000;
+
+/** Executions read per poll at most, and read one by one per pass of the feed's changes. */
+const ROWS_PER_READ = 500;
+/** Runs a poll reads (newest first), of which those updated within the lookback count: a list page shows 50. */
+const RUNS_PER_READ = 100;
+
+const bytes = (value: unknown) =>
+  value === null || value === undefined ? 0 : Buffer.byteLength(JSON.stringify(value));
+
+/** A row read whole, sized as a list would read it (so a view leaves out the same large values). */
+const listed = (row: ExecutionRow): ExecutionListRow => ({
+  ...row,
+  inputBytes: bytes(row.input),
+  outputBytes: bytes(row.output),
+  errorMessageBytes: row.errorMessage ? Buffer.byteLength(row.errorMessage) : 0,
+});
+
+const executionState = (row: ExecutionRow) => `${row.status}\u0000${row.startedAt}\u0000${row.finishedAt}`;
+const runState = (row: RunListRow) => `${row.status}\u0000${row.updatedAt}`;
+
+/** How far an execution has come: a list never shows it going back (a slower read answering an older state). */
+const executionProgress = (row: ExecutionRow) => (isTerminal(row.status) ? 2 : row.status === "running" ? 1 : 0);
+
+/** A row's state as last sent, and how far it had come. */
+interface Sent {
+  state: string;
+  progress: number;
+}
+
+/** A lane of passes: one at a time, and what arrives during one is read by one more right after. */
+interface Lane {
+  passing: boolean;
+  again: boolean;
+}
+
+/**
+ * What changes in the environment's executions and runs lists, for live lists (`subscribe-executions`,
+ * `subscribe-runs`). Idle, and costing nothing, while nobody listens. While someone does, two lanes of
+ * passes: every LIST_POLL_MS the executions made in the last LOOKBACK_MS (the list's index, newest first)
+ * and the newest runs updated in it are read (rows made on another instance, claims nothing announces);
+ * and at once, the rows the feed says changed: this process's status changes come with their row (no
+ * read), other instances' (PostgreSQL NOTIFY on every update of `executions`) as ids to read. A row goes
+ * out once per state, and never back to an earlier one.
+ */
+export class ListFeed {
+  private readonly listeners = new Set<(changes: ListChanges) => void>();
+  private readonly changed = new Map<string, ExecutionRow | null>();
+  private readonly sentExecutions = new Map<string, Sent>();
+  private readonly sentRuns = new Map<string, Sent>();
+  private readonly polls: Lane = { passing: false, again: false };
+  private readonly changes: Lane = { passing: false, again: false };
+  private stopWatching: (() => void) | null = null;
+  private timer: Timer | null = null;
+  private seeded = false;
+
+  constructor(
+    private readonly $: Pick<EngineResources, "store" | "feed" | "files" | "now" | "log">,
+    private readonly pollMs = LIST_POLL_MS,
+  ) {}
+
+  subscribe(listener: (changes: ListChanges) => void): () => void {
+    this.listeners.add(listener);
+    if (this.listeners.size === 1) this.start();
+    return () => {
+      if (this.listeners.delete(listener) && this.listeners.size === 0) this.stop();
+    };
+  }
+
+  private start() {
+    this.stopWatching = this.$.feed.watchAll((change) => this.heard(change));
+    this.timer = setInterval(() => this.pass(this.polls, () => this.poll()), this.pollMs).unref();
+    this.pass(this.polls, () => this.poll());
+  }
+
+  private stop() {
+    this.stopWatching?.();
+    this.stopWatching = null;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    this.changed.clear();
+    this.seeded = false;
+    this.sentExecutions.clear();
+    this.sentRuns.clear();
+  }
+
+  private heard({ id, row }: ExecutionChange) {
+    // A row given by this process is the newest; an id alone must not replace it with "read it".
+    if (row || !this.changed.has(id)) this.changed.set(id, row ?? null);
+    this.pass(this.changes, () => this.readChanged());
+  }
+
+  private pass(lane: Lane, read: () => Promise<void>) {
+    if (lane.passing) {
+      lane.again = true;
+      return;
+    }
+    lane.passing = true;
+    read()
+      .catch((error) => this.$.log(`live lists: a read failed: ${String(error)}`, { level: "warn" }))
+      .finally(() => {
+        lane.passing = false;
+        if (lane.again && this.listeners.size > 0) {
+          lane.again = false;
+          this.pass(lane, read);
+        }
+      });
+  }
+
+  /** The rows the feed named: this process's as given, the others read by id. */
+  private async readChanged() {
+    const { store } = this.$;
+    const given = new Map(this.changed);
+    this.changed.clear();
+    const executions = new Map<string, ExecutionListRow>();
+    let reads = 0;
+    for (const [id, row] of given) {
+      if (row) executions.set(id, listed(row));
+      else if (reads++ < ROWS_PER_READ) {
+        // Of every environment on PostgreSQL: another's id reads nothing here.
+        const read = await store.executions.get(id);
+        if (read) executions.set(id, listed(read));
+      }
+    }
+    await this.announce(executions, await this.runsOf(executions, new Map()), this.seeded);
+  }
+
+  /** The recent rows of both lists; the first poll only learns what exists (a subscriber lists that itself). */
+  private async poll() {
+    const { store, now } = this.$;
+    const since = now() - LOOKBACK_MS;
+    const bounded = { limit: ROWS_PER_READ, maxValueBytes: LIST_VALUE_BYTES };
+    const [recent, runs] = await Promise.all([
+      store.executions.list({ sinceId: uuidV7Floor(since), ...bounded }),
+      store.runs.list({ ...bounded, limit: RUNS_PER_READ }),
+    ]);
+    const executions = new Map(recent.map((row) => [row.id, row]));
+    const runRows = await this.runsOf(
+      executions,
+      new Map(runs.filter((run) => run.updatedAt >= since).map((run) => [run.id, run])),
+    );
+    const announce = this.seeded;
+    this.seeded = true;
+    await this.announce(executions, runRows, announce);
+    forgetOthers(this.sentExecutions, executions);
+    forgetOthers(this.sentRuns, runRows);
+  }
+
+  /** The runs of the workflow executions among these that `runs` lacks, read by id, added to it. */
+  private async runsOf(executions: Map<string, ExecutionListRow>, runs: Map<string, RunListRow>) {
+    for (const row of executions.values()) {
+      if (row.kind !== "workflow" || runs.has(row.id)) continue;
+      const run = await this.$.store.runs.getBounded(row.id, LIST_VALUE_BYTES);
+      if (run) runs.set(run.id, run);
+    }
+    return runs;
+  }
+
+  private async announce(executions: Map<string, ExecutionListRow>, runs: Map<string, RunListRow>, announce: boolean) {
+    const newExecutions = [...executions.values()].filter((row) =>
+      fresh(this.sentExecutions, row.id, { state: executionState(row), progress: executionProgress(row) }),
+    );
+    const newRuns = [...runs.values()].filter((row) =>
+      fresh(this.sentRuns, row.id, { state: runState(row), progress: row.updatedAt }),
+    );
+    if (!announce || (newExecutions.length === 0 && newRuns.length === 0) || this.listeners.size === 0) return;
+    const uploads = await this.$.files.uploadsOf(newExecutions.map((row) => row.id));
+    const changes = { executions: newExecutions, uploads, runs: newRuns };
+    for (const listener of this.listeners) listener(changes);
+  }
+}
+
+/** Whether this state of the row was not sent yet and is no older than the last sent (and notes it as sent). */
+function fresh(sent: Map<string, Sent>, id: string, now: Sent): boolean {
+  const before = sent.get(id);
+  if (before && (before.state === now.state || now.progress < before.progress)) return false;
+  sent.set(id, now);
+  return true;
+}
+
+/** Rows a poll did not read have left the lookback: a later change of theirs comes by the feed (or a newer `updatedAt`). */
+function forgetOthers(sent: Map<string, Sent>, read: Map<string, unknown>) {
+  for (const id of sent.keys()) if (!read.has(id)) sent.delete(id);
+}

@@ -1,0 +1,62 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Browser, Request } from "playwright-core";
+import { openGate } from "../fixtures/releases/basic/lib/probe.ts";
+import { consoleSignedIn, launchChromium } from "../support/browser.ts";
+import { dialects } from "../support/databases.ts";
+import { fixture, startTestServer, type TestServer } from "../support/server.ts";
+
+const [sqlite] = dialects;
+
+/** A read of the executions list (`GET /executions`, `?…`), not of one execution (`/executions/<id>`). */
+const listsExecutions = (request: Request) => {
+  const url = new URL(request.url());
+  return request.method() === "GET" && url.pathname === "/executions";
+};
+
+// The executions list is kept current over the session socket (subscribe-executions), not by polling.
+describe("the console's live executions list in Chromium", () => {
+  let t: TestServer;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    t = await startTestServer(sqlite as (typeof dialects)[number], {
+      release: fixture("basic"),
+      env: { WAIT_MS: "100" },
+    });
+    browser = await launchChromium();
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await t?.stop();
+  });
+
+  test("a new execution invoked over HTTP appears, then its end, with no list read after the first", async () => {
+    const errors: string[] = [];
+    const page = await consoleSignedIn(browser, t.url, t.serviceKey, errors);
+    const reads: string[] = [];
+    page.on("request", (request) => {
+      if (listsExecutions(request)) reads.push(request.url());
+    });
+    await page.getByRole("link", { name: "Executions", exact: true }).click();
+    const table = page.getByRole("table", { name: "Executions" });
+    await table.waitFor();
+    await page.getByText("No executions yet.").waitFor();
+    expect(reads).toHaveLength(1);
+
+    const gate = crypto.randomUUID();
+    const answer = await t.invoke("test.count", { key: crypto.randomUUID(), gate });
+    expect(answer.status).toBe(202);
+    const { id } = (await answer.json()).execution;
+    const row = table.getByRole("row").filter({ hasText: id });
+    await row.getByRole("cell", { name: "running", exact: true }).waitFor();
+    openGate(gate);
+    await row.getByRole("cell", { name: "succeeded", exact: true }).waitFor();
+    const echoed = (await (await t.invoke("test.echo", { text: "hi" })).json()).execution.id;
+    await table.getByRole("row").filter({ hasText: echoed }).waitFor();
+    // Newest on top.
+    expect(await table.getByRole("row").nth(1).textContent()).toContain(echoed);
+    expect(reads).toHaveLength(1);
+    expect(errors).toEqual([]);
+  }, 30_000);
+});

@@ -1,0 +1,319 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import fc from "fast-check";
+import { type ActuateError, createClient, type Invocation } from "../../src/client/index.ts";
+import { loadConfig } from "../../src/config.ts";
+import { startServer } from "../../src/main.ts";
+import { openStore } from "../../src/store/open.ts";
+import { openGate } from "../fixtures/releases/basic/lib/probe.ts";
+import { dialects } from "../support/databases.ts";
+import { startHostingServer } from "../support/hosting.ts";
+import { LiveClient } from "../support/live-client.ts";
+import { fixture, startTestServer, type TestServer } from "../support/server.ts";
+
+type Item = { id: string; status: string; action?: string; workflow?: string; statusUrl: string };
+
+/** A signed-in socket; its live lists' pushes are taken with `pushed`. */
+async function signedIn(url: string, token: string, clients: LiveClient[]) {
+  const client = await LiveClient.connect(url);
+  clients.push(client);
+  client.send({ op: "init", "access-token": token });
+  await client.op("init-ok");
+  return client;
+}
+
+async function subscribe(client: LiveClient, kind: "executions" | "runs", id: string, filter?: unknown) {
+  client.send({ op: `subscribe-${kind}`, "subscription-id": id, filter, "client-event-id": `sub-${id}` });
+  expect(await client.op(`subscribe-${kind}-ok`)).toMatchObject({
+    "subscription-id": id,
+    "client-event-id": `sub-${id}`,
+  });
+}
+
+/** The items pushed under `subscriptionId` until one with this id (and status, when given) arrives: all of them. */
+async function pushedUntil(
+  client: LiveClient,
+  subscriptionId: string,
+  id: string,
+  status?: string,
+  kind: "executions" | "runs" = "executions",
+): Promise<Item[]> {
+  const seen: Item[] = [];
+  for (;;) {
+    const message = await client.next((m) => m.op === `${kind}-changed` && m["subscription-id"] === subscriptionId);
+    seen.push(...(message.items as Item[]));
+    if (seen.some((item) => item.id === id && (status === undefined || item.status === status))) return seen;
+  }
+}
+
+const gatedCount = (gate: string) => ({ key: crypto.randomUUID(), gate });
+
+for (const dialect of dialects) {
+  describe(`subscribe-executions and subscribe-runs on /session (${dialect.name})`, () => {
+    let t: TestServer;
+    let alice: string;
+    let bob: string;
+    const clients: LiveClient[] = [];
+
+    beforeAll(async () => {
+      t = await startTestServer(dialect, { release: fixture("basic"), env: { WAIT_MS: "100" } });
+      alice = await t.userToken("alice");
+      bob = await t.userToken("bob");
+    });
+    afterAll(async () => {
+      for (const client of clients) client.close();
+      await t.stop();
+    });
+
+    test("a new execution invoked over HTTP is pushed, as GET /executions lists it, and then its end", async () => {
+      const client = await signedIn(t.url, t.serviceKey, clients);
+      await subscribe(client, "executions", "all");
+      const gate = crypto.randomUUID();
+      const answer = await t.invoke("test.count", gatedCount(gate));
+      expect(answer.status).toBe(202);
+      const { id } = (await answer.json()).execution;
+      const running = (await pushedUntil(client, "all", id, "running")).find((item) => item.id === id);
+      const listed = (await (await t.fetch("/executions?limit=1")).json()).items[0];
+      expect(running).toEqual({ ...listed, status: "running" });
+      openGate(gate);
+      const ended = (await pushedUntil(client, "all", id, "succeeded")).find((item) => item.id === id);
+      expect(ended).toEqual((await (await t.fetch("/executions?limit=1")).json()).items[0]);
+      expect(ended?.statusUrl).toBe(`${t.url}/executions/${id}`);
+    });
+
+    test("a failed execution is pushed as failed; the filter keeps only what it names", async () => {
+      const client = await signedIn(t.url, t.serviceKey, clients);
+      await subscribe(client, "executions", "everything");
+      await subscribe(client, "executions", "failures", { action: "test.fail", status: "failed" });
+      const echoed = (await (await t.invoke("test.echo", { text: "hi" })).json()).execution.id;
+      await pushedUntil(client, "everything", echoed);
+      const failed = (await (await t.invoke("test.fail", { message: "no" })).json()).execution.id;
+      // Pushed to both in the same pass: once the unfiltered one has it, the filtered one had its chance at echo too.
+      await pushedUntil(client, "everything", failed);
+      const kept = await pushedUntil(client, "failures", failed);
+      expect(kept.map((item) => [item.id, item.action, item.status])).toEqual([[failed, "test.fail", "failed"]]);
+    });
+
+    test("a user is pushed only their own executions; a service key everyone's", async () => {
+      const own = await signedIn(t.url, alice, clients);
+      const all = await signedIn(t.url, t.serviceKey, clients);
+      await subscribe(own, "executions", "mine");
+      await subscribe(all, "executions", "theirs");
+      const bobs = (await (await t.invoke("test.echo", { text: "bob" }, { token: bob })).json()).execution.id;
+      await pushedUntil(all, "theirs", bobs);
+      const alices = (await (await t.invoke("test.echo", { text: "alice" }, { token: alice })).json()).execution.id;
+      await pushedUntil(all, "theirs", alices);
+      const seen = await pushedUntil(own, "mine", alices);
+      expect(seen.map((item) => item.id)).toEqual([alices]);
+    });
+
+    test("malformed subscribe messages get an error op and the socket stays usable", async () => {
+      const client = await signedIn(t.url, alice, clients);
+      const refusals: [unknown, number, string][] = [
+        [{ op: "subscribe-executions" }, 400, "invalid_request"],
+        [{ op: "subscribe-executions", "subscription-id": 7 }, 400, "invalid_request"],
+        [{ op: "subscribe-executions", "subscription-id": "x", filter: "all" }, 400, "invalid_request"],
+        [{ op: "subscribe-executions", "subscription-id": "x", filter: { colour: "red" } }, 400, "invalid_request"],
+        [
+          { op: "subscribe-executions", "subscription-id": "x", filter: { status: "sleeping" } },
+          400,
+          "invalid_request",
+        ],
+        [{ op: "subscribe-runs", "subscription-id": "x", filter: { action: "test.echo" } }, 400, "invalid_request"],
+        [{ op: "subscribe-executions", "subscription-id": "x", filter: { caller: "user:bob" } }, 403, "access_denied"],
+        [{ op: "unsubscribe" }, 400, "invalid_request"],
+      ];
+      for (const [message, status, error] of refusals) {
+        client.send({ ...(message as object), "client-event-id": "bad" });
+        expect(await client.op("error")).toMatchObject({
+          status,
+          error,
+          "client-event-id": "bad",
+          "original-event": message,
+        });
+      }
+      await subscribe(client, "executions", "x");
+      client.send({ op: "subscribe-executions", "subscription-id": "x" });
+      expect(await client.op("error")).toMatchObject({ status: 400, error: "invalid_request" });
+      const id = (await (await t.invoke("test.echo", { text: "still" }, { token: alice })).json()).execution.id;
+      await pushedUntil(client, "x", id);
+    });
+
+    test("unsubscribe with an execution-id ends that execution's stream", async () => {
+      const client = await signedIn(t.url, t.serviceKey, clients);
+      await subscribe(client, "executions", "ends");
+      const gate = crypto.randomUUID();
+      const { id } = (await (await t.invoke("test.count", gatedCount(gate))).json()).execution;
+      client.send({ op: "subscribe-stream", "execution-id": id });
+      expect(await client.op("stream-append")).toMatchObject({ "execution-id": id, status: "running" });
+      client.send({ op: "unsubscribe", "execution-id": id.toUpperCase() });
+      expect(await client.op("unsubscribe-ok")).toMatchObject({ "execution-id": id.toUpperCase() });
+      openGate(gate);
+      // The stream would have sent the end before the list's pass (which reads the uploads) pushes it.
+      await pushedUntil(client, "ends", id, "succeeded");
+      expect(client.pending().filter((m) => m.op === "stream-append")).toEqual([]);
+    });
+
+    test("arbitrary subscribe and unsubscribe messages are each answered, none with a 500; the socket stays usable", async () => {
+      const client = await signedIn(t.url, alice, clients);
+      const messages = fc.sample(
+        fc.record(
+          {
+            op: fc.constantFrom("subscribe-executions", "subscribe-runs", "unsubscribe"),
+            "subscription-id": fc.oneof(fc.string({ maxLength: 300 }), fc.jsonValue()),
+            "execution-id": fc.oneof(fc.uuid(), fc.string()),
+            filter: fc.oneof(
+              fc.jsonValue(),
+              fc.dictionary(fc.constantFrom("action", "status", "caller", "workflow", "since"), fc.jsonValue()),
+            ),
+          },
+          { requiredKeys: ["op"] },
+        ),
+        { numRuns: 200 },
+      );
+      for (const [n, message] of messages.entries()) {
+        client.send({ ...message, "client-event-id": `fuzz-${n}` });
+        const answer = await client.next((m) => m["client-event-id"] === `fuzz-${n}`);
+        if (answer.op === "error") expect([400, 403, 429]).toContain(answer.status);
+        else expect(answer.op).toBe(`${message.op}-ok`);
+      }
+      expect(client.closed).toBeNull();
+      await subscribe(client, "executions", "after the fuzz");
+    });
+
+    test("unsubscribe stops the pushes of that list only", async () => {
+      const client = await signedIn(t.url, t.serviceKey, clients);
+      await subscribe(client, "executions", "kept");
+      await subscribe(client, "executions", "dropped");
+      client.send({ op: "unsubscribe", "subscription-id": "dropped", "client-event-id": "u" });
+      expect(await client.op("unsubscribe-ok")).toMatchObject({ "subscription-id": "dropped", "client-event-id": "u" });
+      const id = (await (await t.invoke("test.echo", { text: "after" })).json()).execution.id;
+      await pushedUntil(client, "kept", id);
+      expect(client.pending().filter((m) => m["subscription-id"] === "dropped")).toEqual([]);
+    });
+  });
+
+  describe(`client.executions.subscribe (${dialect.name})`, () => {
+    let t: TestServer;
+    beforeAll(async () => {
+      t = await startTestServer(dialect, { release: fixture("basic") });
+    });
+    afterAll(() => t.stop());
+
+    test("hands over each new execution the filter keeps until stopped; a refused filter calls onError", async () => {
+      const client = createClient({ url: t.url, token: t.serviceKey });
+      try {
+        const seen: { id: string; action: string }[] = [];
+        let arrived: (() => void) | null = null;
+        const stop = client.executions.subscribe({ action: "test.echo" }, (items) => {
+          seen.push(...(items as { id: string; action: string }[]));
+          arrived?.();
+        });
+        const refused = new Promise<ActuateError>((resolve) =>
+          client.runs.subscribe({ status: "nope" as never }, () => {}, resolve),
+        );
+        expect(await refused).toMatchObject({ code: "invalid_request", status: 400 });
+        const here = new Promise<void>((resolve) => (arrived = resolve));
+        await t.invoke("test.fail", { message: "left out" });
+        const { output, execution } = (await client.invoke("test.echo", { text: "pushed" })) as Invocation<unknown>;
+        expect(output).toEqual({ text: "pushed" });
+        await here;
+        expect(seen.map((item) => item.id)).toEqual([execution.id]);
+        stop();
+      } finally {
+        client.close();
+      }
+    });
+  });
+
+  describe(`subscribe-runs (${dialect.name})`, () => {
+    let t: TestServer;
+    const clients: LiveClient[] = [];
+    beforeAll(async () => {
+      t = await startTestServer(dialect, { release: fixture("workflows") });
+    });
+    afterAll(async () => {
+      for (const client of clients) client.close();
+      await t.stop();
+    });
+
+    test("a run started over HTTP is pushed as GET /runs lists it, until it ends", async () => {
+      const client = await signedIn(t.url, t.serviceKey, clients);
+      await subscribe(client, "runs", "runs", { workflow: "wf.steps" });
+      const answer = await (await t.invoke("wf.steps", { n: 1 })).json();
+      const id = answer.execution.id as string;
+      const pushed = (await pushedUntil(client, "runs", id, "succeeded", "runs")).filter((run) => run.id === id);
+      const listed = (await (await t.fetch("/runs?limit=1")).json()).items[0];
+      // The row may change once more after its end (PostgreSQL: its lease let go): that state is pushed too.
+      while (JSON.stringify(pushed.at(-1)) !== JSON.stringify(listed)) {
+        pushed.push(...(await pushedUntil(client, "runs", id, "succeeded", "runs")).filter((run) => run.id === id));
+      }
+      expect(pushed.at(-1)).toEqual(listed);
+    });
+  });
+}
+
+const postgresDialect = dialects.find((d) => d.name === "postgres");
+
+describe.skipIf(!postgresDialect)("live lists across instances (postgres)", () => {
+  test("an execution invoked on one server reaches a subscriber of another: new (running) and ended", async () => {
+    const a = await startTestServer(postgresDialect as (typeof dialects)[number], {
+      release: fixture("basic"),
+      env: { WAIT_MS: "100" },
+    });
+    const config = loadConfig({
+      PORT: "0",
+      DATA_DIR: mkdtempSync(join(tmpdir(), "actuate-b-")),
+      DATABASE_URL: a.config.databaseUrl,
+      SERVICE_KEYS: a.serviceKey,
+    });
+    const store = await openStore(config.databaseUrl);
+    const b = await startServer(config, { store, log: () => {} });
+    const clients: LiveClient[] = [];
+    try {
+      const client = await signedIn(b.url, a.serviceKey, clients);
+      await subscribe(client, "executions", "there");
+      const gate = crypto.randomUUID();
+      const { id } = (await (await a.invoke("test.count", gatedCount(gate))).json()).execution;
+      await pushedUntil(client, "there", id, "running");
+      openGate(gate);
+      const ended = (await pushedUntil(client, "there", id, "succeeded")).find((item) => item.id === id);
+      expect(ended?.statusUrl).toBe(`${b.url}/executions/${id}`);
+    } finally {
+      for (const client of clients) client.close();
+      await b.stop();
+      await store.close();
+      await a.stop();
+    }
+  }, 30_000);
+});
+
+describe("live lists in hosting mode", () => {
+  test("a subscriber of one environment is never pushed another's executions", async () => {
+    const dialect = postgresDialect ?? (dialects[0] as (typeof dialects)[number]);
+    const hosting = await startHostingServer(dialect, {
+      environments: [
+        { handle: "acme-one", organization: "acme", release: fixture("basic") },
+        { handle: "acme-two", organization: "acme", release: fixture("basic") },
+      ],
+    });
+    const clients: LiveClient[] = [];
+    try {
+      const one = await hosting.key({ environment: "acme-one" });
+      const client = await signedIn(hosting.at("acme-one"), one, clients);
+      await subscribe(client, "executions", "one");
+      const two = await hosting.key({ environment: "acme-two" });
+      const elsewhere = await hosting.invoke("acme-two", "test.echo", { text: "two" }, { token: two });
+      expect(elsewhere.status).toBe(200);
+      const here = (await (await hosting.invoke("acme-one", "test.echo", { text: "one" }, { token: one })).json())
+        .execution.id;
+      const seen = await pushedUntil(client, "one", here);
+      expect(seen.map((item) => item.id)).toEqual([here]);
+    } finally {
+      for (const client of clients) client.close();
+      await hosting.stop();
+    }
+  }, 30_000);
+});
