@@ -1,6 +1,5 @@
 /** @jsxImportSource preact */
 
-import "./charts.css";
 import "uplot/dist/uPlot.min.css";
 import { useEffect, useRef, useState } from "preact/hooks";
 import type uPlot from "uplot";
@@ -243,7 +242,7 @@ function SeriesTable(props: { series: Series; caption: string; durations?: boole
 
 const percentText = (v: number | null) => (v === null ? "–" : `${v.toFixed(1)} %`);
 
-// Canvas colours are strings, not CSS: read from charts.css's custom properties, which follow the theme.
+// Canvas colours are strings, not CSS: read from console.css's custom properties, which follow the theme.
 const colour = (status: ExecutionStatus) =>
   getComputedStyle(document.documentElement).getPropertyValue(`--chart-${status}`).trim() || "#0b5cad";
 const fillOf = (status: ExecutionStatus) => `color-mix(in srgb, ${colour(status)} 55%, transparent)`;

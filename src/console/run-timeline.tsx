@@ -1,6 +1,5 @@
 /** @jsxImportSource preact */
 
-import "./charts.css";
 import type { Run } from "../client/index.ts";
 import { timelineOf } from "./timeline-layout.ts";
 

@@ -1,6 +1,5 @@
 /** @jsxImportSource preact */
 
-import "./charts.css";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import type { ActuateClient } from "../client/index.ts";
 import { useSlashFocuses } from "./keyboard.ts";
