@@ -18,12 +18,32 @@ function integer(value: number): SQL {
 const bucketOf = (column: AnyColumn, range: SeriesRange) =>
   sql<number>`cast((${column} - ${integer(range.since)}) / ${integer(range.stepMs)} as integer)`;
 
+/**
+ * How the database ranks a bucket's durations: PostgreSQL's `percentile_disc` aggregate; or, on SQLite,
+ * which has no percentile aggregate, each bucket's durations as one sorted list of text that the ranks are
+ * read from (measured cheaper than window functions' ranks: bench/stats-series.ts, BENCHMARKS.md).
+ */
+export type PercentileSource = "percentile_disc" | "sorted_list";
+
+/**
+ * The nearest-rank percentile (the ceil(p·n)-th value; `percentile_disc`'s definition) of `count` numbers
+ * listed in order in `sorted`, comma-separated: found by counting commas, nothing split.
+ */
+function nearestRank(sorted: string, count: number, percent: number): number {
+  const rank = Math.max(1, Math.ceil((percent * count) / 100));
+  let start = 0;
+  for (let i = 1; i < rank; i++) start = sorted.indexOf(",", start) + 1;
+  const end = sorted.indexOf(",", start);
+  return Number(sorted.slice(start, end === -1 ? undefined : end));
+}
+
 /** One environment's counts: each the environment's rows in the id range (ids are unique across environments). */
 export class DrizzleStatsStore implements StatsStore {
   constructor(
     private readonly db: SharedDatabase,
     private readonly t: Pick<SharedTables, "executions" | "workflowRuns">,
     private readonly environment: number,
+    private readonly percentiles: PercentileSource,
   ) {}
 
   executionsByStatus(sinceId: string): Promise<Partial<Record<ExecutionStatus, number>>> {
@@ -65,46 +85,43 @@ export class DrizzleStatsStore implements StatsStore {
       .groupBy(bucket, executions.status);
   }
 
-  /**
-   * Percentiles by rank within each bucket (window functions, the same statement on both databases):
-   * SQLite has no percentile aggregate, and the one sort gives the count and both ranks at once.
-   */
   async finishedByBucket(range: SeriesRange): Promise<FinishedInBucket[]> {
     const { executions } = this.t;
     const bucket = bucketOf(executions.finishedAt, range);
-    const duration = sql`${executions.finishedAt} - ${executions.createdAt}`;
-    const ranked = this.db
-      .select({
-        bucket: bucket.as("bucket"),
-        failed: sql<number>`case when ${executions.status} = 'failed' then 1 else 0 end`.as("failed"),
-        ms: duration.as("ms"),
-        rank: sql<number>`row_number() over (partition by ${bucket} order by ${duration})`.as("rank"),
-        n: sql<number>`count(*) over (partition by ${bucket})`.as("n"),
-      })
+    const duration = sql<number>`${executions.finishedAt} - ${executions.createdAt}`;
+    const counts = {
+      bucket: bucket.mapWith(Number),
+      finished: sql<number>`count(*)`.mapWith(Number),
+      failed: sql<number>`sum(case when ${executions.status} = 'failed' then 1 else 0 end)`.mapWith(Number),
+    };
+    const where = and(
+      isNotNull(executions.finishedAt),
+      gte(executions.finishedAt, range.since),
+      lt(executions.finishedAt, range.until),
+      eq(executions.environment, this.environment),
+      range.action === null ? undefined : eq(executions.action, range.action),
+    );
+    if (this.percentiles === "percentile_disc") {
+      return this.db
+        .select({
+          ...counts,
+          p50: sql<number>`percentile_disc(0.5) within group (order by ${duration})`.mapWith(Number),
+          p95: sql<number>`percentile_disc(0.95) within group (order by ${duration})`.mapWith(Number),
+        })
+        .from(executions)
+        .where(where)
+        .groupBy(bucket);
+    }
+    const rows = await this.db
+      .select({ ...counts, sorted: sql<string>`group_concat(${duration}, ',' order by ${duration})` })
       .from(executions)
-      .where(
-        and(
-          isNotNull(executions.finishedAt),
-          gte(executions.finishedAt, range.since),
-          lt(executions.finishedAt, range.until),
-          eq(executions.environment, this.environment),
-          range.action === null ? undefined : eq(executions.action, range.action),
-        ),
-      )
-      .as("ranked");
-    // Nearest rank: the ceil(p·n)-th duration, in integers: (n + 1) / 2 and (95·n + 99) / 100.
-    return this.db
-      .select({
-        bucket: sql<number>`${ranked.bucket}`.mapWith(Number),
-        finished: sql<number>`max(${ranked.n})`.mapWith(Number),
-        failed: sql<number>`sum(${ranked.failed})`.mapWith(Number),
-        p50: sql<number>`max(case when ${ranked.rank} = (${ranked.n} + 1) / 2 then ${ranked.ms} end)`.mapWith(Number),
-        p95: sql<number>`max(case when ${ranked.rank} = (95 * ${ranked.n} + 99) / 100 then ${ranked.ms} end)`.mapWith(
-          Number,
-        ),
-      })
-      .from(ranked)
-      .groupBy(sql`${ranked.bucket}`);
+      .where(where)
+      .groupBy(bucket);
+    return rows.map(({ sorted, ...row }) => ({
+      ...row,
+      p50: nearestRank(sorted, row.finished, 50),
+      p95: nearestRank(sorted, row.finished, 95),
+    }));
   }
 
   private async countByStatus<S extends string>(

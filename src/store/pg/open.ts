@@ -89,7 +89,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
       files: new DrizzleFileStore(db, schema, environment),
       schedules: new DrizzleScheduleStore(db, schema, environment),
       delayedInvocations: new DrizzleDelayedInvocationStore(db, postgresDialect, schema, environment),
-      stats: new DrizzleStatsStore(db, schema, environment),
+      stats: new DrizzleStatsStore(db, schema, environment, "percentile_disc"),
       data: dataOf.environment(environment),
       variables: new DrizzleVariableStore(db, schema, environment, variableWriter),
     };

@@ -99,7 +99,7 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
     files: new DrizzleFileStore(db, tables, environment),
     schedules: new DrizzleScheduleStore(db, tables, environment),
     delayedInvocations: new DrizzleDelayedInvocationStore(db, sqliteDialect, tables, environment),
-    stats: new DrizzleStatsStore(db, tables, environment),
+    stats: new DrizzleStatsStore(db, tables, environment, "sorted_list"),
     data: dataOf.environment(environment),
     variables: new DrizzleVariableStore(db, tables, environment, variableWriter),
   }));
