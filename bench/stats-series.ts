@@ -54,12 +54,14 @@ async function fill(url: string, now: number): Promise<number> {
 }
 
 /**
- * Median and worst time of `read`, and the longest the event loop went without running a 1 ms timer
- * meanwhile: on SQLite, how long a request arriving then would have waited to be read.
+ * Median and worst time of `read`; the median CPU it cost this process (on SQLite the whole read, on
+ * PostgreSQL the client's part: steadier than time on a shared machine); and the longest the event loop
+ * went without running a 1 ms timer meanwhile: how long a request arriving then would have waited.
  */
 async function timed(read: () => Promise<unknown>): Promise<string> {
   await read();
   const times: number[] = [];
+  const cpu: number[] = [];
   let stall = 0;
   for (let i = 0; i < ROUNDS; i++) {
     let tick = performance.now();
@@ -69,12 +71,16 @@ async function timed(read: () => Promise<unknown>): Promise<string> {
       tick = now;
     }, 1);
     const start = performance.now();
+    const used = process.cpuUsage();
     await read();
     times.push(performance.now() - start);
+    const { user, system } = process.cpuUsage(used);
+    cpu.push((user + system) / 1000);
     clearInterval(timer);
     stall = Math.max(stall, performance.now() - tick);
   }
-  return `${median(times).toFixed(0)} ms (worst ${Math.max(...times).toFixed(0)}; loop stall ${stall.toFixed(0)})`;
+  const ms = (values: number[]) => median(values).toFixed(0);
+  return `${ms(times)} ms (worst ${Math.max(...times).toFixed(0)}; CPU ${ms(cpu)}; stall ${stall.toFixed(0)})`;
 }
 
 async function measure(name: string, url: string): Promise<Record<string, string>> {
