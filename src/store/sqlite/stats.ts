@@ -43,6 +43,7 @@ export class SqliteSeriesReads implements SeriesReads {
         const row = statement.get(uuidV7Floor(from), uuidV7Floor(to), this.environment, range.action) as Counts;
         for (const status of EXECUTION_STATUSES) into[status] = (into[status] ?? 0) + row[status];
       },
+      (counts) => counts,
     );
     return totals.flatMap((byStatus, bucket) =>
       EXECUTION_STATUSES.filter((status) => byStatus[status]).map((status) => ({
@@ -70,30 +71,43 @@ export class SqliteSeriesReads implements SeriesReads {
         into.failed += row.failed;
         if (row.durations !== null) into.durations.push(row.durations);
       },
+      // Sorted as each bucket ends: a day's durations sorted at once held the thread ~100 ms.
+      ({ finished, failed, durations }) => {
+        if (finished === 0) return null;
+        const sorted = Float64Array.from(durations.join(",").split(","), Number).sort();
+        return { finished, failed, p50: nearestRank(sorted, 50), p95: nearestRank(sorted, 95) };
+      },
     );
-    return buckets.flatMap(({ finished, failed, durations }, bucket) => {
-      if (finished === 0) return [];
-      const sorted = Float64Array.from(durations.join(",").split(","), Number).sort();
-      return [{ bucket, finished, failed, p50: nearestRank(sorted, 50), p95: nearestRank(sorted, 95) }];
-    });
+    return buckets.flatMap((row, bucket) => (row === null ? [] : [{ bucket, ...row }]));
   }
 
-  /** `read` of every slice of each bucket into that bucket's accumulator, oldest first, handing the thread back between slices. */
-  private async eachBucket<A>(range: SeriesRange, start: () => A, read: (into: A, from: number, to: number) => void) {
-    const buckets: A[] = [];
+  /**
+   * `read` of every slice of each bucket into that bucket's accumulator, then `end` of it, oldest first,
+   * handing the thread back whenever it was held HOLD_MS.
+   */
+  private async eachBucket<A, R>(
+    range: SeriesRange,
+    start: () => A,
+    read: (into: A, from: number, to: number) => void,
+    end: (accumulated: A) => R,
+  ): Promise<R[]> {
+    const buckets: R[] = [];
     let held = performance.now();
+    const handBack = async () => {
+      if (performance.now() - held <= HOLD_MS) return;
+      await new Promise((resolve) => setImmediate(resolve));
+      await foreground.quiet(MAX_WAIT_MS);
+      held = performance.now();
+    };
     for (let at = range.since; at < range.until; at += range.stepMs) {
       const into = start();
-      const end = Math.min(at + range.stepMs, range.until);
-      for (let from = at; from < end; from += SLICE_MS) {
-        read(into, from, Math.min(from + SLICE_MS, end));
-        if (performance.now() - held > HOLD_MS) {
-          await new Promise((resolve) => setImmediate(resolve));
-          await foreground.quiet(MAX_WAIT_MS);
-          held = performance.now();
-        }
+      const until = Math.min(at + range.stepMs, range.until);
+      for (let from = at; from < until; from += SLICE_MS) {
+        read(into, from, Math.min(from + SLICE_MS, until));
+        await handBack();
       }
-      buckets.push(into);
+      buckets.push(end(into));
+      await handBack();
     }
     return buckets;
   }
