@@ -49,3 +49,6 @@ export interface StatsStore {
   /** Executions finished in each bucket of the range (a range of the finished_at index); buckets with none left out. */
   finishedByBucket(range: SeriesRange): Promise<FinishedInBucket[]>;
 }
+
+/** The series' two reads, which each database does its own way (pg/stats.ts, sqlite/stats.ts). */
+export type SeriesReads = Pick<StatsStore, "createdByBucket" | "finishedByBucket">;

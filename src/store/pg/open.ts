@@ -26,6 +26,7 @@ import { PgInstanceStore } from "./instances.ts";
 import { totalLoad } from "./lane.ts";
 import { LogFollows } from "./log-follows.ts";
 import { PgRuns } from "./runs.ts";
+import { PgSeriesReads } from "./stats.ts";
 import { pgVariableWriter } from "./variables.ts";
 
 const migrations = readMigrations("pg");
@@ -89,7 +90,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
       files: new DrizzleFileStore(db, schema, environment),
       schedules: new DrizzleScheduleStore(db, schema, environment),
       delayedInvocations: new DrizzleDelayedInvocationStore(db, postgresDialect, schema, environment),
-      stats: new DrizzleStatsStore(db, schema, environment),
+      stats: new DrizzleStatsStore(db, schema, environment, new PgSeriesReads(db, schema, environment)),
       data: dataOf.environment(environment),
       variables: new DrizzleVariableStore(db, schema, environment, variableWriter),
     };

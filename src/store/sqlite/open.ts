@@ -28,6 +28,7 @@ import { SqliteExecutionStore, SqliteExecutionWriter } from "./executions.ts";
 import { SqliteInstanceStore } from "./instances.ts";
 import { requestKeysPath } from "./request-keys/file.ts";
 import { SqliteRuns } from "./runs.ts";
+import { SqliteSeriesReads } from "./stats.ts";
 import { sqliteVariableWriter } from "./variables.ts";
 
 const migrations = readMigrations("sqlite");
@@ -99,7 +100,7 @@ export function openSqliteStore(path: string, options: { synchronous?: "normal" 
     files: new DrizzleFileStore(db, tables, environment),
     schedules: new DrizzleScheduleStore(db, tables, environment),
     delayedInvocations: new DrizzleDelayedInvocationStore(db, sqliteDialect, tables, environment),
-    stats: new DrizzleStatsStore(db, tables, environment),
+    stats: new DrizzleStatsStore(db, tables, environment, new SqliteSeriesReads(client, environment)),
     data: dataOf.environment(environment),
     variables: new DrizzleVariableStore(db, tables, environment, variableWriter),
   }));
