@@ -27,6 +27,8 @@ const LOOKBACK_MS = 5_000;
 const ROWS_PER_READ = 500;
 /** Runs a poll reads (newest first), of which those updated within the lookback count: a list page shows 50. */
 const RUNS_PER_READ = 100;
+/** Clocks of other instances may lag: a row touched this much before the feed began listening is new too. */
+const SEED_SLACK_MS = 1_000;
 
 const bytes = (value: unknown) =>
   value === null || value === undefined ? 0 : Buffer.byteLength(JSON.stringify(value));
@@ -76,6 +78,8 @@ export class ListFeed {
   private stopWatching: (() => void) | null = null;
   private timer: Timer | null = null;
   private seeded = false;
+  /** When the feed began listening: its first poll announces the rows touched since (less SEED_SLACK_MS). */
+  private listeningSince = 0;
 
   constructor(
     private readonly $: Pick<EngineResources, "store" | "feed" | "files" | "now" | "log">,
@@ -91,6 +95,7 @@ export class ListFeed {
   }
 
   private start() {
+    this.listeningSince = this.$.now() - SEED_SLACK_MS;
     this.stopWatching = this.$.feed.watchAll((change) => this.heard(change));
     this.timer = setInterval(() => this.pass(this.polls, () => this.poll()), this.pollMs).unref();
     this.pass(this.polls, () => this.poll());
@@ -145,7 +150,8 @@ export class ListFeed {
         if (read) executions.set(id, listed(read));
       }
     }
-    await this.announce(executions, await this.runsOf(executions, new Map()), this.seeded);
+    // Heard after the feed began listening: new to every listener, seeded or not.
+    await this.announce(executions, await this.runsOf(executions, new Map()), null);
   }
 
   /** The recent rows of both lists; the first poll only learns what exists (a subscriber lists that itself). */
@@ -162,9 +168,11 @@ export class ListFeed {
       executions,
       new Map(runs.filter((run) => run.updatedAt >= since).map((run) => [run.id, run])),
     );
-    const announce = this.seeded;
+    // The first poll learns what exists, and announces only what changed since the feed began listening
+    // (a run that ended before this read came back was never announced otherwise).
+    const touchedSince = this.seeded ? null : this.listeningSince;
     this.seeded = true;
-    await this.announce(executions, runRows, announce);
+    await this.announce(executions, runRows, touchedSince);
     forgetOthers(this.sentExecutions, executions);
     forgetOthers(this.sentRuns, runRows);
   }
@@ -179,14 +187,23 @@ export class ListFeed {
     return runs;
   }
 
-  private async announce(executions: Map<string, ExecutionListRow>, runs: Map<string, RunListRow>, announce: boolean) {
-    const newExecutions = [...executions.values()].filter((row) =>
-      fresh(this.sentExecutions, row.id, { state: executionState(row), progress: executionProgress(row) }),
+  /** Sends the rows in a state not sent yet; with `since`, only those touched since then (the others noted as sent). */
+  private async announce(
+    executions: Map<string, ExecutionListRow>,
+    runs: Map<string, RunListRow>,
+    since: number | null,
+  ) {
+    const touched = (times: (number | null)[]) => since === null || times.some((at) => at !== null && at >= since);
+    const newExecutions = [...executions.values()].filter(
+      (row) =>
+        fresh(this.sentExecutions, row.id, { state: executionState(row), progress: executionProgress(row) }) &&
+        touched([row.createdAt, row.startedAt, row.finishedAt]),
     );
-    const newRuns = [...runs.values()].filter((row) =>
-      fresh(this.sentRuns, row.id, { state: runState(row), progress: row.updatedAt }),
+    const newRuns = [...runs.values()].filter(
+      (row) =>
+        fresh(this.sentRuns, row.id, { state: runState(row), progress: row.updatedAt }) && touched([row.updatedAt]),
     );
-    if (!announce || (newExecutions.length === 0 && newRuns.length === 0) || this.listeners.size === 0) return;
+    if ((newExecutions.length === 0 && newRuns.length === 0) || this.listeners.size === 0) return;
     const uploads = await this.$.files.uploadsOf(newExecutions.map((row) => row.id));
     const changes = { executions: newExecutions, uploads, runs: newRuns };
     for (const listener of this.listeners) listener(changes);

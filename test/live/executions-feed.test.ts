@@ -11,7 +11,7 @@ import { openGate } from "../fixtures/releases/basic/lib/probe.ts";
 import { dialects } from "../support/databases.ts";
 import { startHostingServer } from "../support/hosting.ts";
 import { LiveClient } from "../support/live-client.ts";
-import { fixture, startTestServer, type TestServer } from "../support/server.ts";
+import { eventually, fixture, startTestServer, type TestServer } from "../support/server.ts";
 
 type Item = { id: string; status: string; action?: string; workflow?: string; statusUrl: string };
 
@@ -245,13 +245,19 @@ for (const dialect of dialects) {
       const answer = await (await t.invoke("wf.steps", { n: 1 })).json();
       const id = answer.execution.id as string;
       const pushed = (await pushedUntil(client, "runs", id, "succeeded", "runs")).filter((run) => run.id === id);
-      const listed = (await (await t.fetch("/runs?limit=1")).json()).items[0];
-      // The row may change once more after its end (PostgreSQL: its lease let go): that state is pushed too.
-      while (JSON.stringify(pushed.at(-1)) !== JSON.stringify(listed)) {
-        pushed.push(...(await pushedUntil(client, "runs", id, "succeeded", "runs")).filter((run) => run.id === id));
-      }
+      // The row may change once more after its end (PostgreSQL: its lease let go), and the list may be read
+      // before or after that change: read it again, taking what was pushed meanwhile, until the two agree.
+      let listed: Item | undefined;
+      await eventually(async () => {
+        const more = await client
+          .next((m) => m.op === "runs-changed" && m["subscription-id"] === "runs", 200)
+          .catch(() => null);
+        if (more) pushed.push(...(more.items as Item[]).filter((run) => run.id === id));
+        listed = (await (await t.fetch("/runs?limit=1")).json()).items[0];
+        return JSON.stringify(pushed.at(-1)) === JSON.stringify(listed);
+      }, 15_000);
       expect(pushed.at(-1)).toEqual(listed);
-    });
+    }, 30_000);
   });
 }
 
