@@ -9,7 +9,7 @@ import { addUser } from "../../src/auth/users.ts";
 import { openStore } from "../../src/store/open.ts";
 import { cli } from "../support/cli.ts";
 import { dialects, runStatement, selectRows } from "../support/databases.ts";
-import { type MemoryClientProvider, signedInClient } from "../support/oauth-client.ts";
+import { callsAtOnceAfterExpiry, type MemoryClientProvider, signedInClient } from "../support/oauth-client.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "../support/server.ts";
 
 // Signing in hashes a password (argon2id) per sign-in: slow on a loaded 2-core machine.
@@ -64,26 +64,23 @@ for (const dialect of dialects) {
 
     test("an agent's three calls at once after its access token expired all go through; it stays signed in", async () => {
       const provider = await signedInClient(t.url, "alice", PASSWORD);
+      const before = tokensOf(provider);
+      // Each call is refused (401), and each refreshes with the one refresh token.
+      const calls = await callsAtOnceAfterExpiry(`${t.url}/mcp`, provider, 3);
+      expect(calls.map((c) => c.status)).toEqual(["fulfilled", "fulfilled", "fulfilled"]);
+      for (const call of calls) {
+        expect((call as PromiseFulfilledResult<{ structuredContent?: unknown }>).value.structuredContent).toEqual({
+          kind: "user",
+          id: "alice",
+          role: null,
+        });
+      }
+      const after = tokensOf(provider);
+      expect(after.refresh_token).not.toBe(before.refresh_token);
+      expect(claimsOf(after.access_token)[GRANT_CLAIM]).toBe(claimsOf(before.access_token)[GRANT_CLAIM]);
+      // Signed in still: the refresh token the agent kept refreshes, and its access token acts.
       const client = await mcpClientOf(t, provider);
       try {
-        const before = tokensOf(provider);
-        // The access token has expired: each call is refused (401), and each refreshes with the one refresh token.
-        provider.saved = { ...provider.saved, access_token: "expired", token_type: "Bearer" };
-        const calls = await Promise.allSettled(
-          [1, 2, 3].map(() => client.callTool({ name: "whoami.get", arguments: {} })),
-        );
-        expect(calls.map((c) => c.status)).toEqual(["fulfilled", "fulfilled", "fulfilled"]);
-        for (const call of calls) {
-          expect((call as PromiseFulfilledResult<{ structuredContent?: unknown }>).value.structuredContent).toEqual({
-            kind: "user",
-            id: "alice",
-            role: null,
-          });
-        }
-        const after = tokensOf(provider);
-        expect(after.refresh_token).not.toBe(before.refresh_token);
-        expect(claimsOf(after.access_token)[GRANT_CLAIM]).toBe(claimsOf(before.access_token)[GRANT_CLAIM]);
-        // Signed in still: the refresh token the agent kept refreshes, and its access token acts.
         provider.saved = { ...provider.saved, access_token: "expired", token_type: "Bearer" };
         expect(await auth(provider, { serverUrl: `${t.url}/mcp` })).toBe("AUTHORIZED");
         const result = (await client.callTool({ name: "whoami.get", arguments: {} })) as {

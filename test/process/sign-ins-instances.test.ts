@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { auth } from "@modelcontextprotocol/sdk/client/auth.js";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { GRANT_CLAIM } from "../../src/auth/sign-ins.ts";
 import { addUser } from "../../src/auth/users.ts";
 import { type RunningServer, startServer } from "../../src/main.ts";
@@ -9,7 +7,7 @@ import { openStore } from "../../src/store/open.ts";
 import type { Store } from "../../src/store/store.ts";
 import { dialects } from "../support/databases.ts";
 import { freePort, haproxyPath, type LoadBalancer, startHaproxy } from "../support/haproxy.ts";
-import { type MemoryClientProvider, signedInClient } from "../support/oauth-client.ts";
+import { callsAtOnceAfterExpiry, type MemoryClientProvider, signedInClient } from "../support/oauth-client.ts";
 import { eventually, fixture, startTestServer, type TestServer } from "../support/server.ts";
 
 /**
@@ -63,17 +61,8 @@ describe.skipIf(!pg || !haproxyPath)("sign-ins across two instances (postgres, H
 
   test("an agent's parallel calls refresh on both instances at once, and it stays signed in; a revocation on one is refused by the other", async () => {
     const provider = await signedInClient(lb.url, "alice", PASSWORD);
-    const client = new Client({ name: "agent", version: "1.0.0" });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${lb.url}/mcp`), { authProvider: provider }));
-    try {
-      provider.saved = { ...provider.saved, access_token: "expired", token_type: "Bearer" };
-      const calls = await Promise.allSettled(
-        [1, 2, 3, 4].map(() => client.callTool({ name: "whoami.get", arguments: {} })),
-      );
-      expect(calls.map((c) => c.status)).toEqual(["fulfilled", "fulfilled", "fulfilled", "fulfilled"]);
-    } finally {
-      await client.close();
-    }
+    const calls = await callsAtOnceAfterExpiry(`${lb.url}/mcp`, provider, 4);
+    expect(calls.map((c) => c.status)).toEqual(["fulfilled", "fulfilled", "fulfilled", "fulfilled"]);
 
     // One refresh token sent to each instance at once: both answer a pair of the same grant.
     const { refresh_token } = tokensOf(provider);

@@ -173,6 +173,29 @@ export async function signedInClient(url: string, user: string, password: string
  * A sign-in of `user` as the built-in authority stores it (a grant), for tests that mint its access
  * tokens themselves: a token is taken while the grant it names (GRANT_CLAIM) stands.
  */
+/**
+ * An agent's calls sent at once after its access token expired, each over a session of its own, all with
+ * the agent's one refresh token (`provider`): every call is refused (401) and refreshes. One session each
+ * because the MCP SDK's transport keeps a single "authorized, then refused" breaker for all its requests: a
+ * 401 answered to a request sent before another's refresh finished trips it, and that call fails in the
+ * client whatever the server does. Answers each call's outcome, in order.
+ */
+export async function callsAtOnceAfterExpiry(mcpUrl: string, provider: MemoryClientProvider, calls: number) {
+  const clients = await Promise.all(
+    Array.from({ length: calls }, async () => {
+      const client = new Client({ name: "agent", version: "1.0.0" });
+      await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: provider }));
+      return client;
+    }),
+  );
+  try {
+    provider.saved = { ...(provider.saved as OAuthTokens), access_token: "expired", token_type: "Bearer" };
+    return await Promise.allSettled(clients.map((client) => client.callTool({ name: "whoami.get", arguments: {} })));
+  } finally {
+    await Promise.all(clients.map((client) => client.close()));
+  }
+}
+
 export async function storeGrant(store: Store, user: string, id = `grant-${crypto.randomUUID()}`): Promise<string> {
   await store.oauth.upsert({
     model: "Grant",
