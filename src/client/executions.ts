@@ -89,6 +89,15 @@ export function executionsResource(transport: Transport, live: LiveSession) {
       } = {},
       o: { signal?: AbortSignal | undefined } = {},
     ) => retried<Page<Execution>>(transport, "GET", `/executions${searchOf(filter)}`, undefined, o.signal),
+    /** The caller's execution made with this request id (`GET /executions/requests/{requestId}`). */
+    byRequest: (requestId: string, o: { signal?: AbortSignal | undefined } = {}) =>
+      retried<Execution>(
+        transport,
+        "GET",
+        `/executions/requests/${encodeURIComponent(requestId)}`,
+        undefined,
+        o.signal,
+      ),
     result,
     /** The lines the execution logged; `nextCursor` stays non-null while it runs. */
     logs: (

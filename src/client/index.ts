@@ -1,4 +1,4 @@
-import type { EnvironmentStats } from "../wire/views.ts";
+import type { EnvironmentStats, StatsSeries } from "../wire/views.ts";
 import { actionCalls, contractsResource, describer, invoker } from "./actions.ts";
 import type { ActuateError } from "./errors.ts";
 import { executionsResource } from "./executions.ts";
@@ -31,6 +31,8 @@ export type {
   RunStep,
   RunSummary,
   SignIn,
+  StatsBucket,
+  StatsSeries,
   StoredFile,
   Upload,
 } from "../wire/views.ts";
@@ -105,6 +107,9 @@ export function createClient<Release extends ReleaseTypes = AnyRelease>(options:
     runs: runsResource(transport, live),
     /** An overview of the environment over `window` (`15m`, `1h`, at most `24h`; service keys only). */
     stats: (window = "1h") => retried<EnvironmentStats>(transport, "GET", `/stats${searchOf({ window })}`),
+    /** Executions over time in `step` buckets (`GET /stats/series`; service keys only), of one action if named. */
+    statsSeries: (query: { window?: string; step?: string; action?: string } = {}) =>
+      retried<StatsSeries>(transport, "GET", `/stats/series${searchOf(query)}`),
     /** The apps signed in as the caller through the built-in sign-in (a service key: one `user`'s, or everyone's). */
     signIns: signInsResource(transport),
     files: filesResource(transport),

@@ -99,7 +99,7 @@ function ActionDetail(props: { client: ActuateClient; name: string; from?: strin
           <ShortId id={c.contractHash} label="contract hash" />
         </dd>
       </dl>
-      <ActionCharts action={c.name} />
+      <ActionCharts client={props.client} action={c.name} />
       <h3>Run it</h3>
       {again && (
         <p role="status">

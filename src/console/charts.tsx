@@ -3,21 +3,10 @@
 import "uplot/dist/uPlot.min.css";
 import { useEffect, useRef, useState } from "preact/hooks";
 import type uPlot from "uplot";
-import { ActuateError } from "../client/index.ts";
+import { type ActuateClient, ActuateError, type StatsSeries } from "../client/index.ts";
+import { EXECUTION_STATUSES, type ExecutionStatus } from "../wire/statuses.ts";
 import { LoadFailure } from "./alert.tsx";
-import {
-  EXECUTION_STATUSES,
-  type ExecutionStatus,
-  failurePercentOf,
-  type Series,
-  SPANS,
-  type Span,
-  secondsOf,
-  stackedOf,
-  totalOf,
-  totalsOf,
-} from "./series.ts";
-import { readSeries } from "./series-api.ts";
+import { failurePercentOf, SPANS, type Span, secondsOf, seriesQuery, stackedOf, totalOf, totalsOf } from "./series.ts";
 import { usePoll } from "./use-poll.ts";
 
 // Read again as often as a bucket of the span fills: sooner would redraw the same points.
@@ -27,23 +16,23 @@ const HEIGHT = 180;
 const UPLOT: string = "/chunk-uplot1632.js";
 
 /** The series, or null for a caller `/stats/series` refuses (a user): the charts are then not shown. */
-const seriesOrNull = async (span: Span, action?: string) => {
+const seriesOrNull = async (client: ActuateClient, span: Span, action?: string) => {
   try {
-    return await readSeries(span, action);
+    return await client.statsSeries(seriesQuery(span, action));
   } catch (error) {
     if (error instanceof ActuateError && error.code === "access_denied") return null;
     throw error;
   }
 };
 
-function useSeries(span: Span, action?: string) {
-  return usePoll(() => seriesOrNull(span, action), [span, action], EVERY_MS[span]);
+function useSeries(client: ActuateClient, span: Span, action?: string) {
+  return usePoll(() => seriesOrNull(client, span, action), [client, span, action], EVERY_MS[span]);
 }
 
 /** The overview's charts: executions by status (stacked) and the failure rate, over an hour or a day. */
-export function OverviewCharts() {
+export function OverviewCharts(props: { client: ActuateClient }) {
   const [span, setSpan] = useState<Span>("1h");
-  const series = useSeries(span);
+  const series = useSeries(props.client, span);
   if (series.data === null && !series.error) return null;
   const data = series.data;
   return (
@@ -69,9 +58,9 @@ export function OverviewCharts() {
 }
 
 /** An action's charts: p50/p95 duration and throughput. */
-export function ActionCharts(props: { action: string }) {
+export function ActionCharts(props: { client: ActuateClient; action: string }) {
   const [span, setSpan] = useState<Span>("1h");
-  const series = useSeries(span, props.action);
+  const series = useSeries(props.client, span, props.action);
   if (series.data === null && !series.error) return null;
   const data = series.data;
   const x = data ? secondsOf(data) : [];
@@ -128,7 +117,7 @@ function SpanToggle(props: { span: Span; onChange: (span: Span) => void }) {
   );
 }
 
-function StackedExecutions(props: { series: Series; span: Span }) {
+function StackedExecutions(props: { series: StatsSeries; span: Span }) {
   const layers = stackedOf(props.series);
   const totals = totalsOf(props.series);
   const attributes = Object.fromEntries(EXECUTION_STATUSES.map((s) => [`data-total-${s}`, String(totals[s])]));
@@ -202,7 +191,7 @@ function Chart(props: {
 }
 
 /** The numbers each chart was drawn from, for screen readers and anyone who wants them exact. */
-function SeriesTable(props: { series: Series; caption: string; durations?: boolean }) {
+function SeriesTable(props: { series: StatsSeries; caption: string; durations?: boolean }) {
   const time = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
   return (
     <details class="series-numbers">

@@ -1,6 +1,7 @@
 /** @jsxImportSource preact */
 
 import type { ActuateClient } from "../client/index.ts";
+import { EXECUTION_STATUSES } from "../wire/statuses.ts";
 import { LoadFailure } from "./alert.tsx";
 import { ExecutionDetail } from "./execution-detail.tsx";
 import { durationOf } from "./format.ts";
@@ -9,8 +10,6 @@ import { ScrollBox } from "./scroll-box.tsx";
 import { EmptyState, LoadingState, ShortId, StatusBadge, When } from "./ui.tsx";
 import { useLiveList } from "./use-live-list.ts";
 import { usePoll } from "./use-poll.ts";
-
-const STATUSES = ["queued", "running", "succeeded", "failed", "canceled"];
 
 /** `byCaller`: the caller filter is offered (service keys; a user sending it is refused). */
 export function ExecutionsPage(props: {
@@ -140,7 +139,7 @@ function FilterForm(props: { filters: ExecutionFilters; actionNames: string[]; b
         <label for="filter-status">Status</label>
         <select id="filter-status" name="status" defaultValue={filters.status ?? ""}>
           <option value="">any</option>
-          {STATUSES.map((s) => (
+          {EXECUTION_STATUSES.map((s) => (
             // `selected`: a select's defaultValue is set before its options exist, so it would show "any".
             <option key={s} value={s} selected={filters.status === s}>
               {s}

@@ -8,6 +8,7 @@ import {
   type PublishedRelease,
   type RunSummary,
 } from "../client/index.ts";
+import { EXECUTION_STATUSES } from "../wire/statuses.ts";
 import { LoadFailure } from "./alert.tsx";
 import { OverviewCharts } from "./charts.tsx";
 import { duration, spanMs } from "./format.ts";
@@ -20,7 +21,6 @@ import { usePoll } from "./use-poll.ts";
 const EVERY_MS = 5_000;
 const WINDOW = "1h";
 const WINDOW_MS = 3_600_000;
-const EXECUTION_STATUSES: Execution["status"][] = ["queued", "running", "succeeded", "failed", "canceled"];
 const IN_PROGRESS = ["running", "sleeping", "queued"] as const;
 const IN_PROGRESS_SHOWN = 10;
 // A user's figures are counted from one page of their own executions: bounded, and said so when more.
@@ -79,7 +79,7 @@ export function OverviewPage(props: { client: ActuateClient }) {
           <RunsInProgress runs={data.inProgress} counts={data.kind === "environment" ? data.stats.activeRuns : null} />
         </div>
       )}
-      <OverviewCharts />
+      <OverviewCharts client={props.client} />
     </main>
   );
 }

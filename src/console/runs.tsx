@@ -2,6 +2,7 @@
 
 import { useState } from "preact/hooks";
 import type { ActuateClient, Run, RunStatus, RunStep } from "../client/index.ts";
+import { RUN_STATUSES } from "../wire/statuses.ts";
 import { LoadFailure } from "./alert.tsx";
 import { duration, spanMs, when } from "./format.ts";
 import { hrefOf, type RunFilters } from "./route.ts";
@@ -15,7 +16,6 @@ import { usePoll } from "./use-poll.ts";
 // and status, not its steps' rows, so the timeline reads `GET /runs/{id}` again (one read per second
 // while the run has not ended; none after).
 const RUN_EVERY_MS = 1_000;
-const STATUSES: RunStatus[] = ["queued", "running", "sleeping", "succeeded", "failed", "canceled"];
 
 const runEnded = (run: { finishedAt: string | null }) => run.finishedAt !== null;
 
@@ -55,7 +55,7 @@ function RunList(props: { client: ActuateClient; filters: RunFilters }) {
         <label for="filter-run-status">Status</label>
         <select id="filter-run-status" value={status} onChange={(e) => filter({ status: e.currentTarget.value })}>
           <option value="">any</option>
-          {STATUSES.map((s) => (
+          {RUN_STATUSES.map((s) => (
             <option key={s} value={s}>
               {s}
             </option>

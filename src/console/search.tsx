@@ -5,7 +5,6 @@ import type { ActuateClient } from "../client/index.ts";
 import { useSlashFocuses } from "./keyboard.ts";
 import { hrefOf } from "./route.ts";
 import { classify, matchingNames } from "./search-query.ts";
-import { executionByRequest } from "./series-api.ts";
 
 interface Found {
   kind: "execution" | "run" | "request" | "action" | "file" | "caller";
@@ -114,7 +113,7 @@ async function findAll(client: ActuateClient, query: ReturnType<typeof classify>
     const [execution, run, request] = await Promise.all([
       quiet(client.executions.get(query.id)),
       quiet(client.runs.get(query.id)),
-      quiet(executionByRequest(query.id)),
+      quiet(client.executions.byRequest(query.id)),
     ]);
     const found: Found[] = [];
     if (execution)

@@ -47,6 +47,22 @@ describe("actuate/client against a real server", () => {
     expect(await anonymous.actions["test.echo"]({ text: "x" }).catch((e) => e.code)).toBe("unauthorized");
   });
 
+  test("executions.byRequest finds the caller's execution by its request id; statsSeries counts it in its bucket", async () => {
+    const client = createClient<Basic>({ url: t.url, token: t.serviceKey });
+    const requestId = crypto.randomUUID();
+    const { execution } = await client.invoke("test.echo", { text: "by request" }, { requestId });
+    expect((await client.executions.byRequest(requestId)).id).toBe(execution.id);
+    expect(await client.executions.byRequest(crypto.randomUUID()).catch((e) => e.status)).toBe(404);
+
+    const series = await client.statsSeries({ window: "5m", step: "1m", action: "test.echo" });
+    expect(series.action).toBe("test.echo");
+    const at = Date.parse(execution.createdAt);
+    const bucket = series.buckets.find((b) => Date.parse(b.at) <= at && at < Date.parse(b.at) + series.stepMs);
+    expect(bucket?.executions.succeeded).toBeGreaterThanOrEqual(1);
+    const user = createClient<Basic>({ url: t.url, token: await t.userToken("ana") });
+    expect(await user.statsSeries().catch((e) => e.code)).toBe("access_denied");
+  });
+
   test("a token function is asked for each request", async () => {
     let asked = 0;
     const client = createClient<Basic>({

@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import type { RunStep } from "../../src/client/index.ts";
-import { failurePercentOf, type Series, seriesPath, stackedOf, totalsOf } from "../../src/console/series.ts";
+import type { RunStep, StatsSeries } from "../../src/client/index.ts";
+import { failurePercentOf, seriesQuery, stackedOf, totalsOf } from "../../src/console/series.ts";
 import { timelineOf } from "../../src/console/timeline-layout.ts";
 
 const none = { queued: 0, running: 0, succeeded: 0, failed: 0, canceled: 0 };
-const series: Series = {
+const series: StatsSeries = {
   window: { since: "2026-11-29T10:00:00.000Z", until: "2026-11-29T10:02:00.000Z" },
   stepMs: 60_000,
   action: null,
@@ -20,9 +20,9 @@ const series: Series = {
 };
 
 describe("the console's charts, from /stats/series", () => {
-  test("the path asks for the span's window and step, and the action when given", () => {
-    expect(seriesPath("1h")).toBe("/stats/series?window=1h&step=1m");
-    expect(seriesPath("24h", "todos.add")).toBe("/stats/series?window=24h&step=15m&action=todos.add");
+  test("a span asks for its window and step, and the action when given", () => {
+    expect(seriesQuery("1h")).toEqual({ window: "1h", step: "1m" });
+    expect(seriesQuery("24h", "todos.add")).toEqual({ window: "24h", step: "15m", action: "todos.add" });
   });
 
   test("layers stack in status order, drawn top first; totals are each status's sum", () => {
