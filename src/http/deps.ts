@@ -9,7 +9,3 @@ export interface HttpDeps {
   publicUrl: () => string;
   log: Log;
 }
-
-export const executionUrl = (publicUrl: string, id: string) => `${publicUrl}/executions/${id}`;
-
-export const runUrl = (publicUrl: string, id: string) => `${publicUrl}/runs/${id}`;

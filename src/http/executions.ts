@@ -3,7 +3,6 @@ import { Elysia } from "elysia";
 import { executionNotFound, invalidRequest } from "../engine/errors.ts";
 import { toLogLineView } from "../engine/execution-log.ts";
 import {
-  EXECUTION_STATUSES,
   type Execution,
   type ExecutionStatus,
   type ExecutionView,
@@ -11,13 +10,15 @@ import {
   toExecutionView,
   withInstance,
 } from "../engine/executions.ts";
+import { executionListFilter } from "../engine/list-filters.ts";
 import type { FileService } from "../files/service.ts";
 import { PublicError } from "../lib/errors.ts";
 import { uuidOrNull } from "../lib/ids.ts";
 import type { Principal } from "../sdk/index.ts";
+import { executionUrl } from "../wire/urls.ts";
 import type { Upload } from "../wire/views.ts";
 import { authenticated } from "./auth.ts";
-import { executionUrl, type HttpDeps } from "./deps.ts";
+import type { HttpDeps } from "./deps.ts";
 import { InstantParam, instantMs } from "./instants.ts";
 import { holdingConnection } from "./long-wait.ts";
 import { decodeSeqCursor, encodeSeqCursor, nextCursor, pageParams, pageRequest } from "./paging.ts";
@@ -27,12 +28,9 @@ const ListQuery = queryString(
   Type.Object(
     {
       ...pageParams,
-      action: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_.-]{1,200}$" })),
-      status: Type.Optional(Type.Union(EXECUTION_STATUSES.map((s) => Type.Literal(s)))),
+      ...executionListFilter,
       since: Type.Optional(InstantParam),
       until: Type.Optional(InstantParam),
-      /** `<kind>:<id>`, service keys only: one caller's executions. */
-      caller: Type.Optional(Type.String({ pattern: "^(user|service):[^\\u0000-\\u001f]{1,256}$" })),
     },
     { additionalProperties: false },
   ),

@@ -1,10 +1,12 @@
 import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import { runNotFound } from "../engine/errors.ts";
-import { RUN_STATUSES, type RunStatus, toRunListItem, toRunView, withLease } from "../engine/workflows/view.ts";
+import { runListFilter } from "../engine/list-filters.ts";
+import { type RunStatus, toRunListItem, toRunView, withLease } from "../engine/workflows/view.ts";
 import { uuidOrNull } from "../lib/ids.ts";
+import { runUrl } from "../wire/urls.ts";
 import { authenticated } from "./auth.ts";
-import { type HttpDeps, runUrl } from "./deps.ts";
+import type { HttpDeps } from "./deps.ts";
 import { nextCursor, pageParams, pageRequest } from "./paging.ts";
 import { queryString } from "./query-string.ts";
 
@@ -19,8 +21,7 @@ const ListQuery = queryString(
   Type.Object(
     {
       ...pageParams,
-      workflow: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_.-]{1,200}$" })),
-      status: Type.Optional(Type.Union(RUN_STATUSES.map((s) => Type.Literal(s)))),
+      ...runListFilter,
     },
     { additionalProperties: false },
   ),

@@ -1,9 +1,13 @@
-import { canSee, EXECUTION_STATUSES, toExecutionSummary, withInstance } from "../engine/executions.ts";
+import { type TObject, Type } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+import { canSee, toExecutionSummary, withInstance } from "../engine/executions.ts";
 import type { ListChanges } from "../engine/list-feed.ts";
-import { RUN_STATUSES, toRunListItem } from "../engine/workflows/view.ts";
+import { executionListFilter, runListFilter } from "../engine/list-filters.ts";
+import { toRunListItem } from "../engine/workflows/view.ts";
 import { PublicError } from "../lib/errors.ts";
 import { isObject } from "../lib/values.ts";
 import type { Principal } from "../sdk/index.ts";
+import { executionUrl, runUrl } from "../wire/urls.ts";
 
 /** Which list a live list follows: `subscribe-executions` or `subscribe-runs`. */
 export type ListKind = "executions" | "runs";
@@ -11,39 +15,28 @@ export type ListKind = "executions" | "runs";
 /** A live list's filter: the fields `GET /executions` (action, status, caller) or `GET /runs` (workflow, status) take. */
 export type ListFilter = Record<string, string>;
 
-const NAME = /^[A-Za-z0-9_.-]{1,200}$/;
-/** `<kind>:<id>` as `GET /executions` checks `caller`: an id of 1 to 256 characters, none a control character. */
-const isCaller = (value: string) => {
-  const id = value.replace(/^(user|service):/, "");
-  return id !== value && id.length >= 1 && id.length <= 256 && ![...id].some((c) => c.charCodeAt(0) < 0x20);
-};
-
-const FIELDS: Record<ListKind, Record<string, (value: string) => boolean>> = {
-  executions: {
-    action: (v) => NAME.test(v),
-    status: (v) => (EXECUTION_STATUSES as readonly string[]).includes(v),
-    caller: isCaller,
-  },
-  runs: {
-    workflow: (v) => NAME.test(v),
-    status: (v) => (RUN_STATUSES as readonly string[]).includes(v),
-  },
+const FILTERS: Record<ListKind, TObject> = {
+  executions: Type.Object(executionListFilter, { additionalProperties: false }),
+  runs: Type.Object(runListFilter, { additionalProperties: false }),
 };
 
 const refused = (message: string) => new PublicError("invalid_request", message);
 
-/** The filter of a subscribe message, checked as the list endpoint checks its query; throws a PublicError. */
+/** The filter of a subscribe message, checked by the rules the list endpoint's query is (engine/list-filters.ts). */
 export function listFilterOf(kind: ListKind, principal: Principal, filter: unknown): ListFilter {
   if (filter === undefined || filter === null) return {};
   if (!isObject(filter)) throw refused("filter must be an object");
-  const checked: ListFilter = {};
-  for (const [name, value] of Object.entries(filter)) {
-    const valid = FIELDS[kind][name];
-    if (!valid)
-      throw refused(`filter: unknown field ${JSON.stringify(name)} (${Object.keys(FIELDS[kind]).join(", ")})`);
-    if (typeof value !== "string" || !valid(value)) throw refused(`filter.${name}: not a valid value`);
-    checked[name] = value;
+  const schema = FILTERS[kind];
+  const [issue] = Value.Errors(schema, filter);
+  if (issue) {
+    const field = issue.path.slice(1);
+    throw refused(
+      field in schema.properties
+        ? `filter.${field}: ${issue.message}`
+        : `filter: unknown field ${JSON.stringify(field)} (${Object.keys(schema.properties).join(", ")})`,
+    );
   }
+  const checked = filter as ListFilter;
   if (checked.caller !== undefined && principal.kind !== "service") {
     throw new PublicError("access_denied", "only a service key may list another caller's executions");
   }
@@ -74,13 +67,13 @@ export function listItems(
     return changes.runs
       .filter((run) => keep(run) && (filter.workflow === undefined || filter.workflow === run.workflow))
       .sort((a, b) => (a.id < b.id ? 1 : -1))
-      .map((run) => ({ ...toRunListItem(run), statusUrl: `${publicUrl}/runs/${run.id}` }));
+      .map((run) => ({ ...toRunListItem(run), statusUrl: runUrl(publicUrl, run.id) }));
   }
   return changes.executions
     .filter((row) => keep(row) && (filter.action === undefined || filter.action === row.action))
     .sort((a, b) => (a.id < b.id ? 1 : -1))
     .map((row) => ({
       ...withInstance(toExecutionSummary(row, changes.uploads.get(row.id)), row, principal),
-      statusUrl: `${publicUrl}/executions/${row.id}`,
+      statusUrl: executionUrl(publicUrl, row.id),
     }));
 }

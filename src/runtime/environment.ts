@@ -13,7 +13,6 @@ import { EnvironmentVariables } from "../engine/variables.ts";
 import type { WorkflowDriver } from "../engine/workflows/worker.ts";
 import { fileServiceOf } from "../files/service.ts";
 import type { Storage } from "../files/storage.ts";
-import { executionUrl, runUrl } from "../http/deps.ts";
 import { isLoopbackHost } from "../lib/loopback.ts";
 import { SessionHub } from "../live/session.ts";
 import type { McpEndpoint } from "../mcp/server.ts";
@@ -23,6 +22,7 @@ import type { Telemetry } from "../observe/telemetry.ts";
 import { ReleaseRegistry } from "../release/registry.ts";
 import type { Store } from "../store/store.ts";
 import type { Sealer } from "../variables/sealing.ts";
+import { executionUrl, runUrl } from "../wire/urls.ts";
 
 export const packageVersion = packageJson.version;
 export const ANONYMOUS = { kind: "user", id: "anonymous" } as const;
