@@ -120,6 +120,8 @@ export class SessionHub {
   private readonly tokenChecks: LoopFailures;
   /** Hearing the engine's list changes: only while some socket holds a live list. */
   private stopLists: (() => void) | null = null;
+  /** Live lists held by all sockets together. */
+  private listsHeld = 0;
 
   constructor(
     private readonly $: HubDeps,
@@ -169,8 +171,8 @@ export class SessionHub {
     }
     for (const stop of session.streams.values()) stop();
     this.sessions.delete(session);
-    // Only a socket that held lists can change whether any is held (closeAll closes thousands at once).
     if (session.lists.size > 0) {
+      this.listsHeld -= session.lists.size;
       session.lists.clear();
       this.listsChanged();
     }
@@ -421,6 +423,7 @@ export class SessionHub {
     }
     const filter = listFilterOf(kind, session.principal as Principal, message.filter);
     session.lists.set(id, { kind, filter });
+    this.listsHeld += 1;
     this.listsChanged();
     this.send(session, {
       op: `subscribe-${kind}-ok`,
@@ -434,7 +437,7 @@ export class SessionHub {
     const id = message["subscription-id"];
     const executionId = message["execution-id"];
     if (typeof id === "string") {
-      session.lists.delete(id);
+      if (session.lists.delete(id)) this.listsHeld -= 1;
       this.listsChanged();
     } else if (typeof executionId === "string") {
       session.streams.get(executionId.toLowerCase())?.();
@@ -451,7 +454,7 @@ export class SessionHub {
 
   /** Hears the engine's list changes while some socket holds a live list, and stops when none does (no work for nobody). */
   private listsChanged() {
-    const wanted = !this.stopped && [...this.sessions].some((session) => session.lists.size > 0);
+    const wanted = !this.stopped && this.listsHeld > 0;
     if (wanted && !this.stopLists) this.stopLists = this.$.engine.lists.subscribe((changes) => this.pushLists(changes));
     if (!wanted && this.stopLists) {
       this.stopLists();
