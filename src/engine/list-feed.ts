@@ -141,15 +141,13 @@ export class ListFeed {
     const given = new Map(this.changed);
     this.changed.clear();
     const executions = new Map<string, ExecutionListRow>();
-    let reads = 0;
+    const toRead: string[] = [];
     for (const [id, row] of given) {
       if (row) executions.set(id, listed(row));
-      else if (reads++ < ROWS_PER_READ) {
-        // Of every environment on PostgreSQL: another's id reads nothing here.
-        const read = await store.executions.get(id);
-        if (read) executions.set(id, listed(read));
-      }
+      else if (toRead.length < ROWS_PER_READ) toRead.push(id);
     }
+    // One read for the lot. Of every environment on PostgreSQL: another's ids read nothing here.
+    for (const read of await store.executions.getMany(toRead)) executions.set(read.id, listed(read));
     // Heard after the feed began listening: new to every listener, seeded or not.
     await this.announce(executions, await this.runsOf(executions, new Map()), null);
   }

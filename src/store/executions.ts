@@ -67,6 +67,8 @@ export interface ExecutionStore {
    */
   claimToRun(row: ExecutionRow): Promise<{ row: ExecutionRow; created: boolean; committed: Promise<void> }>;
   get(id: string): Promise<ExecutionRow | null>;
+  /** Those of these ids that are this environment's executions, in no particular order. */
+  getMany(ids: string[]): Promise<ExecutionRow[]>;
   findByRequest(principal: { kind: PrincipalKind; id: string }, requestId: string): Promise<ExecutionRow | null>;
   /** Newest first. */
   list(filter: ExecutionFilter): Promise<ExecutionListRow[]>;

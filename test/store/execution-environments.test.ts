@@ -72,6 +72,10 @@ for (const dialect of dialects) {
       expect(await one.executions.get(second.id)).toBeNull();
       expect(await two.executions.get(first.id)).toBeNull();
       expect(await one.executions.get(first.id)).toEqual(first);
+      // Read together: each environment's own of the ids named, an unknown id nothing.
+      expect(await one.executions.getMany([first.id, second.id, crypto.randomUUID()])).toEqual([first]);
+      expect(await two.executions.getMany([first.id, second.id])).toEqual([second]);
+      expect(await one.executions.getMany([])).toEqual([]);
       // A replay in each environment answers its own execution.
       expect(await two.executions.claim(row({ requestId }))).toEqual({ row: second, created: false });
       expect(await one.executions.claim(row({ requestId }))).toEqual({ row: first, created: false });

@@ -70,6 +70,8 @@ const COLUMNS = selectList(executions, "e", ["environment", ...STORED_SIZES]);
 
 const BY_ID = `select ${COLUMNS} from executions e where e.id = $1 and e.environment = $2`;
 
+const BY_IDS = `select ${COLUMNS} from executions e where e.id = any($1::text[]) and e.environment = $2`;
+
 const BY_REQUEST = `select ${COLUMNS} from executions e
   where e.environment = $1 and e.principal_kind = $2 and e.principal_id = $3 and e.request_id = $4`;
 
@@ -160,6 +162,12 @@ export class PgExecutionWriter {
   async get(environment: number, id: string): Promise<ExecutionRow | null> {
     const [raw] = await this.client.unsafe<RawRow[]>(BY_ID, [id, environment], PREPARED);
     return raw ? parseRow(raw) : null;
+  }
+
+  async getMany(environment: number, ids: string[]): Promise<ExecutionRow[]> {
+    if (ids.length === 0) return [];
+    const raws = await this.client.unsafe<RawRow[]>(BY_IDS, [ids, environment] as never[], PREPARED);
+    return raws.map(parseRow);
   }
 
   async findByRequest(environment: number, principal: { kind: PrincipalKind; id: string }, requestId: string) {
@@ -418,6 +426,10 @@ export class PgExecutionStore implements ExecutionStore {
 
   get(id: string) {
     return this.writer.get(this.environment, id);
+  }
+
+  getMany(ids: string[]) {
+    return this.writer.getMany(this.environment, ids);
   }
 
   findByRequest(principal: { kind: PrincipalKind; id: string }, requestId: string) {

@@ -392,6 +392,11 @@ export class SqliteExecutionStore implements ExecutionStore {
     return this.writer.get(this.environment, id);
   }
 
+  /** One read each: a SQLite read by id is a call into the library, not a round trip. */
+  async getMany(ids: string[]): Promise<ExecutionRow[]> {
+    return ids.flatMap((id) => this.writer.get(this.environment, id) ?? []);
+  }
+
   async findByRequest(principal: { kind: PrincipalKind; id: string }, requestId: string) {
     return this.writer.findQueuedOrStored(this.environment, principal.kind, principal.id, requestId);
   }
