@@ -1,6 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import { invalidRequest } from "../engine/errors.ts";
+import { executionListFilter } from "../engine/list-filters.ts";
 import { defaultSeriesStepMs, MAX_SERIES_BUCKETS, MAX_STATS_WINDOW_MS, type StatsReader } from "../engine/stats.ts";
 import { authenticated } from "./auth.ts";
 import type { HttpDeps } from "./deps.ts";
@@ -8,20 +9,16 @@ import { queryString } from "./query-string.ts";
 
 const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000 } as const;
 const DURATION = "^[1-9][0-9]{0,5}[smh]$";
+const windowParam = Type.Optional(Type.String({ pattern: DURATION, description: "e.g. 15m, 1h, 24h" }));
 
-const StatsQuery = queryString(
-  Type.Object(
-    { window: Type.Optional(Type.String({ pattern: DURATION, description: "e.g. 15m, 1h, 24h" })) },
-    { additionalProperties: false },
-  ),
-);
+const StatsQuery = queryString(Type.Object({ window: windowParam }, { additionalProperties: false }));
 
 const SeriesQuery = queryString(
   Type.Object(
     {
-      window: Type.Optional(Type.String({ pattern: DURATION, description: "e.g. 15m, 1h, 24h" })),
+      window: windowParam,
       step: Type.Optional(Type.String({ pattern: DURATION, description: "e.g. 1m, 15m, 1h" })),
-      action: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_.-]{1,200}$" })),
+      action: executionListFilter.action,
     },
     { additionalProperties: false },
   ),
