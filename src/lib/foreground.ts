@@ -41,6 +41,16 @@ export class Foreground {
     const until = performance.now() + maxWaitMs;
     while (this.busy() && performance.now() < until) await Bun.sleep(pollMs);
   }
+
+  /**
+   * What background work on the serving thread does between two of its slices: a pause, so a request that
+   * arrived during the slice is read from its socket (one turn of the loop is not enough for that), then
+   * `quiet(maxWaitMs)`.
+   */
+  async giveWay(maxWaitMs: number, pauseMs = 1): Promise<void> {
+    await Bun.sleep(pauseMs);
+    await this.quiet(maxWaitMs);
+  }
 }
 
 /** The process's one gauge: the HTTP layer tells it each request, the store's background work reads it. */

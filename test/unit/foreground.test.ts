@@ -43,6 +43,18 @@ describe("Foreground: the requests background work on the serving thread waits f
     expect(gauge.busy()).toBe(true);
   });
 
+  test("giveWay() pauses, then waits for the request being answered", async () => {
+    const gauge = new Foreground(60_000);
+    const request = gauge.begin();
+    const order: string[] = [];
+    const waited = gauge.giveWay(60_000).then(() => order.push("gave way"));
+    await Bun.sleep(5);
+    order.push("end");
+    gauge.end(request);
+    await waited;
+    expect(order).toEqual(["end", "gave way"]);
+  });
+
   test("quiet() resolves at once when nothing is being answered", async () => {
     const gauge = new Foreground(60_000);
     let resolved = false;

@@ -101,10 +101,7 @@ async function copyInSlices(
       total += n;
       if (done) return total;
       msPerRow = (msPerRow + (performance.now() - started) / n) / 2;
-      // A pause, not one turn of the loop: a request that arrived during the slice is read from its
-      // socket before the next begins; then none begins while one is being answered.
-      await Bun.sleep(FORK_PAUSE_MS);
-      await foreground.quiet(FORK_MAX_WAIT_MS);
+      await foreground.giveWay(FORK_MAX_WAIT_MS, FORK_PAUSE_MS);
     }
   } finally {
     read.finalize();

@@ -95,8 +95,7 @@ export class SqliteSeriesReads implements SeriesReads {
     let held = performance.now();
     const handBack = async () => {
       if (performance.now() - held <= HOLD_MS) return;
-      await new Promise((resolve) => setImmediate(resolve));
-      await foreground.quiet(MAX_WAIT_MS);
+      await foreground.giveWay(MAX_WAIT_MS);
       held = performance.now();
     };
     for (let at = range.since; at < range.until; at += range.stepMs) {
