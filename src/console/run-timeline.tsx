@@ -1,6 +1,7 @@
 /** @jsxImportSource preact */
 
 import type { Run } from "../client/index.ts";
+import { duration } from "./format.ts";
 import { timelineOf } from "./timeline-layout.ts";
 
 const ROW = 22;
@@ -31,26 +32,17 @@ export function RunTimeline(props: { run: Run; now?: number }) {
                 {step.name.length > 18 ? `${step.name.slice(0, 17)}…` : step.name}
               </text>
               {step.busy && (
-                <rect
+                <Bar
                   class={`span-${step.status === "succeeded" || step.status === "failed" ? step.status : "running"}`}
-                  x={scale(step.busy.from)}
-                  y={y + 5}
-                  width={Math.max(3, scale(step.busy.to) - scale(step.busy.from))}
-                  height={ROW - 10}
-                >
-                  <title>{step.summary}</title>
-                </rect>
+                  span={step.busy}
+                  scale={scale}
+                  y={y}
+                  inset={5}
+                  title={step.summary}
+                />
               )}
               {step.wait && (
-                <rect
-                  class="span-wait"
-                  x={scale(step.wait.from)}
-                  y={y + 6}
-                  width={Math.max(3, scale(step.wait.to) - scale(step.wait.from))}
-                  height={ROW - 12}
-                >
-                  <title>{step.summary}</title>
-                </rect>
+                <Bar class="span-wait" span={step.wait} scale={scale} y={y} inset={6} title={step.summary} />
               )}
             </g>
           );
@@ -59,7 +51,7 @@ export function RunTimeline(props: { run: Run; now?: number }) {
           0
         </text>
         <text x={WIDTH - 4} y={height - 2} text-anchor="end">
-          {layout.totalMs < 1000 ? `${layout.totalMs} ms` : `${(layout.totalMs / 1000).toFixed(1)} s`}
+          {duration(layout.totalMs)}
         </text>
       </svg>
       {/* Hidden by its box: a table is never narrower than its cells, whatever its own width says. */}
@@ -83,5 +75,28 @@ export function RunTimeline(props: { run: Run; now?: number }) {
         </table>
       </div>
     </figure>
+  );
+}
+
+/** One bar of a step's row, from `span.from` to `span.to`, `inset` from the row's edges; at least 3 px wide. */
+function Bar(props: {
+  class: string;
+  span: { from: number; to: number };
+  scale: (ms: number) => number;
+  y: number;
+  inset: number;
+  title: string;
+}) {
+  const { span, scale } = props;
+  return (
+    <rect
+      class={props.class}
+      x={scale(span.from)}
+      y={props.y + props.inset}
+      width={Math.max(3, scale(span.to) - scale(span.from))}
+      height={ROW - 2 * props.inset}
+    >
+      <title>{props.title}</title>
+    </rect>
   );
 }

@@ -1,5 +1,6 @@
-// No preact and no DOM here: test/unit/console-timeline.test.ts runs it under Bun.
+// No preact and no DOM here: test/unit/console-series.test.ts runs it under Bun.
 import type { RunStep } from "../client/index.ts";
+import { duration } from "./format.ts";
 
 /** A step on the run's time axis: ms from the run's start. */
 export interface StepSpan {
@@ -20,8 +21,6 @@ export interface TimelineLayout {
   totalMs: number;
   steps: StepSpan[];
 }
-
-const seconds = (ms: number) => (ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`);
 
 export function timelineOf(run: { createdAt: string; finishedAt: string | null; steps: RunStep[] }, now: number) {
   const start = Date.parse(run.createdAt);
@@ -51,8 +50,8 @@ export function timelineOf(run: { createdAt: string; finishedAt: string | null; 
 function summaryOf(step: StepSpan): string {
   const parts = [`${step.name} (${step.kind}): ${step.status}`];
   if (step.kind === "step") parts.push(step.attempts === 1 ? "1 attempt" : `${step.attempts} attempts`);
-  if (step.busy) parts.push(`from ${seconds(step.busy.from)} to ${seconds(step.busy.to)}`);
-  if (step.wait) parts.push(`waits from ${seconds(step.wait.from)} to ${seconds(step.wait.to)}`);
+  if (step.busy) parts.push(`from ${duration(step.busy.from)} to ${duration(step.busy.to)}`);
+  if (step.wait) parts.push(`waits from ${duration(step.wait.from)} to ${duration(step.wait.to)}`);
   if (!step.busy && !step.wait) parts.push("not started");
   return parts.join(", ");
 }
