@@ -100,6 +100,27 @@ export function startProcess(options: {
   return handle;
 }
 
+/** `actuate start` from this checkout on a free loopback port, with `env` over the bench's launch settings. */
+export function startServerProcess(name: string, env: Record<string, string>): { url: string; proc: Proc } {
+  const port = freePort();
+  const proc = startProcess({
+    name,
+    cmd: ["bun", `${ROOT_DIR}/src/cli/main.ts`, "start"],
+    env: { ...LAUNCH_ENV, ...env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" },
+  });
+  return { url: `http://127.0.0.1:${port}`, proc };
+}
+
+/** `actuate release publish <dir>` from this checkout, with `env` (its database, its key); throws on failure. */
+export function publishWithCli(dir: string, env: Record<string, string>): void {
+  const published = Bun.spawnSync(["bun", `${ROOT_DIR}/src/cli/main.ts`, "release", "publish", dir], {
+    cwd: ROOT_DIR,
+    env: { ...process.env, ...env },
+    stderr: "pipe",
+  });
+  if (published.exitCode !== 0) throw new Error(`release publish failed:\n${published.stderr}`);
+}
+
 function readLog(path: string): string {
   try {
     return readFileSync(path, "utf8");

@@ -10,12 +10,11 @@
 import { LIST_POLL_MS } from "../src/engine/list-feed.ts";
 import {
   cleanup,
-  freePort,
   freshPgDatabase,
-  LAUNCH_ENV,
   percentile,
+  publishWithCli,
   ROOT_DIR,
-  startProcess,
+  startServerProcess,
   tempDir,
   waitHealthy,
 } from "./lib.ts";
@@ -71,16 +70,6 @@ async function subscriber(base: string) {
   };
 }
 
-function start(name: string, env: Record<string, string>) {
-  const port = freePort();
-  const proc = startProcess({
-    name,
-    cmd: ["bun", `${ROOT_DIR}/src/cli/main.ts`, "start"],
-    env: { ...LAUNCH_ENV, ...env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" },
-  });
-  return { url: `http://127.0.0.1:${port}`, proc };
-}
-
 async function invoke(base: string, input: Record<string, number>) {
   const response = await fetch(`${base}/actions/logs.paced/invoke`, {
     method: "POST",
@@ -102,14 +91,10 @@ async function measure(label: string, databaseUrl: string | null) {
   const shared: Record<string, string> = { SERVICE_KEYS: KEY, WAIT_MS: "100" };
   const dataDir = tempDir("actuate-bench-live-a-");
   if (databaseUrl) shared.DATABASE_URL = databaseUrl;
-  const published = Bun.spawnSync(["bun", `${ROOT_DIR}/src/cli/main.ts`, "release", "publish", FIXTURE], {
-    cwd: ROOT_DIR,
-    env: { ...process.env, ...shared, DATA_DIR: databaseUrl ? tempDir("actuate-bench-publish-") : dataDir },
-    stderr: "pipe",
-  });
-  if (published.exitCode !== 0) throw new Error(`release publish failed:\n${published.stderr}`);
-  const servers = [start(`${label}-a`, { ...shared, DATA_DIR: dataDir })];
-  if (databaseUrl) servers.push(start(`${label}-b`, { ...shared, DATA_DIR: tempDir("actuate-bench-live-b-") }));
+  publishWithCli(FIXTURE, { ...shared, DATA_DIR: databaseUrl ? tempDir("actuate-bench-publish-") : dataDir });
+  const servers = [startServerProcess(`${label}-a`, { ...shared, DATA_DIR: dataDir })];
+  if (databaseUrl)
+    servers.push(startServerProcess(`${label}-b`, { ...shared, DATA_DIR: tempDir("actuate-bench-live-b-") }));
   await Promise.all(servers.map((s) => waitHealthy(`${s.url}/healthz`, s.proc)));
   const [a] = servers as [(typeof servers)[number]];
   const subscribers = await Promise.all(servers.map((s) => subscriber(s.url)));

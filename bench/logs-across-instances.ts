@@ -12,13 +12,12 @@ import postgres from "postgres";
 import { APPEND_LINES, insertLogLines, logLinesJson } from "../src/store/pg/execution-logs.ts";
 import {
   cleanup,
-  freePort,
   freshPgDatabase,
-  LAUNCH_ENV,
   median,
   percentile,
+  publishWithCli,
   ROOT_DIR,
-  startProcess,
+  startServerProcess,
   tempDir,
   waitHealthy,
 } from "./lib.ts";
@@ -60,16 +59,6 @@ async function follow(base: string, id: string) {
   return { latencies, state, done: done.finally(() => socket.close()) };
 }
 
-function start(name: string, env: Record<string, string>) {
-  const port = freePort();
-  const proc = startProcess({
-    name,
-    cmd: ["bun", `${ROOT_DIR}/src/cli/main.ts`, "start"],
-    env: { ...LAUNCH_ENV, ...env, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" },
-  });
-  return { url: `http://127.0.0.1:${port}`, proc };
-}
-
 const summary = (values: number[]) => {
   const sorted = [...values].sort((x, y) => x - y);
   return `p50 ${percentile(sorted, 50)} ms, p99 ${percentile(sorted, 99)} ms, max ${sorted.at(-1)} ms (${sorted.length} lines)`;
@@ -78,14 +67,9 @@ const summary = (values: number[]) => {
 try {
   const databaseUrl = await freshPgDatabase("actuate_bench_logs");
   const shared = { DATABASE_URL: databaseUrl, SERVICE_KEYS: KEY, WAIT_MS: "100" };
-  const published = Bun.spawnSync(["bun", `${ROOT_DIR}/src/cli/main.ts`, "release", "publish", FIXTURE], {
-    cwd: ROOT_DIR,
-    env: { ...process.env, ...shared, DATA_DIR: tempDir("actuate-bench-publish-") },
-    stderr: "pipe",
-  });
-  if (published.exitCode !== 0) throw new Error(`release publish failed:\n${published.stderr}`);
-  const a = start("a", { ...shared, DATA_DIR: tempDir("actuate-bench-a-") });
-  const b = start("b", { ...shared, DATA_DIR: tempDir("actuate-bench-b-") });
+  publishWithCli(FIXTURE, { ...shared, DATA_DIR: tempDir("actuate-bench-publish-") });
+  const a = startServerProcess("a", { ...shared, DATA_DIR: tempDir("actuate-bench-a-") });
+  const b = startServerProcess("b", { ...shared, DATA_DIR: tempDir("actuate-bench-b-") });
   await Promise.all([waitHealthy(`${a.url}/healthz`, a.proc), waitHealthy(`${b.url}/healthz`, b.proc)]);
 
   const same: number[] = [];
