@@ -229,6 +229,7 @@ export class Engine {
       claimed.end();
     }
     if (!claim.created) return this.replay(claim.row, fingerprint, request, request.waitMs);
+    this.$.feed.created(claim.row, claim.committed);
 
     let input = request.input as Record<string, unknown>;
     let uploads: Upload[] | undefined;
@@ -299,6 +300,7 @@ export class Engine {
       if (starting) this.workflows.unreserve();
       return this.replay(admitted.execution, fingerprint, request);
     }
+    this.$.feed.created(admitted.execution);
     if (starting) this.workflows.launch(run, execution, request.trace);
     return { execution: admitted.execution, settled: false, replayed: false, runId: run.id };
   }

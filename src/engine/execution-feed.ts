@@ -62,6 +62,21 @@ export class ExecutionFeed implements ExecutionChanges {
     return this.listeners.has(executionId);
   }
 
+  /**
+   * A new execution of this process, told to the watchers once it is durable (`committed`): its followers
+   * hear its changes, the lists its birth. Nothing to do when nobody watches (the invoke path's case).
+   */
+  created(row: ExecutionRow, committed: Promise<void> = Promise.resolve()): void {
+    if (this.watchers.size === 0) return;
+    committed.then(
+      () => {
+        for (const watcher of this.watchers) watcher({ id: row.id, row });
+      },
+      // A claim that did not commit was answered as failed: there is nothing to tell.
+      () => {},
+    );
+  }
+
   /** Hears every execution whose status changed: the row when this process changed it, else its id alone. */
   watchAll(watcher: (change: ExecutionChange) => void): () => void {
     this.watchers.add(watcher);

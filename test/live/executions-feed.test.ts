@@ -83,6 +83,23 @@ for (const dialect of dialects) {
       expect(ended?.statusUrl).toBe(`${t.url}/executions/${id}`);
     });
 
+    test("a new execution of this process is told to the lists once stored, with its row, not left to their poll", async () => {
+      const heard: { id: string; status?: string }[] = [];
+      const stop = t.server.engine.feed.watchAll(({ id, row }) => heard.push({ id, status: row?.status }));
+      try {
+        const gate = crypto.randomUUID();
+        const answer = await t.invoke("test.count", gatedCount(gate));
+        const { id } = (await answer.json()).execution;
+        // Still running (the gate is shut): only the birth can have been told, and it came with its row.
+        await eventually(() => heard.some((change) => change.id === id));
+        expect(heard.filter((change) => change.id === id)).toEqual([{ id, status: "running" }]);
+        openGate(gate);
+        await eventually(() => heard.some((change) => change.id === id && change.status === "succeeded"));
+      } finally {
+        stop();
+      }
+    });
+
     test("a failed execution is pushed as failed; the filter keeps only what it names", async () => {
       const client = await signedIn(t.url, t.serviceKey, clients);
       await subscribe(client, "executions", "everything");
@@ -205,22 +222,20 @@ for (const dialect of dialects) {
     test("hands over each new execution the filter keeps until stopped; a refused filter calls onError", async () => {
       const client = createClient({ url: t.url, token: t.serviceKey });
       try {
-        const seen: { id: string; action: string }[] = [];
-        let arrived: (() => void) | null = null;
+        const seen: { id: string; action: string; status: string }[] = [];
         const stop = client.executions.subscribe({ action: "test.echo" }, (items) => {
-          seen.push(...(items as { id: string; action: string }[]));
-          arrived?.();
+          seen.push(...(items as { id: string; action: string; status: string }[]));
         });
         const refused = new Promise<ActuateError>((resolve) =>
           client.runs.subscribe({ status: "nope" as never }, () => {}, resolve),
         );
         expect(await refused).toMatchObject({ code: "invalid_request", status: 400 });
-        const here = new Promise<void>((resolve) => (arrived = resolve));
         await t.invoke("test.fail", { message: "left out" });
         const { output, execution } = (await client.invoke("test.echo", { text: "pushed" })) as Invocation<unknown>;
         expect(output).toEqual({ text: "pushed" });
-        await here;
-        expect(seen.map((item) => item.id)).toEqual([execution.id]);
+        // Each of its states as it reaches it (running, when stored, then succeeded); nothing of test.fail.
+        await eventually(() => seen.some((item) => item.status === "succeeded"));
+        expect(new Set(seen.map((item) => item.id))).toEqual(new Set([execution.id]));
         stop();
       } finally {
         client.close();
