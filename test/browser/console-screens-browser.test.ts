@@ -211,6 +211,30 @@ describe("the console's pages look as their committed screenshots (docs/console/
     await page.close();
   }, 30_000);
 
+  test("an id shown short copies the whole id; a relative time holds the exact instant", async () => {
+    const context = await browser.newContext({
+      viewport: DESKTOP,
+      permissions: ["clipboard-read", "clipboard-write"],
+    });
+    const page = await context.newPage();
+    await page.goto(`${t.url}/console#/executions`);
+    await page.getByLabel("Token or service key").fill(t.serviceKey);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    const row = page
+      .getByRole("table", { name: "Executions" })
+      .getByRole("row")
+      .filter({ has: page.locator(`[title="${executionId}"]`) });
+    expect(await row.locator("code.id").textContent()).toBe(executionId.slice(0, 8));
+    await row.getByRole("button", { name: `Copy Execution ${executionId}` }).click();
+    expect(await page.evaluate("navigator.clipboard.readText()")).toBe(executionId);
+    const created = (await (await t.fetch(`/executions/${executionId}`)).json()).createdAt as string;
+    const time = row.locator("time");
+    expect(await time.getAttribute("datetime")).toBe(created);
+    expect(await time.getAttribute("title")).toBe(new Date(created).toISOString());
+    expect(await time.textContent()).toMatch(/ago$|^now$/);
+    await context.close();
+  }, 30_000);
+
   test("the overview, dark", async () => {
     const page = await open("dark");
     await pages()[0]?.ready(page).waitFor();
