@@ -63,4 +63,26 @@ describe("the console's live executions list in Chromium", () => {
     expect(reads).toHaveLength(1);
     expect(errors).toEqual([]);
   }, 30_000);
+
+  test("the overview's figures move when an execution ends, before its poll is due", async () => {
+    const page = await browser.newPage();
+    // The page's timers run only as the test moves them: its 5 s poll cannot be what moves the figures.
+    await page.clock.install();
+    await page.goto(`${t.url}/console`);
+    await page.getByLabel("Token or service key").fill(t.serviceKey);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    const succeeded = page.getByTestId("count-succeeded").locator(".count");
+    await succeeded.waitFor();
+    const before = Number(await succeeded.textContent());
+    expect(Number.isInteger(before)).toBe(true);
+    await t.invoke("test.echo", { text: "counted" });
+    // The push arrives over the socket; the refresh it asks for waits at most a second of the page's clock.
+    // Real time for the socket, the page's clock moved 50 ms a step: at most 1.5 s of it, far from the 5 s poll.
+    for (let step = 0; step < 30 && Number(await succeeded.textContent()) === before; step++) {
+      await Bun.sleep(100);
+      await page.clock.runFor(50);
+    }
+    expect(Number(await succeeded.textContent())).toBe(before + 1);
+    await page.close();
+  }, 30_000);
 });
