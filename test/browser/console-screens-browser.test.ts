@@ -235,6 +235,26 @@ describe("the console's pages look as their committed screenshots (docs/console/
     await context.close();
   }, 30_000);
 
+  test("a list being read says so (role status), then shows its rows", async () => {
+    const page = await open("light");
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    // The list's read is held until the loading state has been seen.
+    await page.route(
+      (url) => url.pathname === "/executions",
+      async (route) => {
+        await held;
+        await route.continue();
+      },
+    );
+    await page.goto(`${t.url}/console#/executions`);
+    await page.getByRole("status").filter({ hasText: "Loading executions…" }).waitFor();
+    release();
+    await page.getByRole("table", { name: "Executions" }).getByRole("link").nth(4).waitFor();
+    expect(await page.getByText("Loading executions…").count()).toBe(0);
+    await page.close();
+  }, 30_000);
+
   test("the overview, dark", async () => {
     const page = await open("dark");
     await pages()[0]?.ready(page).waitFor();
