@@ -1,4 +1,5 @@
 import { uuidV7Floor } from "../lib/ids.ts";
+import { InTurn } from "../lib/in-turn.ts";
 import type { ExecutionListRow } from "../store/executions.ts";
 import type { ExecutionRow } from "../store/rows.ts";
 import type { RunListRow } from "../store/runs.ts";
@@ -75,6 +76,8 @@ export class ListFeed {
   private readonly sentRuns = new Map<string, Sent>();
   private readonly polls: Lane = { passing: false, again: false };
   private readonly changes: Lane = { passing: false, again: false };
+  /** The two lanes' batches go out in the order their states were noted as sent, whatever their uploads' reads. */
+  private readonly deliveries = new InTurn();
   private stopWatching: (() => void) | null = null;
   private timer: Timer | null = null;
   private seeded = false;
@@ -202,9 +205,12 @@ export class ListFeed {
         fresh(this.sentRuns, row.id, { state: runState(row), progress: row.updatedAt }) && touched([row.updatedAt]),
     );
     if ((newExecutions.length === 0 && newRuns.length === 0) || this.listeners.size === 0) return;
-    const uploads = await this.$.files.uploadsOf(newExecutions.map((row) => row.id));
-    const changes = { executions: newExecutions, uploads, runs: newRuns };
-    for (const listener of this.listeners) listener(changes);
+    // Otherwise a batch whose read of uploads came back sooner (a run's wake: no executions, no read)
+    // would overtake an earlier one, and a list would be left showing an older state.
+    await this.deliveries.run(this.$.files.uploadsOf(newExecutions.map((row) => row.id)), (uploads) => {
+      const changes = { executions: newExecutions, uploads, runs: newRuns };
+      for (const listener of this.listeners) listener(changes);
+    });
   }
 }
 

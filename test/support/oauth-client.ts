@@ -170,10 +170,6 @@ export async function signedInClient(url: string, user: string, password: string
 }
 
 /**
- * A sign-in of `user` as the built-in authority stores it (a grant), for tests that mint its access
- * tokens themselves: a token is taken while the grant it names (GRANT_CLAIM) stands.
- */
-/**
  * An agent's calls sent at once after its access token expired, each over a session of its own, all with
  * the agent's one refresh token (`provider`): every call is refused (401) and refreshes. One session each
  * because the MCP SDK's transport keeps a single "authorized, then refused" breaker for all its requests: a
@@ -196,6 +192,10 @@ export async function callsAtOnceAfterExpiry(mcpUrl: string, provider: MemoryCli
   }
 }
 
+/**
+ * A sign-in of `user` as the built-in authority stores it (a grant), for tests that mint its access
+ * tokens themselves: a token is taken while the grant it names (GRANT_CLAIM) stands.
+ */
 export async function storeGrant(store: Store, user: string, id = `grant-${crypto.randomUUID()}`): Promise<string> {
   await store.oauth.upsert({
     model: "Grant",
