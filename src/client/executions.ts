@@ -106,11 +106,17 @@ export function executionsResource(transport: Transport, live: LiveSession) {
       o: { signal?: AbortSignal | undefined } = {},
     ) => retried<Page<LogLine>>(transport, "GET", `/executions/${id}/logs${searchOf(filter)}`, undefined, o.signal),
     follow,
-    /** Each new or changed execution the caller may see (as `list` shows it) as it happens; answers how to stop. */
+    /**
+     * Each new or changed execution the caller may see (as `list` shows it) as it happens, and with a `status`
+     * filter the ids of those that moved to another status (`left`); answers how to stop.
+     */
     subscribe: (
       filter: { action?: string; status?: string; caller?: string },
-      onChange: (executions: Execution[]) => void,
+      onChange: (executions: Execution[], left: string[]) => void,
       onError?: (error: ActuateError) => void,
-    ) => live.connection().watchList("executions", filter, onChange as (items: unknown[]) => void, onError),
+    ) =>
+      live
+        .connection()
+        .watchList("executions", filter, onChange as (items: unknown[], left: string[]) => void, onError),
   };
 }

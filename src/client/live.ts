@@ -38,7 +38,7 @@ export type ListKind = "executions" | "runs";
 interface LiveList {
   kind: ListKind;
   filter: Record<string, string>;
-  onChange: (items: unknown[]) => void;
+  onChange: (items: unknown[], left: string[]) => void;
   onError?: ((error: ActuateError) => void) | undefined;
 }
 
@@ -159,7 +159,7 @@ export class LiveConnection {
   watchList(
     kind: ListKind,
     filter: Record<string, string>,
-    onChange: (items: unknown[]) => void,
+    onChange: (items: unknown[], left: string[]) => void,
     onError?: (error: ActuateError) => void,
   ): () => void {
     const id = `${kind}-${++this.listCount}`;
@@ -282,7 +282,9 @@ export class LiveConnection {
       }
       case "executions-changed":
       case "runs-changed":
-        this.lists.get(String(message["subscription-id"]))?.onChange(message.items as unknown[]);
+        this.lists
+          .get(String(message["subscription-id"]))
+          ?.onChange(message.items as unknown[], (message.left as string[] | undefined) ?? []);
         return;
       case "error":
         this.refused(message);

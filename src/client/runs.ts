@@ -10,10 +10,13 @@ export const runsResource = (transport: Transport, live: LiveSession) => ({
     retried<Page<RunSummary>>(transport, "GET", `/runs${searchOf(filter)}`),
   get: (id: string) => retried<Run>(transport, "GET", `/runs/${id}`),
   cancel: (id: string) => retried<Run>(transport, "POST", `/runs/${id}/cancel`),
-  /** Each new or changed run the caller may see (as `list` shows it) as it happens; answers how to stop. */
+  /**
+   * Each new or changed run the caller may see (as `list` shows it) as it happens, and with a `status`
+   * filter the ids of those that moved to another status (`left`); answers how to stop.
+   */
   subscribe: (
     filter: { workflow?: string; status?: RunStatus },
-    onChange: (runs: RunSummary[]) => void,
+    onChange: (runs: RunSummary[], left: string[]) => void,
     onError?: (error: ActuateError) => void,
-  ) => live.connection().watchList("runs", filter, onChange as (items: unknown[]) => void, onError),
+  ) => live.connection().watchList("runs", filter, onChange as (items: unknown[], left: string[]) => void, onError),
 });

@@ -21,10 +21,18 @@ const within = (row: Row, filters: Record<string, string | undefined>) =>
   (!filters.since || row.createdAt >= new Date(filters.since).toISOString()) &&
   (!filters.until || row.createdAt < new Date(filters.until).toISOString());
 
-/** Changed rows replace theirs where they are; rows the page lacks go on top (newest first), when they fit the page. */
-function merged<T extends Row>(page: Page<T>, pushed: T[], filters: Record<string, string | undefined>): Page<T> {
+/**
+ * Changed rows replace theirs where they are; rows the page lacks go on top (newest first), when they fit
+ * the page; rows that left the list (a status the filter leaves out) go.
+ */
+function merged<T extends Row>(
+  page: Page<T>,
+  pushed: T[],
+  left: Set<string>,
+  filters: Record<string, string | undefined>,
+): Page<T> {
   const byId = new Map(pushed.map((row) => [row.id, row]));
-  const items = page.items.map((row) => byId.get(row.id) ?? row);
+  const items = page.items.filter((row) => !left.has(row.id)).map((row) => byId.get(row.id) ?? row);
   const listed = new Set(items.map((row) => row.id));
   const added = pushed.filter((row) => !listed.has(row.id) && within(row, filters));
   // A list left open keeps its length: the oldest rows make room for the new.
@@ -44,23 +52,26 @@ export function useLiveList<T extends Row>(
   deps: unknown[],
 ): Polled<Page<T>> {
   const pushed = useRef<T[]>([]);
+  const left = useRef(new Set<string>());
   const [, setPushes] = useState(0);
   const filterKey = JSON.stringify(filters);
   // biome-ignore lint/correctness/useExhaustiveDependencies: the list is the filters' (filterKey) and the client's
   useEffect(() => {
     pushed.current = [];
+    left.current = new Set();
     const live = pick(filters, LIVE_FILTERS[kind]);
-    const apply = (items: unknown[]) => {
-      pushed.current = [
-        ...(items as T[]),
-        ...pushed.current.filter((row) => !items.some((i) => (i as T).id === row.id)),
-      ];
+    const apply = (items: unknown[], gone: string[]) => {
+      const changed = new Set([...(items as T[]).map((row) => row.id), ...gone]);
+      pushed.current = [...(items as T[]), ...pushed.current.filter((row) => !changed.has(row.id))];
+      for (const id of gone) left.current.add(id);
+      for (const row of items as T[]) left.current.delete(row.id);
       setPushes((n) => n + 1);
     };
     return kind === "runs" ? client.runs.subscribe(live as object, apply) : client.executions.subscribe(live, apply);
   }, [client, kind, filterKey]);
   const polled = usePoll(load, deps, 0, () => false);
-  const data = polled.data && pushed.current.length > 0 ? merged(polled.data, pushed.current, filters) : polled.data;
+  const changed = pushed.current.length > 0 || left.current.size > 0;
+  const data = polled.data && changed ? merged(polled.data, pushed.current, left.current, filters) : polled.data;
   return { ...polled, data };
 }
 

@@ -13,6 +13,21 @@ export interface ListChanges {
   executions: ExecutionListRow[];
   uploads: Map<string, Upload[]>;
   runs: RunListRow[];
+  /** What each row was before, by id (executions' and runs' apart: a run shares its execution's id). */
+  were: { executions: Map<string, Was>; runs: Map<string, Was> };
+}
+
+/**
+ * The status a row was last sent in; null when the feed does not know it but a list may hold the row (made
+ * before the feed began listening, or forgotten past the lookback). A row absent is new to every list.
+ */
+export type Was = string | null;
+
+/** A row's state as last sent, its status, and how far it had come. */
+interface Sent {
+  state: string;
+  status: string;
+  progress: number;
 }
 
 /** How often the lists are read again while someone watches them: the bound for rows made on another instance. */
@@ -31,6 +46,9 @@ const RUNS_PER_READ = 100;
 /** Clocks of other instances may lag: a row touched this much before the feed began listening is new too. */
 const SEED_SLACK_MS = 1_000;
 
+/** The statuses an execution or run is made in: a row first seen in another has been in one of these. */
+const FIRST_STATUSES = new Set(["queued", "running"]);
+
 const bytes = (value: unknown) =>
   value === null || value === undefined ? 0 : Buffer.byteLength(JSON.stringify(value));
 
@@ -47,12 +65,6 @@ const runState = (row: RunListRow) => `${row.status}\u0000${row.updatedAt}`;
 
 /** How far an execution has come: a list never shows it going back (a slower read answering an older state). */
 const executionProgress = (row: ExecutionRow) => (isTerminal(row.status) ? 2 : row.status === "running" ? 1 : 0);
-
-/** A row's state as last sent, and how far it had come. */
-interface Sent {
-  state: string;
-  progress: number;
-}
 
 /** A lane of passes: one at a time, and what arrives during one is read by one more right after. */
 interface Lane {
@@ -81,7 +93,7 @@ export class ListFeed {
   private stopWatching: (() => void) | null = null;
   private timer: Timer | null = null;
   private seeded = false;
-  /** When the feed began listening: its first poll announces the rows touched since (less SEED_SLACK_MS). */
+  /** When the feed began listening. Its first poll announces the rows touched since (less SEED_SLACK_MS). */
   private listeningSince = 0;
 
   constructor(
@@ -98,7 +110,7 @@ export class ListFeed {
   }
 
   private start() {
-    this.listeningSince = this.$.now() - SEED_SLACK_MS;
+    this.listeningSince = this.$.now();
     this.stopWatching = this.$.feed.watchAll((change) => this.heard(change));
     this.timer = setInterval(() => this.pass(this.polls, () => this.poll()), this.pollMs).unref();
     this.pass(this.polls, () => this.poll());
@@ -171,7 +183,7 @@ export class ListFeed {
     );
     // The first poll learns what exists, and announces only what changed since the feed began listening
     // (a run that ended before this read came back was never announced otherwise).
-    const touchedSince = this.seeded ? null : this.listeningSince;
+    const touchedSince = this.seeded ? null : this.listeningSince - SEED_SLACK_MS;
     this.seeded = true;
     await this.announce(executions, runRows, touchedSince);
     forgetOthers(this.sentExecutions, executions);
@@ -195,30 +207,43 @@ export class ListFeed {
     since: number | null,
   ) {
     const touched = (times: (number | null)[]) => since === null || times.some((at) => at !== null && at >= since);
-    const newExecutions = [...executions.values()].filter(
-      (row) =>
-        fresh(this.sentExecutions, row.id, { state: executionState(row), progress: executionProgress(row) }) &&
-        touched([row.createdAt, row.startedAt, row.finishedAt]),
-    );
-    const newRuns = [...runs.values()].filter(
-      (row) =>
-        fresh(this.sentRuns, row.id, { state: runState(row), progress: row.updatedAt }) && touched([row.updatedAt]),
-    );
+    // A row the feed has not sent may be on a list all the same: one made before the feed began listening,
+    // or long enough ago to have been forgotten, or first seen past its first states (another instance's).
+    const listedBefore = Math.max(this.listeningSince, this.$.now() - LOOKBACK_MS);
+    const mayBeListed = (row: { createdAt: number; status: string }) =>
+      row.createdAt < listedBefore || !FIRST_STATUSES.has(row.status);
+    const were = { executions: new Map<string, Was>(), runs: new Map<string, Was>() };
+    const newExecutions = [...executions.values()].filter((row) => {
+      const state = { state: executionState(row), status: row.status, progress: executionProgress(row) };
+      return (
+        fresh(this.sentExecutions, were.executions, row.id, state, mayBeListed(row)) &&
+        touched([row.createdAt, row.startedAt, row.finishedAt])
+      );
+    });
+    const newRuns = [...runs.values()].filter((row) => {
+      const state = { state: runState(row), status: row.status, progress: row.updatedAt };
+      return fresh(this.sentRuns, were.runs, row.id, state, mayBeListed(row)) && touched([row.updatedAt]);
+    });
     if ((newExecutions.length === 0 && newRuns.length === 0) || this.listeners.size === 0) return;
     // Otherwise a batch whose read of uploads came back sooner (a run's wake: no executions, no read)
     // would overtake an earlier one, and a list would be left showing an older state.
     await this.deliveries.run(this.$.files.uploadsOf(newExecutions.map((row) => row.id)), (uploads) => {
-      const changes = { executions: newExecutions, uploads, runs: newRuns };
+      const changes = { executions: newExecutions, uploads, runs: newRuns, were };
       for (const listener of this.listeners) listener(changes);
     });
   }
 }
 
-/** Whether this state of the row was not sent yet and is no older than the last sent (and notes it as sent). */
-function fresh(sent: Map<string, Sent>, id: string, now: Sent): boolean {
+/**
+ * Whether this state of the row was not sent yet and is no older than the last sent (and notes it as sent,
+ * and in `were` what it was before: its last status sent, or null, unknown, when `mayBeListed`).
+ */
+function fresh(sent: Map<string, Sent>, were: Map<string, Was>, id: string, now: Sent, mayBeListed: boolean) {
   const before = sent.get(id);
   if (before && (before.state === now.state || now.progress < before.progress)) return false;
   sent.set(id, now);
+  if (before) were.set(id, before.status);
+  else if (mayBeListed) were.set(id, null);
   return true;
 }
 

@@ -1,7 +1,7 @@
 import { type TObject, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { canSee, toExecutionSummary, withInstance } from "../engine/executions.ts";
-import type { ListChanges } from "../engine/list-feed.ts";
+import type { ListChanges, Was } from "../engine/list-feed.ts";
 import { executionListFilter, runListFilter } from "../engine/list-filters.ts";
 import { toRunListItem } from "../engine/workflows/view.ts";
 import { PublicError } from "../lib/errors.ts";
@@ -48,9 +48,21 @@ type Owned = { principalKind: string; principalId: string; status: string };
 const callerMatches = (filter: ListFilter, row: Owned) =>
   filter.caller === undefined || filter.caller === `${row.principalKind}:${row.principalId}`;
 
+/** What one change means to one live list: its rows as the list shows them, and the ids that left it. */
+export interface ListPush {
+  items: unknown[];
+  /** Rows in the list's `status` that moved to another (always empty without that filter). */
+  left: string[];
+}
+
+const newestFirst = (a: { id: string }, b: { id: string }) => (a.id < b.id ? 1 : -1);
+
 /**
  * The rows of a change a subscriber may see and its filter keeps, as the list endpoint shows them, newest
  * first: the caller's own (every one for a service key), of this environment only (the feed reads its store).
+ * With a `status` filter, the rows the rest of the filter keeps that were last sent in that status and are
+ * now in another are named in `left`, and so are those now in another that a list may hold though the feed
+ * never sent their status (`Was` null): a list showing them drops them, an id it lacks is no news.
  */
 export function listItems(
   kind: ListKind,
@@ -58,22 +70,33 @@ export function listItems(
   filter: ListFilter,
   changes: ListChanges,
   publicUrl: string,
-): unknown[] {
-  const keep = (row: Owned) =>
-    canSee(principal, row as never) &&
-    callerMatches(filter, row) &&
-    (filter.status === undefined || filter.status === row.status);
+): ListPush {
+  const visible = (row: Owned) => canSee(principal, row as never) && callerMatches(filter, row);
+  const inStatus = (row: Owned) => filter.status === undefined || filter.status === row.status;
+  const split = <T extends Owned & { id: string }>(rows: T[], were: Map<string, Was>) => {
+    const kept = rows.filter(visible).sort(newestFirst);
+    const leaving = (row: T) => {
+      const was = were.get(row.id);
+      return !inStatus(row) && was !== undefined && (was === null || was === filter.status);
+    };
+    return { items: kept.filter(inStatus), left: kept.filter(leaving).map((row) => row.id) };
+  };
   if (kind === "runs") {
-    return changes.runs
-      .filter((run) => keep(run) && (filter.workflow === undefined || filter.workflow === run.workflow))
-      .sort((a, b) => (a.id < b.id ? 1 : -1))
-      .map((run) => ({ ...toRunListItem(run), statusUrl: runUrl(publicUrl, run.id) }));
+    const { items, left } = split(
+      changes.runs.filter((run) => filter.workflow === undefined || filter.workflow === run.workflow),
+      changes.were.runs,
+    );
+    return { items: items.map((run) => ({ ...toRunListItem(run), statusUrl: runUrl(publicUrl, run.id) })), left };
   }
-  return changes.executions
-    .filter((row) => keep(row) && (filter.action === undefined || filter.action === row.action))
-    .sort((a, b) => (a.id < b.id ? 1 : -1))
-    .map((row) => ({
+  const { items, left } = split(
+    changes.executions.filter((row) => filter.action === undefined || filter.action === row.action),
+    changes.were.executions,
+  );
+  return {
+    items: items.map((row) => ({
       ...withInstance(toExecutionSummary(row, changes.uploads.get(row.id)), row, principal),
       statusUrl: executionUrl(publicUrl, row.id),
-    }));
+    })),
+    left,
+  };
 }

@@ -468,8 +468,10 @@ export class SessionHub {
       const principal = session.principal;
       if (!principal) continue;
       for (const [id, { kind, filter }] of session.lists) {
-        const items = listItems(kind, principal, filter, changes, publicUrl);
-        if (items.length > 0) this.send(session, { op: `${kind}-changed`, "subscription-id": id, items });
+        const { items, left } = listItems(kind, principal, filter, changes, publicUrl);
+        if (items.length === 0 && left.length === 0) continue;
+        const message = { op: `${kind}-changed`, "subscription-id": id, items };
+        this.send(session, left.length > 0 ? { ...message, left } : message);
       }
     }
   }

@@ -64,6 +64,30 @@ describe("the console's live executions list in Chromium", () => {
     expect(errors).toEqual([]);
   }, 30_000);
 
+  test("a list filtered to running shows a row while it runs and drops it when it ends, with one list read", async () => {
+    const errors: string[] = [];
+    const page = await consoleSignedIn(browser, t.url, t.serviceKey, errors);
+    const reads: string[] = [];
+    page.on("request", (request) => {
+      if (listsExecutions(request)) reads.push(request.url());
+    });
+    await page.goto(`${t.url}/console#/executions?status=running`);
+    const table = page.getByRole("table", { name: "Executions" });
+    await page.getByText("No execution matches these filters.").waitFor();
+    expect(reads).toHaveLength(1);
+    expect(new URL(reads[0] as string).searchParams.get("status")).toBe("running");
+
+    const gate = crypto.randomUUID();
+    const { id } = (await (await t.invoke("test.count", { key: crypto.randomUUID(), gate })).json()).execution;
+    const row = table.getByRole("row").filter({ has: page.locator(`[title="${id}"]`) });
+    await row.getByRole("cell", { name: "running", exact: true }).waitFor();
+    openGate(gate);
+    await row.waitFor({ state: "detached" });
+    expect(reads).toHaveLength(1);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 30_000);
+
   test("the overview's figures move when an execution ends, before its poll is due", async () => {
     const page = await browser.newPage();
     // The page's timers run only as the test moves them: its 5 s poll cannot be what moves the figures.

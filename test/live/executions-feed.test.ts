@@ -113,6 +113,45 @@ for (const dialect of dialects) {
       expect(kept.map((item) => [item.id, item.action, item.status])).toEqual([[failed, "test.fail", "failed"]]);
     });
 
+    test("a list filtered by status is told which rows moved to another status (left), not pushed them", async () => {
+      const client = await signedIn(t.url, t.serviceKey, clients);
+      await subscribe(client, "executions", "all");
+      await subscribe(client, "executions", "running", { status: "running" });
+      await subscribe(client, "executions", "echoes", { action: "test.echo", status: "running" });
+      const gate = crypto.randomUUID();
+      const { id } = (await (await t.invoke("test.count", gatedCount(gate))).json()).execution;
+      await pushedUntil(client, "running", id, "running");
+      openGate(gate);
+      const ended = await client.next(
+        (m) => m.op === "executions-changed" && m["subscription-id"] === "running" && m.left !== undefined,
+      );
+      expect(ended.left).toEqual([id]);
+      expect((ended.items as Item[]).map((item) => item.id)).not.toContain(id);
+      // A list without a status filter is pushed the row itself, never a `left`.
+      for (;;) {
+        const message = await client.next((m) => m.op === "executions-changed" && m["subscription-id"] === "all");
+        expect(message.left).toBeUndefined();
+        if ((message.items as Item[]).some((item) => item.id === id && item.status === "succeeded")) break;
+      }
+      // A row the rest of the filter leaves out (another action) is not named: that list was told nothing.
+      expect(await client.next((m) => m["subscription-id"] === "echoes", 300).catch(() => null)).toBeNull();
+    });
+
+    test("a row older than the feed's memory (its 5 s lookback) leaves a status-filtered list all the same", async () => {
+      const client = await signedIn(t.url, t.serviceKey, clients);
+      await subscribe(client, "executions", "long", { status: "running" });
+      const gate = crypto.randomUUID();
+      const { id } = (await (await t.invoke("test.count", gatedCount(gate))).json()).execution;
+      await pushedUntil(client, "long", id, "running");
+      // Time itself is what this test needs to pass: the feed forgets a row's last status past its lookback.
+      await Bun.sleep(5_500);
+      openGate(gate);
+      const ended = await client.next(
+        (m) => m.op === "executions-changed" && m["subscription-id"] === "long" && m.left?.includes(id),
+      );
+      expect((ended.items as Item[]).map((item) => item.id)).not.toContain(id);
+    }, 30_000);
+
     test("a user is pushed only their own executions; a service key everyone's", async () => {
       const own = await signedIn(t.url, alice, clients);
       const all = await signedIn(t.url, t.serviceKey, clients);
@@ -241,6 +280,31 @@ for (const dialect of dialects) {
         client.close();
       }
     });
+
+    test("with a status filter, hands over the ids of executions that moved to another status", async () => {
+      const client = createClient({ url: t.url, token: t.serviceKey });
+      try {
+        const running: string[] = [];
+        const left: string[] = [];
+        const stop = client.executions.subscribe({ status: "running" }, (items, gone) => {
+          running.push(...items.map((item) => item.id));
+          left.push(...gone);
+        });
+        const gate = crypto.randomUUID();
+        // Answered at its end (this server waits for results): the list names it running before that.
+        const answer = t.invoke("test.count", gatedCount(gate));
+        await eventually(() => running.length > 0);
+        const [id] = running;
+        expect(left).not.toContain(id);
+        openGate(gate);
+        expect((await answer).status).toBe(200);
+        await eventually(() => left.includes(id as string));
+        expect(running).toEqual([id as string]);
+        stop();
+      } finally {
+        client.close();
+      }
+    });
   });
 
   describe(`subscribe-runs (${dialect.name})`, () => {
@@ -253,6 +317,17 @@ for (const dialect of dialects) {
       for (const client of clients) client.close();
       await t.stop();
     });
+
+    test("a runs list filtered by status is told when a run leaves that status", async () => {
+      const client = await signedIn(t.url, t.serviceKey, clients);
+      await subscribe(client, "runs", "sleeping", { status: "sleeping" });
+      const { id } = (await (await t.invoke("wf.nap", { ms: 300 })).json()).execution;
+      await pushedUntil(client, "sleeping", id, "sleeping", "runs");
+      const woke = await client.next(
+        (m) => m.op === "runs-changed" && m["subscription-id"] === "sleeping" && m.left !== undefined,
+      );
+      expect(woke.left).toEqual([id]);
+    }, 30_000);
 
     test("a run started over HTTP is pushed as GET /runs lists it, until it ends", async () => {
       const client = await signedIn(t.url, t.serviceKey, clients);
