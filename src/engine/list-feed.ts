@@ -190,13 +190,11 @@ export class ListFeed {
     forgetOthers(this.sentRuns, runRows);
   }
 
-  /** The runs of the workflow executions among these that `runs` lacks, read by id, added to it. */
+  /** The runs of the workflow executions among these that `runs` lacks, read in one go, added to it. */
   private async runsOf(executions: Map<string, ExecutionListRow>, runs: Map<string, RunListRow>) {
-    for (const row of executions.values()) {
-      if (row.kind !== "workflow" || runs.has(row.id)) continue;
-      const run = await this.$.store.runs.getBounded(row.id, LIST_VALUE_BYTES);
-      if (run) runs.set(run.id, run);
-    }
+    const missing = [...executions.values()].filter((row) => row.kind === "workflow" && !runs.has(row.id));
+    const ids = missing.slice(0, ROWS_PER_READ).map((row) => row.id);
+    for (const run of await this.$.store.runs.getManyBounded(ids, LIST_VALUE_BYTES)) runs.set(run.id, run);
     return runs;
   }
 

@@ -106,6 +106,8 @@ export interface RunStore {
   steps(runId: string): Promise<StepRow[]>;
   /** One run with its values bounded as `list` bounds them, or null. */
   getBounded(id: string, maxValueBytes: number): Promise<RunListRow | null>;
+  /** The runs of these ids that exist, bounded as `getBounded`, in no set order. */
+  getManyBounded(ids: string[], maxValueBytes: number): Promise<RunListRow[]>;
   /** A run's steps in order, their values over `maxValueBytes` (as stored) left in the database (BOUNDED_STEP_VALUES). */
   boundedSteps(runId: string, maxValueBytes: number): Promise<BoundedStep[]>;
   /**

@@ -100,6 +100,15 @@ export function runStoreContract(open: OpenStores) {
       expect(await store.runs.getBounded(crypto.randomUUID(), 4096)).toBeNull();
     });
 
+    test("getManyBounded reads the runs of the ids that exist, each as getBounded does", async () => {
+      const [large, small] = [runRows({ input: { text: "x".repeat(5_000) } }), runRows()];
+      for (const { execution, run } of [large, small]) await store.runs.admit(execution, run);
+      const read = await store.runs.getManyBounded([small.run.id, crypto.randomUUID(), large.run.id], 4096);
+      expect(read.map((run) => run.id).sort()).toEqual([large.run.id, small.run.id].sort());
+      for (const run of read) expect(run).toEqual((await store.runs.getBounded(run.id, 4096)) as never);
+      expect(await store.runs.getManyBounded([], 4096)).toEqual([]);
+    });
+
     test("lists runs newest first, filtered and paged by id", async () => {
       const [first, bobs, last] = [runRows(), runRows({ principalId: "bob" }), runRows()];
       for (const { execution, run } of [first, bobs, last]) await store.runs.admit(execution, run);
@@ -545,6 +554,7 @@ export function runStoreContract(open: OpenStores) {
       expect((await elsewhere.list({ limit: 10, maxValueBytes: 4096 })).map((r) => r.id)).toEqual([two.run.id]);
       expect((await store.runs.list({ limit: 10, maxValueBytes: 4096 })).map((r) => r.id)).toEqual([runId]);
       expect(await elsewhere.getBounded(runId, 4096)).toBeNull();
+      expect(await elsewhere.getManyBounded([runId, two.run.id], 4096)).toMatchObject([{ id: two.run.id }]);
       expect(await elsewhere.boundedSteps(runId, 4096)).toEqual([]);
       expect(await elsewhere.countActive()).toEqual({ queued: 1, running: 0, sleeping: 0 });
       expect(await store.runs.countActive()).toEqual({ queued: 0, running: 1, sleeping: 0 });

@@ -91,7 +91,8 @@ export async function listExecutions(
  * with its writes (sqlite/runs.ts, pg/runs.ts).
  */
 export abstract class DrizzleRunReads
-  implements Pick<RunStore, "list" | "countActive" | "countActiveAcross" | "getBounded" | "boundedSteps">
+  implements
+    Pick<RunStore, "list" | "countActive" | "countActiveAcross" | "getBounded" | "getManyBounded" | "boundedSteps">
 {
   constructor(
     protected readonly lists: { db: SharedDatabase; tables: SharedTables },
@@ -136,6 +137,15 @@ export abstract class DrizzleRunReads
       and(eq(r.id, id), eq(r.environment, this.environment)),
     );
     return (row as RunListRow | undefined) ?? null;
+  }
+
+  async getManyBounded(ids: string[], maxValueBytes: number): Promise<RunListRow[]> {
+    if (ids.length === 0) return [];
+    const r = this.lists.tables.workflowRuns;
+    const rows = await bounded(this.lists.db, r, maxValueBytes).where(
+      and(inArray(r.id, ids), eq(r.environment, this.environment)),
+    );
+    return rows as RunListRow[];
   }
 
   async boundedSteps(runId: string, maxValueBytes: number): Promise<BoundedStep[]> {
