@@ -49,14 +49,27 @@ export function parseCommand(command: Command, argv: string[]): { args: string[]
   const fail = (message: string) => new UsageError(message, usageLine(command));
   // Lenient first, to name the offending flag ourselves; parseArgs' strict messages are about positionals.
   const { tokens } = parseArgs({ args: argv, options: flags, strict: false, allowPositionals: true, tokens: true });
+  // No flag has a one-letter form, so a word that starts with a single "-" is an argument: a sign-in's id
+  // (`user revoke-session`) may begin with one.
+  const dashWords = new Set<number>();
   for (const token of tokens) {
     if (token.kind !== "option") continue;
+    if (!argv[token.index]?.startsWith("--")) {
+      dashWords.add(token.index);
+      continue;
+    }
     const flag = flags[token.name];
     if (!flag) throw fail(`${commandLine(command.name)} has no flag ${token.rawName}`);
     if (flag.type === "string" && token.value === undefined) throw fail(`${token.rawName} needs a value`);
     if (flag.type === "boolean" && token.value !== undefined) throw fail(`${token.rawName} takes no value`);
   }
-  const { values, positionals } = parseArgs({ args: argv, options: flags, allowPositionals: true });
+  const { values } = parseArgs({
+    args: argv.filter((_, index) => !dashWords.has(index)),
+    options: flags,
+    allowPositionals: true,
+  });
+  const at = tokens.flatMap((token) => (token.kind === "positional" ? [token.index] : []));
+  const positionals = [...new Set([...at, ...dashWords])].sort((a, b) => a - b).map((index) => argv[index] as string);
   if (values.help) return { args: positionals, flags: values, help: true };
   const absent = Object.entries(command.flags ?? {}).find(
     ([name, flag]) => flag.required && values[name] === undefined,

@@ -265,6 +265,10 @@ for (const dialect of dialects) {
       const unknown = await cli(["user", "revoke-session", "zzzzzzzzzzzzzzzz"], env);
       expect(unknown.code).toBe(1);
       expect(unknown.stderr).toContain("no such sign-in");
+      // An id may begin with "-" (one in 64 does): it is the sign-in, not a flag.
+      const dashed = await cli(["user", "revoke-session", "-zzzzzzzzzzzzzzz"], env);
+      expect(dashed).toMatchObject({ code: 1, stdout: "" });
+      expect(dashed.stderr).toContain("no such sign-in");
 
       const revoked = await cli(["user", "revoke-session", grantId.slice(0, 12)], env);
       expect(revoked.code).toBe(0);
