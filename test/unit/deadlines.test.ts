@@ -1,22 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { Deadlines } from "../../src/engine/deadlines.ts";
 
-/** A promise and the means to settle it from outside. */
-function deferred<T>() {
-  let resolve!: (value: T) => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
-
 describe("Deadlines: waits bounded by one timer per wait length", () => {
   test("a promise that settles in time gives its value, or its error, and leaves no wait behind", async () => {
     const deadlines = new Deadlines();
-    const ok = deferred<string>();
-    const bad = deferred<string>();
+    const ok = Promise.withResolvers<string>();
+    const bad = Promise.withResolvers<string>();
     const okWait = deadlines.within(ok.promise, 60_000);
     const badWait = deadlines.within(bad.promise, 60_000);
     expect(deadlines.pending).toBe(2);
@@ -29,7 +18,7 @@ describe("Deadlines: waits bounded by one timer per wait length", () => {
 
   test("a wait past its length ends undefined while the promise keeps running; later waits end at their own time", async () => {
     const deadlines = new Deadlines();
-    const never = deferred<string>();
+    const never = Promise.withResolvers<string>();
     const started = performance.now();
     const first = deadlines.within(never.promise, 30);
     // Added later with the same length: in the same queue, behind the first, due later.
@@ -46,7 +35,7 @@ describe("Deadlines: waits bounded by one timer per wait length", () => {
 
   test("waits that ended in any order do not disturb the others: the middle, the oldest and the newest", async () => {
     const deadlines = new Deadlines();
-    const parts = Array.from({ length: 5 }, () => deferred<number>());
+    const parts = Array.from({ length: 5 }, () => Promise.withResolvers<number>());
     const waits = parts.map((part) => deadlines.within(part.promise, 40));
     parts[2]?.resolve(2);
     parts[0]?.resolve(0);
@@ -79,7 +68,7 @@ describe("Deadlines: waits bounded by one timer per wait length", () => {
     const deadlines = new Deadlines();
     const never = new Promise<string>(() => {});
     expect(await deadlines.within(never, Number.NaN)).toBeUndefined();
-    const settle = deferred<string>();
+    const settle = Promise.withResolvers<string>();
     const long = deadlines.within(settle.promise, Number.POSITIVE_INFINITY);
     await Bun.sleep(20);
     expect(deadlines.pending).toBe(1);

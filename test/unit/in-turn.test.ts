@@ -1,31 +1,20 @@
 import { describe, expect, test } from "bun:test";
 import { InTurn } from "../../src/lib/in-turn.ts";
 
-/** A promise and the function that settles it, to finish works in an order the test chooses. */
-function held<T>() {
-  let settle!: (value: T) => void;
-  let fail!: (error: Error) => void;
-  const promise = new Promise<T>((resolve, reject) => {
-    settle = resolve;
-    fail = reject;
-  });
-  return { promise, settle, fail };
-}
-
 describe("InTurn: results delivered in the order their work began", () => {
   test("a later work that finishes first is delivered after the earlier one", async () => {
     const turns = new InTurn();
     const delivered: string[] = [];
-    const first = held<string>();
-    const second = held<string>();
+    const first = Promise.withResolvers<string>();
+    const second = Promise.withResolvers<string>();
     const done = [
       turns.run(first.promise, (v) => delivered.push(v)),
       turns.run(second.promise, (v) => delivered.push(v)),
     ];
-    second.settle("second");
+    second.resolve("second");
     await Bun.sleep(1);
     expect(delivered).toEqual([]);
-    first.settle("first");
+    first.resolve("first");
     await Promise.all(done);
     expect(delivered).toEqual(["first", "second"]);
   });
@@ -33,10 +22,10 @@ describe("InTurn: results delivered in the order their work began", () => {
   test("a failed work rejects its own turn, delivers nothing and holds up no later one", async () => {
     const turns = new InTurn();
     const delivered: string[] = [];
-    const first = held<string>();
+    const first = Promise.withResolvers<string>();
     const failed = turns.run(first.promise, (v) => delivered.push(v));
     const later = turns.run(Promise.resolve("later"), (v) => delivered.push(v));
-    first.fail(new Error("read failed"));
+    first.reject(new Error("read failed"));
     await expect(failed).rejects.toThrow("read failed");
     await later;
     expect(delivered).toEqual(["later"]);
