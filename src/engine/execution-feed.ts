@@ -49,6 +49,12 @@ export class ExecutionFeed implements ExecutionChanges {
     }
   }
 
+  /** Executions another process made: new to the lists (their followers, if any, hear of them when they change). */
+  madeElsewhere(executionIds: string[]): void {
+    if (this.watchers.size === 0) return;
+    for (const id of executionIds) for (const watcher of this.watchers) watcher({ id });
+  }
+
   /** Lines of these executions were stored (by whichever instance runs them); their followers read those they lack. */
   logged(lines: LoggedUpTo[]): void {
     if (this.listeners.size === 0) return;

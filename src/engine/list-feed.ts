@@ -112,6 +112,7 @@ export class ListFeed {
   private start() {
     this.listeningSince = this.$.now();
     this.stopWatching = this.$.feed.watchAll((change) => this.heard(change));
+    this.$.store.executions.watchLists(true);
     this.timer = setInterval(() => this.pass(this.polls, () => this.poll()), this.pollMs).unref();
     this.pass(this.polls, () => this.poll());
   }
@@ -119,6 +120,7 @@ export class ListFeed {
   private stop() {
     this.stopWatching?.();
     this.stopWatching = null;
+    this.$.store.executions.watchLists(false);
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     this.changed.clear();

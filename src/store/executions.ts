@@ -90,6 +90,12 @@ export interface ExecutionStore {
    * NOTIFY, only for followed executions). SQLite has one process: nothing to tell.
    */
   followLogs(id: string, following: boolean): Promise<void>;
+  /**
+   * Tells the writers sharing the database that a live list here starts (or stops) being watched, so that
+   * they send word of the executions they make (PostgreSQL: NOTIFY, only while another process watches
+   * one). SQLite has one process: nothing to tell.
+   */
+  watchLists(watching: boolean): void;
 }
 
 /** An execution whose log lines are stored up to `seq` (those of other instances included). */
@@ -104,4 +110,6 @@ export interface ExecutionChanges {
   stored(ids: string[]): void;
   /** These followed executions' log lines were stored (by the append path; those stored with a status come with `stored`). */
   logged(lines: LoggedUpTo[]): void;
+  /** Another process made these executions (it says so while a list here is watched: `watchLists`). */
+  madeElsewhere(ids: string[]): void;
 }

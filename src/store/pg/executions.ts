@@ -11,6 +11,7 @@ import type { BatchRetries } from "./batch-retries.ts";
 import { applyDataWrites } from "./data-writes.ts";
 import { insertLogLines, logLinesJson, parseLogged } from "./execution-logs.ts";
 import { Lane, totalLoad, type WriteLoad } from "./lane.ts";
+import { CREATED_CHANNEL, LIST_WATCHERS_CHANNEL, type ListWatchers } from "./list-watchers.ts";
 import { byText, requestKey } from "./lock-order.ts";
 import { FOLLOWS_CHANNEL, LOGS_CHANNEL, type LogFollows } from "./log-follows.ts";
 
@@ -134,6 +135,7 @@ export class PgExecutionWriter {
     private readonly instance: string,
     private readonly retries: BatchRetries,
     private readonly follows: LogFollows,
+    private readonly watchers: ListWatchers,
   ) {}
 
   /** Inserts the row unless its (principal, requestId) is taken; resolves, once committed, to the holder. */
@@ -192,6 +194,11 @@ export class PgExecutionWriter {
         for (const each of this.changeListeners) each.logged(lines);
       }),
       this.client.listen(FOLLOWS_CHANNEL, (payload) => this.follows.heard(payload)),
+      this.client.listen(LIST_WATCHERS_CHANNEL, (payload) => this.watchers.heard(payload)),
+      this.client.listen(CREATED_CHANNEL, (payload) => {
+        const ids = this.watchers.createdBy(payload);
+        if (ids.length > 0) for (const each of this.changeListeners) each.madeElsewhere(ids);
+      }),
     ]).then(
       () => undefined,
       (error) => {
@@ -204,6 +211,10 @@ export class PgExecutionWriter {
 
   followLogs(id: string, following: boolean): Promise<void> {
     return this.follows.announce(id, following);
+  }
+
+  watchLists(watching: boolean): void {
+    this.watchers.watching(watching);
   }
 
   /** The writes and the final status in one transaction; a refused write fails the execution instead. */
@@ -269,6 +280,7 @@ export class PgExecutionWriter {
       group.claims[0].row.instance = this.instance;
       resolveCreated(group);
     }
+    this.watchers.created(ids);
     if (conflicted.length > 0) await this.resolveConflicts(conflicted, retried);
   }
 
@@ -446,6 +458,10 @@ export class PgExecutionStore implements ExecutionStore {
 
   followLogs(id: string, following: boolean) {
     return this.writer.followLogs(id, following);
+  }
+
+  watchLists(watching: boolean) {
+    this.writer.watchLists(watching);
   }
 
   /** Of every environment's executions: a follower knows which it waits for. */

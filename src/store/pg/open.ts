@@ -24,6 +24,7 @@ import { PgLogWriter } from "./execution-logs.ts";
 import { PgExecutionStore, PgExecutionWriter } from "./executions.ts";
 import { PgInstanceStore } from "./instances.ts";
 import { totalLoad } from "./lane.ts";
+import { ListWatchers } from "./list-watchers.ts";
 import { LogFollows } from "./log-follows.ts";
 import { PgRuns } from "./runs.ts";
 import { PgSeriesReads } from "./stats.ts";
@@ -47,8 +48,9 @@ export async function openPostgresStore(url: string): Promise<Store> {
   const instances = new PgInstanceStore(client);
   const retries = new BatchRetries();
   const follows = new LogFollows(client);
-  const executions = new PgExecutionWriter(client, instances.id, retries, follows);
-  const runs = new PgRuns(client, retries);
+  const watchers = new ListWatchers(client);
+  const executions = new PgExecutionWriter(client, instances.id, retries, follows, watchers);
+  const runs = new PgRuns(client, retries, watchers);
   const logWriter = new PgLogWriter(client, follows);
   const dataOf = postgresData(client, instances.id);
   const tokensOf = drizzleTokenStores(db, schema);
@@ -73,6 +75,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
     },
     async close() {
       await Promise.all([executions.drain(), runs.drain(), logWriter.drain()]);
+      await watchers.close();
       await client.end({ timeout: 5 });
     },
   };

@@ -22,6 +22,7 @@ import { refusal } from "../write-failure.ts";
 import type { BatchRetries } from "./batch-retries.ts";
 import { applyDataWrites } from "./data-writes.ts";
 import { Lane, type Queued, totalLoad, type WriteLoad } from "./lane.ts";
+import type { ListWatchers } from "./list-watchers.ts";
 import { byText, requestKey } from "./lock-order.ts";
 import { pipelined } from "./pipeline.ts";
 
@@ -199,6 +200,8 @@ export class PgRuns {
   constructor(
     readonly client: Sql,
     private readonly retries: BatchRetries,
+    /** Told of each admitted run's execution, for other processes' live lists. */
+    readonly watchers: ListWatchers,
   ) {}
 
   /**
@@ -356,7 +359,10 @@ class PgRunStore extends DrizzleRunReads implements RunStore {
       ],
       { requestKey: requestKey(this.environment, execution) },
     );
-    if (rows.length > 0) return { execution, created: true };
+    if (rows.length > 0) {
+      this.runs.watchers.created([execution.id]);
+      return { execution, created: true };
+    }
     const existing = await this.executions.findByRequest(
       { kind: execution.principalKind, id: execution.principalId },
       execution.requestId,

@@ -413,4 +413,6 @@ export class SqliteExecutionStore implements ExecutionStore {
   async listen(_changes: ExecutionChanges): Promise<void> {}
 
   async followLogs(_id: string, _following: boolean): Promise<void> {}
+
+  watchLists(_watching: boolean): void {}
 }
