@@ -48,10 +48,10 @@ export class ListWatchers {
 
   /** An announcement heard on LIST_WATCHERS_CHANNEL (this process's own too). */
   heard(payload: string): void {
-    const process = payload.slice(1);
-    if (process === this.self) return;
-    if (payload.startsWith("+")) this.elsewhere.set(process, this.now());
-    else this.elsewhere.delete(process);
+    const who = payload.slice(1);
+    if (who === this.self) return;
+    if (payload.startsWith("+")) this.elsewhere.set(who, this.now());
+    else this.elsewhere.delete(who);
   }
 
   /** The ids of a word on CREATED_CHANNEL, unless this process sent it (or it is not one). */
@@ -80,7 +80,7 @@ export class ListWatchers {
 
   private anyElsewhere(): boolean {
     const heardSince = this.now() - FORGET_MS;
-    for (const [process, at] of this.elsewhere) if (at < heardSince) this.elsewhere.delete(process);
+    for (const [who, at] of this.elsewhere) if (at < heardSince) this.elsewhere.delete(who);
     return this.elsewhere.size > 0;
   }
 
