@@ -21,20 +21,50 @@ const within = (row: Row, filters: Record<string, string | undefined>) =>
   (!filters.since || row.createdAt >= new Date(filters.since).toISOString()) &&
   (!filters.until || row.createdAt < new Date(filters.until).toISOString());
 
+/** What a live list was pushed that its page does not show yet: changed and new rows, newest push first, and rows gone. */
+export interface Pushes<T extends Row> {
+  rows: T[];
+  /** Rows that left the list (a status the filter leaves out). */
+  left: Set<string>;
+}
+
+/**
+ * The pushes with one more applied. Once the page is read, only what can still show is kept (its own
+ * rows' latest states, the newest SHOWN new rows, its rows gone): a list left open for days keeps no more.
+ */
+export function withPush<T extends Row>(
+  pushes: Pushes<T>,
+  items: T[],
+  gone: string[],
+  page: Page<T> | undefined,
+  filters: Record<string, string | undefined>,
+): Pushes<T> {
+  const changed = new Set([...items.map((row) => row.id), ...gone]);
+  const rows = [...items, ...pushes.rows.filter((row) => !changed.has(row.id))];
+  const left = new Set([...pushes.left, ...gone]);
+  for (const row of items) left.delete(row.id);
+  if (!page) return { rows, left };
+  const onPage = new Set(page.items.map((row) => row.id));
+  let added = 0;
+  return {
+    rows: rows.filter((row) => onPage.has(row.id) || (within(row, filters) && added++ < SHOWN)),
+    left: new Set([...left].filter((id) => onPage.has(id))),
+  };
+}
+
 /**
  * Changed rows replace theirs where they are; rows the page lacks go on top (newest first), when they fit
- * the page; rows that left the list (a status the filter leaves out) go.
+ * the page; rows that left the list go.
  */
-function merged<T extends Row>(
+export function merged<T extends Row>(
   page: Page<T>,
-  pushed: T[],
-  left: Set<string>,
+  pushes: Pushes<T>,
   filters: Record<string, string | undefined>,
 ): Page<T> {
-  const byId = new Map(pushed.map((row) => [row.id, row]));
-  const items = page.items.filter((row) => !left.has(row.id)).map((row) => byId.get(row.id) ?? row);
+  const byId = new Map(pushes.rows.map((row) => [row.id, row]));
+  const items = page.items.filter((row) => !pushes.left.has(row.id)).map((row) => byId.get(row.id) ?? row);
   const listed = new Set(items.map((row) => row.id));
-  const added = pushed.filter((row) => !listed.has(row.id) && within(row, filters));
+  const added = pushes.rows.filter((row) => !listed.has(row.id) && within(row, filters));
   // A list left open keeps its length: the oldest rows make room for the new.
   return { ...page, items: [...added, ...items].slice(0, Math.max(page.items.length, SHOWN)) };
 }
@@ -51,27 +81,25 @@ export function useLiveList<T extends Row>(
   load: () => Promise<Page<T>>,
   deps: unknown[],
 ): Polled<Page<T>> {
-  const pushed = useRef<T[]>([]);
-  const left = useRef(new Set<string>());
+  const none = (): Pushes<T> => ({ rows: [], left: new Set() });
+  const pushes = useRef(none());
+  const page = useRef<Page<T> | undefined>(undefined);
   const [, setPushes] = useState(0);
   const filterKey = JSON.stringify(filters);
   // biome-ignore lint/correctness/useExhaustiveDependencies: the list is the filters' (filterKey) and the client's
   useEffect(() => {
-    pushed.current = [];
-    left.current = new Set();
+    pushes.current = none();
     const live = pick(filters, LIVE_FILTERS[kind]);
     const apply = (items: unknown[], gone: string[]) => {
-      const changed = new Set([...(items as T[]).map((row) => row.id), ...gone]);
-      pushed.current = [...(items as T[]), ...pushed.current.filter((row) => !changed.has(row.id))];
-      for (const id of gone) left.current.add(id);
-      for (const row of items as T[]) left.current.delete(row.id);
+      pushes.current = withPush(pushes.current, items as T[], gone, page.current, filters);
       setPushes((n) => n + 1);
     };
     return kind === "runs" ? client.runs.subscribe(live as object, apply) : client.executions.subscribe(live, apply);
   }, [client, kind, filterKey]);
   const polled = usePoll(load, deps, 0, () => false);
-  const changed = pushed.current.length > 0 || left.current.size > 0;
-  const data = polled.data && changed ? merged(polled.data, pushed.current, left.current, filters) : polled.data;
+  page.current = polled.data ?? undefined;
+  const changed = pushes.current.rows.length > 0 || pushes.current.left.size > 0;
+  const data = polled.data && changed ? merged(polled.data, pushes.current, filters) : polled.data;
   return { ...polled, data };
 }
 
