@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { merged, type Pushes, withPush } from "../../src/console/use-live-list.ts";
+import { merged, type Pushes, withPush } from "../../src/console/live-list.ts";
 import type { Page } from "../../src/wire/views.ts";
 
 type Row = { id: string; createdAt: string; status: string };
