@@ -1,19 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import fc from "fast-check";
 import postgres from "postgres";
 import { type ActuateError, createClient, type Invocation } from "../../src/client/index.ts";
-import { loadConfig } from "../../src/config.ts";
-import { startServer } from "../../src/main.ts";
-import { openStore } from "../../src/store/open.ts";
 import { CREATED_CHANNEL } from "../../src/store/pg/list-watchers.ts";
 import { openGate } from "../fixtures/releases/basic/lib/probe.ts";
 import { dialects } from "../support/databases.ts";
 import { startHostingServer } from "../support/hosting.ts";
 import { LiveClient } from "../support/live-client.ts";
-import { eventually, fixture, startTestServer, type TestServer } from "../support/server.ts";
+import { eventually, fixture, startPeer, startTestServer, type TestServer } from "../support/server.ts";
 
 type Item = { id: string; status: string; action?: string; workflow?: string; statusUrl: string; updatedAt?: string };
 
@@ -349,39 +343,31 @@ for (const dialect of dialects) {
 
 const postgresDialect = dialects.find((d) => d.name === "postgres");
 
-/** Two instances on one PostgreSQL database: `a` a test server, `b` a second server with a store of its own. */
-async function twoInstances() {
+/**
+ * Two instances on one PostgreSQL database, `a` a test server and `b` its peer, given to `use` with the
+ * sockets it opens (`clients`), all closed after.
+ */
+async function withTwoInstances(
+  use: (a: TestServer, b: Awaited<ReturnType<typeof startPeer>>, clients: LiveClient[]) => Promise<void>,
+) {
   const a = await startTestServer(postgresDialect as (typeof dialects)[number], {
     release: fixture("basic"),
     env: { WAIT_MS: "100" },
   });
-  const config = loadConfig({
-    PORT: "0",
-    DATA_DIR: mkdtempSync(join(tmpdir(), "actuate-b-")),
-    DATABASE_URL: a.config.databaseUrl,
-    SERVICE_KEYS: a.serviceKey,
-  });
-  const store = await openStore(config.databaseUrl);
-  const b = await startServer(config, { store, log: () => {} });
-  const stop = async () => {
+  const b = await startPeer(a);
+  const clients: LiveClient[] = [];
+  try {
+    await use(a, b, clients);
+  } finally {
+    for (const client of clients) client.close();
     await b.stop();
-    await store.close();
     await a.stop();
-  };
-  return { a, b, stop };
-}
-
-/** Whether `check` holds within `ms` (checked every 10 ms). */
-async function within(ms: number, check: () => boolean): Promise<boolean> {
-  for (const deadline = Date.now() + ms; Date.now() < deadline; await Bun.sleep(10)) if (check()) return true;
-  return check();
+  }
 }
 
 describe.skipIf(!postgresDialect)("live lists across instances (postgres)", () => {
   test("an execution invoked on one server reaches a subscriber of another: new (running) and ended", async () => {
-    const { a, b, stop: stopBoth } = await twoInstances();
-    const clients: LiveClient[] = [];
-    try {
+    await withTwoInstances(async (a, b, clients) => {
       const client = await signedIn(b.url, a.serviceKey, clients);
       await subscribe(client, "executions", "there");
       const gate = crypto.randomUUID();
@@ -390,19 +376,14 @@ describe.skipIf(!postgresDialect)("live lists across instances (postgres)", () =
       openGate(gate);
       const ended = (await pushedUntil(client, "there", id, "succeeded")).find((item) => item.id === id);
       expect(ended?.statusUrl).toBe(`${b.url}/executions/${id}`);
-    } finally {
-      for (const client of clients) client.close();
-      await stopBoth();
-    }
+    });
   }, 30_000);
 
   test("a new execution reaches another instance watching a list when it is stored, not at that list's poll", async () => {
-    const { a, b, stop: stopBoth } = await twoInstances();
-    const clients: LiveClient[] = [];
-    try {
+    await withTwoInstances(async (a, b, clients) => {
       // What b's feed hears comes from the database (the list's poll of rows feeds the list, not the feed).
       const heard: string[] = [];
-      const feed = b.engine?.feed;
+      const feed = b.server.engine?.feed;
       if (!feed) throw new Error("a server in single mode has one engine");
       const stopHearing = feed.watchAll(({ id }) => heard.push(id));
       const client = await signedIn(b.url, a.serviceKey, clients);
@@ -412,46 +393,41 @@ describe.skipIf(!postgresDialect)("live lists across instances (postgres)", () =
         const gate = crypto.randomUUID();
         const { id } = (await (await a.invoke("test.count", gatedCount(gate))).json()).execution;
         // Still running (its row is not updated before its end): only word of the insert can have been heard.
-        const heardRunning = await within(1_000, () => heard.includes(id));
+        const heardRunning = await eventually(() => heard.includes(id), 1_000).catch(() => false);
         openGate(gate);
         return heardRunning;
       }, 15_000);
       stopHearing();
-    } finally {
-      for (const client of clients) client.close();
-      await stopBoth();
-    }
+    });
   }, 30_000);
 
   test("no word of new executions goes out while no other process watches a list", async () => {
-    const { a, b, stop: stopBoth } = await twoInstances();
-    const outside = postgres(a.config.databaseUrl, { max: 1, onnotice: () => {} });
-    const clients: LiveClient[] = [];
-    try {
-      const words: string[] = [];
-      await outside.listen(CREATED_CHANNEL, (payload) => words.push(payload));
-      /** The words sent for `invokes` executions made on a: a marker sent after them arrives after them. */
-      const wordsFor = async (invokes: number) => {
-        words.length = 0;
-        for (let i = 0; i < invokes; i++) await a.invoke("test.echo", { text: `${i}` });
-        const marker = crypto.randomUUID();
-        await outside.notify(CREATED_CHANNEL, marker);
-        await eventually(() => words.includes(marker));
-        return words.filter((word) => word !== marker);
-      };
-      expect(await wordsFor(3)).toEqual([]);
-      const client = await signedIn(b.url, a.serviceKey, clients);
-      await subscribe(client, "executions", "watched");
-      await eventually(async () => (await wordsFor(1)).length === 1);
-      client.send({ op: "unsubscribe", "subscription-id": "watched" });
-      await client.op("unsubscribe-ok");
-      await eventually(async () => (await wordsFor(1)).length === 0);
-      expect(await wordsFor(3)).toEqual([]);
-    } finally {
-      for (const client of clients) client.close();
-      await outside.end();
-      await stopBoth();
-    }
+    await withTwoInstances(async (a, b, clients) => {
+      const outside = postgres(a.config.databaseUrl, { max: 1, onnotice: () => {} });
+      try {
+        const words: string[] = [];
+        await outside.listen(CREATED_CHANNEL, (payload) => words.push(payload));
+        /** The words sent for `invokes` executions made on a: a marker sent after them arrives after them. */
+        const wordsFor = async (invokes: number) => {
+          words.length = 0;
+          for (let i = 0; i < invokes; i++) await a.invoke("test.echo", { text: `${i}` });
+          const marker = crypto.randomUUID();
+          await outside.notify(CREATED_CHANNEL, marker);
+          await eventually(() => words.includes(marker));
+          return words.filter((word) => word !== marker);
+        };
+        expect(await wordsFor(3)).toEqual([]);
+        const client = await signedIn(b.url, a.serviceKey, clients);
+        await subscribe(client, "executions", "watched");
+        await eventually(async () => (await wordsFor(1)).length === 1);
+        client.send({ op: "unsubscribe", "subscription-id": "watched" });
+        await client.op("unsubscribe-ok");
+        await eventually(async () => (await wordsFor(1)).length === 0);
+        expect(await wordsFor(3)).toEqual([]);
+      } finally {
+        await outside.end();
+      }
+    });
   }, 30_000);
 });
 

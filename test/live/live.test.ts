@@ -1,16 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { revokeUserToken } from "../../src/auth/tokens.ts";
-import { loadConfig } from "../../src/config.ts";
-import type { PollBackoff } from "../../src/engine/follow.ts";
-import { startServer } from "../../src/main.ts";
-import { openStore } from "../../src/store/open.ts";
 import { openGate } from "../fixtures/releases/basic/lib/probe.ts";
 import { dialects } from "../support/databases.ts";
 import { LiveClient } from "../support/live-client.ts";
-import { fixture, startTestServer, type TestServer } from "../support/server.ts";
+import { fixture, startPeer, startTestServer, type TestServer } from "../support/server.ts";
 
 for (const dialect of dialects) {
   describe(`live queries on /session (${dialect.name})`, () => {
@@ -264,26 +257,6 @@ for (const dialect of dialects) {
 }
 
 const postgresDialect = dialects.find((d) => d.name === "postgres");
-
-/** A second server process's worth of server on `a`'s database (its own store, data folder and port). */
-async function startPeer(a: TestServer, env: Record<string, string> = {}, followPoll?: PollBackoff) {
-  const config = loadConfig({
-    PORT: "0",
-    DATA_DIR: mkdtempSync(join(tmpdir(), "actuate-b-")),
-    DATABASE_URL: a.config.databaseUrl,
-    SERVICE_KEYS: a.serviceKey,
-    ...env,
-  });
-  const store = await openStore(config.databaseUrl);
-  const server = await startServer(config, { store, log: () => {}, followPoll });
-  return {
-    url: server.url,
-    async stop() {
-      await server.stop();
-      await store.close();
-    },
-  };
-}
 
 describe.skipIf(!postgresDialect)("live queries across instances (postgres)", () => {
   const startWith = (release: string, env: Record<string, string> = {}) =>

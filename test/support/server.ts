@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createUserToken } from "../../src/auth/tokens.ts";
 import { type Config, loadConfig } from "../../src/config.ts";
+import type { PollBackoff } from "../../src/engine/follow.ts";
 import { bundlesDir, type ServingSingle, servingSingle, startServer } from "../../src/main.ts";
 import { publishRelease } from "../../src/release/publish.ts";
 import { openStore } from "../../src/store/open.ts";
@@ -123,4 +124,28 @@ export async function eventually<T>(check: () => T | Promise<T>, timeoutMs = 5_0
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
     await Bun.sleep(10);
   }
+}
+
+/**
+ * A second server process's worth of server on `a`'s database (its own store, data folder and port):
+ * another instance, as far as the database and the other server can tell.
+ */
+export async function startPeer(a: TestServer, env: Record<string, string> = {}, followPoll?: PollBackoff) {
+  const config = loadConfig({
+    PORT: "0",
+    DATA_DIR: mkdtempSync(join(tmpdir(), "actuate-b-")),
+    DATABASE_URL: a.config.databaseUrl,
+    SERVICE_KEYS: a.serviceKey,
+    ...env,
+  });
+  const store = await openStore(config.databaseUrl);
+  const server = await startServer(config, { store, log: () => {}, followPoll });
+  return {
+    url: server.url,
+    server,
+    async stop() {
+      await server.stop();
+      await store.close();
+    },
+  };
 }
